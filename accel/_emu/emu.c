@@ -1,0 +1,1951 @@
+/*
+ * accel emulated CUDA runtime (selected with ACCEL_CUDART=emu).
+ *
+ * A drop-in stand-in for the subset of libcudart (plus a few libcuda driver
+ * entry points) that accel binds, so that accel's real dlopen/dlsym/calling
+ * paths run on machines without a GPU.  No CUDA header is used: every type
+ * and constant below is declared here with CUDA's real ABI and values.
+ *
+ * Model (see also the README-style notes at each section):
+ *  - Every piece of mutable shared state is protected by one global mutex G.
+ *    The API is dominated by tiny critical sections, so a single lock is both
+ *    the simplest deadlock-free design and fast enough (uncontended ~20 ns).
+ *    G is never held while user code (host functions) or memcpy/memset runs.
+ *  - Streams are FIFOs of items executed by an elastic pool of worker
+ *    threads.  A stream is serviced by at most one worker at a time (FIFO
+ *    order); a stream whose head item waits for an unreached record is
+ *    parked on that record instead of blocking a worker, and any runnable
+ *    stream always gets a worker (a new one is spawned when none is idle),
+ *    so host functions that block on each other cannot starve the pool.
+ *    Idle workers retire after one second.
+ *  - Ordering between streams (cudaStreamWaitEvent and the legacy default
+ *    stream's implicit synchronisation) is expressed with "records": a
+ *    refcounted completion flag + timestamp placed in a stream's FIFO.
+ *  - Handles are 64-bit values with a never-reused id, validated through a
+ *    hash table under G before any dereference.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define EXPORT __attribute__((visibility("default")))
+
+typedef int cudaError_t;
+typedef void *cudaStream_t;
+typedef void *cudaEvent_t;
+typedef int CUresult;
+typedef int CUdevice;
+typedef void (*cudaHostFn_t)(void *);
+typedef struct { char reserved[64]; } cudaIpcEventHandle_t;
+struct cudaPointerAttributes { int type; int device; void *devicePointer; void *hostPointer; };
+struct cudaDeviceProp;
+
+enum {
+    cudaSuccess = 0, cudaErrorInvalidValue = 1, cudaErrorMemoryAllocation = 2,
+    cudaErrorInitializationError = 3, cudaErrorInvalidMemcpyDirection = 21,
+    cudaErrorNoDevice = 100, cudaErrorInvalidDevice = 101,
+    cudaErrorInvalidResourceHandle = 400, cudaErrorNotReady = 600,
+    cudaErrorNotPermitted = 800, cudaErrorUnknown = 999,
+};
+enum { CUDA_SUCCESS = 0, CUDA_ERROR_INVALID_VALUE = 1, CUDA_ERROR_NOT_INITIALIZED = 3,
+       CUDA_ERROR_INVALID_DEVICE = 101, CUDA_ERROR_UNKNOWN = 999 };
+
+#define EMU_VERSION 13000
+#define STREAM_NONBLOCKING 1u
+#define EV_BLOCKING_SYNC 1u
+#define EV_DISABLE_TIMING 2u
+#define EV_INTERPROCESS 4u
+#define PRIO_LEAST 0
+#define PRIO_GREATEST (-5)
+#define MAX_DEVICES 256
+
+/* ------------------------------------------------------------------ errors */
+
+typedef struct { int code; const char *name; const char *text; } errdesc_t;
+
+/* Names and texts as reported by libcudart 13.0. */
+static const errdesc_t rt_errors[] = {
+    {0, "cudaSuccess", "no error"},
+    {1, "cudaErrorInvalidValue", "invalid argument"},
+    {2, "cudaErrorMemoryAllocation", "out of memory"},
+    {3, "cudaErrorInitializationError", "initialization error"},
+    {4, "cudaErrorCudartUnloading", "driver shutting down"},
+    {5, "cudaErrorProfilerDisabled", "profiler disabled while using external profiling tool"},
+    {6, "cudaErrorProfilerNotInitialized", "profiler not initialized: call cudaProfilerInitialize()"},
+    {7, "cudaErrorProfilerAlreadyStarted", "profiler already started"},
+    {8, "cudaErrorProfilerAlreadyStopped", "profiler already stopped"},
+    {9, "cudaErrorInvalidConfiguration", "invalid configuration argument"},
+    {12, "cudaErrorInvalidPitchValue", "invalid pitch argument"},
+    {13, "cudaErrorInvalidSymbol", "invalid device symbol"},
+    {16, "cudaErrorInvalidHostPointer", "invalid host pointer"},
+    {17, "cudaErrorInvalidDevicePointer", "invalid device pointer"},
+    {18, "cudaErrorInvalidTexture", "invalid texture reference"},
+    {19, "cudaErrorInvalidTextureBinding", "texture is not bound to a pointer"},
+    {20, "cudaErrorInvalidChannelDescriptor", "invalid channel descriptor"},
+    {21, "cudaErrorInvalidMemcpyDirection", "invalid copy direction for memcpy"},
+    {22, "cudaErrorAddressOfConstant", "invalid address of constant"},
+    {23, "cudaErrorTextureFetchFailed", "fetch from texture failed"},
+    {24, "cudaErrorTextureNotBound", "cannot fetch from a texture that is not bound"},
+    {25, "cudaErrorSynchronizationError", "incorrect use of __syncthreads()"},
+    {26, "cudaErrorInvalidFilterSetting", "linear filtering not supported for non-float type"},
+    {27, "cudaErrorInvalidNormSetting", "read as normalized float not supported for data type"},
+    {28, "cudaErrorMixedDeviceExecution", "device emulation mode and device execution mode cannot be mixed"},
+    {31, "cudaErrorNotYetImplemented", "feature not yet implemented"},
+    {32, "cudaErrorMemoryValueTooLarge", "memory size or pointer value too large to fit in 32 bit"},
+    {34, "cudaErrorStubLibrary", "CUDA driver is a stub library"},
+    {35, "cudaErrorInsufficientDriver", "CUDA driver version is insufficient for CUDA runtime version"},
+    {36, "cudaErrorCallRequiresNewerDriver", "API call is not supported in the installed CUDA driver"},
+    {37, "cudaErrorInvalidSurface", "invalid surface reference"},
+    {43, "cudaErrorDuplicateVariableName", "duplicate global variable looked up by string name"},
+    {44, "cudaErrorDuplicateTextureName", "duplicate texture looked up by string name"},
+    {45, "cudaErrorDuplicateSurfaceName", "duplicate surface looked up by string name"},
+    {46, "cudaErrorDevicesUnavailable", "CUDA-capable device(s) is/are busy or unavailable"},
+    {49, "cudaErrorIncompatibleDriverContext", "incompatible driver context"},
+    {52, "cudaErrorMissingConfiguration", "__global__ function call is not configured"},
+    {53, "cudaErrorPriorLaunchFailure", "unspecified launch failure in prior launch"},
+    {65, "cudaErrorLaunchMaxDepthExceeded", "launch would exceed maximum depth of nested launches"},
+    {66, "cudaErrorLaunchFileScopedTex", "launch failed because kernel uses unsupported, file-scoped textures (texture objects are supported)"},
+    {67, "cudaErrorLaunchFileScopedSurf", "launch failed because kernel uses unsupported, file-scoped surfaces (surface objects are supported)"},
+    {68, "cudaErrorSyncDepthExceeded", "cudaDeviceSynchronize failed because caller's grid depth exceeds cudaLimitDevRuntimeSyncDepth"},
+    {69, "cudaErrorLaunchPendingCountExceeded", "launch failed because launch would exceed cudaLimitDevRuntimePendingLaunchCount"},
+    {98, "cudaErrorInvalidDeviceFunction", "invalid device function"},
+    {100, "cudaErrorNoDevice", "no CUDA-capable device is detected"},
+    {101, "cudaErrorInvalidDevice", "invalid device ordinal"},
+    {102, "cudaErrorDeviceNotLicensed", "device doesn't have valid Grid license"},
+    {103, "cudaErrorSoftwareValidityNotEstablished", "integrity checks failed"},
+    {127, "cudaErrorStartupFailure", "startup failure in cuda runtime"},
+    {200, "cudaErrorInvalidKernelImage", "device kernel image is invalid"},
+    {201, "cudaErrorDeviceUninitialized", "invalid device context"},
+    {205, "cudaErrorMapBufferObjectFailed", "mapping of buffer object failed"},
+    {206, "cudaErrorUnmapBufferObjectFailed", "unmapping of buffer object failed"},
+    {207, "cudaErrorArrayIsMapped", "array is mapped"},
+    {208, "cudaErrorAlreadyMapped", "resource already mapped"},
+    {209, "cudaErrorNoKernelImageForDevice", "no kernel image is available for execution on the device"},
+    {210, "cudaErrorAlreadyAcquired", "resource already acquired"},
+    {211, "cudaErrorNotMapped", "resource not mapped"},
+    {212, "cudaErrorNotMappedAsArray", "resource not mapped as array"},
+    {213, "cudaErrorNotMappedAsPointer", "resource not mapped as pointer"},
+    {214, "cudaErrorECCUncorrectable", "uncorrectable ECC error encountered"},
+    {215, "cudaErrorUnsupportedLimit", "limit is not supported on this architecture"},
+    {216, "cudaErrorDeviceAlreadyInUse", "exclusive-thread device already in use by a different thread"},
+    {217, "cudaErrorPeerAccessUnsupported", "peer access is not supported between these two devices"},
+    {218, "cudaErrorInvalidPtx", "a PTX JIT compilation failed"},
+    {219, "cudaErrorInvalidGraphicsContext", "invalid OpenGL or DirectX context"},
+    {220, "cudaErrorNvlinkUncorrectable", "uncorrectable NVLink error detected during the execution"},
+    {221, "cudaErrorJitCompilerNotFound", "PTX JIT compiler library not found"},
+    {222, "cudaErrorUnsupportedPtxVersion", "the provided PTX was compiled with an unsupported toolchain."},
+    {223, "cudaErrorJitCompilationDisabled", "PTX JIT compilation was disabled"},
+    {224, "cudaErrorUnsupportedExecAffinity", "the provided execution affinity is not supported"},
+    {225, "cudaErrorUnsupportedDevSideSync", "the provided PTX contains unsupported call to cudaDeviceSynchronize"},
+    {226, "cudaErrorContained", "Invalid access of peer GPU memory over nvlink or a hardware error"},
+    {300, "cudaErrorInvalidSource", "device kernel image is invalid"},
+    {301, "cudaErrorFileNotFound", "file not found"},
+    {302, "cudaErrorSharedObjectSymbolNotFound", "shared object symbol not found"},
+    {303, "cudaErrorSharedObjectInitFailed", "shared object initialization failed"},
+    {304, "cudaErrorOperatingSystem", "OS call failed or operation not supported on this OS"},
+    {400, "cudaErrorInvalidResourceHandle", "invalid resource handle"},
+    {401, "cudaErrorIllegalState", "the operation cannot be performed in the present state"},
+    {402, "cudaErrorLossyQuery", "attempted introspection would be semantically lossy"},
+    {500, "cudaErrorSymbolNotFound", "named symbol not found"},
+    {600, "cudaErrorNotReady", "device not ready"},
+    {700, "cudaErrorIllegalAddress", "an illegal memory access was encountered"},
+    {701, "cudaErrorLaunchOutOfResources", "too many resources requested for launch"},
+    {702, "cudaErrorLaunchTimeout", "the launch timed out and was terminated"},
+    {703, "cudaErrorLaunchIncompatibleTexturing", "launch uses incompatible texturing mode"},
+    {704, "cudaErrorPeerAccessAlreadyEnabled", "peer access is already enabled"},
+    {705, "cudaErrorPeerAccessNotEnabled", "peer access has not been enabled"},
+    {708, "cudaErrorSetOnActiveProcess", "cannot set while device is active in this process"},
+    {709, "cudaErrorContextIsDestroyed", "context is destroyed"},
+    {710, "cudaErrorAssert", "device-side assert triggered"},
+    {711, "cudaErrorTooManyPeers", "peer mapping resources exhausted"},
+    {712, "cudaErrorHostMemoryAlreadyRegistered", "part or all of the requested memory range is already mapped"},
+    {713, "cudaErrorHostMemoryNotRegistered", "pointer does not correspond to a registered memory region"},
+    {714, "cudaErrorHardwareStackError", "hardware stack error"},
+    {715, "cudaErrorIllegalInstruction", "an illegal instruction was encountered"},
+    {716, "cudaErrorMisalignedAddress", "misaligned address"},
+    {717, "cudaErrorInvalidAddressSpace", "operation not supported on global/shared address space"},
+    {718, "cudaErrorInvalidPc", "invalid program counter"},
+    {719, "cudaErrorLaunchFailure", "unspecified launch failure"},
+    {720, "cudaErrorCooperativeLaunchTooLarge", "too many blocks in cooperative launch"},
+    {721, "cudaErrorTensorMemoryLeak", "tensor memory not completely freed"},
+    {800, "cudaErrorNotPermitted", "operation not permitted"},
+    {801, "cudaErrorNotSupported", "operation not supported"},
+    {802, "cudaErrorSystemNotReady", "system not yet initialized"},
+    {803, "cudaErrorSystemDriverMismatch", "system has unsupported display driver / cuda driver combination"},
+    {804, "cudaErrorCompatNotSupportedOnDevice", "forward compatibility was attempted on non supported HW"},
+    {805, "cudaErrorMpsConnectionFailed", "MPS client failed to connect to the MPS control daemon or the MPS server"},
+    {806, "cudaErrorMpsRpcFailure", "the remote procedural call between the MPS server and the MPS client failed"},
+    {807, "cudaErrorMpsServerNotReady", "MPS server is not ready to accept new MPS client requests"},
+    {808, "cudaErrorMpsMaxClientsReached", "the hardware resources required to create MPS client have been exhausted"},
+    {809, "cudaErrorMpsMaxConnectionsReached", "the hardware resources required to support device connections have been exhausted"},
+    {810, "cudaErrorMpsClientTerminated", "the MPS client has been terminated by the server"},
+    {811, "cudaErrorCdpNotSupported", "is using CUDA Dynamic Parallelism, but the current configuration, like MPS, does not support it"},
+    {812, "cudaErrorCdpVersionMismatch", "unsupported interaction between different versions of CUDA Dynamic Parallelism"},
+    {900, "cudaErrorStreamCaptureUnsupported", "operation not permitted when stream is capturing"},
+    {901, "cudaErrorStreamCaptureInvalidated", "operation failed due to a previous error during capture"},
+    {902, "cudaErrorStreamCaptureMerge", "operation would result in a merge of separate capture sequences"},
+    {903, "cudaErrorStreamCaptureUnmatched", "capture was not ended in the same stream as it began"},
+    {904, "cudaErrorStreamCaptureUnjoined", "capturing stream has unjoined work"},
+    {905, "cudaErrorStreamCaptureIsolation", "dependency created on uncaptured work in another stream"},
+    {906, "cudaErrorStreamCaptureImplicit", "operation would make the legacy stream depend on a capturing blocking stream"},
+    {907, "cudaErrorCapturedEvent", "operation not permitted on an event last recorded in a capturing stream"},
+    {908, "cudaErrorStreamCaptureWrongThread", "attempt to terminate a thread-local capture sequence from another thread"},
+    {909, "cudaErrorTimeout", "wait operation timed out"},
+    {910, "cudaErrorGraphExecUpdateFailure", "the graph update was not performed because it included changes which violated constraints specific to instantiated graph update"},
+    {911, "cudaErrorExternalDevice", "an async error has occured in external entity outside of CUDA"},
+    {912, "cudaErrorInvalidClusterSize", "a kernel launch error has occurred due to cluster misconfiguration"},
+    {913, "cudaErrorFunctionNotLoaded", "the function handle is not loaded when calling an API that requires a loaded function"},
+    {914, "cudaErrorInvalidResourceType", "one or more resources passed in are not valid resource types for the operation"},
+    {915, "cudaErrorInvalidResourceConfiguration", "one or more resources are insufficient or non-applicable for the operation"},
+    {999, "cudaErrorUnknown", "unknown error"},
+};
+
+static const errdesc_t drv_errors[] = {
+    {0, "CUDA_SUCCESS", "no error"},
+    {1, "CUDA_ERROR_INVALID_VALUE", "invalid argument"},
+    {2, "CUDA_ERROR_OUT_OF_MEMORY", "out of memory"},
+    {3, "CUDA_ERROR_NOT_INITIALIZED", "initialization error"},
+    {4, "CUDA_ERROR_DEINITIALIZED", "driver shutting down"},
+    {34, "CUDA_ERROR_STUB_LIBRARY", "CUDA driver is a stub library"},
+    {46, "CUDA_ERROR_DEVICE_UNAVAILABLE", "CUDA-capable device(s) is/are busy or unavailable"},
+    {100, "CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected"},
+    {101, "CUDA_ERROR_INVALID_DEVICE", "invalid device ordinal"},
+    {200, "CUDA_ERROR_INVALID_IMAGE", "device kernel image is invalid"},
+    {201, "CUDA_ERROR_INVALID_CONTEXT", "invalid device context"},
+    {202, "CUDA_ERROR_CONTEXT_ALREADY_CURRENT", "context already current"},
+    {304, "CUDA_ERROR_OPERATING_SYSTEM", "OS call failed or operation not supported on this OS"},
+    {400, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle"},
+    {401, "CUDA_ERROR_ILLEGAL_STATE", "the operation cannot be performed in the present state"},
+    {500, "CUDA_ERROR_NOT_FOUND", "named symbol not found"},
+    {600, "CUDA_ERROR_NOT_READY", "device not ready"},
+    {700, "CUDA_ERROR_ILLEGAL_ADDRESS", "an illegal memory access was encountered"},
+    {708, "CUDA_ERROR_PRIMARY_CONTEXT_ACTIVE", "primary context active"},
+    {709, "CUDA_ERROR_CONTEXT_IS_DESTROYED", "context is destroyed"},
+    {719, "CUDA_ERROR_LAUNCH_FAILED", "unspecified launch failure"},
+    {800, "CUDA_ERROR_NOT_PERMITTED", "operation not permitted"},
+    {801, "CUDA_ERROR_NOT_SUPPORTED", "operation not supported"},
+    {999, "CUDA_ERROR_UNKNOWN", "unknown error"},
+};
+
+static const errdesc_t *find_err(const errdesc_t *tab, size_t n, int code)
+{
+    for (size_t i = 0; i < n; i++)
+        if (tab[i].code == code) return &tab[i];
+    return NULL;
+}
+
+/* ------------------------------------------------------- fault injection */
+
+/* Every injectable exported symbol; the id indexes the per-symbol call
+ * counters.  String getters of the runtime cannot fail and are absent. */
+#define EMU_SYMBOLS(X) \
+    X(cudaGetDeviceCount) X(cudaGetDevice) X(cudaSetDevice) X(cudaDeviceSynchronize) \
+    X(cudaDriverGetVersion) X(cudaRuntimeGetVersion) X(cudaGetLastError) \
+    X(cudaPeekAtLastError) X(cudaDeviceGetStreamPriorityRange) X(cudaStreamCreate) \
+    X(cudaStreamCreateWithFlags) X(cudaStreamCreateWithPriority) X(cudaStreamDestroy) \
+    X(cudaStreamQuery) X(cudaStreamSynchronize) X(cudaStreamGetPriority) \
+    X(cudaStreamGetFlags) X(cudaStreamGetId) X(cudaStreamGetDevice) X(cudaStreamWaitEvent) \
+    X(cudaStreamIsCapturing) X(cudaThreadExchangeStreamCaptureMode) X(cudaEventCreate) \
+    X(cudaEventCreateWithFlags) X(cudaEventDestroy) X(cudaEventRecord) \
+    X(cudaEventRecordWithFlags) X(cudaEventQuery) X(cudaEventSynchronize) \
+    X(cudaEventElapsedTime) X(cudaIpcGetEventHandle) X(cudaIpcOpenEventHandle) \
+    X(cudaMalloc) X(cudaFree) X(cudaMemGetInfo) X(cudaMemcpyAsync) X(cudaMemsetAsync) \
+    X(cudaPointerGetAttributes) X(cudaLaunchHostFunc) X(cudaDeviceGetAttribute) \
+    X(cudaGetDeviceProperties) X(cudaGetDeviceProperties_v2) X(cudaDeviceCanAccessPeer) \
+    X(cudaDeviceGetPCIBusId) X(cuDevicePrimaryCtxGetState) X(cuGetErrorName) \
+    X(cuGetErrorString) X(cuDriverGetVersion) X(cuInit)
+
+#define X_ENUM(s) SYM_##s,
+#define X_NAME(s) #s,
+enum { EMU_SYMBOLS(X_ENUM) SYM_COUNT };
+static const char *const sym_names[SYM_COUNT] = { EMU_SYMBOLS(X_NAME) };
+
+#define MAX_FAIL 64
+typedef struct { int sym; unsigned long long nth; } failpt_t;
+static pthread_mutex_t g_fail_lock = PTHREAD_MUTEX_INITIALIZER;
+static failpt_t g_fail[MAX_FAIL];
+static int g_nfail;
+static unsigned long long g_calls[SYM_COUNT];
+/* Checked on every call without a lock: counting only starts once a spec is
+ * installed, which keeps the no-injection fast path to one relaxed load. */
+static atomic_int g_fail_active;
+
+static int parse_fail_spec(const char *spec, failpt_t *out, int *nout)
+{
+    int n = 0;
+    const char *p = spec;
+    while (*p) {
+        const char *colon = strchr(p, ':');
+        if (!colon) return 1;
+        size_t len = (size_t)(colon - p);
+        int sym = -1;
+        for (int i = 0; i < SYM_COUNT; i++)
+            if (strlen(sym_names[i]) == len && memcmp(sym_names[i], p, len) == 0) sym = i;
+        if (sym < 0 || colon[1] < '0' || colon[1] > '9') return 1;
+        char *end;
+        errno = 0;
+        unsigned long long nth = strtoull(colon + 1, &end, 10);
+        if (errno || nth == 0 || (*end && *end != ',') || n == MAX_FAIL) return 1;
+        out[n].sym = sym;
+        out[n].nth = nth;
+        n++;
+        p = *end ? end + 1 : end;
+        if (*end == ',' && !*p) return 1;
+    }
+    *nout = n;
+    return 0;
+}
+
+static int install_fail_spec(const char *spec)
+{
+    failpt_t tmp[MAX_FAIL];
+    int n = 0;
+    if (spec && *spec && parse_fail_spec(spec, tmp, &n)) return 1;
+    pthread_mutex_lock(&g_fail_lock);
+    memcpy(g_fail, tmp, sizeof(failpt_t) * (size_t)n);
+    g_nfail = n;
+    memset(g_calls, 0, sizeof g_calls);
+    atomic_store(&g_fail_active, n > 0);
+    pthread_mutex_unlock(&g_fail_lock);
+    return 0;
+}
+
+static int fail_hit(int sym)
+{
+    int hit = 0;
+    pthread_mutex_lock(&g_fail_lock);
+    unsigned long long c = ++g_calls[sym];
+    for (int i = 0; i < g_nfail; i++)
+        if (g_fail[i].sym == sym && g_fail[i].nth == c) hit = 1;
+    pthread_mutex_unlock(&g_fail_lock);
+    return hit;
+}
+
+/* ------------------------------------------------------------ global state */
+
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+static cudaError_t g_init_err;      /* non-zero: bad configuration, every call fails */
+static int g_ndev;
+static size_t g_mem_total;
+
+static pthread_mutex_t G = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t g_done_cv = PTHREAD_COND_INITIALIZER;  /* any item completed */
+static pthread_cond_t g_work_cv = PTHREAD_COND_INITIALIZER;  /* run queue non-empty */
+static pthread_cond_t g_exit_cv = PTHREAD_COND_INITIALIZER;  /* a worker retired */
+static int g_waiters;               /* threads blocked on g_done_cv */
+
+static atomic_int g_ctx[MAX_DEVICES];   /* primary context exists */
+
+static __thread int t_dev;
+static __thread int t_capmode;
+static __thread cudaError_t t_last;
+/* Non-NULL while this thread is a worker executing a host function: blocking
+ * calls from there would wait on themselves, so they are refused. */
+static __thread void *t_in_hostfn;
+
+static cudaError_t fail(cudaError_t e) { t_last = e; return e; }
+
+static int parse_size(const char *s, unsigned long long *out)
+{
+    char *end;
+    if (*s < '0' || *s > '9') return 1;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno) return 1;
+    unsigned shift = 0;
+    switch (*end) {
+    case 'K': case 'k': shift = 10; end++; break;
+    case 'M': case 'm': shift = 20; end++; break;
+    case 'G': case 'g': shift = 30; end++; break;
+    case 'T': case 't': shift = 40; end++; break;
+    default: break;
+    }
+    if (*end == 'i' && shift) end++;
+    if (*end == 'B' && shift) end++;
+    if (*end || (shift && v > (~0ull >> shift))) return 1;
+    *out = v << shift;
+    return 0;
+}
+
+static void stream_tls_destroy(void *p);
+static pthread_key_t g_tls_key;
+static void atfork_prepare(void);
+static void atfork_parent(void);
+static void atfork_child(void);
+
+static void emu_init(void)
+{
+    unsigned long long v;
+    const char *s = getenv("ACCEL_EMU_DEVICES");
+    g_ndev = 4;
+    if (s && *s) {
+        if (parse_size(s, &v) || v > MAX_DEVICES || (s[strlen(s) - 1] < '0' || s[strlen(s) - 1] > '9'))
+            g_init_err = cudaErrorInitializationError;
+        else
+            g_ndev = (int)v;
+    }
+    g_mem_total = (size_t)80 << 30;
+    s = getenv("ACCEL_EMU_MEMORY");
+    if (s && *s) {
+        if (parse_size(s, &v)) g_init_err = cudaErrorInitializationError;
+        else g_mem_total = (size_t)v;
+    }
+    s = getenv("ACCEL_EMU_FAIL");
+    if (s && *s && install_fail_spec(s)) g_init_err = cudaErrorInitializationError;
+    pthread_key_create(&g_tls_key, stream_tls_destroy);
+    pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+}
+
+#define INIT() pthread_once(&g_once, emu_init)
+
+/* Prologue of every runtime entry point: lazy init, configuration error,
+ * fault injection.  Failures are recorded as the thread's last error. */
+#define RT_ENTER(sym, ferr) do { \
+        INIT(); \
+        if (g_init_err) return fail(g_init_err); \
+        if (atomic_load_explicit(&g_fail_active, memory_order_relaxed) && fail_hit(SYM_##sym)) \
+            return fail(ferr); \
+    } while (0)
+#define RT_NEED_DEVICE() do { if (g_ndev == 0) return fail(cudaErrorNoDevice); } while (0)
+
+/* Driver entry points never touch the runtime's last error. */
+#define DRV_ENTER(sym) do { \
+        INIT(); \
+        if (g_init_err) return CUDA_ERROR_NOT_INITIALIZED; \
+        if (atomic_load_explicit(&g_fail_active, memory_order_relaxed) && fail_hit(SYM_##sym)) \
+            return CUDA_ERROR_UNKNOWN; \
+    } while (0)
+
+static void ensure_ctx(int dev)
+{
+    if (!atomic_load_explicit(&g_ctx[dev], memory_order_relaxed))
+        atomic_store(&g_ctx[dev], 1);
+}
+
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* ------------------------------------------------------------- hash table */
+
+/* Open addressing, linear probing, backward-shift deletion; key 0 = empty. */
+typedef struct { uint64_t *keys; void **vals; size_t cap, len; } htab_t;
+
+static size_t ht_home(uint64_t k, size_t mask)
+{
+    k ^= k >> 33;
+    k *= 0xff51afd7ed558ccdull;
+    k ^= k >> 33;
+    return (size_t)k & mask;
+}
+
+static void *ht_get(const htab_t *t, uint64_t k)
+{
+    if (!t->cap || !k) return NULL;
+    size_t mask = t->cap - 1;
+    for (size_t i = ht_home(k, mask);; i = (i + 1) & mask) {
+        if (t->keys[i] == k) return t->vals[i];
+        if (!t->keys[i]) return NULL;
+    }
+}
+
+static void ht_place(uint64_t *keys, void **vals, size_t cap, uint64_t k, void *v)
+{
+    size_t mask = cap - 1, i = ht_home(k, mask);
+    while (keys[i]) i = (i + 1) & mask;
+    keys[i] = k;
+    vals[i] = v;
+}
+
+static int ht_put(htab_t *t, uint64_t k, void *v)
+{
+    if ((t->len + 1) * 2 > t->cap) {
+        size_t ncap = t->cap ? t->cap * 2 : 64;
+        uint64_t *nk = calloc(ncap, sizeof *nk);
+        void **nv = calloc(ncap, sizeof *nv);
+        if (!nk || !nv) { free(nk); free(nv); return -1; }
+        for (size_t i = 0; i < t->cap; i++)
+            if (t->keys[i]) ht_place(nk, nv, ncap, t->keys[i], t->vals[i]);
+        free(t->keys);
+        free(t->vals);
+        t->keys = nk;
+        t->vals = nv;
+        t->cap = ncap;
+    }
+    ht_place(t->keys, t->vals, t->cap, k, v);
+    t->len++;
+    return 0;
+}
+
+static void ht_del(htab_t *t, uint64_t k)
+{
+    if (!t->cap || !k) return;
+    size_t mask = t->cap - 1, i = ht_home(k, mask);
+    while (t->keys[i] != k) {
+        if (!t->keys[i]) return;
+        i = (i + 1) & mask;
+    }
+    t->keys[i] = 0;
+    t->len--;
+    for (size_t j = (i + 1) & mask; t->keys[j]; j = (j + 1) & mask) {
+        size_t h = ht_home(t->keys[j], mask);
+        int stays = (i <= j) ? (i < h && h <= j) : (i < h || h <= j);
+        if (stays) continue;
+        t->keys[i] = t->keys[j];
+        t->vals[i] = t->vals[j];
+        t->keys[j] = 0;
+        i = j;
+    }
+}
+
+/* ---------------------------------------------------------------- objects */
+
+/* Handle = BASE + id*16 + tag.  Ids only grow, so a stale handle can never
+ * alias a newer object, and the tag rejects an event passed as a stream. */
+#define HANDLE_BASE 0x5e0000000000ull
+#define TAG_STREAM 0x3u
+#define TAG_EVENT 0x5u
+static uint64_t g_next_id = 1;
+static htab_t g_handles;            /* handle -> stream_t* / event_t* */
+static htab_t g_ipc;                /* ipc id -> evshared_t* */
+static uint64_t g_next_ipc = 1;
+static int g_live_streams, g_live_events;
+
+static uint64_t new_handle(unsigned tag, uint64_t *id)
+{
+    *id = g_next_id++;
+    return HANDLE_BASE + (*id << 4) + tag;
+}
+
+typedef struct stream stream_t;
+
+/* A position in a stream's FIFO: reached (with its host timestamp) when the
+ * worker gets there.  Shared by the event that recorded it, by WAIT items of
+ * other streams, and by streams parked until it is reached. */
+typedef struct rec {
+    int refs;
+    int reached;
+    int64_t ts;
+    stream_t *waiters;
+} rec_t;
+
+static rec_t *rec_new(int refs)
+{
+    rec_t *r = calloc(1, sizeof *r);
+    if (r) r->refs = refs;
+    return r;
+}
+
+static void rec_unref(rec_t *r)
+{
+    if (r && --r->refs == 0) free(r);
+}
+
+/* ------------------------------------------------------------- allocations */
+
+typedef struct alloc {
+    char *base;
+    size_t size;
+    int device;
+    int pending;    /* queued copies/memsets that still touch it */
+    int freed;
+} alloc_t;
+
+static alloc_t **g_allocs;          /* sorted by base */
+static size_t g_nallocs, g_cap_allocs;
+static size_t g_mem_used[MAX_DEVICES];
+
+/* Index of the last allocation whose base <= p, or -1. */
+static long alloc_floor(const void *p)
+{
+    long lo = 0, hi = (long)g_nallocs - 1, res = -1;
+    while (lo <= hi) {
+        long mid = (lo + hi) / 2;
+        if ((uintptr_t)g_allocs[mid]->base <= (uintptr_t)p) { res = mid; lo = mid + 1; }
+        else hi = mid - 1;
+    }
+    return res;
+}
+
+static alloc_t *alloc_containing(const void *p)
+{
+    long i = alloc_floor(p);
+    if (i < 0) return NULL;
+    alloc_t *a = g_allocs[i];
+    return (uintptr_t)p < (uintptr_t)a->base + a->size ? a : NULL;
+}
+
+static void alloc_unref(alloc_t *a)
+{
+    if (a && --a->pending == 0 && a->freed) {
+        free(a->base);
+        free(a);
+    }
+}
+
+/* ----------------------------------------------------------------- streams */
+
+enum { IT_HOSTFN, IT_RECORD, IT_WAIT, IT_COPY, IT_SET };
+typedef struct item {
+    struct item *next;
+    int kind;
+    rec_t *rec;
+    cudaHostFn_t fn;
+    void *arg;
+    void *dst;
+    const void *src;
+    size_t n;
+    int value;
+    alloc_t *a1, *a2;
+} item_t;
+
+enum { SK_USER, SK_LEGACY, SK_PERTHREAD };
+enum { ST_IDLE, ST_QUEUED, ST_RUNNING, ST_PARKED };
+
+struct stream {
+    uint64_t handle;    /* 0 for the legacy and per-thread streams */
+    unsigned long long id;
+    int kind, device, priority, state, destroyed, refs;
+    unsigned flags;
+    item_t *head, *tail;
+    uint64_t enq, done;
+    /* The record of the tail item if the tail is a record, else NULL: lets
+     * implicit synchronisation reuse it instead of adding a marker. */
+    rec_t *last_rec;
+    stream_t *link;                 /* run queue or record waiter list */
+    stream_t *dprev, *dnext;        /* per-device list */
+};
+
+typedef struct evshared {
+    int refs, device;
+    unsigned flags;
+    uint64_t ipc_id;
+    rec_t *latest;
+} evshared_t;
+
+typedef struct event {
+    uint64_t handle;
+    evshared_t *sh;
+} event_t;
+
+static stream_t *g_devstreams[MAX_DEVICES];
+static stream_t *g_legacy[MAX_DEVICES];
+static stream_t *g_runq_head, *g_runq_tail;
+static int g_runq_len, g_nworkers, g_idle, g_shutdown;
+
+static void *worker_main(void *arg);
+
+static void runq_push(stream_t *s)
+{
+    s->state = ST_QUEUED;
+    s->link = NULL;
+    if (g_runq_tail) g_runq_tail->link = s;
+    else g_runq_head = s;
+    g_runq_tail = s;
+    g_runq_len++;
+    /* Every queued stream must have a thread that will take it, otherwise a
+     * host function blocking on another stream's progress could deadlock. */
+    if (g_runq_len > g_idle) {
+        pthread_t th;
+        pthread_attr_t at;
+        pthread_attr_init(&at);
+        pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+        if (pthread_create(&th, &at, worker_main, NULL) == 0) g_nworkers++;
+        pthread_attr_destroy(&at);
+    }
+    pthread_cond_signal(&g_work_cv);
+}
+
+static void rec_reach(rec_t *r)
+{
+    r->ts = now_ns();
+    r->reached = 1;
+    stream_t *w = r->waiters;
+    r->waiters = NULL;
+    while (w) {
+        stream_t *next = w->link;
+        runq_push(w);
+        w = next;
+    }
+}
+
+static void dev_link(stream_t *s)
+{
+    s->dprev = NULL;
+    s->dnext = g_devstreams[s->device];
+    if (s->dnext) s->dnext->dprev = s;
+    g_devstreams[s->device] = s;
+}
+
+static void stream_maybe_free(stream_t *s)
+{
+    if (!s->destroyed || s->head || s->state != ST_IDLE || s->refs) return;
+    if (s->dprev) s->dprev->dnext = s->dnext;
+    else g_devstreams[s->device] = s->dnext;
+    if (s->dnext) s->dnext->dprev = s->dprev;
+    free(s);
+}
+
+static void item_free(item_t *it)
+{
+    rec_unref(it->rec);
+    alloc_unref(it->a1);
+    alloc_unref(it->a2);
+    free(it);
+}
+
+/* Runs the stream's items in order with G held; G is dropped around user
+ * code and memory operations. */
+static void stream_run(stream_t *s)
+{
+    item_t *it;
+    while ((it = s->head) && !g_shutdown) {
+        if (it->kind == IT_WAIT && !it->rec->reached) {
+            s->state = ST_PARKED;
+            s->link = it->rec->waiters;
+            it->rec->waiters = s;
+            return;
+        }
+        s->head = it->next;
+        if (!s->head) s->tail = NULL;
+        switch (it->kind) {
+        case IT_RECORD:
+            rec_reach(it->rec);
+            break;
+        case IT_HOSTFN:
+            pthread_mutex_unlock(&G);
+            t_in_hostfn = s;
+            it->fn(it->arg);
+            t_in_hostfn = NULL;
+            pthread_mutex_lock(&G);
+            break;
+        case IT_COPY:
+            pthread_mutex_unlock(&G);
+            memmove(it->dst, it->src, it->n);
+            pthread_mutex_lock(&G);
+            break;
+        case IT_SET:
+            pthread_mutex_unlock(&G);
+            memset(it->dst, it->value, it->n);
+            pthread_mutex_lock(&G);
+            break;
+        default:
+            break;
+        }
+        s->done++;
+        item_free(it);
+        if (g_waiters) pthread_cond_broadcast(&g_done_cv);
+    }
+    s->state = ST_IDLE;
+    stream_maybe_free(s);
+}
+
+static void *worker_main(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&G);
+    for (;;) {
+        while (!g_runq_head && !g_shutdown) {
+            struct timespec dl;
+            clock_gettime(CLOCK_REALTIME, &dl);
+            dl.tv_sec += 1;
+            g_idle++;
+            int rc = pthread_cond_timedwait(&g_work_cv, &G, &dl);
+            g_idle--;
+            if (rc == ETIMEDOUT && !g_runq_head) goto out;
+        }
+        if (g_shutdown) break;
+        stream_t *s = g_runq_head;
+        g_runq_head = s->link;
+        if (!g_runq_head) g_runq_tail = NULL;
+        g_runq_len--;
+        s->link = NULL;
+        s->state = ST_RUNNING;
+        stream_run(s);
+    }
+out:
+    g_nworkers--;
+    pthread_cond_broadcast(&g_exit_cv);
+    pthread_mutex_unlock(&G);
+    return NULL;
+}
+
+static void enqueue_raw(stream_t *s, item_t *it)
+{
+    it->next = NULL;
+    if (s->tail) s->tail->next = it;
+    else s->head = it;
+    s->tail = it;
+    s->enq++;
+    s->last_rec = NULL;
+    if (s->state == ST_IDLE) runq_push(s);
+}
+
+static item_t *item_new(int kind)
+{
+    item_t *it = calloc(1, sizeof *it);
+    if (it) it->kind = kind;
+    return it;
+}
+
+/* A record at the current tail of s (reusing a trailing one); the caller
+ * owns one reference.  NULL on allocation failure. */
+static rec_t *tail_rec(stream_t *s)
+{
+    if (s->last_rec) {
+        s->last_rec->refs++;
+        return s->last_rec;
+    }
+    item_t *it = item_new(IT_RECORD);
+    rec_t *r = rec_new(2);
+    if (!it || !r) { free(it); free(r); return NULL; }
+    it->rec = r;
+    enqueue_raw(s, it);
+    s->last_rec = r;
+    return r;
+}
+
+/* Makes s's next item wait for r (consumes the caller's reference). */
+static int add_wait(stream_t *s, rec_t *r)
+{
+    if (r->reached) { rec_unref(r); return 0; }
+    item_t *it = item_new(IT_WAIT);
+    if (!it) { rec_unref(r); return -1; }
+    it->rec = r;
+    enqueue_raw(s, it);
+    return 0;
+}
+
+static int pending(const stream_t *s) { return s->enq != s->done; }
+
+static stream_t *stream_alloc(int kind, int dev, unsigned flags, int prio)
+{
+    stream_t *s = calloc(1, sizeof *s);
+    if (!s) return NULL;
+    s->kind = kind;
+    s->device = dev;
+    s->flags = flags;
+    s->priority = prio;
+    s->id = g_next_id++;
+    dev_link(s);
+    return s;
+}
+
+static stream_t *legacy_stream(int dev)
+{
+    if (!g_legacy[dev]) g_legacy[dev] = stream_alloc(SK_LEGACY, dev, 0, 0);
+    return g_legacy[dev];
+}
+
+/* The legacy default stream waits for all prior work of the device's
+ * blocking streams, and blocking streams wait for prior legacy work. */
+static int implicit_sync(stream_t *s)
+{
+    if (s->kind == SK_LEGACY) {
+        for (stream_t *t = g_devstreams[s->device]; t; t = t->dnext) {
+            if (t == s || (t->flags & STREAM_NONBLOCKING) || !pending(t)) continue;
+            rec_t *r = tail_rec(t);
+            if (!r || add_wait(s, r)) return -1;
+        }
+    } else if (!(s->flags & STREAM_NONBLOCKING)) {
+        stream_t *l = g_legacy[s->device];
+        if (l && pending(l)) {
+            rec_t *r = tail_rec(l);
+            if (!r || add_wait(s, r)) return -1;
+        }
+    }
+    return 0;
+}
+
+static cudaError_t submit(stream_t *s, item_t *it)
+{
+    if (implicit_sync(s)) { item_free(it); return cudaErrorMemoryAllocation; }
+    enqueue_raw(s, it);
+    if (it->kind == IT_RECORD) s->last_rec = it->rec;
+    ensure_ctx(s->device);
+    return cudaSuccess;
+}
+
+/* Per-thread default streams, one per device, destroyed at thread exit. */
+typedef struct { stream_t *s[MAX_DEVICES]; } tls_streams_t;
+static __thread tls_streams_t *t_pts;
+
+static void stream_tls_destroy(void *p)
+{
+    tls_streams_t *ts = p;
+    pthread_mutex_lock(&G);
+    for (int d = 0; d < g_ndev; d++) {
+        if (ts->s[d]) {
+            ts->s[d]->destroyed = 1;
+            stream_maybe_free(ts->s[d]);
+        }
+    }
+    pthread_mutex_unlock(&G);
+    free(ts);
+}
+
+static stream_t *perthread_stream(int dev)
+{
+    if (!t_pts) {
+        t_pts = calloc(1, sizeof *t_pts);
+        if (!t_pts) return NULL;
+        pthread_setspecific(g_tls_key, t_pts);
+    }
+    if (!t_pts->s[dev]) t_pts->s[dev] = stream_alloc(SK_PERTHREAD, dev, 0, 0);
+    return t_pts->s[dev];
+}
+
+/* Resolves a stream handle under G. */
+static stream_t *get_stream(cudaStream_t h, cudaError_t *err)
+{
+    uintptr_t v = (uintptr_t)h;
+    stream_t *s = NULL;
+    if (v == 0 || v == 1) {
+        s = legacy_stream(t_dev);
+        if (!s) *err = cudaErrorMemoryAllocation;
+        return s;
+    }
+    if (v == 2) {
+        s = perthread_stream(t_dev);
+        if (!s) *err = cudaErrorMemoryAllocation;
+        return s;
+    }
+    if ((v & 0xf) == TAG_STREAM) s = ht_get(&g_handles, v);
+    if (!s) *err = cudaErrorInvalidResourceHandle;
+    return s;
+}
+
+static event_t *get_event(cudaEvent_t h)
+{
+    uintptr_t v = (uintptr_t)h;
+    return (v & 0xf) == TAG_EVENT ? ht_get(&g_handles, v) : NULL;
+}
+
+/* Blocks (G held) until s has completed `target` items. */
+static void wait_stream(stream_t *s, uint64_t target)
+{
+    s->refs++;
+    g_waiters++;
+    while (s->done < target) pthread_cond_wait(&g_done_cv, &G);
+    g_waiters--;
+    s->refs--;
+    stream_maybe_free(s);
+}
+
+static void wait_rec(rec_t *r)
+{
+    r->refs++;
+    g_waiters++;
+    while (!r->reached) pthread_cond_wait(&g_done_cv, &G);
+    g_waiters--;
+    rec_unref(r);
+}
+
+/* ----------------------------------------------------------- fork / unload */
+
+static void atfork_prepare(void) { pthread_mutex_lock(&G); }
+static void atfork_parent(void) { pthread_mutex_unlock(&G); }
+/* Workers do not survive fork; work in flight at fork time is lost in the
+ * child (accel refuses CUDA use in fork children anyway). */
+static void atfork_child(void)
+{
+    g_nworkers = 0;
+    g_idle = 0;
+    pthread_mutex_unlock(&G);
+}
+
+/* Lets idle workers exit before the process (or a dlclose) tears down the
+ * code they run; bounded so a stuck host function cannot hang exit. */
+__attribute__((destructor)) static void emu_fini(void)
+{
+    pthread_mutex_lock(&G);
+    g_shutdown = 1;
+    pthread_cond_broadcast(&g_work_cv);
+    struct timespec dl;
+    clock_gettime(CLOCK_REALTIME, &dl);
+    dl.tv_sec += 1;
+    while (g_nworkers > 0)
+        if (pthread_cond_timedwait(&g_exit_cv, &G, &dl) == ETIMEDOUT) break;
+    pthread_mutex_unlock(&G);
+}
+
+/* ============================================================ runtime API */
+
+EXPORT const char *cudaGetErrorName(cudaError_t e)
+{
+    const errdesc_t *d = find_err(rt_errors, sizeof rt_errors / sizeof *rt_errors, e);
+    return d ? d->name : "unrecognized error code";
+}
+
+EXPORT const char *cudaGetErrorString(cudaError_t e)
+{
+    const errdesc_t *d = find_err(rt_errors, sizeof rt_errors / sizeof *rt_errors, e);
+    return d ? d->text : "unrecognized error code";
+}
+
+EXPORT cudaError_t cudaGetLastError(void)
+{
+    INIT();
+    if (g_init_err) return g_init_err;
+    if (atomic_load_explicit(&g_fail_active, memory_order_relaxed) && fail_hit(SYM_cudaGetLastError))
+        return cudaErrorUnknown;
+    cudaError_t e = t_last;
+    t_last = cudaSuccess;
+    return e;
+}
+
+EXPORT cudaError_t cudaPeekAtLastError(void)
+{
+    INIT();
+    if (g_init_err) return g_init_err;
+    if (atomic_load_explicit(&g_fail_active, memory_order_relaxed) && fail_hit(SYM_cudaPeekAtLastError))
+        return cudaErrorUnknown;
+    return t_last;
+}
+
+EXPORT cudaError_t cudaGetDeviceCount(int *count)
+{
+    RT_ENTER(cudaGetDeviceCount, cudaErrorUnknown);
+    if (!count) return fail(cudaErrorInvalidValue);
+    *count = g_ndev;
+    return g_ndev ? cudaSuccess : fail(cudaErrorNoDevice);
+}
+
+EXPORT cudaError_t cudaGetDevice(int *dev)
+{
+    RT_ENTER(cudaGetDevice, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    if (!dev) return fail(cudaErrorInvalidValue);
+    *dev = t_dev;
+    return cudaSuccess;
+}
+
+EXPORT cudaError_t cudaSetDevice(int dev)
+{
+    RT_ENTER(cudaSetDevice, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    if (dev < 0 || dev >= g_ndev) return fail(cudaErrorInvalidDevice);
+    t_dev = dev;
+    ensure_ctx(dev);
+    return cudaSuccess;
+}
+
+EXPORT cudaError_t cudaDeviceSynchronize(void)
+{
+    RT_ENTER(cudaDeviceSynchronize, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    if (t_in_hostfn) return fail(cudaErrorNotPermitted);
+    int dev = t_dev;
+    ensure_ctx(dev);
+    pthread_mutex_lock(&G);
+    size_t n = 0;
+    for (stream_t *s = g_devstreams[dev]; s; s = s->dnext) n += pending(s);
+    if (n) {
+        stream_t **ss = malloc(n * sizeof *ss);
+        uint64_t *tg = malloc(n * sizeof *tg);
+        if (!ss || !tg) {
+            free(ss);
+            free(tg);
+            pthread_mutex_unlock(&G);
+            return fail(cudaErrorMemoryAllocation);
+        }
+        size_t i = 0;
+        for (stream_t *s = g_devstreams[dev]; s; s = s->dnext) {
+            if (!pending(s)) continue;
+            ss[i] = s;
+            tg[i] = s->enq;
+            s->refs++;
+            i++;
+        }
+        for (i = 0; i < n; i++) {
+            wait_stream(ss[i], tg[i]);
+            ss[i]->refs--;
+            stream_maybe_free(ss[i]);
+        }
+        free(ss);
+        free(tg);
+    }
+    pthread_mutex_unlock(&G);
+    return cudaSuccess;
+}
+
+EXPORT cudaError_t cudaDriverGetVersion(int *v)
+{
+    RT_ENTER(cudaDriverGetVersion, cudaErrorUnknown);
+    if (!v) return fail(cudaErrorInvalidValue);
+    *v = EMU_VERSION;
+    return cudaSuccess;
+}
+
+EXPORT cudaError_t cudaRuntimeGetVersion(int *v)
+{
+    RT_ENTER(cudaRuntimeGetVersion, cudaErrorUnknown);
+    if (!v) return fail(cudaErrorInvalidValue);
+    *v = EMU_VERSION;
+    return cudaSuccess;
+}
+
+EXPORT cudaError_t cudaDeviceGetStreamPriorityRange(int *least, int *greatest)
+{
+    RT_ENTER(cudaDeviceGetStreamPriorityRange, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    if (least) *least = PRIO_LEAST;
+    if (greatest) *greatest = PRIO_GREATEST;
+    return cudaSuccess;
+}
+
+/* ----------------------------------------------------------- streams (API) */
+
+static cudaError_t stream_create(cudaStream_t *out, unsigned flags, int prio)
+{
+    if (!out) return fail(cudaErrorInvalidValue);
+    if (flags & ~STREAM_NONBLOCKING) return fail(cudaErrorInvalidValue);
+    if (prio > PRIO_LEAST) prio = PRIO_LEAST;
+    if (prio < PRIO_GREATEST) prio = PRIO_GREATEST;
+    int dev = t_dev;
+    pthread_mutex_lock(&G);
+    stream_t *s = stream_alloc(SK_USER, dev, flags, prio);
+    if (s) {
+        uint64_t id;
+        s->handle = new_handle(TAG_STREAM, &id);
+        s->id = id;
+        if (ht_put(&g_handles, s->handle, s)) {
+            s->destroyed = 1;
+            stream_maybe_free(s);
+            s = NULL;
+        }
+    }
+    if (!s) {
+        pthread_mutex_unlock(&G);
+        return fail(cudaErrorMemoryAllocation);
+    }
+    g_live_streams++;
+    *out = (cudaStream_t)(uintptr_t)s->handle;
+    pthread_mutex_unlock(&G);
+    ensure_ctx(dev);
+    return cudaSuccess;
+}
+
+EXPORT cudaError_t cudaStreamCreate(cudaStream_t *out)
+{
+    RT_ENTER(cudaStreamCreate, cudaErrorMemoryAllocation);
+    RT_NEED_DEVICE();
+    return stream_create(out, 0, 0);
+}
+
+EXPORT cudaError_t cudaStreamCreateWithFlags(cudaStream_t *out, unsigned int flags)
+{
+    RT_ENTER(cudaStreamCreateWithFlags, cudaErrorMemoryAllocation);
+    RT_NEED_DEVICE();
+    return stream_create(out, flags, 0);
+}
+
+EXPORT cudaError_t cudaStreamCreateWithPriority(cudaStream_t *out, unsigned int flags, int prio)
+{
+    RT_ENTER(cudaStreamCreateWithPriority, cudaErrorMemoryAllocation);
+    RT_NEED_DEVICE();
+    return stream_create(out, flags, prio);
+}
+
+EXPORT cudaError_t cudaStreamDestroy(cudaStream_t h)
+{
+    RT_ENTER(cudaStreamDestroy, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    uintptr_t v = (uintptr_t)h;
+    pthread_mutex_lock(&G);
+    stream_t *s = (v & 0xf) == TAG_STREAM ? ht_get(&g_handles, v) : NULL;
+    if (!s) {
+        pthread_mutex_unlock(&G);
+        return fail(cudaErrorInvalidResourceHandle);
+    }
+    ht_del(&g_handles, v);
+    g_live_streams--;
+    s->destroyed = 1;
+    stream_maybe_free(s);
+    pthread_mutex_unlock(&G);
+    return cudaSuccess;
+}
+
+/* Shared shape of the stream getters: resolve under G, then read a field. */
+#define WITH_STREAM(h, s, body) do { \
+        cudaError_t err_ = cudaSuccess; \
+        pthread_mutex_lock(&G); \
+        stream_t *s = get_stream((h), &err_); \
+        if (s) { body; } \
+        pthread_mutex_unlock(&G); \
+        if (err_) return fail(err_); \
+    } while (0)
+
+EXPORT cudaError_t cudaStreamQuery(cudaStream_t h)
+{
+    RT_ENTER(cudaStreamQuery, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    int busy = 0;
+    WITH_STREAM(h, s, busy = pending(s); ensure_ctx(s->device));
+    return busy ? fail(cudaErrorNotReady) : cudaSuccess;
+}
+
+EXPORT cudaError_t cudaStreamSynchronize(cudaStream_t h)
+{
+    RT_ENTER(cudaStreamSynchronize, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    if (t_in_hostfn) return fail(cudaErrorNotPermitted);
+    WITH_STREAM(h, s, ensure_ctx(s->device); if (pending(s)) wait_stream(s, s->enq));
+    return cudaSuccess;
+}
+
+EXPORT cudaError_t cudaStreamGetPriority(cudaStream_t h, int *prio)
+{
+    RT_ENTER(cudaStreamGetPriority, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    if (!prio) return fail(cudaErrorInvalidValue);
+    WITH_STREAM(h, s, *prio = s->priority);
+    return cudaSuccess;
+}
+
+EXPORT cudaError_t cudaStreamGetFlags(cudaStream_t h, unsigned int *flags)
+{
+    RT_ENTER(cudaStreamGetFlags, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    if (!flags) return fail(cudaErrorInvalidValue);
+    WITH_STREAM(h, s, *flags = s->flags);
+    return cudaSuccess;
+}
+
+EXPORT cudaError_t cudaStreamGetId(cudaStream_t h, unsigned long long *id)
+{
+    RT_ENTER(cudaStreamGetId, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    if (!id) return fail(cudaErrorInvalidValue);
+    WITH_STREAM(h, s, *id = s->id);
+    return cudaSuccess;
+}
+
+EXPORT cudaError_t cudaStreamGetDevice(cudaStream_t h, int *dev)
+{
+    RT_ENTER(cudaStreamGetDevice, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    if (!dev) return fail(cudaErrorInvalidValue);
+    WITH_STREAM(h, s, *dev = s->device);
+    return cudaSuccess;
+}
+
+EXPORT cudaError_t cudaStreamIsCapturing(cudaStream_t h, int *status)
+{
+    RT_ENTER(cudaStreamIsCapturing, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    if (!status) return fail(cudaErrorInvalidValue);
+    WITH_STREAM(h, s, (void)s; *status = 0);
+    return cudaSuccess;
+}
+
+EXPORT cudaError_t cudaThreadExchangeStreamCaptureMode(int *mode)
+{
+    RT_ENTER(cudaThreadExchangeStreamCaptureMode, cudaErrorUnknown);
+    if (!mode || *mode < 0 || *mode > 2) return fail(cudaErrorInvalidValue);
+    int old = t_capmode;
+    t_capmode = *mode;
+    *mode = old;
+    return cudaSuccess;
+}
+
+EXPORT cudaError_t cudaLaunchHostFunc(cudaStream_t h, cudaHostFn_t fn, void *arg)
+{
+    RT_ENTER(cudaLaunchHostFunc, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    if (!fn) return fail(cudaErrorInvalidValue);
+    item_t *it = item_new(IT_HOSTFN);
+    if (!it) return fail(cudaErrorMemoryAllocation);
+    it->fn = fn;
+    it->arg = arg;
+    cudaError_t err = cudaSuccess;
+    pthread_mutex_lock(&G);
+    stream_t *s = get_stream(h, &err);
+    if (s) err = submit(s, it);
+    else free(it);
+    pthread_mutex_unlock(&G);
+    return err ? fail(err) : cudaSuccess;
+}
+
+/* ------------------------------------------------------------ events (API) */
+
+static cudaError_t event_register(evshared_t *sh, cudaEvent_t *out)
+{
+    event_t *e = malloc(sizeof *e);
+    uint64_t id;
+    if (!e) return cudaErrorMemoryAllocation;
+    e->sh = sh;
+    e->handle = new_handle(TAG_EVENT, &id);
+    if (ht_put(&g_handles, e->handle, e)) { free(e); return cudaErrorMemoryAllocation; }
+    sh->refs++;
+    g_live_events++;
+    *out = (cudaEvent_t)(uintptr_t)e->handle;
+    return cudaSuccess;
+}
+
+static void evshared_unref(evshared_t *sh)
+{
+    if (--sh->refs) return;
+    if (sh->ipc_id) ht_del(&g_ipc, sh->ipc_id);
+    rec_unref(sh->latest);
+    free(sh);
+}
+
+static cudaError_t event_create(cudaEvent_t *out, unsigned int flags)
+{
+    if (!out || (flags & ~(EV_BLOCKING_SYNC | EV_DISABLE_TIMING | EV_INTERPROCESS)))
+        return fail(cudaErrorInvalidValue);
+    if ((flags & EV_INTERPROCESS) && !(flags & EV_DISABLE_TIMING)) return fail(cudaErrorInvalidValue);
+    evshared_t *sh = calloc(1, sizeof *sh);
+    if (!sh) return fail(cudaErrorMemoryAllocation);
+    sh->device = t_dev;
+    sh->flags = flags;
+    pthread_mutex_lock(&G);
+    cudaError_t err = event_register(sh, out);
+    pthread_mutex_unlock(&G);
+    if (err) { free(sh); return fail(err); }
+    ensure_ctx(sh->device);
+    return cudaSuccess;
+}
+
+EXPORT cudaError_t cudaEventCreateWithFlags(cudaEvent_t *out, unsigned int flags)
+{
+    RT_ENTER(cudaEventCreateWithFlags, cudaErrorMemoryAllocation);
+    RT_NEED_DEVICE();
+    return event_create(out, flags);
+}
+
+EXPORT cudaError_t cudaEventCreate(cudaEvent_t *out)
+{
+    RT_ENTER(cudaEventCreate, cudaErrorMemoryAllocation);
+    RT_NEED_DEVICE();
+    return event_create(out, 0);
+}
+
+EXPORT cudaError_t cudaEventDestroy(cudaEvent_t h)
+{
+    RT_ENTER(cudaEventDestroy, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    pthread_mutex_lock(&G);
+    event_t *e = get_event(h);
+    if (e) {
+        ht_del(&g_handles, e->handle);
+        g_live_events--;
+        evshared_unref(e->sh);
+        free(e);
+    }
+    pthread_mutex_unlock(&G);
+    return e ? cudaSuccess : fail(cudaErrorInvalidResourceHandle);
+}
+
+static cudaError_t event_record(cudaEvent_t eh, cudaStream_t sh, unsigned flags)
+{
+    if (flags > 1) return fail(cudaErrorInvalidValue);
+    item_t *it = item_new(IT_RECORD);
+    rec_t *r = rec_new(2);
+    if (!it || !r) { free(it); free(r); return fail(cudaErrorMemoryAllocation); }
+    it->rec = r;
+    cudaError_t err = cudaSuccess;
+    pthread_mutex_lock(&G);
+    event_t *e = get_event(eh);
+    stream_t *s = e ? get_stream(sh, &err) : NULL;
+    if (!e || (s && s->device != e->sh->device)) err = cudaErrorInvalidResourceHandle;
+    if (!err) {
+        rec_unref(e->sh->latest);
+        e->sh->latest = r;
+        err = submit(s, it);
+        if (err) {
+            e->sh->latest = NULL;
+            rec_unref(r);
+        }
+    } else {
+        free(it);
+        free(r);
+    }
+    pthread_mutex_unlock(&G);
+    return err ? fail(err) : cudaSuccess;
+}
+
+EXPORT cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s)
+{
+    RT_ENTER(cudaEventRecord, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    return event_record(e, s, 0);
+}
+
+EXPORT cudaError_t cudaEventRecordWithFlags(cudaEvent_t e, cudaStream_t s, unsigned int flags)
+{
+    RT_ENTER(cudaEventRecordWithFlags, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    return event_record(e, s, flags);
+}
+
+EXPORT cudaError_t cudaEventQuery(cudaEvent_t h)
+{
+    RT_ENTER(cudaEventQuery, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    pthread_mutex_lock(&G);
+    event_t *e = get_event(h);
+    cudaError_t err = !e ? cudaErrorInvalidResourceHandle
+                    : (e->sh->latest && !e->sh->latest->reached) ? cudaErrorNotReady : cudaSuccess;
+    pthread_mutex_unlock(&G);
+    return err ? fail(err) : cudaSuccess;
+}
+
+EXPORT cudaError_t cudaEventSynchronize(cudaEvent_t h)
+{
+    RT_ENTER(cudaEventSynchronize, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    if (t_in_hostfn) return fail(cudaErrorNotPermitted);
+    pthread_mutex_lock(&G);
+    event_t *e = get_event(h);
+    if (e && e->sh->latest) wait_rec(e->sh->latest);
+    pthread_mutex_unlock(&G);
+    return e ? cudaSuccess : fail(cudaErrorInvalidResourceHandle);
+}
+
+EXPORT cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end)
+{
+    RT_ENTER(cudaEventElapsedTime, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    if (!ms) return fail(cudaErrorInvalidValue);
+    cudaError_t err = cudaSuccess;
+    pthread_mutex_lock(&G);
+    event_t *a = get_event(start), *b = get_event(end);
+    if (!a || !b || ((a->sh->flags | b->sh->flags) & EV_DISABLE_TIMING) ||
+        !a->sh->latest || !b->sh->latest)
+        err = cudaErrorInvalidResourceHandle;
+    else if (!a->sh->latest->reached || !b->sh->latest->reached)
+        err = cudaErrorNotReady;
+    else
+        *ms = (float)((double)(b->sh->latest->ts - a->sh->latest->ts) / 1e6);
+    pthread_mutex_unlock(&G);
+    return err ? fail(err) : cudaSuccess;
+}
+
+EXPORT cudaError_t cudaStreamWaitEvent(cudaStream_t sh, cudaEvent_t eh, unsigned int flags)
+{
+    RT_ENTER(cudaStreamWaitEvent, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    if (flags > 1) return fail(cudaErrorInvalidValue);
+    cudaError_t err = cudaSuccess;
+    pthread_mutex_lock(&G);
+    stream_t *s = get_stream(sh, &err);
+    event_t *e = s ? get_event(eh) : NULL;
+    if (s && !e) err = cudaErrorInvalidResourceHandle;
+    if (!err && e->sh->latest && !e->sh->latest->reached) {
+        item_t *it = item_new(IT_WAIT);
+        if (!it) err = cudaErrorMemoryAllocation;
+        else {
+            it->rec = e->sh->latest;
+            it->rec->refs++;
+            err = submit(s, it);
+        }
+    } else if (!err) {
+        ensure_ctx(s->device);
+    }
+    pthread_mutex_unlock(&G);
+    return err ? fail(err) : cudaSuccess;
+}
+
+/* IPC handle bytes: magic, pid, id.  Only the creating process can open it
+ * (an emulator has no shared device memory); it yields a new handle that
+ * aliases the same underlying event. */
+#define IPC_MAGIC "ACCELEMU"
+
+EXPORT cudaError_t cudaIpcGetEventHandle(cudaIpcEventHandle_t *out, cudaEvent_t h)
+{
+    RT_ENTER(cudaIpcGetEventHandle, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    if (!out) return fail(cudaErrorInvalidValue);
+    cudaError_t err = cudaSuccess;
+    pthread_mutex_lock(&G);
+    event_t *e = get_event(h);
+    if (!e) err = cudaErrorInvalidResourceHandle;
+    else if (!(e->sh->flags & EV_INTERPROCESS)) err = cudaErrorInvalidValue;
+    else if (!e->sh->ipc_id) {
+        e->sh->ipc_id = g_next_ipc++;
+        if (ht_put(&g_ipc, e->sh->ipc_id, e->sh)) { e->sh->ipc_id = 0; err = cudaErrorMemoryAllocation; }
+    }
+    if (!err) {
+        int32_t pid = (int32_t)getpid();
+        memset(out, 0, sizeof *out);
+        memcpy(out->reserved, IPC_MAGIC, 8);
+        memcpy(out->reserved + 8, &pid, sizeof pid);
+        memcpy(out->reserved + 16, &e->sh->ipc_id, sizeof e->sh->ipc_id);
+    }
+    pthread_mutex_unlock(&G);
+    return err ? fail(err) : cudaSuccess;
+}
+
+EXPORT cudaError_t cudaIpcOpenEventHandle(cudaEvent_t *out, cudaIpcEventHandle_t handle)
+{
+    RT_ENTER(cudaIpcOpenEventHandle, cudaErrorMemoryAllocation);
+    RT_NEED_DEVICE();
+    if (!out) return fail(cudaErrorInvalidValue);
+    int32_t pid;
+    uint64_t id;
+    memcpy(&pid, handle.reserved + 8, sizeof pid);
+    memcpy(&id, handle.reserved + 16, sizeof id);
+    if (memcmp(handle.reserved, IPC_MAGIC, 8) || pid != (int32_t)getpid())
+        return fail(cudaErrorInvalidValue);
+    pthread_mutex_lock(&G);
+    evshared_t *sh = ht_get(&g_ipc, id);
+    cudaError_t err = sh ? event_register(sh, out) : cudaErrorInvalidValue;
+    pthread_mutex_unlock(&G);
+    if (err) return fail(err);
+    ensure_ctx(t_dev);
+    return cudaSuccess;
+}
+
+/* ------------------------------------------------------------ memory (API) */
+
+EXPORT cudaError_t cudaMalloc(void **p, size_t n)
+{
+    RT_ENTER(cudaMalloc, cudaErrorMemoryAllocation);
+    RT_NEED_DEVICE();
+    if (!p) return fail(cudaErrorInvalidValue);
+    int dev = t_dev;
+    ensure_ctx(dev);
+    if (n == 0) { *p = NULL; return cudaSuccess; }
+    pthread_mutex_lock(&G);
+    int ok = n <= g_mem_total - g_mem_used[dev];
+    if (ok) g_mem_used[dev] += n;   /* reserve before the (unlocked) malloc */
+    pthread_mutex_unlock(&G);
+    if (!ok) return fail(cudaErrorMemoryAllocation);
+    alloc_t *a = calloc(1, sizeof *a);
+    void *mem = NULL;
+    if (!a || posix_memalign(&mem, 256, n)) mem = NULL;
+    pthread_mutex_lock(&G);
+    if (mem && g_nallocs == g_cap_allocs) {
+        size_t nc = g_cap_allocs ? g_cap_allocs * 2 : 64;
+        alloc_t **na = realloc(g_allocs, nc * sizeof *na);
+        if (na) { g_allocs = na; g_cap_allocs = nc; }
+    }
+    if (!mem || g_nallocs == g_cap_allocs) {
+        g_mem_used[dev] -= n;
+        pthread_mutex_unlock(&G);
+        free(mem);
+        free(a);
+        return fail(cudaErrorMemoryAllocation);
+    }
+    a->base = mem;
+    a->size = n;
+    a->device = dev;
+    long at = alloc_floor(mem) + 1;
+    memmove(&g_allocs[at + 1], &g_allocs[at], (g_nallocs - (size_t)at) * sizeof *g_allocs);
+    g_allocs[at] = a;
+    g_nallocs++;
+    pthread_mutex_unlock(&G);
+    *p = mem;
+    return cudaSuccess;
+}
+
+/* Unlike real cudaFree this does not synchronise the device: queued copies
+ * hold a reference, so the host memory outlives them instead. */
+EXPORT cudaError_t cudaFree(void *p)
+{
+    RT_ENTER(cudaFree, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    ensure_ctx(t_dev);
+    if (!p) return cudaSuccess;
+    pthread_mutex_lock(&G);
+    long i = alloc_floor(p);
+    alloc_t *a = (i >= 0 && g_allocs[i]->base == p) ? g_allocs[i] : NULL;
+    if (a) {
+        memmove(&g_allocs[i], &g_allocs[i + 1], (g_nallocs - (size_t)i - 1) * sizeof *g_allocs);
+        g_nallocs--;
+        g_mem_used[a->device] -= a->size;
+        a->freed = 1;
+        a->pending++;
+        alloc_unref(a);
+    }
+    pthread_mutex_unlock(&G);
+    return a ? cudaSuccess : fail(cudaErrorInvalidValue);
+}
+
+EXPORT cudaError_t cudaMemGetInfo(size_t *freeb, size_t *total)
+{
+    RT_ENTER(cudaMemGetInfo, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    if (!freeb || !total) return fail(cudaErrorInvalidValue);
+    ensure_ctx(t_dev);
+    pthread_mutex_lock(&G);
+    *total = g_mem_total;
+    *freeb = g_mem_total - g_mem_used[t_dev];
+    pthread_mutex_unlock(&G);
+    return cudaSuccess;
+}
+
+/* Resolves [p, p+n) against the allocations: 1 = inside one allocation
+ * (referenced into *out), 0 = not device memory, -1 = straddles an end. */
+static int dev_range(const void *p, size_t n, alloc_t **out)
+{
+    alloc_t *a = alloc_containing(p);
+    if (!a) return 0;
+    if ((uintptr_t)p - (uintptr_t)a->base + n > a->size) return -1;
+    a->pending++;
+    *out = a;
+    return 1;
+}
+
+/* Host memory is treated as pinned: the copy touches host buffers when the
+ * worker reaches it, so they must stay alive until the stream is synced. */
+EXPORT cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, int kind, cudaStream_t h)
+{
+    RT_ENTER(cudaMemcpyAsync, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    if (kind < 0 || kind > 4) return fail(cudaErrorInvalidMemcpyDirection);
+    if (n && (!dst || !src)) return fail(cudaErrorInvalidValue);
+    item_t *it = item_new(IT_COPY);
+    if (!it) return fail(cudaErrorMemoryAllocation);
+    it->dst = dst;
+    it->src = src;
+    it->n = n;
+    cudaError_t err = cudaSuccess;
+    pthread_mutex_lock(&G);
+    stream_t *s = get_stream(h, &err);
+    if (s && n) {
+        int dd = dev_range(dst, n, &it->a1), sd = dev_range(src, n, &it->a2);
+        int need_dst = kind == 1 || kind == 3, need_src = kind == 2 || kind == 3;
+        if (dd < 0 || sd < 0 || (need_dst && !dd) || (need_src && !sd)) err = cudaErrorInvalidValue;
+    }
+    if (!s || err || !n) {
+        item_free(it);
+        if (s) ensure_ctx(s->device);
+    } else {
+        err = submit(s, it);
+    }
+    pthread_mutex_unlock(&G);
+    return err ? fail(err) : cudaSuccess;
+}
+
+EXPORT cudaError_t cudaMemsetAsync(void *p, int value, size_t n, cudaStream_t h)
+{
+    RT_ENTER(cudaMemsetAsync, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    item_t *it = item_new(IT_SET);
+    if (!it) return fail(cudaErrorMemoryAllocation);
+    it->dst = p;
+    it->value = value;
+    it->n = n;
+    cudaError_t err = cudaSuccess;
+    pthread_mutex_lock(&G);
+    stream_t *s = get_stream(h, &err);
+    if (s && n && dev_range(p, n, &it->a1) != 1) err = cudaErrorInvalidValue;
+    if (!s || err || !n) {
+        item_free(it);
+        if (s) ensure_ctx(s->device);
+    } else {
+        err = submit(s, it);
+    }
+    pthread_mutex_unlock(&G);
+    return err ? fail(err) : cudaSuccess;
+}
+
+/* Unregistered memory reports device -2 and no aliases (CUDA >= 11). */
+EXPORT cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *at, const void *p)
+{
+    RT_ENTER(cudaPointerGetAttributes, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    if (!at) return fail(cudaErrorInvalidValue);
+    pthread_mutex_lock(&G);
+    alloc_t *a = alloc_containing(p);
+    at->type = a ? 2 : 0;
+    at->device = a ? a->device : -2;
+    at->devicePointer = a ? (void *)p : NULL;
+    at->hostPointer = NULL;
+    pthread_mutex_unlock(&G);
+    return cudaSuccess;
+}
+
+/* ----------------------------------------------------- device description */
+
+static int pci_bus(int dev) { return (0x18 + 0x10 * dev) & 0xff; }
+
+/* Attribute values of an H100 SXM5 80GB (sm_90), keyed by cudaDeviceAttr. */
+static int device_attr(int attr, int dev, int *v)
+{
+    switch (attr) {
+    case 1: *v = 1024; break;                     /* MaxThreadsPerBlock */
+    case 2: case 3: *v = 1024; break;            /* MaxBlockDimX/Y */
+    case 4: *v = 64; break;
+    case 5: *v = 2147483647; break;               /* MaxGridDimX */
+    case 6: case 7: *v = 65535; break;
+    case 8: *v = 49152; break;                    /* MaxSharedMemoryPerBlock */
+    case 9: *v = 65536; break;                    /* TotalConstantMemory */
+    case 10: *v = 32; break;                      /* WarpSize */
+    case 11: *v = 2147483647; break;              /* MaxPitch */
+    case 12: *v = 65536; break;                   /* MaxRegistersPerBlock */
+    case 13: *v = 1980000; break;                 /* ClockRate (kHz) */
+    case 14: *v = 512; break;                     /* TextureAlignment */
+    case 15: *v = 1; break;                       /* GpuOverlap */
+    case 16: *v = 132; break;                     /* MultiProcessorCount */
+    case 17: *v = 0; break;                       /* KernelExecTimeout */
+    case 18: *v = 0; break;                       /* Integrated */
+    case 19: *v = 1; break;                       /* CanMapHostMemory */
+    case 20: *v = 0; break;                       /* ComputeMode default */
+    case 21: *v = 131072; break;
+    case 22: *v = 131072; break;
+    case 23: *v = 65536; break;
+    case 24: case 25: case 26: *v = 16384; break;
+    case 27: *v = 32768; break;
+    case 28: *v = 32768; break;
+    case 29: *v = 2048; break;
+    case 30: *v = 512; break;                     /* SurfaceAlignment */
+    case 31: *v = 1; break;                       /* ConcurrentKernels */
+    case 32: *v = 1; break;                       /* EccEnabled */
+    case 33: *v = pci_bus(dev); break;            /* PciBusId */
+    case 34: *v = 0; break;                       /* PciDeviceId */
+    case 35: *v = 0; break;                       /* TccDriver */
+    case 36: *v = 2619000; break;                 /* MemoryClockRate (kHz) */
+    case 37: *v = 5120; break;                    /* GlobalMemoryBusWidth */
+    case 38: *v = 52428800; break;                /* L2CacheSize */
+    case 39: *v = 2048; break;                    /* MaxThreadsPerMultiProcessor */
+    case 40: *v = 3; break;                       /* AsyncEngineCount */
+    case 41: *v = 1; break;                       /* UnifiedAddressing */
+    case 42: *v = 32768; break;
+    case 43: *v = 2048; break;
+    case 45: case 46: *v = 32768; break;
+    case 47: case 48: *v = 8192; break;
+    case 49: *v = 32768; break;
+    case 50: *v = 0; break;                       /* PciDomainId */
+    case 51: *v = 32; break;                      /* TexturePitchAlignment */
+    case 52: case 53: *v = 32768; break;
+    case 54: *v = 2046; break;
+    case 55: case 56: *v = 32768; break;
+    case 57: *v = 65536; break;
+    case 58: case 59: case 60: *v = 16384; break;
+    case 61: *v = 32768; break;
+    case 62: *v = 2048; break;
+    case 63: case 64: *v = 32768; break;
+    case 65: *v = 2048; break;
+    case 66: case 67: *v = 32768; break;
+    case 68: *v = 2046; break;
+    case 69: *v = 268435456; break;
+    case 70: case 71: *v = 131072; break;
+    case 72: *v = 2097120; break;
+    case 73: *v = 32768; break;
+    case 74: *v = 32768; break;
+    case 75: *v = 9; break;                       /* ComputeCapabilityMajor */
+    case 76: *v = 0; break;                       /* ComputeCapabilityMinor */
+    case 77: *v = 32768; break;
+    case 78: *v = 1; break;                       /* StreamPrioritiesSupported */
+    case 79: case 80: *v = 1; break;              /* Global/Local L1 cache */
+    case 81: *v = 233472; break;                  /* MaxSharedMemoryPerMultiprocessor */
+    case 82: *v = 65536; break;                   /* MaxRegistersPerMultiprocessor */
+    case 83: *v = 1; break;                       /* ManagedMemory */
+    case 84: *v = 0; break;                       /* IsMultiGpuBoard */
+    case 85: *v = dev; break;                     /* MultiGpuBoardGroupID */
+    case 86: *v = 0; break;                       /* HostNativeAtomicSupported */
+    case 87: *v = 2; break;                       /* SingleToDoublePrecisionPerfRatio */
+    case 88: *v = 0; break;                       /* PageableMemoryAccess */
+    case 89: *v = 1; break;                       /* ConcurrentManagedAccess */
+    case 90: *v = 1; break;                       /* ComputePreemptionSupported */
+    case 91: *v = 1; break;                       /* CanUseHostPointerForRegisteredMem */
+    case 95: *v = 1; break;                       /* CooperativeLaunch */
+    case 97: *v = 232448; break;                  /* MaxSharedMemoryPerBlockOptin */
+    case 98: *v = 0; break;                       /* CanFlushRemoteWrites */
+    case 99: *v = 1; break;                       /* HostRegisterSupported */
+    case 100: *v = 0; break;                      /* PageableMemoryAccessUsesHostPageTables */
+    case 101: *v = 0; break;                      /* DirectManagedMemAccessFromHost */
+    case 106: *v = 32; break;                     /* MaxBlocksPerMultiprocessor */
+    case 108: *v = 32505856; break;               /* MaxPersistingL2CacheSize */
+    case 109: *v = 134213632; break;              /* MaxAccessPolicyWindowSize */
+    case 111: *v = 1024; break;                   /* ReservedSharedMemoryPerBlock */
+    case 112: case 113: case 114: case 115: *v = 1; break;
+    case 116: *v = 1; break;                      /* GPUDirectRDMASupported */
+    case 117: *v = 1; break;
+    case 118: *v = 0; break;
+    case 119: *v = 9; break;                      /* MemoryPoolSupportedHandleTypes */
+    case 120: *v = 1; break;                      /* ClusterLaunch */
+    case 121: *v = 1; break;
+    case 125: *v = 1; break;                      /* IpcEventSupport */
+    case 126: *v = 4; break;                      /* MemSyncDomainCount */
+    case 130: *v = 0; break;                      /* NumaConfig */
+    case 131: *v = -1; break;                     /* NumaId */
+    case 133: *v = 0; break;                      /* MpsEnabled */
+    case 134: *v = -1; break;                     /* HostNumaId */
+    case 135: case 138: *v = 0; break;
+    case 139: *v = 0x233010de; break;             /* GpuPciDeviceId */
+    case 140: *v = 0x16c110de; break;             /* GpuPciSubsystemId */
+    case 142: case 143: case 144: *v = 0; break;
+    case 147: *v = 0; break;
+    default: return -1;
+    }
+    return 0;
+}
+
+EXPORT cudaError_t cudaDeviceGetAttribute(int *value, int attr, int dev)
+{
+    RT_ENTER(cudaDeviceGetAttribute, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    if (!value) return fail(cudaErrorInvalidValue);
+    if (dev < 0 || dev >= g_ndev) return fail(cudaErrorInvalidDevice);
+    int v;
+    if (device_attr(attr, dev, &v)) return fail(cudaErrorInvalidValue);
+    *value = v;
+    return cudaSuccess;
+}
+
+/* Only the layout-stable head of cudaDeviceProp is written: name[256] at 0,
+ * uuid[16] at 256, totalGlobalMem at 288.  Later fields moved between CUDA
+ * releases and the caller's struct size is unknown. */
+#define PROP_HEAD 296
+static cudaError_t get_props(void *p, int dev)
+{
+    if (!p) return fail(cudaErrorInvalidValue);
+    if (dev < 0 || dev >= g_ndev) return fail(cudaErrorInvalidDevice);
+    unsigned char *b = p;
+    memset(b, 0, PROP_HEAD);
+    snprintf((char *)b, 256, "Emulated NVIDIA H100 80GB HBM3 (accel emu)");
+    uint64_t x = 0xacce1e0000000000ull + (uint64_t)dev;
+    for (int i = 0; i < 16; i++) {
+        x += 0x9e3779b97f4a7c15ull;
+        uint64_t z = x;
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+        b[256 + i] = (unsigned char)(z ^ (z >> 31));
+    }
+    b[256] = (unsigned char)dev;   /* distinct even if the mix collided */
+    size_t total = g_mem_total;
+    memcpy(b + 288, &total, sizeof total);
+    return cudaSuccess;
+}
+
+EXPORT cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *p, int dev)
+{
+    RT_ENTER(cudaGetDeviceProperties, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    return get_props(p, dev);
+}
+
+EXPORT cudaError_t cudaGetDeviceProperties_v2(struct cudaDeviceProp *p, int dev)
+{
+    RT_ENTER(cudaGetDeviceProperties_v2, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    return get_props(p, dev);
+}
+
+EXPORT cudaError_t cudaDeviceCanAccessPeer(int *can, int dev, int peer)
+{
+    RT_ENTER(cudaDeviceCanAccessPeer, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    if (!can) return fail(cudaErrorInvalidValue);
+    if (dev < 0 || dev >= g_ndev || peer < 0 || peer >= g_ndev) return fail(cudaErrorInvalidDevice);
+    *can = dev != peer;
+    return cudaSuccess;
+}
+
+EXPORT cudaError_t cudaDeviceGetPCIBusId(char *buf, int len, int dev)
+{
+    RT_ENTER(cudaDeviceGetPCIBusId, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    if (!buf || len <= 0) return fail(cudaErrorInvalidValue);
+    if (dev < 0 || dev >= g_ndev) return fail(cudaErrorInvalidDevice);
+    snprintf(buf, (size_t)len, "00000000:%02X:00.0", pci_bus(dev));
+    return cudaSuccess;
+}
+
+/* ============================================================= driver API */
+
+/* cuInit is not required first: cudart initialises the driver itself and
+ * callers probe primary contexts after runtime calls. */
+EXPORT CUresult cuInit(unsigned int flags)
+{
+    DRV_ENTER(cuInit);
+    return flags ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuDriverGetVersion(int *v)
+{
+    DRV_ENTER(cuDriverGetVersion);
+    if (!v) return CUDA_ERROR_INVALID_VALUE;
+    *v = EMU_VERSION;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, int *active)
+{
+    DRV_ENTER(cuDevicePrimaryCtxGetState);
+    if (!flags || !active) return CUDA_ERROR_INVALID_VALUE;
+    if (dev < 0 || dev >= g_ndev) return CUDA_ERROR_INVALID_DEVICE;
+    *flags = 0;
+    *active = atomic_load(&g_ctx[dev]);
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuGetErrorName(CUresult e, const char **out)
+{
+    DRV_ENTER(cuGetErrorName);
+    if (!out) return CUDA_ERROR_INVALID_VALUE;
+    const errdesc_t *d = find_err(drv_errors, sizeof drv_errors / sizeof *drv_errors, e);
+    *out = d ? d->name : NULL;
+    return d ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+EXPORT CUresult cuGetErrorString(CUresult e, const char **out)
+{
+    DRV_ENTER(cuGetErrorString);
+    if (!out) return CUDA_ERROR_INVALID_VALUE;
+    const errdesc_t *d = find_err(drv_errors, sizeof drv_errors / sizeof *drv_errors, e);
+    *out = d ? d->text : NULL;
+    return d ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+/* ====================================================== emulator-only API */
+
+EXPORT int accelEmuLiveStreams(void)
+{
+    pthread_mutex_lock(&G);
+    int n = g_live_streams;
+    pthread_mutex_unlock(&G);
+    return n;
+}
+
+EXPORT int accelEmuLiveEvents(void)
+{
+    pthread_mutex_lock(&G);
+    int n = g_live_events;
+    pthread_mutex_unlock(&G);
+    return n;
+}
+
+EXPORT size_t accelEmuLiveAllocations(void)
+{
+    pthread_mutex_lock(&G);
+    size_t n = g_nallocs;
+    pthread_mutex_unlock(&G);
+    return n;
+}
+
+EXPORT int accelEmuSetFail(const char *spec)
+{
+    INIT();
+    return install_fail_spec(spec);
+}
+
+EXPORT int accelEmuResetContexts(void)
+{
+    INIT();
+    for (int d = 0; d < MAX_DEVICES; d++) atomic_store(&g_ctx[d], 0);
+    return 0;
+}
+
+/* -1 when the configuration is invalid (every CUDA call then fails with
+ * cudaErrorInitializationError). */
+EXPORT int accelEmuDeviceCount(void)
+{
+    INIT();
+    return g_init_err ? -1 : g_ndev;
+}

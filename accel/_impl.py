@@ -1,0 +1,54 @@
+"""THE one place that picks the implementation, once, at import (SPEC 1.1).
+
+``ACCEL_BACKEND=auto`` (default): the compiled ``accel._native`` modules if they import, else the
+``accel._python`` twins.  ``native``: the compiled modules or a loud ImportError.  ``python``: always
+the twins.  Nobody else imports ``_native`` / ``_python`` (tests and benchmarks excepted).
+"""
+import importlib
+import os
+
+try:
+    from accel import _build_config
+except ImportError:  # pragma: no cover - only in an unbuilt checkout
+    raise ImportError(
+        f"accel is being imported from an unbuilt source tree ({os.path.dirname(os.path.abspath(__file__))}): "
+        "install it with `pip install .` and run from outside the checkout") from None
+
+# The twin modules; both packages define every one of them with the same public surface.
+MODULES = ("_cudart",)
+
+_requested = os.environ.get("ACCEL_BACKEND", "auto").strip().lower() or "auto"
+if _requested not in ("auto", "native", "python"):
+    raise ImportError(f"ACCEL_BACKEND={_requested!r} is not valid: expected 'auto', 'native' or 'python'")
+
+
+def _import_all(package):
+    return {name: importlib.import_module(f"accel.{package}.{name}") for name in MODULES}
+
+
+def _select():
+    if _requested == "python":
+        return "python", "ACCEL_BACKEND=python", _import_all("_python")
+    try:
+        mods = _import_all("_native")
+    except ImportError as exc:
+        if not _build_config.NATIVE:
+            cause = "this install was built with -Dnative=false (no compiled modules)"
+        else:
+            cause = f"the compiled modules failed to import: {exc}"
+        if _requested == "native":
+            raise ImportError(f"ACCEL_BACKEND=native was requested but {cause}") from exc
+        return "python", f"ACCEL_BACKEND=auto and {cause}", _import_all("_python")
+    why = "ACCEL_BACKEND=native" if _requested == "native" else "ACCEL_BACKEND=auto and the compiled modules imported"
+    return "native", why, mods
+
+
+backend, reason, _modules = _select()
+
+
+def module(name):
+    """The selected twin of ``name`` (one of MODULES)."""
+    return _modules[name]
+
+
+cudart = _modules["_cudart"]

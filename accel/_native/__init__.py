@@ -1,0 +1,1 @@
+"""Cython hot paths.  Import through accel._impl, not directly."""

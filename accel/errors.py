@@ -1,0 +1,56 @@
+"""Exception types shared by both implementations (native and python raise the very same classes)."""
+
+__all__ = ["CudaError", "CudaDriverError", "LibraryNotFoundError", "DeferredCudaCallError"]
+
+_DOCS = "https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html"
+
+
+class CudaError(RuntimeError):
+    """A CUDA runtime call failed.  ``code`` is the cudaError_t value, ``name`` its cudaGetErrorName.
+
+    The message is torch's composition: ``"CUDA error: " + cudaGetErrorString(code)`` and a help line.
+    Like torch.AcceleratorError, it is a RuntimeError subclass.
+    """
+
+    def __init__(self, code, name=None, string=None):
+        self.code = int(code)
+        self.name = name if name is not None else f"cudaError {self.code}"
+        self.string = string if string is not None else "unknown error"
+        if self.code == 101:
+            help_ = "\nGPU device may be out of range, do you have enough GPUs?"
+        else:
+            help_ = f"\nSearch for `{self.name}' in {_DOCS} for more information."
+        super().__init__(f"CUDA error: {self.string}{help_}")
+
+    def __reduce__(self):
+        return (type(self), (self.code, self.name, self.string))
+
+
+class CudaDriverError(CudaError):
+    """A CUDA driver API call (``cu*``, a CUresult) failed."""
+
+    def __init__(self, code, name=None, string=None):
+        self.code = int(code)
+        self.name = name if name is not None else f"CUresult {self.code}"
+        self.string = string if string is not None else "unknown error"
+        RuntimeError.__init__(self, f"CUDA driver error: {self.string} ({self.name})")
+
+
+class LibraryNotFoundError(RuntimeError):
+    """A CUDA library (runtime, driver or NVML) could not be found or opened.
+
+    ``searched`` lists every place that was tried, in order, with the reason it was rejected.
+    """
+
+    def __init__(self, what, searched):
+        self.what = what
+        self.searched = list(searched)
+        lines = "\n".join(f"  - {s}" for s in self.searched) or "  (nowhere)"
+        super().__init__(f"could not load the {what}; searched:\n{lines}")
+
+    def __reduce__(self):
+        return (type(self), (self.what, self.searched))
+
+
+class DeferredCudaCallError(RuntimeError):
+    """A call queued with ``_lazy_call`` failed during lazy initialisation."""

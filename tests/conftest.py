@@ -1,0 +1,121 @@
+"""Suite-wide guards and the twin fixture.
+
+Every hot-path test takes ``twin`` (or a fixture built on it) and so runs once against the compiled
+``accel._native`` modules and once against the ``accel._python`` twins, ids ``native`` / ``python``.
+
+The guard below makes it impossible to test the source tree by accident: ``accel`` must come from an
+installed build, and when that build says it compiled the native modules they must all import.
+"""
+import importlib
+import os
+import pathlib
+import subprocess
+import sys
+import tempfile
+import types
+
+import pytest
+
+REPO = pathlib.Path(__file__).resolve().parent.parent
+
+# The emulated runtime unless the run asks for the real one (e.g. on a GPU machine).
+if os.environ.get("ACCEL_TEST_CUDART", "emu") == "emu":
+    os.environ["ACCEL_CUDART"] = "emu"
+    USING_EMU = True
+else:
+    os.environ["ACCEL_CUDART"] = os.environ["ACCEL_TEST_CUDART"]
+    USING_EMU = False
+
+
+def _fail(msg):
+    pytest.exit(f"accel test guard: {msg}", returncode=3)
+
+
+def _guard():
+    """Refuse a source-tree import; when the build compiled the twins, they must all import."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("accel")
+    if spec is None or spec.origin is None:
+        _fail("'accel' is not installed: run `pip install .[test]` first")
+    where = pathlib.Path(spec.origin).resolve()
+    if REPO == where.parent.parent:
+        _fail(f"'accel' was imported from the source tree ({where}) instead of the installed build. "
+              "Install it (pip install .) and run `pytest` (not `python -m pytest`) from the checkout.")
+    from accel import _build_config, _impl
+
+    if _build_config.NATIVE:
+        for name in _impl.MODULES:
+            try:
+                mod = importlib.import_module(f"accel._native.{name}")
+            except ImportError as exc:
+                _fail(f"this build claims native modules but accel._native.{name} does not import: {exc}")
+            if not str(mod.__file__).endswith((".so", ".pyd")):
+                _fail(f"accel._native.{name} is not a compiled module: {mod.__file__}")
+
+
+_guard()
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "native_only: needs the compiled twin")
+
+
+def pytest_report_header(config):
+    import accel
+    from accel import _build_config
+    return [f"accel {accel.__version__} from {pathlib.Path(accel.__file__).parent}; "
+            f"backend={accel.backend} ({accel.backend_reason}); native built={_build_config.NATIVE}; "
+            f"cudart={'emulator' if USING_EMU else os.environ['ACCEL_CUDART']}"]
+
+
+class Twin:
+    """One implementation: ``name`` is "native" or "python"; ``mod(x)`` imports ``accel.<pkg>.<x>``."""
+
+    def __init__(self, name):
+        self.name = name
+        self.package = f"accel._{name}"
+
+    def mod(self, name):
+        return importlib.import_module(f"{self.package}.{name}")
+
+    def __repr__(self):
+        return f"Twin({self.name})"
+
+
+def _twin_param(name):
+    from accel import _build_config
+    marks = [] if (name == "python" or _build_config.NATIVE) else [
+        pytest.mark.skip(reason="installed with -Dnative=false: no compiled twin")]
+    return pytest.param(name, id=name, marks=marks)
+
+
+@pytest.fixture(params=[_twin_param("native"), _twin_param("python")], scope="session")
+def twin(request):
+    return Twin(request.param)
+
+
+@pytest.fixture(scope="session")
+def both_twins():
+    """Both implementations at once, for differential tests."""
+    from accel import _build_config
+    if not _build_config.NATIVE:
+        pytest.skip("installed with -Dnative=false: no compiled twin")
+    return Twin("native"), Twin("python")
+
+
+def run_python(code, env=None, timeout=120):
+    """Run ``code`` in a fresh interpreter (outside the checkout) and return the CompletedProcess."""
+    full_env = dict(os.environ)
+    for k, v in (env or {}).items():
+        if v is None:
+            full_env.pop(k, None)
+        else:
+            full_env[k] = v
+    return subprocess.run([sys.executable, "-c", code], env=full_env, cwd=tempfile.gettempdir(), timeout=timeout,
+                          capture_output=True, text=True)
+
+
+@pytest.fixture(scope="session")
+def subprocess_python():
+    return run_python

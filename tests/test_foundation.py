@@ -1,0 +1,198 @@
+"""Selection, library discovery, twin surfaces, the driver-less system runtime and the CLI."""
+import inspect
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+import accel
+from accel import _build_config, _impl, _lib
+
+REPO = pathlib.Path(__file__).resolve().parent.parent
+SYSTEM_CUDART = shutil.which("ldconfig") and any(
+    "libcudart.so.1" in line for line in subprocess.run(["ldconfig", "-p"], capture_output=True,
+                                                         text=True).stdout.splitlines())
+needs_native = pytest.mark.skipif(not _build_config.NATIVE, reason="installed with -Dnative=false")
+
+
+def _public(mod):
+    return sorted(getattr(mod, "__all__", None) or [n for n in dir(mod) if not n.startswith("_")])
+
+
+@needs_native
+@pytest.mark.parametrize("name", _impl.MODULES)
+def test_twins_have_identical_public_surfaces(name, both_twins):
+    native, python = (t.mod(name) for t in both_twins)
+    assert _public(native) == _public(python)
+    for attr in _public(native):
+        a, b = getattr(native, attr), getattr(python, attr)
+        assert type(a).__name__ in ("type", "cython_function_or_method", "builtin_function_or_method",
+                                    "function", "module") or callable(a) == callable(b)
+        if callable(a) and not isinstance(a, type):
+            assert str(inspect.signature(a)) == str(inspect.signature(b)), attr
+            assert (a.__doc__ or "").strip() == (b.__doc__ or "").strip(), f"{name}.{attr} docstrings differ"
+
+
+def test_backend_is_reported():
+    assert accel.backend in ("native", "python")
+    assert accel.backend_reason
+    if _build_config.NATIVE and os.environ.get("ACCEL_BACKEND", "auto") != "python":
+        assert accel.backend == "native"
+        assert _impl.cudart.__name__ == "accel._native._cudart"
+
+
+@pytest.mark.parametrize("value, backend", [("python", "python"), ("native", "native"), ("auto", None)])
+def test_backend_env_selection(subprocess_python, value, backend):
+    if value == "native" and not _build_config.NATIVE:
+        pytest.skip("no compiled twin")
+    r = subprocess_python("import accel, accel.cuda as c; print(accel.backend, c.cudart().__name__)",
+                          env={"ACCEL_BACKEND": value})
+    assert r.returncode == 0, r.stderr
+    got, modname = r.stdout.split()
+    expected = backend or ("native" if _build_config.NATIVE else "python")
+    assert got == expected and modname == f"accel._{expected}._cudart"
+
+
+def test_backend_env_invalid(subprocess_python):
+    r = subprocess_python("import accel", env={"ACCEL_BACKEND": "fast"})
+    assert r.returncode != 0 and "ACCEL_BACKEND='fast' is not valid" in r.stderr
+
+
+_BLOCK_NATIVE = """
+import sys
+class Block:
+    def find_spec(self, name, path=None, target=None):
+        if name.startswith("accel._native."):
+            raise ImportError("simulated: no compiled module " + name)
+sys.meta_path.insert(0, Block())
+"""
+
+
+def test_native_requested_but_missing_fails_loudly(subprocess_python):
+    r = subprocess_python(_BLOCK_NATIVE + "import accel", env={"ACCEL_BACKEND": "native"})
+    assert r.returncode != 0
+    assert "ImportError: ACCEL_BACKEND=native was requested but" in r.stderr
+
+
+def test_auto_falls_back_and_says_why(subprocess_python):
+    r = subprocess_python(_BLOCK_NATIVE + "import accel; print(accel.backend); print(accel.backend_reason)",
+                          env={"ACCEL_BACKEND": "auto"})
+    assert r.returncode == 0, r.stderr
+    backend, reason = r.stdout.splitlines()
+    assert backend == "python" and "ACCEL_BACKEND=auto" in reason
+
+
+# -- discovery --------------------------------------------------------------------------------------
+
+_LOAD = "import json, accel._lib as L; lib = L.cudart(); print(json.dumps([lib.path, lib.how, lib.emulated]))"
+
+
+def _load(subprocess_python, env, pre=""):
+    r = subprocess_python(pre + _LOAD, env=env)
+    return r, (json.loads(r.stdout) if r.returncode == 0 else None)
+
+
+@needs_native
+def test_discovery_emu_override(subprocess_python):
+    r, got = _load(subprocess_python, {"ACCEL_CUDART": "emu"})
+    assert got == [_lib.emu_path(), "ACCEL_CUDART=emu (the bundled emulated runtime)", True]
+
+
+def test_discovery_missing_path_lists_it(subprocess_python):
+    r = subprocess_python("import accel.cuda as c\ntry:\n c.cudart()\nexcept c.LibraryNotFoundError as e:\n"
+                          " print(e.searched)\n print(e)", env={"ACCEL_CUDART": "/nope/libcudart.so.13"})
+    assert r.returncode == 0, r.stderr
+    assert "/nope/libcudart.so.13 [ACCEL_CUDART=/nope/libcudart.so.13]: no such file" in r.stdout
+    assert "could not load the CUDA runtime library (libcudart); searched:" in r.stdout
+
+
+@needs_native
+@pytest.mark.parametrize("layout, var", [
+    (("lib64",), "CUDA_HOME"), (("lib",), "CUDA_PATH"), (("lib",), "CONDA_PREFIX"),
+    (("nvidia", "cu13", "lib"), "PYTHONPATH")])
+def test_discovery_search_steps(subprocess_python, tmp_path, layout, var):
+    d = tmp_path.joinpath(*layout)
+    d.mkdir(parents=True)
+    shutil.copy(_lib.emu_path(), d / "libcudart.so.13")
+    r, got = _load(subprocess_python, {"ACCEL_CUDART": None, var: str(tmp_path)})
+    assert r.returncode == 0, r.stderr
+    assert got[0] == str(d / "libcudart.so.13")
+    assert var.lstrip("$") in got[1] or (var == "PYTHONPATH" and got[1].startswith("pip wheel"))
+
+
+@needs_native
+def test_discovery_prefers_already_loaded(subprocess_python, tmp_path):
+    shutil.copy(_lib.emu_path(), tmp_path / "libcudart.so.12")
+    pre = f"import ctypes; ctypes.CDLL({str(tmp_path / 'libcudart.so.12')!r})\n"
+    r, got = _load(subprocess_python, {"ACCEL_CUDART": None}, pre)
+    assert r.returncode == 0, r.stderr
+    assert got[:2] == [str(tmp_path / "libcudart.so.12"), "already loaded in this process"]
+
+
+def test_debug_loading_logs(subprocess_python):
+    r = subprocess_python("import accel._lib as L\ntry: L.cudart()\nexcept Exception: pass",
+                          env={"ACCEL_DEBUG_LOADING": "1", "ACCEL_CUDART": "/nope.so"})
+    assert "accel loading: CUDA runtime library (libcudart): /nope.so [ACCEL_CUDART=/nope.so]" in r.stderr
+
+
+# -- the real libcudart on a machine with no driver -------------------------------------------------
+
+@pytest.mark.skipif(not SYSTEM_CUDART, reason="no system libcudart")
+@pytest.mark.parametrize("backend", ["native", "python"])
+def test_system_runtime_without_driver(subprocess_python, backend):
+    if backend == "native" and not _build_config.NATIVE:
+        pytest.skip("no compiled twin")
+    code = f"""
+import accel._{backend}._cudart as rt
+try:
+    n = rt.cudaGetDeviceCount(); print("count", n)
+except RuntimeError as e:
+    print("error", e.code, e.name, rt.cudaGetLastError() in (0, e.code))
+print("runtime", rt.cudaRuntimeGetVersion() >= 12000)
+"""
+    r = subprocess_python(code, env={"ACCEL_CUDART": None})
+    assert r.returncode == 0, r.stderr
+    if r.stdout.startswith("count"):
+        pytest.skip("this machine has a working GPU driver")
+    assert r.stdout.splitlines() == ["error 35 cudaErrorInsufficientDriver True", "runtime True"]
+
+
+# -- CLI ---------------------------------------------------------------------------------------------
+
+@needs_native
+def test_cli_report_on_emulator(subprocess_python):
+    r = subprocess_python("import sys, runpy; sys.argv=['accel']; runpy.run_module('accel', run_name='__main__')",
+                          env={"ACCEL_CUDART": "emu", "ACCEL_EMU_DEVICES": "2"})
+    assert r.returncode == 0, r.stderr
+    out = r.stdout
+    assert f"backend: {accel.backend}" in out and "EMULATED" in out
+    assert "devices: 2" in out and "cuda:1:" in out and "compute capability: 9.0" in out
+
+
+def test_cli_report_without_gpu(subprocess_python):
+    r = subprocess_python("import sys, runpy; sys.argv=['accel']; runpy.run_module('accel', run_name='__main__')",
+                          env={"ACCEL_CUDART": None})
+    assert r.returncode == 0, r.stderr
+    assert "backend:" in r.stdout and "devices:" in r.stdout
+
+
+def test_cli_report_missing_library(subprocess_python):
+    r = subprocess_python("import sys, runpy; sys.argv=['accel']; runpy.run_module('accel', run_name='__main__')",
+                          env={"ACCEL_CUDART": "/nope.so"})
+    assert r.returncode == 0, r.stderr
+    assert "CUDA runtime: not found" in r.stdout and "/nope.so" in r.stdout
+
+
+# -- the guard against testing the source tree -------------------------------------------------------
+
+@pytest.mark.skipif(not (REPO / "accel" / "_impl.py").exists(), reason="no checkout next to the tests")
+def test_suite_refuses_source_tree(tmp_path):
+    """`python -m pytest` from the checkout would import the uncompiled source: the guard must stop it."""
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "tests/test_foundation.py::test_backend_is_reported"],
+                       cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert r.returncode != 0, r.stdout + r.stderr
+    assert "imported from the source tree" in r.stdout + r.stderr
