@@ -18,71 +18,6 @@ from accel.errors import CudaDriverError, CudaError
 cdef extern from "<dlfcn.h>" nogil:
     void* dlsym(void* handle, const char* symbol)
 
-ctypedef int cudaError_t
-ctypedef void* cudaStream_t
-ctypedef void* cudaEvent_t
-ctypedef void (*cudaHostFn_t)(void*) noexcept nogil
-
-cdef struct IpcEventHandle:
-    char reserved[64]
-
-cdef struct PointerAttributes:
-    int type
-    int device
-    void* devicePointer
-    void* hostPointer
-
-cdef struct Table:
-    cudaError_t (*cudaGetDeviceCount)(int*) noexcept nogil
-    cudaError_t (*cudaGetDevice)(int*) noexcept nogil
-    cudaError_t (*cudaSetDevice)(int) noexcept nogil
-    cudaError_t (*cudaDeviceSynchronize)() noexcept nogil
-    cudaError_t (*cudaDriverGetVersion)(int*) noexcept nogil
-    cudaError_t (*cudaRuntimeGetVersion)(int*) noexcept nogil
-    cudaError_t (*cudaGetLastError)() noexcept nogil
-    cudaError_t (*cudaPeekAtLastError)() noexcept nogil
-    const char* (*cudaGetErrorString)(cudaError_t) noexcept nogil
-    const char* (*cudaGetErrorName)(cudaError_t) noexcept nogil
-    cudaError_t (*cudaDeviceGetStreamPriorityRange)(int*, int*) noexcept nogil
-    cudaError_t (*cudaDeviceGetAttribute)(int*, int, int) noexcept nogil
-    cudaError_t (*cudaGetDeviceProperties)(void*, int) noexcept nogil
-    cudaError_t (*cudaDeviceCanAccessPeer)(int*, int, int) noexcept nogil
-    cudaError_t (*cudaMemGetInfo)(size_t*, size_t*) noexcept nogil
-    cudaError_t (*cudaStreamCreate)(cudaStream_t*) noexcept nogil
-    cudaError_t (*cudaStreamCreateWithFlags)(cudaStream_t*, unsigned int) noexcept nogil
-    cudaError_t (*cudaStreamCreateWithPriority)(cudaStream_t*, unsigned int, int) noexcept nogil
-    cudaError_t (*cudaStreamDestroy)(cudaStream_t) noexcept nogil
-    cudaError_t (*cudaStreamQuery)(cudaStream_t) noexcept nogil
-    cudaError_t (*cudaStreamSynchronize)(cudaStream_t) noexcept nogil
-    cudaError_t (*cudaStreamGetPriority)(cudaStream_t, int*) noexcept nogil
-    cudaError_t (*cudaStreamGetFlags)(cudaStream_t, unsigned int*) noexcept nogil
-    cudaError_t (*cudaStreamGetId)(cudaStream_t, unsigned long long*) noexcept nogil
-    cudaError_t (*cudaStreamGetDevice)(cudaStream_t, int*) noexcept nogil
-    cudaError_t (*cudaStreamWaitEvent)(cudaStream_t, cudaEvent_t, unsigned int) noexcept nogil
-    cudaError_t (*cudaStreamIsCapturing)(cudaStream_t, int*) noexcept nogil
-    cudaError_t (*cudaThreadExchangeStreamCaptureMode)(int*) noexcept nogil
-    cudaError_t (*cudaEventCreate)(cudaEvent_t*) noexcept nogil
-    cudaError_t (*cudaEventCreateWithFlags)(cudaEvent_t*, unsigned int) noexcept nogil
-    cudaError_t (*cudaEventDestroy)(cudaEvent_t) noexcept nogil
-    cudaError_t (*cudaEventRecord)(cudaEvent_t, cudaStream_t) noexcept nogil
-    cudaError_t (*cudaEventRecordWithFlags)(cudaEvent_t, cudaStream_t, unsigned int) noexcept nogil
-    cudaError_t (*cudaEventQuery)(cudaEvent_t) noexcept nogil
-    cudaError_t (*cudaEventSynchronize)(cudaEvent_t) noexcept nogil
-    cudaError_t (*cudaEventElapsedTime)(float*, cudaEvent_t, cudaEvent_t) noexcept nogil
-    cudaError_t (*cudaIpcGetEventHandle)(IpcEventHandle*, cudaEvent_t) noexcept nogil
-    cudaError_t (*cudaIpcOpenEventHandle)(cudaEvent_t*, IpcEventHandle) noexcept nogil
-    cudaError_t (*cudaMalloc)(void**, size_t) noexcept nogil
-    cudaError_t (*cudaFree)(void*) noexcept nogil
-    cudaError_t (*cudaMemcpyAsync)(void*, const void*, size_t, int, cudaStream_t) noexcept nogil
-    cudaError_t (*cudaMemsetAsync)(void*, int, size_t, cudaStream_t) noexcept nogil
-    cudaError_t (*cudaPointerGetAttributes)(PointerAttributes*, const void*) noexcept nogil
-    cudaError_t (*cudaLaunchHostFunc)(cudaStream_t, cudaHostFn_t, void*) noexcept nogil
-
-cdef struct DriverTable:
-    int (*cuDevicePrimaryCtxGetState)(int, unsigned int*, int*) noexcept nogil
-    int (*cuGetErrorName)(int, const char**) noexcept nogil
-    int (*cuGetErrorString)(int, const char**) noexcept nogil
-
 # Symbols a library must export to be a CUDA runtime at all; the others fail only when called.
 _REQUIRED = ("cudaGetDeviceCount", "cudaGetDevice", "cudaSetDevice", "cudaGetLastError",
              "cudaGetErrorString", "cudaGetErrorName")
@@ -139,6 +74,18 @@ cdef int _load() except -1:
     return 0
 
 
+cdef Table* table() except NULL:
+    if not _loaded:
+        _load()
+    return &_t
+
+
+cdef DriverTable* driver_table() except NULL:
+    if not _driver_ready:
+        _load_driver()
+    return &_d
+
+
 def load():
     """Open and bind the CUDA runtime now; returns its path.  Raises LibraryNotFoundError."""
     _load()
@@ -150,7 +97,7 @@ def driver_loaded():
     return _driver_ready
 
 
-cdef object _error(cudaError_t err):
+cdef object error(cudaError_t err):
     """Clear the sticky error and build the CudaError for ``err``."""
     _t.cudaGetLastError()
     cdef const char* name = _t.cudaGetErrorName(err)
@@ -192,7 +139,7 @@ def cudaGetDeviceCount():
     with nogil:  # the first call initialises the runtime (slow on a real GPU)
         err = _t.cudaGetDeviceCount(&v)
     if err:
-        raise _error(err)
+        raise error(err)
     return v
 
 
@@ -203,7 +150,7 @@ def cudaGetDevice():
         _load()
     cdef cudaError_t err = _t.cudaGetDevice(&v)
     if err:
-        raise _error(err)
+        raise error(err)
     return v
 
 
@@ -215,7 +162,7 @@ def cudaSetDevice(device):
         raise _bad_arg("device", device)
     cdef cudaError_t err = _t.cudaSetDevice(<int>_u(device))
     if err:
-        raise _error(err)
+        raise error(err)
 
 
 def cudaDeviceSynchronize():
@@ -227,7 +174,7 @@ def cudaDeviceSynchronize():
     with nogil:
         err = _t.cudaDeviceSynchronize()
     if err:
-        raise _error(err)
+        raise error(err)
 
 
 def cudaDriverGetVersion():
@@ -238,7 +185,7 @@ def cudaDriverGetVersion():
     _missing(_t.cudaDriverGetVersion, "cudaDriverGetVersion")
     cdef cudaError_t err = _t.cudaDriverGetVersion(&v)
     if err:
-        raise _error(err)
+        raise error(err)
     return v
 
 
@@ -250,7 +197,7 @@ def cudaRuntimeGetVersion():
     _missing(_t.cudaRuntimeGetVersion, "cudaRuntimeGetVersion")
     cdef cudaError_t err = _t.cudaRuntimeGetVersion(&v)
     if err:
-        raise _error(err)
+        raise error(err)
     return v
 
 
@@ -297,7 +244,7 @@ def cudaDeviceGetStreamPriorityRange():
     _missing(_t.cudaDeviceGetStreamPriorityRange, "cudaDeviceGetStreamPriorityRange")
     cdef cudaError_t err = _t.cudaDeviceGetStreamPriorityRange(&lo, &hi)
     if err:
-        raise _error(err)
+        raise error(err)
     return lo, hi
 
 
@@ -311,7 +258,7 @@ def cudaDeviceGetAttribute(attr, device):
         raise _bad_arg("attr and device", (attr, device))
     cdef cudaError_t err = _t.cudaDeviceGetAttribute(&v, <int>_u(attr), <int>_u(device))
     if err:
-        raise _error(err)
+        raise error(err)
     return v
 
 
@@ -326,7 +273,7 @@ def cudaGetDeviceProperties(device):
     memset(buf, 0, PROPS_SIZE)
     cdef cudaError_t err = _t.cudaGetDeviceProperties(buf, <int>_u(device))
     if err:
-        raise _error(err)
+        raise error(err)
     raw = buf[:296]
     return (raw[:256].split(b"\0", 1)[0].decode(errors="replace"), raw[256:272],
             int.from_bytes(raw[288:296], "little"))
@@ -342,7 +289,7 @@ def cudaDeviceCanAccessPeer(device, peer):
         raise _bad_arg("device and peer", (device, peer))
     cdef cudaError_t err = _t.cudaDeviceCanAccessPeer(&v, <int>_u(device), <int>_u(peer))
     if err:
-        raise _error(err)
+        raise error(err)
     return bool(v)
 
 
@@ -356,7 +303,7 @@ def cudaMemGetInfo():
     with nogil:
         err = _t.cudaMemGetInfo(&free, &total)
     if err:
-        raise _error(err)
+        raise error(err)
     return free, total
 
 
@@ -372,7 +319,7 @@ def cudaStreamCreate():
     with nogil:
         err = _t.cudaStreamCreate(&s)
     if err:
-        raise _error(err)
+        raise error(err)
     return <uintptr_t>s
 
 
@@ -389,7 +336,7 @@ def cudaStreamCreateWithFlags(flags):
     with nogil:
         err = _t.cudaStreamCreateWithFlags(&s, f)
     if err:
-        raise _error(err)
+        raise error(err)
     return <uintptr_t>s
 
 
@@ -407,7 +354,7 @@ def cudaStreamCreateWithPriority(flags, priority):
     with nogil:
         err = _t.cudaStreamCreateWithPriority(&s, f, p)
     if err:
-        raise _error(err)
+        raise error(err)
     return <uintptr_t>s
 
 
@@ -423,7 +370,7 @@ def cudaStreamDestroy(stream):
     with nogil:
         err = _t.cudaStreamDestroy(s)
     if err:
-        raise _error(err)
+        raise error(err)
 
 
 def cudaStreamQuery(stream):
@@ -439,7 +386,7 @@ def cudaStreamQuery(stream):
     if err == NOT_READY:
         _t.cudaGetLastError()
         return False
-    raise _error(err)
+    raise error(err)
 
 
 def cudaStreamSynchronize(stream):
@@ -454,7 +401,7 @@ def cudaStreamSynchronize(stream):
     with nogil:
         err = _t.cudaStreamSynchronize(s)
     if err:
-        raise _error(err)
+        raise error(err)
 
 
 def cudaStreamGetPriority(stream):
@@ -467,7 +414,7 @@ def cudaStreamGetPriority(stream):
         raise _bad_arg("stream", stream)
     cdef cudaError_t err = _t.cudaStreamGetPriority(<cudaStream_t><uintptr_t>_u(stream), &v)
     if err:
-        raise _error(err)
+        raise error(err)
     return v
 
 
@@ -481,7 +428,7 @@ def cudaStreamGetFlags(stream):
         raise _bad_arg("stream", stream)
     cdef cudaError_t err = _t.cudaStreamGetFlags(<cudaStream_t><uintptr_t>_u(stream), &v)
     if err:
-        raise _error(err)
+        raise error(err)
     return v
 
 
@@ -495,7 +442,7 @@ def cudaStreamGetId(stream):
         raise _bad_arg("stream", stream)
     cdef cudaError_t err = _t.cudaStreamGetId(<cudaStream_t><uintptr_t>_u(stream), &v)
     if err:
-        raise _error(err)
+        raise error(err)
     return v
 
 
@@ -509,7 +456,7 @@ def cudaStreamGetDevice(stream):
         raise _bad_arg("stream", stream)
     cdef cudaError_t err = _t.cudaStreamGetDevice(<cudaStream_t><uintptr_t>_u(stream), &v)
     if err:
-        raise _error(err)
+        raise error(err)
     return v
 
 
@@ -527,7 +474,7 @@ def cudaStreamWaitEvent(stream, event, flags=0):
     with nogil:
         err = _t.cudaStreamWaitEvent(s, e, f)
     if err:
-        raise _error(err)
+        raise error(err)
 
 
 def cudaStreamIsCapturing(stream):
@@ -540,7 +487,7 @@ def cudaStreamIsCapturing(stream):
         raise _bad_arg("stream", stream)
     cdef cudaError_t err = _t.cudaStreamIsCapturing(<cudaStream_t><uintptr_t>_u(stream), &v)
     if err:
-        raise _error(err)
+        raise error(err)
     return v
 
 
@@ -554,7 +501,7 @@ def cudaThreadExchangeStreamCaptureMode(mode):
     cdef int v = <int>_u(mode)
     cdef cudaError_t err = _t.cudaThreadExchangeStreamCaptureMode(&v)
     if err:
-        raise _error(err)
+        raise error(err)
     return v
 
 
@@ -570,7 +517,7 @@ def cudaEventCreate():
     with nogil:
         err = _t.cudaEventCreate(&e)
     if err:
-        raise _error(err)
+        raise error(err)
     return <uintptr_t>e
 
 
@@ -587,7 +534,7 @@ def cudaEventCreateWithFlags(flags):
     with nogil:
         err = _t.cudaEventCreateWithFlags(&e, f)
     if err:
-        raise _error(err)
+        raise error(err)
     return <uintptr_t>e
 
 
@@ -603,7 +550,7 @@ def cudaEventDestroy(event):
     with nogil:
         err = _t.cudaEventDestroy(e)
     if err:
-        raise _error(err)
+        raise error(err)
 
 
 def cudaEventRecord(event, stream):
@@ -619,7 +566,7 @@ def cudaEventRecord(event, stream):
     with nogil:
         err = _t.cudaEventRecord(e, s)
     if err:
-        raise _error(err)
+        raise error(err)
 
 
 def cudaEventRecordWithFlags(event, stream, flags=0):
@@ -636,7 +583,7 @@ def cudaEventRecordWithFlags(event, stream, flags=0):
     with nogil:
         err = _t.cudaEventRecordWithFlags(e, s, f)
     if err:
-        raise _error(err)
+        raise error(err)
 
 
 def cudaEventQuery(event):
@@ -652,7 +599,7 @@ def cudaEventQuery(event):
     if err == NOT_READY:
         _t.cudaGetLastError()
         return False
-    raise _error(err)
+    raise error(err)
 
 
 def cudaEventSynchronize(event):
@@ -667,7 +614,7 @@ def cudaEventSynchronize(event):
     with nogil:
         err = _t.cudaEventSynchronize(e)
     if err:
-        raise _error(err)
+        raise error(err)
 
 
 def cudaEventElapsedTime(start, end):
@@ -681,7 +628,7 @@ def cudaEventElapsedTime(start, end):
     cdef cudaError_t err = _t.cudaEventElapsedTime(
         &ms, <cudaEvent_t><uintptr_t>_u(start), <cudaEvent_t><uintptr_t>_u(end))
     if err:
-        raise _error(err)
+        raise error(err)
     return ms
 
 
@@ -696,7 +643,7 @@ def cudaIpcGetEventHandle(event):
     memset(&h, 0, sizeof(h))
     cdef cudaError_t err = _t.cudaIpcGetEventHandle(&h, <cudaEvent_t><uintptr_t>_u(event))
     if err:
-        raise _error(err)
+        raise error(err)
     return (<char*>&h)[:IPC_HANDLE_SIZE]
 
 
@@ -721,7 +668,7 @@ def cudaIpcOpenEventHandle(handle):
     with nogil:
         err = _t.cudaIpcOpenEventHandle(&e, h)
     if err:
-        raise _error(err)
+        raise error(err)
     return <uintptr_t>e
 
 
@@ -740,7 +687,7 @@ def cudaMalloc(size):
     with nogil:
         err = _t.cudaMalloc(&p, n)
     if err:
-        raise _error(err)
+        raise error(err)
     return <uintptr_t>p
 
 
@@ -756,7 +703,7 @@ def cudaFree(ptr):
     with nogil:
         err = _t.cudaFree(p)
     if err:
-        raise _error(err)
+        raise error(err)
 
 
 def cudaMemcpyAsync(dst, src, count, kind, stream):
@@ -775,7 +722,7 @@ def cudaMemcpyAsync(dst, src, count, kind, stream):
     with nogil:
         err = _t.cudaMemcpyAsync(d, s, n, k, st)
     if err:
-        raise _error(err)
+        raise error(err)
 
 
 def cudaMemsetAsync(ptr, value, count, stream):
@@ -793,7 +740,7 @@ def cudaMemsetAsync(ptr, value, count, stream):
     with nogil:
         err = _t.cudaMemsetAsync(p, v, n, st)
     if err:
-        raise _error(err)
+        raise error(err)
 
 
 def cudaPointerGetAttributes(ptr):
@@ -807,7 +754,7 @@ def cudaPointerGetAttributes(ptr):
     memset(&a, 0, sizeof(a))
     cdef cudaError_t err = _t.cudaPointerGetAttributes(&a, <const void*><uintptr_t>_u(ptr))
     if err:
-        raise _error(err)
+        raise error(err)
     return a.type, a.device, <uintptr_t>a.devicePointer, <uintptr_t>a.hostPointer
 
 
@@ -825,7 +772,7 @@ def cudaLaunchHostFunc(stream, fn, user_data):
     with nogil:
         err = _t.cudaLaunchHostFunc(s, f, u)
     if err:
-        raise _error(err)
+        raise error(err)
 
 
 # -- driver ----------------------------------------------------------------------------------------
@@ -847,7 +794,7 @@ cdef int _load_driver() except -1:
     return 0
 
 
-cdef object _driver_error(int err):
+cdef object driver_error(int err):
     cdef const char* name = NULL
     cdef const char* string = NULL
     if _d.cuGetErrorName != NULL:
@@ -868,5 +815,5 @@ def cuDevicePrimaryCtxGetState(device):
         raise _bad_arg("device", device)
     cdef int err = _d.cuDevicePrimaryCtxGetState(<int>_u(device), &flags, &active)
     if err:
-        raise _driver_error(err)
+        raise driver_error(err)
     return flags, bool(active)

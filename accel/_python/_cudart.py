@@ -166,6 +166,11 @@ def _load_table():
     return _T
 
 
+def _table():
+    """The bound ctypes table (for the other python twins: accel._python._device, _stream, ...)."""
+    return _T if not isinstance(_T, _Lazy) else _load_table()
+
+
 def load():
     """Open and bind the CUDA runtime now; returns its path.  Raises LibraryNotFoundError."""
     _load_table()
