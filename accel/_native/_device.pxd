@@ -1,0 +1,14 @@
+# C-level API of accel._native._device for the other native modules (streams, events).  torch's
+# c10::cuda semantics (reference/torch_device_stream.md §2): a per-thread *target* device that a guard's
+# exit records instead of calling cudaSetDevice when that device has no primary context yet.
+# Every function runs the lazy-init hook first if CUDA is not initialized.
+
+cdef int c_get_device() except -1                 # GetDevice: the pending target, else cudaGetDevice
+cdef int c_set_device(int d, bint force) except -1  # SetDevice(d, force) §2.6 (clears the target)
+cdef int c_maybe_set_device(int d) except -1      # MaybeSetDevice §2.8 (a guard's exit)
+cdef int c_exchange_device(int to) except -2      # ExchangeDevice §2.9; returns the logical previous device
+cdef int c_maybe_exchange_device(int to) except -2  # MaybeExchangeDevice §2.10; returns the runtime device
+cdef int c_set_target_device() except -1          # SetTargetDevice §2.11: materialise a pending target
+cdef bint c_has_primary_context(int d) except -1  # hasPrimaryContext §2.12 (validates 0 <= d < count)
+cdef int c_device_count() except -1               # cudaGetDeviceCount, cached once it succeeds; 0 on error
+cdef int c_ensure_init() except -1                # run the lazy-init hook if CUDA is not initialized

@@ -1,0 +1,284 @@
+# cython: binding=True
+"""Device selection with torch's per-thread target-device semantics (the hot path, in C).
+
+Twin of accel._python._device.  A guard's exit to a device that has no primary context yet records a
+per-thread *target* instead of calling cudaSetDevice, so no context is ever created on exit;
+``current_device()`` honours a pending target.  Device indices are ints here; accel.cuda parses the
+other device arguments.  C-level API for the other native modules: see _device.pxd.
+"""
+from cpython.long cimport PyLong_AsLongLong
+
+from accel._native._cudart cimport Table, DriverTable, table, driver_table, error, driver_error
+
+cdef extern from *:
+    """
+    static __thread int accel_target_device = -1;
+    """
+    int accel_target_device
+
+__all__ = ["current_device", "set_device", "exchange_device", "maybe_exchange_device", "has_primary_context",
+           "raw_device_count", "set_init_hook", "set_initialized", "is_initialized", "set_index_parser",
+           "device"]
+
+cdef bint _initialized = False
+cdef object _init_hook = None
+cdef object _parse_index = None
+cdef int _count = -1
+
+
+# -- C-level API (declared in _device.pxd) --------------------------------------------------------
+
+cdef int c_ensure_init() except -1:
+    global _initialized
+    if _initialized or _init_hook is None:
+        return 0
+    _init_hook()
+    _initialized = True
+    return 0
+
+
+cdef int c_device_count() except -1:
+    global _count
+    cdef int n = 0
+    cdef Table* t
+    if _count >= 0:
+        return _count
+    t = table()
+    cdef int err
+    with nogil:
+        err = t.cudaGetDeviceCount(&n)
+    if err:
+        t.cudaGetLastError()
+        return 0
+    _count = n
+    return n
+
+
+cdef int c_get_device() except -1:
+    cdef int d = accel_target_device
+    if d >= 0:
+        return d
+    cdef Table* t = table()
+    cdef int err = t.cudaGetDevice(&d)
+    if err:
+        raise error(err)
+    return d
+
+
+cdef int c_set_device(int d, bint force) except -1:
+    global accel_target_device
+    cdef int cur = 0, err
+    if d < 0:
+        raise RuntimeError(f"device id must be non-negative!{d}")
+    accel_target_device = -1
+    cdef Table* t = table()
+    if not force:
+        err = t.cudaGetDevice(&cur)
+        if err:
+            raise error(err)
+        if cur == d:
+            return 0
+    err = t.cudaSetDevice(d)
+    if err:
+        raise error(err)
+    return 0
+
+
+cdef bint c_has_primary_context(int d) except -1:
+    cdef unsigned int flags = 0
+    cdef int active = 0
+    cdef int n = c_device_count()
+    if d < 0 or d >= n:
+        raise RuntimeError(f"hasPrimaryContext expects a valid device index, but got device_index={d}")
+    cdef DriverTable* dt = driver_table()
+    cdef int err = dt.cuDevicePrimaryCtxGetState(d, &flags, &active)
+    if err:
+        raise driver_error(err)
+    return active == 1
+
+
+cdef int c_maybe_set_device(int d) except -1:
+    global accel_target_device
+    if c_has_primary_context(d):
+        return c_set_device(d, False)
+    accel_target_device = d
+    return 0
+
+
+cdef int c_exchange_device(int to) except -2:
+    global accel_target_device
+    cdef int cur = accel_target_device, err
+    cdef Table* t = table()
+    accel_target_device = -1
+    if cur < 0:
+        err = t.cudaGetDevice(&cur)
+        if err:
+            raise error(err)
+        if to == cur:
+            return cur
+    err = t.cudaSetDevice(to)
+    if err:
+        raise error(err)
+    return cur
+
+
+cdef int c_maybe_exchange_device(int to) except -2:
+    global accel_target_device
+    cdef int cur = 0, err
+    cdef Table* t = table()
+    err = t.cudaGetDevice(&cur)
+    if err:
+        raise error(err)
+    if to == cur:
+        return cur
+    if c_has_primary_context(to):
+        err = t.cudaSetDevice(to)
+        if err:
+            raise error(err)
+    else:
+        accel_target_device = to
+    return cur
+
+
+cdef int c_set_target_device() except -1:
+    if accel_target_device >= 0:
+        c_set_device(accel_target_device, False)
+    return 0
+
+
+# -- argument checks --------------------------------------------------------------------------------
+
+cdef inline bint _is_index(object d):
+    # torch's THPUtils_checkLong: an int that is not a bool, or anything with __index__ but not bool.
+    return (type(d) is int) or (not isinstance(d, bool) and hasattr(type(d), "__index__"))
+
+
+cdef int _unpack_index(object d, str what) except -200:
+    """An int8 device index (torch's THPUtils_unpackDeviceIndex); TypeError / ValueError naming ``d``."""
+    cdef long long v
+    if type(d) is not int:
+        if not _is_index(d):
+            raise TypeError(f"invalid argument to {what}: expected an int device index, "
+                            f"got {type(d).__name__}: {d!r}")
+        d = d.__index__()
+    try:
+        v = PyLong_AsLongLong(d)
+    except OverflowError:
+        v = 1 << 20
+    if v < -128 or v > 127:
+        raise ValueError(f"Overflow when unpacking DeviceIndex: {d!r} is outside [-128, 127]")
+    return <int>v
+
+
+# -- Python API -------------------------------------------------------------------------------------
+
+def set_init_hook(hook):
+    """Register ``hook()`` (accel.cuda's lazy init), run before the first CUDA use; None clears it."""
+    global _init_hook
+    if hook is not None and not callable(hook):
+        raise TypeError(f"hook must be callable or None, got {type(hook).__name__}: {hook!r}")
+    _init_hook = hook
+
+
+def set_initialized(flag):
+    """Mark CUDA initialized (skip the hook) or not (run it again: e.g. in a fork child)."""
+    global _initialized
+    _initialized = bool(flag)
+
+
+def is_initialized():
+    """Whether the lazy-init hook has run successfully (and not been reset)."""
+    return _initialized
+
+
+def set_index_parser(parser):
+    """Register ``parser(obj) -> int | None`` for non-int arguments of ``device(...)``; None clears it."""
+    global _parse_index
+    if parser is not None and not callable(parser):
+        raise TypeError(f"parser must be callable or None, got {type(parser).__name__}: {parser!r}")
+    _parse_index = parser
+
+
+def raw_device_count():
+    """cudaGetDeviceCount, cached once it succeeds; 0 (not cached) when it fails."""
+    return c_device_count()
+
+
+def current_device():
+    """The calling thread's logical current device: its pending target, else cudaGetDevice."""
+    if not _initialized:
+        c_ensure_init()
+    return c_get_device()
+
+
+def set_device(device):
+    """Make ``device`` current for this thread: always calls cudaSetDevice (creates its context)."""
+    cdef int d = _unpack_index(device, "setDevice")
+    if not _initialized:
+        c_ensure_init()
+    c_set_device(d, True)
+
+
+def exchange_device(device):
+    """Switch to ``device`` (creating its context) and return the previous logical device; -1 for d < 0."""
+    cdef int d = _unpack_index(device, "exchangeDevice")
+    if d < 0:
+        return -1
+    if not _initialized:
+        c_ensure_init()
+    return c_exchange_device(d)
+
+
+def maybe_exchange_device(device):
+    """Switch to ``device`` only if it has a primary context, else record it as the target; returns the
+    runtime device at call time; -1 for d < 0."""
+    cdef int d = _unpack_index(device, "exchangeDevice")
+    if d < 0:
+        return -1
+    if not _initialized:
+        c_ensure_init()
+    return c_maybe_exchange_device(d)
+
+
+def has_primary_context(device):
+    """Whether ``device``'s primary context exists (driver query; RuntimeError if out of range)."""
+    cdef int d = _unpack_index(device, "has_primary_context")
+    return c_has_primary_context(d)
+
+
+cdef class device:
+    """Context manager that makes ``device`` current and restores the previous device on exit without
+    creating a context there (torch.cuda.device).  ``idx`` is the index; -1 / None are no-ops."""
+
+    cdef public object idx
+    cdef public object prev_idx
+
+    def __init__(self, device):
+        if type(device) is int or device is None and _parse_index is None:
+            self.idx = device
+        elif _parse_index is not None:
+            self.idx = _parse_index(device)
+        else:
+            self.idx = _unpack_index(device, "exchangeDevice")
+        self.prev_idx = -1
+
+    def __enter__(self):
+        cdef int d = _unpack_index(self.idx, "exchangeDevice") if self.idx is not None else -1
+        if d < 0:
+            self.prev_idx = -1
+            return self
+        if not _initialized:
+            c_ensure_init()
+        self.prev_idx = c_exchange_device(d)
+        return self
+
+    def __exit__(self, exc_type, exc_value, traceback):
+        cdef int p = self.prev_idx
+        if p < 0:
+            self.idx = -1
+            return False
+        self.idx = c_maybe_exchange_device(p)
+        return False
+
+    def __repr__(self):
+        return f"device({self.idx!r})"

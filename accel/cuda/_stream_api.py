@@ -1,0 +1,3 @@
+"""Streams, events, stream contexts (issue 4; in progress)."""
+
+__all__ = []
