@@ -23,6 +23,26 @@
  *    refcounted completion flag + timestamp placed in a stream's FIFO.
  *  - Handles are 64-bit values with a never-reused id, validated through a
  *    hash table under G before any dereference.
+ *
+ * Documented choices where the emulator has to pick:
+ *  - Configuration (read once): ACCEL_EMU_DEVICES (0..256, default 4),
+ *    ACCEL_EMU_MEMORY (bytes per device, K/M/G/T suffixes, default 80 GiB),
+ *    ACCEL_EMU_FAIL (symbol:n[,symbol:n...]).  A malformed value makes every
+ *    call fail with cudaErrorInitializationError (driver: NOT_INITIALIZED),
+ *    so a typo cannot silently run a different configuration.
+ *  - cudaStreamPerThread is a blocking stream per (thread, device), as in
+ *    CUDA: it synchronises with the legacy stream; destroyed at thread exit.
+ *  - Priorities are recorded and clamped but do not affect scheduling.
+ *  - Fault injection: the n-th call (counted from when the spec was
+ *    installed) fails with cudaErrorMemoryAllocation for calls that create
+ *    something (stream/event create, cudaMalloc, cudaIpcOpenEventHandle)
+ *    and cudaErrorUnknown / CUDA_ERROR_UNKNOWN otherwise.
+ *  - Blocking calls (stream/event/device synchronise) made from inside a
+ *    host function return cudaErrorNotPermitted instead of deadlocking.
+ *  - Host memory is treated as pinned and cudaFree does not synchronise;
+ *    queued copies keep their allocation alive instead.
+ *  - IPC event handles open only in the creating process (there is no
+ *    shared device memory to map); anything else is cudaErrorInvalidValue.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -66,180 +86,7 @@ enum { CUDA_SUCCESS = 0, CUDA_ERROR_INVALID_VALUE = 1, CUDA_ERROR_NOT_INITIALIZE
 #define PRIO_GREATEST (-5)
 #define MAX_DEVICES 256
 
-/* ------------------------------------------------------------------ errors */
-
-typedef struct { int code; const char *name; const char *text; } errdesc_t;
-
-/* Names and texts as reported by libcudart 13.0. */
-static const errdesc_t rt_errors[] = {
-    {0, "cudaSuccess", "no error"},
-    {1, "cudaErrorInvalidValue", "invalid argument"},
-    {2, "cudaErrorMemoryAllocation", "out of memory"},
-    {3, "cudaErrorInitializationError", "initialization error"},
-    {4, "cudaErrorCudartUnloading", "driver shutting down"},
-    {5, "cudaErrorProfilerDisabled", "profiler disabled while using external profiling tool"},
-    {6, "cudaErrorProfilerNotInitialized", "profiler not initialized: call cudaProfilerInitialize()"},
-    {7, "cudaErrorProfilerAlreadyStarted", "profiler already started"},
-    {8, "cudaErrorProfilerAlreadyStopped", "profiler already stopped"},
-    {9, "cudaErrorInvalidConfiguration", "invalid configuration argument"},
-    {12, "cudaErrorInvalidPitchValue", "invalid pitch argument"},
-    {13, "cudaErrorInvalidSymbol", "invalid device symbol"},
-    {16, "cudaErrorInvalidHostPointer", "invalid host pointer"},
-    {17, "cudaErrorInvalidDevicePointer", "invalid device pointer"},
-    {18, "cudaErrorInvalidTexture", "invalid texture reference"},
-    {19, "cudaErrorInvalidTextureBinding", "texture is not bound to a pointer"},
-    {20, "cudaErrorInvalidChannelDescriptor", "invalid channel descriptor"},
-    {21, "cudaErrorInvalidMemcpyDirection", "invalid copy direction for memcpy"},
-    {22, "cudaErrorAddressOfConstant", "invalid address of constant"},
-    {23, "cudaErrorTextureFetchFailed", "fetch from texture failed"},
-    {24, "cudaErrorTextureNotBound", "cannot fetch from a texture that is not bound"},
-    {25, "cudaErrorSynchronizationError", "incorrect use of __syncthreads()"},
-    {26, "cudaErrorInvalidFilterSetting", "linear filtering not supported for non-float type"},
-    {27, "cudaErrorInvalidNormSetting", "read as normalized float not supported for data type"},
-    {28, "cudaErrorMixedDeviceExecution", "device emulation mode and device execution mode cannot be mixed"},
-    {31, "cudaErrorNotYetImplemented", "feature not yet implemented"},
-    {32, "cudaErrorMemoryValueTooLarge", "memory size or pointer value too large to fit in 32 bit"},
-    {34, "cudaErrorStubLibrary", "CUDA driver is a stub library"},
-    {35, "cudaErrorInsufficientDriver", "CUDA driver version is insufficient for CUDA runtime version"},
-    {36, "cudaErrorCallRequiresNewerDriver", "API call is not supported in the installed CUDA driver"},
-    {37, "cudaErrorInvalidSurface", "invalid surface reference"},
-    {43, "cudaErrorDuplicateVariableName", "duplicate global variable looked up by string name"},
-    {44, "cudaErrorDuplicateTextureName", "duplicate texture looked up by string name"},
-    {45, "cudaErrorDuplicateSurfaceName", "duplicate surface looked up by string name"},
-    {46, "cudaErrorDevicesUnavailable", "CUDA-capable device(s) is/are busy or unavailable"},
-    {49, "cudaErrorIncompatibleDriverContext", "incompatible driver context"},
-    {52, "cudaErrorMissingConfiguration", "__global__ function call is not configured"},
-    {53, "cudaErrorPriorLaunchFailure", "unspecified launch failure in prior launch"},
-    {65, "cudaErrorLaunchMaxDepthExceeded", "launch would exceed maximum depth of nested launches"},
-    {66, "cudaErrorLaunchFileScopedTex", "launch failed because kernel uses unsupported, file-scoped textures (texture objects are supported)"},
-    {67, "cudaErrorLaunchFileScopedSurf", "launch failed because kernel uses unsupported, file-scoped surfaces (surface objects are supported)"},
-    {68, "cudaErrorSyncDepthExceeded", "cudaDeviceSynchronize failed because caller's grid depth exceeds cudaLimitDevRuntimeSyncDepth"},
-    {69, "cudaErrorLaunchPendingCountExceeded", "launch failed because launch would exceed cudaLimitDevRuntimePendingLaunchCount"},
-    {98, "cudaErrorInvalidDeviceFunction", "invalid device function"},
-    {100, "cudaErrorNoDevice", "no CUDA-capable device is detected"},
-    {101, "cudaErrorInvalidDevice", "invalid device ordinal"},
-    {102, "cudaErrorDeviceNotLicensed", "device doesn't have valid Grid license"},
-    {103, "cudaErrorSoftwareValidityNotEstablished", "integrity checks failed"},
-    {127, "cudaErrorStartupFailure", "startup failure in cuda runtime"},
-    {200, "cudaErrorInvalidKernelImage", "device kernel image is invalid"},
-    {201, "cudaErrorDeviceUninitialized", "invalid device context"},
-    {205, "cudaErrorMapBufferObjectFailed", "mapping of buffer object failed"},
-    {206, "cudaErrorUnmapBufferObjectFailed", "unmapping of buffer object failed"},
-    {207, "cudaErrorArrayIsMapped", "array is mapped"},
-    {208, "cudaErrorAlreadyMapped", "resource already mapped"},
-    {209, "cudaErrorNoKernelImageForDevice", "no kernel image is available for execution on the device"},
-    {210, "cudaErrorAlreadyAcquired", "resource already acquired"},
-    {211, "cudaErrorNotMapped", "resource not mapped"},
-    {212, "cudaErrorNotMappedAsArray", "resource not mapped as array"},
-    {213, "cudaErrorNotMappedAsPointer", "resource not mapped as pointer"},
-    {214, "cudaErrorECCUncorrectable", "uncorrectable ECC error encountered"},
-    {215, "cudaErrorUnsupportedLimit", "limit is not supported on this architecture"},
-    {216, "cudaErrorDeviceAlreadyInUse", "exclusive-thread device already in use by a different thread"},
-    {217, "cudaErrorPeerAccessUnsupported", "peer access is not supported between these two devices"},
-    {218, "cudaErrorInvalidPtx", "a PTX JIT compilation failed"},
-    {219, "cudaErrorInvalidGraphicsContext", "invalid OpenGL or DirectX context"},
-    {220, "cudaErrorNvlinkUncorrectable", "uncorrectable NVLink error detected during the execution"},
-    {221, "cudaErrorJitCompilerNotFound", "PTX JIT compiler library not found"},
-    {222, "cudaErrorUnsupportedPtxVersion", "the provided PTX was compiled with an unsupported toolchain."},
-    {223, "cudaErrorJitCompilationDisabled", "PTX JIT compilation was disabled"},
-    {224, "cudaErrorUnsupportedExecAffinity", "the provided execution affinity is not supported"},
-    {225, "cudaErrorUnsupportedDevSideSync", "the provided PTX contains unsupported call to cudaDeviceSynchronize"},
-    {226, "cudaErrorContained", "Invalid access of peer GPU memory over nvlink or a hardware error"},
-    {300, "cudaErrorInvalidSource", "device kernel image is invalid"},
-    {301, "cudaErrorFileNotFound", "file not found"},
-    {302, "cudaErrorSharedObjectSymbolNotFound", "shared object symbol not found"},
-    {303, "cudaErrorSharedObjectInitFailed", "shared object initialization failed"},
-    {304, "cudaErrorOperatingSystem", "OS call failed or operation not supported on this OS"},
-    {400, "cudaErrorInvalidResourceHandle", "invalid resource handle"},
-    {401, "cudaErrorIllegalState", "the operation cannot be performed in the present state"},
-    {402, "cudaErrorLossyQuery", "attempted introspection would be semantically lossy"},
-    {500, "cudaErrorSymbolNotFound", "named symbol not found"},
-    {600, "cudaErrorNotReady", "device not ready"},
-    {700, "cudaErrorIllegalAddress", "an illegal memory access was encountered"},
-    {701, "cudaErrorLaunchOutOfResources", "too many resources requested for launch"},
-    {702, "cudaErrorLaunchTimeout", "the launch timed out and was terminated"},
-    {703, "cudaErrorLaunchIncompatibleTexturing", "launch uses incompatible texturing mode"},
-    {704, "cudaErrorPeerAccessAlreadyEnabled", "peer access is already enabled"},
-    {705, "cudaErrorPeerAccessNotEnabled", "peer access has not been enabled"},
-    {708, "cudaErrorSetOnActiveProcess", "cannot set while device is active in this process"},
-    {709, "cudaErrorContextIsDestroyed", "context is destroyed"},
-    {710, "cudaErrorAssert", "device-side assert triggered"},
-    {711, "cudaErrorTooManyPeers", "peer mapping resources exhausted"},
-    {712, "cudaErrorHostMemoryAlreadyRegistered", "part or all of the requested memory range is already mapped"},
-    {713, "cudaErrorHostMemoryNotRegistered", "pointer does not correspond to a registered memory region"},
-    {714, "cudaErrorHardwareStackError", "hardware stack error"},
-    {715, "cudaErrorIllegalInstruction", "an illegal instruction was encountered"},
-    {716, "cudaErrorMisalignedAddress", "misaligned address"},
-    {717, "cudaErrorInvalidAddressSpace", "operation not supported on global/shared address space"},
-    {718, "cudaErrorInvalidPc", "invalid program counter"},
-    {719, "cudaErrorLaunchFailure", "unspecified launch failure"},
-    {720, "cudaErrorCooperativeLaunchTooLarge", "too many blocks in cooperative launch"},
-    {721, "cudaErrorTensorMemoryLeak", "tensor memory not completely freed"},
-    {800, "cudaErrorNotPermitted", "operation not permitted"},
-    {801, "cudaErrorNotSupported", "operation not supported"},
-    {802, "cudaErrorSystemNotReady", "system not yet initialized"},
-    {803, "cudaErrorSystemDriverMismatch", "system has unsupported display driver / cuda driver combination"},
-    {804, "cudaErrorCompatNotSupportedOnDevice", "forward compatibility was attempted on non supported HW"},
-    {805, "cudaErrorMpsConnectionFailed", "MPS client failed to connect to the MPS control daemon or the MPS server"},
-    {806, "cudaErrorMpsRpcFailure", "the remote procedural call between the MPS server and the MPS client failed"},
-    {807, "cudaErrorMpsServerNotReady", "MPS server is not ready to accept new MPS client requests"},
-    {808, "cudaErrorMpsMaxClientsReached", "the hardware resources required to create MPS client have been exhausted"},
-    {809, "cudaErrorMpsMaxConnectionsReached", "the hardware resources required to support device connections have been exhausted"},
-    {810, "cudaErrorMpsClientTerminated", "the MPS client has been terminated by the server"},
-    {811, "cudaErrorCdpNotSupported", "is using CUDA Dynamic Parallelism, but the current configuration, like MPS, does not support it"},
-    {812, "cudaErrorCdpVersionMismatch", "unsupported interaction between different versions of CUDA Dynamic Parallelism"},
-    {900, "cudaErrorStreamCaptureUnsupported", "operation not permitted when stream is capturing"},
-    {901, "cudaErrorStreamCaptureInvalidated", "operation failed due to a previous error during capture"},
-    {902, "cudaErrorStreamCaptureMerge", "operation would result in a merge of separate capture sequences"},
-    {903, "cudaErrorStreamCaptureUnmatched", "capture was not ended in the same stream as it began"},
-    {904, "cudaErrorStreamCaptureUnjoined", "capturing stream has unjoined work"},
-    {905, "cudaErrorStreamCaptureIsolation", "dependency created on uncaptured work in another stream"},
-    {906, "cudaErrorStreamCaptureImplicit", "operation would make the legacy stream depend on a capturing blocking stream"},
-    {907, "cudaErrorCapturedEvent", "operation not permitted on an event last recorded in a capturing stream"},
-    {908, "cudaErrorStreamCaptureWrongThread", "attempt to terminate a thread-local capture sequence from another thread"},
-    {909, "cudaErrorTimeout", "wait operation timed out"},
-    {910, "cudaErrorGraphExecUpdateFailure", "the graph update was not performed because it included changes which violated constraints specific to instantiated graph update"},
-    {911, "cudaErrorExternalDevice", "an async error has occured in external entity outside of CUDA"},
-    {912, "cudaErrorInvalidClusterSize", "a kernel launch error has occurred due to cluster misconfiguration"},
-    {913, "cudaErrorFunctionNotLoaded", "the function handle is not loaded when calling an API that requires a loaded function"},
-    {914, "cudaErrorInvalidResourceType", "one or more resources passed in are not valid resource types for the operation"},
-    {915, "cudaErrorInvalidResourceConfiguration", "one or more resources are insufficient or non-applicable for the operation"},
-    {999, "cudaErrorUnknown", "unknown error"},
-};
-
-static const errdesc_t drv_errors[] = {
-    {0, "CUDA_SUCCESS", "no error"},
-    {1, "CUDA_ERROR_INVALID_VALUE", "invalid argument"},
-    {2, "CUDA_ERROR_OUT_OF_MEMORY", "out of memory"},
-    {3, "CUDA_ERROR_NOT_INITIALIZED", "initialization error"},
-    {4, "CUDA_ERROR_DEINITIALIZED", "driver shutting down"},
-    {34, "CUDA_ERROR_STUB_LIBRARY", "CUDA driver is a stub library"},
-    {46, "CUDA_ERROR_DEVICE_UNAVAILABLE", "CUDA-capable device(s) is/are busy or unavailable"},
-    {100, "CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected"},
-    {101, "CUDA_ERROR_INVALID_DEVICE", "invalid device ordinal"},
-    {200, "CUDA_ERROR_INVALID_IMAGE", "device kernel image is invalid"},
-    {201, "CUDA_ERROR_INVALID_CONTEXT", "invalid device context"},
-    {202, "CUDA_ERROR_CONTEXT_ALREADY_CURRENT", "context already current"},
-    {304, "CUDA_ERROR_OPERATING_SYSTEM", "OS call failed or operation not supported on this OS"},
-    {400, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle"},
-    {401, "CUDA_ERROR_ILLEGAL_STATE", "the operation cannot be performed in the present state"},
-    {500, "CUDA_ERROR_NOT_FOUND", "named symbol not found"},
-    {600, "CUDA_ERROR_NOT_READY", "device not ready"},
-    {700, "CUDA_ERROR_ILLEGAL_ADDRESS", "an illegal memory access was encountered"},
-    {708, "CUDA_ERROR_PRIMARY_CONTEXT_ACTIVE", "primary context active"},
-    {709, "CUDA_ERROR_CONTEXT_IS_DESTROYED", "context is destroyed"},
-    {719, "CUDA_ERROR_LAUNCH_FAILED", "unspecified launch failure"},
-    {800, "CUDA_ERROR_NOT_PERMITTED", "operation not permitted"},
-    {801, "CUDA_ERROR_NOT_SUPPORTED", "operation not supported"},
-    {999, "CUDA_ERROR_UNKNOWN", "unknown error"},
-};
-
-static const errdesc_t *find_err(const errdesc_t *tab, size_t n, int code)
-{
-    for (size_t i = 0; i < n; i++)
-        if (tab[i].code == code) return &tab[i];
-    return NULL;
-}
+#include "emu_tables.h"
 
 /* ------------------------------------------------------- fault injection */
 
@@ -376,6 +223,7 @@ static int parse_size(const char *s, unsigned long long *out)
 
 static void stream_tls_destroy(void *p);
 static pthread_key_t g_tls_key;
+static int g_tls_key_made;
 static void atfork_prepare(void);
 static void atfork_parent(void);
 static void atfork_child(void);
@@ -399,7 +247,7 @@ static void emu_init(void)
     }
     s = getenv("ACCEL_EMU_FAIL");
     if (s && *s && install_fail_spec(s)) g_init_err = cudaErrorInitializationError;
-    pthread_key_create(&g_tls_key, stream_tls_destroy);
+    g_tls_key_made = pthread_key_create(&g_tls_key, stream_tls_destroy) == 0;
     pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 }
 
@@ -870,9 +718,19 @@ static int implicit_sync(stream_t *s)
 static cudaError_t submit(stream_t *s, item_t *it)
 {
     if (implicit_sync(s)) { item_free(it); return cudaErrorMemoryAllocation; }
+    ensure_ctx(s->device);
+    if (it->kind == IT_RECORD && s->state == ST_IDLE && !s->head) {
+        /* A worker would reach it at once; doing it here saves a thread
+         * hand-off on the hot Event.record() path. */
+        rec_reach(it->rec);
+        s->enq++;
+        s->done++;
+        s->last_rec = NULL;
+        item_free(it);
+        return cudaSuccess;
+    }
     enqueue_raw(s, it);
     if (it->kind == IT_RECORD) s->last_rec = it->rec;
-    ensure_ctx(s->device);
     return cudaSuccess;
 }
 
@@ -931,15 +789,21 @@ static event_t *get_event(cudaEvent_t h)
     return (v & 0xf) == TAG_EVENT ? ht_get(&g_handles, v) : NULL;
 }
 
-/* Blocks (G held) until s has completed `target` items. */
-static void wait_stream(stream_t *s, uint64_t target)
+/* Blocks (G held) until s has completed `target` items, then drops the
+ * reference the caller took so that s survived the unlocked wait. */
+static void wait_stream_release(stream_t *s, uint64_t target)
 {
-    s->refs++;
     g_waiters++;
     while (s->done < target) pthread_cond_wait(&g_done_cv, &G);
     g_waiters--;
     s->refs--;
     stream_maybe_free(s);
+}
+
+static void wait_stream(stream_t *s, uint64_t target)
+{
+    s->refs++;
+    wait_stream_release(s, target);
 }
 
 static void wait_rec(rec_t *r)
@@ -953,8 +817,18 @@ static void wait_rec(rec_t *r)
 
 /* ----------------------------------------------------------- fork / unload */
 
-static void atfork_prepare(void) { pthread_mutex_lock(&G); }
-static void atfork_parent(void) { pthread_mutex_unlock(&G); }
+static void atfork_prepare(void)
+{
+    pthread_mutex_lock(&g_fail_lock);
+    pthread_mutex_lock(&G);
+}
+
+static void atfork_parent(void)
+{
+    pthread_mutex_unlock(&G);
+    pthread_mutex_unlock(&g_fail_lock);
+}
+
 /* Workers do not survive fork; work in flight at fork time is lost in the
  * child (accel refuses CUDA use in fork children anyway). */
 static void atfork_child(void)
@@ -962,18 +836,21 @@ static void atfork_child(void)
     g_nworkers = 0;
     g_idle = 0;
     pthread_mutex_unlock(&G);
+    pthread_mutex_unlock(&g_fail_lock);
 }
 
 /* Lets idle workers exit before the process (or a dlclose) tears down the
  * code they run; bounded so a stuck host function cannot hang exit. */
 __attribute__((destructor)) static void emu_fini(void)
 {
+    if (g_tls_key_made) pthread_key_delete(g_tls_key);   /* no callbacks into unmapped code */
     pthread_mutex_lock(&G);
     g_shutdown = 1;
     pthread_cond_broadcast(&g_work_cv);
     struct timespec dl;
     clock_gettime(CLOCK_REALTIME, &dl);
-    dl.tv_sec += 1;
+    dl.tv_nsec += 200000000;    /* idle workers leave at once; busy ones are abandoned */
+    if (dl.tv_nsec >= 1000000000) { dl.tv_sec++; dl.tv_nsec -= 1000000000; }
     while (g_nworkers > 0)
         if (pthread_cond_timedwait(&g_exit_cv, &G, &dl) == ETIMEDOUT) break;
     pthread_mutex_unlock(&G);
@@ -983,13 +860,13 @@ __attribute__((destructor)) static void emu_fini(void)
 
 EXPORT const char *cudaGetErrorName(cudaError_t e)
 {
-    const errdesc_t *d = find_err(rt_errors, sizeof rt_errors / sizeof *rt_errors, e);
+    const errdesc_t *d = emu_rt_error(e);
     return d ? d->name : "unrecognized error code";
 }
 
 EXPORT const char *cudaGetErrorString(cudaError_t e)
 {
-    const errdesc_t *d = find_err(rt_errors, sizeof rt_errors / sizeof *rt_errors, e);
+    const errdesc_t *d = emu_rt_error(e);
     return d ? d->text : "unrecognized error code";
 }
 
@@ -1067,11 +944,7 @@ EXPORT cudaError_t cudaDeviceSynchronize(void)
             s->refs++;
             i++;
         }
-        for (i = 0; i < n; i++) {
-            wait_stream(ss[i], tg[i]);
-            ss[i]->refs--;
-            stream_maybe_free(ss[i]);
-        }
+        for (i = 0; i < n; i++) wait_stream_release(ss[i], tg[i]);
         free(ss);
         free(tg);
     }
@@ -1671,121 +1544,6 @@ EXPORT cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *at, co
 
 /* ----------------------------------------------------- device description */
 
-static int pci_bus(int dev) { return (0x18 + 0x10 * dev) & 0xff; }
-
-/* Attribute values of an H100 SXM5 80GB (sm_90), keyed by cudaDeviceAttr. */
-static int device_attr(int attr, int dev, int *v)
-{
-    switch (attr) {
-    case 1: *v = 1024; break;                     /* MaxThreadsPerBlock */
-    case 2: case 3: *v = 1024; break;            /* MaxBlockDimX/Y */
-    case 4: *v = 64; break;
-    case 5: *v = 2147483647; break;               /* MaxGridDimX */
-    case 6: case 7: *v = 65535; break;
-    case 8: *v = 49152; break;                    /* MaxSharedMemoryPerBlock */
-    case 9: *v = 65536; break;                    /* TotalConstantMemory */
-    case 10: *v = 32; break;                      /* WarpSize */
-    case 11: *v = 2147483647; break;              /* MaxPitch */
-    case 12: *v = 65536; break;                   /* MaxRegistersPerBlock */
-    case 13: *v = 1980000; break;                 /* ClockRate (kHz) */
-    case 14: *v = 512; break;                     /* TextureAlignment */
-    case 15: *v = 1; break;                       /* GpuOverlap */
-    case 16: *v = 132; break;                     /* MultiProcessorCount */
-    case 17: *v = 0; break;                       /* KernelExecTimeout */
-    case 18: *v = 0; break;                       /* Integrated */
-    case 19: *v = 1; break;                       /* CanMapHostMemory */
-    case 20: *v = 0; break;                       /* ComputeMode default */
-    case 21: *v = 131072; break;
-    case 22: *v = 131072; break;
-    case 23: *v = 65536; break;
-    case 24: case 25: case 26: *v = 16384; break;
-    case 27: *v = 32768; break;
-    case 28: *v = 32768; break;
-    case 29: *v = 2048; break;
-    case 30: *v = 512; break;                     /* SurfaceAlignment */
-    case 31: *v = 1; break;                       /* ConcurrentKernels */
-    case 32: *v = 1; break;                       /* EccEnabled */
-    case 33: *v = pci_bus(dev); break;            /* PciBusId */
-    case 34: *v = 0; break;                       /* PciDeviceId */
-    case 35: *v = 0; break;                       /* TccDriver */
-    case 36: *v = 2619000; break;                 /* MemoryClockRate (kHz) */
-    case 37: *v = 5120; break;                    /* GlobalMemoryBusWidth */
-    case 38: *v = 52428800; break;                /* L2CacheSize */
-    case 39: *v = 2048; break;                    /* MaxThreadsPerMultiProcessor */
-    case 40: *v = 3; break;                       /* AsyncEngineCount */
-    case 41: *v = 1; break;                       /* UnifiedAddressing */
-    case 42: *v = 32768; break;
-    case 43: *v = 2048; break;
-    case 45: case 46: *v = 32768; break;
-    case 47: case 48: *v = 8192; break;
-    case 49: *v = 32768; break;
-    case 50: *v = 0; break;                       /* PciDomainId */
-    case 51: *v = 32; break;                      /* TexturePitchAlignment */
-    case 52: case 53: *v = 32768; break;
-    case 54: *v = 2046; break;
-    case 55: case 56: *v = 32768; break;
-    case 57: *v = 65536; break;
-    case 58: case 59: case 60: *v = 16384; break;
-    case 61: *v = 32768; break;
-    case 62: *v = 2048; break;
-    case 63: case 64: *v = 32768; break;
-    case 65: *v = 2048; break;
-    case 66: case 67: *v = 32768; break;
-    case 68: *v = 2046; break;
-    case 69: *v = 268435456; break;
-    case 70: case 71: *v = 131072; break;
-    case 72: *v = 2097120; break;
-    case 73: *v = 32768; break;
-    case 74: *v = 32768; break;
-    case 75: *v = 9; break;                       /* ComputeCapabilityMajor */
-    case 76: *v = 0; break;                       /* ComputeCapabilityMinor */
-    case 77: *v = 32768; break;
-    case 78: *v = 1; break;                       /* StreamPrioritiesSupported */
-    case 79: case 80: *v = 1; break;              /* Global/Local L1 cache */
-    case 81: *v = 233472; break;                  /* MaxSharedMemoryPerMultiprocessor */
-    case 82: *v = 65536; break;                   /* MaxRegistersPerMultiprocessor */
-    case 83: *v = 1; break;                       /* ManagedMemory */
-    case 84: *v = 0; break;                       /* IsMultiGpuBoard */
-    case 85: *v = dev; break;                     /* MultiGpuBoardGroupID */
-    case 86: *v = 0; break;                       /* HostNativeAtomicSupported */
-    case 87: *v = 2; break;                       /* SingleToDoublePrecisionPerfRatio */
-    case 88: *v = 0; break;                       /* PageableMemoryAccess */
-    case 89: *v = 1; break;                       /* ConcurrentManagedAccess */
-    case 90: *v = 1; break;                       /* ComputePreemptionSupported */
-    case 91: *v = 1; break;                       /* CanUseHostPointerForRegisteredMem */
-    case 95: *v = 1; break;                       /* CooperativeLaunch */
-    case 97: *v = 232448; break;                  /* MaxSharedMemoryPerBlockOptin */
-    case 98: *v = 0; break;                       /* CanFlushRemoteWrites */
-    case 99: *v = 1; break;                       /* HostRegisterSupported */
-    case 100: *v = 0; break;                      /* PageableMemoryAccessUsesHostPageTables */
-    case 101: *v = 0; break;                      /* DirectManagedMemAccessFromHost */
-    case 106: *v = 32; break;                     /* MaxBlocksPerMultiprocessor */
-    case 108: *v = 32505856; break;               /* MaxPersistingL2CacheSize */
-    case 109: *v = 134213632; break;              /* MaxAccessPolicyWindowSize */
-    case 111: *v = 1024; break;                   /* ReservedSharedMemoryPerBlock */
-    case 112: case 113: case 114: case 115: *v = 1; break;
-    case 116: *v = 1; break;                      /* GPUDirectRDMASupported */
-    case 117: *v = 1; break;
-    case 118: *v = 0; break;
-    case 119: *v = 9; break;                      /* MemoryPoolSupportedHandleTypes */
-    case 120: *v = 1; break;                      /* ClusterLaunch */
-    case 121: *v = 1; break;
-    case 125: *v = 1; break;                      /* IpcEventSupport */
-    case 126: *v = 4; break;                      /* MemSyncDomainCount */
-    case 130: *v = 0; break;                      /* NumaConfig */
-    case 131: *v = -1; break;                     /* NumaId */
-    case 133: *v = 0; break;                      /* MpsEnabled */
-    case 134: *v = -1; break;                     /* HostNumaId */
-    case 135: case 138: *v = 0; break;
-    case 139: *v = 0x233010de; break;             /* GpuPciDeviceId */
-    case 140: *v = 0x16c110de; break;             /* GpuPciSubsystemId */
-    case 142: case 143: case 144: *v = 0; break;
-    case 147: *v = 0; break;
-    default: return -1;
-    }
-    return 0;
-}
-
 EXPORT cudaError_t cudaDeviceGetAttribute(int *value, int attr, int dev)
 {
     RT_ENTER(cudaDeviceGetAttribute, cudaErrorUnknown);
@@ -1793,7 +1551,7 @@ EXPORT cudaError_t cudaDeviceGetAttribute(int *value, int attr, int dev)
     if (!value) return fail(cudaErrorInvalidValue);
     if (dev < 0 || dev >= g_ndev) return fail(cudaErrorInvalidDevice);
     int v;
-    if (device_attr(attr, dev, &v)) return fail(cudaErrorInvalidValue);
+    if (emu_device_attr(attr, dev, &v)) return fail(cudaErrorInvalidValue);
     *value = v;
     return cudaSuccess;
 }
@@ -1853,7 +1611,7 @@ EXPORT cudaError_t cudaDeviceGetPCIBusId(char *buf, int len, int dev)
     RT_NEED_DEVICE();
     if (!buf || len <= 0) return fail(cudaErrorInvalidValue);
     if (dev < 0 || dev >= g_ndev) return fail(cudaErrorInvalidDevice);
-    snprintf(buf, (size_t)len, "00000000:%02X:00.0", pci_bus(dev));
+    snprintf(buf, (size_t)len, "00000000:%02X:00.0", emu_pci_bus(dev));
     return cudaSuccess;
 }
 
@@ -1889,7 +1647,7 @@ EXPORT CUresult cuGetErrorName(CUresult e, const char **out)
 {
     DRV_ENTER(cuGetErrorName);
     if (!out) return CUDA_ERROR_INVALID_VALUE;
-    const errdesc_t *d = find_err(drv_errors, sizeof drv_errors / sizeof *drv_errors, e);
+    const errdesc_t *d = emu_drv_error(e);
     *out = d ? d->name : NULL;
     return d ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
@@ -1898,7 +1656,7 @@ EXPORT CUresult cuGetErrorString(CUresult e, const char **out)
 {
     DRV_ENTER(cuGetErrorString);
     if (!out) return CUDA_ERROR_INVALID_VALUE;
-    const errdesc_t *d = find_err(drv_errors, sizeof drv_errors / sizeof *drv_errors, e);
+    const errdesc_t *d = emu_drv_error(e);
     *out = d ? d->text : NULL;
     return d ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
