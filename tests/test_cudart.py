@@ -395,3 +395,50 @@ def test_new_thread_starts_on_device_zero(rt):
     t.start()
     t.join()
     assert seen == [0] and rt.cudaGetDevice() == 3
+
+
+def test_legacy_stream_syncs_with_blocking_streams_only(rt):
+    order = []
+    slow = HOSTFN(lambda tag: (time.sleep(0.05), order.append(tag)))
+    fast = HOSTFN(lambda tag: order.append(tag))
+    slow_p, fast_p = (ctypes.cast(f, ctypes.c_void_p).value for f in (slow, fast))
+    blocking, nonblocking = rt.cudaStreamCreateWithFlags(0), rt.cudaStreamCreateWithFlags(1)
+    rt.cudaLaunchHostFunc(blocking, slow_p, 1)
+    rt.cudaLaunchHostFunc(0, fast_p, 2)            # legacy stream: waits for the blocking stream
+    rt.cudaStreamSynchronize(0)
+    assert order == [1, 2]
+    order.clear()
+    rt.cudaLaunchHostFunc(nonblocking, slow_p, 3)
+    rt.cudaLaunchHostFunc(0, fast_p, 4)            # does not wait for the non-blocking stream
+    rt.cudaStreamSynchronize(0)
+    rt.cudaStreamSynchronize(nonblocking)
+    assert order == [4, 3]
+    for s in (blocking, nonblocking):
+        rt.cudaStreamDestroy(s)
+
+
+@pytest.mark.parametrize("backend", ["native", "python"])
+def test_fault_injection_from_environment(subprocess_python, backend):
+    from accel import _build_config
+    if backend == "native" and not _build_config.NATIVE:
+        pytest.skip("no compiled twin")
+    code = f"""
+import accel._{backend}._cudart as rt
+print(rt.cudaMalloc(16) != 0)
+try:
+    rt.cudaMalloc(16)
+except RuntimeError as e:
+    print(e.code, e.name)
+print(rt.cudaMalloc(16) != 0)
+"""
+    r = subprocess_python(code, env={"ACCEL_CUDART": "emu", "ACCEL_EMU_FAIL": "cudaMalloc:2"})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split("\n")[:3] == ["True", "2 cudaErrorMemoryAllocation", "True"]
+
+
+def test_emulated_device_count_from_environment(subprocess_python):
+    r = subprocess_python("import accel.cuda as c\nrt = c.cudart()\nprint(rt.cudaGetDeviceCount())\n"
+                          "try:\n rt.cudaSetDevice(2)\nexcept RuntimeError as e:\n print(e.code)",
+                          env={"ACCEL_CUDART": "emu", "ACCEL_EMU_DEVICES": "2"})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["2", "101"]
