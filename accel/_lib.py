@@ -116,6 +116,10 @@ def _open(what, sonames, env_var, allow_emu=False):
         if how == "pip wheels":
             searched.append(f"pip wheels: {cand}")
             continue
+        if cand == emu_path() and not os.path.exists(cand):
+            searched.append(f"{cand} [{how}]: the emulated runtime is not part of this install "
+                            "(it was built with -Dnative=false)")
+            continue
         if os.path.isabs(cand) and not os.path.exists(cand):
             searched.append(f"{cand} [{how}]: no such file")
             _debug(f"{what}: {cand} [{how}]: no such file")

@@ -18,15 +18,6 @@ import pytest
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 
-# The emulated runtime unless the run asks for the real one (e.g. on a GPU machine).
-if os.environ.get("ACCEL_TEST_CUDART", "emu") == "emu":
-    os.environ["ACCEL_CUDART"] = "emu"
-    USING_EMU = True
-else:
-    os.environ["ACCEL_CUDART"] = os.environ["ACCEL_TEST_CUDART"]
-    USING_EMU = False
-
-
 def _fail(msg):
     pytest.exit(f"accel test guard: {msg}", returncode=3)
 
@@ -56,6 +47,18 @@ def _guard():
 
 _guard()
 
+# The emulated runtime unless the run asks for the real one (e.g. on a GPU machine).  A -Dnative=false
+# install has no emulator: the tests that need it skip (see the ``emu`` fixtures).
+from accel import _lib  # noqa: E402  (after the guard: this must be the installed package)
+
+if os.environ.get("ACCEL_TEST_CUDART", "emu") == "emu":
+    USING_EMU = os.path.exists(_lib.emu_path())
+    if USING_EMU:
+        os.environ["ACCEL_CUDART"] = "emu"
+else:
+    os.environ["ACCEL_CUDART"] = os.environ["ACCEL_TEST_CUDART"]
+    USING_EMU = False
+
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "native_only: needs the compiled twin")
@@ -66,7 +69,7 @@ def pytest_report_header(config):
     from accel import _build_config
     return [f"accel {accel.__version__} from {pathlib.Path(accel.__file__).parent}; "
             f"backend={accel.backend} ({accel.backend_reason}); native built={_build_config.NATIVE}; "
-            f"cudart={'emulator' if USING_EMU else os.environ['ACCEL_CUDART']}"]
+            f"cudart={'emulator' if USING_EMU else os.environ.get('ACCEL_CUDART', 'system search')}"]
 
 
 class Twin:

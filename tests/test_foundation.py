@@ -49,7 +49,7 @@ def test_backend_is_reported():
 def test_backend_env_selection(subprocess_python, value, backend):
     if value == "native" and not _build_config.NATIVE:
         pytest.skip("no compiled twin")
-    r = subprocess_python("import accel, accel.cuda as c; print(accel.backend, c.cudart().__name__)",
+    r = subprocess_python("import accel, accel._impl as i; print(accel.backend, i.cudart.__name__)",
                           env={"ACCEL_BACKEND": value})
     assert r.returncode == 0, r.stderr
     got, modname = r.stdout.split()
