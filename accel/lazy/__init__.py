@@ -1,0 +1,110 @@
+"""accel.lazy: PyTorch Lazy Tensor Core (LTC) IR hashing, post-order and graph hash, bit-exact, without torch.
+
+Everything here runs on the implementation ``accel._impl`` selected (Cython or pure Python); both give
+identical results.  See shared/reference/ltc_ir.md for the algorithms reproduced.
+"""
+import contextlib
+
+import numpy as _np
+
+from accel import _impl
+
+_ir = _impl.module("_ir")
+_hash = _impl.module("_hash")
+
+HASH_SEED = _ir.HASH_SEED
+NULL_OPT = _hash.NULL_OPT
+DEVICE_DATA_SEED = _ir.DEVICE_DATA_SEED
+DEVICE_DATA_OP = _ir.DEVICE_DATA_OP
+NOT_SUPPORTED_OP = _ir.NOT_SUPPORTED_OP
+EMITTING = _ir.EMITTING
+EMITTED = _ir.EMITTED
+
+OpKind = _ir.OpKind
+Shape = _ir.Shape
+Node = _ir.Node
+Output = _ir.Output
+EmissionMap = _ir.EmissionMap
+device_data = _ir.device_data
+post_order = _ir.post_order
+graph_size = _ir.graph_size
+parameter_sequence = _ir.parameter_sequence
+graph_hash = _ir.graph_hash
+scalar_type_name = _ir.scalar_type_name
+set_dynamic_shapes = _ir.set_dynamic_shapes
+dynamic_shapes_enabled = _ir.dynamic_shapes_enabled
+
+data_hash = _hash.data_hash
+string_hash = _hash.string_hash
+hash_combine = _hash.hash_combine
+std_hash_combine = _hash.std_hash_combine
+hash_reduce = _hash.hash_reduce
+std_data_hash = _hash.std_data_hash
+hash_to_string = _hash.hash_to_string
+hash_scalar = _hash.hash_scalar
+hash_value = _hash.hash_value
+container_hash = _hash.container_hash
+mhash = _hash.mhash
+mhash_hashes = _hash.mhash_hashes
+hash_bool_vector = _hash.hash_bool_vector
+
+from accel.lazy import metrics  # noqa: E402
+from accel.lazy.cache import ComputationCache, DataCache  # noqa: E402
+from accel.lazy.dump import to_dot, to_text  # noqa: E402
+from accel.lazy.trie import TrieCache  # noqa: E402
+
+
+@contextlib.contextmanager
+def dynamic_shapes(enabled=True):
+    """Within the block, nodes are built in LTC dynamic-shape mode (dag hashes without sizes)."""
+    prev = set_dynamic_shapes(enabled)
+    try:
+        yield
+    finally:
+        set_dynamic_shapes(prev)
+
+
+# c10 ScalarType codes of the numpy dtypes that have one (BFloat16, quantized and float8 types do not).
+_CODE_TO_NUMPY = {0: _np.uint8, 1: _np.int8, 2: _np.int16, 3: _np.int32, 4: _np.int64, 5: _np.float16,
+                  6: _np.float32, 7: _np.float64, 9: _np.complex64, 10: _np.complex128, 11: _np.bool_,
+                  27: _np.uint16, 28: _np.uint32, 29: _np.uint64}
+_NUMPY_TO_CODE = {_np.dtype(t): c for c, t in _CODE_TO_NUMPY.items()}
+
+
+def dtype_to_code(dtype):
+    """The c10 ScalarType code of a numpy dtype (e.g. float32 -> 6); TypeError if it has none."""
+    try:
+        dt = _np.dtype(dtype)
+    except TypeError:
+        raise TypeError(f"dtype_to_code needs a numpy dtype, got {type(dtype).__name__}: {dtype!r}") from None
+    code = _NUMPY_TO_CODE.get(dt.newbyteorder("=") if dt.byteorder not in "=|" else dt)
+    if code is None:
+        raise TypeError(f"numpy dtype {dt} has no c10 ScalarType code")
+    return code
+
+
+def code_to_dtype(code):
+    """The numpy dtype of a c10 ScalarType code (e.g. 6 -> float32); ValueError if numpy has none."""
+    t = _CODE_TO_NUMPY.get(code) if isinstance(code, int) and not isinstance(code, bool) else None
+    if t is None:
+        raise ValueError(f"ScalarType code {code!r} ({scalar_type_name(code) if isinstance(code, int) else '?'}) "
+                         "has no numpy dtype")
+    return _np.dtype(t)
+
+
+def shape_of(array):
+    """Shape(dtype code, sizes) of a numpy array."""
+    a = _np.asarray(array)
+    return Shape(dtype_to_code(a.dtype), a.shape)
+
+
+__all__ = [
+    "HASH_SEED", "NULL_OPT", "DEVICE_DATA_SEED", "DEVICE_DATA_OP", "NOT_SUPPORTED_OP", "EMITTING", "EMITTED",
+    "OpKind", "Shape", "Node", "Output", "EmissionMap", "device_data", "post_order", "graph_size",
+    "parameter_sequence", "graph_hash", "scalar_type_name", "set_dynamic_shapes", "dynamic_shapes_enabled",
+    "dynamic_shapes", "data_hash", "string_hash", "hash_combine", "std_hash_combine", "hash_reduce",
+    "std_data_hash", "hash_to_string", "hash_scalar", "hash_value", "hash_bool_vector", "container_hash", "mhash",
+    "mhash_hashes",
+    "dtype_to_code", "code_to_dtype", "shape_of", "to_text", "to_dot", "ComputationCache", "DataCache",
+    "TrieCache", "metrics",
+]

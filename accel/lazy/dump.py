@@ -1,0 +1,116 @@
+"""LTC's DumpUtil::ToText / ToDot formats (ir_dump_util.cpp), without the C++ ``NodeType=`` tag."""
+import re
+import sys
+
+_TWINS = ("accel._native._ir", "accel._python._ir")
+_TAG = re.compile(r"[a-zA-Z0-9_]+=")
+_OPEN, _CLOSE = "([{", ")]}"
+
+
+def _twin_of(obj):
+    # Nodes of either implementation can be dumped: use the post_order of the module that made them.
+    for cls in type(obj).__mro__:
+        if cls.__module__ in _TWINS and cls.__name__ in ("Node", "Output"):
+            return sys.modules[cls.__module__]
+    return None
+
+
+def _root_nodes(roots):
+    if _twin_of(roots) is not None:
+        roots = (roots,)
+    out = []
+    for i, r in enumerate(roots):
+        mod = _twin_of(r)
+        if mod is not None and isinstance(r, mod.Output):
+            out.append(r.node)
+        elif mod is not None and isinstance(r, mod.Node):
+            out.append(r)
+        else:
+            raise TypeError(f"roots[{i}] must be an Output or a Node, got {type(r).__name__}: {r!r}")
+    return out
+
+
+def node_tags(node):
+    """The ``name=value`` attribute tags LTC parses out of ``str(node)`` after the op name."""
+    s = str(node)
+    op = node.op.qualified_name
+    pos = s.find(op)
+    if pos < 0:
+        return []
+    pos += len(op)
+    tags = []
+    while True:
+        if s.startswith(", ", pos):
+            pos += 2
+        m = _TAG.match(s, pos)
+        if m is None:
+            return tags
+        name = m.group()[:-1]
+        start = pos = m.end()
+        depth = 0
+        while pos < len(s):
+            c = s[pos]
+            if c in _OPEN:
+                depth += 1
+            elif c in _CLOSE:
+                depth -= 1
+            elif depth == 0 and s.startswith(", ", pos):
+                break
+            pos += 1
+        tags.append((name, s[start:pos]))
+
+
+def _ids_and_roots(roots):
+    nodes = _root_nodes(roots)
+    post = _twin_of(nodes[0]).post_order(nodes) if nodes else []
+    ids = {}
+    for i, n in enumerate(post):
+        if n in ids:
+            raise RuntimeError(str(n))
+        ids[n] = i
+    root_index = {}
+    for i, n in enumerate(nodes):
+        root_index[n] = i     # with duplicate roots the last index wins, as in LTC
+    return post, ids, root_index
+
+
+def to_text(roots):
+    """DumpUtil::ToText: ``IR {`` then one ``%id = [shapes] op(%operands)[, tags][, ROOT=i]`` line per node."""
+    post, ids, root_index = _ids_and_roots(roots)
+    lines = ["IR {"]
+    for n in post:
+        ops = ", ".join(f"%{ids[o.node]}" + (f".{o.index}" if o.node.num_outputs > 1 else "") for o in n.operands)
+        line = f"  %{ids[n]} = [{', '.join(str(s) for s in n.shapes)}] {n.op.qualified_name}({ops})"
+        for name, value in node_tags(n):
+            line += f", {name}={value}"
+        if n in root_index:
+            line += f", ROOT={root_index[n]}"
+        lines.append(line)
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def to_dot(roots):
+    """DumpUtil::ToDot: a graphviz digraph with one labelled node per IR node and one edge per operand."""
+    post, ids, root_index = _ids_and_roots(roots)
+    out = ["digraph G {\n"]
+    for n in post:
+        label = n.op.qualified_name
+        if n.shapes:
+            label += "\\n" + str(n.shapes[0])
+        for name, value in node_tags(n):
+            label += f"\\n{name}=" + (value if len(value) < 64 else value[:64] + "...")
+        if n in root_index:
+            label += f"\\nROOT={root_index[n]}"
+        out.append(f'  node{ids[n]} [label="{label}"]\n')
+    for n in reversed(post):
+        operands = n.operands
+        for i, o in enumerate(operands):
+            edge = f"  node{ids[o.node]} -> node{ids[n]}"
+            if len(operands) > 1:
+                edge += f' [label="i={i}' + (f",o={o.index}" if o.node.num_outputs > 1 else "") + '"]'
+            elif o.node.num_outputs > 1:
+                edge += f' [label="o={o.index}"]'
+            out.append(edge + "\n")
+    out.append("}\n")
+    return "".join(out)

@@ -1,0 +1,114 @@
+"""LTC's TrieCache (trie.h/.cpp): reuse IR nodes across identical traced steps, with hit counters."""
+import threading
+
+from accel.lazy import HASH_SEED, Node, OpKind, device_data, metrics
+
+_ids = threading.local()
+
+
+def _next_id():
+    n = getattr(_ids, "next", 0)
+    _ids.next = n + 1
+    return n
+
+
+class TrieNode:
+    """One trie entry: ``unique_id``, ``hit_counter``, the cached ``ir_node`` and ``successors`` (most recent first)."""
+    __slots__ = ("unique_id", "hit_counter", "ir_node", "successors")
+
+    def __init__(self, ir_node=None):
+        self.unique_id = _next_id()
+        self.hit_counter = 0
+        self.ir_node = ir_node
+        self.successors = []
+
+
+class TrieCache:
+    """The trace-position trie: ``reuse_or_make`` returns a matching successor of ``current`` or inserts a new node."""
+    _local = threading.local()
+
+    def __init__(self):
+        self.root = TrieNode()
+        self.current = self.root
+
+    @classmethod
+    def get(cls):
+        """The calling thread's TrieCache (LTC's thread_local singleton)."""
+        tc = getattr(cls._local, "cache", None)
+        if tc is None:
+            tc = cls._local.cache = cls()
+        return tc
+
+    def _hit(self, i):
+        entry = self.current.successors.pop(i)
+        self.current.successors.insert(0, entry)
+        entry.hit_counter += 1
+        metrics.Counter("IrNodeReused_" + entry.ir_node.op.qualified_name).add(1)
+        self.current = entry
+        return entry.ir_node
+
+    def lookup(self, op, operands, shapes=(), num_outputs=1, hash_seed=HASH_SEED):
+        """A cached successor node equal to Node(op, operands, ...) by op, outputs and hashes, or None."""
+        return self._lookup(Node(op, operands, shapes, num_outputs, hash_seed))
+
+    def _lookup(self, probe):
+        for i, entry in enumerate(self.current.successors):
+            n = entry.ir_node
+            if (n.op is probe.op and not n.is_device_data and n.num_outputs == probe.num_outputs
+                    and n.hash == probe.hash and n.shape_hash == probe.shape_hash):
+                return self._hit(i)
+        return None
+
+    def insert(self, node):
+        """Add ``node`` as the newest successor of ``current`` and make it current (counter TrieForked on a fork)."""
+        if not isinstance(node, Node):
+            raise TypeError(f"TrieCache.insert needs a Node, got {type(node).__name__}: {node!r}")
+        if self.current.successors:
+            metrics.Counter("TrieForked").add(1)
+        entry = TrieNode(node)
+        self.current.successors.insert(0, entry)
+        self.current = entry
+        return node
+
+    def reuse_or_make(self, op, operands, shapes=(), num_outputs=1, hash_seed=HASH_SEED):
+        """ReuseOrMakeNode: the cached equal node, else a new Node inserted into the trie."""
+        probe = Node(op, operands, shapes, num_outputs, hash_seed)
+        hit = self._lookup(probe)
+        return hit if hit is not None else self.insert(probe)
+
+    def reuse_or_make_device_data(self, shape, handle, device=None):
+        """A cached device-data node with an equal shape, given the new handle (DeviceData::SetData), else a new one."""
+        dd = OpKind("lazy_tensors::device_data")
+        for i, entry in enumerate(self.current.successors):
+            n = entry.ir_node
+            if n.op is dd and n.is_device_data and n.shapes[0] == shape:
+                n.set_data(handle)
+                return self._hit(i)
+        return self.insert(device_data(shape, handle, device))
+
+    def reset_current(self):
+        """Back to the root (LTC does this at every mark_step)."""
+        self.current = self.root
+
+    def clear(self):
+        """Drop every cached node (ids keep counting, as in LTC)."""
+        self.current = self.root
+        self.root.successors = []
+
+    def to_dot(self):
+        """DumpToDotFile's text: pre-order from the root, ``id[label="op, N hits"]`` and ``a -> b`` lines."""
+        out = ["digraph G {\n"]
+        stack = [(self.root, None)]
+        while stack:
+            entry, parent = stack.pop()
+            if parent is not None:
+                out.append(f"{parent} -> {entry.unique_id}\n")
+            if entry.ir_node is not None:
+                out.append(f'{entry.unique_id}[label="{entry.ir_node.op.qualified_name}, {entry.hit_counter} hits"]\n')
+            stack.extend((s, entry.unique_id) for s in reversed(entry.successors))
+        out.append("}\n")
+        return "".join(out)
+
+    def dump_to_dot_file(self, path):
+        with open(path, "w") as f:
+            f.write(self.to_dot())
