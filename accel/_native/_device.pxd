@@ -12,3 +12,5 @@ cdef int c_set_target_device() except -1          # SetTargetDevice §2.11: mate
 cdef bint c_has_primary_context(int d) except -1  # hasPrimaryContext §2.12 (validates 0 <= d < count)
 cdef int c_device_count() except -1               # cudaGetDeviceCount, cached once it succeeds; 0 on error
 cdef int c_ensure_init() except -1                # run the lazy-init hook if CUDA is not initialized
+cdef int c_get_sync_debug_mode() noexcept       # 0 default, 1 warn, 2 error (global, not per thread)
+cdef int c_warn_or_error_on_sync() except -1      # warn_or_error_on_sync §2.15: call before a synchronizing op

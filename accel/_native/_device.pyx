@@ -6,6 +6,9 @@ per-thread *target* instead of calling cudaSetDevice, so no context is ever crea
 ``current_device()`` honours a pending target.  Device indices are ints here; accel.cuda parses the
 other device arguments.  C-level API for the other native modules: see _device.pxd.
 """
+import warnings
+
+cimport cython
 from cpython.long cimport PyLong_AsLongLong
 
 from accel._native._cudart cimport Table, DriverTable, table, driver_table, error, driver_error
@@ -18,12 +21,16 @@ cdef extern from *:
 
 __all__ = ["current_device", "set_device", "exchange_device", "maybe_exchange_device", "has_primary_context",
            "raw_device_count", "set_init_hook", "set_initialized", "is_initialized", "set_index_parser",
-           "device"]
+           "device", "set_sync_debug_mode", "get_sync_debug_mode"]
 
 cdef bint _initialized = False
 cdef object _init_hook = None
 cdef object _parse_index = None
 cdef int _count = -1
+cdef int _sync_debug_mode = 0
+cdef bint _sync_debug_warned = False
+
+DEF INVALID_DEVICE = 101  # cudaErrorInvalidDevice
 
 
 # -- C-level API (declared in _device.pxd) --------------------------------------------------------
@@ -32,9 +39,20 @@ cdef int c_ensure_init() except -1:
     global _initialized
     if _initialized or _init_hook is None:
         return 0
-    _init_hook()
-    _initialized = True
+    # The hook returns False while an initialisation is still under way (a re-entrant call from a queued
+    # call): CUDA is not initialised yet, so the next use must run the hook again.
+    if _init_hook() is not False:
+        _initialized = True
     return 0
+
+
+cdef object _device_error(int err, int d):
+    """The CudaError for ``err`` from cudaSetDevice(d); an invalid ordinal also names d and the count."""
+    exc = error(err)
+    if err == INVALID_DEVICE:
+        exc.args = (f"{exc.args[0]}\nDevice index {d} is out of range: {c_device_count()} CUDA device(s) "
+                    f"are visible (valid indices are 0 .. count-1)",)
+    return exc
 
 
 cdef int c_device_count() except -1:
@@ -80,7 +98,7 @@ cdef int c_set_device(int d, bint force) except -1:
             return 0
     err = t.cudaSetDevice(d)
     if err:
-        raise error(err)
+        raise _device_error(err, d)
     return 0
 
 
@@ -89,7 +107,8 @@ cdef bint c_has_primary_context(int d) except -1:
     cdef int active = 0
     cdef int n = c_device_count()
     if d < 0 or d >= n:
-        raise RuntimeError(f"hasPrimaryContext expects a valid device index, but got device_index={d}")
+        raise RuntimeError(f"hasPrimaryContext expects a valid device index, but got device_index={d} "
+                           f"(device count is {n})")
     cdef DriverTable* dt = driver_table()
     cdef int err = dt.cuDevicePrimaryCtxGetState(d, &flags, &active)
     if err:
@@ -118,7 +137,7 @@ cdef int c_exchange_device(int to) except -2:
             return cur
     err = t.cudaSetDevice(to)
     if err:
-        raise error(err)
+        raise _device_error(err, to)
     return cur
 
 
@@ -143,6 +162,18 @@ cdef int c_maybe_exchange_device(int to) except -2:
 cdef int c_set_target_device() except -1:
     if accel_target_device >= 0:
         c_set_device(accel_target_device, False)
+    return 0
+
+
+cdef int c_get_sync_debug_mode() noexcept:
+    return _sync_debug_mode
+
+
+cdef int c_warn_or_error_on_sync() except -1:
+    if _sync_debug_mode == 2:
+        raise RuntimeError("called a synchronizing CUDA operation")
+    if _sync_debug_mode == 1:
+        warnings.warn("called a synchronizing CUDA operation", stacklevel=2)
     return 0
 
 
@@ -246,12 +277,40 @@ def has_primary_context(device):
     return c_has_primary_context(d)
 
 
+def set_sync_debug_mode(mode):
+    """Set the global sync debug mode: 0 off, 1 warn, 2 error on synchronizing calls; TypeError /
+    RuntimeError for a non-int or a value outside 0..2."""
+    global _sync_debug_mode, _sync_debug_warned
+    if type(mode) is not int and (isinstance(mode, bool) or not hasattr(type(mode), "__index__")):
+        raise TypeError(f"invalid argument to set_sync_debug_mode: expected an int, "
+                        f"got {type(mode).__name__}: {mode!r}")
+    m = mode.__index__()
+    if m < 0 or m > 2:
+        raise RuntimeError(f"invalid value of debug_mode, expected one of 0,1,2 (got {m!r})")
+    if not _sync_debug_warned:
+        _sync_debug_warned = True
+        warnings.warn("Synchronization debug mode is a prototype feature and does not yet detect all "
+                      "synchronizing operations", stacklevel=2)
+    _sync_debug_mode = m
+
+
+def get_sync_debug_mode():
+    """The global sync debug mode: 0 off, 1 warn, 2 error."""
+    return _sync_debug_mode
+
+
+def _warn_or_error_on_sync():
+    """Apply the sync debug mode before a synchronizing call (the C-level check, for tests)."""
+    c_warn_or_error_on_sync()
+
+
+@cython.freelist(16)
 cdef class device:
     """Context manager that makes ``device`` current and restores the previous device on exit without
     creating a context there (torch.cuda.device).  ``idx`` is the index; -1 / None are no-ops."""
 
     cdef public object idx
-    cdef public object prev_idx
+    cdef int _prev  # the logical device before __enter__, -1: nothing to restore
 
     def __init__(self, device):
         if type(device) is int or device is None and _parse_index is None:
@@ -260,20 +319,28 @@ cdef class device:
             self.idx = _parse_index(device)
         else:
             self.idx = _unpack_index(device, "exchangeDevice")
-        self.prev_idx = -1
+        self._prev = -1
+
+    @property
+    def prev_idx(self):
+        return self._prev
+
+    @prev_idx.setter
+    def prev_idx(self, value):
+        self._prev = _unpack_index(value, "exchangeDevice")
 
     def __enter__(self):
         cdef int d = _unpack_index(self.idx, "exchangeDevice") if self.idx is not None else -1
         if d < 0:
-            self.prev_idx = -1
+            self._prev = -1
             return self
         if not _initialized:
             c_ensure_init()
-        self.prev_idx = c_exchange_device(d)
+        self._prev = c_exchange_device(d)
         return self
 
     def __exit__(self, exc_type, exc_value, traceback):
-        cdef int p = self.prev_idx
+        cdef int p = self._prev
         if p < 0:
             self.idx = -1
             return False

@@ -6,18 +6,23 @@ per-thread *target* instead of calling cudaSetDevice, so no context is ever crea
 other device arguments.  The ``_c_*`` functions mirror the native module's C-level API (_device.pxd).
 """
 import threading
+import warnings
 from ctypes import c_int, c_uint
 
 from accel._python import _cudart
 
 __all__ = ["current_device", "set_device", "exchange_device", "maybe_exchange_device", "has_primary_context",
            "raw_device_count", "set_init_hook", "set_initialized", "is_initialized", "set_index_parser",
-           "device"]
+           "device", "set_sync_debug_mode", "get_sync_debug_mode"]
 
 _initialized = False
 _init_hook = None
 _parse_index = None
 _count = -1
+_sync_debug_mode = 0
+_sync_debug_warned = False
+
+_INVALID_DEVICE = 101  # cudaErrorInvalidDevice
 
 
 class _ThreadState(threading.local):
@@ -37,8 +42,19 @@ def _c_ensure_init():
     global _initialized
     if _initialized or _init_hook is None:
         return
-    _init_hook()
-    _initialized = True
+    # The hook returns False while an initialisation is still under way (a re-entrant call from a queued
+    # call): CUDA is not initialised yet, so the next use must run the hook again.
+    if _init_hook() is not False:
+        _initialized = True
+
+
+def _device_error(err, d):
+    """The CudaError for ``err`` from cudaSetDevice(d); an invalid ordinal also names d and the count."""
+    exc = _cudart._error(err)
+    if err == _INVALID_DEVICE:
+        exc.args = (f"{exc.args[0]}\nDevice index {d} is out of range: {_c_device_count()} CUDA device(s) "
+                    f"are visible (valid indices are 0 .. count-1)",)
+    return exc
 
 
 def _c_device_count():
@@ -55,7 +71,7 @@ def _c_device_count():
 
 
 def _c_get_device():
-    d = _target()
+    d = _tls.target
     if d >= 0:
         return d
     v = c_int()
@@ -79,16 +95,22 @@ def _c_set_device(d, force):
             return
     err = t.cudaSetDevice(d)
     if err:
-        raise _cudart._error(err)
+        raise _device_error(err, d)
+
+
+_probe = None  # cuDevicePrimaryCtxGetState, bound on first use
 
 
 def _c_has_primary_context(d):
-    n = _c_device_count()
+    global _probe
+    n = _count if _count >= 0 else _c_device_count()
     if d < 0 or d >= n:
-        raise RuntimeError(f"hasPrimaryContext expects a valid device index, but got device_index={d}")
-    dt = _cudart._driver()
+        raise RuntimeError(f"hasPrimaryContext expects a valid device index, but got device_index={d} "
+                           f"(device count is {n})")
+    if _probe is None:
+        _probe = _cudart._driver().cuDevicePrimaryCtxGetState
     flags, active = c_uint(), c_int()
-    err = dt.cuDevicePrimaryCtxGetState(d, flags, active)
+    err = _probe(d, flags, active)
     if err:
         raise _cudart._driver_error(err)
     return active.value == 1
@@ -102,8 +124,10 @@ def _c_maybe_set_device(d):
 
 
 def _c_exchange_device(to):
-    cur = _target()
-    _tls.target = -1
+    tls = _tls
+    cur = tls.target
+    if cur >= 0:
+        tls.target = -1
     t = _cudart._T
     if cur < 0:
         v = c_int()
@@ -115,7 +139,7 @@ def _c_exchange_device(to):
             return cur
     err = t.cudaSetDevice(to)
     if err:
-        raise _cudart._error(err)
+        raise _device_error(err, to)
     return cur
 
 
@@ -141,6 +165,17 @@ def _c_set_target_device():
     d = _target()
     if d >= 0:
         _c_set_device(d, False)
+
+
+def _c_get_sync_debug_mode():
+    return _sync_debug_mode
+
+
+def _c_warn_or_error_on_sync():
+    if _sync_debug_mode == 2:
+        raise RuntimeError("called a synchronizing CUDA operation")
+    if _sync_debug_mode == 1:
+        warnings.warn("called a synchronizing CUDA operation", stacklevel=2)
 
 
 # -- argument checks --------------------------------------------------------------------------------
@@ -195,7 +230,14 @@ def current_device():
     """The calling thread's logical current device: its pending target, else cudaGetDevice."""
     if not _initialized:
         _c_ensure_init()
-    return _c_get_device()
+    d = _tls.target  # _c_get_device, inlined: this is the hot path
+    if d >= 0:
+        return d
+    v = c_int()
+    err = _cudart._T.cudaGetDevice(v)
+    if err:
+        raise _cudart._error(err)
+    return v.value
 
 
 def set_device(device):
@@ -233,6 +275,33 @@ def has_primary_context(device):
     return _c_has_primary_context(d)
 
 
+def set_sync_debug_mode(mode):
+    """Set the global sync debug mode: 0 off, 1 warn, 2 error on synchronizing calls; TypeError /
+    RuntimeError for a non-int or a value outside 0..2."""
+    global _sync_debug_mode, _sync_debug_warned
+    if type(mode) is not int and (isinstance(mode, bool) or not hasattr(type(mode), "__index__")):
+        raise TypeError(f"invalid argument to set_sync_debug_mode: expected an int, "
+                        f"got {type(mode).__name__}: {mode!r}")
+    m = mode.__index__()
+    if m < 0 or m > 2:
+        raise RuntimeError(f"invalid value of debug_mode, expected one of 0,1,2 (got {m!r})")
+    if not _sync_debug_warned:
+        _sync_debug_warned = True
+        warnings.warn("Synchronization debug mode is a prototype feature and does not yet detect all "
+                      "synchronizing operations", stacklevel=2)
+    _sync_debug_mode = m
+
+
+def get_sync_debug_mode():
+    """The global sync debug mode: 0 off, 1 warn, 2 error."""
+    return _sync_debug_mode
+
+
+def _warn_or_error_on_sync():
+    """Apply the sync debug mode before a synchronizing call (the C-level check, for tests)."""
+    _c_warn_or_error_on_sync()
+
+
 class device:
     """Context manager that makes ``device`` current and restores the previous device on exit without
     creating a context there (torch.cuda.device).  ``idx`` is the index; -1 / None are no-ops."""
@@ -249,7 +318,9 @@ class device:
         self.prev_idx = -1
 
     def __enter__(self):
-        d = _unpack_index(self.idx, "exchangeDevice") if self.idx is not None else -1
+        d = self.idx
+        if type(d) is not int or d > 127 or d < -128:
+            d = _unpack_index(d, "exchangeDevice") if d is not None else -1
         if d < 0:
             self.prev_idx = -1
             return self

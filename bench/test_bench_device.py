@@ -1,0 +1,153 @@
+"""Device selection on the emulator, both twins, against a Python no-op call and the raw binding calls
+of the same twin: current_device(), ``with device(i)`` on the current device, switching between two."""
+import ctypes
+
+import pytest
+
+from accel import _lib
+from accel._native import _cudart as native_rt
+from accel._native import _device as native_dev
+from accel._python import _cudart as python_rt
+from accel._python import _device as python_dev
+
+RT = {"native": native_rt, "python": python_rt}
+DEV = {"native": native_dev, "python": python_dev}
+TWINS = ["native", "python"]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def contexts():
+    # contexts on 0 and 1 so a guard's exit really switches back (the steady state of a real program)
+    for twin in TWINS:
+        DEV[twin].set_device(1)
+        DEV[twin].set_device(0)
+    yield
+
+
+def _noop():
+    pass
+
+
+# -- current_device ----------------------------------------------------------------------------------------
+
+@pytest.mark.benchmark(group="current_device")
+def test_noop_python_call(bench):
+    bench(_noop)
+
+
+@pytest.mark.benchmark(group="current_device")
+def test_floor_bare_ctypes_cudaGetDevice(bench):
+    fn = _lib.cudart().cdll.cudaGetDevice
+    fn.argtypes = [ctypes.POINTER(ctypes.c_int)]
+    bench(fn, ctypes.byref(ctypes.c_int()))
+
+
+@pytest.mark.benchmark(group="current_device")
+@pytest.mark.parametrize("twin", TWINS)
+def test_floor_raw_cudaGetDevice(bench, twin):
+    assert bench(RT[twin].cudaGetDevice) == 0
+
+
+@pytest.mark.benchmark(group="current_device")
+@pytest.mark.parametrize("twin", TWINS)
+def test_current_device(bench, twin):
+    assert bench(DEV[twin].current_device) == 0
+
+
+# -- with device(i), i current ---------------------------------------------------------------------------
+
+def _guard_same(D):
+    with D(0):
+        pass
+
+
+def _raw_get_twice(get):
+    get()
+    get()
+
+
+@pytest.mark.benchmark(group="with device(current)")
+def test_noop_python_call_1arg(bench):
+    bench(lambda x: None, 0)
+
+
+@pytest.mark.benchmark(group="with device(current)")
+@pytest.mark.parametrize("twin", TWINS)
+def test_floor_raw_cudaGetDevice_x2(bench, twin):
+    bench(_raw_get_twice, RT[twin].cudaGetDevice)
+
+
+@pytest.mark.benchmark(group="with device(current)")
+@pytest.mark.parametrize("twin", TWINS)
+def test_with_device_same(bench, twin):
+    bench(_guard_same, DEV[twin].device)
+    assert DEV[twin].current_device() == 0
+
+
+# -- with device(1) from device 0 (both have contexts) ------------------------------------------------------
+
+def _guard_switch(D):
+    with D(1):
+        pass
+
+
+def _raw_set_twice(set_):
+    set_(1)
+    set_(0)
+
+
+@pytest.mark.benchmark(group="with device(other)")
+def test_noop_python_call_arg(bench):
+    bench(lambda x: None, 0)
+
+
+@pytest.mark.benchmark(group="with device(other)")
+@pytest.mark.parametrize("twin", TWINS)
+def test_floor_raw_cudaSetDevice_x2(bench, twin):
+    bench(_raw_set_twice, RT[twin].cudaSetDevice)
+
+
+def _raw_guard_sequence(rt):
+    # the calls a switching guard makes (torch's too): enter get+set, exit get+probe+set
+    rt.cudaGetDevice()
+    rt.cudaSetDevice(1)
+    rt.cudaGetDevice()
+    rt.cuDevicePrimaryCtxGetState(0)
+    rt.cudaSetDevice(0)
+
+
+@pytest.mark.benchmark(group="with device(other)")
+@pytest.mark.parametrize("twin", TWINS)
+def test_floor_raw_guard_sequence(bench, twin):
+    bench(_raw_guard_sequence, RT[twin])
+
+
+@pytest.mark.benchmark(group="with device(other)")
+@pytest.mark.parametrize("twin", TWINS)
+def test_with_device_switch(bench, twin):
+    bench(_guard_switch, DEV[twin].device)
+    assert DEV[twin].current_device() == 0
+
+
+# -- exchange_device / maybe_exchange_device (the DeviceGuard protocol) --------------------------------------
+
+def _exchange_pair(dev):
+    dev.maybe_exchange_device(dev.exchange_device(1))
+
+
+@pytest.mark.benchmark(group="exchange+maybe_exchange")
+def test_noop_python_call_exchange(bench):
+    bench(lambda x: None, 0)
+
+
+@pytest.mark.benchmark(group="exchange+maybe_exchange")
+@pytest.mark.parametrize("twin", TWINS)
+def test_floor_raw_cudaSetDevice_pair(bench, twin):
+    bench(_raw_set_twice, RT[twin].cudaSetDevice)
+
+
+@pytest.mark.benchmark(group="exchange+maybe_exchange")
+@pytest.mark.parametrize("twin", TWINS)
+def test_exchange_pair(bench, twin):
+    bench(_exchange_pair, DEV[twin])
+    assert DEV[twin].current_device() == 0
