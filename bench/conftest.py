@@ -17,8 +17,19 @@ if _spec is None or pathlib.Path(_spec.origin).resolve().parent.parent == pathli
                 "not `python -m pytest`", returncode=3)
 
 
-def _floors(benches):
-    return [b for b in benches if "floor" in b.name or "noop" in b.name]
+def _param(bench):
+    return bench.name.partition("[")[2].rstrip("]")
+
+
+def _floors(benches, bench):
+    """The floors a benchmark is compared with: unparametrized ones and those of its own twin."""
+    own = _param(bench)
+    return [f for f in benches if f is not bench and ("floor" in f.name or "noop" in f.name)
+            and _param(f) in ("", own)]
+
+
+def _per_op(bench):
+    return bench.stats.median / bench.extra_info.get("per", 1)
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
@@ -29,22 +40,25 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     for b in session.benchmarks:
         groups.setdefault(b.group, []).append(b)
     tr = terminalreporter
-    tr.section("accel ratios (median ns; ratio to each floor in the same group, same run)")
+    tr.section("accel ratios (median; ratio to each floor of the same group and twin, same run)")
     for group, benches in sorted(groups.items(), key=lambda kv: str(kv[0])):
-        floors = _floors(benches)
         tr.write_line(f"[{group}]")
-        for b in sorted(benches, key=lambda b: b.stats.median):
-            ns = b.stats.median * 1e9 / b.extra_info.get("per", 1)
+        for b in sorted(benches, key=_per_op):
             unit = b.extra_info.get("unit", "call")
-            ratios = "  ".join(f"{b.stats.median / f.stats.median:5.2f}x {f.name.split('[')[0].removeprefix('test_')}"
-                               for f in floors if f is not b)
+            ratios = "  ".join(f"{_per_op(b) / _per_op(f):5.2f}x {f.name.removeprefix('test_')}"
+                               for f in _floors(benches, b))
+            ns = _per_op(b) * 1e9
             tr.write_line(f"  {b.name:<48} {ns:9.1f} ns/{unit}  {ratios}")
 
 
 @pytest.fixture
 def bench(benchmark):
-    """``bench(fn, *args)``: time ``fn(*args)`` with a fixed inner loop so that ns-scale calls are not
-    dominated by the timer (pytest-benchmark would calibrate them down to one call per round)."""
-    def run(fn, *args, iterations=2000, rounds=150):
-        return benchmark.pedantic(fn, args=args, iterations=iterations, rounds=rounds, warmup_rounds=2)
+    """``bench(fn, *args, per=1)``: time ``fn(*args)`` with a fixed inner loop so that ns-scale calls are
+    not dominated by the timer (pytest-benchmark would calibrate them down to one call per round).
+    ``per`` = operations done by one call (a loop inside fn); results are reported per operation."""
+    def run(fn, *args, iterations=2000, rounds=150, per=1):
+        # per: operations done by one call of fn (an inner loop), reported as ns per operation
+        benchmark.extra_info["per"] = per
+        return benchmark.pedantic(fn, args=args, iterations=max(1, iterations // per), rounds=rounds,
+                                  warmup_rounds=2)
     return run
