@@ -1,0 +1,560 @@
+# cython: binding=True
+"""Current stream, stream pool, Stream / ExternalStream / Event and stream contexts (the hot path, in C).
+
+Twin of accel._python._stream, with torch's semantics (reference/torch_device_stream.md §3, §4.2, §6.2-6.4,
+§7.4-7.6): a per-thread, per-device current stream kept in C thread-local storage (a new thread sees the
+default stream on every device), a per-device pool of 32 non-blocking streams per priority level handed
+out round-robin and created lazily, events created lazily on first record.  Device indices are ints
+here; accel.cuda registers a parser for the other device arguments (``set_index_parser``).
+"""
+cimport cython
+from cpython.bytes cimport PyBytes_FromStringAndSize
+from cpython.list cimport PyList_GET_ITEM
+from cpython.exc cimport PyErr_SetObject
+from cpython.ref cimport PyObject, Py_INCREF, Py_DECREF
+from libc.stdint cimport uintptr_t
+from libc.string cimport memcpy
+
+import ctypes
+import threading
+
+from accel._native._cudart cimport Table, table, error, cudaStream_t, cudaEvent_t, IpcEventHandle
+from accel._native._device cimport (c_get_device, c_set_device, c_maybe_set_device, c_exchange_device,
+                                    c_set_target_device, c_device_count, c_ensure_init,
+                                    c_warn_or_error_on_sync)
+from accel import _stream_common as _sc
+
+cdef extern from "Python.h":
+    void PyErr_WriteUnraisable(object obj)
+
+cdef extern from *:
+    """
+    /* The calling thread's _ThreadState (borrowed: a threading.local owns it; its dealloc clears this). */
+    static __thread PyObject* accel_stream_tls = NULL;
+    """
+    PyObject* accel_stream_tls
+
+__all__ = ["Stream", "ExternalStream", "Event", "StreamContext", "current_stream", "current_raw_stream",
+           "default_stream", "set_stream", "stream", "priority_range", "set_index_parser"]
+
+DEF NPRI = 4
+DEF POOL = 32
+DEF MAXDEV = 512
+DEF NOT_READY = 600
+DEF DISABLE_TIMING = 2
+DEF INTERPROCESS = 4
+DEF NON_BLOCKING = 1
+
+cdef Table* _t = NULL
+cdef int _ndev = -1                 # device count, set once by _init_global
+cdef int _max_pri = 1               # pools per device: min(priority range width, 4)
+cdef int _least = 0, _greatest = 0  # cudaDeviceGetStreamPriorityRange
+cdef list _defaults = []            # the default Stream of each device
+cdef list _pool = []                # _pool[d][p][i]: Stream or None until first handed out
+cdef unsigned int _counters[NPRI][MAXDEV]
+cdef object _parse_index = None
+_lock = threading.RLock()
+_local = threading.local()
+
+
+# -- global and per-thread state --------------------------------------------------------------------
+
+cdef Stream _make(int d, long long sid, uintptr_t ptr):
+    cdef Stream s = Stream.__new__(Stream)
+    s.device_index = d
+    s.stream_id = sid
+    s._ptr = ptr
+    return s
+
+
+cdef int _init_global() except -1:
+    global _t, _ndev, _max_pri, _least, _greatest, _defaults, _pool
+    cdef int least = 0, greatest = 0, err, n
+    if _ndev >= 0:
+        return 0
+    c_ensure_init()
+    with _lock:
+        if _ndev >= 0:
+            return 0
+        _t = table()
+        n = c_device_count()
+        if n <= 0:
+            raise RuntimeError("No CUDA GPUs are available")
+        if n > MAXDEV:
+            raise RuntimeError(f"Number of CUDA devices on the machine is larger than the compiled max number "
+                               f"of gpus expected ({MAXDEV}). Increase that and recompile.")
+        err = _t.cudaDeviceGetStreamPriorityRange(&least, &greatest)
+        if err:
+            raise error(err)
+        _least, _greatest = least, greatest
+        _max_pri = max(1, min(least - greatest + 1, NPRI))
+        _defaults = [_make(d, 0, 0) for d in range(n)]
+        _pool = [[[None] * POOL for _ in range(_max_pri)] for _ in range(n)]
+        _ndev = n
+    return 0
+
+
+@cython.auto_pickle(False)
+cdef class _ThreadState:
+    cdef list cur       # the current Stream of each device
+    cdef list events    # the cached wait_stream event handle of each device (0: none yet)
+
+    def __dealloc__(self):
+        global accel_stream_tls
+        if accel_stream_tls == <PyObject*>self:
+            accel_stream_tls = NULL
+        if _t != NULL and self.events is not None:
+            for h in self.events:
+                if h:
+                    _t.cudaEventDestroy(<cudaEvent_t><uintptr_t>h)
+            _t.cudaGetLastError()
+
+
+cdef _ThreadState _tstate():
+    global accel_stream_tls
+    if accel_stream_tls != NULL:
+        return <_ThreadState>accel_stream_tls
+    _init_global()
+    cdef _ThreadState st = _ThreadState.__new__(_ThreadState)
+    st.cur = list(_defaults)
+    st.events = [0] * _ndev
+    _local.state = st
+    accel_stream_tls = <PyObject*>st
+    return st
+
+
+cdef int _device_arg(object device) except -2:
+    """A device argument as an index; -1 for None / -1 (the current device)."""
+    cdef long long v
+    if device is None:
+        return -1
+    if type(device) is not int:
+        if _parse_index is not None:
+            device = _parse_index(device)
+            if device is None:
+                return -1
+        elif isinstance(device, bool) or not hasattr(type(device), "__index__"):
+            raise _sc.bad_device(device)
+        else:
+            device = device.__index__()
+    if device == -1:
+        return -1
+    c_ensure_init()  # lazy init (and the fork check) like torch.cuda's Python layer
+    _init_global()
+    if device < 0 or device >= _ndev:
+        raise _sc.out_of_range(device, _ndev)
+    return <int>device
+
+
+cdef int _resolve(object device) except -1:
+    """The device index for ``device`` (None: the current device, materialising a pending target)."""
+    cdef int d = _device_arg(device)
+    if d < 0:
+        c_ensure_init()
+        d = c_get_device()
+        c_set_target_device()
+        _init_global()
+        if d >= _ndev:
+            raise _sc.out_of_range(d, _ndev)
+    return d
+
+
+cdef inline int _enter(int d) except -2:
+    """A device guard's entry that skips the switch when the runtime device already is ``d``: returns
+    the device to restore, or -1 when nothing was switched."""
+    cdef int r = 0
+    cdef int err = _t.cudaGetDevice(&r)
+    if err:
+        raise error(err)
+    if r == d:
+        return -1
+    return c_exchange_device(d)
+
+
+cdef inline int _leave(int orig) except -1:
+    if orig >= 0:
+        c_maybe_set_device(orig)
+    return 0
+
+
+cdef Stream _as_stream(object s):
+    if isinstance(s, Stream):
+        return <Stream>s
+    if hasattr(type(s), "__cuda_stream__"):
+        return ExternalStream(s)
+    raise _sc.bad_stream(s)
+
+
+cdef Stream _pool_stream(int d, int p):
+    cdef int i = _counters[p][d] % POOL
+    _counters[p][d] += 1
+    cdef list slots = _pool[d][p]
+    cdef Stream s = slots[i]
+    cdef uintptr_t ptr = 0
+    cdef int err, orig
+    if s is not None:
+        return s
+    with _lock:
+        s = slots[i]
+        if s is not None:
+            return s
+        orig = c_exchange_device(d)
+        with nogil:
+            err = _t.cudaStreamCreateWithPriority(<cudaStream_t*>&ptr, NON_BLOCKING, -p)
+        if err:
+            e = error(err)
+            c_maybe_set_device(orig)
+            raise e
+        s = _make(d, (i << 5) | ((p + 1) << 1) | 1, ptr)
+        slots[i] = s
+        c_maybe_set_device(orig)
+    return s
+
+
+# -- module functions -------------------------------------------------------------------------------
+
+def set_index_parser(parser):
+    """Register ``parser(obj) -> int | None`` for non-int device arguments; None clears it."""
+    global _parse_index
+    if parser is not None and not callable(parser):
+        raise TypeError(f"parser must be callable or None, got {type(parser).__name__}: {parser!r}")
+    _parse_index = parser
+
+
+def current_stream(device=None):
+    """The calling thread's current Stream on ``device`` (None: the current device); no CUDA call
+    when ``device`` is given.  ValueError for an index out of range."""
+    cdef int d
+    cdef PyObject* st = accel_stream_tls
+    if device is None:
+        c_ensure_init()
+        d = c_get_device()
+        c_set_target_device()
+    else:
+        d = _device_arg(device)
+        if d < 0:
+            d = _resolve(None)
+    if st == NULL:
+        _tstate()
+        st = accel_stream_tls
+    if <unsigned int>d >= <unsigned int>_ndev:
+        raise _sc.out_of_range(d, _ndev)
+    return <object>PyList_GET_ITEM((<_ThreadState>st).cur, d)
+
+
+def current_raw_stream(device=None):
+    """The raw cudaStream_t (int, 0 for the default stream) of the current stream on ``device``."""
+    return (<Stream>current_stream(device))._ptr
+
+
+def default_stream(device=None):
+    """The default (legacy, id 0) Stream of ``device`` (None: the current device)."""
+    cdef int d = _resolve(device)
+    return _defaults[d]
+
+
+def set_stream(stream):
+    """Make ``stream`` current on its device for this thread, switching the current device to it
+    (torch.cuda.set_stream); None is a no-op.  TypeError for a non-stream."""
+    if stream is None:
+        return
+    cdef Stream s = _as_stream(stream)
+    cdef _ThreadState st = _tstate()
+    cdef int d = s.device_index
+    if c_get_device() != d:
+        c_set_device(d, False)
+    st.cur[d] = s
+
+
+def stream(stream):
+    """A StreamContext that makes ``stream`` current (and its device) and restores both on exit."""
+    return StreamContext(stream)
+
+
+def priority_range():
+    """``(least, greatest)`` stream priorities the pool uses (greatest clamped to -3 like torch)."""
+    _init_global()
+    return _least, max(_greatest, _least - (_max_pri - 1))
+
+
+@cython.auto_pickle(False)
+cdef class StreamContext:
+    """Context manager making ``stream`` current (switching to its device); exit restores the stream
+    and device current at entry, and the previous stream of the stream's device.  None: no-op."""
+
+    cdef readonly object stream
+    cdef Stream _src      # current stream of the entry device, at entry
+    cdef Stream _dst      # previous stream of the stream's device (None: same device)
+    cdef list _stack      # saved (_src, _dst) while the same context object is entered again
+
+    def __init__(self, stream):
+        if stream is not None and not isinstance(stream, Stream):
+            stream = _as_stream(stream)
+        self.stream = stream
+
+    def __enter__(self):
+        cdef Stream s
+        cdef int cur, d
+        if self.stream is None:
+            return None
+        s = <Stream>self.stream
+        if self._src is not None:
+            if self._stack is None:
+                self._stack = []
+            self._stack.append((self._src, self._dst))
+        c_ensure_init()
+        cur = c_get_device()
+        c_set_target_device()
+        cdef _ThreadState st = _tstate()
+        d = s.device_index
+        self._src = <Stream>PyList_GET_ITEM(st.cur, cur)
+        if d != cur:
+            self._dst = <Stream>PyList_GET_ITEM(st.cur, d)
+            c_set_device(d, False)
+        else:
+            self._dst = None
+        st.cur[d] = s
+        return s
+
+    def __exit__(self, exc_type, exc_value, traceback):
+        cdef Stream src = self._src, dst = self._dst
+        if src is None:
+            return False
+        if self._stack:
+            self._src, self._dst = self._stack.pop()
+        else:
+            self._src = self._dst = None
+        cdef _ThreadState st = _tstate()
+        if dst is not None:
+            st.cur[dst.device_index] = dst
+        if c_get_device() != src.device_index:
+            c_set_device(src.device_index, False)
+        st.cur[src.device_index] = src
+        return False
+
+
+@cython.auto_pickle(False)
+cdef class Stream:
+    """A CUDA stream from the device's pool (32 per priority level, round-robin, non-blocking); lower
+    ``priority`` is higher, clamped to the device's range.  ValueError / TypeError for bad arguments."""
+
+    cdef readonly int device_index
+    cdef readonly long long stream_id
+    cdef uintptr_t _ptr
+    cdef object _owner    # the foreign object an ExternalStream came from (kept alive)
+    cdef object _ctx      # (device, previous stream) while used as ``with stream:``
+
+    def __init__(self, device=None, priority=0):
+        cdef int d = _resolve(device)
+        prio = _sc.check_priority(priority)
+        cdef int p = <int>min(max(-prio, 0), _max_pri - 1)
+        cdef Stream s = _pool_stream(d, p)
+        self.device_index = d
+        self.stream_id = s.stream_id
+        self._ptr = s._ptr
+
+    @property
+    def device(self):
+        """The stream's device (``.type == "cuda"``, ``.index``)."""
+        return _sc.CudaDevice(self.device_index)
+
+    @property
+    def cuda_stream(self):
+        """The raw cudaStream_t as an int (0 for the default stream)."""
+        return self._ptr
+
+    @property
+    def _as_parameter_(self):
+        return ctypes.c_void_p(self._ptr)
+
+    def __cuda_stream__(self):
+        """The CUDA stream protocol: ``(0, cuda_stream)``."""
+        return (0, self._ptr)
+
+    @property
+    def priority(self):
+        """cudaStreamGetPriority, under a guard on the stream's device."""
+        cdef int prio = 0, err
+        cdef int orig = _enter(self.device_index)
+        err = _t.cudaStreamGetPriority(<cudaStream_t>self._ptr, &prio)
+        _leave(orig)
+        if err:
+            raise error(err)
+        return prio
+
+    @staticmethod
+    def priority_range():
+        """``(least, greatest)`` priorities (see accel.cuda priority_range)."""
+        return priority_range()
+
+    def query(self):
+        """True if all work on the stream is done, False if not; CudaError for a bad stream."""
+        cdef int orig = _enter(self.device_index)
+        cdef int err = _t.cudaStreamQuery(<cudaStream_t>self._ptr)
+        if err == NOT_READY:
+            _t.cudaGetLastError()
+        _leave(orig)
+        if err == 0:
+            return True
+        if err == NOT_READY:
+            return False
+        raise error(err)
+
+    def synchronize(self):
+        """Wait (GIL released) until all work on the stream is done (honours the sync debug mode)."""
+        cdef int err
+        c_warn_or_error_on_sync()
+        cdef int orig = _enter(self.device_index)
+        cdef cudaStream_t s = <cudaStream_t>self._ptr
+        with nogil:
+            err = _t.cudaStreamSynchronize(s)
+        if err:
+            e = error(err)
+            _leave(orig)
+            raise e
+        _leave(orig)
+
+    def wait_event(self, event):
+        """Make future work on this stream wait for ``event``'s latest record."""
+        if not isinstance(event, Event):
+            raise TypeError(f"expected an accel.cuda.Event, got {type(event).__name__}: {event!r}")
+        (<Event>event).wait(self)
+
+    def wait_stream(self, stream):
+        """Make future work on this stream wait for the work queued on ``stream`` so far (through a
+        cached per-thread event, no event churn)."""
+        cdef Stream src = _as_stream(stream)
+        cdef _ThreadState st = _tstate()
+        cdef int err = 0, orig
+        cdef uintptr_t h = st.events[src.device_index]
+        cdef cudaEvent_t e
+        cdef cudaStream_t a = <cudaStream_t>src._ptr, b = <cudaStream_t>self._ptr
+        orig = _enter(src.device_index)
+        if h == 0:
+            with nogil:
+                err = _t.cudaEventCreateWithFlags(<cudaEvent_t*>&h, DISABLE_TIMING)
+            if not err:
+                st.events[src.device_index] = h
+        e = <cudaEvent_t>h
+        if not err:
+            with nogil:
+                err = _t.cudaEventRecord(e, a)
+        if err:
+            ex = error(err)
+            _leave(orig)
+            raise ex
+        if self.device_index != src.device_index:
+            _leave(orig)
+            orig = _enter(self.device_index)
+        with nogil:
+            err = _t.cudaStreamWaitEvent(b, e, 0)
+        if err:
+            ex = error(err)
+            _leave(orig)
+            raise ex
+        _leave(orig)
+
+    def record_event(self, event=None):
+        """Record ``event`` (a new Event if None) on this stream and return it."""
+        if event is None:
+            event = Event()
+        elif not isinstance(event, Event):
+            raise TypeError(f"expected an accel.cuda.Event or None, got {type(event).__name__}: {event!r}")
+        (<Event>event).record(self)
+        return event
+
+    def launch_host_func(self, fn):
+        """Enqueue the Python callable ``fn()`` on the stream; it runs on a CUDA thread, and an exception
+        it raises is reported through sys.unraisablehook.  ``fn`` is kept alive until it ran."""
+        if not callable(fn):
+            raise TypeError(f"fn must be callable, got {type(fn).__name__}: {fn!r}")
+        cdef int err
+        cdef int orig = _enter(self.device_index)
+        cdef cudaStream_t s = <cudaStream_t>self._ptr
+        Py_INCREF(fn)
+        with nogil:
+            err = _t.cudaLaunchHostFunc(s, _host_trampoline, <void*>fn)
+        if err:
+            Py_DECREF(fn)
+            e = error(err)
+            _leave(orig)
+            raise e
+        _leave(orig)
+
+    def __enter__(self):
+        if self._ctx is not None:
+            raise RuntimeError("Stream's context should not be initialized.")
+        c_ensure_init()
+        cdef int cur = c_get_device(), d = self.device_index
+        if cur != d:
+            c_set_device(d, False)
+        cdef _ThreadState st = _tstate()
+        self._ctx = (cur, st.cur[d])
+        st.cur[d] = self
+        return self
+
+    def __exit__(self, exc_type, exc_value, traceback):
+        if self._ctx is None:
+            return False
+        cur, prev = self._ctx
+        self._ctx = None
+        cdef _ThreadState st = _tstate()
+        st.cur[self.device_index] = prev
+        if cur != self.device_index:
+            c_set_device(cur, False)
+        return False
+
+    def __eq__(self, other):
+        if not isinstance(other, Stream):
+            return NotImplemented
+        return self.device_index == (<Stream>other).device_index and self._ptr == (<Stream>other)._ptr
+
+    def __hash__(self):
+        return hash((self._ptr, self.device_index))
+
+    def __repr__(self):
+        return f"<accel.cuda.{type(self).__name__} device=cuda:{self.device_index} cuda_stream={self._ptr:#x}>"
+
+    def __reduce__(self):
+        raise TypeError(f"cannot pickle {self!r}: a stream is only valid in its own process")
+
+
+cdef void _host_trampoline(void* arg) noexcept nogil:
+    # Runs on a CUDA thread.  An exception cannot propagate from here: it is reported through
+    # sys.unraisablehook (PyErr_WriteUnraisable), as ctypes does for the python twin's callback.
+    with gil:
+        fn = <object>arg
+        Py_DECREF(fn)  # the reference taken at launch; ``fn`` holds its own until the call is done
+        try:
+            fn()
+        except BaseException as exc:
+            PyErr_SetObject(type(exc), exc)
+            PyErr_WriteUnraisable(fn)
+
+
+@cython.auto_pickle(False)
+cdef class ExternalStream(Stream):
+    """Wrap a stream made elsewhere: an int cudaStream_t or any object with ``__cuda_stream__`` (kept
+    alive).  The device comes from cudaStreamGetDevice unless given; CudaError for a foreign handle."""
+
+    def __init__(self, stream_ptr, device=None):
+        ptr, owner = _sc.stream_ptr_of(stream_ptr)
+        cdef int d = _device_arg(device)
+        cdef int actual = -1, err
+        cdef uintptr_t p = ptr
+        _init_global()
+        if p > 2 and _t.cudaStreamGetDevice != NULL:
+            err = _t.cudaStreamGetDevice(<cudaStream_t>p, &actual)
+            if err:
+                raise error(err)
+        if d < 0:
+            d = actual if actual >= 0 else _resolve(None)
+        elif actual >= 0 and actual != d:
+            raise ValueError(f"stream {p:#x} belongs to device {actual}, not to the device given ({d})")
+        self.device_index = d
+        self.stream_id = <long long>p
+        self._ptr = p
+        self._owner = owner
+
+
+include "_stream_event.pxi"

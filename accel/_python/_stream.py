@@ -1,0 +1,505 @@
+"""Current stream, stream pool, Stream / ExternalStream / Event and stream contexts (pure Python).
+
+Twin of accel._native._stream, with torch's semantics (reference/torch_device_stream.md §3, §4.2, §6.2-6.4,
+§7.4-7.6): a per-thread, per-device current stream kept in a threading.local (a new thread sees the
+default stream on every device), a per-device pool of 32 non-blocking streams per priority level handed
+out round-robin and created lazily, events created lazily on first record.  Device indices are ints
+here; accel.cuda registers a parser for the other device arguments (``set_index_parser``).
+"""
+import ctypes
+import itertools
+import threading
+from ctypes import c_int, c_size_t
+
+from accel import _stream_common as _sc
+from accel._python import _cudart
+from accel._python._device import (_c_device_count, _c_ensure_init, _c_exchange_device, _c_get_device,
+                                   _c_maybe_set_device, _c_set_device, _c_set_target_device,
+                                   _c_warn_or_error_on_sync)
+
+__all__ = ["Stream", "ExternalStream", "Event", "StreamContext", "current_stream", "current_raw_stream",
+           "default_stream", "set_stream", "stream", "priority_range", "set_index_parser"]
+
+_NPRI, _POOL, _NOT_READY = _sc.MAX_PRIORITIES, _sc.STREAMS_PER_POOL, _sc.NOT_READY
+_DISABLE_TIMING, _INTERPROCESS = _sc.EVENT_DISABLE_TIMING, _sc.EVENT_INTERPROCESS
+
+_T = None          # the bound ctypes table, once _init_global ran
+_ndev = -1
+_max_pri = 1
+_least = _greatest = 0
+_defaults = []
+_pool = []
+_counters = []     # _counters[d][p]: itertools.count (next() is atomic under the GIL)
+_parse_index = None
+_lock = threading.RLock()
+
+
+def _make(d, sid, ptr, cls=None):
+    s = object.__new__(cls or Stream)
+    s.device_index, s.stream_id, s._ptr, s._owner, s._ctx = d, sid, ptr, None, None
+    return s
+
+
+def _init_global():
+    global _T, _ndev, _max_pri, _least, _greatest, _defaults, _pool, _counters
+    if _ndev >= 0:
+        return
+    _c_ensure_init()
+    with _lock:
+        if _ndev >= 0:
+            return
+        _T = _cudart._table()
+        n = _c_device_count()
+        if n <= 0:
+            raise RuntimeError("No CUDA GPUs are available")
+        if n > _sc.MAX_DEVICES:
+            raise RuntimeError(f"Number of CUDA devices on the machine is larger than the compiled max number "
+                               f"of gpus expected ({_sc.MAX_DEVICES}). Increase that and recompile.")
+        least, greatest = c_int(), c_int()
+        err = _T.cudaDeviceGetStreamPriorityRange(least, greatest)
+        if err:
+            raise _cudart._error(err)
+        _least, _greatest = least.value, greatest.value
+        _max_pri = max(1, min(_least - _greatest + 1, _NPRI))
+        _defaults = [_make(d, 0, 0) for d in range(n)]
+        _pool = [[[None] * _POOL for _ in range(_max_pri)] for _ in range(n)]
+        _counters = [[itertools.count() for _ in range(_max_pri)] for _ in range(n)]
+        _ndev = n
+
+
+class _Events(list):
+    """The cached wait_stream event handle of each device for one thread; destroyed with the thread."""
+
+    def __del__(self):
+        try:
+            for h in self:
+                if h:
+                    _T.cudaEventDestroy(h)
+            _T.cudaGetLastError()
+        except Exception:  # noqa: BLE001 - interpreter shutdown
+            pass
+
+
+class _ThreadState(threading.local):
+    cur = None       # the current Stream of each device
+    events = None    # _Events
+
+
+_tls = _ThreadState()
+
+
+def _tstate_cur():
+    _init_global()
+    cur = _tls.cur = list(_defaults)
+    _tls.events = _Events([0] * _ndev)
+    return cur
+
+
+def _device_arg(device):
+    """A device argument as an index; -1 for None / -1 (the current device)."""
+    if device is None:
+        return -1
+    if type(device) is not int:
+        if _parse_index is not None:
+            device = _parse_index(device)
+            if device is None:
+                return -1
+        elif isinstance(device, bool) or not hasattr(type(device), "__index__"):
+            raise _sc.bad_device(device)
+        else:
+            device = device.__index__()
+    if device == -1:
+        return -1
+    _c_ensure_init()  # lazy init (and the fork check) like torch.cuda's Python layer
+    _init_global()
+    if device < 0 or device >= _ndev:
+        raise _sc.out_of_range(device, _ndev)
+    return device
+
+
+def _resolve(device):
+    """The device index for ``device`` (None: the current device, materialising a pending target)."""
+    d = _device_arg(device)
+    if d < 0:
+        _c_ensure_init()
+        d = _c_get_device()
+        _c_set_target_device()
+        _init_global()
+        if d >= _ndev:
+            raise _sc.out_of_range(d, _ndev)
+    return d
+
+
+def _enter(d):
+    """A device guard's entry that skips the switch when the runtime device already is ``d``: returns
+    the device to restore, or -1 when nothing was switched."""
+    r = c_int()
+    err = _T.cudaGetDevice(r)
+    if err:
+        raise _cudart._error(err)
+    if r.value == d:
+        return -1
+    return _c_exchange_device(d)
+
+
+def _leave(orig):
+    if orig >= 0:
+        _c_maybe_set_device(orig)
+
+
+def _as_stream(s):
+    if isinstance(s, Stream):
+        return s
+    if hasattr(type(s), "__cuda_stream__"):
+        return ExternalStream(s)
+    raise _sc.bad_stream(s)
+
+
+def _check(err, orig):
+    """Raise the CudaError for ``err`` (if any) after restoring the device."""
+    if err:
+        ex = _cudart._error(err)
+        _leave(orig)
+        raise ex
+    _leave(orig)
+
+
+def _pool_stream(d, p):
+    i = next(_counters[d][p]) % _POOL
+    slots = _pool[d][p]
+    s = slots[i]
+    if s is not None:
+        return s
+    with _lock:
+        s = slots[i]
+        if s is not None:
+            return s
+        orig = _c_exchange_device(d)
+        ptr = c_size_t()
+        err = _T.cudaStreamCreateWithPriority(ptr, _sc.STREAM_NON_BLOCKING, -p)
+        if err:
+            ex = _cudart._error(err)
+            _c_maybe_set_device(orig)
+            raise ex
+        s = slots[i] = _make(d, (i << 5) | ((p + 1) << 1) | 1, ptr.value)
+        _c_maybe_set_device(orig)
+    return s
+
+
+# -- module functions -------------------------------------------------------------------------------
+
+def set_index_parser(parser):
+    """Register ``parser(obj) -> int | None`` for non-int device arguments; None clears it."""
+    global _parse_index
+    if parser is not None and not callable(parser):
+        raise TypeError(f"parser must be callable or None, got {type(parser).__name__}: {parser!r}")
+    _parse_index = parser
+
+
+def current_stream(device=None):
+    """The calling thread's current Stream on ``device`` (None: the current device); no CUDA call
+    when ``device`` is given.  ValueError for an index out of range."""
+    if device is None:
+        _c_ensure_init()
+        d = _c_get_device()
+        _c_set_target_device()
+    else:
+        d = _device_arg(device)
+        if d < 0:
+            d = _resolve(None)
+    cur = _tls.cur
+    if cur is None:
+        cur = _tstate_cur()
+    if d >= _ndev:
+        raise _sc.out_of_range(d, _ndev)
+    return cur[d]
+
+
+def current_raw_stream(device=None):
+    """The raw cudaStream_t (int, 0 for the default stream) of the current stream on ``device``."""
+    return current_stream(device)._ptr
+
+
+def default_stream(device=None):
+    """The default (legacy, id 0) Stream of ``device`` (None: the current device)."""
+    d = _resolve(device)  # first: it may initialise _defaults
+    return _defaults[d]
+
+
+def set_stream(stream):
+    """Make ``stream`` current on its device for this thread, switching the current device to it
+    (torch.cuda.set_stream); None is a no-op.  TypeError for a non-stream."""
+    if stream is None:
+        return
+    s = _as_stream(stream)
+    cur = _tls.cur
+    if cur is None:
+        cur = _tstate_cur()
+    d = s.device_index
+    if _c_get_device() != d:
+        _c_set_device(d, False)
+    cur[d] = s
+
+
+def stream(stream):
+    """A StreamContext that makes ``stream`` current (and its device) and restores both on exit."""
+    return StreamContext(stream)
+
+
+def priority_range():
+    """``(least, greatest)`` stream priorities the pool uses (greatest clamped to -3 like torch)."""
+    _init_global()
+    return _least, max(_greatest, _least - (_max_pri - 1))
+
+
+class StreamContext:
+    """Context manager making ``stream`` current (switching to its device); exit restores the stream
+    and device current at entry, and the previous stream of the stream's device.  None: no-op."""
+
+    __slots__ = ("stream", "_src", "_dst", "_stack")
+
+    def __init__(self, stream):
+        if stream is not None and not isinstance(stream, Stream):
+            stream = _as_stream(stream)
+        self.stream = stream
+        self._src = self._dst = self._stack = None
+
+    def __enter__(self):
+        s = self.stream
+        if s is None:
+            return None
+        if self._src is not None:
+            if self._stack is None:
+                self._stack = []
+            self._stack.append((self._src, self._dst))
+        _c_ensure_init()
+        cur_dev = _c_get_device()
+        _c_set_target_device()
+        cur = _tls.cur
+        if cur is None:
+            cur = _tstate_cur()
+        d = s.device_index
+        self._src = cur[cur_dev]
+        if d != cur_dev:
+            self._dst = cur[d]
+            _c_set_device(d, False)
+        else:
+            self._dst = None
+        cur[d] = s
+        return s
+
+    def __exit__(self, exc_type, exc_value, traceback):
+        src, dst = self._src, self._dst
+        if src is None:
+            return False
+        if self._stack:
+            self._src, self._dst = self._stack.pop()
+        else:
+            self._src = self._dst = None
+        cur = _tls.cur
+        if cur is None:
+            cur = _tstate_cur()
+        if dst is not None:
+            cur[dst.device_index] = dst
+        if _c_get_device() != src.device_index:
+            _c_set_device(src.device_index, False)
+        cur[src.device_index] = src
+        return False
+
+
+class Stream:
+    """A CUDA stream from the device's pool (32 per priority level, round-robin, non-blocking); lower
+    ``priority`` is higher, clamped to the device's range.  ValueError / TypeError for bad arguments."""
+
+    __slots__ = ("device_index", "stream_id", "_ptr", "_owner", "_ctx")
+
+    def __init__(self, device=None, priority=0):
+        d = _resolve(device)
+        prio = _sc.check_priority(priority)
+        s = _pool_stream(d, min(max(-prio, 0), _max_pri - 1))
+        self.device_index, self.stream_id, self._ptr, self._owner, self._ctx = d, s.stream_id, s._ptr, None, None
+
+    @property
+    def device(self):
+        """The stream's device (``.type == "cuda"``, ``.index``)."""
+        return _sc.CudaDevice(self.device_index)
+
+    @property
+    def cuda_stream(self):
+        """The raw cudaStream_t as an int (0 for the default stream)."""
+        return self._ptr
+
+    @property
+    def _as_parameter_(self):
+        return ctypes.c_void_p(self._ptr)
+
+    def __cuda_stream__(self):
+        """The CUDA stream protocol: ``(0, cuda_stream)``."""
+        return (0, self._ptr)
+
+    @property
+    def priority(self):
+        """cudaStreamGetPriority, under a guard on the stream's device."""
+        prio = c_int()
+        orig = _enter(self.device_index)
+        _check(_T.cudaStreamGetPriority(self._ptr, prio), orig)
+        return prio.value
+
+    @staticmethod
+    def priority_range():
+        """``(least, greatest)`` priorities (see accel.cuda priority_range)."""
+        return priority_range()
+
+    def query(self):
+        """True if all work on the stream is done, False if not; CudaError for a bad stream."""
+        orig = _enter(self.device_index)
+        err = _T.cudaStreamQuery(self._ptr)
+        if err == _NOT_READY:
+            _T.cudaGetLastError()
+            _leave(orig)
+            return False
+        _check(err, orig)
+        return True
+
+    def synchronize(self):
+        """Wait (GIL released) until all work on the stream is done (honours the sync debug mode)."""
+        _c_warn_or_error_on_sync()
+        orig = _enter(self.device_index)
+        _check(_T.cudaStreamSynchronize(self._ptr), orig)
+
+    def wait_event(self, event):
+        """Make future work on this stream wait for ``event``'s latest record."""
+        if not isinstance(event, Event):
+            raise TypeError(f"expected an accel.cuda.Event, got {type(event).__name__}: {event!r}")
+        event.wait(self)
+
+    def wait_stream(self, stream):
+        """Make future work on this stream wait for the work queued on ``stream`` so far (through a
+        cached per-thread event, no event churn)."""
+        src = _as_stream(stream)
+        if _tls.cur is None:
+            _tstate_cur()
+        events = _tls.events
+        sd = src.device_index
+        h = events[sd]
+        orig = _enter(sd)
+        err = 0
+        if not h:
+            out = c_size_t()
+            err = _T.cudaEventCreateWithFlags(out, _DISABLE_TIMING)
+            if not err:
+                h = events[sd] = out.value
+        if not err:
+            err = _T.cudaEventRecord(h, src._ptr)
+        if err:
+            _check(err, orig)
+        if self.device_index != sd:
+            _leave(orig)
+            orig = _enter(self.device_index)
+        _check(_T.cudaStreamWaitEvent(self._ptr, h, 0), orig)
+
+    def record_event(self, event=None):
+        """Record ``event`` (a new Event if None) on this stream and return it."""
+        if event is None:
+            event = Event()
+        elif not isinstance(event, Event):
+            raise TypeError(f"expected an accel.cuda.Event or None, got {type(event).__name__}: {event!r}")
+        event.record(self)
+        return event
+
+    def launch_host_func(self, fn):
+        """Enqueue the Python callable ``fn()`` on the stream; it runs on a CUDA thread, and an exception
+        it raises is reported through sys.unraisablehook.  ``fn`` is kept alive until it ran."""
+        if not callable(fn):
+            raise TypeError(f"fn must be callable, got {type(fn).__name__}: {fn!r}")
+        key = next(_host_keys)
+        _host_pending[key] = fn
+        orig = _enter(self.device_index)
+        err = _T.cudaLaunchHostFunc(self._ptr, _host_ptr, key)
+        if err:
+            _host_pending.pop(key, None)
+        _check(err, orig)
+
+    def __enter__(self):
+        if self._ctx is not None:
+            raise RuntimeError("Stream's context should not be initialized.")
+        _c_ensure_init()
+        cur_dev, d = _c_get_device(), self.device_index
+        if cur_dev != d:
+            _c_set_device(d, False)
+        cur = _tls.cur
+        if cur is None:
+            cur = _tstate_cur()
+        self._ctx = (cur_dev, cur[d])
+        cur[d] = self
+        return self
+
+    def __exit__(self, exc_type, exc_value, traceback):
+        if self._ctx is None:
+            return False
+        cur_dev, prev = self._ctx
+        self._ctx = None
+        cur = _tls.cur
+        if cur is None:
+            cur = _tstate_cur()
+        cur[self.device_index] = prev
+        if cur_dev != self.device_index:
+            _c_set_device(cur_dev, False)
+        return False
+
+    def __eq__(self, other):
+        if not isinstance(other, Stream):
+            return NotImplemented
+        return self.device_index == other.device_index and self._ptr == other._ptr
+
+    def __hash__(self):
+        return hash((self._ptr, self.device_index))
+
+    def __repr__(self):
+        return f"<accel.cuda.{type(self).__name__} device=cuda:{self.device_index} cuda_stream={self._ptr:#x}>"
+
+    def __reduce__(self):
+        raise TypeError(f"cannot pickle {self!r}: a stream is only valid in its own process")
+
+
+_host_pending = {}             # key -> callable, until the host function ran
+_host_keys = itertools.count(1)
+
+
+def _host_entry(key):
+    # Runs on a CUDA thread; ctypes reports an exception through sys.unraisablehook.
+    fn = _host_pending.pop(key, None)
+    if fn is not None:
+        fn()
+
+
+_host_cfunc = ctypes.CFUNCTYPE(None, ctypes.c_size_t)(_host_entry)
+_host_ptr = ctypes.cast(_host_cfunc, ctypes.c_void_p).value
+
+
+class ExternalStream(Stream):
+    """Wrap a stream made elsewhere: an int cudaStream_t or any object with ``__cuda_stream__`` (kept
+    alive).  The device comes from cudaStreamGetDevice unless given; CudaError for a foreign handle."""
+
+    __slots__ = ()
+
+    def __init__(self, stream_ptr, device=None):
+        ptr, owner = _sc.stream_ptr_of(stream_ptr)
+        d = _device_arg(device)
+        actual = -1
+        _init_global()
+        if ptr > 2 and not isinstance(_T.cudaStreamGetDevice, _cudart._Missing):
+            v = c_int()
+            err = _T.cudaStreamGetDevice(ptr, v)
+            if err:
+                raise _cudart._error(err)
+            actual = v.value
+        if d < 0:
+            d = actual if actual >= 0 else _resolve(None)
+        elif actual >= 0 and actual != d:
+            raise ValueError(f"stream {ptr:#x} belongs to device {actual}, not to the device given ({d})")
+        self.device_index, self.stream_id, self._ptr, self._owner, self._ctx = d, ptr - (ptr >> 63 << 64), ptr, \
+            owner, None
+
+
+from accel._python._stream_event import Event  # noqa: E402  (Event needs the names above)

@@ -1,0 +1,167 @@
+"""Event of accel._python._stream (it needs Stream, the guard helpers and the current-stream state);
+twin of accel/_native/_stream_event.pxi.  Import it through accel._python._stream."""
+import ctypes
+from ctypes import c_float, c_int, c_size_t
+
+from accel import _stream_common as _sc
+from accel._python import _cudart
+from accel._python import _stream as _s
+from accel._python._device import _c_exchange_device, _c_maybe_set_device
+
+_NOT_READY = _sc.NOT_READY
+_DISABLE_TIMING, _INTERPROCESS = _sc.EVENT_DISABLE_TIMING, _sc.EVENT_INTERPROCESS
+_enter, _leave, _check, _current_stream, _Stream = _s._enter, _s._leave, _s._check, _s.current_stream, _s.Stream
+
+
+class Event:
+    """A CUDA event, created lazily on its first record (on the stream's device).  Flags as torch:
+    timing off unless ``enable_timing``; ``blocking`` syncs by blocking; ``interprocess`` for IPC."""
+
+    __slots__ = ("_h", "_dev", "_flags", "_created", "__weakref__")
+
+    def __init__(self, enable_timing=False, blocking=False, interprocess=False):
+        self._flags = ((_sc.EVENT_BLOCKING_SYNC if blocking else 0) |
+                       (0 if enable_timing else _DISABLE_TIMING) | (_INTERPROCESS if interprocess else 0))
+        self._h, self._dev, self._created = 0, 0, False
+
+    def _create(self, d):
+        out = c_size_t()
+        orig = _enter(d)
+        err = _s._T.cudaEventCreateWithFlags(out, self._flags)
+        if not err:
+            self._h, self._dev, self._created = out.value, d, True
+        _check(err, orig)
+
+    def record(self, stream=None):
+        """Record the event on ``stream`` (None: the current stream).  RuntimeError if the event was
+        created on another device than the stream's."""
+        here = stream is None  # current_stream() leaves the runtime device on its device
+        s = _current_stream() if here else stream if isinstance(stream, _Stream) else _s._as_stream(stream)
+        d = s.device_index
+        if not self._created:
+            self._create(d)
+        elif self._dev != d:
+            raise RuntimeError(f"Event device {self._dev} does not match recording stream's device {d}.")
+        orig = -1 if here else _enter(d)
+        err = _s._T.cudaEventRecord(self._h, s._ptr)
+        if err or orig >= 0:
+            _check(err, orig)
+
+    def wait(self, stream=None):
+        """Make future work on ``stream`` (None: the current stream) wait for the latest record; a
+        never-recorded event is a no-op."""
+        here = stream is None
+        s = _current_stream() if here else stream if isinstance(stream, _Stream) else _s._as_stream(stream)
+        if not self._created:
+            return
+        orig = -1 if here else _enter(s.device_index)
+        _check(_s._T.cudaStreamWaitEvent(s._ptr, self._h, 0), orig)
+
+    def query(self):
+        """True if the latest record was reached (or the event was never recorded), else False."""
+        if not self._created:
+            return True
+        t = _s._T
+        err = t.cudaEventQuery(self._h)
+        if err == 0:
+            return True
+        if err == _NOT_READY:
+            t.cudaGetLastError()
+            return False
+        raise _cudart._error(err)
+
+    def synchronize(self):
+        """Wait (GIL released) until the latest record is reached; no-op if never recorded."""
+        if not self._created:
+            return
+        err = _s._T.cudaEventSynchronize(self._h)
+        if err:
+            raise _cudart._error(err)
+
+    def elapsed_time(self, end_event):
+        """Milliseconds from this event to ``end_event``.  ValueError unless both have enable_timing=True
+        and were recorded; RuntimeError unless both completed."""
+        if not isinstance(end_event, Event):
+            raise TypeError(f"expected an accel.cuda.Event, got {type(end_event).__name__}: {end_event!r}")
+        if (self._flags | end_event._flags) & _DISABLE_TIMING:
+            raise ValueError("Both events must be created with argument 'enable_timing=True'.")
+        if not (self._created and end_event._created):
+            raise ValueError("Both events must be recorded before calculating elapsed time.")
+        if not (self.query() and end_event.query()):
+            raise RuntimeError("Both events must be completed before calculating elapsed time.")
+        ms = c_float()
+        orig = _enter(self._dev)
+        _check(_s._T.cudaEventElapsedTime(ms, self._h, end_event._h), orig)
+        return ms.value
+
+    def ipc_handle(self):
+        """The 64-byte IPC handle (bytes) of an ``interprocess=True`` event, created on the current
+        device if needed; CudaError for a non-interprocess event."""
+        if not self._created:
+            self._create(_s._resolve(None))
+        h = _cudart._IpcEventHandle()
+        orig = _enter(self._dev)
+        _check(_s._T.cudaIpcGetEventHandle(h, self._h), orig)
+        return ctypes.string_at(ctypes.addressof(h), _sc.IPC_HANDLE_SIZE)
+
+    @classmethod
+    def from_ipc_handle(cls, device, handle):
+        """Open the event of an IPC ``handle`` (64 bytes) on ``device``; ValueError for a wrong size,
+        CudaError for a handle the runtime rejects."""
+        raw = _sc.ipc_bytes(handle)
+        d = _s._resolve(device)
+        h = _cudart._IpcEventHandle.from_buffer_copy(raw)
+        ev = cls.__new__(cls)
+        ev._flags, ev._h, ev._dev, ev._created = _DISABLE_TIMING | _INTERPROCESS, 0, 0, False
+        out = c_size_t()
+        orig = _enter(d)
+        err = _s._T.cudaIpcOpenEventHandle(out, h)
+        if not err:
+            ev._h, ev._dev, ev._created = out.value, d, True
+        _check(err, orig)
+        return ev
+
+    @property
+    def device(self):
+        """The event's device, None until it is created."""
+        return _sc.CudaDevice(self._dev) if self._created else None
+
+    @property
+    def cuda_event(self):
+        """The raw cudaEvent_t as an int (0 until created)."""
+        return self._h
+
+    @property
+    def _as_parameter_(self):
+        return ctypes.c_void_p(self._h)
+
+    def __repr__(self):
+        if self._created:
+            return f"<accel.cuda.Event {self._h:#x}>"
+        return "<accel.cuda.Event uninitialized>"
+
+    def __reduce__(self):
+        raise TypeError(f"cannot pickle {self!r}: share it with ipc_handle() / Event.from_ipc_handle()")
+
+    def __del__(self):
+        if not getattr(self, "_created", False):
+            return
+        try:
+            t = _s._T
+            r = c_int()
+            # Destroy under a guard on the event's device, so that no context is created elsewhere.
+            if t.cudaGetDevice(r) or r.value == self._dev:
+                t.cudaEventDestroy(self._h)
+                t.cudaGetLastError()
+                return
+            try:
+                orig = _c_exchange_device(self._dev)
+            except Exception:  # noqa: BLE001 - the guard failed: destroy anyway rather than leak
+                t.cudaEventDestroy(self._h)
+                t.cudaGetLastError()
+                return
+            t.cudaEventDestroy(self._h)
+            t.cudaGetLastError()
+            _c_maybe_set_device(orig)
+        except Exception:  # noqa: BLE001 - interpreter shutdown, or a failed restore: nothing to report to
+            pass

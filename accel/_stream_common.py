@@ -1,0 +1,102 @@
+"""Pieces shared by both stream twins (accel._native._stream, accel._python._stream), off the hot path.
+
+Both twins import this module so that their slow-path results and messages are the very same:
+the device object of ``Stream.device`` / ``Event.device``, the ``__cuda_stream__`` protocol parser,
+argument checks and error messages.
+"""
+IPC_HANDLE_SIZE = 64
+MAX_PRIORITIES = 4      # torch's max_compile_time_stream_priorities
+STREAMS_PER_POOL = 32   # torch's kStreamsPerPool
+MAX_DEVICES = 512       # torch's C10_COMPILE_TIME_MAX_GPUS
+
+# cudaEvent flags
+EVENT_BLOCKING_SYNC = 0x1
+EVENT_DISABLE_TIMING = 0x2
+EVENT_INTERPROCESS = 0x4
+STREAM_NON_BLOCKING = 0x1
+NOT_READY = 600
+
+
+class CudaDevice:
+    """A CUDA device as ``Stream.device`` / ``Event.device`` return it: ``type == "cuda"`` and ``index``
+    like torch.device; usable wherever a device index is (``__index__``)."""
+
+    __slots__ = ("index",)
+    type = "cuda"
+
+    def __init__(self, index):
+        self.index = int(index)
+
+    def __index__(self):
+        return self.index
+
+    def __eq__(self, other):
+        if isinstance(other, str):
+            return other == str(self)
+        if isinstance(other, (int, float, bool)) or not hasattr(other, "index"):
+            return NotImplemented
+        return getattr(other, "type", None) == "cuda" and other.index == self.index
+
+    def __hash__(self):
+        return hash(str(self))  # equal to the string "cuda:N", so hashed like it
+
+    def __str__(self):
+        return f"cuda:{self.index}"
+
+    def __repr__(self):
+        return f"device(type='cuda', index={self.index})"
+
+
+def stream_ptr_of(obj):
+    """``(pointer, owner)`` for an int stream pointer or an object with ``__cuda_stream__``
+    (returning ``(0, pointer)``); TypeError / ValueError naming ``obj`` otherwise."""
+    proto = getattr(type(obj), "__cuda_stream__", None)
+    if proto is not None:
+        info = obj.__cuda_stream__() if callable(proto) else proto
+        if not isinstance(info, tuple) or len(info) != 2:
+            raise ValueError(f"__cuda_stream__ of {obj!r} must return a 2-tuple (version, pointer), got {info!r}")
+        if info[0] != 0:
+            raise ValueError(f"__cuda_stream__ of {obj!r} returned protocol version {info[0]!r}; only 0 is supported")
+        ptr, owner = info[1], obj
+    else:
+        ptr, owner = obj, None
+    if isinstance(ptr, bool) or not hasattr(type(ptr), "__index__"):
+        raise TypeError(f"expected a stream pointer (int) or an object with __cuda_stream__, "
+                        f"got {type(obj).__name__}: {obj!r}")
+    ptr = ptr.__index__()
+    if ptr < 0 or ptr >= 1 << 64:
+        raise ValueError(f"stream pointer must be in [0, 2**64), got {ptr:#x}")
+    return ptr, owner
+
+
+def check_priority(priority):
+    """``priority`` as an int (TypeError naming it otherwise)."""
+    if isinstance(priority, bool) or not hasattr(type(priority), "__index__"):
+        raise TypeError(f"priority must be an int, got {type(priority).__name__}: {priority!r}")
+    return priority.__index__()
+
+
+def ipc_bytes(handle):
+    """``handle`` as 64 bytes (torch's size check); TypeError if it is not bytes-like."""
+    try:
+        raw = bytes(memoryview(handle))
+    except TypeError:
+        raise TypeError(f"handle must be a bytes-like object, got {type(handle).__name__}: {handle!r}") from None
+    if len(raw) != IPC_HANDLE_SIZE:
+        raise ValueError(f"cudaIpcEventHandle_t expects byte-like object of size {IPC_HANDLE_SIZE}, "
+                         f"but got {len(raw)}")
+    return raw
+
+
+def bad_stream(value):
+    return TypeError(f"expected an accel.cuda.Stream (or an object with __cuda_stream__), "
+                     f"got {type(value).__name__}: {value!r}")
+
+
+def bad_device(value):
+    return TypeError(f"expected a device index (int), a device string or object, or None, "
+                     f"got {type(value).__name__}: {value!r}")
+
+
+def out_of_range(d, n):
+    return ValueError(f"Device index value {d} is out of index range [0, {n})")

@@ -1,0 +1,288 @@
+"""Device-interface registry in the shape of torch/_dynamo/device_interface.py (SPEC §2.2).
+
+A ``DeviceInterface`` bundles one backend's device, stream and event API behind static methods so that
+tracing compilers can stay device-agnostic.  Built in: ``"cuda"`` and ``"cuda:N"`` (backed by accel.cuda)
+and a synchronous ``"cpu"`` interface; ``get_interface_for_device`` raises NotImplementedError naming an
+unknown device.
+"""
+import time
+
+__all__ = ["DeviceInterface", "DeviceGuard", "CudaInterface", "CpuInterface", "register_interface_for_device",
+           "get_interface_for_device", "get_registered_device_interfaces"]
+
+
+def _abstract(name):
+    def method(*args, **kwargs):
+        raise NotImplementedError(f"DeviceInterface.{name} is not implemented by this device interface")
+    method.__name__ = name
+    return staticmethod(method)
+
+
+class DeviceInterface:
+    """Base class: every member raises NotImplementedError until a backend's subclass provides it."""
+
+    class device:
+        def __new__(cls, device):
+            raise NotImplementedError("DeviceInterface.device is not implemented by this device interface")
+
+    class Event:
+        def __new__(cls, *args, **kwargs):
+            raise NotImplementedError("DeviceInterface.Event is not implemented by this device interface")
+
+    class Stream:
+        def __new__(cls, *args, **kwargs):
+            raise NotImplementedError("DeviceInterface.Stream is not implemented by this device interface")
+
+    class Worker:
+        """Device queries usable in compile workers (forked processes that must not touch the device)."""
+        set_device = _abstract("Worker.set_device")
+        current_device = _abstract("Worker.current_device")
+        get_device_properties = _abstract("Worker.get_device_properties")
+
+    current_device = _abstract("current_device")
+    set_device = _abstract("set_device")
+    maybe_exchange_device = _abstract("maybe_exchange_device")
+    exchange_device = _abstract("exchange_device")
+    device_count = _abstract("device_count")
+    is_available = _abstract("is_available")
+    stream = _abstract("stream")
+    current_stream = _abstract("current_stream")
+    set_stream = _abstract("set_stream")
+    get_raw_stream = _abstract("get_raw_stream")
+    synchronize = _abstract("synchronize")
+    get_device_properties = _abstract("get_device_properties")
+    get_compute_capability = _abstract("get_compute_capability")
+
+
+class DeviceGuard:
+    """``with DeviceGuard(interface, index)``: exchange_device(index) on entry, maybe_exchange_device back
+    on exit (no context is created on exit); ``index=None`` does nothing."""
+
+    def __init__(self, device_interface, index):
+        self.device_interface = device_interface
+        self.idx = index
+        self.prev_idx = -1
+
+    def __enter__(self):
+        if self.idx is not None:
+            self.prev_idx = self.device_interface.exchange_device(self.idx)
+        return self
+
+    def __exit__(self, exc_type, exc_value, traceback):
+        if self.idx is not None:
+            self.idx = self.device_interface.maybe_exchange_device(self.prev_idx)
+        return False
+
+
+def _cuda(name):
+    """A static method calling ``accel.cuda.<name>`` looked up at call time."""
+    def method(*args, **kwargs):
+        import accel.cuda
+        return getattr(accel.cuda, name)(*args, **kwargs)
+    method.__name__ = name
+    method.__doc__ = f"accel.cuda.{name}"
+    return staticmethod(method)
+
+
+def _cuda_index(device):
+    import accel.cuda
+    return accel.cuda._get_device_index(device, optional=True)
+
+
+class CudaInterface(DeviceInterface):
+    """The CUDA interface, backed by accel.cuda."""
+
+    from accel.cuda import Event, Stream, device  # noqa: E402 - class attributes, as in torch
+
+    class Worker:
+        """Caches the current device and the device properties so that compile workers need no CUDA."""
+        _current_device = None
+        _properties = None
+
+        @staticmethod
+        def set_device(device):
+            CudaInterface.Worker._current_device = _cuda_index(device)
+
+        @staticmethod
+        def current_device():
+            if CudaInterface.Worker._current_device is not None:
+                return CudaInterface.Worker._current_device
+            return CudaInterface.current_device()
+
+        @staticmethod
+        def get_device_properties(device=None):
+            if device is not None and not isinstance(device, int):
+                device = _cuda_index(device)
+            if device is None:
+                device = CudaInterface.Worker.current_device()
+            if CudaInterface.Worker._properties is None:
+                import accel.cuda
+                CudaInterface.Worker._properties = [accel.cuda.get_device_properties(i)
+                                                    for i in range(accel.cuda.device_count())]
+            return CudaInterface.Worker._properties[device]
+
+    current_device = _cuda("current_device")
+    set_device = _cuda("set_device")
+    maybe_exchange_device = _cuda("maybe_exchange_device")
+    exchange_device = _cuda("exchange_device")
+    device_count = _cuda("device_count")
+    is_available = _cuda("is_available")
+    stream = _cuda("stream")
+    current_stream = _cuda("current_stream")
+    set_stream = _cuda("set_stream")
+    get_raw_stream = _cuda("current_raw_stream")
+    synchronize = _cuda("synchronize")
+    get_device_properties = _cuda("get_device_properties")
+
+    @staticmethod
+    def get_compute_capability(device=None):
+        """major * 10 + minor of ``device`` (None: the current device)."""
+        import accel.cuda
+        major, minor = accel.cuda.get_device_capability(device)
+        return major * 10 + minor
+
+
+class _CpuStream:
+    """The CPU 'stream': work is synchronous, so it is always complete."""
+
+    device = "cpu"
+
+    def query(self):
+        return True
+
+    def synchronize(self):
+        pass
+
+    def wait_event(self, event):
+        pass
+
+    def wait_stream(self, stream):
+        pass
+
+    def record_event(self, event=None):
+        event = event if event is not None else CpuInterface.Event()
+        event.record(self)
+        return event
+
+    def __repr__(self):
+        return "<accel.device_interface cpu stream>"
+
+
+_CPU_STREAM = _CpuStream()
+
+
+class _CpuContext:
+    def __init__(self, *args):
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc_value, traceback):
+        return False
+
+
+class CpuInterface(DeviceInterface):
+    """The synchronous CPU interface: one device, one always-complete stream, host-timed events."""
+
+    device = _CpuContext
+
+    class Event:
+        """Records the host time (time.perf_counter); elapsed_time in milliseconds."""
+
+        def __init__(self, enable_timing=True, blocking=False, interprocess=False):
+            self.time = 0.0
+
+        def record(self, stream=None):
+            self.time = time.perf_counter()
+
+        def query(self):
+            return True
+
+        def synchronize(self):
+            pass
+
+        def wait(self, stream=None):
+            pass
+
+        def elapsed_time(self, end_event):
+            return (end_event.time - self.time) * 1000
+
+    @staticmethod
+    def Stream(*args, **kwargs):
+        return _CPU_STREAM
+
+    class Worker:
+        @staticmethod
+        def set_device(device):
+            pass
+
+        @staticmethod
+        def current_device():
+            return 0
+
+        @staticmethod
+        def get_device_properties(device=None):
+            return {}
+
+    current_device = staticmethod(lambda: 0)
+    set_device = staticmethod(lambda device: None)
+    maybe_exchange_device = staticmethod(lambda device: 0)
+    exchange_device = staticmethod(lambda device: 0)
+    device_count = staticmethod(lambda: 1)
+    is_available = staticmethod(lambda: True)
+    stream = staticmethod(_CpuContext)
+    current_stream = staticmethod(lambda device=None: _CPU_STREAM)
+    set_stream = staticmethod(lambda stream: None)
+    get_raw_stream = staticmethod(lambda device=None: 0)
+    synchronize = staticmethod(lambda device=None: None)
+    get_device_properties = staticmethod(lambda device=None: {})
+    get_compute_capability = staticmethod(lambda device=None: "")
+
+
+device_interfaces = {}
+_initialized = False
+
+
+def _key(device):
+    return device if isinstance(device, str) else str(device)
+
+
+def register_interface_for_device(device, device_interface):
+    """Register ``device_interface`` (a DeviceInterface subclass) for ``device`` ("cuda", "cuda:1",
+    or a device object whose str() is that).  TypeError for anything else."""
+    if not (isinstance(device_interface, type) and issubclass(device_interface, DeviceInterface)):
+        raise TypeError(f"device_interface must be a DeviceInterface subclass, got {device_interface!r}")
+    device_interfaces[_key(device)] = device_interface
+
+
+def get_interface_for_device(device):
+    """The interface registered for ``device``; NotImplementedError("No interface for device X")."""
+    key = _key(device)
+    if not _initialized:
+        _init_device_reg()
+    if key in device_interfaces:
+        return device_interfaces[key]
+    raise NotImplementedError(f"No interface for device {key}")
+
+
+def get_registered_device_interfaces():
+    """The (device, interface) pairs registered so far, built-ins included."""
+    if not _initialized:
+        _init_device_reg()
+    return device_interfaces.items()
+
+
+def _init_device_reg():
+    global _initialized
+    _initialized = True
+    register_interface_for_device("cuda", CudaInterface)
+    try:
+        import accel.cuda
+        count = accel.cuda.device_count() if hasattr(accel.cuda, "device_count") else \
+            accel.cuda._impl.module("_device").raw_device_count()
+    except Exception:  # noqa: BLE001 - no runtime library: "cuda" alone stays registered
+        count = 0
+    for i in range(count):
+        register_interface_for_device(f"cuda:{i}", CudaInterface)
+    register_interface_for_device("cpu", CpuInterface)
