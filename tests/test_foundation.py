@@ -196,3 +196,18 @@ def test_suite_refuses_source_tree(tmp_path):
                        cwd=REPO, capture_output=True, text=True, timeout=120)
     assert r.returncode != 0, r.stdout + r.stderr
     assert "imported from the source tree" in r.stdout + r.stderr
+
+
+@needs_native
+def test_cli_bench_table(subprocess_python):
+    r = subprocess_python("import sys, runpy; sys.argv=['accel', 'bench']; runpy.run_module('accel', run_name='__main__')",
+                          env={"ACCEL_CUDART": None}, timeout=300)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    if not SYSTEM_CUDART or "EMULATED" in lines[0]:
+        assert lines[0].startswith("runtime: EMULATED runtime")
+    for op in ("cudaGetDevice", "current_device()", "with device(current)", "current_stream()", "Event.query()",
+               "Node(op, 2 operands, 1 shape)", "post_order, per node", "graph_hash, per node"):
+        rows = [ln for ln in lines if ln.startswith(op + " ")]
+        assert {ln.split()[-3] for ln in rows} >= {"native", "python"}, (op, rows)
+        assert all(float(ln.split()[-2]) > 0 for ln in rows)
