@@ -2,13 +2,14 @@
 """Cython twin of accel._python._ir: LTC IR nodes, post-order, parameter sequence and graph hash.
 
 Same public names, signatures, results and error texts as the pure-Python module (tests enforce it).
-Hashes are computed once, at construction, in C (``_hash128.h``); traversal state is a per-node stamp.
+Hashes are computed once, at construction, in C (``_hash128.h``); traversal reads only the compact
+node arena (``_ir_arena.h``): per-node stamps, operand ids and interned data-handle ids.
 """
 import operator as _operator
 import os as _os
 
 cimport cython
-from libc.stdint cimport uint64_t
+from libc.stdint cimport uint64_t, uint32_t, int32_t
 from libc.stdlib cimport malloc, realloc, free
 from libc.string cimport memcpy
 from cpython.ref cimport PyObject, Py_INCREF, Py_DECREF
@@ -25,6 +26,33 @@ cdef extern from "_hash128.h":
     acc_h128 acc_combine(acc_h128 a, acc_h128 b)
     acc_h128 acc_data_hash(const void *data, size_t n)
     acc_h128 acc_u64_hash(uint64_t v)
+
+cdef extern from "_ir_arena.h":
+    ctypedef struct acc_rec:
+        uint32_t info
+        int32_t hid
+    ctypedef struct acc_ivec:
+        int32_t *d
+        Py_ssize_t n
+        Py_ssize_t cap
+    acc_rec *acc_recs
+    uint32_t *acc_marks
+    PyObject **acc_self
+    int32_t acc_top
+    uint32_t *acc_hstamp
+    int32_t *acc_hidx
+    uint32_t ACC_DATA_BIT
+    int32_t *acc_ops(acc_rec *r)
+    int32_t acc_alloc(PyObject *self, Py_ssize_t nops)
+    void acc_release(int32_t id)
+    int acc_ivec_reserve(acc_ivec *v, Py_ssize_t need)
+    void acc_fill_list(list l, const int32_t *ids, Py_ssize_t n)
+    int acc_walk_post(const int32_t *roots, Py_ssize_t nroots, uint32_t base, int strict, acc_ivec *st,
+                      acc_ivec *out, acc_ivec *visited, int32_t *loop)
+    int acc_walk_count(const int32_t *roots, Py_ssize_t nroots, uint32_t base, acc_ivec *st,
+                       Py_ssize_t *count, int32_t *loop)
+    int acc_walk_params(const int32_t *roots, Py_ssize_t nroots, uint32_t base, acc_ivec *st,
+                        acc_ivec *out, uint32_t hbase, int32_t *nparams, int32_t *loop)
 
 HASH_SEED = 0xA2D296E9
 DEVICE_DATA_SEED = 101

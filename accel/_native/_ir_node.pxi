@@ -1,18 +1,80 @@
 # Node, Output and device_data for _ir.pyx (included there; not a module of its own).
+# Each Node owns one slot of the node arena (_ir_arena.h); traversal reads only the arena.
 
-ctypedef struct NodeCore:
-    uint64_t mark            # traversal stamp: 2e = emitting, 2e+1 = emitted in traversal e
-    NodeCore **ops           # operand nodes' cores (non-null operands, in order)
-    Py_ssize_t nops
-    PyObject *self           # the owning Node (borrowed: the core lives inside it)
-    int is_data
-    NodeCore *inl[2]         # inline storage for up to two operands
-    acc_h128 dag
-    acc_h128 shp
+# Data handles are interned: equal handles (dict equality, as RunPostOrder's map) share one small id,
+# so graph_hash de-duplicates parameters with per-id stamps instead of a dict.  Ids are refcounted by
+# the device-data nodes using them and recycled when the last one goes.
+cdef dict _HANDLE_IDS = {}           # handle -> id
+cdef list _handle_objs = [None]      # id -> the interned handle (id 0 is never used)
+cdef list _handle_free = []
+cdef int32_t *_href = NULL           # id -> number of device-data nodes holding it
+cdef Py_ssize_t _hcap = 0
 
 
-cdef inline Node _core_node(NodeCore *c):
-    return <Node>c.self
+cdef int _handle_grow(Py_ssize_t need) except -1:
+    global _href, _hcap, acc_hstamp, acc_hidx
+    cdef Py_ssize_t cap = _hcap * 2 if _hcap else 1024
+    cdef void *p
+    while cap < need:
+        cap *= 2
+    if cap > 0x7FFFFFFF:
+        raise MemoryError()
+    p = realloc(_href, cap * sizeof(int32_t))
+    if p == NULL:
+        raise MemoryError()
+    _href = <int32_t*>p
+    p = realloc(acc_hstamp, cap * sizeof(uint32_t))
+    if p == NULL:
+        raise MemoryError()
+    acc_hstamp = <uint32_t*>p
+    p = realloc(acc_hidx, cap * sizeof(int32_t))
+    if p == NULL:
+        raise MemoryError()
+    acc_hidx = <int32_t*>p
+    _hcap = cap
+    return 0
+
+
+cdef int32_t _handle_intern(object handle) except 0:
+    cdef Py_ssize_t i
+    o = _HANDLE_IDS.get(handle)
+    if o is not None:
+        i = <Py_ssize_t>o
+        _href[i] += 1
+        return <int32_t>i
+    if _handle_free:
+        i = <Py_ssize_t>_handle_free.pop()
+    else:
+        i = len(_handle_objs)
+        if i >= _hcap:
+            _handle_grow(i + 1)
+        _handle_objs.append(None)
+    # setdefault, not a plain store: a handle's own __hash__/__eq__ may let another thread intern an
+    # equal handle meanwhile, and then both must end up with that one id.
+    o = _HANDLE_IDS.setdefault(handle, i)
+    if <Py_ssize_t>o != i:
+        _handle_free.append(i)
+        i = <Py_ssize_t>o
+        _href[i] += 1
+        return <int32_t>i
+    _handle_objs[i] = handle
+    _href[i] = 1
+    acc_hstamp[i] = 0
+    return <int32_t>i
+
+
+cdef void _handle_release(int32_t i) noexcept:
+    _href[i] -= 1
+    if _href[i]:
+        return
+    try:
+        h = _handle_objs[i]
+        _handle_objs[i] = None
+        if _HANDLE_IDS.get(h) == i:
+            del _HANDLE_IDS[h]
+        _handle_free.append(i)
+    except BaseException:        # a handle whose hash changed, or teardown: leak the id, never crash
+        pass
 
 
 # Nodes and Outputs are not GC-tracked: an IR graph is acyclic (only replace_operand can close a loop,
@@ -46,7 +108,10 @@ cdef class Node:
 --
 
     An LTC TsNode: hashes (``hash`` = dag hash, ``shape_hash``) are computed once, at construction."""
-    cdef NodeCore c
+    cdef int32_t _id                 # arena slot (0: none, only while construction fails)
+    cdef bint _is_data
+    cdef acc_h128 _dag
+    cdef acc_h128 _shp
     cdef OpKind _op
     cdef tuple _operands
     cdef tuple _shapes
@@ -65,8 +130,7 @@ cdef class Node:
         cdef Output o
         cdef Shape s
         cdef PyObject *item
-        self.c.self = <PyObject*>self
-        self.c.ops = self.c.inl
+        cdef int32_t *ids
         if type(op) is OpKind:
             k = <OpKind>op
         elif type(op) is str:
@@ -121,29 +185,28 @@ cdef class Node:
         if nnull:
             ops_t = tuple([x for x in ops_t if x is not None])
             n = len(ops_t)
-        if n > 2:
-            self.c.ops = <NodeCore**>malloc(n * sizeof(NodeCore*))
-            if self.c.ops == NULL:
-                self.c.ops = self.c.inl
-                raise MemoryError()
+        self._id = acc_alloc(<PyObject*>self, n)
+        if self._id == 0:
+            raise MemoryError()
+        ids = acc_ops(&acc_recs[self._id])
         for j in range(n):
-            self.c.ops[j] = &(<Output>PyTuple_GET_ITEM(ops_t, j))._node.c
-        self.c.nops = n
+            ids[j] = (<Output>PyTuple_GET_ITEM(ops_t, j))._node._id
         self._op = k
         self._operands = ops_t
         self._shapes = shp_t
         self._num_outputs = num_outputs
-        self.c.shp = h
-        self.c.dag = hd if dyn else h
+        self._shp = h
+        self._dag = hd if dyn else h
 
     def __dealloc__(self):
         global _draining, _npending
         cdef PyObject *t = <PyObject*>self._operands
         cdef PyObject *p
-        if self.c.ops != self.c.inl and self.c.ops != NULL:
-            free(self.c.ops)
-        self.c.ops = NULL
-        self.c.nops = 0
+        if self._id:
+            if self._is_data:
+                _handle_release(acc_recs[self._id].hid)
+            acc_release(self._id)
+            self._id = 0
         if t != NULL and <object>t is not None:
             # Hand our reference to the operand tuple to the pending stack; the outermost dealloc drops
             # them one by one, so freeing a chain never nests deeper than tuple -> Output -> Node.
@@ -183,12 +246,12 @@ cdef class Node:
     @property
     def hash(self):
         """The dag hash (Node::hash())."""
-        return _to_int(self.c.dag)
+        return _to_int(self._dag)
 
     @property
     def shape_hash(self):
         """Node::shapeHash() (always with sizes)."""
-        return _to_int(self.c.shp)
+        return _to_int(self._shp)
 
     @property
     def hash_seed(self):
@@ -196,7 +259,7 @@ cdef class Node:
 
     @property
     def is_device_data(self):
-        return bool(self.c.is_data)
+        return bool(self._is_data)
 
     @property
     def handle(self):
@@ -216,9 +279,12 @@ cdef class Node:
 
     def set_data(self, handle):
         """Replace the data handle of a device-data node (DeviceData::SetData); TypeError on other nodes."""
-        if not self.c.is_data:
+        if not self._is_data:
             raise TypeError(f"set_data needs a device-data node, got {self}")
         hash(handle)
+        cdef int32_t old = acc_recs[self._id].hid
+        acc_recs[self._id].hid = _handle_intern(handle)
+        _handle_release(old)
         self._handle = handle
 
     def replace_operand(self, index, output):
@@ -231,13 +297,13 @@ cdef class Node:
         ops = list(self._operands)
         ops[index] = output
         self._operands = tuple(ops)
-        self.c.ops[<Py_ssize_t>index] = &(<Output>output)._node.c
+        acc_ops(&acc_recs[self._id])[<Py_ssize_t>index] = (<Output>output)._node._id
 
     def __str__(self):
         s = "[" + ", ".join([str(x) for x in self._shapes]) + "] " + self._op.qualified_name
         if self._num_outputs > 1:
             s += f", num_outputs={self._num_outputs}"
-        if self.c.is_data and self._device is not None:
+        if self._is_data and self._device is not None:
             s += f", device={self._device}"
         return s
 
@@ -272,7 +338,9 @@ def device_data(shape, handle, device=None):
     except TypeError:
         raise TypeError(f"device_data handle must be hashable, got {_tname(handle)}: {handle!r}") from None
     cdef Node n = Node(_DD_KIND, (), (shape,), 1, _DD_SEED)
-    n.c.is_data = 1
+    acc_recs[n._id].hid = _handle_intern(handle)
+    acc_recs[n._id].info |= ACC_DATA_BIT
+    n._is_data = True
     n._handle = handle
     n._device = device
     return n
@@ -307,11 +375,11 @@ cdef class Output:
         ih = _size_t_hash(i)
         self._node = nd
         self._index = i
-        self._hash = acc_combine(nd.c.dag, ih)
-        if nd.c.dag.lo == nd.c.shp.lo and nd.c.dag.hi == nd.c.shp.hi:
+        self._hash = acc_combine(nd._dag, ih)
+        if nd._dag.lo == nd._shp.lo and nd._dag.hi == nd._shp.hi:
             self._shp = self._hash
         else:
-            self._shp = acc_combine(nd.c.shp, ih)
+            self._shp = acc_combine(nd._shp, ih)
 
     @property
     def node(self):
@@ -341,8 +409,8 @@ cdef class Output:
         if not isinstance(other, Output):
             return NotImplemented
         cdef Output o = <Output>other
-        return (self._index == o._index and self._node.c.dag.lo == o._node.c.dag.lo
-                and self._node.c.dag.hi == o._node.c.dag.hi)
+        return (self._index == o._index and self._node._dag.lo == o._node._dag.lo
+                and self._node._dag.hi == o._node._dag.hi)
 
     def __ne__(self, other):
         r = self.__eq__(other)

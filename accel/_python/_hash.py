@@ -4,6 +4,7 @@ Hashes are Python ints in [0, 2**128); every function matches libtorch 2.15 bit 
 """
 import operator as _operator
 import struct as _struct
+import threading as _threading
 
 _M64 = (1 << 64) - 1
 _M128 = (1 << 128) - 1
@@ -139,6 +140,24 @@ _SIZE_T_HASH = [_size_t_hash_uncached(i) for i in range(256)]
 
 def _size_t_hash(i):
     return _SIZE_T_HASH[i] if i < 256 else _size_t_hash_uncached(i)
+
+
+# Hash(size_t i) * kb + golden (mod 2**128) by index i: the part of HashCombine(h, Hash(i)) that does not
+# depend on h, so the graph-hash loop over parameter indices skips a multiply (and, past 255, a Murmur)
+# per entry.  Grown on demand, under a lock (appends must stay in index order), up to _IDX_CAP entries.
+_IDX_KB = [(x * _KB + _GOLD) & _M128 for x in _SIZE_T_HASH]
+_IDX_CAP = 1 << 16
+_idx_lock = _threading.Lock()
+
+
+def _idx_kb(n):
+    """The _IDX_KB table, holding at least min(n, _IDX_CAP) entries."""
+    tab = _IDX_KB
+    if len(tab) < n and len(tab) < _IDX_CAP:
+        with _idx_lock:
+            while len(tab) < min(n, _IDX_CAP):
+                tab.append((_size_t_hash_uncached(len(tab)) * _KB + _GOLD) & _M128)
+    return tab
 
 
 def hash_scalar(value, ctype):

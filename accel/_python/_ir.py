@@ -9,7 +9,7 @@ import threading as _threading
 import weakref as _weakref
 
 from accel._python._hash import (_CONTAINER_SEED, _DATA_SEED, _GOLD, _KB, _M64, _M128, _MHASH_SEED,
-                                 _SIZE_T_HASH, HASH_SEED, _combine, _hash_block, _size_t_hash,
+                                 _SIZE_T_HASH, HASH_SEED, _combine, _hash_block, _idx_kb, _size_t_hash,
                                  _size_t_hash_uncached, _tname, _u128)
 from accel._python._hash import NULL_OPT as _NULL_OPT, string_hash as _string_hash
 
@@ -163,7 +163,6 @@ def dynamic_shapes_enabled():
     return _dynamic or _dynamic_flag
 
 
-
 def _opkind(op):
     if type(op) is str:
         k = _OPKINDS.get(op)
@@ -181,8 +180,11 @@ def _seq(value, what, item):
 
 class Node:
     """An LTC TsNode: hashes (``hash`` = dag hash, ``shape_hash``) are computed once, at construction."""
-    __slots__ = ("_op", "_operands", "_opnodes", "_shapes", "_num_outputs", "_dag", "_shp", "_seed",
-                 "_mark", "_data", "_handle", "_device", "__weakref__")
+    # The walk reads _mark and, for the common two-operand node, _a and _b (its operand nodes; _a is
+    # None otherwise) of every node: first, so they share a cache line with the reference count (the
+    # walk is memory-bound on large graphs: a separate operand tuple would cost a miss per node).
+    __slots__ = ("_mark", "_a", "_b", "_opnodes", "_op", "_operands", "_shapes", "_num_outputs", "_dag",
+                 "_shp", "_seed", "_data", "_handle", "_device", "__weakref__")
 
     def __init__(self, op, operands, shapes=(), num_outputs=1, hash_seed=HASH_SEED):
         if type(op) is not OpKind:
@@ -231,7 +233,8 @@ class Node:
             i += 1
         self._op = op
         self._operands = tuple(outs)
-        self._opnodes = tuple(nodes)
+        self._opnodes = nodes = tuple(nodes)
+        self._a, self._b = nodes if len(nodes) == 2 else (None, None)
         self._shapes = shapes
         self._num_outputs = num_outputs
         self._shp = h
@@ -278,7 +281,8 @@ class Node:
         nodes = list(self._opnodes)
         nodes[index] = output._node
         self._operands = tuple(ops)
-        self._opnodes = tuple(nodes)
+        self._opnodes = nodes = tuple(nodes)
+        self._a, self._b = nodes if len(nodes) == 2 else (None, None)
 
     def __str__(self):
         s = "[" + ", ".join([str(x) for x in self._shapes]) + "] " + self._op._name
@@ -442,49 +446,81 @@ def _loop(node):
     raise RuntimeError(f"Graph loop found at {node}")
 
 
-def _walk(roots, base, post, visited):
+def _walk(roots, base, post, visited=None, leaves=None):
+    # Util::ComputePostOrder reshaped for the interpreter (same order, same errors): the last operand
+    # found unvisited is not pushed but descended into at once (LTC pushes and pops it straight back);
+    # two operands (_a, _b) are not iterated.  LTC's second-visit check can only fail on stale
+    # EMITTING stamps, left in an EmissionMap (visited given) by a walk that hit a loop: only then it runs.
+    # leaves, if given, gets the nodes without operands (device data among them) in post order.
     emitting = base
     emitted = base + 1
-    append = post.append
     for root in roots:
         if root._mark == emitted:
             continue
         stack = [root]
-        push = stack.append
-        pop = stack.pop
         while stack:
-            node = stack[-1]
+            node = stack.pop()
             m = node._mark
-            if m < emitting:
-                ops = node._opnodes
+            if m == emitting:                           # second visit: every operand is done
+                if visited is not None:
+                    for c in node._opnodes:
+                        if c._mark != emitted:
+                            _loop(c)
+                node._mark = emitted
+                post.append(node)
+                continue
+            if m > emitting:                            # pushed twice and already emitted
+                continue
+            while True:                                 # first visit of node
                 if visited is not None:
                     visited.append(node)
-                if not ops:
-                    node._mark = emitted
-                    append(node)
-                    pop()
-                    continue
-                node._mark = emitting
-                depth = len(stack)
-                for c in ops:
-                    cm = c._mark
-                    if cm < emitting:
-                        push(c)
-                    elif cm == emitting:
-                        _loop(c)
-                if len(stack) == depth:       # every operand already emitted: emit now, as the 2nd visit would
-                    node._mark = emitted
-                    append(node)
-                    pop()
-            elif m == emitting:
-                for c in node._opnodes:
-                    if c._mark != emitted:
-                        _loop(c)
-                node._mark = emitted
-                append(node)
-                pop()
-            else:
-                pop()
+                a = node._a
+                if a is not None:
+                    node._mark = emitting
+                    b = node._b
+                    ma = a._mark
+                    mb = b._mark
+                    if ma < emitting:
+                        stack.append(node)
+                        if mb < emitting:
+                            stack.append(a)
+                            node = b
+                        elif mb == emitting:
+                            _loop(b)
+                        else:
+                            node = a
+                        continue
+                    if ma == emitting:
+                        _loop(a)
+                    if mb < emitting:
+                        stack.append(node)
+                        node = b
+                        continue
+                    if mb == emitting:
+                        _loop(b)
+                else:
+                    ops = node._opnodes
+                    if not ops:
+                        node._mark = emitted
+                        post.append(node)
+                        if leaves is not None:
+                            leaves.append(node)
+                        break
+                    node._mark = emitting
+                    top = None
+                    for c in ops:
+                        m = c._mark
+                        if m < emitting:
+                            stack.append(node if top is None else top)
+                            top = c
+                        elif m == emitting:
+                            _loop(c)
+                    if top is not None:
+                        node = top
+                        continue
+                node._mark = emitted                    # every operand already emitted: emit now
+                post.append(node)
+                break
 
 
 def _root_nodes(roots):
@@ -503,11 +539,11 @@ def _root_nodes(roots):
     return out
 
 
-def _post_order_nodes(nodes, emission_map):
+def _post_order_nodes(nodes, emission_map, leaves=None):
     post = []
     with _lock:
         base, visited = _begin(emission_map)
-        _walk(nodes, base, post, visited)
+        _walk(nodes, base, post, visited, leaves)
     return post
 
 
@@ -536,11 +572,12 @@ def _param_seq(post):
 
 def parameter_sequence(roots):
     """RunPostOrder's parameter_sequence: per device-data node in post order, the first-seen index of its handle."""
-    return _param_seq(_post_order_nodes(_root_nodes(roots), None))
+    leaves = []
+    _post_order_nodes(_root_nodes(roots), None, leaves)
+    return _param_seq(leaves)
 
 
 _MHASH_TRUE = _combine(_hash_block(b"\x01", _DATA_SEED), _MHASH_SEED)
-
 
 def graph_hash(roots, tensor_ids=None):
     """LazyGraphExecutor::GetGraphHash as 16 little-endian bytes; equal tensor_ids mark the same tensor twice."""
@@ -575,8 +612,13 @@ def graph_hash(roots, tensor_ids=None):
             h = h ^ ((oh * _KB + _GOLD + (h << 6) + (h >> 2)) & _M128)
             nodes.append(node)
     ph = _CONTAINER_SEED
-    for i in _param_seq(_post_order_nodes(nodes, None)):
-        x = _SIZE_T_HASH[i] if i < 256 else _size_t_hash_uncached(i)
-        ph = ph ^ ((x * _KB + _GOLD + (ph << 6) + (ph >> 2)) & _M128)
+    leaves = []
+    _post_order_nodes(nodes, None, leaves)
+    seq = _param_seq(leaves)
+    tab = _idx_kb(max(seq) + 1 if seq else 0)
+    ntab, m128 = len(tab), _M128
+    for i in seq:
+        x = tab[i] if i < ntab else (_size_t_hash_uncached(i) * _KB + _GOLD) & m128
+        ph = ph ^ ((x + (ph << 6) + (ph >> 2)) & m128)
     h = h ^ ((ph * _KB + _GOLD + (h << 6) + (h >> 2)) & _M128)
     return h.to_bytes(16, "little")
