@@ -11,23 +11,13 @@ from cpython.buffer cimport (PyObject_GetBuffer, PyBuffer_Release, PyBuffer_IsCo
                              PyBUF_STRIDES)
 from cpython.long cimport PyLong_FromUnsignedLongLong, PyLong_AsUnsignedLongLongMask
 
-cdef extern from "_hash128.h":
-    ctypedef struct acc_h128:
-        uint64_t lo
-        uint64_t hi
-    acc_h128 acc_mk(uint64_t hi, uint64_t lo)
-    acc_h128 acc_combine(acc_h128 a, acc_h128 b)
-    uint64_t acc_std_combine(uint64_t a, uint64_t b)
-    uint64_t acc_reduce(acc_h128 h)
-    acc_h128 acc_data_hash(const void *data, size_t n)
-    acc_h128 acc_u64_hash(uint64_t v)
+include "_h128.pxi"
+
 
 HASH_SEED = 0xA2D296E9            # kHashSeed: uint32(0x5a2d296e9)
 NULL_OPT = 0x8655D738F3678DDA     # kNullOpt
 
 cdef object _M64 = (1 << 64) - 1
-cdef object _M128 = (1 << 128) - 1
-cdef object _TWO64 = 1 << 64
 cdef uint64_t _CONTAINER_SEED = 0x85EBCA77C2B2AE63
 cdef uint64_t _MHASH_SEED = 0x165667B19E3779F9
 cdef uint64_t _BOOLVEC_SEED = 0xAD2ED1983BBF2E28
@@ -40,26 +30,6 @@ _CTYPES = {"int8": (1, True), "uint8": (1, False), "int16": (2, True), "uint16":
            "size_t": (8, False), "scalar_type": (1, True), "bool": (1, False)}
 
 
-cdef inline str _tname(v):
-    return type(v).__name__
-
-
-cdef object _to_int(acc_h128 h):
-    if h.hi == 0:
-        return PyLong_FromUnsignedLongLong(h.lo)
-    return (PyLong_FromUnsignedLongLong(h.hi) << 64) | PyLong_FromUnsignedLongLong(h.lo)
-
-
-cdef acc_h128 _from_int(object v, str what) except *:
-    if type(v) is not int:
-        if isinstance(v, bool) or not isinstance(v, int):
-            raise TypeError(f"{what} must be an int, got {_tname(v)}: {v!r}")
-        v = int(v)
-    if v < 0 or v > _M128:
-        raise ValueError(f"{what} must be in [0, 2**128), got {v}")
-    if v < _TWO64:
-        return acc_mk(0, PyLong_AsUnsignedLongLongMask(v))
-    return acc_mk(PyLong_AsUnsignedLongLongMask(v >> 64), PyLong_AsUnsignedLongLongMask(v))
 
 
 cdef uint64_t _from_u64(object v, str what) except? 0:

@@ -18,14 +18,8 @@ from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM, PyTuple_GET_SIZE, PyTu
 from cpython.long cimport PyLong_FromUnsignedLongLong, PyLong_AsUnsignedLongLongMask
 from cpython.object cimport PyTypeObject, newfunc
 
-cdef extern from "_hash128.h":
-    ctypedef struct acc_h128:
-        uint64_t lo
-        uint64_t hi
-    acc_h128 acc_mk(uint64_t hi, uint64_t lo)
-    acc_h128 acc_combine(acc_h128 a, acc_h128 b)
-    acc_h128 acc_data_hash(const void *data, size_t n)
-    acc_h128 acc_u64_hash(uint64_t v)
+include "_h128.pxi"
+
 
 cdef extern from "_ir_arena.h":
     ctypedef struct acc_rec:
@@ -63,8 +57,6 @@ EMITTED = 2
 
 cdef object _DEFAULT_SEED = HASH_SEED
 cdef object _DD_SEED = DEVICE_DATA_SEED
-cdef object _M128 = (1 << 128) - 1
-cdef object _TWO64 = 1 << 64
 cdef uint64_t _NULL_OPT = 0x8655D738F3678DDA
 cdef uint64_t _CONTAINER_SEED = 0x85EBCA77C2B2AE63
 cdef uint64_t _MHASH_SEED = 0x165667B19E3779F9
@@ -84,30 +76,8 @@ _DTYPE_NAMES = (
     "BComplex32")
 
 
-cdef inline str _tname(v):
-    return type(v).__name__
-
-
 cdef inline acc_h128 _size_t_hash(Py_ssize_t i):
     return _SIZE_T_HASH[i] if i < 256 else acc_u64_hash(<uint64_t>i)
-
-
-cdef object _to_int(acc_h128 h):
-    if h.hi == 0:
-        return PyLong_FromUnsignedLongLong(h.lo)
-    return (PyLong_FromUnsignedLongLong(h.hi) << 64) | PyLong_FromUnsignedLongLong(h.lo)
-
-
-cdef acc_h128 _from_int(object v, str what) except *:
-    if type(v) is not int:
-        if isinstance(v, bool) or not isinstance(v, int):
-            raise TypeError(f"{what} must be an int, got {_tname(v)}: {v!r}")
-        v = int(v)
-    if v < 0 or v > _M128:
-        raise ValueError(f"{what} must be in [0, 2**128), got {v}")
-    if v < _TWO64:
-        return acc_mk(0, PyLong_AsUnsignedLongLongMask(v))
-    return acc_mk(PyLong_AsUnsignedLongLongMask(v >> 64), PyLong_AsUnsignedLongLongMask(v))
 
 
 # ----------------------------------------------------------------------------- dtype, OpKind, Shape
