@@ -211,3 +211,69 @@ def test_cli_bench_table(subprocess_python):
         rows = [ln for ln in lines if ln.startswith(op + " ")]
         assert {ln.split()[-3] for ln in rows} >= {"native", "python"}, (op, rows)
         assert all(float(ln.split()[-2]) > 0 for ln in rows)
+
+
+_MINIMAL_CUDART = r"""
+static int dev;
+int cudaGetDeviceCount(int *n) { *n = 1; return 0; }
+int cudaGetDevice(int *d) { *d = dev; return 0; }
+int cudaSetDevice(int d) { if (d != 0) return 101; dev = d; return 0; }
+int cudaGetLastError(void) { return 0; }
+const char *cudaGetErrorString(int e) { return e ? "invalid device ordinal" : "no error"; }
+const char *cudaGetErrorName(int e) { return e ? "cudaErrorInvalidDevice" : "cudaSuccess"; }
+"""
+
+
+@pytest.fixture(scope="module")
+def minimal_cudart(tmp_path_factory):
+    """A runtime exporting only the six required symbols (built with the C compiler, if any)."""
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if not cc:
+        pytest.skip("no C compiler")
+    d = tmp_path_factory.mktemp("minimal")
+    (d / "min.c").write_text(_MINIMAL_CUDART)
+    subprocess.run([cc, "-shared", "-fPIC", "-o", str(d / "libcudart.so.13"), str(d / "min.c")], check=True)
+    return d / "libcudart.so.13"
+
+
+@pytest.mark.parametrize("backend", ["native", "python"])
+def test_optional_symbols_fail_only_when_called(subprocess_python, minimal_cudart, backend):
+    if backend == "native" and not _build_config.NATIVE:
+        pytest.skip("no compiled twin")
+    code = f"""
+import accel._{backend}._cudart as rt
+print(rt.cudaGetDeviceCount(), rt.cudaGetDevice())
+try:
+    rt.cudaSetDevice(3)
+except RuntimeError as e:
+    print(e.code, e.name)
+for call in (lambda: rt.cudaStreamGetDevice(0), rt.cudaDeviceSynchronize, lambda: rt.cuDevicePrimaryCtxGetState(0)):
+    try:
+        call()
+    except (NotImplementedError, RuntimeError) as e:
+        print(type(e).__name__, str(e).splitlines()[0])
+"""
+    r = subprocess_python(code, env={"ACCEL_CUDART": str(minimal_cudart)})
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[:2] == ["1 0", "101 cudaErrorInvalidDevice"]
+    assert lines[2] == f"NotImplementedError cudaStreamGetDevice is not exported by {minimal_cudart}"
+    assert lines[3] == f"NotImplementedError cudaDeviceSynchronize is not exported by {minimal_cudart}"
+    # no libcuda on this machine (or it lacks the symbol): a clear error either way, never a crash
+    assert lines[4].split()[0] in ("LibraryNotFoundError", "NotImplementedError", "CudaDriverError")
+
+
+@pytest.mark.parametrize("backend", ["native", "python"])
+def test_library_without_required_symbols_is_rejected(subprocess_python, tmp_path, backend):
+    if backend == "native" and not _build_config.NATIVE:
+        pytest.skip("no compiled twin")
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if not cc:
+        pytest.skip("no C compiler")
+    (tmp_path / "x.c").write_text("int cudaGetDevice(int *d) { *d = 0; return 0; }\n")
+    lib = tmp_path / "libcudart.so.12"
+    subprocess.run([cc, "-shared", "-fPIC", "-o", str(lib), str(tmp_path / "x.c")], check=True)
+    r = subprocess_python(f"import accel._{backend}._cudart as rt\ntry:\n rt.load()\nexcept RuntimeError as e:\n"
+                          " print(type(e).__name__, e.searched)", env={"ACCEL_CUDART": str(lib)})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == f"LibraryNotFoundError ['{lib}: does not export cudaGetDeviceCount']"
