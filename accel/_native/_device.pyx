@@ -9,7 +9,7 @@ other device arguments.  C-level API for the other native modules: see _device.p
 import warnings
 
 cimport cython
-from cpython.long cimport PyLong_AsLongLong
+from cpython.long cimport PyLong_AsLongLong, PyLong_AsLongAndOverflow
 
 from accel._native._cudart cimport Table, DriverTable, table, driver_table, error, driver_error
 
@@ -29,8 +29,48 @@ cdef object _parse_index = None
 cdef int _count = -1
 cdef int _sync_debug_mode = 0
 cdef bint _sync_debug_warned = False
+# True (for good) once any thread has recorded a pending target.  A thread sets it before its first
+# pending target (_record_target), so while it is False no thread has one and the hot paths skip the
+# thread-local access.
+cdef bint _targets = False
 
 DEF INVALID_DEVICE = 101  # cudaErrorInvalidDevice
+
+# The binding tables, cached once bound: table() / driver_table() return the addresses of _cudart's static
+# structs, which never move and are filled once, so the hot paths skip the cross-module call.
+cdef Table* _tab = NULL
+cdef DriverTable* _dtab = NULL
+
+
+cdef inline Table* _table() except NULL:
+    global _tab
+    if _tab == NULL:
+        _tab = table()
+    return _tab
+
+
+cdef inline DriverTable* _driver_table() except NULL:
+    global _dtab
+    if _dtab == NULL:
+        _dtab = driver_table()
+    return _dtab
+
+
+cdef inline int _pending() noexcept:
+    # the calling thread's pending target device, -1: none
+    return accel_target_device if _targets else -1
+
+
+cdef inline void _clear_target() noexcept:
+    global accel_target_device
+    if _targets:
+        accel_target_device = -1
+
+
+cdef inline void _record_target(int d) noexcept:
+    global accel_target_device, _targets
+    _targets = True
+    accel_target_device = d
 
 
 # -- C-level API (declared in _device.pxd) --------------------------------------------------------
@@ -73,10 +113,10 @@ cdef int c_device_count() except -1:
 
 
 cdef int c_get_device() except -1:
-    cdef int d = accel_target_device
+    cdef int d = _pending()
     if d >= 0:
         return d
-    cdef Table* t = table()
+    cdef Table* t = _table()
     cdef int err = t.cudaGetDevice(&d)
     if err:
         raise error(err)
@@ -84,12 +124,11 @@ cdef int c_get_device() except -1:
 
 
 cdef int c_set_device(int d, bint force) except -1:
-    global accel_target_device
     cdef int cur = 0, err
     if d < 0:
         raise RuntimeError(f"device id must be non-negative!{d}")
-    accel_target_device = -1
-    cdef Table* t = table()
+    _clear_target()
+    cdef Table* t = _table()
     if not force:
         err = t.cudaGetDevice(&cur)
         if err:
@@ -103,13 +142,17 @@ cdef int c_set_device(int d, bint force) except -1:
 
 
 cdef bint c_has_primary_context(int d) except -1:
+    return _has_primary_context(d)
+
+
+cdef inline bint _has_primary_context(int d) except -1:
     cdef unsigned int flags = 0
     cdef int active = 0
-    cdef int n = c_device_count()
+    cdef int n = _count if _count >= 0 else c_device_count()
     if d < 0 or d >= n:
         raise RuntimeError(f"hasPrimaryContext expects a valid device index, but got device_index={d} "
                            f"(device count is {n})")
-    cdef DriverTable* dt = driver_table()
+    cdef DriverTable* dt = _driver_table()
     cdef int err = dt.cuDevicePrimaryCtxGetState(d, &flags, &active)
     if err:
         raise driver_error(err)
@@ -117,19 +160,28 @@ cdef bint c_has_primary_context(int d) except -1:
 
 
 cdef int c_maybe_set_device(int d) except -1:
-    global accel_target_device
-    if c_has_primary_context(d):
+    if _has_primary_context(d):
         return c_set_device(d, False)
-    accel_target_device = d
+    _record_target(d)
     return 0
 
 
 cdef int c_exchange_device(int to) except -2:
+    return _exchange_device(to)
+
+
+cdef int c_maybe_exchange_device(int to) except -2:
+    return _maybe_exchange_device(to)
+
+
+# The bodies, inline so that the guard class's __enter__ / __exit__ make no C call of their own.
+cdef inline int _exchange_device(int to) except -2:
     global accel_target_device
-    cdef int cur = accel_target_device, err
-    cdef Table* t = table()
-    accel_target_device = -1
-    if cur < 0:
+    cdef int cur = _pending(), err
+    cdef Table* t = _table()
+    if cur >= 0:
+        accel_target_device = -1
+    else:
         err = t.cudaGetDevice(&cur)
         if err:
             raise error(err)
@@ -141,27 +193,27 @@ cdef int c_exchange_device(int to) except -2:
     return cur
 
 
-cdef int c_maybe_exchange_device(int to) except -2:
-    global accel_target_device
+cdef inline int _maybe_exchange_device(int to) except -2:
     cdef int cur = 0, err
-    cdef Table* t = table()
+    cdef Table* t = _table()
     err = t.cudaGetDevice(&cur)
     if err:
         raise error(err)
     if to == cur:
         return cur
-    if c_has_primary_context(to):
+    if _has_primary_context(to):
         err = t.cudaSetDevice(to)
         if err:
             raise error(err)
     else:
-        accel_target_device = to
+        _record_target(to)
     return cur
 
 
 cdef int c_set_target_device() except -1:
-    if accel_target_device >= 0:
-        c_set_device(accel_target_device, False)
+    cdef int d = _pending()
+    if d >= 0:
+        c_set_device(d, False)
     return 0
 
 
@@ -304,7 +356,10 @@ def _warn_or_error_on_sync():
     c_warn_or_error_on_sync()
 
 
+# Not tracked by the cyclic GC (a guard is made per ``with``): it holds only ``idx``, an index or None, so it
+# is in no reference cycle (one made by assigning ``idx`` an object that refers back to it would leak).
 @cython.freelist(16)
+@cython.no_gc
 cdef class device:
     """Context manager that makes ``device`` current and restores the previous device on exit without
     creating a context there (torch.cuda.device).  ``idx`` is the index; -1 / None are no-ops."""
@@ -330,13 +385,20 @@ cdef class device:
         self._prev = _unpack_index(value, "exchangeDevice")
 
     def __enter__(self):
-        cdef int d = _unpack_index(self.idx, "exchangeDevice") if self.idx is not None else -1
+        cdef object idx = self.idx
+        cdef int d, overflow = 0
+        cdef long v
+        if type(idx) is int:  # the common case, unpacked inline: an int8 or _unpack_index's ValueError
+            v = PyLong_AsLongAndOverflow(idx, &overflow)
+            d = <int>v if overflow == 0 and -128 <= v <= 127 else _unpack_index(idx, "exchangeDevice")
+        else:
+            d = _unpack_index(idx, "exchangeDevice") if idx is not None else -1
         if d < 0:
             self._prev = -1
             return self
-        if not _initialized:
+        if not _initialized and _init_hook is not None:
             c_ensure_init()
-        self._prev = c_exchange_device(d)
+        self._prev = _exchange_device(d)
         return self
 
     def __exit__(self, exc_type, exc_value, traceback):
@@ -344,7 +406,7 @@ cdef class device:
         if p < 0:
             self.idx = -1
             return False
-        self.idx = c_maybe_exchange_device(p)
+        self.idx = _maybe_exchange_device(p)
         return False
 
     def __repr__(self):

@@ -30,10 +30,37 @@ class _ThreadState(threading.local):
 
 
 _tls = _ThreadState()
+# True (for good) once any thread has recorded a pending target.  Each thread sets it before its first
+# ``_tls.target = d``, so while it is False no thread has a target and the hot paths skip the
+# thread-local lookup.
+_targets = False
 
 
 def _target():
-    return _tls.target
+    return _tls.target if _targets else -1
+
+
+def _record_target(d):
+    global _targets
+    _targets = True
+    _tls.target = d
+
+
+# cudaGetDevice / cudaSetDevice of the bound table (_cudart._T), bound on first use: the hot paths call
+# these module globals instead of looking the table up on every call.
+def _bind_get(v):
+    global _get
+    _get = _cudart._table().cudaGetDevice
+    return _get(v)
+
+
+def _bind_set(d):
+    global _set
+    _set = _cudart._table().cudaSetDevice
+    return _set(d)
+
+
+_get, _set = _bind_get, _bind_set
 
 
 # -- mirror of the native C-level API ---------------------------------------------------------------
@@ -71,11 +98,12 @@ def _c_device_count():
 
 
 def _c_get_device():
-    d = _tls.target
-    if d >= 0:
-        return d
+    if _targets:
+        d = _tls.target
+        if d >= 0:
+            return d
     v = c_int()
-    err = _cudart._T.cudaGetDevice(v)
+    err = _get(v)
     if err:
         raise _cudart._error(err)
     return v.value
@@ -84,16 +112,16 @@ def _c_get_device():
 def _c_set_device(d, force):
     if d < 0:
         raise RuntimeError(f"device id must be non-negative!{d}")
-    _tls.target = -1
-    t = _cudart._table()
+    if _targets:
+        _tls.target = -1
     if not force:
         cur = c_int()
-        err = t.cudaGetDevice(cur)
+        err = _get(cur)
         if err:
             raise _cudart._error(err)
         if cur.value == d:
             return
-    err = t.cudaSetDevice(d)
+    err = _set(d)
     if err:
         raise _device_error(err, d)
 
@@ -120,44 +148,46 @@ def _c_maybe_set_device(d):
     if _c_has_primary_context(d):
         _c_set_device(d, False)
     else:
-        _tls.target = d
+        _record_target(d)
 
 
 def _c_exchange_device(to):
-    tls = _tls
-    cur = tls.target
-    if cur >= 0:
-        tls.target = -1
-    t = _cudart._T
-    if cur < 0:
-        v = c_int()
-        err = t.cudaGetDevice(v)
-        if err:
-            raise _cudart._error(err)
-        cur = v.value
-        if to == cur:
+    if _targets:
+        tls = _tls
+        cur = tls.target
+        if cur >= 0:
+            tls.target = -1
+            err = _set(to)
+            if err:
+                raise _device_error(err, to)
             return cur
-    err = t.cudaSetDevice(to)
+    v = c_int()
+    err = _get(v)
+    if err:
+        raise _cudart._error(err)
+    cur = v.value
+    if to == cur:
+        return cur
+    err = _set(to)
     if err:
         raise _device_error(err, to)
     return cur
 
 
 def _c_maybe_exchange_device(to):
-    t = _cudart._T
     v = c_int()
-    err = t.cudaGetDevice(v)
+    err = _get(v)
     if err:
         raise _cudart._error(err)
     cur = v.value
     if to == cur:
         return cur
     if _c_has_primary_context(to):
-        err = t.cudaSetDevice(to)
+        err = _set(to)
         if err:
             raise _cudart._error(err)
     else:
-        _tls.target = to
+        _record_target(to)
     return cur
 
 
@@ -228,13 +258,14 @@ def raw_device_count():
 
 def current_device():
     """The calling thread's logical current device: its pending target, else cudaGetDevice."""
-    if not _initialized:
+    if not _initialized and _init_hook is not None:
         _c_ensure_init()
-    d = _tls.target  # _c_get_device, inlined: this is the hot path
-    if d >= 0:
-        return d
+    if _targets:  # _c_get_device, inlined: this is the hot path
+        d = _tls.target
+        if d >= 0:
+            return d
     v = c_int()
-    err = _cudart._T.cudaGetDevice(v)
+    err = _get(v)
     if err:
         raise _cudart._error(err)
     return v.value
@@ -324,9 +355,29 @@ class device:
         if d < 0:
             self.prev_idx = -1
             return self
-        if not _initialized:
+        if not _initialized and _init_hook is not None:
             _c_ensure_init()
-        self.prev_idx = _c_exchange_device(d)
+        # _c_exchange_device(d), inlined: this is the hot path
+        if _targets:
+            tls = _tls
+            cur = tls.target
+            if cur >= 0:
+                tls.target = -1
+                err = _set(d)
+                if err:
+                    raise _device_error(err, d)
+                self.prev_idx = cur
+                return self
+        v = c_int()
+        err = _get(v)
+        if err:
+            raise _cudart._error(err)
+        cur = v.value
+        if cur != d:
+            err = _set(d)
+            if err:
+                raise _device_error(err, d)
+        self.prev_idx = cur
         return self
 
     def __exit__(self, exc_type, exc_value, traceback):
@@ -334,7 +385,20 @@ class device:
         if p < 0:
             self.idx = -1
             return False
-        self.idx = _c_maybe_exchange_device(p)
+        # _c_maybe_exchange_device(p), inlined: this is the hot path
+        v = c_int()
+        err = _get(v)
+        if err:
+            raise _cudart._error(err)
+        cur = v.value
+        if p != cur:
+            if _c_has_primary_context(p):
+                err = _set(p)
+                if err:
+                    raise _cudart._error(err)
+            else:
+                _record_target(p)
+        self.idx = cur
         return False
 
     def __repr__(self):

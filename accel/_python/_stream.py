@@ -13,6 +13,7 @@ from ctypes import c_int, c_size_t
 
 from accel import _stream_common as _sc
 from accel._python import _cudart
+from accel._python import _device as _dm
 from accel._python._device import (_c_device_count, _c_ensure_init, _c_exchange_device, _c_get_device,
                                    _c_maybe_set_device, _c_set_device, _c_set_target_device,
                                    _c_warn_or_error_on_sync)
@@ -86,6 +87,7 @@ class _ThreadState(threading.local):
 
 
 _tls = _ThreadState()
+_dtls = _dm._tls  # accel._python._device's thread state (the pending target device)
 
 
 def _tstate_cur():
@@ -134,7 +136,7 @@ def _enter(d):
     """A device guard's entry that skips the switch when the runtime device already is ``d``: returns
     the device to restore, or -1 when nothing was switched."""
     r = c_int()
-    err = _T.cudaGetDevice(r)
+    err = _dm._get(r)
     if err:
         raise _cudart._error(err)
     if r.value == d:
@@ -200,9 +202,18 @@ def current_stream(device=None):
     """The calling thread's current Stream on ``device`` (None: the current device); no CUDA call
     when ``device`` is given.  ValueError for an index out of range."""
     if device is None:
-        _c_ensure_init()
-        d = _c_get_device()
-        _c_set_target_device()
+        # _c_ensure_init(), _c_get_device(), _c_set_target_device(), inlined: this is the hot path
+        if not _dm._initialized and _dm._init_hook is not None:
+            _c_ensure_init()
+        d = _dtls.target if _dm._targets else -1
+        if d >= 0:
+            _c_set_device(d, False)
+        else:
+            v = c_int()
+            err = _dm._get(v)
+            if err:
+                raise _cudart._error(err)
+            d = v.value
     else:
         d = _device_arg(device)
         if d < 0:

@@ -5,12 +5,24 @@ from ctypes import c_float, c_int, c_size_t
 
 from accel import _stream_common as _sc
 from accel._python import _cudart
+from accel._python import _device as _dm
 from accel._python import _stream as _s
-from accel._python._device import _c_exchange_device, _c_maybe_set_device
+from accel._python._device import _c_ensure_init, _c_exchange_device, _c_maybe_set_device, _c_set_device
 
 _NOT_READY = _sc.NOT_READY
 _DISABLE_TIMING, _INTERPROCESS = _sc.EVENT_DISABLE_TIMING, _sc.EVENT_INTERPROCESS
 _enter, _leave, _check, _current_stream, _Stream = _s._enter, _s._leave, _s._check, _s.current_stream, _s.Stream
+_tstate_cur, _out_of_range, _stls, _dtls = _s._tstate_cur, _sc.out_of_range, _s._tls, _dm._tls
+
+
+def _bind_record(e, s):
+    """cudaEventRecord of the bound table, bound on first use (the hot path then calls ``_record``)."""
+    global _record
+    _record = _cudart._table().cudaEventRecord
+    return _record(e, s)
+
+
+_record = _bind_record
 
 
 class Event:
@@ -36,14 +48,42 @@ class Event:
         """Record the event on ``stream`` (None: the current stream).  RuntimeError if the event was
         created on another device than the stream's."""
         here = stream is None  # current_stream() leaves the runtime device on its device
-        s = _current_stream() if here else stream if isinstance(stream, _Stream) else _s._as_stream(stream)
+        if here:
+            # current_stream(), inlined: this is the hot path
+            if not _dm._initialized and _dm._init_hook is not None:
+                _c_ensure_init()
+            d = _dtls.target if _dm._targets else -1
+            if d >= 0:
+                _c_set_device(d, False)
+            else:
+                v = c_int()
+                err = _dm._get(v)
+                if err:
+                    raise _cudart._error(err)
+                d = v.value
+            cur = _stls.cur
+            if cur is None:
+                cur = _tstate_cur()
+            if d >= _s._ndev:
+                raise _out_of_range(d, _s._ndev)
+            s = cur[d]
+        else:
+            s = stream if isinstance(stream, _Stream) else _s._as_stream(stream)
         d = s.device_index
         if not self._created:
             self._create(d)
         elif self._dev != d:
             raise RuntimeError(f"Event device {self._dev} does not match recording stream's device {d}.")
-        orig = -1 if here else _enter(d)
-        err = _s._T.cudaEventRecord(self._h, s._ptr)
+        if here:
+            orig = -1
+        else:
+            # _enter(d), inlined
+            v = c_int()
+            err = _dm._get(v)
+            if err:
+                raise _cudart._error(err)
+            orig = -1 if v.value == d else _c_exchange_device(d)
+        err = _record(self._h, s._ptr)
         if err or orig >= 0:
             _check(err, orig)
 
