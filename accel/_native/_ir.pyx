@@ -23,20 +23,21 @@ include "_h128.pxi"
 
 cdef extern from "_ir_arena.h":
     ctypedef struct acc_rec:
+        uint32_t mark
         uint32_t info
-        int32_t hid
     ctypedef struct acc_ivec:
         int32_t *d
         Py_ssize_t n
         Py_ssize_t cap
     acc_rec *acc_recs
-    uint32_t *acc_marks
     PyObject **acc_self
     int32_t acc_top
     uint32_t *acc_hstamp
     int32_t *acc_hidx
     uint32_t ACC_DATA_BIT
     int32_t *acc_ops(acc_rec *r)
+    int32_t acc_get_hid(int32_t id)
+    void acc_set_hid(int32_t id, int32_t h)
     int32_t acc_alloc(PyObject *self, Py_ssize_t nops)
     void acc_release(int32_t id)
     int acc_ivec_reserve(acc_ivec *v, Py_ssize_t need)

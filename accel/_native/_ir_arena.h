@@ -1,13 +1,15 @@
 /* Node arena for accel._native._ir: the compact per-node records that traversal touches.
  *
- * Why: a walk that reads Node objects (~190 bytes each, spread over the heap) is memory-bound.  Here
- * every Node owns one slot of three parallel arrays indexed by a small int id:
- *   acc_marks[id]  visit stamp (4 bytes: the random-access hot spot; 1e5 nodes fit in L2),
- *   acc_recs[id]   operand ids and flags (16 bytes, read once per visit),
+ * Why: a walk that reads Node objects (~128 bytes each, spread over the heap) is memory-bound.  Here
+ * every Node owns one slot of two parallel arrays indexed by a small int id:
+ *   acc_recs[id]   visit stamp, operand count and flags, operand ids or the interned handle id: 16
+ *                  bytes, so checking an operand's stamp also brings in the record its expansion reads,
  *   acc_self[id]   borrowed back-pointer to the Node, only for building result lists.
- * Slot 0 is never used, so a zeroed Node (id 0) owns nothing.  Freed slots are recycled through a
- * free list.  Everything runs under the GIL; a walk calls no Python code, so nothing can free or
- * allocate a slot (and so move the arrays) while it runs.
+ * Slot 0 is never used, so a zeroed Node (id 0) owns nothing.  Freed slots are recycled lowest first
+ * (a bitmap of free slots with summary levels): a graph built after others were freed gets ids in
+ * creation order again, and a walk's accesses stay close to sequential instead of scattered by the
+ * order the old graphs happened to be freed in.  Everything runs under the GIL; a walk calls no Python
+ * code, so nothing can free or allocate a slot (and so move the arrays) while it runs.
  *
  * Stamps: traversal e uses base = 2e; mark == base means EMITTING, base + 1 EMITTED, anything lower
  * "not visited".  Epochs only grow, so no walk ever clears marks (see _ir_walk.pxi for wrap-around).
@@ -23,31 +25,45 @@
 #define ACC_INLINE static inline __attribute__((always_inline))
 #define ACC_PREFETCH(p) __builtin_prefetch(p)
 #define ACC_PREFETCH_W(p) __builtin_prefetch(p, 1)
+#define ACC_CTZ64(x) __builtin_ctzll(x)
 #else
+#include <intrin.h>
 #define ACC_PREFETCH_W(p) ((void)0)
 #define ACC_INLINE static __forceinline
 #define ACC_PREFETCH(p) ((void)0)
+static __inline int ACC_CTZ64(uint64_t x) { unsigned long i; _BitScanForward64(&i, x); return (int)i; }
 #endif
 
 #define ACC_DATA_BIT 1u          /* info bit 0: device-data node; info >> 1 = operand count */
 #define ACC_NINL 2               /* operands stored inline; more go to a malloc'd array */
 
 typedef struct {
+    uint32_t mark;               /* visit stamp */
     uint32_t info;
-    int32_t hid;                 /* data nodes: interned handle id; free slots: next free slot */
-    union { int32_t inl[ACC_NINL]; int32_t *ext; } u;
+    /* hid: data nodes (no operands): the interned handle id */
+    union { int32_t inl[ACC_NINL]; int32_t *ext; int32_t hid; } u;
 } acc_rec;
 
 typedef struct { int32_t *d; Py_ssize_t n, cap; } acc_ivec;
 
 static acc_rec *acc_recs = NULL;
-static uint32_t *acc_marks = NULL;
 static PyObject **acc_self = NULL;
-static int32_t acc_cap = 0, acc_top = 1, acc_free = 0;
+static int32_t acc_cap = 0, acc_top = 1;
+
+/* Free slots below acc_top: acc_fb[0] has one bit per slot (set: free), acc_fb[k] one bit per word of
+ * level k - 1 (set: that word is not zero); the top level is a single word.  6 levels cover 2^31. */
+#define ACC_FB_LEVELS 6
+static uint64_t *acc_fb[ACC_FB_LEVELS];
+static Py_ssize_t acc_fb_words[ACC_FB_LEVELS];
+static int acc_fb_nlv = 0;
+static int32_t acc_nfree = 0;
+static int32_t acc_last = 0;     /* the slot freed last (0: none), kept out of the bitmap: reused first */
 
 static inline int32_t *acc_ops(acc_rec *r) {
     return (r->info >> 1) <= ACC_NINL ? r->u.inl : r->u.ext;
 }
+static inline int32_t acc_get_hid(int32_t id) { return acc_recs[id].u.hid; }
+static inline void acc_set_hid(int32_t id, int32_t h) { acc_recs[id].u.hid = h; }
 
 static int acc_grow_to(void **p, size_t elem, int32_t cap) {
     void *q = realloc(*p, (size_t)cap * elem);
@@ -56,40 +72,92 @@ static int acc_grow_to(void **p, size_t elem, int32_t cap) {
     return 0;
 }
 
+/* Size the free-slot bitmap for cap slots (zero-extending level 0, then rebuilding the levels above
+ * from it: growth is rare, so the O(cap / 64) rebuild is amortised away). */
+static int acc_fb_resize(int32_t cap) {
+    Py_ssize_t words = ((Py_ssize_t)cap + 63) >> 6, i;
+    int k = 0;
+    for (;;) {
+        uint64_t *q = (uint64_t *)realloc(acc_fb[k], (size_t)words * sizeof(uint64_t));
+        if (q == NULL) return -1;
+        acc_fb[k] = q;
+        if (k == 0) {
+            if (words > acc_fb_words[0])
+                memset(q + acc_fb_words[0], 0, (size_t)(words - acc_fb_words[0]) * sizeof(uint64_t));
+        } else {
+            memset(q, 0, (size_t)words * sizeof(uint64_t));
+            for (i = 0; i < acc_fb_words[k - 1]; i++)
+                if (acc_fb[k - 1][i]) q[i >> 6] |= (uint64_t)1 << (i & 63);
+        }
+        acc_fb_words[k] = words;
+        k++;
+        if (words == 1) break;
+        words = (words + 63) >> 6;
+    }
+    acc_fb_nlv = k;
+    return 0;
+}
+
+static inline void acc_fb_set(Py_ssize_t i) {
+    int k;
+    for (k = 0; k < acc_fb_nlv; k++) {
+        uint64_t *p = &acc_fb[k][i >> 6], was = *p;
+        *p = was | (uint64_t)1 << (i & 63);
+        if (was) break;
+        i >>= 6;
+    }
+}
+
+/* Take the lowest free slot (acc_nfree > 0). */
+static inline int32_t acc_fb_take(void) {
+    Py_ssize_t w = 0, i;
+    int k;
+    for (k = acc_fb_nlv - 1; k >= 0; k--)
+        w = (w << 6) + ACC_CTZ64(acc_fb[k][w]);
+    i = w;
+    for (k = 0; k < acc_fb_nlv; k++) {
+        uint64_t *p = &acc_fb[k][i >> 6];
+        *p &= ~((uint64_t)1 << (i & 63));
+        if (*p) break;
+        i >>= 6;
+    }
+    acc_nfree--;
+    return (int32_t)w;
+}
+
 /* A slot for a node with nops operands (ids filled in by the caller); 0 when out of memory. */
 static int32_t acc_alloc(PyObject *self, Py_ssize_t nops) {
     int32_t id;
     acc_rec *r;
+    int32_t *ext = NULL;
     if (nops >= (Py_ssize_t)(INT32_MAX >> 1)) return 0;
-    if (acc_free) {
-        id = acc_free;
-        acc_free = acc_recs[id].hid;
+    if (nops > ACC_NINL) {
+        ext = (int32_t *)malloc((size_t)nops * sizeof(int32_t));
+        if (ext == NULL) return 0;
+    }
+    if (acc_last) {
+        id = acc_last;
+        acc_last = 0;
+    } else if (acc_nfree) {
+        id = acc_fb_take();
     } else {
         if (acc_top >= acc_cap) {
             int32_t cap = acc_cap ? (acc_cap < (1 << 29) ? acc_cap * 2 : INT32_MAX) : 4096;
-            if (acc_cap == INT32_MAX) return 0;
-            if (acc_grow_to((void **)&acc_recs, sizeof(acc_rec), cap) ||
-                acc_grow_to((void **)&acc_marks, sizeof(uint32_t), cap) ||
-                acc_grow_to((void **)&acc_self, sizeof(PyObject *), cap))
-                return 0;         /* the arrays that did grow just stay larger */
+            if (acc_cap == INT32_MAX ||
+                acc_grow_to((void **)&acc_recs, sizeof(acc_rec), cap) ||
+                acc_grow_to((void **)&acc_self, sizeof(PyObject *), cap) ||
+                acc_fb_resize(cap)) {
+                free(ext);        /* the arrays that did grow just stay larger */
+                return 0;
+            }
             acc_cap = cap;
         }
         id = acc_top++;
     }
     r = &acc_recs[id];
+    r->mark = 0;                 /* below every live base: "not visited" */
     r->info = (uint32_t)nops << 1;
-    r->hid = 0;
-    r->u.ext = NULL;
-    if (nops > ACC_NINL) {
-        r->u.ext = (int32_t *)malloc((size_t)nops * sizeof(int32_t));
-        if (r->u.ext == NULL) {
-            r->info = 0;
-            r->hid = acc_free;
-            acc_free = id;
-            return 0;
-        }
-    }
-    acc_marks[id] = 0;           /* below every live base: "not visited" */
+    r->u.ext = ext;
     acc_self[id] = self;
     return id;
 }
@@ -99,17 +167,21 @@ static void acc_release(int32_t id) {
     if ((r->info >> 1) > ACC_NINL) free(r->u.ext);
     r->info = 0;
     r->u.ext = NULL;
-    r->hid = acc_free;
     acc_self[id] = NULL;
-    acc_free = id;
+    if (acc_last) {
+        acc_fb_set(acc_last);
+        acc_nfree++;
+    }
+    acc_last = id;
 }
 
 /* Fill a new list's items with new references to the Nodes of ids.  This is the only step that
- * touches the Node objects; after graphs were freed and rebuilt they can be spread over the heap, so
- * each reference count write is likely a cache miss: prefetching a few nodes ahead overlaps them. */
+ * touches the Node objects (one cache line each, mostly from L3 or memory for a big graph), so each
+ * reference count write is likely a miss: prefetching 32 nodes ahead overlaps them (16 was measurably
+ * slower on a 1e5-node graph built after others were freed; 32 to 96 were about the same). */
 static void acc_fill_list(PyObject *list, const int32_t *ids, Py_ssize_t n) {
     PyObject **items = ((PyListObject *)list)->ob_item;
-    const Py_ssize_t ahead = 16;
+    const Py_ssize_t ahead = 32;
     Py_ssize_t i;
     for (i = 0; i < n; i++) {
         PyObject *o = acc_self[ids[i]];
@@ -139,13 +211,12 @@ static int32_t *acc_hidx = NULL;
 enum { ACC_POST = 0, ACC_COUNT = 1, ACC_PARAMS = 2 };
 
 /* LTC's second-visit check: every operand must be EMITTED; else *loop = the first that is not. */
-static int acc_check_done(acc_rec *recs, const uint32_t *marks, int32_t node, uint32_t emitted,
-                          int32_t *loop) {
+static int acc_check_done(acc_rec *recs, int32_t node, uint32_t emitted, int32_t *loop) {
     acc_rec *rec = &recs[node];
     int32_t i, nops = (int32_t)(rec->info >> 1);
     const int32_t *ops = nops <= ACC_NINL ? rec->u.inl : rec->u.ext;
     for (i = 0; i < nops; i++)
-        if (marks[ops[i]] != emitted) { *loop = ops[i]; return 1; }
+        if (recs[ops[i]].mark != emitted) { *loop = ops[i]; return 1; }
     return 0;
 }
 
@@ -161,7 +232,6 @@ acc_walk(const int32_t *roots, Py_ssize_t nroots, uint32_t base, int strict, int
          int32_t *loop)
 {
     const uint32_t emitting = base, emitted = base + 1;
-    uint32_t *marks = acc_marks;
     acc_rec *recs = acc_recs;
     int32_t *stack;
     Py_ssize_t r, i, sp, depth;
@@ -169,31 +239,43 @@ acc_walk(const int32_t *roots, Py_ssize_t nroots, uint32_t base, int strict, int
     uint32_t m;
     acc_rec *rec;
     const int32_t *ops;
+    /* out's fields live in locals during the walk (the compiler cannot keep them in registers across
+     * the stores to recs and stack); every return goes through ACC_RET, which writes the count back. */
+    int32_t *od = out ? out->d : NULL;
+    Py_ssize_t on = out ? out->n : 0, ocap = out ? out->cap : 0;
 
+#define ACC_RET(x) do { if (out) out->n = on; return (x); } while (0)
+#define ACC_OUT(v) do {                                                                         \
+        if (on == ocap) {                                                                       \
+            out->n = on;                                                                        \
+            if (acc_ivec_reserve(out, on + 1)) return -1;                                       \
+            od = out->d;                                                                        \
+            ocap = out->cap;                                                                    \
+        }                                                                                       \
+        od[on++] = (v);                                                                         \
+    } while (0)
 #define ACC_EMIT(id) do {                                                                       \
-        marks[id] = emitted;                                                                    \
+        recs[id].mark = emitted;                                                                \
         if (mode == ACC_COUNT) { (*count)++; }                                                  \
         else if (mode == ACC_POST) {                                                            \
-            if (out->n == out->cap && acc_ivec_reserve(out, out->n + 1)) return -1;             \
-            out->d[out->n++] = (id);                                                            \
+            ACC_OUT(id);                                                                        \
         } else if (recs[id].info & ACC_DATA_BIT) {                                              \
-            int32_t h_ = recs[id].hid;                                                          \
+            int32_t h_ = recs[id].u.hid;                                                        \
             if (acc_hstamp[h_] != hbase) { acc_hstamp[h_] = hbase; acc_hidx[h_] = (*nparams)++; } \
-            if (out->n == out->cap && acc_ivec_reserve(out, out->n + 1)) return -1;             \
-            out->d[out->n++] = acc_hidx[h_];                                                    \
+            ACC_OUT(acc_hidx[h_]);                                                              \
         }                                                                                       \
     } while (0)
 #define ACC_VISIT(id) do {                                                                      \
         if (visited) {                                                                          \
-            if (visited->n == visited->cap && acc_ivec_reserve(visited, visited->n + 1)) return -1; \
+            if (visited->n == visited->cap && acc_ivec_reserve(visited, visited->n + 1)) ACC_RET(-1); \
             visited->d[visited->n++] = (id);                                                    \
         }                                                                                       \
     } while (0)
 
     for (r = 0; r < nroots; r++) {
         node = roots[r];
-        if (marks[node] == emitted) continue;
-        if (st->cap < 64 && acc_ivec_reserve(st, 64)) return -1;
+        if (recs[node].mark == emitted) continue;
+        if (st->cap < 64 && acc_ivec_reserve(st, 64)) ACC_RET(-1);
         stack = st->d;
         stack[0] = node;
         sp = 1;
@@ -201,13 +283,13 @@ acc_walk(const int32_t *roots, Py_ssize_t nroots, uint32_t base, int strict, int
             e = stack[sp - 1];
             if (e < 0) {                                /* ~id: an expanded node, operands now done */
                 node = ~e;
-                if (strict && acc_check_done(recs, marks, node, emitted, loop)) return 1;
+                if (strict && acc_check_done(recs, node, emitted, loop)) ACC_RET(1);
                 ACC_EMIT(node);
                 sp--;
                 continue;
             }
             node = e;
-            m = marks[node];
+            m = recs[node].mark;
             if (m < emitting) {                         /* first visit: push unvisited operands */
             expand:
                 ACC_VISIT(node);
@@ -218,27 +300,26 @@ acc_walk(const int32_t *roots, Py_ssize_t nroots, uint32_t base, int strict, int
                     sp--;
                     continue;
                 }
-                marks[node] = emitting;
+                rec->mark = emitting;
                 /* Tag the node's own entry, so that its second visit is told from the stack entry
                  * alone (in L1) instead of from its stamp (a likely cache miss behind a branch that
                  * mispredicts a lot on real DAGs). */
                 stack[sp - 1] = ~node;
                 if (sp + nops > st->cap) {
                     st->n = sp;
-                    if (acc_ivec_reserve(st, sp + nops)) return -1;
+                    if (acc_ivec_reserve(st, sp + nops)) ACC_RET(-1);
                     stack = st->d;
                 }
                 ops = nops <= ACC_NINL ? rec->u.inl : rec->u.ext;
                 depth = sp;
                 for (i = 0; i < nops; i++) {
                     c = ops[i];
-                    m = marks[c];
+                    m = recs[c].mark;                /* brings in the record its expansion reads */
                     if (m < emitting) {
                         stack[sp++] = c;
-                        ACC_PREFETCH(&recs[c]);         /* the last one pushed is expanded next */
                     } else if (m == emitting) {
                         *loop = c;
-                        return 1;
+                        ACC_RET(1);
                     }
                 }
                 if (sp == depth) {                      /* every operand already emitted: emit now */
@@ -253,7 +334,7 @@ acc_walk(const int32_t *roots, Py_ssize_t nroots, uint32_t base, int strict, int
             } else if (m == emitting) {
                 /* An EMITTING stamp on an untagged entry is stale: left by an earlier walk with the
                  * same EmissionMap that stopped at a loop.  LTC treats it as a second visit. */
-                if (strict && acc_check_done(recs, marks, node, emitted, loop)) return 1;
+                if (strict && acc_check_done(recs, node, emitted, loop)) ACC_RET(1);
                 ACC_EMIT(node);
                 sp--;
             } else {
@@ -261,6 +342,9 @@ acc_walk(const int32_t *roots, Py_ssize_t nroots, uint32_t base, int strict, int
             }
         }
     }
+    if (out) out->n = on;
+#undef ACC_RET
+#undef ACC_OUT
 #undef ACC_EMIT
 #undef ACC_VISIT
     return 0;

@@ -204,7 +204,7 @@ cdef class Node:
         cdef PyObject *p
         if self._id:
             if self._is_data:
-                _handle_release(acc_recs[self._id].hid)
+                _handle_release(acc_get_hid(self._id))
             acc_release(self._id)
             self._id = 0
         if t != NULL and <object>t is not None:
@@ -282,8 +282,8 @@ cdef class Node:
         if not self._is_data:
             raise TypeError(f"set_data needs a device-data node, got {self}")
         hash(handle)
-        cdef int32_t old = acc_recs[self._id].hid
-        acc_recs[self._id].hid = _handle_intern(handle)
+        cdef int32_t old = acc_get_hid(self._id)
+        acc_set_hid(self._id, _handle_intern(handle))
         _handle_release(old)
         self._handle = handle
 
@@ -338,7 +338,7 @@ def device_data(shape, handle, device=None):
     except TypeError:
         raise TypeError(f"device_data handle must be hashable, got {_tname(handle)}: {handle!r}") from None
     cdef Node n = Node(_DD_KIND, (), (shape,), 1, _DD_SEED)
-    acc_recs[n._id].hid = _handle_intern(handle)
+    acc_set_hid(n._id, _handle_intern(handle))
     acc_recs[n._id].info |= ACC_DATA_BIT
     n._is_data = True
     n._handle = handle

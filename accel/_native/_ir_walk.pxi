@@ -85,7 +85,7 @@ cdef class EmissionMap:
         if not isinstance(node, Node):
             raise TypeError(f"EmissionMap.status needs a Node, got {_tname(node)}: {node!r}")
         if _owner == <PyObject*>self:
-            m = acc_marks[(<Node>node)._id] - self._base
+            m = acc_recs[(<Node>node)._id].mark - self._base
             return (EMITTING if m == 0 else EMITTED) if m <= 1 and self._base else None
         for n, st in zip(self._nodes, self._saved or b""):
             if n is node:
@@ -112,12 +112,12 @@ cdef uint32_t _begin(EmissionMap emap) except 0:
         return emap._base
     if _owner != NULL:
         cur = <EmissionMap>_owner
-        cur._saved = bytes([<unsigned char>(acc_marks[(<Node>n)._id] - cur._base) for n in cur._nodes])
+        cur._saved = bytes([<unsigned char>(acc_recs[(<Node>n)._id].mark - cur._base) for n in cur._nodes])
         _owner = NULL
     if _epoch >= _EPOCH_LIMIT:
         # No map owns stamps now (all saved above), so every mark can go back to "never visited".
         for i in range(acc_top):
-            acc_marks[i] = 0
+            acc_recs[i].mark = 0
         _epoch = 0
     _epoch += 1
     base = 2 * _epoch
@@ -125,7 +125,7 @@ cdef uint32_t _begin(EmissionMap emap) except 0:
         return base
     if emap._saved is not None:
         for i in range(len(emap._nodes)):
-            acc_marks[(<Node>emap._nodes[i])._id] = base + <unsigned char>emap._saved[i]
+            acc_recs[(<Node>emap._nodes[i])._id].mark = base + <unsigned char>emap._saved[i]
     emap._base = base
     emap._saved = None
     _owner = <PyObject*>emap
