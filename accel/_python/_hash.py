@@ -31,24 +31,23 @@ def _tname(v):
     return type(v).__name__
 
 
-def _u128(v, what):
+def _uint(v, what, bits, limit):
+    """``v`` as a plain int in [0, 2**bits); TypeError / ValueError naming ``what`` and the value."""
     if type(v) is not int:
         if isinstance(v, bool) or not isinstance(v, int):
             raise TypeError(f"{what} must be an int, got {_tname(v)}: {v!r}")
         v = int(v)
-    if v < 0 or v > _M128:
-        raise ValueError(f"{what} must be in [0, 2**128), got {v}")
+    if v < 0 or v > limit:
+        raise ValueError(f"{what} must be in [0, 2**{bits}), got {v}")
     return v
+
+
+def _u128(v, what):
+    return _uint(v, what, 128, _M128)
 
 
 def _u64(v, what):
-    if type(v) is not int:
-        if isinstance(v, bool) or not isinstance(v, int):
-            raise TypeError(f"{what} must be an int, got {_tname(v)}: {v!r}")
-        v = int(v)
-    if v < 0 or v > _M64:
-        raise ValueError(f"{what} must be in [0, 2**64), got {v}")
-    return v
+    return _uint(v, what, 64, _M64)
 
 
 def _hash_block(data, seed):
