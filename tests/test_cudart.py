@@ -322,6 +322,20 @@ def test_primary_context_state(rt, emu):
     assert info.value.code == INVALID_DEVICE and info.value.name == "CUDA_ERROR_INVALID_DEVICE"
 
 
+def test_driver_init_version_and_error_names(rt):
+    """cuInit and cuDriverGetVersion: each was added to both twins by one row of accel/_cudart_table.py."""
+    assert rt.cuInit(0) is None
+    assert rt.cuDriverGetVersion() == rt.cudaDriverGetVersion() > 0
+    with pytest.raises(CudaDriverError) as info:
+        rt.cuInit(1)
+    assert info.value.code == INVALID_VALUE and info.value.name == "CUDA_ERROR_INVALID_VALUE"
+    assert rt.cuGetErrorName(INVALID_DEVICE) == "CUDA_ERROR_INVALID_DEVICE"
+    assert rt.cuGetErrorString(INVALID_VALUE)
+    with pytest.raises(CudaDriverError) as info:
+        rt.cuGetErrorName(123456)
+    assert info.value.code == INVALID_VALUE
+
+
 def test_fault_injection(rt, emu):
     assert emu.accelEmuSetFail(b"cudaStreamCreateWithFlags:2") == 0
     s = rt.cudaStreamCreateWithFlags(1)
