@@ -351,10 +351,14 @@ class Stream:
 
     def __setattr__(self, name, value):
         if type(self).__module__ == __name__ or name in _STREAM_FIELDS or name in _STREAM_DATA:
+            if name == "__class__" and not isinstance(value, type):
+                object.__setattr__(self, name, value)  # raises CPython's own TypeError, as the compiled twin
             raise _frozen(self, name)
         object.__setattr__(self, name, value)  # a user subclass's own attribute, as on the compiled twin
 
     def __delattr__(self, name):
+        if name == "__class__":
+            object.__delattr__(self, name)  # raises CPython's own TypeError, as the compiled twin
         if type(self).__module__ == __name__ or name in _STREAM_FIELDS or name in _STREAM_DATA:
             raise _frozen(self, name)
         object.__delattr__(self, name)
