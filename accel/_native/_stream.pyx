@@ -290,27 +290,25 @@ cdef class StreamContext:
         self.stream = stream
 
     def __enter__(self):
-        cdef Stream s, src, dst = None
+        cdef Stream s
         cdef int cur, d
         if self.stream is None:
             return None
         s = <Stream>self.stream
         c_ensure_init()
-        cdef _ThreadState st = _tstate()
         cur = c_get_device()
         c_set_target_device()
+        cdef _ThreadState st = _tstate()
         d = s.device_index
-        src = <Stream>PyList_GET_ITEM(st.cur, cur)
         if d != cur:
-            dst = <Stream>PyList_GET_ITEM(st.cur, d)
             c_set_device(d, False)
         # only now that the switch is done: a failed entry leaves the context as it was
         if self._src is not None:
             if self._stack is None:
                 self._stack = []
             self._stack.append((self._src, self._dst))
-        self._src = src
-        self._dst = dst
+        self._src = <Stream>PyList_GET_ITEM(st.cur, cur)
+        self._dst = <Stream>PyList_GET_ITEM(st.cur, d) if d != cur else None
         st.cur[d] = s
         return s
 

@@ -195,10 +195,15 @@ def _c_restore_device(d, unless_current):
     # target (the logical device is d again), then the real error propagates.
     if unless_current and _targets and _tls.target == d:
         return
-    err = _set_device_code(d)
+    v = c_int()  # _set_device_code(d), inlined: a stream context's exit is a hot path
+    err = _get(v)
+    if not err and v.value != d:
+        err = _set(d)
     if err:
         _record_target(d)
         raise _device_error(err, d)
+    if _targets:
+        _tls.target = -1
 
 
 def _c_exchange_device(to):
@@ -428,10 +433,9 @@ class device:
     def __enter__(self):
         try:
             d = self._idx
-            prev = self._prev
         except AttributeError:  # a bare device.__new__(device)
             self._idx = d = None
-            self._prev = prev = -1
+            self._prev = -1
             self._outer = None
         if type(d) is not int or d > 127 or d < -128:
             d = _unpack_index(d, "exchangeDevice") if d is not None else -1
@@ -459,7 +463,7 @@ class device:
                         raise _device_error(err, d)
         # only now that the switch is done: a failed entry leaves the guard as it was
         outer = self._outer
-        self._outer = _ENTERED if outer is None else (prev, outer)  # re-entered: keep the outer entry's
+        self._outer = _ENTERED if outer is None else (self._prev, outer)  # re-entered: keep the outer's
         self._prev = cur
         return self
 
