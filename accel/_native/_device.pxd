@@ -6,11 +6,12 @@
 cdef int c_get_device() except -1                 # GetDevice: the pending target, else cudaGetDevice
 cdef int c_set_device(int d, bint force) except -1  # SetDevice(d, force) §2.6 (clears the target once set;
                                                   # a failed call leaves the runtime device and target as they were)
-cdef int c_maybe_set_device(int d) except -1      # MaybeSetDevice §2.8 as an internal guard's exit: raises no CUDA error;
-                                                  # a failed probe or switch records d as the target and warns
-cdef int c_restore_device(int d, bint unless_current) except -1  # a stream context's exit: SetDevice(d)
-                                                  # (not if d is the logical device and unless_current); on failure
-                                                  # d is recorded as the target, then the error propagates
+cdef int c_maybe_set_device(int d) except -1      # MaybeSetDevice §2.8 as an internal guard's exit (c10's
+                                                  # CUDAGuard destructor): a failure records d as the target
+                                                  # and is a RuntimeWarning, not an exception
+cdef int c_restore_device(int d, bint unless_current) except -1  # a stream context's exit: SetDevice(d), or
+                                                  # nothing if unless_current and d is the pending target; a
+                                                  # failure records d as the target, then raises
 cdef int c_exchange_device(int to) except -2      # ExchangeDevice §2.9; returns the logical previous device
 cdef int c_maybe_exchange_device(int to) except -2  # MaybeExchangeDevice §2.10; returns the runtime device
 cdef int c_set_target_device() except -1          # SetTargetDevice §2.11: materialise a pending target
