@@ -279,22 +279,21 @@ class StreamContext:
         if s is None:
             return None
         _c_ensure_init()
+        cur_dev = _c_get_device()
+        _c_set_target_device()
         cur = _tls.cur
         if cur is None:
             cur = _tstate_cur()
-        cur_dev = _c_get_device()
-        _c_set_target_device()
         d = s.device_index
-        src, dst = cur[cur_dev], None
         if d != cur_dev:
-            dst = cur[d]
             _c_set_device(d, False)
         # only now that the switch is done: a failed entry leaves the context as it was
         if self._src is not None:
             if self._stack is None:
                 self._stack = []
             self._stack.append((self._src, self._dst))
-        self._src, self._dst = src, dst
+        self._src = cur[cur_dev]
+        self._dst = cur[d] if d != cur_dev else None
         cur[d] = s
         return s
 
