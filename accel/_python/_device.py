@@ -394,8 +394,9 @@ class device:
     object may be re-entered while entered (each exit restores the device of its own entry)."""
 
     # _idx / _prev back ``idx`` / ``prev_idx``: the hot path reads the slots, and the properties give a bare
-    # ``device.__new__(device)`` (no slot set) the compiled twin's zeroed values.  _outer: None while not
-    # entered, _ENTERED while entered once, (outer entry's _prev, its _outer) while re-entered.
+    # ``device.__new__(device)`` (no slot set) the compiled twin's zeroed values (_prev is unset until the
+    # first entry).  _outer: None while not entered, () while entered once, (outer entry's _prev, its
+    # _outer) while re-entered.
     __slots__ = ("_idx", "_prev", "_outer")
 
     def __init__(self, device):
@@ -405,7 +406,6 @@ class device:
             self._idx = _parse_index(device)
         else:
             self._idx = _unpack_index(device, "exchangeDevice")
-        self._prev = -1
         self._outer = None
 
     @property
@@ -435,7 +435,6 @@ class device:
             d = self._idx
         except AttributeError:  # a bare device.__new__(device)
             self._idx = d = None
-            self._prev = -1
             self._outer = None
         if type(d) is not int or d > 127 or d < -128:
             d = _unpack_index(d, "exchangeDevice") if d is not None else -1
@@ -463,7 +462,7 @@ class device:
                         raise _device_error(err, d)
         # only now that the switch is done: a failed entry leaves the guard as it was
         outer = self._outer
-        self._outer = _ENTERED if outer is None else (self._prev, outer)  # re-entered: keep the outer's
+        self._outer = () if outer is None else (self._prev, outer)  # re-entered: keep the outer entry's
         self._prev = cur
         return self
 
@@ -471,12 +470,12 @@ class device:
         try:
             p = self._prev
             outer = self._outer
-        except AttributeError:  # a bare device.__new__(device)
+        except AttributeError:  # not entered yet (or a bare device.__new__(device))
             p, outer = -1, None
-        if outer is _ENTERED:
-            self._outer = None
-        elif outer is not None:
+        if outer:
             self._prev, self._outer = outer
+        else:
+            self._outer = None
         if p < 0:
             self._idx = -1
             return False
@@ -504,5 +503,3 @@ class device:
     def __repr__(self):
         return f"device({self.idx!r})"
 
-
-_ENTERED = ()  # device._outer of a guard entered once
