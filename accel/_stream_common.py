@@ -1,4 +1,5 @@
-"""Pieces shared by both stream twins (accel._native._stream, accel._python._stream), off the hot path.
+"""Pieces shared by the twins (accel._native / accel._python: _stream, and _device's argument checks), off
+the hot path.
 
 Both twins import this module so that their slow-path results and messages are the very same:
 the device object of ``Stream.device`` / ``Event.device``, the ``__cuda_stream__`` protocol parser,
@@ -47,6 +48,29 @@ class CudaDevice:
         return f"device(type='cuda', index={self.index})"
 
 
+def index_of(value, what):
+    """``value.__index__()`` as an int (``value``'s type has ``__index__``); TypeError naming ``value`` and
+    ``what`` it is for when ``__index__`` returns something else.  An exception from ``__index__`` itself
+    propagates unchanged."""
+    v = type(value).__index__(value)
+    if type(v) is not int:
+        if not isinstance(v, int):
+            raise TypeError(f"invalid {what}: {type(value).__name__}.__index__() returned {type(v).__name__} "
+                            f"{v!r}, expected an int")
+        v = int(v)
+    return v
+
+
+def device_index(value):
+    """A stream-API device argument that is not an int, after parsing: its index (``__index__``), or the
+    TypeError naming it (bools are not device indices)."""
+    if type(value) is int:
+        return value
+    if isinstance(value, bool) or not hasattr(type(value), "__index__"):
+        raise bad_device(value)
+    return index_of(value, "device index")
+
+
 def stream_ptr_of(obj):
     """``(pointer, owner)`` for an int stream pointer or an object with ``__cuda_stream__``
     (returning ``(0, pointer)``); TypeError / ValueError naming ``obj`` otherwise."""
@@ -63,7 +87,7 @@ def stream_ptr_of(obj):
     if isinstance(ptr, bool) or not hasattr(type(ptr), "__index__"):
         raise TypeError(f"expected a stream pointer (int) or an object with __cuda_stream__, "
                         f"got {type(obj).__name__}: {obj!r}")
-    ptr = ptr.__index__()
+    ptr = index_of(ptr, "stream pointer")
     if ptr < 0 or ptr >= 1 << 64:
         raise ValueError(f"stream pointer must be in [0, 2**64), got {ptr:#x}")
     return ptr, owner
@@ -71,9 +95,11 @@ def stream_ptr_of(obj):
 
 def check_priority(priority):
     """``priority`` as an int (TypeError naming it otherwise)."""
+    if type(priority) is int:
+        return priority
     if isinstance(priority, bool) or not hasattr(type(priority), "__index__"):
         raise TypeError(f"priority must be an int, got {type(priority).__name__}: {priority!r}")
-    return priority.__index__()
+    return index_of(priority, "priority")
 
 
 def ipc_bytes(handle):
@@ -94,7 +120,7 @@ def bad_stream(value):
 
 
 def bad_device(value):
-    return TypeError(f"expected a device index (int), a device string or object, or None, "
+    return TypeError(f"expected a device index (int, not bool), a device string or object, or None, "
                      f"got {type(value).__name__}: {value!r}")
 
 

@@ -56,21 +56,33 @@ class DeviceInterface:
 
 class DeviceGuard:
     """``with DeviceGuard(interface, index)``: exchange_device(index) on entry, maybe_exchange_device back
-    on exit (no context is created on exit); ``index=None`` does nothing."""
+    on exit (no context is created on exit); ``index=None`` does nothing.  The same guard may be re-entered
+    while entered: each exit restores the device of its own entry (torch's keeps one prev_idx)."""
 
     def __init__(self, device_interface, index):
         self.device_interface = device_interface
         self.idx = index
         self.prev_idx = -1
+        self._depth = 0   # entries not exited yet
+        self._outer = []  # prev_idx of the outer entries while re-entered
 
     def __enter__(self):
         if self.idx is not None:
-            self.prev_idx = self.device_interface.exchange_device(self.idx)
+            prev = self.device_interface.exchange_device(self.idx)
+            if self._depth:
+                self._outer.append(self.prev_idx)
+            self._depth += 1
+            self.prev_idx = prev
         return self
 
     def __exit__(self, exc_type, exc_value, traceback):
         if self.idx is not None:
-            self.idx = self.device_interface.maybe_exchange_device(self.prev_idx)
+            prev = self.prev_idx
+            if self._depth > 1:
+                self.prev_idx = self._outer.pop()
+            if self._depth:
+                self._depth -= 1
+            self.idx = self.device_interface.maybe_exchange_device(prev)
         return False
 
 
@@ -111,15 +123,16 @@ class CudaInterface(DeviceInterface):
 
         @staticmethod
         def get_device_properties(device=None):
-            if device is not None and not isinstance(device, int):
-                device = _cuda_index(device)
-            if device is None:
-                device = CudaInterface.Worker.current_device()
-            if CudaInterface.Worker._properties is None:
+            """The cached properties of ``device`` (None: the worker's current device); the same errors as
+            accel.cuda.get_device_properties (ValueError naming the index and the count, TypeError)."""
+            from accel.cuda import _properties
+            d = CudaInterface.Worker.current_device() if device is None else _cuda_index(device)
+            props = CudaInterface.Worker._properties
+            if props is None:
                 import accel.cuda
-                CudaInterface.Worker._properties = [accel.cuda.get_device_properties(i)
-                                                    for i in range(accel.cuda.device_count())]
-            return CudaInterface.Worker._properties[device]
+                props = CudaInterface.Worker._properties = [accel.cuda.get_device_properties(i)
+                                                            for i in range(accel.cuda.device_count())]
+            return props[_properties._check_range(d, len(props))]
 
     current_device = _cuda("current_device")
     set_device = _cuda("set_device")

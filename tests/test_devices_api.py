@@ -47,7 +47,7 @@ class CoreLikeDevice:
 # -- _get_device_index --------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("arg, kwargs, expected", [
-    (0, {}, 0), (3, {}, 3), (-1, {}, -1), (100, {}, 100), (True, {}, True),
+    (0, {}, 0), (3, {}, 3), (-1, {}, -1), (100, {}, 100),
     (np.int64(2), {}, 2), (np.int8(1), {}, 1),
     ("cuda:1", {}, 1), ("cuda:0", {}, 0), ("cuda:12", {}, 12),
     ("cuda", {"optional": True}, 0), (None, {"optional": True}, 0),
@@ -78,6 +78,9 @@ def test_get_device_index_accepts(arg, kwargs, expected):
     (" cuda", {}, ValueError, "Invalid device string: ' cuda'"),
     ("", {}, ValueError, "Invalid device string: ''"),
     (1.5, {}, TypeError, "got float: 1.5"),
+    (True, {}, TypeError, "an int \\(not a bool\\).*got bool: True"),  # torch returns it as is
+    (False, {"optional": True}, TypeError, "got bool: False"),
+    (TorchLikeDevice("cuda", True), {}, TypeError, "Expected an integer device index, but got bool: True"),
     ([1], {"optional": True}, TypeError, r"got list: \[1\]"),
     (object(), {}, TypeError, "got object: <object object"),
     (CupyLikeDevice("x"), {}, TypeError, "Expected an integer device index, but got str: 'x'"),
@@ -262,7 +265,7 @@ def test_properties_default_to_current_device():
                                                             r"device_count\(\) = 4"),
                                             (-1, ValueError, "Invalid device id -1"),
                                             ("cuda:7", ValueError, "Invalid device id 7"),
-                                            (True, ValueError, "Invalid device id True"),
+                                            (True, TypeError, "got bool: True"),
                                             (2.0, TypeError, "got float: 2.0")])
 def test_property_functions_reject_bad_devices(fn, bad, exc, text):
     with pytest.raises(exc, match=text):

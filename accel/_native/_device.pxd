@@ -4,13 +4,20 @@
 # Every function runs the lazy-init hook first if CUDA is not initialized.
 
 cdef int c_get_device() except -1                 # GetDevice: the pending target, else cudaGetDevice
-cdef int c_set_device(int d, bint force) except -1  # SetDevice(d, force) §2.6 (clears the target)
-cdef int c_maybe_set_device(int d) except -1      # MaybeSetDevice §2.8 (a guard's exit)
+cdef int c_set_device(int d, bint force) except -1  # SetDevice(d, force) §2.6 (clears the target once set;
+                                                  # a failed call leaves the runtime device and target as they were)
+cdef int c_maybe_set_device(int d) except -1      # MaybeSetDevice §2.8 as an internal guard's exit (c10's
+                                                  # CUDAGuard destructor): a failure records d as the target
+                                                  # and is a RuntimeWarning, not an exception
+cdef int c_restore_device(int d, bint unless_current) except -1  # a stream context's exit: SetDevice(d), or
+                                                  # nothing if unless_current and d is the pending target; a
+                                                  # failure records d as the target, then raises
 cdef int c_exchange_device(int to) except -2      # ExchangeDevice §2.9; returns the logical previous device
 cdef int c_maybe_exchange_device(int to) except -2  # MaybeExchangeDevice §2.10; returns the runtime device
 cdef int c_set_target_device() except -1          # SetTargetDevice §2.11: materialise a pending target
 cdef bint c_has_primary_context(int d) except -1  # hasPrimaryContext §2.12 (validates 0 <= d < count)
 cdef int c_device_count() except -1               # cudaGetDeviceCount, cached once it succeeds; 0 on error
+cdef int c_checked_device_count() except -1       # the same, but the CudaError on error
 cdef int c_ensure_init() except -1                # run the lazy-init hook if CUDA is not initialized
 cdef int c_get_sync_debug_mode() noexcept       # 0 default, 1 warn, 2 error (global, not per thread)
 cdef int c_warn_or_error_on_sync() except -1      # warn_or_error_on_sync §2.15: call before a synchronizing op

@@ -12,6 +12,7 @@ cimport cython
 from cpython.long cimport PyLong_AsLongLong, PyLong_AsLongAndOverflow
 
 from accel._native._cudart cimport Table, DriverTable, table, driver_table, error, driver_error
+from accel import _stream_common as _sc
 
 cdef extern from *:
     """
@@ -96,18 +97,23 @@ cdef object _device_error(int err, int d):
 
 
 cdef int c_device_count() except -1:
+    try:
+        return c_checked_device_count()
+    except Exception:  # a CudaError: the binding cleared the sticky error
+        return 0
+
+
+cdef int c_checked_device_count() except -1:
     global _count
-    cdef int n = 0
+    cdef int n = 0, err
     cdef Table* t
     if _count >= 0:
         return _count
     t = table()
-    cdef int err
     with nogil:
         err = t.cudaGetDeviceCount(&n)
     if err:
-        t.cudaGetLastError()
-        return 0
+        raise error(err)
     _count = n
     return n
 
@@ -124,20 +130,23 @@ cdef int c_get_device() except -1:
 
 
 cdef int c_set_device(int d, bint force) except -1:
+    # c10 clears the target first; here it is cleared only once the switch is done, so that a failed
+    # call leaves the thread's device (runtime and target) as it was.
     cdef int cur = 0, err
     if d < 0:
         raise RuntimeError(f"device id must be non-negative!{d}")
-    _clear_target()
     cdef Table* t = _table()
     if not force:
         err = t.cudaGetDevice(&cur)
         if err:
             raise error(err)
         if cur == d:
+            _clear_target()
             return 0
     err = t.cudaSetDevice(d)
     if err:
         raise _device_error(err, d)
+    _clear_target()
     return 0
 
 
@@ -145,24 +154,117 @@ cdef bint c_has_primary_context(int d) except -1:
     return _has_primary_context(d)
 
 
-cdef inline bint _has_primary_context(int d) except -1:
+# hasPrimaryContext's steps with an error code instead of an exception, so that a guard's exit can record
+# its fallback target before raising, with no try block on its hot path.
+DEF PROBE_COUNT = 1   # cudaGetDeviceCount failed: *err is its error
+DEF PROBE_RANGE = 2   # d is outside [0, count): *err is the count
+DEF PROBE_DRIVER = 3  # cuDevicePrimaryCtxGetState failed: *err is its error
+
+cdef inline int _probe(DriverTable* dt, int d, int* active, int* err) noexcept:
+    """Whether ``d``'s primary context is active (into ``*active``); 0, or what failed (PROBE_*).
+    The caller has bound the runtime table (_table())."""
+    global _count
     cdef unsigned int flags = 0
-    cdef int active = 0
-    cdef int n = _count if _count >= 0 else c_device_count()
+    cdef int n = _count
+    if n < 0:
+        with nogil:
+            err[0] = _tab.cudaGetDeviceCount(&n)
+        if err[0]:
+            return PROBE_COUNT
+        _count = n
     if d < 0 or d >= n:
-        raise RuntimeError(f"hasPrimaryContext expects a valid device index, but got device_index={d} "
-                           f"(device count is {n})")
-    cdef DriverTable* dt = _driver_table()
-    cdef int err = dt.cuDevicePrimaryCtxGetState(d, &flags, &active)
-    if err:
-        raise driver_error(err)
+        err[0] = n
+        return PROBE_RANGE
+    active[0] = 0
+    err[0] = dt.cuDevicePrimaryCtxGetState(d, &flags, active)
+    return PROBE_DRIVER if err[0] else 0
+
+
+cdef object _probe_error(int what, int err, int d):
+    if what == PROBE_COUNT:
+        return error(err)
+    if what == PROBE_RANGE:
+        return RuntimeError(f"hasPrimaryContext expects a valid device index, but got device_index={d} "
+                            f"(device count is {err})")
+    return driver_error(err)
+
+
+cdef inline bint _has_primary_context(int d) except -1:
+    cdef int active = 0, err = 0, what
+    _table()
+    what = _probe(_driver_table(), d, &active, &err)
+    if what:
+        raise _probe_error(what, err, d)
     return active == 1
 
 
-cdef int c_maybe_set_device(int d) except -1:
-    if _has_primary_context(d):
-        return c_set_device(d, False)
+cdef inline int _set_device_code(int d) noexcept:
+    """SetDevice(d) without force (cudaGetDevice, then cudaSetDevice if d differs) as an error code; the
+    target is cleared once done.  The caller has bound the runtime table."""
+    cdef int cur = 0
+    cdef int err = _tab.cudaGetDevice(&cur)
+    if err == 0 and cur != d:
+        err = _tab.cudaSetDevice(d)
+    if err == 0:
+        _clear_target()
+    return err
+
+
+cdef int _fallback(int d, object exc) except -2:
+    """A guard's restore of ``d`` failed: ``d`` becomes the thread's target (the logical device is ``d``
+    again, with no CUDA call), then ``exc`` (the real error) is raised."""
     _record_target(d)
+    raise exc
+
+
+cdef DriverTable* _driver_table_or_fallback(int d) except NULL:
+    # the first use of the driver table loads it (which may fail) from a guard's exit
+    try:
+        return _driver_table()
+    except BaseException:
+        _record_target(d)
+        raise
+
+
+cdef int c_maybe_set_device(int d) except -1:
+    # An internal guard's exit (c10's CUDAGuard destructor: C10_CUDA_CHECK_WARN(MaybeSetDevice(d))): a
+    # failure is a RuntimeWarning, and d is recorded as the target instead.
+    cdef int active = 0, err = 0, what
+    _table()
+    if _dtab == NULL:
+        try:
+            _driver_table()
+        except Exception as exc:
+            return _warn_fallback(d, exc)
+    what = _probe(_dtab, d, &active, &err)
+    if what:
+        return _warn_fallback(d, _probe_error(what, err, d))
+    if not active:
+        _record_target(d)
+        return 0
+    err = _set_device_code(d)
+    if err:
+        return _warn_fallback(d, _device_error(err, d))
+    return 0
+
+
+cdef int _warn_fallback(int d, object exc) except -1:
+    _record_target(d)
+    warnings.warn(f"could not restore CUDA device {d} after a guarded call ({type(exc).__name__}: "
+                  f"{str(exc).partition(chr(10))[0]}); device {d} is recorded as this thread's target "
+                  f"device instead", RuntimeWarning, stacklevel=3)
+    return 0
+
+
+cdef int c_restore_device(int d, bint unless_current) except -1:
+    # A stream context's exit (see _device.pxd): SetDevice(d), which skips cudaSetDevice when the runtime
+    # device is d already; with unless_current a pending target d is left pending.
+    if unless_current and _pending() == d:
+        return 0
+    _table()
+    cdef int err = _set_device_code(d)
+    if err:
+        _fallback(d, _device_error(err, d))
     return 0
 
 
@@ -179,9 +281,7 @@ cdef inline int _exchange_device(int to) except -2:
     global accel_target_device
     cdef int cur = _pending(), err
     cdef Table* t = _table()
-    if cur >= 0:
-        accel_target_device = -1
-    else:
+    if cur < 0:
         err = t.cudaGetDevice(&cur)
         if err:
             raise error(err)
@@ -189,7 +289,9 @@ cdef inline int _exchange_device(int to) except -2:
             return cur
     err = t.cudaSetDevice(to)
     if err:
-        raise _device_error(err, to)
+        raise _device_error(err, to)  # the target (if any) is kept: nothing changed
+    if _targets:
+        accel_target_device = -1
     return cur
 
 
@@ -207,6 +309,28 @@ cdef inline int _maybe_exchange_device(int to) except -2:
             raise error(err)
     else:
         _record_target(to)
+    return cur
+
+
+cdef inline int _guard_exit(int p) except -2:
+    """``device.__exit__``: MaybeExchangeDevice(p), and if that fails, ``p`` becomes the thread's target
+    (the logical device is ``p`` again, no CUDA call) before the real error propagates."""
+    cdef int cur = 0, active = 0, what
+    cdef Table* t = _table()
+    cdef int err = t.cudaGetDevice(&cur)
+    if err:
+        return _fallback(p, error(err))
+    if p == cur:
+        return cur
+    what = _probe(_dtab if _dtab != NULL else _driver_table_or_fallback(p), p, &active, &err)
+    if what:
+        return _fallback(p, _probe_error(what, err, p))
+    if active:
+        err = t.cudaSetDevice(p)
+        if err:
+            return _fallback(p, error(err))
+    else:
+        _record_target(p)
     return cur
 
 
@@ -243,7 +367,7 @@ cdef int _unpack_index(object d, str what) except -200:
         if not _is_index(d):
             raise TypeError(f"invalid argument to {what}: expected an int device index, "
                             f"got {type(d).__name__}: {d!r}")
-        d = d.__index__()
+        d = _sc.index_of(d, f"argument to {what}")
     try:
         v = PyLong_AsLongLong(d)
     except OverflowError:
@@ -356,16 +480,22 @@ def _warn_or_error_on_sync():
     c_warn_or_error_on_sync()
 
 
-# Not tracked by the cyclic GC (a guard is made per ``with``): it holds only ``idx``, an index or None, so it
-# is in no reference cycle (one made by assigning ``idx`` an object that refers back to it would leak).
+# Not tracked by the cyclic GC (a guard is made per ``with``): it holds only ``idx``, an index or None, and
+# ``_stack``, a list of ints, so it is in no reference cycle (one made by assigning ``idx`` an object that
+# refers back to it would leak).
 @cython.freelist(16)
 @cython.no_gc
 cdef class device:
     """Context manager that makes ``device`` current and restores the previous device on exit without
-    creating a context there (torch.cuda.device).  ``idx`` is the index; -1 / None are no-ops."""
+    creating a context there (torch.cuda.device).  ``idx`` is the index; -1 / None are no-ops.  The same
+    object may be re-entered while entered (each exit restores the device of its own entry)."""
 
     cdef public object idx
-    cdef int _prev  # the logical device before __enter__, -1: nothing to restore
+    # The logical device before the latest __enter__, plus one: 0 (also the state of a bare
+    # ``device.__new__(device)``) means nothing to restore, so prev_idx reads -1 as torch's does.
+    cdef int _prev1
+    cdef int _depth     # entries not exited yet
+    cdef list _stack    # the _prev1 of the outer entries while re-entered (None until needed)
 
     def __init__(self, device):
         if type(device) is int or device is None and _parse_index is None:
@@ -374,19 +504,19 @@ cdef class device:
             self.idx = _parse_index(device)
         else:
             self.idx = _unpack_index(device, "exchangeDevice")
-        self._prev = -1
+        self._prev1 = 0
 
     @property
     def prev_idx(self):
-        return self._prev
+        return self._prev1 - 1
 
     @prev_idx.setter
     def prev_idx(self, value):
-        self._prev = _unpack_index(value, "exchangeDevice")
+        self._prev1 = _unpack_index(value, "exchangeDevice") + 1
 
     def __enter__(self):
         cdef object idx = self.idx
-        cdef int d, overflow = 0
+        cdef int d, prev, overflow = 0
         cdef long v
         if type(idx) is int:  # the common case, unpacked inline: an int8 or _unpack_index's ValueError
             v = PyLong_AsLongAndOverflow(idx, &overflow)
@@ -394,19 +524,29 @@ cdef class device:
         else:
             d = _unpack_index(idx, "exchangeDevice") if idx is not None else -1
         if d < 0:
-            self._prev = -1
-            return self
-        if not _initialized and _init_hook is not None:
-            c_ensure_init()
-        self._prev = _exchange_device(d)
+            prev = -1
+        else:
+            if not _initialized and _init_hook is not None:
+                c_ensure_init()
+            prev = _exchange_device(d)
+        if self._depth:  # re-entered: keep the outer entry's device (only now: a failed entry changes nothing)
+            if self._stack is None:
+                self._stack = []
+            self._stack.append(self._prev1)
+        self._depth += 1
+        self._prev1 = prev + 1
         return self
 
     def __exit__(self, exc_type, exc_value, traceback):
-        cdef int p = self._prev
+        cdef int p = self._prev1 - 1
+        if self._depth > 1:
+            self._prev1 = self._stack.pop()
+        if self._depth:
+            self._depth -= 1
         if p < 0:
             self.idx = -1
             return False
-        self.idx = _maybe_exchange_device(p)
+        self.idx = _guard_exit(p)
         return False
 
     def __repr__(self):

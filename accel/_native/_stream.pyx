@@ -20,8 +20,8 @@ import threading
 
 from accel._native._cudart cimport Table, table, error, cudaStream_t, cudaEvent_t, IpcEventHandle
 from accel._native._device cimport (c_get_device, c_set_device, c_maybe_set_device, c_exchange_device,
-                                    c_set_target_device, c_device_count, c_ensure_init,
-                                    c_warn_or_error_on_sync)
+                                    c_restore_device, c_set_target_device, c_checked_device_count,
+                                    c_ensure_init, c_warn_or_error_on_sync)
 from accel import _stream_common as _sc
 
 cdef extern from "Python.h":
@@ -77,7 +77,7 @@ cdef int _init_global() except -1:
         if _ndev >= 0:
             return 0
         _t = table()
-        n = c_device_count()
+        n = c_checked_device_count()  # a failed count raises its CudaError, not "No CUDA GPUs"
         if n <= 0:
             raise RuntimeError("No CUDA GPUs are available")
         if n > MAXDEV:
@@ -133,10 +133,7 @@ cdef int _device_arg(object device) except -2:
             device = _parse_index(device)
             if device is None:
                 return -1
-        elif isinstance(device, bool) or not hasattr(type(device), "__index__"):
-            raise _sc.bad_device(device)
-        else:
-            device = device.__index__()
+        device = _sc.device_index(device)  # the one check of both twins: an int, never a bool
     if device == -1:
         return -1
     c_ensure_init()  # lazy init (and the fork check) like torch.cuda's Python layer
@@ -298,21 +295,20 @@ cdef class StreamContext:
         if self.stream is None:
             return None
         s = <Stream>self.stream
-        if self._src is not None:
-            if self._stack is None:
-                self._stack = []
-            self._stack.append((self._src, self._dst))
         c_ensure_init()
         cur = c_get_device()
         c_set_target_device()
         cdef _ThreadState st = _tstate()
         d = s.device_index
-        self._src = <Stream>PyList_GET_ITEM(st.cur, cur)
         if d != cur:
-            self._dst = <Stream>PyList_GET_ITEM(st.cur, d)
             c_set_device(d, False)
-        else:
-            self._dst = None
+        # only now that the switch is done: a failed entry leaves the context as it was
+        if self._src is not None:
+            if self._stack is None:
+                self._stack = []
+            self._stack.append((self._src, self._dst))
+        self._src = <Stream>PyList_GET_ITEM(st.cur, cur)
+        self._dst = <Stream>PyList_GET_ITEM(st.cur, d) if d != cur else None
         st.cur[d] = s
         return s
 
@@ -327,9 +323,8 @@ cdef class StreamContext:
         cdef _ThreadState st = _tstate()
         if dst is not None:
             st.cur[dst.device_index] = dst
-        if c_get_device() != src.device_index:
-            c_set_device(src.device_index, False)
         st.cur[src.device_index] = src
+        c_restore_device(src.device_index, True)  # a failure still leaves src's device the logical one
         return False
 
 
@@ -485,10 +480,10 @@ cdef class Stream:
         if self._ctx is not None:
             raise RuntimeError("Stream's context should not be initialized.")
         c_ensure_init()
+        cdef _ThreadState st = _tstate()
         cdef int cur = c_get_device(), d = self.device_index
         if cur != d:
             c_set_device(d, False)
-        cdef _ThreadState st = _tstate()
         self._ctx = (cur, st.cur[d])
         st.cur[d] = self
         return self
@@ -501,7 +496,7 @@ cdef class Stream:
         cdef _ThreadState st = _tstate()
         st.cur[self.device_index] = prev
         if cur != self.device_index:
-            c_set_device(cur, False)
+            c_restore_device(cur, False)  # a failure still leaves ``cur`` the logical device
         return False
 
     def __eq__(self, other):

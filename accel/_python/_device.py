@@ -9,6 +9,7 @@ import threading
 import warnings
 from ctypes import c_int, c_uint
 
+from accel import _stream_common as _sc
 from accel._python import _cudart
 
 __all__ = ["current_device", "set_device", "exchange_device", "maybe_exchange_device", "has_primary_context",
@@ -85,14 +86,20 @@ def _device_error(err, d):
 
 
 def _c_device_count():
+    try:
+        return _c_checked_device_count()
+    except Exception:  # a CudaError: _error cleared the sticky error
+        return 0
+
+
+def _c_checked_device_count():
     global _count
     if _count >= 0:
         return _count
-    t = _cudart._table()
     n = c_int()
-    if t.cudaGetDeviceCount(n):
-        t.cudaGetLastError()
-        return 0
+    err = _cudart._table().cudaGetDeviceCount(n)
+    if err:
+        raise _cudart._error(err)
     _count = n.value
     return _count
 
@@ -110,20 +117,24 @@ def _c_get_device():
 
 
 def _c_set_device(d, force):
+    # c10 clears the target first; here it is cleared only once the switch is done, so that a failed
+    # call leaves the thread's device (runtime and target) as it was.
     if d < 0:
         raise RuntimeError(f"device id must be non-negative!{d}")
-    if _targets:
-        _tls.target = -1
     if not force:
         cur = c_int()
         err = _get(cur)
         if err:
             raise _cudart._error(err)
         if cur.value == d:
+            if _targets:
+                _tls.target = -1
             return
     err = _set(d)
     if err:
         raise _device_error(err, d)
+    if _targets:
+        _tls.target = -1
 
 
 _probe = None  # cuDevicePrimaryCtxGetState, bound on first use
@@ -131,7 +142,7 @@ _probe = None  # cuDevicePrimaryCtxGetState, bound on first use
 
 def _c_has_primary_context(d):
     global _probe
-    n = _count if _count >= 0 else _c_device_count()
+    n = _count if _count >= 0 else _c_checked_device_count()
     if d < 0 or d >= n:
         raise RuntimeError(f"hasPrimaryContext expects a valid device index, but got device_index={d} "
                            f"(device count is {n})")
@@ -144,11 +155,55 @@ def _c_has_primary_context(d):
     return active.value == 1
 
 
+def _set_device_code(d):
+    """SetDevice(d) without force (cudaGetDevice, then cudaSetDevice if d differs) as an error code; the
+    target is cleared once done."""
+    v = c_int()
+    err = _get(v)
+    if not err and v.value != d:
+        err = _set(d)
+    if not err and _targets:
+        _tls.target = -1
+    return err
+
+
 def _c_maybe_set_device(d):
-    if _c_has_primary_context(d):
-        _c_set_device(d, False)
-    else:
+    # An internal guard's exit (c10's CUDAGuard destructor: C10_CUDA_CHECK_WARN(MaybeSetDevice(d))): a
+    # failure is a RuntimeWarning, and d is recorded as the target instead.
+    try:
+        active = _c_has_primary_context(d)
+    except Exception as exc:
+        return _warn_fallback(d, exc)
+    if not active:
         _record_target(d)
+        return
+    err = _set_device_code(d)
+    if err:
+        _warn_fallback(d, _device_error(err, d))
+
+
+def _warn_fallback(d, exc):
+    _record_target(d)
+    warnings.warn(f"could not restore CUDA device {d} after a guarded call ({type(exc).__name__}: "
+                  f"{str(exc).partition(chr(10))[0]}); device {d} is recorded as this thread's target "
+                  f"device instead", RuntimeWarning, stacklevel=3)
+
+
+def _c_restore_device(d, unless_current):
+    # A stream context's exit: SetDevice(d), which skips cudaSetDevice when the runtime device is d
+    # already; with unless_current a pending target d is left pending.  On failure d is recorded as the
+    # target (the logical device is d again), then the real error propagates.
+    if unless_current and _targets and _tls.target == d:
+        return
+    v = c_int()  # _set_device_code(d), inlined: a stream context's exit is a hot path
+    err = _get(v)
+    if not err and v.value != d:
+        err = _set(d)
+    if err:
+        _record_target(d)
+        raise _device_error(err, d)
+    if _targets:
+        _tls.target = -1
 
 
 def _c_exchange_device(to):
@@ -156,10 +211,10 @@ def _c_exchange_device(to):
         tls = _tls
         cur = tls.target
         if cur >= 0:
-            tls.target = -1
             err = _set(to)
             if err:
-                raise _device_error(err, to)
+                raise _device_error(err, to)  # the target is kept: nothing changed
+            tls.target = -1
             return cur
     v = c_int()
     err = _get(v)
@@ -216,7 +271,7 @@ def _unpack_index(d, what):
         if isinstance(d, bool) or not hasattr(type(d), "__index__"):
             raise TypeError(f"invalid argument to {what}: expected an int device index, "
                             f"got {type(d).__name__}: {d!r}")
-        d = d.__index__()
+        d = _sc.index_of(d, f"argument to {what}")
     if d < -128 or d > 127:
         raise ValueError(f"Overflow when unpacking DeviceIndex: {d!r} is outside [-128, 127]")
     return d
@@ -335,71 +390,116 @@ def _warn_or_error_on_sync():
 
 class device:
     """Context manager that makes ``device`` current and restores the previous device on exit without
-    creating a context there (torch.cuda.device).  ``idx`` is the index; -1 / None are no-ops."""
+    creating a context there (torch.cuda.device).  ``idx`` is the index; -1 / None are no-ops.  The same
+    object may be re-entered while entered (each exit restores the device of its own entry)."""
 
-    __slots__ = ("idx", "prev_idx")
+    # _idx / _prev back ``idx`` / ``prev_idx``: the hot path reads the slots, and the properties give a bare
+    # ``device.__new__(device)`` (no slot set) the compiled twin's zeroed values (_prev is unset until the
+    # first entry).  _outer: None while not entered, () while entered once, (outer entry's _prev, its
+    # _outer) while re-entered.
+    __slots__ = ("_idx", "_prev", "_outer")
 
     def __init__(self, device):
         if type(device) is int or device is None and _parse_index is None:
-            self.idx = device
+            self._idx = device
         elif _parse_index is not None:
-            self.idx = _parse_index(device)
+            self._idx = _parse_index(device)
         else:
-            self.idx = _unpack_index(device, "exchangeDevice")
-        self.prev_idx = -1
+            self._idx = _unpack_index(device, "exchangeDevice")
+        self._outer = None
+
+    @property
+    def idx(self):
+        try:
+            return self._idx
+        except AttributeError:
+            return None
+
+    @idx.setter
+    def idx(self, value):
+        self._idx = value
+
+    @property
+    def prev_idx(self):
+        try:
+            return self._prev
+        except AttributeError:
+            return -1
+
+    @prev_idx.setter
+    def prev_idx(self, value):
+        self._prev = _unpack_index(value, "exchangeDevice")
 
     def __enter__(self):
-        d = self.idx
+        try:
+            d = self._idx
+        except AttributeError:  # a bare device.__new__(device)
+            self._idx = d = None
+            self._outer = None
         if type(d) is not int or d > 127 or d < -128:
             d = _unpack_index(d, "exchangeDevice") if d is not None else -1
         if d < 0:
-            self.prev_idx = -1
-            return self
-        if not _initialized and _init_hook is not None:
-            _c_ensure_init()
-        # _c_exchange_device(d), inlined: this is the hot path
-        if _targets:
-            tls = _tls
-            cur = tls.target
+            cur = -1
+        else:
+            if not _initialized and _init_hook is not None:
+                _c_ensure_init()
+            # _c_exchange_device(d), inlined: this is the hot path
+            cur = _tls.target if _targets else -1
             if cur >= 0:
-                tls.target = -1
                 err = _set(d)
                 if err:
-                    raise _device_error(err, d)
-                self.prev_idx = cur
-                return self
-        v = c_int()
-        err = _get(v)
-        if err:
-            raise _cudart._error(err)
-        cur = v.value
-        if cur != d:
-            err = _set(d)
-            if err:
-                raise _device_error(err, d)
-        self.prev_idx = cur
+                    raise _device_error(err, d)  # the target is kept: nothing changed
+                _tls.target = -1
+            else:
+                v = c_int()
+                err = _get(v)
+                if err:
+                    raise _cudart._error(err)
+                cur = v.value
+                if cur != d:
+                    err = _set(d)
+                    if err:
+                        raise _device_error(err, d)
+        # only now that the switch is done: a failed entry leaves the guard as it was
+        outer = self._outer
+        self._outer = () if outer is None else (self._prev, outer)  # re-entered: keep the outer entry's
+        self._prev = cur
         return self
 
     def __exit__(self, exc_type, exc_value, traceback):
-        p = self.prev_idx
+        try:
+            p = self._prev
+            outer = self._outer
+        except AttributeError:  # not entered yet (or a bare device.__new__(device))
+            p, outer = -1, None
+        if outer:
+            self._prev, self._outer = outer
+        else:
+            self._outer = None
         if p < 0:
-            self.idx = -1
+            self._idx = -1
             return False
-        # _c_maybe_exchange_device(p), inlined: this is the hot path
+        # MaybeExchangeDevice(p) (the compiled twin's _guard_exit), inlined: this is the hot path
         v = c_int()
         err = _get(v)
         if err:
+            _record_target(p)
             raise _cudart._error(err)
         cur = v.value
         if p != cur:
-            if _c_has_primary_context(p):
-                err = _set(p)
-                if err:
-                    raise _cudart._error(err)
-            else:
-                _record_target(p)
-        self.idx = cur
+            try:
+                if _c_has_primary_context(p):
+                    err = _set(p)
+                    if err:
+                        raise _cudart._error(err)
+                else:
+                    _record_target(p)
+            except BaseException:
+                _record_target(p)  # the logical device is p again (no CUDA call), then the real error
+                raise
+        self._idx = cur
         return False
 
     def __repr__(self):
         return f"device({self.idx!r})"
+

@@ -14,8 +14,8 @@ from ctypes import c_int, c_size_t
 from accel import _stream_common as _sc
 from accel._python import _cudart
 from accel._python import _device as _dm
-from accel._python._device import (_c_device_count, _c_ensure_init, _c_exchange_device, _c_get_device,
-                                   _c_maybe_set_device, _c_set_device, _c_set_target_device,
+from accel._python._device import (_c_checked_device_count, _c_ensure_init, _c_exchange_device, _c_get_device,
+                                   _c_maybe_set_device, _c_restore_device, _c_set_device, _c_set_target_device,
                                    _c_warn_or_error_on_sync)
 
 __all__ = ["Stream", "ExternalStream", "Event", "StreamContext", "current_stream", "current_raw_stream",
@@ -35,9 +35,14 @@ _parse_index = None
 _lock = threading.RLock()
 
 
-def _make(d, sid, ptr, cls=None):
-    s = object.__new__(cls or Stream)
-    s.device_index, s.stream_id, s._ptr, s._owner, s._ctx = d, sid, ptr, None, None
+_osa = object.__setattr__  # writes a Stream's fields (Stream.__setattr__ refuses every assignment)
+
+
+def _make(d, sid, ptr):
+    s = object.__new__(Stream)
+    _osa(s, "device_index", d)
+    _osa(s, "stream_id", sid)
+    _osa(s, "_ptr", ptr)
     return s
 
 
@@ -50,7 +55,7 @@ def _init_global():
         if _ndev >= 0:
             return
         _T = _cudart._table()
-        n = _c_device_count()
+        n = _c_checked_device_count()  # a failed count raises its CudaError, not "No CUDA GPUs"
         if n <= 0:
             raise RuntimeError("No CUDA GPUs are available")
         if n > _sc.MAX_DEVICES:
@@ -106,10 +111,7 @@ def _device_arg(device):
             device = _parse_index(device)
             if device is None:
                 return -1
-        elif isinstance(device, bool) or not hasattr(type(device), "__index__"):
-            raise _sc.bad_device(device)
-        else:
-            device = device.__index__()
+        device = _sc.device_index(device)  # the one check of both twins: an int, never a bool
     if device == -1:
         return -1
     _c_ensure_init()  # lazy init (and the fork check) like torch.cuda's Python layer
@@ -166,12 +168,9 @@ def _check(err, orig):
     _leave(orig)
 
 
-def _pool_stream(d, p):
-    i = next(_counters[d][p]) % _POOL
+def _new_pool_stream(d, p, i):
+    """Create pool stream ``i`` of device ``d``, priority level ``p`` (unless another thread just did)."""
     slots = _pool[d][p]
-    s = slots[i]
-    if s is not None:
-        return s
     with _lock:
         s = slots[i]
         if s is not None:
@@ -279,10 +278,6 @@ class StreamContext:
         s = self.stream
         if s is None:
             return None
-        if self._src is not None:
-            if self._stack is None:
-                self._stack = []
-            self._stack.append((self._src, self._dst))
         _c_ensure_init()
         cur_dev = _c_get_device()
         _c_set_target_device()
@@ -290,12 +285,15 @@ class StreamContext:
         if cur is None:
             cur = _tstate_cur()
         d = s.device_index
-        self._src = cur[cur_dev]
         if d != cur_dev:
-            self._dst = cur[d]
             _c_set_device(d, False)
-        else:
-            self._dst = None
+        # only now that the switch is done: a failed entry leaves the context as it was
+        if self._src is not None:
+            if self._stack is None:
+                self._stack = []
+            self._stack.append((self._src, self._dst))
+        self._src = cur[cur_dev]
+        self._dst = cur[d] if d != cur_dev else None
         cur[d] = s
         return s
 
@@ -312,9 +310,8 @@ class StreamContext:
             cur = _tstate_cur()
         if dst is not None:
             cur[dst.device_index] = dst
-        if _c_get_device() != src.device_index:
-            _c_set_device(src.device_index, False)
         cur[src.device_index] = src
+        _c_restore_device(src.device_index, True)  # a failure still leaves src's device the logical one
         return False
 
 
@@ -322,13 +319,48 @@ class Stream:
     """A CUDA stream from the device's pool (32 per priority level, round-robin, non-blocking); lower
     ``priority`` is higher, clamped to the device's range.  ValueError / TypeError for bad arguments."""
 
-    __slots__ = ("device_index", "stream_id", "_ptr", "_owner", "_ctx")
+    # Immutable like the compiled twin's: __setattr__ refuses every assignment, and the module writes an
+    # instance's fields once, with object.__setattr__ (_osa).  The class attributes are the compiled twin's
+    # zeroed fields: what a bare ``Stream.__new__(Stream)`` reads (the legacy stream of device 0), and
+    # _owner / _ctx until set.  (A __dict__ rather than slots: a slot has no default, and __getattr__ would
+    # slow down every attribute read.)
+    __slots__ = ("__dict__",)
+    device_index = stream_id = _ptr = 0
+    _owner = _ctx = None
 
     def __init__(self, device=None, priority=0):
-        d = _resolve(device)
-        prio = _sc.check_priority(priority)
-        s = _pool_stream(d, min(max(-prio, 0), _max_pri - 1))
-        self.device_index, self.stream_id, self._ptr, self._owner, self._ctx = d, s.stream_id, s._ptr, None, None
+        if type(device) is int and 0 <= device < _ndev and (_dm._initialized or _dm._init_hook is None):
+            d = device  # _resolve(device), for an index in range once CUDA is initialised
+        else:
+            d = _resolve(device)
+        if type(priority) is not int:
+            priority = _sc.check_priority(priority)
+        p = -priority
+        if p <= 0:
+            p = 0
+        elif p >= _max_pri:
+            p = _max_pri - 1
+        i = next(_counters[d][p]) % _POOL
+        s = _pool[d][p][i]
+        if s is None:
+            s = _new_pool_stream(d, p, i)
+        _osa(self, "device_index", d)
+        _osa(self, "stream_id", s.stream_id)
+        _osa(self, "_ptr", s._ptr)
+
+    def __setattr__(self, name, value):
+        if type(self).__module__ == __name__ or name in _STREAM_FIELDS or name in _STREAM_DATA:
+            if name == "__class__" and not isinstance(value, type):
+                object.__setattr__(self, name, value)  # raises CPython's own TypeError, as the compiled twin
+            raise _frozen(self, name)
+        object.__setattr__(self, name, value)  # a user subclass's own attribute, as on the compiled twin
+
+    def __delattr__(self, name):
+        if name == "__class__":
+            object.__delattr__(self, name)  # raises CPython's own TypeError, as the compiled twin
+        if type(self).__module__ == __name__ or name in _STREAM_FIELDS or name in _STREAM_DATA:
+            raise _frozen(self, name)
+        object.__delattr__(self, name)
 
     @property
     def device(self):
@@ -435,13 +467,13 @@ class Stream:
         if self._ctx is not None:
             raise RuntimeError("Stream's context should not be initialized.")
         _c_ensure_init()
-        cur_dev, d = _c_get_device(), self.device_index
-        if cur_dev != d:
-            _c_set_device(d, False)
         cur = _tls.cur
         if cur is None:
             cur = _tstate_cur()
-        self._ctx = (cur_dev, cur[d])
+        cur_dev, d = _c_get_device(), self.device_index
+        if cur_dev != d:
+            _c_set_device(d, False)
+        _osa(self, "_ctx", (cur_dev, cur[d]))
         cur[d] = self
         return self
 
@@ -449,13 +481,13 @@ class Stream:
         if self._ctx is None:
             return False
         cur_dev, prev = self._ctx
-        self._ctx = None
+        _osa(self, "_ctx", None)
         cur = _tls.cur
         if cur is None:
             cur = _tstate_cur()
         cur[self.device_index] = prev
         if cur_dev != self.device_index:
-            _c_set_device(cur_dev, False)
+            _c_restore_device(cur_dev, False)  # a failure still leaves ``cur_dev`` the logical device
         return False
 
     def __eq__(self, other):
@@ -509,8 +541,32 @@ class ExternalStream(Stream):
             d = actual if actual >= 0 else _resolve(None)
         elif actual >= 0 and actual != d:
             raise ValueError(f"stream {ptr:#x} belongs to device {actual}, not to the device given ({d})")
-        self.device_index, self.stream_id, self._ptr, self._owner, self._ctx = d, ptr - (ptr >> 63 << 64), ptr, \
-            owner, None
+        _osa(self, "device_index", d)
+        _osa(self, "stream_id", ptr - (ptr >> 63 << 64))
+        _osa(self, "_ptr", ptr)
+        _osa(self, "_owner", owner)
+
+
+_STREAM_FIELDS = frozenset(("device_index", "stream_id", "_ptr", "_owner", "_ctx"))
+# What the compiled twin's Stream exposes as data attributes (readonly members and properties); its
+# cdef fields (_ptr, ...) are not attributes at all.
+_STREAM_DATA = frozenset(("device_index", "stream_id", "device", "cuda_stream", "_as_parameter_", "priority"))
+
+
+def _type_name(cls):
+    # tp_name as a compiled class has it: qualified for the twin's own classes, bare for subclasses
+    return f"{__name__}.{cls.__name__}" if cls.__module__ == __name__ else cls.__name__
+
+
+def _frozen(s, name):
+    """The error the compiled twin gives for setting or deleting ``name`` on the stream ``s``."""
+    if name == "__class__":
+        return TypeError("__class__ assignment only supported for mutable types or ModuleType subclasses")
+    if name in _STREAM_DATA:
+        return AttributeError(f"attribute '{name}' of '{_type_name(Stream)}' objects is not writable")
+    if name not in _STREAM_FIELDS and name != "__dict__" and hasattr(type(s), name):
+        return AttributeError(f"'{_type_name(type(s))}' object attribute '{name}' is read-only")
+    return AttributeError(f"'{_type_name(type(s))}' object has no attribute '{name}'")
 
 
 from accel._python._stream_event import Event  # noqa: E402  (Event needs the names above)

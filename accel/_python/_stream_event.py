@@ -29,7 +29,11 @@ class Event:
     """A CUDA event, created lazily on its first record (on the stream's device).  Flags as torch:
     timing off unless ``enable_timing``; ``blocking`` syncs by blocking; ``interprocess`` for IPC."""
 
-    __slots__ = ("_h", "_dev", "_flags", "_created", "__weakref__")
+    # Instance attributes over class defaults (not slots): the defaults are what a bare
+    # ``Event.__new__(Event)`` reads, as the compiled twin's zeroed object does.
+    __slots__ = ("__dict__", "__weakref__")
+    _h = _dev = _flags = 0
+    _created = False
 
     def __init__(self, enable_timing=False, blocking=False, interprocess=False):
         self._flags = ((_sc.EVENT_BLOCKING_SYNC if blocking else 0) |

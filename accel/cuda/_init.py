@@ -25,8 +25,9 @@ _fork_handler_registered = False
 _initialization_lock = threading.RLock()  # re-entrant: a queued call may queue another
 _tls = threading.local()
 _queued_calls = []  # (callable, formatted call-site traceback)
-_raw_count = None   # cudart's count, computed once like c10::cuda::device_count()
-_cached_device_count = None  # device_count(), cached only once CUDA is initialised
+_raw_count = None   # cudart's count, cached once it was obtained (a failure is retried, unlike torch)
+_count_warned = False  # the "CUDA initialization: ..." warning was given (once per process)
+_cached_device_count = None  # device_count(), cached only once CUDA is initialised and the count obtained
 
 
 def _after_fork_in_child():
@@ -88,9 +89,10 @@ def _count_or_raise(fail_if_no_driver):
 
 
 def _cuda_get_device_count():
-    """cudart's device count, computed once and never again; 0 with a "CUDA initialization: ..." warning
-    instead of any error (0 silently when no runtime library is found)."""
-    global _raw_count
+    """cudart's device count, cached once obtained (0 included: no runtime library, driver or device).
+    A failed cudaGetDeviceCount gives 0 with a "CUDA initialization: ..." warning (the first time only)
+    and is not cached: the next call asks again.  torch caches the failed 0 for the process's life."""
+    global _raw_count, _count_warned
     if _raw_count is None:
         _register_fork_handler()
         try:
@@ -98,8 +100,10 @@ def _cuda_get_device_count():
         except LibraryNotFoundError:
             n = 0
         except RuntimeError as exc:
-            warnings.warn(f"CUDA initialization: {exc}", stacklevel=3)
-            n = 0
+            if not _count_warned:
+                _count_warned = True
+                warnings.warn(f"CUDA initialization: {exc}", stacklevel=3)
+            return 0
         _raw_count = n
     return _raw_count
 
@@ -116,7 +120,7 @@ def device_count():
         return _cached_device_count
     nvml_count = _visible._device_count_nvml() if _nvml_based_avail() else -1
     n = _cuda_get_device_count() if nvml_count < 0 else nvml_count
-    if _initialized:
+    if _initialized and (nvml_count >= 0 or _raw_count is not None):  # never a failed count
         _cached_device_count = n
     return n
 

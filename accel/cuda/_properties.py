@@ -60,9 +60,12 @@ class _CudaDeviceProperties:
 def _valid_index(device, what="device", optional=True):
     """The index of ``device`` checked against the count; ValueError naming it and the count."""
     _init._lazy_init()
-    d = _get_device_index(device, optional=optional)
-    n = _init.device_count()
-    if type(d) is bool or not 0 <= d < n:
+    return _check_range(_get_device_index(device, optional=optional), _init.device_count(), what)
+
+
+def _check_range(d, n, what="device"):
+    """``d`` if ``0 <= d < n`` (n: the device count), else the ValueError naming both."""
+    if not 0 <= d < n:
         raise ValueError(f"Invalid {what} id {d!r}: expected 0 <= {what} < device_count() = {n}")
     return d
 

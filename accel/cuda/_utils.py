@@ -1,18 +1,22 @@
 """Device arguments: ``_get_device_index`` (torch.cuda._utils semantics plus duck-typed device objects).
 
-Accepted: an int (returned as is, like torch; bools too), anything with ``__index__`` (numpy ints),
+Accepted: an int (returned as is, like torch), anything with ``__index__`` (numpy ints),
 ``"cuda"``, ``"cuda:N"``, ``"cpu"`` (with allow_cpu), None (with optional: the current device), an
 ``accel.cuda.device`` context, and other libraries' device objects: ``.type``/``.index`` (torch.device),
-``.id`` (cupy.cuda.Device), ``.device_id`` (cuda.core Device).
+``.id`` (cupy.cuda.Device), ``.device_id`` (cuda.core Device).  A bool is rejected (TypeError) wherever it
+appears: torch returns it as is here and its C bindings then reject it, except a few (get_device_properties
+takes True as device 1), so accel rejects it once, here, for every device argument.
 """
 import re
 
 from accel import _impl
+from accel import _stream_common as _sc
 from accel.cuda import _init
 
 _device = _impl.module("_device")
 _DEVICE_STRING = re.compile(r"([a-zA-Z_]+)(?::([1-9][0-9]*|0))?\Z")
-_EXPECTED = ("an int, 'cuda', 'cuda:N', None, or a device object with .type/.index, .id or .device_id")
+_EXPECTED = ("an int (not a bool), 'cuda', 'cuda:N', None, or a device object with .type/.index, .id or "
+             ".device_id")
 
 
 def _parse_device_string(s):
@@ -34,25 +38,24 @@ def _from_typed(dev_type, index, device, allow_cpu):
         raise ValueError(f"Expected a cuda device, but got: {device}")
     if dev_type == "cpu":
         return -1
-    if index is not None and not isinstance(index, int):
+    if index is not None and type(index) is not int:
         index = _as_int(index, device)
     return index
 
 
 def _as_int(value, device):
-    if isinstance(value, int):
+    if type(value) is int:
         return value
-    index = getattr(type(value), "__index__", None)
-    if index is None:
+    if isinstance(value, bool) or not hasattr(type(value), "__index__"):
         raise TypeError(f"Expected an integer device index, but got {type(value).__name__}: {value!r} "
                         f"(from {device!r})")
-    return index(value)
+    return _sc.index_of(value, "device index")
 
 
 def _get_device_index(device, optional=False, allow_cpu=False):
     """The device index of ``device`` (ints as is, unchecked; cpu gives -1 with allow_cpu); None with
     ``optional`` gives the current device.  TypeError for an unsupported type, ValueError for a bad value."""
-    if isinstance(device, int):
+    if type(device) is int:
         return device
     idx = None
     if isinstance(device, str):
@@ -60,9 +63,11 @@ def _get_device_index(device, optional=False, allow_cpu=False):
         idx = _from_typed(dev_type, idx, device, allow_cpu)
     elif isinstance(device, _device.device):
         idx = device.idx
+    elif isinstance(device, bool):
+        raise TypeError(f"Expected a CUDA device: {_EXPECTED}; got bool: {device!r}")
     elif device is not None:
         if hasattr(type(device), "__index__"):
-            return type(device).__index__(device)
+            return _sc.index_of(device, "device index")
         if hasattr(device, "type") and hasattr(device, "index"):
             idx = _from_typed(device.type, device.index, device, allow_cpu)
         elif hasattr(device, "device_id"):
