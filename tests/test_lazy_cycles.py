@@ -183,6 +183,48 @@ def test_native_tracks_only_what_may_cycle(twin):
     assert gc.is_tracked(v)
 
 
+class Key:
+    """Handles equal by key; comparing one in mode "drop" drops the nodes that hold equal handles."""
+    held = {}
+
+    def __init__(self, k, drop=False):
+        self.k, self.drop = k, drop
+
+    def __hash__(self):
+        return hash(self.k)
+
+    def __eq__(self, other):
+        if self.drop or getattr(other, "drop", False):
+            Key.held.pop(self.k, None)
+            gc.collect()
+        return isinstance(other, Key) and other.k == self.k
+
+
+def test_handles_belong_to_their_nodes(ir):
+    # nothing but the nodes keeps a handle alive (so a cycle through one is the collector's to find),
+    # while equal handles keep sharing one parameter as their holders come and go
+    s = ir.Shape(6, [1])
+    h1, h2 = Key(1), Key(1)
+    a, b = ir.device_data(s, h1), ir.device_data(s, h2)
+    ref = weakref.ref(h1)
+    del h1
+    root = ir.Node("t::r", [a, b], [s])
+    assert ir.parameter_sequence(root) == [0, 0]
+    del root, a
+    gc.collect()
+    assert ref() is None
+    c = ir.device_data(s, Key(1))
+    assert ir.parameter_sequence(ir.Node("t::r", [b, c, ir.device_data(s, Key(2))], [s])) == [0, 1, 1]
+    b.set_data(Key(2))
+    c.set_data(Key(2))
+    assert ir.parameter_sequence(ir.Node("t::r", [b, c, ir.device_data(s, Key(1))], [s])) == [0, 1, 1]
+    for i in range(50):                      # the holders of an equal handle go while one is looked up
+        Key.held[i] = [ir.device_data(s, Key(i)) for _ in range(3)]
+        d = ir.device_data(s, Key(i, drop=True))
+        assert ir.parameter_sequence(ir.Node("t::x", [d, ir.device_data(s, Key(i))], [s])) == [0, 0]
+        assert i not in Key.held
+
+
 RSS = """
 import gc, sys
 from accel.{pkg} import _ir as ir
