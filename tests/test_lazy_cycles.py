@@ -106,11 +106,14 @@ def _cycles(ir, kind):
     d = ir.device_data(s, h) if kind != "device" else ir.device_data(s, 0, h)
     x = ir.Node("aten::neg", [d], [s])
     y = ir.Node("aten::add", [ir.Output(x), d], [s])
-    h.to = {"self": d, "user": y, "output": ir.Output(y), "device": d, "list": [y]}[kind]
+    z = ir.Node("test::multi", [d, x], [s, s], 2, 5)                # seeded: its rarely used fields too
+    w = ir.Node("aten::neg", [ir.Output(z, 1), x], [s])
+    h.to = {"self": d, "user": y, "output": ir.Output(y), "device": d, "list": [y], "seeded": z,
+            "multi": w}[kind]
     return d
 
 
-@pytest.mark.parametrize("kind", ["self", "user", "output", "device", "list"])
+@pytest.mark.parametrize("kind", ["self", "user", "output", "device", "list", "seeded", "multi"])
 def test_handle_cycles_are_collected(ir, kind):
     d = _cycles(ir, kind)
     ref = weakref.ref(d)
@@ -156,10 +159,49 @@ def test_subclass_and_node_handle_cycles_are_collected(ir):
     y = ir.Node("t::y", [a], [s])
     d = ir.device_data(s, y)                   # a node as the handle, then y -> d -> y
     y.replace_operand(0, d)
-    refs = [weakref.ref(v) for v in (m, o, x, y, d)]
-    del m, o, x, y, d
+
+    class MyShape(ir.Shape):
+        pass
+
+    t1, t2 = MyShape(6, [1]), MyShape(6, [1])
+    z1 = ir.Node("t::z", [a], [s, t1])
+    z2 = ir.Node("t::z", [a], [s])
+    z2.add_computed_shape(t2)
+    t1.node, t2.node = z1, z2                  # through a Shape subclass's attributes
+    refs = [weakref.ref(v) for v in (m, o, x, y, d, z1, z2)]
+    del m, o, x, y, d, z1, z2, t1, t2
     gc.collect()
-    assert [r() for r in refs] == [None] * 5
+    assert [r() for r in refs] == [None] * 7
+
+
+CLEAR_FIRST = """
+import gc, weakref
+from accel.{pkg} import _ir as ir
+s = ir.Shape(6, [1])
+class MyNode(ir.Node):
+    pass
+class Ref:
+    pass
+leaf = ir.Node("t::leaf", [], [s])
+for i in range(100):
+    m = MyNode("t::m", [leaf, leaf], [s], 1, 5)    # tracked before the rest, so the GC clears it first
+    h = Ref()
+    d = ir.device_data(s, h)
+    m.replace_operand(0, d)
+    h.to = m                                        # m -> d -> h -> m
+    r = weakref.ref(m)
+    del m, h, d
+    gc.collect()
+    assert r() is None
+print(ir.graph_size(leaf))
+"""
+
+
+def test_clearing_a_node_with_operands_keeps_them(twin, subprocess_python):
+    # the GC clears a seeded, non-data node first: its operands must survive that (a subprocess, since a
+    # clobbered operand id crashed the interpreter)
+    r = subprocess_python(CLEAR_FIRST.format(pkg=twin.package.split(".")[1]))
+    assert r.returncode == 0 and r.stdout.split() == ["1"], (r.returncode, r.stderr[-2000:])
 
 
 def test_native_tracks_only_what_may_cycle(twin):

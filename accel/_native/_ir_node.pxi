@@ -35,7 +35,7 @@ cdef object _ONE = 1
 
 # Nodes are GC-tracked only when they could be part of a reference cycle: the graph itself is a DAG
 # (replace_operand refuses to close a loop), so a cycle needs an object that refers back into it, which
-# only a data handle or device label (or a Python subclass's attributes) can.  A node is tracked (_gc)
+# only a data handle or device label (or the attributes of a Python subclass of Node or Shape) can.  A node is tracked (_gc)
 # when such an object is one that CPython tracks, or when an operand is tracked (the cycle may pass
 # through nodes built on it); every other node is untracked, since tracking millions of nodes made
 # building graphs ~8x slower.  Nodes that already had users when they became tracked (set_data,
@@ -177,8 +177,10 @@ cdef class Node:
         else:
             for i in range(PyTuple_GET_SIZE(shp)):
                 p = PyTuple_GET_ITEM(shp, i)
-                if type(<object>p) is not Shape and not isinstance(<object>p, Shape):
-                    raise TypeError(f"Node shapes[{i}] must be a Shape, got {_tname(<object>p)}: {<object>p!r}")
+                if type(<object>p) is not Shape:
+                    if not isinstance(<object>p, Shape):
+                        raise TypeError(f"Node shapes[{i}] must be a Shape, got {_tname(<object>p)}: {<object>p!r}")
+                    taint = True               # a subclass's attributes may refer back to the node
                 h = acc_combine(h, (<Shape>p)._hb)
                 if dyn:
                     hd = acc_combine(hd, (<Shape>p)._hn)
@@ -321,6 +323,9 @@ cdef class Node:
         if not isinstance(shape, Shape):
             raise TypeError(f"add_computed_shape needs a Shape, got {_tname(shape)}: {shape!r}")
         self._shapes = self.shapes + (shape,)
+        if type(shape) is not Shape and not self._gc:
+            self._gc = 1
+            acc_gc_track(<PyObject*>self)
 
     def set_data(self, handle):
         """Replace the data handle of a device-data node (DeviceData::SetData); TypeError on other nodes."""
@@ -456,7 +461,7 @@ cdef int _node_clear(Node n) noexcept:
     if x is None:
         return 0
     _handle_release(x)
-    if n._id:
+    if n._is_data and n._id:          # (other nodes keep operand ids where data nodes keep the handle id)
         acc_set_hid(n._id, 0)
     x.device = None
     x.handle = None
