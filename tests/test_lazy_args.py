@@ -99,6 +99,8 @@ def test_index_ranges(ir):
         "IndexError", f"Output index {2**64} out of range for a node with 2 output(s): {a}")
     n.replace_operand(np.int64(1), ir.Output(a, 1))
     assert n.operands == (ir.Output(a), ir.Output(a, 1))
+    n.replace_operand(1, a)
+    assert n.operands == (ir.Output(a), ir.Output(a)) and [o.index for o in n.operands] == [0, 0]
     assert _err(n.replace_operand, 0, 5) == ("TypeError", "replace_operand needs an Output or a Node, got int: 5")
 
 

@@ -387,6 +387,8 @@ cdef int _set_operand(Node self, Py_ssize_t i, Node target, Py_ssize_t oi) excep
     if oi or (x is not None and x.idx is not None):        # allocate first: nothing below may run Python
         idx = tuple([oi if j == i else (x.idx[j] if x is not None and x.idx is not None else 0)
                      for j in range(n)])
+        if not any(idx):
+            idx = ()                   # all 0 again: no tuple kept
         if x is None:
             x = _Extra.__new__(_Extra)
     Py_INCREF(target)
@@ -394,7 +396,7 @@ cdef int _set_operand(Node self, Py_ssize_t i, Node target, Py_ssize_t oi) excep
     old = ids[i]
     ids[i] = target._id
     if idx is not None:
-        x.idx = idx if any(idx) else None
+        x.idx = idx if idx else None
         self._extra = x
     if target._gc and not self._gc:
         self._gc = 1
