@@ -1,5 +1,7 @@
 """accel.lazy hot paths, both twins in one run: Node construction, post_order and graph_hash per node
-on 1e5-node DAGs with sharing (every node reachable; a tenth are device data with shared handles)."""
+on 1e5-node DAGs with sharing (every node reachable; a tenth are device data with shared handles), and
+the cost of building a 1e5-node wide DAG (every node on two random earlier ones), against the same loop
+around a no-op call."""
 import random
 
 import pytest
@@ -90,3 +92,65 @@ def test_graph_hash(benchmark, dags, twin):
 def test_graph_size(benchmark, dags, twin):
     ir, root = TWINS[twin], dags[twin]
     _per_node(benchmark, ir.graph_size, root, ir.graph_size([root]), 30 if twin == "native" else 5)
+
+
+# -- building a wide DAG: 1e5 nodes, each on two random earlier nodes (1000 device-data leaves first), so
+# operands are scattered over the whole graph built so far, as in a traced program.  The floor is the same
+# loop calling a Python no-op with the same arguments: a node's own cost is its time minus the floor's.
+WIDE_LEAVES = 1000
+_rnd = random.Random(1)
+PAIRS = [(_rnd.randrange(i), _rnd.randrange(i)) for i in range(WIDE_LEAVES, WIDE_LEAVES + N)]
+
+
+def _noop3(op, operands, shapes):
+    pass
+
+
+def _leaves(ir):
+    s = ir.Shape(6, [2, 3])
+    return (ir, [ir.device_data(s, i) for i in range(WIDE_LEAVES)], ir.OpKind("aten::add"), [s]), {}
+
+
+def _wide_floor(ir, nodes, k, shapes):
+    app = nodes.append
+    for a, b in PAIRS:
+        app(_noop3(k, [nodes[a], nodes[b]], shapes))
+    return nodes
+
+
+def _wide_nodes(ir, nodes, k, shapes):
+    app, node = nodes.append, ir.Node
+    for a, b in PAIRS:
+        app(node(k, [nodes[a], nodes[b]], shapes))
+    return nodes                     # freed after the timer stops
+
+
+def _wide_outputs(ir, nodes, k, shapes):
+    app, node, output = nodes.append, ir.Node, ir.Output
+    for a, b in PAIRS:
+        app(node(k, [output(nodes[a]), output(nodes[b])], shapes))
+    return nodes
+
+
+def _wide(benchmark, twin, fn):
+    benchmark.extra_info["per"] = N
+    benchmark.extra_info["unit"] = "node"
+    benchmark.pedantic(fn, setup=lambda: _leaves(TWINS[twin]), rounds=10 if twin == "native" else 3,
+                       warmup_rounds=1)
+
+
+@pytest.mark.benchmark(group="lazy build a 1e5-node wide DAG: Node(op, [a, b], [shape])")
+def test_wide_dag_floor(benchmark):
+    _wide(benchmark, "python", _wide_floor)
+
+
+@pytest.mark.benchmark(group="lazy build a 1e5-node wide DAG: Node(op, [a, b], [shape])")
+@pytest.mark.parametrize("twin", list(TWINS))
+def test_wide_dag_node_operands(benchmark, twin):
+    _wide(benchmark, twin, _wide_nodes)
+
+
+@pytest.mark.benchmark(group="lazy build a 1e5-node wide DAG: Node(op, [a, b], [shape])")
+@pytest.mark.parametrize("twin", list(TWINS))
+def test_wide_dag_output_operands(benchmark, twin):
+    _wide(benchmark, twin, _wide_outputs)

@@ -37,6 +37,7 @@ cdef extern from "_ir_arena.h":
     uint32_t ACC_DATA_BIT
     int32_t *acc_ops(acc_rec *r)
     int32_t acc_get_hid(int32_t id)
+    void acc_prefetch_obj(PyObject *o)
     void acc_set_hid(int32_t id, int32_t h)
     int32_t acc_alloc(PyObject *self, Py_ssize_t nops)
     void acc_release(int32_t id)
@@ -297,5 +298,6 @@ def dynamic_shapes_enabled():
     return _dyn_env or _dyn_flag
 
 
+include "_ir_handles.pxi"
 include "_ir_node.pxi"
 include "_ir_walk.pxi"

@@ -63,6 +63,8 @@ static inline int32_t *acc_ops(acc_rec *r) {
     return (r->info >> 1) <= ACC_NINL ? r->u.inl : r->u.ext;
 }
 static inline int32_t acc_get_hid(int32_t id) { return acc_recs[id].u.hid; }
+/* Start fetching the cache line of o's reference count (a Node about to be released). */
+static inline void acc_prefetch_obj(PyObject *o) { ACC_PREFETCH_W(o); }
 static inline void acc_set_hid(int32_t id, int32_t h) { acc_recs[id].u.hid = h; }
 
 static int acc_grow_to(void **p, size_t elem, int32_t cap) {

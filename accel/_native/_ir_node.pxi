@@ -1,136 +1,116 @@
 # Node, Output and device_data for _ir.pyx (included there; not a module of its own).
-# Each Node owns one slot of the node arena (_ir_arena.h); traversal reads only the arena.
+# Each Node owns one slot of the node arena (_ir_arena.h); traversal reads only the arena.  A Node holds
+# its operand Nodes through the arena (one reference each, taken at construction), not through a tuple.
 
-# Data handles are interned: equal handles (dict equality, as RunPostOrder's map) share one small id,
-# so graph_hash de-duplicates parameters with per-id stamps instead of a dict.  Ids are refcounted by
-# the device-data nodes using them and recycled when the last one goes.
-cdef dict _HANDLE_IDS = {}           # handle -> id
-cdef list _handle_objs = [None]      # id -> the interned handle (id 0 is never used)
-cdef list _handle_free = []
-cdef int32_t *_href = NULL           # id -> number of device-data nodes holding it
-cdef Py_ssize_t _hcap = 0
+from libc.stdint cimport uint8_t
+from cpython.sequence cimport PySequence_Fast_ITEMS
 
+cdef extern from *:
+    """
+    typedef int (*acc_visit_fn)(PyObject *, void *);
+    /* Install a type's GC slots (Cython's own would clear fields that must stay valid, see Node). */
+    static void acc_set_gc(PyTypeObject *t, void *traverse, void *clear) {
+        t->tp_traverse = (traverseproc)traverse;
+        t->tp_clear = (inquiry)clear;
+    }
+    /* Could o (now or later) refer back to a node?  CPython's own test (_PyObject_GC_MAY_BE_TRACKED). */
+    static int acc_may_cycle(PyObject *o) {
+        if (!PyObject_IS_GC(o)) return 0;
+        if (PyTuple_CheckExact(o)) return PyObject_GC_IsTracked(o);
+        return 1;
+    }
+    static void acc_gc_track(PyObject *o) { if (!PyObject_GC_IsTracked(o)) PyObject_GC_Track(o); }
+    static void acc_gc_untrack(PyObject *o) { if (PyObject_GC_IsTracked(o)) PyObject_GC_UnTrack(o); }
+    """
+    ctypedef int (*acc_visit_fn)(PyObject *, void *) noexcept
+    void acc_set_gc(PyTypeObject *t, void *traverse, void *clear)
+    bint acc_may_cycle(PyObject *o)
+    void acc_gc_track(PyObject *o)
+    void acc_gc_untrack(PyObject *o)
 
-cdef int _handle_grow(Py_ssize_t need) except -1:
-    global _href, _hcap, acc_hstamp, acc_hidx
-    cdef Py_ssize_t cap = _hcap * 2 if _hcap else 1024
-    cdef void *p
-    while cap < need:
-        cap *= 2
-    if cap > 0x7FFFFFFF:
-        raise MemoryError()
-    p = realloc(_href, cap * sizeof(int32_t))
-    if p == NULL:
-        raise MemoryError()
-    _href = <int32_t*>p
-    p = realloc(acc_hstamp, cap * sizeof(uint32_t))
-    if p == NULL:
-        raise MemoryError()
-    acc_hstamp = <uint32_t*>p
-    p = realloc(acc_hidx, cap * sizeof(int32_t))
-    if p == NULL:
-        raise MemoryError()
-    acc_hidx = <int32_t*>p
-    _hcap = cap
-    return 0
+MAX_OUTPUTS = 0x7FFFFFFF
+cdef object _MAX_OUTPUTS = MAX_OUTPUTS
+cdef object _ONE = 1
 
 
-cdef int32_t _handle_intern(object handle) except 0:
-    cdef Py_ssize_t i
-    o = _HANDLE_IDS.get(handle)
-    if o is not None:
-        i = <Py_ssize_t>o
-        _href[i] += 1
-        return <int32_t>i
-    if _handle_free:
-        i = <Py_ssize_t>_handle_free.pop()
-    else:
-        i = len(_handle_objs)
-        if i >= _hcap:
-            _handle_grow(i + 1)
-        _handle_objs.append(None)
-    # setdefault, not a plain store: a handle's own __hash__/__eq__ may let another thread intern an
-    # equal handle meanwhile, and then both must end up with that one id.
-    o = _HANDLE_IDS.setdefault(handle, i)
-    if <Py_ssize_t>o != i:
-        _handle_free.append(i)
-        i = <Py_ssize_t>o
-        _href[i] += 1
-        return <int32_t>i
-    _handle_objs[i] = handle
-    _href[i] = 1
-    acc_hstamp[i] = 0
-    return <int32_t>i
-
-
-cdef void _handle_release(int32_t i) noexcept:
-    _href[i] -= 1
-    if _href[i]:
-        return
-    try:
-        h = _handle_objs[i]
-        _handle_objs[i] = None
-        if _HANDLE_IDS.get(h) == i:
-            del _HANDLE_IDS[h]
-        _handle_free.append(i)
-    except BaseException:        # a handle whose hash changed, or teardown: leak the id, never crash
-        pass
-
-
-# Nodes and Outputs are not GC-tracked: an IR graph is acyclic (only replace_operand can close a loop,
-# and such a loop is never freed), and tracking millions of nodes made building graphs ~8x slower.
-# Without the GC there is no trashcan either, so Node.__dealloc__ frees long chains iteratively.
-cdef PyObject **_pending = NULL      # operand tuples waiting to be released by the outermost dealloc
+# Nodes are GC-tracked only when they could be part of a reference cycle: the graph itself is a DAG
+# (replace_operand refuses to close a loop), so a cycle needs an object that refers back into it, which
+# only a data handle or device label (or the attributes of a Python subclass of Node or Shape) can.  A node is tracked (_gc)
+# when such an object is one that CPython tracks, or when an operand is tracked (the cycle may pass
+# through nodes built on it); every other node is untracked, since tracking millions of nodes made
+# building graphs ~8x slower.  Nodes that already had users when they became tracked (set_data,
+# replace_operand) do not pass it on to those users.  Without the GC there is no trashcan either, so
+# Node.__dealloc__ frees long chains iteratively.
+cdef PyObject **_pending = NULL      # references waiting to be dropped by the outermost dealloc
 cdef Py_ssize_t _npending = 0
 cdef Py_ssize_t _cappending = 0
 cdef bint _draining = False
 
+# Loop checks (see _check_link): every node gets a serial number when built; an operand's is always
+# smaller, except on edges replace_operand pointed at a node that was not renumbered below its user.
+# _nbad counts such edges (over-approximated), and serial order proves "no path" only when it is 0.
+cdef uint64_t _SERIAL_STEP = 1 << 20        # room for renumbering between two nodes built in a row
+cdef uint64_t _serial_next = 0
+cdef Py_ssize_t _nbad = 0
 
-cdef void _release_later(PyObject *t) noexcept:
+
+cdef void _release_later(PyObject *o) noexcept:
+    """Take over one reference to o, to be dropped by the outermost dealloc."""
     global _pending, _npending, _cappending
     cdef Py_ssize_t cap
     cdef PyObject **p
     if _npending == _cappending:
         cap = _cappending * 2 if _cappending else 1024
         p = <PyObject**>realloc(_pending, cap * sizeof(PyObject*))
-        if p == NULL:           # out of memory: release now (recursion, but no leak)
-            Py_DECREF(<object>t)
+        if p == NULL:           # out of memory: drop it now (recursion, but no leak)
+            Py_DECREF(<object>o)
             return
         _pending = p
         _cappending = cap
-    _pending[_npending] = t
+    _pending[_npending] = o
     _npending += 1
 
 
-@cython.no_gc
+@cython.no_gc_clear
 cdef class Node:
     """Node(op, operands, shapes=(), num_outputs=1, hash_seed=2731710185)
 --
 
-    An LTC TsNode: hashes (``hash`` = dag hash, ``shape_hash``) are computed once, at construction."""
-    cdef int32_t _id                 # arena slot (0: none, only while construction fails)
-    cdef bint _is_data
+    An LTC TsNode: hashes (``hash`` = dag hash, ``shape_hash``) are computed once, at construction.
+    An operand is an Output, a Node (its output 0, as LTC's Value(node)) or None (hashed, not kept)."""
+    # What building a node reads of its operands (hashes, slot, _gc) comes first, in the cache line of
+    # the reference count that the caller's list of operands has just touched (the GC header, when there
+    # is one, sits before the object and the allocator puts objects of this size on a line boundary).
     cdef acc_h128 _dag
     cdef acc_h128 _shp
+    cdef int32_t _id                 # arena slot (0: none, only while construction fails)
+    cdef uint8_t _gc                 # GC-tracked: may be part of a reference cycle
+    cdef uint8_t _is_data
+    cdef int32_t _nout
+    cdef uint32_t _nbad              # operand edges counted in _nbad (see _check_link)
+    cdef uint64_t _serial
     cdef OpKind _op
-    cdef tuple _operands
-    cdef tuple _shapes
-    cdef Py_ssize_t _num_outputs
-    cdef acc_h128 _seed
-    cdef object _handle
-    cdef object _device
+    cdef object _shapes              # a Shape (the usual single shape) or a tuple of Shapes
+    cdef _Extra _extra               # None unless seeded, multi-output operands or device data
     cdef object __weakref__
 
     def __cinit__(self, op, operands, shapes=(), num_outputs=1, hash_seed=HASH_SEED):
+        global _serial_next
         cdef OpKind k
-        cdef tuple ops_t, shp_t
-        cdef Py_ssize_t i, j, n, nnull = 0
-        cdef acc_h128 h, hd, nul = acc_mk(0, _NULL_OPT)
+        cdef object ops, shp
+        cdef object seed = None
+        cdef PyObject **items
+        cdef PyObject *p
+        cdef Py_ssize_t i, j, n, nops = 0
+        cdef acc_h128 h, hd, nul = acc_mk(0, _NULL_OPT), h0 = _SIZE_T_HASH[0]
         cdef bint dyn = _dyn_env or _dyn_flag
-        cdef Output o
-        cdef Shape s
-        cdef PyObject *item
+        cdef bint multi = False, taint = False
+        cdef int32_t nout = 1
         cdef int32_t *ids
+        cdef int32_t *idx = NULL
+        cdef Node nd
+        if type(self) is Node:
+            acc_gc_untrack(<PyObject*>self)    # allocated tracked; tracked again below if it may cycle
         if type(op) is OpKind:
             k = <OpKind>op
         elif type(op) is str:
@@ -139,80 +119,134 @@ cdef class Node:
             k = <OpKind>op
         else:
             raise TypeError(f"Node op must be a qualified name str or an OpKind, got {_tname(op)}: {op!r}")
-        if type(operands) is tuple:
-            ops_t = <tuple>operands
-        elif type(operands) is list:
-            ops_t = PyList_AsTuple(operands)
+        if type(operands) is list or type(operands) is tuple:
+            ops = operands
         else:
-            ops_t = _seq(operands, "Node operands", "Output or None")
+            ops = _seq(operands, "Node operands", "Output, Node or None")
         if type(shapes) is tuple:
-            shp_t = <tuple>shapes
+            shp = shapes
+        elif type(shapes) is list:
+            if len(<list>shapes) == 1 and type((<list>shapes)[0]) is Shape:
+                shp = (<list>shapes)[0]             # kept alone: no tuple until .shapes is read
+            else:
+                shp = PyList_AsTuple(shapes)
         else:
-            shp_t = _seq(shapes, "Node shapes", "Shape")
-        if type(num_outputs) is not int or num_outputs < 1:
-            num_outputs = _num_outputs(num_outputs)
+            shp = _seq(shapes, "Node shapes", "Shape")
+        if num_outputs is not _ONE:
+            nout = _num_outputs(num_outputs)
         if hash_seed is _DEFAULT_SEED:
             h = k._seeded
-            self._seed = acc_mk(0, 0xA2D296E9)
         else:
-            self._seed = _from_int(hash_seed, "Node hash_seed")
-            h = acc_combine(k._hash, self._seed)
+            seed = _to_int(_from_int(hash_seed, "Node hash_seed"))
+            h = acc_combine(k._hash, _from_int(seed, "Node hash_seed"))
         hd = h
-        n = PyTuple_GET_SIZE(ops_t)
+        # Operands: from here until the arena slot holds them nothing allocates Python objects (so no GC,
+        # no finalizer can change the list under us), and the items are read twice: to hash and check
+        # them, then to keep them.
+        items = PySequence_Fast_ITEMS(ops)
+        n = len(ops)
         for i in range(n):
-            item = PyTuple_GET_ITEM(ops_t, i)
-            if type(<object>item) is Output or (<object>item is not None and isinstance(<object>item, Output)):
-                o = <Output>item
-                h = acc_combine(h, o._shp)
+            p = items[i]
+            if type(<object>p) is Node or (<object>p is not None and isinstance(<object>p, Node)):
+                nd = <Node>p
+                h = acc_combine(h, acc_combine(nd._shp, h0))      # as Output(nd, 0)
                 if dyn:
-                    hd = acc_combine(hd, o._hash)
-            elif <object>item is None:
-                nnull += 1
+                    hd = acc_combine(hd, acc_combine(nd._dag, h0))
+            elif type(<object>p) is Output or (<object>p is not None and isinstance(<object>p, Output)):
+                nd = (<Output>p)._node
+                h = acc_combine(h, (<Output>p)._shp)
+                if dyn:
+                    hd = acc_combine(hd, (<Output>p)._hash)
+                if (<Output>p)._index:
+                    multi = True
+            elif <object>p is None:
                 h = acc_combine(h, nul)
                 if dyn:
                     hd = acc_combine(hd, nul)
+                continue
             else:
-                raise TypeError(f"Node operands[{i}] must be an Output or None, got "
-                                f"{_tname(<object>item)}: {<object>item!r}")
-        for i in range(PyTuple_GET_SIZE(shp_t)):
-            item = PyTuple_GET_ITEM(shp_t, i)
-            if type(<object>item) is not Shape and not isinstance(<object>item, Shape):
-                raise TypeError(f"Node shapes[{i}] must be a Shape, got {_tname(<object>item)}: {<object>item!r}")
-            s = <Shape>item
-            h = acc_combine(h, s._hb)
+                raise TypeError(f"Node operands[{i}] must be an Output, a Node or None, got "
+                                f"{_tname(<object>p)}: {<object>p!r}")
+            nops += 1
+            if nd._gc:
+                taint = True
+        if type(shp) is Shape:
+            h = acc_combine(h, (<Shape>shp)._hb)
             if dyn:
-                hd = acc_combine(hd, s._hn)
-        if nnull:
-            ops_t = tuple([x for x in ops_t if x is not None])
-            n = len(ops_t)
-        self._id = acc_alloc(<PyObject*>self, n)
+                hd = acc_combine(hd, (<Shape>shp)._hn)
+        else:
+            for i in range(PyTuple_GET_SIZE(shp)):
+                p = PyTuple_GET_ITEM(shp, i)
+                if type(<object>p) is not Shape:
+                    if not isinstance(<object>p, Shape):
+                        raise TypeError(f"Node shapes[{i}] must be a Shape, got {_tname(<object>p)}: {<object>p!r}")
+                    taint = True               # a subclass's attributes may refer back to the node
+                h = acc_combine(h, (<Shape>p)._hb)
+                if dyn:
+                    hd = acc_combine(hd, (<Shape>p)._hn)
+        if multi:
+            idx = <int32_t*>malloc(nops * sizeof(int32_t))
+            if idx == NULL:
+                raise MemoryError()
+        self._id = acc_alloc(<PyObject*>self, nops)
         if self._id == 0:
+            free(idx)
             raise MemoryError()
         ids = acc_ops(&acc_recs[self._id])
-        for j in range(n):
-            ids[j] = (<Output>PyTuple_GET_ITEM(ops_t, j))._node._id
+        j = 0
+        for i in range(n):
+            p = items[i]
+            if <object>p is None:
+                continue
+            if type(<object>p) is not Node and not isinstance(<object>p, Node):
+                if multi:
+                    idx[j] = <int32_t>(<Output>p)._index
+                p = <PyObject*>(<Output>p)._node
+            elif multi:
+                idx[j] = 0
+            Py_INCREF(<object>p)                 # the node's reference to its operand
+            ids[j] = (<Node>p)._id
+            j += 1
         self._op = k
-        self._operands = ops_t
-        self._shapes = shp_t
-        self._num_outputs = num_outputs
+        self._shapes = shp
+        self._nout = nout
         self._shp = h
         self._dag = hd if dyn else h
+        _serial_next += _SERIAL_STEP
+        self._serial = _serial_next
+        if seed is not None or multi:
+            try:
+                self._extra = _Extra.__new__(_Extra)
+                self._extra.seed = seed
+                if multi:
+                    self._extra.idx = tuple([idx[j] for j in range(nops)])
+            finally:
+                free(idx)
+        if taint or type(self) is not Node:
+            self._gc = 1
+            acc_gc_track(<PyObject*>self)
 
     def __dealloc__(self):
-        global _draining, _npending
-        cdef PyObject *t = <PyObject*>self._operands
+        global _draining, _npending, _nbad
         cdef PyObject *p
+        cdef int32_t *ids
+        cdef Py_ssize_t j
+        _nbad -= self._nbad
+        self._nbad = 0
+        if self._extra is not None:
+            _handle_release(self._extra)
+            Py_INCREF(self._extra)                  # handed to the pending stack (see below)
+            _release_later(<PyObject*>self._extra)
+            self._extra = None
         if self._id:
-            if self._is_data:
-                _handle_release(acc_get_hid(self._id))
+            # Hand our operand references to the pending stack; the outermost dealloc drops them one by
+            # one, so freeing a chain never nests deeper than one Node in another.
+            ids = acc_ops(&acc_recs[self._id])
+            for j in range(acc_recs[self._id].info >> 1):
+                acc_prefetch_obj(acc_self[ids[j]])     # their misses overlap instead of queueing
+                _release_later(acc_self[ids[j]])
             acc_release(self._id)
             self._id = 0
-        if t != NULL and <object>t is not None:
-            # Hand our reference to the operand tuple to the pending stack; the outermost dealloc drops
-            # them one by one, so freeing a chain never nests deeper than tuple -> Output -> Node.
-            Py_INCREF(<object>t)
-            _release_later(t)
-            self._operands = None
         if _draining:
             return
         _draining = True
@@ -231,17 +265,28 @@ cdef class Node:
 
     @property
     def operands(self):
-        """The non-null operand Outputs, in order."""
-        return self._operands
+        """The non-null operands, in order, as Outputs."""
+        cdef Py_ssize_t j, n
+        cdef int32_t *ids
+        if not self._id:
+            return ()
+        n = acc_recs[self._id].info >> 1
+        nodes = PyList_New(n)               # filled without allocating: the arena cannot move meanwhile
+        ids = acc_ops(&acc_recs[self._id])
+        acc_fill_list(nodes, ids, n)
+        idx = self._extra.idx if self._extra is not None else None
+        return tuple([Output(nodes[j], idx[j] if idx is not None else 0) for j in range(n)])
 
     @property
     def shapes(self):
         """Constructor shapes, then computed shapes."""
+        if type(self._shapes) is Shape:
+            self._shapes = (self._shapes,)
         return self._shapes
 
     @property
     def num_outputs(self):
-        return self._num_outputs
+        return self._nout
 
     @property
     def hash(self):
@@ -255,7 +300,9 @@ cdef class Node:
 
     @property
     def hash_seed(self):
-        return _to_int(self._seed)
+        if self._extra is not None and self._extra.seed is not None:
+            return self._extra.seed
+        return _DEFAULT_SEED
 
     @property
     def is_device_data(self):
@@ -264,51 +311,167 @@ cdef class Node:
     @property
     def handle(self):
         """The data handle of a device-data node, else None."""
-        return self._handle
+        return self._extra.handle if self._extra is not None else None
 
     @property
     def device(self):
         """The device label of a device-data node, else None."""
-        return self._device
+        return self._extra.device if self._extra is not None else None
 
     def add_computed_shape(self, shape):
         """Append a shape known only after construction (shown in text, not hashed)."""
         if not isinstance(shape, Shape):
             raise TypeError(f"add_computed_shape needs a Shape, got {_tname(shape)}: {shape!r}")
-        self._shapes = self._shapes + (shape,)
+        self._shapes = self.shapes + (shape,)
+        if type(shape) is not Shape and not self._gc:
+            self._gc = 1
+            acc_gc_track(<PyObject*>self)
 
     def set_data(self, handle):
         """Replace the data handle of a device-data node (DeviceData::SetData); TypeError on other nodes."""
         if not self._is_data:
             raise TypeError(f"set_data needs a device-data node, got {self}")
         hash(handle)
-        cdef int32_t old = acc_get_hid(self._id)
-        acc_set_hid(self._id, _handle_intern(handle))
-        _handle_release(old)
-        self._handle = handle
+        cdef _Extra x = self._extra
+        cdef _Extra t = _Extra.__new__(_Extra)
+        t.handle = handle
+        _handle_intern(t)                   # may raise (a handle's __eq__): then nothing has changed
+        _handle_release(x)                  # (x.handle, the old handle, is still set)
+        _handle_move(t, x)
+        old = x.handle                      # dropped at return, when everything is consistent again
+        x.handle = handle
+        acc_set_hid(self._id, x.hid)
+        if acc_may_cycle(<PyObject*>handle) and not self._gc:
+            self._gc = 1
+            acc_gc_track(<PyObject*>self)
 
     def replace_operand(self, index, output):
-        """Point operand ``index`` at ``output`` without rehashing (can create loops; for tests and passes)."""
-        if not isinstance(output, Output):
-            raise TypeError(f"replace_operand needs an Output, got {_tname(output)}: {output!r}")
-        index = _operator.index(index)
-        if index < 0 or index >= len(self._operands):
-            raise IndexError(f"operand index {index} out of range for a node with {len(self._operands)} operand(s)")
-        ops = list(self._operands)
-        ops[index] = output
-        self._operands = tuple(ops)
-        acc_ops(&acc_recs[self._id])[<Py_ssize_t>index] = (<Output>output)._node._id
+        """Point operand ``index`` at ``output`` (an Output, or a Node for its output 0) without rehashing;
+        ValueError if that would close a graph loop (``output`` is or depends on this node)."""
+        cdef Node target
+        cdef Py_ssize_t oi
+        if isinstance(output, Output):
+            target, oi = (<Output>output)._node, (<Output>output)._index
+        elif isinstance(output, Node):
+            target, oi = <Node>output, 0
+        else:
+            raise TypeError(f"replace_operand needs an Output or a Node, got {_tname(output)}: {output!r}")
+        i = _index_arg(index, "replace_operand index")
+        n = acc_recs[self._id].info >> 1
+        if i < 0 or i >= n:
+            raise IndexError(f"operand index {i} out of range for a node with {n} operand(s)")
+        _check_link(self, target)
+        _set_operand(self, <Py_ssize_t>i, target, oi)
 
     def __str__(self):
-        s = "[" + ", ".join([str(x) for x in self._shapes]) + "] " + self._op.qualified_name
-        if self._num_outputs > 1:
-            s += f", num_outputs={self._num_outputs}"
-        if self._is_data and self._device is not None:
-            s += f", device={self._device}"
+        s = "[" + ", ".join([str(x) for x in self.shapes]) + "] " + self._op.qualified_name
+        if self._nout > 1:
+            s += f", num_outputs={self._nout}"
+        if self._is_data and self.device is not None:
+            s += f", device={self.device}"
         return s
 
     def __repr__(self):
         return f"<Node {self}>"
+
+
+cdef int _set_operand(Node self, Py_ssize_t i, Node target, Py_ssize_t oi) except -1:
+    """Make operand i of self output oi of target (checked by the caller); keeps the loop bookkeeping."""
+    global _nbad
+    cdef _Extra x = self._extra
+    cdef tuple idx = None
+    cdef int32_t *ids
+    cdef int32_t old
+    cdef Py_ssize_t j, n = acc_recs[self._id].info >> 1
+    cdef uint32_t bad = 0
+    if oi or (x is not None and x.idx is not None):        # allocate first: nothing below may run Python
+        idx = tuple([oi if j == i else (x.idx[j] if x is not None and x.idx is not None else 0)
+                     for j in range(n)])
+        if not any(idx):
+            idx = ()                   # all 0 again: no tuple kept
+        if x is None:
+            x = _Extra.__new__(_Extra)
+    Py_INCREF(target)
+    ids = acc_ops(&acc_recs[self._id])
+    old = ids[i]
+    ids[i] = target._id
+    if idx is not None:
+        x.idx = idx if idx else None
+        self._extra = x
+    if target._gc and not self._gc:
+        self._gc = 1
+        acc_gc_track(<PyObject*>self)
+    if self._nbad or target._serial >= self._serial:
+        for j in range(n):
+            if (<Node>acc_self[ids[j]])._serial >= self._serial:
+                bad += 1
+        _nbad += <Py_ssize_t>bad - <Py_ssize_t>self._nbad
+        self._nbad = bad
+    Py_DECREF(<object>acc_self[old])          # last: this may free nodes and run their finalizers
+    return 0
+
+
+def _link_unchecked(node, index, output):
+    """Testing hook: replace_operand without the loop check, to exercise the walks' loop errors.  The
+    native twin never frees a loop it closes (its nodes are not GC-tracked) unless a later call opens it."""
+    if not isinstance(node, Node) or not isinstance(output, (Node, Output)):
+        raise TypeError("_link_unchecked(node, index, output) needs a Node and an Output or a Node")
+    target = output if isinstance(output, Node) else (<Output>output)._node
+    n = acc_recs[(<Node>node)._id].info >> 1
+    if not 0 <= index < n:
+        raise IndexError(f"operand index {index} out of range for a node with {n} operand(s)")
+    _set_operand(<Node>node, index, <Node>target, 0 if isinstance(output, Node) else (<Output>output)._index)
+
+
+# GC slots of Node: report the operands (held through the arena) and what the _Extra holds for the node.
+# Clearing drops only the handle and device: every cycle passes through one (the graph is a DAG), and
+# the node's other fields must stay valid for whatever still holds it while the cycle is torn down.
+cdef int _node_traverse(Node n, acc_visit_fn visit, void *arg) noexcept:
+    cdef int r
+    cdef int32_t *ids
+    cdef Py_ssize_t j
+    if n._extra is not None:
+        r = _extra_traverse(n._extra, visit, arg)
+        if r:
+            return r
+    if type(n._shapes) is tuple:
+        r = visit(<PyObject*>n._shapes, arg)
+        if r:
+            return r
+    if n._id:
+        ids = acc_ops(&acc_recs[n._id])
+        for j in range(acc_recs[n._id].info >> 1):
+            r = visit(acc_self[ids[j]], arg)
+            if r:
+                return r
+    return 0
+
+
+cdef int _extra_traverse(_Extra x, acc_visit_fn visit, void *arg) noexcept:
+    cdef int r
+    if x.handle is not None:
+        r = visit(<PyObject*>x.handle, arg)
+        if r:
+            return r
+    if x.device is not None:
+        return visit(<PyObject*>x.device, arg)
+    return 0
+
+
+cdef int _node_clear(Node n) noexcept:
+    cdef _Extra x = n._extra
+    if x is None:
+        return 0
+    _handle_release(x)
+    if n._is_data and n._id:          # (other nodes keep operand ids where data nodes keep the handle id)
+        acc_set_hid(n._id, 0)
+    x.device = None
+    x.handle = None
+    return 0
+
+
+cdef int _output_clear(PyObject *o) noexcept:
+    return 0            # an Output keeps its node: cycles through it are broken at a node's handle
 
 
 cdef tuple _seq(value, str what, str item):
@@ -317,11 +480,19 @@ cdef tuple _seq(value, str what, str item):
     return tuple(value)
 
 
-cdef Py_ssize_t _num_outputs(n) except -1:
-    if isinstance(n, bool) or not isinstance(n, int):
-        raise TypeError(f"Node num_outputs must be an int, got {_tname(n)}: {n!r}")
-    if n < 1:
-        raise ValueError(f"Node num_outputs must be >= 1, got {n}")
+cdef object _index_arg(value, str what):
+    """An int index from an int or an __index__ object (bools refused), with the check every index shares."""
+    if type(value) is int:
+        return value
+    if isinstance(value, bool) or not hasattr(value, "__index__"):
+        raise TypeError(f"{what} must be an int, got {_tname(value)}: {value!r}")
+    return _operator.index(value)
+
+
+cdef int32_t _num_outputs(value) except -1:
+    n = _index_arg(value, "Node num_outputs")
+    if n < 1 or n > _MAX_OUTPUTS:
+        raise ValueError(f"Node num_outputs must be in [1, {MAX_OUTPUTS}], got {n}")
     return n
 
 
@@ -338,15 +509,19 @@ def device_data(shape, handle, device=None):
     except TypeError:
         raise TypeError(f"device_data handle must be hashable, got {_tname(handle)}: {handle!r}") from None
     cdef Node n = Node(_DD_KIND, (), (shape,), 1, _DD_SEED)
-    acc_set_hid(n._id, _handle_intern(handle))
+    cdef _Extra x = n._extra
+    x.handle = handle
+    x.device = device
+    _handle_intern(x)
+    acc_set_hid(n._id, x.hid)
     acc_recs[n._id].info |= ACC_DATA_BIT
     n._is_data = True
-    n._handle = handle
-    n._device = device
+    if (acc_may_cycle(<PyObject*>handle) or acc_may_cycle(<PyObject*>device)) and not n._gc:
+        n._gc = 1
+        acc_gc_track(<PyObject*>n)
     return n
 
 
-@cython.no_gc
 cdef class Output:
     """Output(node, index=0)
 --
@@ -361,25 +536,24 @@ cdef class Output:
         cdef Node nd
         cdef Py_ssize_t i
         cdef acc_h128 ih
+        if type(self) is Output:
+            acc_gc_untrack(<PyObject*>self)     # tracked only when its node is
         if type(node) is not Node and not isinstance(node, Node):
             raise TypeError(f"Output node must be a Node, got {_tname(node)}: {node!r}")
         nd = <Node>node
         if type(index) is not int:
-            if isinstance(index, bool) or not hasattr(index, "__index__"):
-                raise TypeError(f"Output index must be an int, got {_tname(index)}: {index!r}")
-            index = _operator.index(index)
-        if index < 0 or index >= nd._num_outputs:
-            raise IndexError(f"Output index {index} out of range for a node with {nd._num_outputs} "
+            index = _index_arg(index, "Output index")
+        if index < 0 or index >= nd._nout:
+            raise IndexError(f"Output index {index} out of range for a node with {nd._nout} "
                              f"output(s): {nd}")
         i = index
         ih = _size_t_hash(i)
         self._node = nd
         self._index = i
         self._hash = acc_combine(nd._dag, ih)
-        if nd._dag.lo == nd._shp.lo and nd._dag.hi == nd._shp.hi:
-            self._shp = self._hash
-        else:
-            self._shp = acc_combine(nd._shp, ih)
+        self._shp = acc_combine(nd._shp, ih)
+        if nd._gc or type(self) is not Output:
+            acc_gc_track(<PyObject*>self)
 
     @property
     def node(self):
@@ -402,7 +576,7 @@ cdef class Output:
     @property
     def shape(self):
         """The node's shape for this output, or None if the node has no shape at that index."""
-        shapes = self._node._shapes
+        shapes = self._node.shapes
         return shapes[self._index] if self._index < len(shapes) else None
 
     def __eq__(self, other):
@@ -421,3 +595,7 @@ cdef class Output:
 
     def __repr__(self):
         return f"Output(<Node {self._node}>, {self._index})"
+
+
+acc_set_gc(<PyTypeObject*>Node, <void*>_node_traverse, <void*>_node_clear)
+acc_set_gc(<PyTypeObject*>Output, <void*>(<PyTypeObject*>Output).tp_traverse, <void*>_output_clear)

@@ -46,7 +46,7 @@ cdef uint32_t _next_hbase():
     global _hepoch
     cdef Py_ssize_t i
     if _hepoch >= 0xFFFFFFF0u:
-        for i in range(len(_handle_objs)):
+        for i in range(len(_hkeys)):
             acc_hstamp[i] = 0
         _hepoch = 0
     _hepoch += 1
@@ -154,6 +154,133 @@ cdef int _root_ids(roots, acc_ivec *out) except -1:
         out.d[i] = _root_id(rt[i], i)
     out.n = len(rt)
     return 0
+
+
+def _root_nodes(roots):
+    """The Nodes of ``roots``, checked as every graph function checks them (for accel.lazy.dump)."""
+    if isinstance(roots, Output):
+        return [(<Output>roots)._node]
+    if isinstance(roots, Node):
+        return [roots]
+    rt = _seq(roots, "roots", "Output or Node objects")
+    out = []
+    for i in range(len(rt)):
+        r = rt[i]
+        if isinstance(r, Output):
+            out.append((<Output>r)._node)
+        elif isinstance(r, Node):
+            out.append(r)
+        else:
+            raise TypeError(f"roots[{i}] must be an Output or a Node, got {_tname(r)}: {r!r}")
+    return out
+
+
+# ----------------------------------------------------------------------------- loop check
+
+cdef str _loop_msg(Node target, Node node):
+    return f"replace_operand would close a graph loop: {target!r} is or depends on {node!r}"
+
+
+cdef inline uint64_t _serial_of(int32_t id) noexcept:
+    return (<Node>acc_self[id])._serial
+
+
+cdef int _check_link(Node node, Node target) except -1:
+    """ValueError if making ``target`` an operand of ``node`` would close a loop (target is or reaches node).
+
+    Serial numbers (see _ir_node.pxi) make the usual case O(1): with no counted out-of-order edge, every
+    path goes to ever smaller serials, so a target built before the node cannot reach it.  Otherwise an
+    iterative walk from target looks for node, skipping (while no edge is out of order) whatever is older
+    than node; the nodes it went through are then renumbered below node where there is room, so that the
+    new edge, and those the walk passed, keep the order."""
+    cdef uint64_t limit = node._serial
+    cdef bint prune = _nbad == 0
+    cdef uint32_t emitting, emitted
+    cdef int32_t e, c, want = node._id
+    cdef Py_ssize_t sp, j, nops
+    cdef int32_t *ops
+    cdef int32_t *stack
+    cdef acc_ivec post
+    cdef bint found = False
+    if target is node:
+        raise ValueError(_loop_msg(target, node))
+    if prune and target._serial < limit:
+        return 0
+    emitting = _begin(None)
+    emitted = emitting + 1
+    post.d = NULL
+    post.n = post.cap = 0
+    try:
+        if _stack.cap < 64 and acc_ivec_reserve(&_stack, 64):
+            raise MemoryError()
+        stack = _stack.d
+        stack[0] = target._id
+        sp = 1
+        while sp:                       # post-order, as acc_walk, over the nodes newer than node
+            e = stack[sp - 1]
+            if e < 0:
+                acc_recs[~e].mark = emitted
+                if post.n == post.cap and acc_ivec_reserve(&post, post.n + 1):
+                    raise MemoryError()
+                post.d[post.n] = ~e
+                post.n += 1
+                sp -= 1
+                continue
+            if acc_recs[e].mark >= emitting:        # done, or on the path (a loop _link_unchecked made)
+                sp -= 1
+                continue
+            if e == want:
+                found = True
+                break
+            if prune and _serial_of(e) < limit:
+                acc_recs[e].mark = emitted
+                sp -= 1
+                continue
+            acc_recs[e].mark = emitting
+            stack[sp - 1] = ~e
+            nops = acc_recs[e].info >> 1
+            if sp + nops > _stack.cap:
+                if acc_ivec_reserve(&_stack, sp + nops):
+                    raise MemoryError()
+                stack = _stack.d
+            ops = acc_ops(&acc_recs[e])
+            for j in range(nops):
+                c = ops[j]
+                if acc_recs[c].mark < emitting:
+                    stack[sp] = c
+                    sp += 1
+        if not found:
+            _renumber(&post)
+    finally:
+        free(post.d)
+        _trim()
+    if found:
+        raise ValueError(_loop_msg(target, node))
+    return 0
+
+
+cdef void _renumber(acc_ivec *post) noexcept:
+    """Lower each node of post (operands first) to just above its highest operand, where that is lower:
+    all its operand edges are then in order (and no longer counted); its users' stay in order."""
+    global _nbad
+    cdef Py_ssize_t k, j
+    cdef int32_t x
+    cdef int32_t *ops
+    cdef uint64_t m, s
+    cdef Node nd
+    for k in range(post.n):
+        x = post.d[k]
+        ops = acc_ops(&acc_recs[x])
+        m = 0
+        for j in range(acc_recs[x].info >> 1):
+            s = _serial_of(ops[j])
+            if s > m:
+                m = s
+        nd = <Node>acc_self[x]
+        if m + 1 < nd._serial:
+            nd._serial = m + 1
+            _nbad -= nd._nbad
+            nd._nbad = 0
 
 
 cdef int _walk_done(int rc, int32_t loop) except -1:

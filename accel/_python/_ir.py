@@ -3,6 +3,7 @@
 Same public names, signatures, results and error texts as the Cython module (tests enforce it).
 All hashes are Python ints in [0, 2**128); see shared/reference/ltc_ir.md for the algorithms.
 """
+import itertools as _itertools
 import operator as _operator
 import os as _os
 import threading as _threading
@@ -178,22 +179,53 @@ def _seq(value, what, item):
     return tuple(value)
 
 
+def _index_arg(value, what):
+    """An int index from an int or an __index__ object (bools refused), with the check every index shares."""
+    if type(value) is int:
+        return value
+    if isinstance(value, bool) or not hasattr(value, "__index__"):
+        raise TypeError(f"{what} must be an int, got {_tname(value)}: {value!r}")
+    return _operator.index(value)
+
+
+MAX_OUTPUTS = 0x7FFFFFFF
+
+
+def _num_outputs(value):
+    n = _index_arg(value, "Node num_outputs")
+    if n < 1 or n > MAX_OUTPUTS:
+        raise ValueError(f"Node num_outputs must be in [1, {MAX_OUTPUTS}], got {n}")
+    return n
+
+
+_H0KB = _SIZE_T_HASH[0] * _KB + _GOLD           # Hash(size_t 0), as HashCombine uses it
+# Loop checks (see _check_link): every node gets a serial number when built, above its operands'; an edge
+# replace_operand points at a node that is not below its user (after renumbering) is out of order, and
+# the nodes with such edges are kept here: serial order proves "no path" only while there are none.
+_SERIAL_STEP = 1 << 20
+_next_serial = _itertools.count(_SERIAL_STEP, _SERIAL_STEP).__next__
+_bad_nodes = _weakref.WeakSet()
+_link_lock = _threading.RLock()    # (a finalizer run by a GC inside a check may call replace_operand)
+
+
 class Node:
-    """An LTC TsNode: hashes (``hash`` = dag hash, ``shape_hash``) are computed once, at construction."""
+    """An LTC TsNode: hashes (``hash`` = dag hash, ``shape_hash``) are computed once, at construction.
+    An operand is an Output, a Node (its output 0, as LTC's Value(node)) or None (hashed, not kept)."""
     # The walk reads _mark and, for the common two-operand node, _a and _b (its operand nodes; _a is
     # None otherwise) of every node: first, so they share a cache line with the reference count (the
     # walk is memory-bound on large graphs: a separate operand tuple would cost a miss per node).
-    __slots__ = ("_mark", "_a", "_b", "_opnodes", "_op", "_operands", "_shapes", "_num_outputs", "_dag",
-                 "_shp", "_seed", "_data", "_handle", "_device", "__weakref__")
+    # _operands (the Outputs) is made when first read unless the constructor was given Outputs only.
+    __slots__ = ("_mark", "_a", "_b", "_opnodes", "_opidx", "_op", "_operands", "_shapes", "_num_outputs",
+                 "_dag", "_shp", "_seed", "_serial", "_data", "_handle", "_device", "__weakref__")
 
     def __init__(self, op, operands, shapes=(), num_outputs=1, hash_seed=HASH_SEED):
         if type(op) is not OpKind:
             op = _opkind(op)
         if type(operands) is not list and type(operands) is not tuple:
-            operands = _seq(operands, "Node operands", "Output or None")
+            operands = _seq(operands, "Node operands", "Output, Node or None")
         if type(shapes) is not tuple:
-            shapes = _seq(shapes, "Node shapes", "Shape")
-        if type(num_outputs) is not int or num_outputs < 1:
+            shapes = tuple(shapes) if type(shapes) is list else _seq(shapes, "Node shapes", "Shape")
+        if type(num_outputs) is not int or not 1 <= num_outputs <= MAX_OUTPUTS:
             num_outputs = _num_outputs(num_outputs)
         if hash_seed is HASH_SEED:
             h = op._seeded
@@ -202,12 +234,31 @@ class Node:
             h = _combine(op._hash, hash_seed)
         dyn = _dynamic or _dynamic_flag
         hd = h
-        outs = []
+        outs = []           # the Output operands, None once a Node was given
         nodes = []
+        idx = None
         i = 0
         for o in operands:
-            if type(o) is Output or (o is not None and isinstance(o, Output)):
-                outs.append(o)
+            t = type(o)
+            if t is Node or (o is not None and t is not Output and isinstance(o, Node)):
+                nodes.append(o)
+                outs = None
+                s = o._shp                              # as Output(o, 0)
+                x = s ^ ((_H0KB + (s << 6) + (s >> 2)) & _M128)
+                h = h ^ ((x * _KB + _GOLD + (h << 6) + (h >> 2)) & _M128)
+                if dyn:
+                    d = o._dag
+                    x = d ^ ((_H0KB + (d << 6) + (d >> 2)) & _M128)
+                    hd = hd ^ ((x * _KB + _GOLD + (hd << 6) + (hd >> 2)) & _M128)
+                if idx is not None:
+                    idx.append(0)
+            elif t is Output or (o is not None and isinstance(o, Output)):
+                if outs is not None:
+                    outs.append(o)
+                if o._index and idx is None:
+                    idx = [0] * len(nodes)
+                if idx is not None:
+                    idx.append(o._index)
                 nodes.append(o._node)
                 x = o._shp
                 h = h ^ ((x * _KB + _GOLD + (h << 6) + (h >> 2)) & _M128)
@@ -219,7 +270,7 @@ class Node:
                 if dyn:
                     hd = hd ^ ((_NULL_OPT * _KB + _GOLD + (hd << 6) + (hd >> 2)) & _M128)
             else:
-                raise TypeError(f"Node operands[{i}] must be an Output or None, got {_tname(o)}: {o!r}")
+                raise TypeError(f"Node operands[{i}] must be an Output, a Node or None, got {_tname(o)}: {o!r}")
             i += 1
         i = 0
         for s in shapes:
@@ -232,21 +283,22 @@ class Node:
                 hd = hd ^ ((x * _KB + _GOLD + (hd << 6) + (hd >> 2)) & _M128)
             i += 1
         self._op = op
-        self._operands = tuple(outs)
+        self._operands = None if outs is None else tuple(outs)
         self._opnodes = nodes = tuple(nodes)
+        self._opidx = None if idx is None else tuple(idx)
         self._a, self._b = nodes if len(nodes) == 2 else (None, None)
         self._shapes = shapes
         self._num_outputs = num_outputs
         self._shp = h
         self._dag = hd if dyn else h
         self._seed = hash_seed
+        self._serial = _next_serial()
         self._mark = 0
         self._data = False
         self._handle = None
         self._device = None
 
     op = property(lambda self: self._op, doc="The OpKind.")
-    operands = property(lambda self: self._operands, doc="The non-null operand Outputs, in order.")
     shapes = property(lambda self: self._shapes, doc="Constructor shapes, then computed shapes.")
     num_outputs = property(lambda self: self._num_outputs)
     hash = property(lambda self: self._dag, doc="The dag hash (Node::hash()).")
@@ -255,6 +307,16 @@ class Node:
     is_device_data = property(lambda self: self._data)
     handle = property(lambda self: self._handle, doc="The data handle of a device-data node, else None.")
     device = property(lambda self: self._device, doc="The device label of a device-data node, else None.")
+
+    @property
+    def operands(self):
+        """The non-null operands, in order, as Outputs."""
+        ops = self._operands
+        if ops is None:
+            idx = self._opidx
+            ops = self._operands = tuple([Output(n, idx[i] if idx is not None else 0)
+                                          for i, n in enumerate(self._opnodes)])
+        return ops
 
     def add_computed_shape(self, shape):
         """Append a shape known only after construction (shown in text, not hashed)."""
@@ -270,19 +332,21 @@ class Node:
         self._handle = handle
 
     def replace_operand(self, index, output):
-        """Point operand ``index`` at ``output`` without rehashing (can create loops; for tests and passes)."""
-        if not isinstance(output, Output):
-            raise TypeError(f"replace_operand needs an Output, got {_tname(output)}: {output!r}")
-        index = _operator.index(index)
-        if index < 0 or index >= len(self._operands):
-            raise IndexError(f"operand index {index} out of range for a node with {len(self._operands)} operand(s)")
-        ops = list(self._operands)
-        ops[index] = output
-        nodes = list(self._opnodes)
-        nodes[index] = output._node
-        self._operands = tuple(ops)
-        self._opnodes = nodes = tuple(nodes)
-        self._a, self._b = nodes if len(nodes) == 2 else (None, None)
+        """Point operand ``index`` at ``output`` (an Output, or a Node for its output 0) without rehashing;
+        ValueError if that would close a graph loop (``output`` is or depends on this node)."""
+        if isinstance(output, Output):
+            target, oi = output._node, output._index
+        elif isinstance(output, Node):
+            target, oi = output, 0
+        else:
+            raise TypeError(f"replace_operand needs an Output or a Node, got {_tname(output)}: {output!r}")
+        i = _index_arg(index, "replace_operand index")
+        n = len(self._opnodes)
+        if i < 0 or i >= n:
+            raise IndexError(f"operand index {i} out of range for a node with {n} operand(s)")
+        with _link_lock:
+            _check_link(self, target)
+            _set_operand(self, i, target, oi)
 
     def __str__(self):
         s = "[" + ", ".join([str(x) for x in self._shapes]) + "] " + self._op._name
@@ -296,12 +360,82 @@ class Node:
         return f"<Node {self}>"
 
 
-def _num_outputs(n):
-    if isinstance(n, bool) or not isinstance(n, int):
-        raise TypeError(f"Node num_outputs must be an int, got {_tname(n)}: {n!r}")
-    if n < 1:
-        raise ValueError(f"Node num_outputs must be >= 1, got {n}")
-    return int(n)
+def _set_operand(node, i, target, oi):
+    """Make operand i of node output oi of target (checked by the caller); keeps the loop bookkeeping."""
+    nodes = list(node._opnodes)
+    nodes[i] = target
+    if oi or node._opidx is not None:
+        idx = list(node._opidx or (0,) * len(nodes))
+        idx[i] = oi
+        node._opidx = tuple(idx) if any(idx) else None
+    node._opnodes = nodes = tuple(nodes)
+    node._operands = None
+    node._a, node._b = nodes if len(nodes) == 2 else (None, None)
+    if node in _bad_nodes or target._serial >= node._serial:
+        if any(c._serial >= node._serial for c in nodes):
+            _bad_nodes.add(node)
+        else:
+            _bad_nodes.discard(node)
+
+
+def _loop_msg(target, node):
+    return f"replace_operand would close a graph loop: {target!r} is or depends on {node!r}"
+
+
+def _check_link(node, target):
+    """ValueError if making ``target`` an operand of ``node`` would close a loop (target is or reaches node).
+
+    Serial numbers make the usual case O(1): with no out-of-order edge, every path goes to ever smaller
+    serials, so a target built before the node cannot reach it.  Otherwise an iterative walk from target
+    looks for node, skipping (while no edge is out of order) whatever is older than node; the nodes it went
+    through are then renumbered below node where there is room, so that the new edge keeps the order."""
+    if target is node:
+        raise ValueError(_loop_msg(target, node))
+    limit = node._serial
+    prune = not _bad_nodes
+    if prune and target._serial < limit:
+        return
+    state = {}              # id -> 1 on the path, 2 done (every node here is alive: the graph holds it)
+    post = []
+    stack = [target]
+    while stack:
+        x = stack[-1]
+        if x is None:                                   # a marker: the node below it is done
+            stack.pop()
+            x = stack.pop()
+            state[id(x)] = 2
+            post.append(x)
+            continue
+        if id(x) in state:                              # done, or on the path (a _link_unchecked loop)
+            stack.pop()
+            continue
+        if x is node:
+            raise ValueError(_loop_msg(target, node))
+        if prune and x._serial < limit:
+            state[id(x)] = 2
+            stack.pop()
+            continue
+        state[id(x)] = 1
+        stack.append(None)
+        stack.extend([c for c in x._opnodes if id(c) not in state])
+    for x in post:                                      # operands first
+        m = max([c._serial for c in x._opnodes], default=0)
+        if m + 1 < x._serial:
+            x._serial = m + 1
+            _bad_nodes.discard(x)
+
+
+def _link_unchecked(node, index, output):
+    """Testing hook: replace_operand without the loop check, to exercise the walks' loop errors.  The
+    native twin never frees a loop it closes (its nodes are not GC-tracked) unless a later call opens it."""
+    if not isinstance(node, Node) or not isinstance(output, (Node, Output)):
+        raise TypeError("_link_unchecked(node, index, output) needs a Node and an Output or a Node")
+    target = output if isinstance(output, Node) else output._node
+    n = len(node._opnodes)
+    if not 0 <= index < n:
+        raise IndexError(f"operand index {index} out of range for a node with {n} operand(s)")
+    with _link_lock:
+        _set_operand(node, index, target, 0 if isinstance(output, Node) else output._index)
 
 
 def device_data(shape, handle, device=None):
@@ -327,9 +461,7 @@ class Output:
         if type(node) is not Node and not isinstance(node, Node):
             raise TypeError(f"Output node must be a Node, got {_tname(node)}: {node!r}")
         if type(index) is not int:
-            if isinstance(index, bool) or not hasattr(index, "__index__"):
-                raise TypeError(f"Output index must be an int, got {_tname(index)}: {index!r}")
-            index = _operator.index(index)
+            index = _index_arg(index, "Output index")
         if index < 0 or index >= node._num_outputs:
             raise IndexError(f"Output index {index} out of range for a node with {node._num_outputs} "
                              f"output(s): {node}")

@@ -19,6 +19,7 @@ DEVICE_DATA_OP = _ir.DEVICE_DATA_OP
 NOT_SUPPORTED_OP = _ir.NOT_SUPPORTED_OP
 EMITTING = _ir.EMITTING
 EMITTED = _ir.EMITTED
+MAX_OUTPUTS = _ir.MAX_OUTPUTS
 
 OpKind = _ir.OpKind
 Shape = _ir.Shape
@@ -100,6 +101,7 @@ def shape_of(array):
 
 __all__ = [
     "HASH_SEED", "NULL_OPT", "DEVICE_DATA_SEED", "DEVICE_DATA_OP", "NOT_SUPPORTED_OP", "EMITTING", "EMITTED",
+    "MAX_OUTPUTS",
     "OpKind", "Shape", "Node", "Output", "EmissionMap", "device_data", "post_order", "graph_size",
     "parameter_sequence", "graph_hash", "scalar_type_name", "set_dynamic_shapes", "dynamic_shapes_enabled",
     "dynamic_shapes", "data_hash", "string_hash", "hash_combine", "std_hash_combine", "hash_reduce",

@@ -2,13 +2,15 @@
 import re
 import sys
 
+from accel import _impl
+
 _TWINS = ("accel._native._ir", "accel._python._ir")
 _TAG = re.compile(r"[a-zA-Z0-9_]+=")
 _OPEN, _CLOSE = "([{", ")]}"
 
 
 def _twin_of(obj):
-    # Nodes of either implementation can be dumped: use the post_order of the module that made them.
+    # Nodes of either implementation can be dumped: use the module that made them.
     for cls in type(obj).__mro__:
         if cls.__module__ in _TWINS and cls.__name__ in ("Node", "Output"):
             return sys.modules[cls.__module__]
@@ -16,18 +18,16 @@ def _twin_of(obj):
 
 
 def _root_nodes(roots):
-    if _twin_of(roots) is not None:
-        roots = (roots,)
-    out = []
-    for i, r in enumerate(roots):
-        mod = _twin_of(r)
-        if mod is not None and isinstance(r, mod.Output):
-            out.append(r.node)
-        elif mod is not None and isinstance(r, mod.Node):
-            out.append(r)
-        else:
-            raise TypeError(f"roots[{i}] must be an Output or a Node, got {type(r).__name__}: {r!r}")
-    return out
+    """The roots as Nodes, checked by the twin that made them (the selected one when none did), so that
+    a bad argument gets the same error here as from post_order or graph_hash."""
+    mod = _twin_of(roots)
+    if mod is None:
+        if hasattr(roots, "__iter__") and not isinstance(roots, (str, bytes)):
+            roots = tuple(roots)                    # (an iterator is read once, here)
+            mod = _twin_of(roots[0]) if roots else None
+        if mod is None:
+            mod = _impl.module("_ir")
+    return mod, mod._root_nodes(roots)
 
 
 def node_tags(node):
@@ -61,8 +61,8 @@ def node_tags(node):
 
 
 def _ids_and_roots(roots):
-    nodes = _root_nodes(roots)
-    post = _twin_of(nodes[0]).post_order(nodes) if nodes else []
+    mod, nodes = _root_nodes(roots)
+    post = mod.post_order(nodes)
     ids = {}
     for i, n in enumerate(post):
         if n in ids:
