@@ -48,6 +48,11 @@
  *    queued copies keep their allocation alive instead.
  *  - IPC event handles open only in the creating process (there is no
  *    shared device memory to map); anything else is cudaErrorInvalidValue.
+ *  - Arguments are checked where the real runtime checks them: NULL out-
+ *    pointers and host functions (cudaErrorInvalidValue), handles (400),
+ *    ordinals (101), device ranges (1, whatever the size), sizes (2).  As in
+ *    the real runtime, a non-NULL garbage host pointer or host-function
+ *    pointer is not detectable: it faults when the stream reaches it.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -1479,7 +1484,7 @@ static int dev_range(const void *p, size_t n, alloc_t **out)
 {
     alloc_t *a = alloc_containing(p);
     if (!a) return 0;
-    if ((uintptr_t)p - (uintptr_t)a->base + n > a->size) return -1;
+    if (n > a->size - ((uintptr_t)p - (uintptr_t)a->base)) return -1;   /* no wrap-around for huge n */
     a->pending++;
     *out = a;
     return 1;
