@@ -50,8 +50,10 @@ cdef class Event:
             s = _as_stream(stream)
         cdef int d = s.device_index, err
         if not self._created:
-            self._create(d)  # another thread may have created it first, on another device
-        if self._dev != d:
+            self._create(d)
+            if self._dev != d:  # another thread created it first, on another device
+                raise RuntimeError(f"Event device {self._dev} does not match recording stream's device {d}.")
+        elif self._dev != d:
             raise RuntimeError(f"Event device {self._dev} does not match recording stream's device {d}.")
         cdef int orig = -1 if here else _enter(d)
         cdef cudaEvent_t e = <cudaEvent_t>self._h

@@ -81,8 +81,10 @@ class Event:
             s = stream if isinstance(stream, _Stream) else _s._as_stream(stream)
         d = s.device_index
         if not self._created:
-            self._create(d)  # another thread may have created it first, on another device
-        if self._dev != d:
+            self._create(d)
+            if self._dev != d:  # another thread created it first, on another device
+                raise RuntimeError(f"Event device {self._dev} does not match recording stream's device {d}.")
+        elif self._dev != d:
             raise RuntimeError(f"Event device {self._dev} does not match recording stream's device {d}.")
         if here:
             orig = -1
