@@ -430,6 +430,7 @@ class Stream:
             raise RuntimeError(_sc.HOST_FUNC_AT_EXIT)
         key = next(_host_keys)
         _host_pending[key] = fn
+        _host_devices.add(self.device_index)
         orig = _enter(self.device_index)
         err = _T.cudaLaunchHostFunc(self._ptr, _host_ptr, key)
         if err:
@@ -481,6 +482,7 @@ class Stream:
 _host_pending = {}             # key -> callable, until the host function returned
 _host_keys = itertools.count(1)
 _host_closing = False          # set at exit: no new host functions
+_host_devices = set()          # the devices host functions were launched on
 
 
 def _host_entry(key):
@@ -505,6 +507,16 @@ def _drain_host_functions():
     global _host_closing
     _host_closing = True
     _sc.wait_for_host_functions(_host_in_flight)
+    # ctypes reports an exception a host function raised after _host_entry returned (so after its key
+    # left _host_pending): a device synchronisation waits until every callback is back in the runtime.
+    for d in sorted(_host_devices):
+        try:
+            orig = _enter(d)
+            if _T.cudaDeviceSynchronize():
+                _T.cudaGetLastError()
+            _leave(orig)
+        except Exception:  # noqa: BLE001 - at exit, with nothing left to report to
+            pass
 
 
 def _host_in_flight():
@@ -513,6 +525,7 @@ def _host_in_flight():
 
 def _forget_parent_host_functions():
     _host_pending.clear()  # the parent's queued host functions never run in a fork child
+    _host_devices.clear()
 
 
 atexit.register(_drain_host_functions)
