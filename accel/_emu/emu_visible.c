@@ -107,8 +107,9 @@ static int visible_ordinals(const entry_t *es, int n, int nphys, int *phys)
     if (!v) return -1;
     int len = 0;
     while (len < n && (v[len] = read_ordinal(es[len])).n >= 0) len++;
+    /* More than nphys readable ordinals repeat one (then count is 0): phys never overflows. */
     int count = 0;
-    while (count < len && (phys[count] = ordinal_below(v[count], nphys)) >= 0) count++;
+    while (count < len && count < nphys && (phys[count] = ordinal_below(v[count], nphys)) >= 0) count++;
     qsort(v, (size_t)len, sizeof *v, cmp_ordinal);
     for (int i = 1; i < len; i++)
         if (cmp_ordinal(&v[i], &v[i - 1]) == 0) count = 0;
