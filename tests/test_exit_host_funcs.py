@@ -158,3 +158,18 @@ def test_fork_child_does_not_wait_for_the_parents_host_functions(twin):
         print("child", status)
     """, twin)
     assert proc.stdout.split() == ["child", "0"]
+
+
+def test_exit_wait_says_what_it_waits_for(capsys):
+    """A host function that never returns would make exit wait forever: after a while the wait says why."""
+    from accel import _stream_common as sc
+    left = iter([3, 2, 1, 0])
+    counts = []
+
+    def in_flight():
+        counts.append(next(left))
+        return counts[-1]
+
+    sc.wait_for_host_functions(in_flight, poll=0, say_after=-1)
+    assert counts[-1] == 0
+    assert capsys.readouterr().err.startswith("accel: waiting at exit for 2 queued host function(s)")
