@@ -93,11 +93,19 @@ def test_table_is_unambiguous_by_construction(physical):
         assert u.startswith(f"GPU-{d:02x}")
 
 
+def _results(backend, values, concurrent=8):
+    """The probe's result for each CUDA_VISIBLE_DEVICES value, ``concurrent`` processes at a time."""
+    results = []
+    for start in range(0, len(values), concurrent):
+        procs = [_probe(backend, v) for v in values[start:start + concurrent]]
+        results += [_result(p) for p in procs]
+    return results
+
+
 def test_visible_devices_agree(twin, physical):
-    procs = [(value, expected, _probe(twin.name, _expand(value, physical))) for value, expected in TABLE]
+    results = _results(twin.name, [_expand(value, physical) for value, _ in TABLE])
     mismatches = []
-    for value, expected, proc in procs:
-        r = _result(proc)
+    for (value, expected), r in zip(TABLE, results):
         want_uuids = [physical[d][4:] for d in expected]
         nvml_count = -1 if (value or "").startswith("MIG-") else len(expected)   # accel leaves MIG to cudart
         got = (r["device_count"], r["uuids"], r["device_count_nvml_based"], r["nvml_count"], r["nvml_uuids"])
