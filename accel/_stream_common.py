@@ -5,6 +5,9 @@ Both twins import this module so that their slow-path results and messages are t
 the device object of ``Stream.device`` / ``Event.device``, the ``__cuda_stream__`` protocol parser,
 argument checks and error messages.
 """
+import sys
+import time
+
 IPC_HANDLE_SIZE = 64
 MAX_PRIORITIES = 4      # torch's max_compile_time_stream_priorities
 STREAMS_PER_POOL = 32   # torch's kStreamsPerPool
@@ -126,3 +129,20 @@ def bad_device(value):
 
 def out_of_range(d, n):
     return ValueError(f"Device index value {d} is out of index range [0, {n})")
+
+
+HOST_FUNC_AT_EXIT = "cannot launch a host function: the interpreter is shutting down"
+
+
+def wait_for_host_functions(in_flight, poll=0.001, say_after=5.0):
+    """At exit: sleep (GIL released, so queued host functions can run) until ``in_flight()`` is 0.  Waits
+    as long as it takes, like Python for non-daemon threads; says on stderr what it waits for after
+    ``say_after`` seconds."""
+    said = False
+    start = time.monotonic()
+    while in_flight() > 0:
+        if not said and time.monotonic() - start > say_after:
+            said = True
+            sys.stderr.write(f"accel: waiting at exit for {in_flight()} queued host function(s) "
+                             "(Stream.launch_host_func) to finish\n")
+        time.sleep(poll)

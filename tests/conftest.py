@@ -55,6 +55,9 @@ if os.environ.get("ACCEL_TEST_CUDART", "emu") == "emu":
     USING_EMU = os.path.exists(_lib.emu_path())
     if USING_EMU:
         os.environ["ACCEL_CUDART"] = "emu"
+        # The emulator honours CUDA_VISIBLE_DEVICES (a GPU machine's setting would hide emulated devices);
+        # the suite expects all 4, and the tests of the variable set it in their subprocesses.
+        os.environ.pop("CUDA_VISIBLE_DEVICES", None)
 else:
     os.environ["ACCEL_CUDART"] = os.environ["ACCEL_TEST_CUDART"]
     USING_EMU = False

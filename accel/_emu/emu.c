@@ -30,6 +30,11 @@
  *    ACCEL_EMU_FAIL (symbol:n[,symbol:n...]).  A malformed value makes every
  *    call fail with cudaErrorInitializationError (driver: NOT_INITIALIZED),
  *    so a typo cannot silently run a different configuration.
+ *  - ACCEL_EMU_DEVICES is the machine's (physical) devices; CUDA_VISIBLE_DEVICES
+ *    selects and renumbers those the runtime shows, as the real driver does
+ *    (emu_visible.c, which also holds a minimal NVML over the physical ones).
+ *    Device ordinals below are visible ones; UUIDs, PCI bus ids and board ids
+ *    are the physical device's.
  *  - cudaStreamPerThread is a blocking stream per (thread, device), as in
  *    CUDA: it synchronises with the legacy stream; destroyed at thread exit.
  *  - Priorities are recorded and clamped but do not affect scheduling.
@@ -43,6 +48,11 @@
  *    queued copies keep their allocation alive instead.
  *  - IPC event handles open only in the creating process (there is no
  *    shared device memory to map); anything else is cudaErrorInvalidValue.
+ *  - Arguments are checked where the real runtime checks them: NULL out-
+ *    pointers and host functions (cudaErrorInvalidValue), handles (400),
+ *    ordinals (101), device ranges (1, whatever the size), sizes (2).  As in
+ *    the real runtime, a non-NULL garbage host pointer or host-function
+ *    pointer is not detectable: it faults when the stream reaches it.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -84,9 +94,9 @@ enum { CUDA_SUCCESS = 0, CUDA_ERROR_INVALID_VALUE = 1, CUDA_ERROR_NOT_INITIALIZE
 #define EV_INTERPROCESS 4u
 #define PRIO_LEAST 0
 #define PRIO_GREATEST (-5)
-#define MAX_DEVICES 256
 
 #include "emu_tables.h"
+#define MAX_DEVICES EMU_MAX_DEVICES
 
 /* ------------------------------------------------------- fault injection */
 
@@ -179,7 +189,9 @@ static int fail_hit(int sym)
 
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 static cudaError_t g_init_err;      /* non-zero: bad configuration, every call fails */
-static int g_ndev;
+static int g_ndev;                  /* visible devices */
+static int g_nphys;                 /* the machine's devices (ACCEL_EMU_DEVICES) */
+static int g_phys[MAX_DEVICES];     /* visible ordinal -> physical device */
 static size_t g_mem_total;
 
 static pthread_mutex_t G = PTHREAD_MUTEX_INITIALIZER;
@@ -238,6 +250,12 @@ static void emu_init(void)
             g_init_err = cudaErrorInitializationError;
         else
             g_ndev = (int)v;
+    }
+    g_nphys = g_ndev;
+    g_ndev = emu_visible_devices(getenv("CUDA_VISIBLE_DEVICES"), g_nphys, g_phys);
+    if (g_ndev < 0) {
+        g_ndev = 0;
+        g_init_err = cudaErrorInitializationError;
     }
     g_mem_total = (size_t)80 << 30;
     s = getenv("ACCEL_EMU_MEMORY");
@@ -1466,7 +1484,7 @@ static int dev_range(const void *p, size_t n, alloc_t **out)
 {
     alloc_t *a = alloc_containing(p);
     if (!a) return 0;
-    if ((uintptr_t)p - (uintptr_t)a->base + n > a->size) return -1;
+    if (n > a->size - ((uintptr_t)p - (uintptr_t)a->base)) return -1;   /* no wrap-around for huge n */
     a->pending++;
     *out = a;
     return 1;
@@ -1551,7 +1569,7 @@ EXPORT cudaError_t cudaDeviceGetAttribute(int *value, int attr, int dev)
     if (!value) return fail(cudaErrorInvalidValue);
     if (dev < 0 || dev >= g_ndev) return fail(cudaErrorInvalidDevice);
     int v;
-    if (emu_device_attr(attr, dev, &v)) return fail(cudaErrorInvalidValue);
+    if (emu_device_attr(attr, g_phys[dev], &v)) return fail(cudaErrorInvalidValue);
     *value = v;
     return cudaSuccess;
 }
@@ -1567,15 +1585,7 @@ static cudaError_t get_props(void *p, int dev)
     unsigned char *b = p;
     memset(b, 0, PROP_HEAD);
     snprintf((char *)b, 256, "Emulated NVIDIA H100 80GB HBM3 (accel emu)");
-    uint64_t x = 0xacce1e0000000000ull + (uint64_t)dev;
-    for (int i = 0; i < 16; i++) {
-        x += 0x9e3779b97f4a7c15ull;
-        uint64_t z = x;
-        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-        b[256 + i] = (unsigned char)(z ^ (z >> 31));
-    }
-    b[256] = (unsigned char)dev;   /* distinct even if the mix collided */
+    emu_uuid(g_phys[dev], b + 256);
     size_t total = g_mem_total;
     memcpy(b + 288, &total, sizeof total);
     return cudaSuccess;
@@ -1611,7 +1621,7 @@ EXPORT cudaError_t cudaDeviceGetPCIBusId(char *buf, int len, int dev)
     RT_NEED_DEVICE();
     if (!buf || len <= 0) return fail(cudaErrorInvalidValue);
     if (dev < 0 || dev >= g_ndev) return fail(cudaErrorInvalidDevice);
-    snprintf(buf, (size_t)len, "00000000:%02X:00.0", emu_pci_bus(dev));
+    snprintf(buf, (size_t)len, "00000000:%02X:00.0", emu_pci_bus(g_phys[dev]));
     return cudaSuccess;
 }
 
@@ -1700,10 +1710,16 @@ EXPORT int accelEmuResetContexts(void)
     return 0;
 }
 
-/* -1 when the configuration is invalid (every CUDA call then fails with
- * cudaErrorInitializationError). */
+/* Visible devices; -1 when the configuration is invalid (every CUDA call then
+ * fails with cudaErrorInitializationError). */
 EXPORT int accelEmuDeviceCount(void)
 {
     INIT();
     return g_init_err ? -1 : g_ndev;
+}
+
+int emu_physical_devices(void)
+{
+    INIT();
+    return g_init_err ? -1 : g_nphys;
 }

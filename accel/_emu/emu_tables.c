@@ -180,10 +180,10 @@ static const errdesc_t *find_err(const errdesc_t *tab, size_t n, int code)
 
 /* ----------------------------------------------------- device description */
 
-int emu_pci_bus(int dev) { return (0x18 + 0x10 * dev) & 0xff; }
+int emu_pci_bus(int phys) { return (0x18 + 0x10 * phys) & 0xff; }
 
-/* Attribute values of an H100 SXM5 80GB (sm_90), keyed by cudaDeviceAttr. */
-int emu_device_attr(int attr, int dev, int *v)
+/* Attribute values of an H100 SXM5 80GB (sm_90), keyed by cudaDeviceAttr, for physical device phys. */
+int emu_device_attr(int attr, int phys, int *v)
 {
     switch (attr) {
     case 1: *v = 1024; break;                     /* MaxThreadsPerBlock */
@@ -214,7 +214,7 @@ int emu_device_attr(int attr, int dev, int *v)
     case 30: *v = 512; break;                     /* SurfaceAlignment */
     case 31: *v = 1; break;                       /* ConcurrentKernels */
     case 32: *v = 1; break;                       /* EccEnabled */
-    case 33: *v = emu_pci_bus(dev); break;            /* PciBusId */
+    case 33: *v = emu_pci_bus(phys); break;           /* PciBusId */
     case 34: *v = 0; break;                       /* PciDeviceId */
     case 35: *v = 0; break;                       /* TccDriver */
     case 36: *v = 2619000; break;                 /* MemoryClockRate (kHz) */
@@ -255,7 +255,7 @@ int emu_device_attr(int attr, int dev, int *v)
     case 82: *v = 65536; break;                   /* MaxRegistersPerMultiprocessor */
     case 83: *v = 1; break;                       /* ManagedMemory */
     case 84: *v = 0; break;                       /* IsMultiGpuBoard */
-    case 85: *v = dev; break;                     /* MultiGpuBoardGroupID */
+    case 85: *v = phys; break;                    /* MultiGpuBoardGroupID */
     case 86: *v = 0; break;                       /* HostNativeAtomicSupported */
     case 87: *v = 2; break;                       /* SingleToDoublePrecisionPerfRatio */
     case 88: *v = 0; break;                       /* PageableMemoryAccess */

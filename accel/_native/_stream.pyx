@@ -15,7 +15,9 @@ from cpython.ref cimport PyObject, Py_INCREF, Py_DECREF
 from libc.stdint cimport uintptr_t
 from libc.string cimport memcpy
 
+import atexit
 import ctypes
+import os
 import threading
 
 from accel._native._cudart cimport Table, table, error, cudaStream_t, cudaEvent_t, IpcEventHandle
@@ -31,8 +33,35 @@ cdef extern from *:
     """
     /* The calling thread's _ThreadState (borrowed: a threading.local owns it; its dealloc clears this). */
     static __thread PyObject* accel_stream_tls = NULL;
+
+    /* Host functions launched and not yet finished (their trampoline has not returned); CUDA threads
+     * decrement it without the GIL.  accel_host_closed: set at exit once they are drained; from then
+     * on a trampoline never touches Python (it may run after Py_Finalize on a CUDA thread). */
+    static long accel_host_pending = 0;
+    static int accel_host_closed = 0;
+
+    static void accel_host_launched(void) { __atomic_add_fetch(&accel_host_pending, 1, __ATOMIC_SEQ_CST); }
+    static void accel_host_finished(void) { __atomic_sub_fetch(&accel_host_pending, 1, __ATOMIC_SEQ_CST); }
+    static long accel_host_in_flight(void) { return __atomic_load_n(&accel_host_pending, __ATOMIC_SEQ_CST); }
+    static void accel_host_reset(void) { __atomic_store_n(&accel_host_pending, 0, __ATOMIC_SEQ_CST); }
+    static void accel_host_close(void) { __atomic_store_n(&accel_host_closed, 1, __ATOMIC_SEQ_CST); }
+    static int accel_host_may_enter_python(void)
+    {
+        if (__atomic_load_n(&accel_host_closed, __ATOMIC_SEQ_CST)) return 0;
+    #if PY_VERSION_HEX >= 0x030D0000
+        return !Py_IsFinalizing();
+    #else
+        return !_Py_IsFinalizing();
+    #endif
+    }
     """
     PyObject* accel_stream_tls
+    void accel_host_launched() nogil
+    void accel_host_finished() nogil
+    long accel_host_in_flight() nogil
+    void accel_host_reset() nogil
+    void accel_host_close() nogil
+    bint accel_host_may_enter_python() nogil
 
 __all__ = ["Stream", "ExternalStream", "Event", "StreamContext", "current_stream", "current_raw_stream",
            "default_stream", "set_stream", "stream", "priority_range", "set_index_parser"]
@@ -460,16 +489,21 @@ cdef class Stream:
 
     def launch_host_func(self, fn):
         """Enqueue the Python callable ``fn()`` on the stream; it runs on a CUDA thread, and an exception
-        it raises is reported through sys.unraisablehook.  ``fn`` is kept alive until it ran."""
+        it raises is reported through sys.unraisablehook.  ``fn`` is kept alive until it ran.  At exit the
+        interpreter waits for the host functions already queued; RuntimeError once it is shutting down."""
         if not callable(fn):
             raise TypeError(f"fn must be callable, got {type(fn).__name__}: {fn!r}")
+        if _host_closing:
+            raise RuntimeError(_sc.HOST_FUNC_AT_EXIT)
         cdef int err
         cdef int orig = _enter(self.device_index)
         cdef cudaStream_t s = <cudaStream_t>self._ptr
         Py_INCREF(fn)
+        accel_host_launched()
         with nogil:
             err = _t.cudaLaunchHostFunc(s, _host_trampoline, <void*>fn)
         if err:
+            accel_host_finished()
             Py_DECREF(fn)
             e = error(err)
             _leave(orig)
@@ -515,8 +549,17 @@ cdef class Stream:
 
 
 cdef void _host_trampoline(void* arg) noexcept nogil:
-    # Runs on a CUDA thread.  An exception cannot propagate from here: it is reported through
-    # sys.unraisablehook (PyErr_WriteUnraisable), as ctypes does for the python twin's callback.
+    # Runs on a CUDA thread, possibly after the interpreter is gone: then it must not even take the GIL
+    # (the reference to ``fn`` is left to the dying process).  The exit hook waits for every trampoline
+    # that got past this check, so the check cannot race with finalisation.
+    if accel_host_may_enter_python():
+        _host_call(arg)
+    accel_host_finished()
+
+
+cdef void _host_call(void* arg) noexcept nogil:
+    # An exception cannot propagate from here: it is reported through sys.unraisablehook
+    # (PyErr_WriteUnraisable), as ctypes does for the python twin's callback.
     with gil:
         fn = <object>arg
         Py_DECREF(fn)  # the reference taken at launch; ``fn`` holds its own until the call is done
@@ -525,6 +568,32 @@ cdef void _host_trampoline(void* arg) noexcept nogil:
         except BaseException as exc:
             PyErr_SetObject(type(exc), exc)
             PyErr_WriteUnraisable(fn)
+
+
+cdef bint _host_closing = False   # set at exit: no new host functions
+
+
+def _drain_host_functions():
+    """atexit: refuse new host functions, wait (GIL released) for those already queued, then make every
+    later trampoline a no-op, so that none touches Python after finalisation (segfault otherwise)."""
+    global _host_closing
+    _host_closing = True
+    try:
+        _sc.wait_for_host_functions(_host_in_flight)
+    finally:
+        accel_host_close()
+
+
+def _host_in_flight():
+    return accel_host_in_flight()
+
+
+def _forget_parent_host_functions():
+    accel_host_reset()  # the parent's queued host functions never run in a fork child
+
+
+atexit.register(_drain_host_functions)
+os.register_at_fork(after_in_child=_forget_parent_host_functions)
 
 
 @cython.auto_pickle(False)

@@ -15,6 +15,8 @@ cdef class Event:
                        (0 if enable_timing else DISABLE_TIMING) | (INTERPROCESS if interprocess else 0))
 
     cdef int _create(self, int d) except -1:
+        # Create-once: threads racing into the first record each make a handle while the GIL is released;
+        # the first to return installs its own (check and store hold the GIL), the others destroy theirs.
         cdef uintptr_t h = 0
         cdef int err
         cdef unsigned int flags = self._flags
@@ -25,9 +27,13 @@ cdef class Event:
             e = error(err)
             _leave(orig)
             raise e
-        self._h = h
-        self._dev = d
-        self._created = True
+        if self._created:
+            if _t.cudaEventDestroy(<cudaEvent_t>h):
+                _t.cudaGetLastError()
+        else:
+            self._h = h
+            self._dev = d
+            self._created = True
         _leave(orig)
         return 0
 
@@ -45,6 +51,8 @@ cdef class Event:
         cdef int d = s.device_index, err
         if not self._created:
             self._create(d)
+            if self._dev != d:  # another thread created it first, on another device
+                raise RuntimeError(f"Event device {self._dev} does not match recording stream's device {d}.")
         elif self._dev != d:
             raise RuntimeError(f"Event device {self._dev} does not match recording stream's device {d}.")
         cdef int orig = -1 if here else _enter(d)

@@ -6,8 +6,10 @@ default stream on every device), a per-device pool of 32 non-blocking streams pe
 out round-robin and created lazily, events created lazily on first record.  Device indices are ints
 here; accel.cuda registers a parser for the other device arguments (``set_index_parser``).
 """
+import atexit
 import ctypes
 import itertools
+import os
 import threading
 from ctypes import c_int, c_size_t
 
@@ -452,11 +454,15 @@ class Stream:
 
     def launch_host_func(self, fn):
         """Enqueue the Python callable ``fn()`` on the stream; it runs on a CUDA thread, and an exception
-        it raises is reported through sys.unraisablehook.  ``fn`` is kept alive until it ran."""
+        it raises is reported through sys.unraisablehook.  ``fn`` is kept alive until it ran.  At exit the
+        interpreter waits for the host functions already queued; RuntimeError once it is shutting down."""
         if not callable(fn):
             raise TypeError(f"fn must be callable, got {type(fn).__name__}: {fn!r}")
+        if _host_closing:
+            raise RuntimeError(_sc.HOST_FUNC_AT_EXIT)
         key = next(_host_keys)
         _host_pending[key] = fn
+        _host_devices.add(self.device_index)
         orig = _enter(self.device_index)
         err = _T.cudaLaunchHostFunc(self._ptr, _host_ptr, key)
         if err:
@@ -505,19 +511,57 @@ class Stream:
         raise TypeError(f"cannot pickle {self!r}: a stream is only valid in its own process")
 
 
-_host_pending = {}             # key -> callable, until the host function ran
+_host_pending = {}             # key -> callable, until the host function returned
 _host_keys = itertools.count(1)
+_host_closing = False          # set at exit: no new host functions
+_host_devices = set()          # the devices host functions were launched on
 
 
 def _host_entry(key):
-    # Runs on a CUDA thread; ctypes reports an exception through sys.unraisablehook.
-    fn = _host_pending.pop(key, None)
-    if fn is not None:
-        fn()
+    # Runs on a CUDA thread; ctypes reports an exception through sys.unraisablehook.  ctypes takes the
+    # GIL before this runs, so unlike the native trampoline it cannot stay out of a finalised
+    # interpreter: the exit hook's wait is what keeps every call before finalisation.
+    try:
+        fn = _host_pending.get(key)
+        if fn is not None:
+            fn()
+    finally:
+        _host_pending.pop(key, None)
 
 
 _host_cfunc = ctypes.CFUNCTYPE(None, ctypes.c_size_t)(_host_entry)
 _host_ptr = ctypes.cast(_host_cfunc, ctypes.c_void_p).value
+
+
+def _drain_host_functions():
+    """atexit: refuse new host functions and wait (GIL released) for those already queued, so that none
+    runs after finalisation (segfault otherwise)."""
+    global _host_closing
+    _host_closing = True
+    _sc.wait_for_host_functions(_host_in_flight)
+    # ctypes reports an exception a host function raised after _host_entry returned (so after its key
+    # left _host_pending): a device synchronisation waits until every callback is back in the runtime.
+    for d in sorted(_host_devices):
+        try:
+            orig = _enter(d)
+            if _T.cudaDeviceSynchronize():
+                _T.cudaGetLastError()
+            _leave(orig)
+        except Exception:  # noqa: BLE001 - at exit, with nothing left to report to
+            pass
+
+
+def _host_in_flight():
+    return len(_host_pending)
+
+
+def _forget_parent_host_functions():
+    _host_pending.clear()  # the parent's queued host functions never run in a fork child
+    _host_devices.clear()
+
+
+atexit.register(_drain_host_functions)
+os.register_at_fork(after_in_child=_forget_parent_host_functions)
 
 
 class ExternalStream(Stream):

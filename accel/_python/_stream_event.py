@@ -1,6 +1,7 @@
 """Event of accel._python._stream (it needs Stream, the guard helpers and the current-stream state);
 twin of accel/_native/_stream_event.pxi.  Import it through accel._python._stream."""
 import ctypes
+import threading
 from ctypes import c_float, c_int, c_size_t
 
 from accel import _stream_common as _sc
@@ -23,6 +24,7 @@ def _bind_record(e, s):
 
 
 _record = _bind_record
+_install_lock = threading.Lock()  # makes an Event's lazy creation create-once
 
 
 class Event:
@@ -41,11 +43,19 @@ class Event:
         self._h, self._dev, self._created = 0, 0, False
 
     def _create(self, d):
+        # Create-once: threads racing into the first record each make a handle while the GIL is released;
+        # the first to take the lock installs its own, the others destroy theirs.
         out = c_size_t()
         orig = _enter(d)
-        err = _s._T.cudaEventCreateWithFlags(out, self._flags)
+        t = _s._T
+        err = t.cudaEventCreateWithFlags(out, self._flags)
         if not err:
-            self._h, self._dev, self._created = out.value, d, True
+            with _install_lock:
+                lost = self._created
+                if not lost:
+                    self._h, self._dev, self._created = out.value, d, True
+            if lost and t.cudaEventDestroy(out.value):
+                t.cudaGetLastError()
         _check(err, orig)
 
     def record(self, stream=None):
@@ -76,6 +86,8 @@ class Event:
         d = s.device_index
         if not self._created:
             self._create(d)
+            if self._dev != d:  # another thread created it first, on another device
+                raise RuntimeError(f"Event device {self._dev} does not match recording stream's device {d}.")
         elif self._dev != d:
             raise RuntimeError(f"Event device {self._dev} does not match recording stream's device {d}.")
         if here:
