@@ -34,6 +34,19 @@ def _signature(f):
     return ", ".join(p.name + (f"={p.default}" if p.default is not None else "") for p in f.inputs)
 
 
+def _finish(out, f, not_ready, clear_sticky, raise_error, results):
+    """The common tail of a generated wrapper, after ``err = <call>``: map the result, return the outs."""
+    if f.returns == "query":
+        out += ["    if err == 0:", "        return True", f"    if err == {not_ready}:",
+                f"        {clear_sticky}", "        return False", f"    raise {raise_error}(err)"]
+        return "\n".join(out)
+    out += ["    if err:", f"        raise {raise_error}(err)"]
+    ret = _ret_expr(results)
+    if ret is not None:
+        out.append(f"    return {ret}")
+    return "\n".join(out)
+
+
 def _ret_expr(items):
     if not items:
         return None
@@ -347,15 +360,7 @@ def _native_function(f, driver, types):
         out += ["    with nogil:", f"        err = {call}"]
     else:
         out.append(f"    err = {call}")
-    if f.returns == "query":
-        out += ["    if err == 0:", "        return True", "    if err == NOT_READY:",
-                f"        {tab}.cudaGetLastError()", "        return False", f"    raise {raise_error}(err)"]
-        return "\n".join(out)
-    out += ["    if err:", f"        raise {raise_error}(err)"]
-    ret = _ret_expr(results)
-    if ret is not None:
-        out.append(f"    return {ret}")
-    return "\n".join(out)
+    return _finish(out, f, "NOT_READY", f"{tab}.cudaGetLastError()", raise_error, results)
 
 
 def _rows(rows):
@@ -629,15 +634,7 @@ def _py_function(f, driver, types):
     if f.returns == "str":
         return "\n".join(out + [f"    return _str({call})"])
     out.append(f"    err = {call}")
-    if f.returns == "query":
-        out += ["    if err == 0:", "        return True", "    if err == _NOT_READY:",
-                "        _T.cudaGetLastError()", "        return False", f"    raise {raise_error}(err)"]
-        return "\n".join(out)
-    out += ["    if err:", f"        raise {raise_error}(err)"]
-    ret = _ret_expr(results)
-    if ret is not None:
-        out.append(f"    return {ret}")
-    return "\n".join(out)
+    return _finish(out, f, "_NOT_READY", "_T.cudaGetLastError()", raise_error, results)
 
 
 def python_module(table):
