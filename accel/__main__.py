@@ -6,7 +6,7 @@ import os
 import sys
 
 import accel
-from accel import _lib
+from accel import _impl, _lib
 from accel.errors import CudaError, LibraryNotFoundError
 
 _ATTRS = (("compute capability", (75, 76)), ("multiprocessors", 16), ("warp size", 10),
@@ -58,7 +58,8 @@ def report(out=sys.stdout):
     p(f"accel {accel.__version__} ({os.path.dirname(accel.__file__)})")
     p(f"backend: {accel.backend} ({accel.backend_reason})")
     try:
-        rt = accel.cuda.cudart()
+        rt = _impl.cudart  # the bindings without lazy init: a machine without a GPU is reported too
+        rt.load()
     except LibraryNotFoundError as exc:
         p(f"CUDA runtime: not found; {exc}")
         p("devices: 0 (no CUDA runtime)")

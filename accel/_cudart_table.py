@@ -117,6 +117,8 @@ RUNTIME = (
     fn("cudaSetDevice", "int device",
        "Make ``device`` current for the calling thread (creates its primary context).", required=True),
     fn("cudaDeviceSynchronize", "", "Wait for all work on the current device.", blocking=True),
+    fn("cudaProfilerStart", "", "Start profiler data collection (cuda_profiler_api.h; a no-op without a profiler)."),
+    fn("cudaProfilerStop", "", "Stop profiler data collection (cuda_profiler_api.h)."),
     fn("cudaDriverGetVersion", "out int driverVersion",
        "The driver's CUDA version (e.g. 13000), 0 when no driver is installed."),
     fn("cudaRuntimeGetVersion", "out int runtimeVersion", "The runtime library's CUDA version (e.g. 13000)."),

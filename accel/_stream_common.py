@@ -146,3 +146,44 @@ def wait_for_host_functions(in_flight, poll=0.001, say_after=5.0):
             sys.stderr.write(f"accel: waiting at exit for {in_flight()} queued host function(s) "
                              "(Stream.launch_host_func) to finish\n")
         time.sleep(poll)
+
+
+DEVICE_TYPE_CUDA = 1   # c10::DeviceType::CUDA, what Stream.device_type reports
+
+
+def decode_stream_id(stream_id, device_index, device_type, priority):
+    """torch's StreamId decoding (c10/cuda/CUDAStream.h) for ``Stream(stream_id=, device_index=,
+    device_type=)``: ``(device, kind, a, b)`` with kind ``"default"``, ``"pool"`` (a = priority level,
+    b = pool slot) or ``"external"`` (a = the cudaStream_t).  TypeError / ValueError naming a bad value;
+    the device index is range-checked by the caller."""
+    if stream_id is None or device_index is None:
+        raise TypeError("Stream(stream_id=, device_index=, device_type=) needs both stream_id and device_index, "
+                        f"got stream_id={stream_id!r}, device_index={device_index!r}")
+    sid = _int_arg(stream_id, "stream_id")
+    d = _int_arg(device_index, "device_index")
+    t = DEVICE_TYPE_CUDA if device_type is None else _int_arg(device_type, "device_type")
+    if t != DEVICE_TYPE_CUDA:
+        raise ValueError(f"device_type must be {DEVICE_TYPE_CUDA} (CUDA) for an accel.cuda.Stream, got {t}")
+    if priority != 0:
+        raise ValueError(f"priority cannot be given with stream_id (the id fixes it), got priority={priority!r}")
+    if not -(1 << 63) <= sid < (1 << 63):
+        raise ValueError(f"invalid StreamId {sid}: expected a signed 64-bit value")
+    if sid == 0:
+        return d, "default", 0, 0
+    # torch: bit 0 clear is an external stream (the id is the cudaStream_t).  A pool id never has a bit
+    # above bit 9, so accel also reads an odd id from 1024 up as an external handle (torch refuses it:
+    # real stream pointers are aligned, but other runtimes' handles, the emulator's included, may be odd).
+    if sid & 1 == 0 or not 0 < sid < 1 << 10:
+        return d, "external", sid & ((1 << 64) - 1), 0
+    kind = (sid >> 1) & 0xF
+    if kind == 0 or kind > MAX_PRIORITIES:
+        raise ValueError(f"invalid StreamId {sid}: not a default, pool or external stream id")
+    return d, "pool", kind - 1, (sid >> 5) & (STREAMS_PER_POOL - 1)
+
+
+def _int_arg(value, what):
+    if type(value) is int:
+        return value
+    if isinstance(value, bool) or not hasattr(type(value), "__index__"):
+        raise TypeError(f"{what} must be an int, got {type(value).__name__}: {value!r}")
+    return index_of(value, what)

@@ -5,10 +5,51 @@ tracing compilers can stay device-agnostic.  Built in: ``"cuda"`` and ``"cuda:N"
 and a synchronous ``"cpu"`` interface; ``get_interface_for_device`` raises NotImplementedError naming an
 unknown device.
 """
+import inspect
 import time
 
-__all__ = ["DeviceInterface", "DeviceGuard", "CudaInterface", "CpuInterface", "register_interface_for_device",
-           "get_interface_for_device", "get_registered_device_interfaces"]
+__all__ = ["DeviceInterfaceMeta", "DeviceInterface", "DeviceGuard", "CudaInterface", "CpuInterface",
+           "register_interface_for_device", "get_interface_for_device", "get_registered_device_interfaces",
+           "init_device_reg", "get_cuda_stream"]
+
+
+def get_cuda_stream(device_index):
+    """The raw cudaStream_t (int, 0 for the default stream) current on ``device_index``: the seed's name
+    for torch._C._cuda_getCurrentRawStream (accel.cuda.current_raw_stream)."""
+    import accel.cuda
+    return accel.cuda.current_raw_stream(device_index)
+
+
+class InterfaceMemberError(AssertionError, TypeError):
+    """A DeviceInterface's Event / Stream is not a class of the right kind: torch asserts (AssertionError);
+    this is one, and a TypeError too."""
+
+
+# What a class must provide to serve as an interface's Event / Stream (torch checks the base class
+# _EventBase / _StreamBase; accel has no such base, so it checks the protocol).
+_MEMBER_PROTOCOL = {
+    "Event": ("record", "wait", "query", "synchronize"),
+    "Stream": ("query", "synchronize", "wait_event", "wait_stream", "record_event"),
+}
+
+
+class DeviceInterfaceMeta(type):
+    """Checks, when a DeviceInterface subclass is created, that its ``Event`` and ``Stream`` are classes
+    with the methods of torch's _EventBase / _StreamBase (InterfaceMemberError otherwise)."""
+
+    def __new__(metacls, name, bases, namespace, **kwargs):
+        if any(isinstance(b, DeviceInterfaceMeta) for b in bases):  # not the root DeviceInterface
+            for member, methods in _MEMBER_PROTOCOL.items():
+                if member not in namespace:
+                    continue
+                value = namespace[member]
+                missing = [m for m in methods if not callable(getattr(value, m, None))]
+                if not inspect.isclass(value) or missing:
+                    raise InterfaceMemberError(
+                        f"DeviceInterface member {member} of {name} should be a class with "
+                        f"{', '.join(methods)} (like accel.cuda.{member}), got {value!r}"
+                        + (f" (missing: {', '.join(missing)})" if inspect.isclass(value) else ""))
+        return super().__new__(metacls, name, bases, namespace, **kwargs)
 
 
 def _abstract(name):
@@ -18,7 +59,7 @@ def _abstract(name):
     return staticmethod(method)
 
 
-class DeviceInterface:
+class DeviceInterface(metaclass=DeviceInterfaceMeta):
     """Base class: every member raises NotImplementedError until a backend's subclass provides it."""
 
     class device:
@@ -48,6 +89,7 @@ class DeviceInterface:
     stream = _abstract("stream")
     current_stream = _abstract("current_stream")
     set_stream = _abstract("set_stream")
+    _set_stream_by_id = _abstract("_set_stream_by_id")
     get_raw_stream = _abstract("get_raw_stream")
     synchronize = _abstract("synchronize")
     get_device_properties = _abstract("get_device_properties")
@@ -101,6 +143,14 @@ def _cuda_index(device):
     return accel.cuda._get_device_index(device, optional=True)
 
 
+def _worker_index(device):
+    # torch's Worker.get_device_properties: a device naming no index (None, "cuda", a device object with
+    # index None) means the worker's current device.
+    from accel.cuda import _utils
+    d = _utils._index_or_none(device)
+    return CudaInterface.Worker.current_device() if d is None else d
+
+
 class CudaInterface(DeviceInterface):
     """The CUDA interface, backed by accel.cuda."""
 
@@ -123,10 +173,11 @@ class CudaInterface(DeviceInterface):
 
         @staticmethod
         def get_device_properties(device=None):
-            """The cached properties of ``device`` (None: the worker's current device); the same errors as
-            accel.cuda.get_device_properties (ValueError naming the index and the count, TypeError)."""
+            """The cached properties of ``device`` (None, "cuda" or a device with no index: the worker's
+            current device); the same errors as accel.cuda.get_device_properties (InvalidDeviceError naming
+            the index and the count, TypeError)."""
             from accel.cuda import _properties
-            d = CudaInterface.Worker.current_device() if device is None else _cuda_index(device)
+            d = _worker_index(device)
             props = CudaInterface.Worker._properties
             if props is None:
                 import accel.cuda
@@ -143,6 +194,7 @@ class CudaInterface(DeviceInterface):
     stream = _cuda("stream")
     current_stream = _cuda("current_stream")
     set_stream = _cuda("set_stream")
+    _set_stream_by_id = _cuda("_set_stream_by_id")
     get_raw_stream = _cuda("current_raw_stream")
     synchronize = _cuda("synchronize")
     get_device_properties = _cuda("get_device_properties")
@@ -156,9 +208,15 @@ class CudaInterface(DeviceInterface):
 
 
 class _CpuStream:
-    """The CPU 'stream': work is synchronous, so it is always complete."""
+    """The CPU 'stream': work is synchronous, so it is always complete (one instance)."""
 
     device = "cpu"
+    _instance = None
+
+    def __new__(cls, *args, **kwargs):
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
 
     def query(self):
         return True
@@ -221,9 +279,7 @@ class CpuInterface(DeviceInterface):
         def elapsed_time(self, end_event):
             return (end_event.time - self.time) * 1000
 
-    @staticmethod
-    def Stream(*args, **kwargs):
-        return _CPU_STREAM
+    Stream = _CpuStream
 
     class Worker:
         @staticmethod
@@ -247,6 +303,7 @@ class CpuInterface(DeviceInterface):
     stream = staticmethod(_CpuContext)
     current_stream = staticmethod(lambda device=None: _CPU_STREAM)
     set_stream = staticmethod(lambda stream: None)
+    _set_stream_by_id = staticmethod(lambda stream_id, device_index, device_type: None)
     get_raw_stream = staticmethod(lambda device=None: 0)
     synchronize = staticmethod(lambda device=None: None)
     get_device_properties = staticmethod(lambda device=None: {})
@@ -258,14 +315,23 @@ _initialized = False
 
 
 def _key(device):
-    return device if isinstance(device, str) else str(device)
+    """The registry key of ``device``: a string as is; a device object as torch's str(torch.device)
+    ("cuda", "cuda:1"), from .type/.index where it has them."""
+    if isinstance(device, str):
+        return device
+    dev_type, index = getattr(device, "type", None), getattr(device, "index", None)
+    if isinstance(dev_type, str):
+        return dev_type if index is None else f"{dev_type}:{index}"
+    return str(device)
 
 
 def register_interface_for_device(device, device_interface):
-    """Register ``device_interface`` (a DeviceInterface subclass) for ``device`` ("cuda", "cuda:1",
-    or a device object whose str() is that).  TypeError for anything else."""
-    if not (isinstance(device_interface, type) and issubclass(device_interface, DeviceInterface)):
-        raise TypeError(f"device_interface must be a DeviceInterface subclass, got {device_interface!r}")
+    """Register ``device_interface`` for ``device`` ("cuda", "cuda:1", "mtia", or a device object).
+    Like torch, any class is accepted (a DeviceInterface subclass or a duck-typed one); TypeError for
+    something that is not a class (an instance is always a mistake: the interface is used as a class)."""
+    if not isinstance(device_interface, type):
+        raise TypeError(f"device_interface must be a class (a DeviceInterface subclass), got "
+                        f"{type(device_interface).__name__}: {device_interface!r}")
     device_interfaces[_key(device)] = device_interface
 
 
@@ -273,7 +339,7 @@ def get_interface_for_device(device):
     """The interface registered for ``device``; NotImplementedError("No interface for device X")."""
     key = _key(device)
     if not _initialized:
-        _init_device_reg()
+        init_device_reg()
     if key in device_interfaces:
         return device_interfaces[key]
     raise NotImplementedError(f"No interface for device {key}")
@@ -282,11 +348,13 @@ def get_interface_for_device(device):
 def get_registered_device_interfaces():
     """The (device, interface) pairs registered so far, built-ins included."""
     if not _initialized:
-        _init_device_reg()
+        init_device_reg()
     return device_interfaces.items()
 
 
-def _init_device_reg():
+def init_device_reg():
+    """Register the built-in interfaces: "cuda", "cuda:N" for each device, "cpu" (and "mtia", "mtia:N"
+    when an accel.mtia backend is registered).  Called on the first lookup."""
     global _initialized
     _initialized = True
     register_interface_for_device("cuda", CudaInterface)
@@ -299,3 +367,6 @@ def _init_device_reg():
     for i in range(count):
         register_interface_for_device(f"cuda:{i}", CudaInterface)
     register_interface_for_device("cpu", CpuInterface)
+
+
+_init_device_reg = init_device_reg  # the name accel used before

@@ -8,12 +8,20 @@ _DOCS = "https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html
 class CudaError(RuntimeError):
     """A CUDA runtime call failed.  ``code`` is the cudaError_t value, ``name`` its cudaGetErrorName.
 
-    The message is torch's composition: ``"CUDA error: " + cudaGetErrorString(code)`` and a help line.
-    Like torch.AcceleratorError, it is a RuntimeError subclass.
+    ``CudaError(code, name, string)`` (what accel raises) has torch's C++ composition:
+    ``"CUDA error: " + string`` and a help line, like torch.AcceleratorError.  ``CudaError(code)`` is
+    torch.cuda.CudaError's form: ``"<cudaGetErrorString(code)> (<code>)"``, the strings asked from the
+    loaded runtime ("unknown error" / "cudaError <code>" without one).  A RuntimeError subclass.
     """
 
     def __init__(self, code, name=None, string=None):
         self.code = int(code)
+        if name is None and string is None:
+            self.name, self.string = _runtime_strings(self.code)
+            self._short = True
+            RuntimeError.__init__(self, f"{self.string} ({self.code})")
+            return
+        self._short = False
         self.name = name if name is not None else f"cudaError {self.code}"
         self.string = string if string is not None else "unknown error"
         if self.code == 101:
@@ -23,7 +31,21 @@ class CudaError(RuntimeError):
         super().__init__(f"CUDA error: {self.string}{help_}")
 
     def __reduce__(self):
+        if getattr(self, "_short", False):
+            return (type(self), (self.code,))
         return (type(self), (self.code, self.name, self.string))
+
+
+def _runtime_strings(code):
+    """(cudaGetErrorName, cudaGetErrorString) of ``code`` from the loaded runtime; placeholders when no
+    runtime can be loaded (an error message must never fail)."""
+    try:
+        from accel import _impl
+        rt = _impl.cudart
+        rt.load()
+        return rt.cudaGetErrorName(code) or f"cudaError {code}", rt.cudaGetErrorString(code) or "unknown error"
+    except Exception:  # noqa: BLE001 - no runtime library, or a code out of the C range
+        return f"cudaError {code}", "unknown error"
 
 
 class CudaDriverError(CudaError):

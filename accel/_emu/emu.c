@@ -117,7 +117,8 @@ enum { CUDA_SUCCESS = 0, CUDA_ERROR_INVALID_VALUE = 1, CUDA_ERROR_NOT_INITIALIZE
     X(cudaPointerGetAttributes) X(cudaLaunchHostFunc) X(cudaDeviceGetAttribute) \
     X(cudaGetDeviceProperties) X(cudaGetDeviceProperties_v2) X(cudaDeviceCanAccessPeer) \
     X(cudaDeviceGetPCIBusId) X(cuDevicePrimaryCtxGetState) X(cuGetErrorName) \
-    X(cuGetErrorString) X(cuDriverGetVersion) X(cuInit)
+    X(cuGetErrorString) X(cuDriverGetVersion) X(cuInit) \
+    X(cudaProfilerStart) X(cudaProfilerStop)
 
 #define X_ENUM(s) SYM_##s,
 #define X_NAME(s) #s,
@@ -1722,4 +1723,20 @@ int emu_physical_devices(void)
 {
     INIT();
     return g_init_err ? -1 : g_nphys;
+}
+
+/* Profiler control: there is no profiler to start or stop; the calls succeed like the real runtime's
+ * when no profiling tool is attached. */
+EXPORT cudaError_t cudaProfilerStart(void)
+{
+    RT_ENTER(cudaProfilerStart, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    return cudaSuccess;
+}
+
+EXPORT cudaError_t cudaProfilerStop(void)
+{
+    RT_ENTER(cudaProfilerStop, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    return cudaSuccess;
 }

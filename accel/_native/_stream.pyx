@@ -64,7 +64,7 @@ cdef extern from *:
     bint accel_host_may_enter_python() nogil
 
 __all__ = ["Stream", "ExternalStream", "Event", "StreamContext", "current_stream", "current_raw_stream",
-           "default_stream", "set_stream", "stream", "priority_range", "set_index_parser"]
+           "default_stream", "set_stream", "stream", "priority_range", "set_index_parser", "_set_stream_by_id"]
 
 DEF NPRI = 4
 DEF POOL = 32
@@ -214,6 +214,11 @@ cdef Stream _as_stream(object s):
 cdef Stream _pool_stream(int d, int p):
     cdef int i = _counters[p][d] % POOL
     _counters[p][d] += 1
+    return _pool_slot(d, p, i)
+
+
+cdef Stream _pool_slot(int d, int p, int i):
+    """Pool stream ``i`` of device ``d``, priority level ``p``, created on first use."""
     cdef list slots = _pool[d][p]
     cdef Stream s = slots[i]
     cdef uintptr_t ptr = 0
@@ -235,6 +240,30 @@ cdef Stream _pool_stream(int d, int p):
         slots[i] = s
         c_maybe_set_device(orig)
     return s
+
+
+cdef Stream _from_id(stream_id, device_index, device_type, priority):
+    """The stream torch's (stream_id, device_index, device_type) triple names (see _sc.decode_stream_id)."""
+    priority = _sc.check_priority(priority)
+    d, kind, a, b = _sc.decode_stream_id(stream_id, device_index, device_type, priority)
+    if d == -1:  # _device_arg's "current device": not a stream's device
+        c_ensure_init()
+        _init_global()
+        raise _sc.out_of_range(d, _ndev)
+    cdef int dev = _device_arg(d)  # lazy init, range check
+    if kind == "default":
+        return _defaults[dev]
+    if kind == "external":
+        return _make(dev, <long long><uintptr_t>a, <uintptr_t>a)
+    if a >= _max_pri:
+        raise ValueError(f"invalid StreamId {stream_id}: priority level {a} but device {dev} has {_max_pri} "
+                         "stream priority level(s)")
+    return _pool_slot(dev, a, b)
+
+
+def _set_stream_by_id(stream_id, device_index, device_type):
+    """set_stream(Stream(stream_id=, device_index=, device_type=)): torch.cuda._set_stream_by_id."""
+    set_stream(_from_id(stream_id, device_index, device_type, 0))
 
 
 # -- module functions -------------------------------------------------------------------------------
@@ -368,11 +397,20 @@ cdef class Stream:
     cdef object _owner    # the foreign object an ExternalStream came from (kept alive)
     cdef object _ctx      # (device, previous stream) while used as ``with stream:``
 
-    def __init__(self, device=None, priority=0):
+    def __init__(self, device=None, priority=0, *, stream_id=None, device_index=None, device_type=None):
+        cdef Stream s
+        if stream_id is not None or device_index is not None or device_type is not None:
+            if device is not None:
+                raise ValueError(f"device cannot be given with stream_id / device_index, got device={device!r}")
+            s = _from_id(stream_id, device_index, device_type, priority)
+            self.device_index = s.device_index
+            self.stream_id = s.stream_id
+            self._ptr = s._ptr
+            return
         cdef int d = _resolve(device)
         prio = _sc.check_priority(priority)
         cdef int p = <int>min(max(-prio, 0), _max_pri - 1)
-        cdef Stream s = _pool_stream(d, p)
+        s = _pool_stream(d, p)
         self.device_index = d
         self.stream_id = s.stream_id
         self._ptr = s._ptr
@@ -381,6 +419,11 @@ cdef class Stream:
     def device(self):
         """The stream's device (``.type == "cuda"``, ``.index``)."""
         return _sc.CudaDevice(self.device_index)
+
+    @property
+    def device_type(self):
+        """1, c10's DeviceType::CUDA (torch.Stream.device_type)."""
+        return 1
 
     @property
     def cuda_stream(self):
@@ -439,10 +482,15 @@ cdef class Stream:
         _leave(orig)
 
     def wait_event(self, event):
-        """Make future work on this stream wait for ``event``'s latest record."""
-        if not isinstance(event, Event):
-            raise TypeError(f"expected an accel.cuda.Event, got {type(event).__name__}: {event!r}")
-        (<Event>event).wait(self)
+        """Make future work on this stream wait for ``event``'s latest record: ``event.wait(self)``, like
+        torch, so any event with a ``wait(stream)`` method works; TypeError for an object without one."""
+        if isinstance(event, Event):
+            (<Event>event).wait(self)
+        elif callable(getattr(event, "wait", None)):
+            event.wait(self)
+        else:
+            raise TypeError(f"expected an accel.cuda.Event (or an event with .wait(stream)), got "
+                            f"{type(event).__name__}: {event!r}")
 
     def wait_stream(self, stream):
         """Make future work on this stream wait for the work queued on ``stream`` so far (through a

@@ -21,7 +21,7 @@ from accel._python._device import (_c_checked_device_count, _c_ensure_init, _c_e
                                    _c_warn_or_error_on_sync)
 
 __all__ = ["Stream", "ExternalStream", "Event", "StreamContext", "current_stream", "current_raw_stream",
-           "default_stream", "set_stream", "stream", "priority_range", "set_index_parser"]
+           "default_stream", "set_stream", "stream", "priority_range", "set_index_parser", "_set_stream_by_id"]
 
 _NPRI, _POOL, _NOT_READY = _sc.MAX_PRIORITIES, _sc.STREAMS_PER_POOL, _sc.NOT_READY
 _DISABLE_TIMING, _INTERPROCESS = _sc.EVENT_DISABLE_TIMING, _sc.EVENT_INTERPROCESS
@@ -189,6 +189,32 @@ def _new_pool_stream(d, p, i):
     return s
 
 
+def _from_id(stream_id, device_index, device_type, priority):
+    """The stream torch's (stream_id, device_index, device_type) triple names (see _sc.decode_stream_id)."""
+    if type(priority) is not int:
+        priority = _sc.check_priority(priority)
+    d, kind, a, b = _sc.decode_stream_id(stream_id, device_index, device_type, priority)
+    if d == -1:  # _device_arg's "current device": not a stream's device
+        _c_ensure_init()
+        _init_global()
+        raise _sc.out_of_range(d, _ndev)
+    d = _device_arg(d)  # lazy init, range check
+    if kind == "default":
+        return _defaults[d]
+    if kind == "external":
+        return _make(d, a - (a >> 63 << 64), a)
+    if a >= _max_pri:
+        raise ValueError(f"invalid StreamId {stream_id}: priority level {a} but device {d} has {_max_pri} "
+                         "stream priority level(s)")
+    s = _pool[d][a][b]
+    return s if s is not None else _new_pool_stream(d, a, b)
+
+
+def _set_stream_by_id(stream_id, device_index, device_type):
+    """set_stream(Stream(stream_id=, device_index=, device_type=)): torch.cuda._set_stream_by_id."""
+    set_stream(_from_id(stream_id, device_index, device_type, 0))
+
+
 # -- module functions -------------------------------------------------------------------------------
 
 def set_index_parser(parser):
@@ -330,7 +356,15 @@ class Stream:
     device_index = stream_id = _ptr = 0
     _owner = _ctx = None
 
-    def __init__(self, device=None, priority=0):
+    def __init__(self, device=None, priority=0, *, stream_id=None, device_index=None, device_type=None):
+        if stream_id is not None or device_index is not None or device_type is not None:
+            if device is not None:
+                raise ValueError(f"device cannot be given with stream_id / device_index, got device={device!r}")
+            s = _from_id(stream_id, device_index, device_type, priority)
+            _osa(self, "device_index", s.device_index)
+            _osa(self, "stream_id", s.stream_id)
+            _osa(self, "_ptr", s._ptr)
+            return
         if type(device) is int and 0 <= device < _ndev and (_dm._initialized or _dm._init_hook is None):
             d = device  # _resolve(device), for an index in range once CUDA is initialised
         else:
@@ -368,6 +402,11 @@ class Stream:
     def device(self):
         """The stream's device (``.type == "cuda"``, ``.index``)."""
         return _sc.CudaDevice(self.device_index)
+
+    @property
+    def device_type(self):
+        """1, c10's DeviceType::CUDA (torch.Stream.device_type)."""
+        return _sc.DEVICE_TYPE_CUDA
 
     @property
     def cuda_stream(self):
@@ -413,10 +452,15 @@ class Stream:
         _check(_T.cudaStreamSynchronize(self._ptr), orig)
 
     def wait_event(self, event):
-        """Make future work on this stream wait for ``event``'s latest record."""
-        if not isinstance(event, Event):
-            raise TypeError(f"expected an accel.cuda.Event, got {type(event).__name__}: {event!r}")
-        event.wait(self)
+        """Make future work on this stream wait for ``event``'s latest record: ``event.wait(self)``, like
+        torch, so any event with a ``wait(stream)`` method works; TypeError for an object without one."""
+        if isinstance(event, Event):
+            event.wait(self)
+        elif callable(getattr(event, "wait", None)):
+            event.wait(self)
+        else:
+            raise TypeError(f"expected an accel.cuda.Event (or an event with .wait(stream)), got "
+                            f"{type(event).__name__}: {event!r}")
 
     def wait_stream(self, stream):
         """Make future work on this stream wait for the work queued on ``stream`` so far (through a
@@ -594,7 +638,8 @@ class ExternalStream(Stream):
 _STREAM_FIELDS = frozenset(("device_index", "stream_id", "_ptr", "_owner", "_ctx"))
 # What the compiled twin's Stream exposes as data attributes (readonly members and properties); its
 # cdef fields (_ptr, ...) are not attributes at all.
-_STREAM_DATA = frozenset(("device_index", "stream_id", "device", "cuda_stream", "_as_parameter_", "priority"))
+_STREAM_DATA = frozenset(("device_index", "stream_id", "device", "device_type", "cuda_stream", "_as_parameter_",
+                          "priority"))
 
 
 def _type_name(cls):

@@ -8,15 +8,19 @@ from accel.cuda._device_api import *  # noqa: F401,F403
 from accel.cuda._device_api import __all__ as _device_all
 from accel.cuda._stream_api import *  # noqa: F401,F403
 from accel.cuda._stream_api import __all__ as _stream_all
+from accel.cuda._runtime_info import *  # noqa: F401,F403
+from accel.cuda._runtime_info import __all__ as _info_all
 from accel.errors import CudaDriverError, CudaError, DeferredCudaCallError, LibraryNotFoundError
 
 __all__ = ["cudart", "CudaError", "CudaDriverError", "DeferredCudaCallError", "LibraryNotFoundError",
-           *_device_all, *_stream_all]
+           *_device_all, *_stream_all, *_info_all]
 
 
 def cudart():
     """The active twin's raw binding module (``accel._native._cudart`` or ``accel._python._cudart``),
-    with the CUDA runtime loaded.  Raises LibraryNotFoundError listing where it looked."""
+    after lazy initialisation (torch.cuda.cudart()'s shape; the same errors as the first CUDA use).
+    Its functions raise CudaError rather than return codes; check_error() accepts their None."""
+    _lazy_init()
     mod = _impl.cudart
     mod.load()
     return mod

@@ -88,12 +88,18 @@ def set_sync_debug_mode(debug_mode):
 
 
 def get_sync_debug_mode():
-    """The sync debug mode: 0 default, 1 warn, 2 error."""
+    """The sync debug mode: 0 default, 1 warn, 2 error.  Initialises CUDA first, like torch (the same
+    errors as the first CUDA use)."""
+    _lazy_init()
     return _device.get_sync_debug_mode()
 
 
 def check_error(res):
-    """Raise CudaError (code, name and cudaGetErrorString text) unless ``res`` is 0 (cudaSuccess)."""
+    """Raise CudaError (code, name and cudaGetErrorString text) unless ``res`` is 0 (cudaSuccess) or None
+    (what accel's raising bindings return on success, so ``check_error(cudart().cudaProfilerStart())``
+    works as with torch's code-returning module)."""
+    if res is None:
+        return
     code = int(res)
     if code == 0:
         return

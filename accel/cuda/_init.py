@@ -137,9 +137,11 @@ def is_initialized():
     return _initialized and not _in_bad_fork
 
 
-def _lazy_call(callable):
+def _lazy_call(callable, seed=False, seed_all=False):
     """Run ``callable()`` now if CUDA is initialised, else at initialisation (its call site is kept for
-    DeferredCudaCallError)."""
+    DeferredCudaCallError).  ``seed`` / ``seed_all`` are torch's keywords for its RNG-seeding calls; accel
+    has no RNG, so such calls are queued and run in order like any other (torch keeps only the latest
+    seed / seed_all call and runs it after the others)."""
     with _initialization_lock:
         if is_initialized():
             callable()

@@ -57,6 +57,11 @@ class _CudaDeviceProperties:
                 f"pci_domain_id={self.pci_domain_id}, L2_cache_size={self.L2_cache_size // (1024 * 1024)}MB)")
 
 
+class InvalidDeviceError(AssertionError, ValueError):
+    """An out-of-range device id: torch raises AssertionError("Invalid device id"); this is one, and a
+    ValueError too, so that ``except ValueError`` keeps working."""
+
+
 def _valid_index(device, what="device", optional=True):
     """The index of ``device`` checked against the count; ValueError naming it and the count."""
     _init._lazy_init()
@@ -66,7 +71,7 @@ def _valid_index(device, what="device", optional=True):
 def _check_range(d, n, what="device"):
     """``d`` if ``0 <= d < n`` (n: the device count), else the ValueError naming both."""
     if not 0 <= d < n:
-        raise ValueError(f"Invalid {what} id {d!r}: expected 0 <= {what} < device_count() = {n}")
+        raise InvalidDeviceError(f"Invalid {what} id {d!r}: expected 0 <= {what} < device_count() = {n}")
     return d
 
 
@@ -82,7 +87,8 @@ def _read_properties(d):
 
 def get_device_properties(device=None):
     """Properties of ``device`` (default: current): name, uuid, total_memory, major, minor,
-    multi_processor_count, L2_cache_size, warp_size, ...; ValueError for an invalid device."""
+    multi_processor_count, L2_cache_size, warp_size, ...; InvalidDeviceError (an AssertionError and a
+    ValueError) naming an out-of-range device."""
     d = _valid_index(device)
     props = _props_cache.get(d)
     if props is None:
@@ -105,7 +111,8 @@ def get_device_capability(device=None):
 
 
 def can_device_access_peer(device, peer_device):
-    """Whether ``device`` can access ``peer_device``'s memory directly; ValueError for invalid ids."""
+    """Whether ``device`` can access ``peer_device``'s memory directly; InvalidDeviceError ("Invalid device
+    id ..." / "Invalid peer device id ...") for out-of-range ids."""
     d = _valid_index(device)
     p = _valid_index(peer_device, "peer device", optional=False)
     return _impl.cudart.cudaDeviceCanAccessPeer(d, p)

@@ -9,7 +9,7 @@ from accel.cuda._device_api import _get_device_index
 _stream = _impl.module("_stream")
 
 __all__ = ["Stream", "ExternalStream", "Event", "StreamContext", "current_stream", "current_raw_stream",
-           "default_stream", "set_stream", "stream"]
+           "default_stream", "set_stream", "stream", "_set_stream_by_id"]
 
 Stream = _stream.Stream
 ExternalStream = _stream.ExternalStream
@@ -20,6 +20,7 @@ current_raw_stream = _stream.current_raw_stream
 default_stream = _stream.default_stream
 set_stream = _stream.set_stream
 stream = _stream.stream
+_set_stream_by_id = _stream._set_stream_by_id
 
 
 def _parse_device(device):

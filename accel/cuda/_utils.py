@@ -57,6 +57,19 @@ def _get_device_index(device, optional=False, allow_cpu=False):
     ``optional`` gives the current device.  TypeError for an unsupported type, ValueError for a bad value."""
     if type(device) is int:
         return device
+    idx = _index_or_none(device, allow_cpu)
+    if idx is None:
+        if optional:
+            return _current_device_index()
+        raise ValueError(f"Expected a torch.device with a specified index or an integer, but got:{device}")
+    return idx
+
+
+def _index_or_none(device, allow_cpu=False):
+    """``_get_device_index`` without the current-device fallback: None where ``device`` names no index
+    (None, "cuda", a device object whose index is None)."""
+    if type(device) is int:
+        return device
     idx = None
     if isinstance(device, str):
         dev_type, idx = _parse_device_string(device)
@@ -76,10 +89,6 @@ def _get_device_index(device, optional=False, allow_cpu=False):
             idx = _as_int(device.id, device)
         else:
             raise TypeError(f"Expected a CUDA device: {_EXPECTED}; got {type(device).__name__}: {device!r}")
-    if idx is None:
-        if optional:
-            return _current_device_index()
-        raise ValueError(f"Expected a torch.device with a specified index or an integer, but got:{device}")
     return idx
 
 

@@ -1,0 +1,184 @@
+"""Issue 8 items 2-9: torch.cuda names and behaviours accel lacked or differed on (both twins, in fresh
+interpreters under ACCEL_BACKEND=native / python where process state matters)."""
+import json
+import pickle
+import textwrap
+
+import pytest
+
+from accel.errors import CudaError
+
+
+@pytest.fixture
+def backend(twin):
+    return twin.name
+
+
+def run(subprocess_python, backend, code, **env):
+    proc = subprocess_python(textwrap.dedent(code), env={"ACCEL_BACKEND": backend, **env})
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+# -- item 2 ------------------------------------------------------------------------------------------
+
+def test_bf16_arch_list_gencode_status(subprocess_python, backend):
+    out = run(subprocess_python, backend, """
+        import json, accel.cuda as cuda
+        print(json.dumps([cuda.is_bf16_supported(), cuda.is_bf16_supported(including_emulation=False),
+                          cuda.get_arch_list(), cuda.get_gencode_flags(),
+                          cuda.cudaStatus.SUCCESS, cuda.cudaStatus.ERROR_NOT_READY]))
+    """)
+    assert out == [True, True, ["sm_90"], "-gencode compute=compute_90,code=sm_90", 0, 600]
+
+
+def test_no_device_answers(subprocess_python, backend):
+    out = run(subprocess_python, backend, """
+        import json, accel.cuda as cuda
+        print(json.dumps([cuda.is_bf16_supported(), cuda.get_arch_list(), cuda.get_gencode_flags()]))
+    """, ACCEL_EMU_DEVICES="0")
+    assert out == [False, [], ""]
+
+
+def test_ipc_collect_initialises(subprocess_python, backend):
+    out = run(subprocess_python, backend, """
+        import json, accel.cuda as cuda
+        before = cuda.is_initialized()
+        r = cuda.ipc_collect()
+        print(json.dumps([before, r, cuda.is_initialized()]))
+    """)
+    assert out == [False, None, True]
+
+
+# -- item 3 ------------------------------------------------------------------------------------------
+
+def test_cudart_initialises_and_profiler_idiom(subprocess_python, backend):
+    out = run(subprocess_python, backend, """
+        import json, accel.cuda as cuda
+        before = cuda.is_initialized()
+        rt = cuda.cudart()
+        cuda.check_error(rt.cudaProfilerStart())
+        cuda.check_error(rt.cudaProfilerStop())
+        print(json.dumps([before, cuda.is_initialized()]))
+    """)
+    assert out == [False, True]
+
+
+def test_check_error_none_and_codes():
+    import accel.cuda as cuda
+    cuda.check_error(None)
+    cuda.check_error(0)
+    with pytest.raises(CudaError) as info:
+        cuda.check_error(600)
+    assert info.value.code == 600
+
+
+def test_cuda_error_one_argument_form():
+    e = CudaError(600)
+    assert str(e) == "device not ready (600)" and e.code == 600 and e.name == "cudaErrorNotReady"
+    assert str(pickle.loads(pickle.dumps(e))) == str(e)
+    three = CudaError(600, "cudaErrorNotReady", "device not ready")
+    assert str(three).startswith("CUDA error: device not ready\nSearch for `cudaErrorNotReady'")
+    assert str(pickle.loads(pickle.dumps(three))) == str(three)
+
+
+def test_profiler_fault_injection(twin):
+    from accel import _lib
+    import ctypes
+    lib = _lib.cudart()
+    if not lib.emulated:
+        pytest.skip("needs the emulated runtime")
+    lib.cdll.accelEmuSetFail.argtypes = [ctypes.c_char_p]
+    rt = twin.mod("_cudart")
+    lib.cdll.accelEmuSetFail(b"cudaProfilerStart:1")
+    try:
+        with pytest.raises(CudaError) as info:
+            rt.cudaProfilerStart()
+        assert info.value.code == 999
+        assert rt.cudaProfilerStart() is None
+    finally:
+        lib.cdll.accelEmuSetFail(None)
+
+
+# -- items 4, 5 --------------------------------------------------------------------------------------
+
+def test_lazy_call_seed_keywords_run_in_order(subprocess_python, backend):
+    out = run(subprocess_python, backend, """
+        import json, accel.cuda as cuda
+        seen = []
+        cuda._lazy_call(lambda: seen.append("a"))
+        cuda._lazy_call(lambda: seen.append("seed"), seed=True)
+        cuda._lazy_call(lambda: seen.append("b"))
+        cuda._lazy_call(lambda: seen.append("all"), seed_all=True)
+        before = list(seen)
+        cuda.init()
+        cuda._lazy_call(lambda: seen.append("now"), seed=True)
+        print(json.dumps([before, seen]))
+    """)
+    assert out == [[], ["a", "seed", "b", "all", "now"]]
+
+
+def test_get_sync_debug_mode_initialises(subprocess_python, backend):
+    out = run(subprocess_python, backend, """
+        import json, accel.cuda as cuda
+        before = cuda.is_initialized()
+        mode = cuda.get_sync_debug_mode()
+        print(json.dumps([before, mode, cuda.is_initialized()]))
+    """)
+    assert out == [False, 0, True]
+    out = run(subprocess_python, backend, """
+        import json, accel.cuda as cuda
+        try:
+            cuda.get_sync_debug_mode()
+            print(json.dumps("no error"))
+        except RuntimeError as e:
+            print(json.dumps(str(e)))
+    """, ACCEL_EMU_DEVICES="0")
+    assert out == "No CUDA GPUs are available"
+
+
+# -- items 7, 8 --------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("call, text", [
+    ("get_device_properties(-1)", "Invalid device id -1"),
+    ("get_device_properties(4)", "Invalid device id 4"),
+    ("get_device_name(-1)", "Invalid device id -1"),
+    ("get_device_capability(-1)", "Invalid device id -1"),
+    ("can_device_access_peer(-1, 0)", "Invalid device id -1"),
+    ("can_device_access_peer(0, -1)", "Invalid peer device id -1"),
+])
+def test_invalid_device_is_an_assertion_error_and_a_value_error(call, text):
+    import accel.cuda as cuda
+    with pytest.raises(AssertionError, match=text) as info:
+        eval(f"cuda.{call}")
+    assert isinstance(info.value, ValueError)
+
+
+def test_peer_device_is_required():
+    import accel.cuda as cuda
+    with pytest.raises(TypeError):
+        cuda.can_device_access_peer(0)
+    with pytest.raises(ValueError, match="specified index"):
+        cuda.can_device_access_peer(0, None)
+
+
+# -- item 9 ------------------------------------------------------------------------------------------
+
+def test_wait_event_accepts_duck_typed_events(twin):
+    sm = twin.mod("_stream")
+    s = sm.Stream(device=0)
+
+    class Foreign:
+        waited = None
+
+        def wait(self, stream):
+            self.waited = stream
+
+    ev = Foreign()
+    s.wait_event(ev)
+    assert ev.waited is s
+    with pytest.raises(TypeError, match=r"event with \.wait\(stream\)"):
+        s.wait_event(object())
+    real = sm.Event()
+    real.record(s)
+    s.wait_event(real)
