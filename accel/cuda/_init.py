@@ -2,53 +2,47 @@
 
 ``_lazy_init()`` runs once, under a lock, before the first CUDA use (it is the twin's init hook): it
 refuses a forked child of a process that used CUDA, checks that a device exists, then runs the calls
-queued with ``_lazy_call``.  ``device_count()`` / ``is_available()`` never raise.
+queued with ``_lazy_call``.  The machinery is accel/_device_init.py's (shared with accel.mtia); this
+module adds CUDA's start (the device count with torch's error texts).  ``device_count()`` /
+``is_available()`` never raise.
 """
 import os
-import threading
-import traceback
 import warnings
 
-from accel import _impl
+from accel import _device_init, _impl
 from accel.cuda import _visible
 from accel.errors import DeferredCudaCallError, LibraryNotFoundError
 
 _device = _impl.module("_device")
 
-FORK_MESSAGE = ("Cannot re-initialize CUDA in forked subprocess. To use CUDA with multiprocessing, you must "
-                "use the 'spawn' start method")
 _DRIVER_URL = "http://www.nvidia.com/Download/index.aspx"
 
-_initialized = False
-_in_bad_fork = False
-_fork_handler_registered = False
-_initialization_lock = threading.RLock()  # re-entrant: a queued call may queue another
-_tls = threading.local()
-_queued_calls = []  # (callable, formatted call-site traceback)
 _raw_count = None   # cudart's count, cached once it was obtained (a failure is retried, unlike torch)
 _count_warned = False  # the "CUDA initialization: ..." warning was given (once per process)
 _cached_device_count = None  # device_count(), cached only once CUDA is initialised and the count obtained
 
 
-def _after_fork_in_child():
-    global _in_bad_fork, _initialized
-    _in_bad_fork = True
-    _initialized = False
-    _device.set_initialized(False)
+def _start():
+    # torch's _cuda_init: register the fork handler, device_count_ensure_non_zero (not cached).
+    _register_fork_handler()
+    n = _count_or_raise(True)
+    if n == 0:
+        raise RuntimeError("No CUDA GPUs are available")
+    os.environ.setdefault("CUDA_MODULE_LOADING", "LAZY")
 
 
-def _register_fork_handler():
-    # Registered at the first cudart call, not at import: a process that never touched CUDA stays
-    # fork-safe (torch registers in _cuda_getDeviceCount / _cuda_init).
-    global _fork_handler_registered
-    if not _fork_handler_registered:
-        _fork_handler_registered = True
-        os.register_at_fork(after_in_child=_after_fork_in_child)
+# The shared lazy-init / queued-call / fork machinery (accel/_device_init.py), for CUDA.
+_state = _device_init.DeviceInit("CUDA", lambda: _start(), DeferredCudaCallError, _device.set_initialized)
+FORK_MESSAGE = _state.fork_message
+_register_fork_handler = _state.register_fork_handler
+is_initialized = _state.is_initialized
+_lazy_call = _state.lazy_call
+_lazy_init = _state.lazy_init
 
 
 def _is_in_bad_fork():
     """True in a forked child of a process that had used CUDA."""
-    return _in_bad_fork
+    return _state.in_bad_fork
 
 
 def _count_or_raise(fail_if_no_driver):
@@ -120,7 +114,7 @@ def device_count():
         return _cached_device_count
     nvml_count = _visible._device_count_nvml() if _nvml_based_avail() else -1
     n = _cuda_get_device_count() if nvml_count < 0 else nvml_count
-    if _initialized and (nvml_count >= 0 or _raw_count is not None):  # never a failed count
+    if _state.initialized and (nvml_count >= 0 or _raw_count is not None):  # never a failed count
         _cached_device_count = n
     return n
 
@@ -130,55 +124,6 @@ def is_available():
     if _nvml_based_avail():
         return device_count() > 0
     return _cuda_get_device_count() > 0
-
-
-def is_initialized():
-    """Whether CUDA has been initialised in this process (False in a forked child)."""
-    return _initialized and not _in_bad_fork
-
-
-def _lazy_call(callable, seed=False, seed_all=False):
-    """Run ``callable()`` now if CUDA is initialised, else at initialisation (its call site is kept for
-    DeferredCudaCallError).  ``seed`` / ``seed_all`` are torch's keywords for its RNG-seeding calls; accel
-    has no RNG, so such calls are queued and run in order like any other (torch keeps only the latest
-    seed / seed_all call and runs it after the others)."""
-    with _initialization_lock:
-        if is_initialized():
-            callable()
-        else:
-            _queued_calls.append((callable, traceback.format_stack()))
-
-
-def _lazy_init():
-    """Initialise CUDA once (thread-safe, re-entrant from queued calls): RuntimeError in a forked child,
-    without a driver or device; DeferredCudaCallError if a queued call fails."""
-    global _initialized, _queued_calls
-    if is_initialized() or hasattr(_tls, "is_initializing"):
-        return
-    with _initialization_lock:
-        if is_initialized():
-            return
-        if _in_bad_fork:
-            raise RuntimeError(FORK_MESSAGE)
-        _register_fork_handler()
-        n = _count_or_raise(True)  # torch's device_count_ensure_non_zero: not cached
-        if n == 0:
-            raise RuntimeError("No CUDA GPUs are available")
-        os.environ.setdefault("CUDA_MODULE_LOADING", "LAZY")
-        _tls.is_initializing = True
-        try:
-            for queued_call, orig_traceback in _queued_calls:
-                try:
-                    queued_call()
-                except Exception as e:
-                    msg = (f"CUDA call failed lazily at initialization with error: {e}\n\n"
-                           f"CUDA call was originally invoked at:\n\n{''.join(orig_traceback)}")
-                    raise DeferredCudaCallError(msg) from e
-            _queued_calls = []
-        finally:
-            delattr(_tls, "is_initializing")
-        _initialized = True
-        _device.set_initialized(True)
 
 
 def _init_hook():
