@@ -1,7 +1,8 @@
 """accel: a torch-free runtime for CUDA devices, streams and events, and LTC-exact lazy IR graphs.
 
 ``accel.backend`` is "native" (Cython) or "python" (ctypes / pure Python); ``accel.backend_reason``
-says why.  Subpackages: ``accel.cuda``, ``accel.lazy``, ``accel.device_interface``.
+says why.  Subpackages: ``accel.cuda``, ``accel.lazy``, ``accel.device_interface``, ``accel.mtia``,
+``accel.accelerator``.
 """
 import importlib
 
@@ -9,9 +10,10 @@ from accel._impl import backend, reason as backend_reason
 from accel.errors import CudaError
 
 __version__ = "0.1.0"
-__all__ = ["backend", "backend_reason", "CudaError", "cuda", "lazy", "device_interface", "__version__"]
+__all__ = ["backend", "backend_reason", "CudaError", "cuda", "lazy", "device_interface", "mtia",
+           "accelerator", "__version__"]
 
-_SUBMODULES = ("cuda", "lazy", "device_interface")
+_SUBMODULES = ("cuda", "lazy", "device_interface", "mtia", "accelerator")
 
 
 def __getattr__(name):

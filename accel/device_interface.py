@@ -8,8 +8,8 @@ unknown device.
 import inspect
 import time
 
-__all__ = ["DeviceInterfaceMeta", "DeviceInterface", "DeviceGuard", "CudaInterface", "CpuInterface",
-           "register_interface_for_device", "get_interface_for_device", "get_registered_device_interfaces",
+__all__ = ["DeviceInterfaceMeta", "DeviceInterface", "DeviceGuard", "CudaInterface", "MtiaInterface",
+           "CpuInterface", "register_interface_for_device", "get_interface_for_device", "get_registered_device_interfaces",
            "init_device_reg", "get_cuda_stream"]
 
 
@@ -207,6 +207,63 @@ class CudaInterface(DeviceInterface):
         return major * 10 + minor
 
 
+def _mtia(name):
+    """A static method calling ``accel.mtia.<name>`` looked up at call time."""
+    def method(*args, **kwargs):
+        import accel.mtia
+        return getattr(accel.mtia, name)(*args, **kwargs)
+    method.__name__ = name
+    method.__doc__ = f"accel.mtia.{name}"
+    return staticmethod(method)
+
+
+class MtiaInterface(DeviceInterface):
+    """The MTIA interface, backed by accel.mtia (registered when accel.mtia has a backend runtime)."""
+
+    from accel.mtia import Event, Stream, device  # noqa: E402 - class attributes, as in torch
+
+    class Worker:
+        """Caches the current device so that compile workers need no device calls."""
+        _current_device = None
+
+        @staticmethod
+        def set_device(device):
+            import accel.mtia
+            MtiaInterface.Worker._current_device = accel.mtia._get_device_index(device, optional=True)
+
+        @staticmethod
+        def current_device():
+            if MtiaInterface.Worker._current_device is not None:
+                return MtiaInterface.Worker._current_device
+            return MtiaInterface.current_device()
+
+        @staticmethod
+        def get_device_properties(device=None):
+            raise NotImplementedError("accel.mtia backends expose no device properties")
+
+    current_device = _mtia("current_device")
+    set_device = _mtia("set_device")
+    maybe_exchange_device = _mtia("_maybe_exchange_device")
+    exchange_device = _mtia("_exchange_device")
+    device_count = _mtia("device_count")
+    is_available = _mtia("is_available")
+    stream = _mtia("stream")
+    current_stream = _mtia("current_stream")
+    set_stream = _mtia("set_stream")
+    synchronize = _mtia("synchronize")
+
+    @staticmethod
+    def _set_stream_by_id(stream_id, device_index, device_type):
+        raise NotImplementedError("accel.mtia streams have no torch stream id encoding")
+
+    @staticmethod
+    def get_compute_capability(device=None):
+        """major * 10 + minor of ``device`` (NotImplementedError if the backend has no capability)."""
+        import accel.mtia
+        major, minor = accel.mtia.get_device_capability(device)
+        return major * 10 + minor
+
+
 class _CpuStream:
     """The CPU 'stream': work is synchronous, so it is always complete (one instance)."""
 
@@ -366,6 +423,11 @@ def init_device_reg():
         count = 0
     for i in range(count):
         register_interface_for_device(f"cuda:{i}", CudaInterface)
+    import accel.mtia
+    if accel.mtia.get_backend() is not None:
+        register_interface_for_device("mtia", MtiaInterface)
+        for i in range(accel.mtia.device_count()):
+            register_interface_for_device(f"mtia:{i}", MtiaInterface)
     register_interface_for_device("cpu", CpuInterface)
 
 
