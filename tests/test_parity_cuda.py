@@ -33,11 +33,14 @@ def test_bf16_arch_list_gencode_status(subprocess_python, backend):
 
 
 def test_no_device_answers(subprocess_python, backend):
-    out = run(subprocess_python, backend, """
+    code = """
         import json, accel.cuda as cuda
-        print(json.dumps([cuda.is_bf16_supported(), cuda.get_arch_list(), cuda.get_gencode_flags()]))
-    """, ACCEL_EMU_DEVICES="0")
-    assert out == [False, [], ""]
+        print(json.dumps([cuda.is_bf16_supported(), cuda.is_tf32_supported(), cuda.get_arch_list(),
+                          cuda.get_gencode_flags(), cuda._is_compiled(), cuda.is_initialized()]))
+    """
+    assert run(subprocess_python, backend, code, ACCEL_EMU_DEVICES="0") == [False, False, [], "", True, False]
+    assert run(subprocess_python, backend, code, ACCEL_CUDART="/nonexistent/libcudart.so.13") == [
+        False, False, [], "", False, False]
 
 
 def test_ipc_collect_initialises(subprocess_python, backend):
@@ -182,3 +185,29 @@ def test_wait_event_accepts_duck_typed_events(twin):
     real = sm.Event()
     real.record(s)
     s.wait_event(real)
+
+
+# -- names the seed-name table found missing ---------------------------------------------------------
+
+def test_stream_from_external_tf32_capturing(subprocess_python, backend):
+    out = run(subprocess_python, backend, """
+        import json, accel.cuda as cuda
+        rt = cuda.cudart()
+        cuda.set_device(1)
+        raw = rt.cudaStreamCreateWithFlags(1)
+        cuda.set_device(0)
+        s = cuda.get_stream_from_external(raw)
+        res = [s.cuda_stream == raw, s.device_index, s == cuda.ExternalStream(raw, device=1),
+               cuda.is_tf32_supported(), cuda.is_current_stream_capturing()]
+        rt.cudaStreamDestroy(raw)
+        print(json.dumps(res))
+    """)
+    assert out == [True, 1, True, True, False]
+
+
+def test_event_id_is_cuda_event(twin):
+    sm = twin.mod("_stream")
+    ev = sm.Event()
+    assert ev.event_id == ev.cuda_event == 0
+    ev.record(sm.Stream(device=0))
+    assert ev.event_id == ev.cuda_event != 0

@@ -187,6 +187,11 @@ cdef class Event:
         return self._h
 
     @property
+    def event_id(self):
+        """torch's other name of cuda_event: the raw cudaEvent_t as an int (0 until created)."""
+        return self._h
+
+    @property
     def _as_parameter_(self):
         return ctypes.c_void_p(self._h)
 

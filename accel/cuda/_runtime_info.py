@@ -1,9 +1,15 @@
-"""What the loaded runtime and devices support: torch.cuda's is_bf16_supported, get_arch_list,
-get_gencode_flags, ipc_collect and cudaStatus, with accel's meaning (accel compiles no kernels)."""
+"""What the loaded runtime and devices support: torch.cuda's is_bf16_supported, is_tf32_supported,
+get_arch_list, get_gencode_flags, ipc_collect, is_current_stream_capturing and cudaStatus, with accel's
+meaning (accel compiles no kernels)."""
+from accel import _impl
 from accel.cuda._init import _lazy_init, device_count, is_available
 from accel.cuda._properties import get_device_capability
+from accel.errors import LibraryNotFoundError
 
-__all__ = ["is_bf16_supported", "get_arch_list", "get_gencode_flags", "ipc_collect", "cudaStatus"]
+__all__ = ["is_bf16_supported", "is_tf32_supported", "get_arch_list", "get_gencode_flags", "ipc_collect",
+           "is_current_stream_capturing", "cudaStatus", "_is_compiled"]
+
+_CAPTURE_ACTIVE = 1  # cudaStreamCaptureStatusActive
 
 
 class cudaStatus:
@@ -11,6 +17,16 @@ class cudaStatus:
     of CUDA < 10)."""
     SUCCESS = 0
     ERROR_NOT_READY = 600
+
+
+def _is_compiled():
+    """torch: whether torch was built with CUDA.  accel binds the runtime when it runs, so: whether a CUDA
+    runtime library can be loaded (no device needed, no initialisation)."""
+    try:
+        _impl.cudart.load()
+    except LibraryNotFoundError:
+        return False
+    return True
 
 
 def is_bf16_supported(including_emulation=True):
@@ -23,6 +39,20 @@ def is_bf16_supported(including_emulation=True):
     if major >= 8:
         return True
     return bool(including_emulation)
+
+
+def is_tf32_supported():
+    """Whether TF32 tensor-core math exists on the current device: compute capability 8.0 and up (torch:
+    native bfloat16 support); False when no device is available."""
+    return is_bf16_supported(including_emulation=False)
+
+
+def is_current_stream_capturing():
+    """Whether a CUDA graph capture is under way on the current stream of the current device
+    (cudaStreamIsCapturing); initialises CUDA."""
+    _lazy_init()
+    from accel.cuda._stream_api import current_raw_stream
+    return _impl.cudart.cudaStreamIsCapturing(current_raw_stream()) == _CAPTURE_ACTIVE
 
 
 def get_arch_list():

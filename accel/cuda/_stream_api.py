@@ -9,7 +9,7 @@ from accel.cuda._device_api import _get_device_index
 _stream = _impl.module("_stream")
 
 __all__ = ["Stream", "ExternalStream", "Event", "StreamContext", "current_stream", "current_raw_stream",
-           "default_stream", "set_stream", "stream", "_set_stream_by_id"]
+           "default_stream", "set_stream", "stream", "get_stream_from_external", "_set_stream_by_id"]
 
 Stream = _stream.Stream
 ExternalStream = _stream.ExternalStream
@@ -21,6 +21,12 @@ default_stream = _stream.default_stream
 set_stream = _stream.set_stream
 stream = _stream.stream
 _set_stream_by_id = _stream._set_stream_by_id
+
+
+def get_stream_from_external(data_ptr, device=None):
+    """A Stream for a stream made elsewhere (an int cudaStream_t or an object with ``__cuda_stream__``):
+    ExternalStream(data_ptr, device); torch.cuda.get_stream_from_external."""
+    return ExternalStream(data_ptr, device)
 
 
 def _parse_device(device):
