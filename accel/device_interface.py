@@ -9,8 +9,8 @@ import inspect
 import time
 
 __all__ = ["DeviceInterfaceMeta", "DeviceInterface", "DeviceGuard", "CudaInterface", "MtiaInterface",
-           "CpuInterface", "register_interface_for_device", "get_interface_for_device", "get_registered_device_interfaces",
-           "init_device_reg", "get_cuda_stream"]
+           "CpuInterface", "register_interface_for_device", "get_interface_for_device",
+           "get_registered_device_interfaces", "init_device_reg", "get_cuda_stream"]
 
 
 def get_cuda_stream(device_index):

@@ -211,3 +211,11 @@ def test_event_id_is_cuda_event(twin):
     assert ev.event_id == ev.cuda_event == 0
     ev.record(sm.Stream(device=0))
     assert ev.event_id == ev.cuda_event != 0
+
+
+def test_lazy_call_refuses_a_non_callable():
+    import accel.cuda as cuda
+    import accel.mtia as mtia
+    for module in (cuda, mtia):  # one shared machinery (accel/_device_init.py)
+        with pytest.raises(TypeError, match="_lazy_call expects a callable, got int: 3"):
+            module._lazy_call(3)

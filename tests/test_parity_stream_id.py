@@ -66,7 +66,8 @@ def test_public_names():
 
 @pytest.mark.parametrize("kw, exc, text", [
     (dict(stream_id=0, device_index=0, device_type=0), ValueError, "device_type must be 1"),
-    (dict(stream_id=0, device_index=4, device_type=1), ValueError, r"Device index value 4 is out of index range \[0, 4\)"),
+    (dict(stream_id=0, device_index=4, device_type=1), ValueError,
+     r"Device index value 4 is out of index range \[0, 4\)"),
     (dict(stream_id=0, device_index=-1, device_type=1), ValueError, "Device index value -1"),
     (dict(stream_id=1, device_index=0, device_type=1), ValueError, "invalid StreamId 1"),
     (dict(stream_id=(5 << 1) | 1, device_index=0, device_type=1), ValueError, "invalid StreamId"),
