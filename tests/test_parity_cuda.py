@@ -211,6 +211,8 @@ def test_event_id_is_cuda_event(twin):
     assert ev.event_id == ev.cuda_event == 0
     ev.record(sm.Stream(device=0))
     assert ev.event_id == ev.cuda_event != 0
+    with pytest.raises(AttributeError, match="attribute 'event_id' of '.*Event' objects is not writable"):
+        ev.event_id = 1
 
 
 def test_lazy_call_refuses_a_non_callable():

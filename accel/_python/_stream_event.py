@@ -28,7 +28,7 @@ _install_lock = threading.Lock()  # makes an Event's lazy creation create-once
 _osa = object.__setattr__  # writes an Event's fields (Event.__setattr__ refuses every assignment)
 # The compiled twin's cdef fields (not attributes there) and its data attributes (properties).
 _EVENT_FIELDS = frozenset(("_h", "_dev", "_flags", "_created"))
-_EVENT_DATA = frozenset(("cuda_event", "device", "_as_parameter_"))
+_EVENT_DATA = frozenset(("cuda_event", "event_id", "device", "_as_parameter_"))
 
 
 class Event:
