@@ -67,8 +67,14 @@ def is_available():
 
 
 def current_accelerator(check_available=False):
-    """The accelerator's device type (``== "cuda"`` / ``"mtia"``), or None when there is none."""
+    """The accelerator's device type (``== "cuda"`` / ``"mtia"``): the available one, else (unless
+    ``check_available``) the one present without a device, like torch's compiled-in accelerator (a
+    loadable CUDA runtime, or a registered accel.mtia backend); None when there is none."""
     backend = _selected or _find()
+    if backend is None and not check_available:
+        import accel.cuda
+        import accel.mtia
+        backend = accel.cuda if accel.cuda._is_compiled() else accel.mtia if accel.mtia._is_compiled() else None
     if backend is None:
         return None
     return AcceleratorType(backend.__name__.rpartition(".")[2])

@@ -52,7 +52,8 @@ def test_mtia_accelerator_when_no_cuda_device(subprocess_python):
         import accel.accelerator as acc, accel.mtia as mtia
         spec = importlib.util.spec_from_file_location("mtia_fake", {MTIA_TESTS!r})
         m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)
-        res = [acc.is_available(), acc.current_accelerator(), acc.device_count()]
+        res = [acc.is_available(), acc.current_accelerator(check_available=True), acc.device_count(),
+               str(acc.current_accelerator())]   # a CUDA runtime without a device: torch's compiled-in case
         try:
             acc.current_device_index()
         except RuntimeError as e:
@@ -72,6 +73,24 @@ def test_mtia_accelerator_when_no_cuda_device(subprocess_python):
         res.append(di.get_interface_for_device("mtia:1") is di.MtiaInterface)
         print(json.dumps(res))
     """, ACCEL_EMU_DEVICES="0")
-    assert out[:3] == [False, None, 0]
-    assert out[3].startswith("accel.accelerator: no accelerator is available")
-    assert out[4:] == [[True, "mtia", 2], [1, 1], 0, 1, [0, True], True]
+    assert out[:4] == [False, None, 0, "cuda"]
+    assert out[4].startswith("accel.accelerator: no accelerator is available")
+    assert out[5:] == [[True, "mtia", 2], [1, 1], 0, 1, [0, True], True]
+
+
+def test_no_accelerator_at_all(subprocess_python):
+    out = run(subprocess_python, """
+        import json, accel.accelerator as acc
+        res = [acc.is_available(), acc.current_accelerator(), acc.current_accelerator(True), acc.device_count()]
+        for call in (acc.current_device_index, acc.current_stream, acc.synchronize, lambda: acc.set_device_index(0)):
+            try:
+                call()
+                res.append("no error")
+            except RuntimeError as e:
+                res.append(str(e))
+        with acc.device_index(None):  # None: a no-op, even without an accelerator
+            pass
+        print(json.dumps(res))
+    """, ACCEL_CUDART="/nonexistent/libcudart.so.13")
+    assert out[:4] == [False, None, None, 0]
+    assert all(msg.startswith("accel.accelerator: no accelerator is available") for msg in out[4:]), out
