@@ -130,6 +130,10 @@ try:
     c.host_register(np.zeros(0))
 except ValueError as e:
     print("ValueError", e)
+src = c.to_device(np.arange(8, dtype=np.int16))
+for alias in (c.from_dlpack(src), c.as_buffer(src)):
+    assert alias.ptr == src.ptr and (alias.copy_to_host().view(np.int16) == np.arange(8)).all()
+    alias.free()
 del p
 import gc; gc.collect()
 print("ok")

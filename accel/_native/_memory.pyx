@@ -25,7 +25,7 @@ from accel import _memory_common as _mc
 from accel import _stream_common as _sc
 
 __all__ = ["DeviceBuffer", "alloc", "memory_allocated", "max_memory_allocated", "counters", "pool_handle",
-           "reset_peak", "reset_accumulated", "set_limit", "get_limit", "set_index_parser"]
+           "reset_peak", "reset_accumulated", "set_limit", "get_limit", "set_index_parser", "wrap"]
 
 DEF MAXDEV = 512
 DEF ERR_OOM = 2
@@ -137,6 +137,7 @@ cdef class DeviceBuffer:
     cdef object _stream
     cdef list _uses
     cdef bint _live
+    cdef object _owner      # wrap(): the foreign owner of the memory (nothing is freed, nothing counted)
     cdef object __weakref__
 
     def __init__(self, *args, **kwargs):
@@ -185,6 +186,10 @@ cdef class DeviceBuffer:
         if not self._live:
             return
         self._live = False
+        if self._owner is not None:
+            self._owner = None
+            self._uses = None
+            return
         if _closing or self._n == 0:
             return
         t = table()
@@ -215,7 +220,7 @@ cdef class DeviceBuffer:
         self.free()
 
     def __dealloc__(self):
-        if not self._live or _closing or self._n == 0:
+        if not self._live or _closing or self._n == 0 or self._owner is not None:
             return
         try:
             self.free()
@@ -237,6 +242,20 @@ cdef class DeviceBuffer:
     def memset(self, value, stream=None):
         """Set every byte to ``value`` (0-255), stream-ordered."""
         return _mc.memset(_cudart, self, value, stream)
+
+    @property
+    def __cuda_array_interface__(self):
+        """CUDA Array Interface v3: a 1-d uint8 array of ``nbytes``, with the buffer's stream."""
+        return _mc.cuda_array_interface(self)
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        """A DLPack capsule (versioned 1.x when ``max_version`` allows it) of a 1-d uint8 tensor; ``stream``
+        (the consumer's) is made to wait for the work queued on the buffer's stream."""
+        return _mc.dlpack(_cudart, self, stream, max_version, dl_device, copy)
+
+    def __dlpack_device__(self):
+        """``(2, device)``: kDLCUDA."""
+        return (_mc.KDLCUDA, self._dev)
 
     def __repr__(self):
         state = "freed" if not self._live else f"ptr={self._ptr:#x}"
@@ -385,3 +404,18 @@ def set_index_parser(parser):
     if parser is not None and not callable(parser):
         raise TypeError(f"parser must be callable or None, got {type(parser).__name__}: {parser!r}")
     _parse_index = parser
+
+
+def wrap(ptr, nbytes, device, stream, owner):
+    """A DeviceBuffer over foreign device memory that ``owner`` keeps alive (for from_dlpack / as_buffer):
+    freeing it only drops ``owner``; it is not counted in the statistics."""
+    cdef DeviceBuffer b = DeviceBuffer.__new__(DeviceBuffer)
+    b._ptr = ptr
+    b._n = _mc.nbytes_arg(nbytes)
+    b._dev = _index(device)
+    b._h = stream.cuda_stream
+    b._stream = stream
+    b._uses = None
+    b._live = True
+    b._owner = owner
+    return b

@@ -22,7 +22,7 @@ from accel._python._device import (_c_checked_device_count, _c_ensure_init, _c_e
                                    _c_maybe_set_device)
 
 __all__ = ["DeviceBuffer", "alloc", "memory_allocated", "max_memory_allocated", "counters", "pool_handle",
-           "reset_peak", "reset_accumulated", "set_limit", "get_limit", "set_index_parser"]
+           "reset_peak", "reset_accumulated", "set_limit", "get_limit", "set_index_parser", "wrap"]
 
 _MAXDEV = 512
 _ERR_OOM = 2
@@ -131,7 +131,7 @@ class DeviceBuffer:
     """``nbytes`` of device memory from ``alloc``, freed stream-ordered on its stream by ``free()``, by
     leaving a ``with`` block, or when it is garbage collected."""
 
-    __slots__ = ("_ptr", "_n", "_dev", "_h", "_stream", "_uses", "_live", "__weakref__")
+    __slots__ = ("_ptr", "_n", "_dev", "_h", "_stream", "_uses", "_live", "_owner", "__weakref__")
 
     def __init__(self, *args, **kwargs):
         raise TypeError("DeviceBuffer cannot be created directly: use accel.cuda.alloc(nbytes)")
@@ -176,6 +176,10 @@ class DeviceBuffer:
         if not self._live:
             return
         self._live = False
+        if self._owner is not None:
+            self._owner = None
+            self._uses = None
+            return
         if _closing or self._n == 0:
             return
         d = self._dev
@@ -212,7 +216,7 @@ class DeviceBuffer:
         self.free()
 
     def __del__(self):
-        if not getattr(self, "_live", False) or _closing or self._n == 0:
+        if not getattr(self, "_live", False) or _closing or self._n == 0 or self._owner is not None:
             return
         try:
             self.free()
@@ -234,6 +238,20 @@ class DeviceBuffer:
     def memset(self, value, stream=None):
         """Set every byte to ``value`` (0-255), stream-ordered."""
         return _mc.memset(_cudart, self, value, stream)
+
+    @property
+    def __cuda_array_interface__(self):
+        """CUDA Array Interface v3: a 1-d uint8 array of ``nbytes``, with the buffer's stream."""
+        return _mc.cuda_array_interface(self)
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        """A DLPack capsule (versioned 1.x when ``max_version`` allows it) of a 1-d uint8 tensor; ``stream``
+        (the consumer's) is made to wait for the work queued on the buffer's stream."""
+        return _mc.dlpack(_cudart, self, stream, max_version, dl_device, copy)
+
+    def __dlpack_device__(self):
+        """``(2, device)``: kDLCUDA."""
+        return (_mc.KDLCUDA, self._dev)
 
     def __repr__(self):
         state = "freed" if not self._live else f"ptr={self._ptr:#x}"
@@ -305,6 +323,7 @@ def alloc(nbytes, *, device=None, stream=None):
     b._stream = s
     b._uses = None
     b._live = True
+    b._owner = None
     return b
 
 
@@ -372,3 +391,18 @@ def set_index_parser(parser):
     if parser is not None and not callable(parser):
         raise TypeError(f"parser must be callable or None, got {type(parser).__name__}: {parser!r}")
     _parse_index = parser
+
+
+def wrap(ptr, nbytes, device, stream, owner):
+    """A DeviceBuffer over foreign device memory that ``owner`` keeps alive (for from_dlpack / as_buffer):
+    freeing it only drops ``owner``; it is not counted in the statistics."""
+    b = _new(DeviceBuffer)
+    b._ptr = ptr
+    b._n = _mc.nbytes_arg(nbytes)
+    b._dev = _index(device)
+    b._h = stream.cuda_stream
+    b._stream = stream
+    b._uses = None
+    b._live = True
+    b._owner = owner
+    return b

@@ -26,7 +26,7 @@ from accel.errors import OutOfMemoryError
 
 _memory = _impl.module("_memory")
 
-__all__ = ["DeviceBuffer", "alloc", "to_device", "pinned_empty", "host_register", "HostRegistration",
+__all__ = ["DeviceBuffer", "alloc", "to_device", "from_dlpack", "as_buffer", "pinned_empty", "host_register", "HostRegistration",
            "memory_allocated", "max_memory_allocated", "memory_reserved", "max_memory_reserved",
            "memory_stats", "memory_summary", "reset_peak_memory_stats", "reset_accumulated_memory_stats",
            "empty_cache", "set_per_process_memory_fraction", "get_per_process_memory_fraction",
@@ -66,6 +66,19 @@ def to_device(array, device=None, stream=None):
         buf.free()
         raise
     return buf
+
+
+def from_dlpack(obj):
+    """A DeviceBuffer over the CUDA memory of a DLPack producer (``__dlpack__`` / ``__dlpack_device__``:
+    torch, CuPy, JAX, ...), without a copy; it keeps the producer's tensor alive until freed.  The
+    producer's pending work is ordered before the current stream of the tensor's device."""
+    return _mc.from_dlpack(_memory, _impl.module("_stream"), obj)
+
+
+def as_buffer(obj):
+    """A DeviceBuffer over ``obj``'s CUDA memory without a copy: ``__cuda_array_interface__`` (v3 streams
+    honoured) when ``obj`` has it, else DLPack.  Keeps ``obj`` alive until freed."""
+    return _mc.as_buffer(_cudart(), _memory, _impl.module("_stream"), obj)
 
 
 def memory_reserved(device=None):
