@@ -44,6 +44,11 @@ def _raw_pair(rt):
         f(m(4096, 0), 0)
 
 
+def _peer_loop(make, args, kwargs):
+    for _ in range(LOOP):
+        make(*args, **kwargs)    # dropped at once: back to the peer's pool
+
+
 def _alloc_free(alloc):
     for _ in range(LOOP):
         alloc(4096).free()
@@ -68,7 +73,7 @@ def test_peer_torch_empty_1024(bench):
     import torch
     if not torch.cuda.is_available():
         pytest.skip("torch has no CUDA device")
-    bench(lambda: [torch.empty(1024, device="cuda") for _ in range(LOOP)], per=LOOP)
+    bench(_peer_loop, torch.empty, (1024,), {"device": "cuda"}, per=LOOP)
 
 
 @pytest.mark.benchmark(group="alloc_free")
@@ -76,7 +81,7 @@ def test_peer_cupy_pool_alloc(bench):
     if importlib.util.find_spec("cupy") is None:
         pytest.skip("cupy is not importable")
     import cupy
-    bench(lambda: [cupy.cuda.alloc(4096) for _ in range(LOOP)], per=LOOP)
+    bench(_peer_loop, cupy.cuda.alloc, (4096,), {}, per=LOOP)
 
 
 # -- memory_allocated ----------------------------------------------------------------------------------

@@ -455,7 +455,7 @@ def test_pool_watermarks_reset(rt):
 
 # -- interop ---------------------------------------------------------------------------------------------
 
-from accel import _memory_common as _mc  # noqa: E402
+from accel import _memory_interop as _mi  # noqa: E402
 
 
 class _CAI:
@@ -472,7 +472,7 @@ def test_cuda_array_interface_round_trip(mem, rt, streams):
                    "stream": s.cuda_stream}
     default = mem.alloc(8, device=0)
     assert default.__cuda_array_interface__["stream"] == 1        # the legacy default stream is spelled 1
-    alias = _mc.as_buffer(rt, mem, streams, buf)
+    alias = _mi.as_buffer(rt, mem, streams, buf)
     assert alias.ptr == buf.ptr and alias.nbytes == 64 and alias.device.index == 1
     before = mem.memory_allocated(1)
     assert np.array_equal(alias.copy_to_host().view(np.float32), np.arange(16, dtype=np.float32))
@@ -481,16 +481,16 @@ def test_cuda_array_interface_round_trip(mem, rt, streams):
     strided = _CAI({"shape": (4, 4), "typestr": "<f4", "data": (buf.ptr, False), "strides": (32, 4),
                     "version": 3})
     with pytest.raises(BufferError, match="not C-contiguous"):
-        _mc.as_buffer(rt, mem, streams, strided)
+        _mi.as_buffer(rt, mem, streams, strided)
     buf.free()
     default.free()
 
 
 def _capsule_tensor(cap, versioned):
     name = b"dltensor_versioned" if versioned else b"dltensor"
-    assert _mc._api.PyCapsule_IsValid(cap, name)
-    addr = _mc._api.PyCapsule_GetPointer(cap, name)
-    return (_mc._DLManagedVersioned if versioned else _mc._DLManaged).from_address(addr)
+    assert _mi._api.PyCapsule_IsValid(cap, name)
+    addr = _mi._api.PyCapsule_GetPointer(cap, name)
+    return (_mi._DLManagedVersioned if versioned else _mi._DLManaged).from_address(addr)
 
 
 def test_dlpack_capsule_structure(mem):
@@ -507,7 +507,7 @@ def test_dlpack_capsule_structure(mem):
         assert (t.dtype.code, t.dtype.bits, t.dtype.lanes) == (1, 8, 1)
         assert m.deleter
         del cap, m, t                         # an unconsumed capsule calls the deleter when it dies
-    assert not _mc._exports
+    assert not _mi._exports
     for bad in (dict(dl_device=(2, 0)), dict(dl_device=(1, 0)), dict(copy=True), dict(stream=0),
                 dict(stream="s")):
         with pytest.raises(BufferError):
@@ -520,19 +520,19 @@ def test_from_dlpack_keeps_the_producer_alive(mem, streams):
     buf = mem.alloc(40, device=0)
     buf.copy_from_host(np.arange(10, dtype=np.int32))
     ptr = buf.ptr
-    alias = _mc.from_dlpack(mem, streams, buf)
+    alias = _mi.from_dlpack(mem, streams, buf)
     assert alias.ptr == ptr and alias.nbytes == 40
-    assert len(_mc._exports) == 1
+    assert len(_mi._exports) == 1
     del buf                                       # the export holds the producer
     assert mem.memory_allocated(0) == before + 40
     assert np.array_equal(alias.copy_to_host().view(np.int32), np.arange(10, dtype=np.int32))
     alias.free()                                  # the deleter runs: the producer is released and freed
-    assert not _mc._exports
+    assert not _mi._exports
     assert mem.memory_allocated(0) == before
     with pytest.raises(TypeError, match="__dlpack__"):
-        _mc.from_dlpack(mem, streams, object())
+        _mi.from_dlpack(mem, streams, object())
     with pytest.raises(BufferError, match=r"needs CUDA memory \(kDLCUDA = 2\), got device type 1"):
-        _mc.from_dlpack(mem, streams, np.zeros(3))          # numpy: a CPU producer
+        _mi.from_dlpack(mem, streams, np.zeros(3))          # numpy: a CPU producer
 
 
 def test_dlpack_consumer_stream_waits_for_the_producer(mem, rt, streams):

@@ -22,6 +22,7 @@ from accel._native._device cimport (c_exchange_device, c_maybe_set_device, c_che
 from accel._native import _cudart
 from accel._native import _stream as _stream_mod
 from accel import _memory_common as _mc
+from accel import _memory_interop as _mi
 from accel import _stream_common as _sc
 
 __all__ = ["DeviceBuffer", "alloc", "memory_allocated", "max_memory_allocated", "counters", "pool_handle",
@@ -246,16 +247,16 @@ cdef class DeviceBuffer:
     @property
     def __cuda_array_interface__(self):
         """CUDA Array Interface v3: a 1-d uint8 array of ``nbytes``, with the buffer's stream."""
-        return _mc.cuda_array_interface(self)
+        return _mi.cuda_array_interface(self)
 
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
         """A DLPack capsule (versioned 1.x when ``max_version`` allows it) of a 1-d uint8 tensor; ``stream``
         (the consumer's) is made to wait for the work queued on the buffer's stream."""
-        return _mc.dlpack(_cudart, self, stream, max_version, dl_device, copy)
+        return _mi.dlpack(_cudart, self, stream, max_version, dl_device, copy)
 
     def __dlpack_device__(self):
         """``(2, device)``: kDLCUDA."""
-        return (_mc.KDLCUDA, self._dev)
+        return (_mi.KDLCUDA, self._dev)
 
     def __repr__(self):
         state = "freed" if not self._live else f"ptr={self._ptr:#x}"
@@ -297,7 +298,8 @@ def alloc(nbytes, *, device=None, stream=None):
             _c[d].ooms += 1
             raise _mc.oom_error(_cudart, d, n, _c[d].bytes, _c[d].limit, pool)
         t = table()
-        orig = _enter(d, h)
+        # current_stream(None) made d the runtime's current device: no guard needed then
+        orig = -1 if device is None and stream is None else _enter(d, h)
         with nogil:
             err = t.cudaMallocAsync(&p, n, <cudaStream_t>h)
         if err:

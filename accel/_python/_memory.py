@@ -15,8 +15,10 @@ import threading
 from ctypes import byref, c_int, c_size_t
 
 from accel import _memory_common as _mc
+from accel import _memory_interop as _mi
 from accel import _stream_common as _sc
 from accel._python import _cudart
+from accel._python import _device as _dm
 from accel._python import _stream as _stream_mod
 from accel._python._device import (_c_checked_device_count, _c_ensure_init, _c_exchange_device,
                                    _c_maybe_set_device)
@@ -80,7 +82,7 @@ def _index(device):
 
 def _runtime_device():
     v = c_int()
-    err = _cudart._table().cudaGetDevice(byref(v))
+    err = _dm._get(v)       # the device twin's bound cudaGetDevice (its fastest ctypes prototype)
     if err:
         raise _cudart._error(err)
     return v.value
@@ -242,16 +244,16 @@ class DeviceBuffer:
     @property
     def __cuda_array_interface__(self):
         """CUDA Array Interface v3: a 1-d uint8 array of ``nbytes``, with the buffer's stream."""
-        return _mc.cuda_array_interface(self)
+        return _mi.cuda_array_interface(self)
 
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
         """A DLPack capsule (versioned 1.x when ``max_version`` allows it) of a 1-d uint8 tensor; ``stream``
         (the consumer's) is made to wait for the work queued on the buffer's stream."""
-        return _mc.dlpack(_cudart, self, stream, max_version, dl_device, copy)
+        return _mi.dlpack(_cudart, self, stream, max_version, dl_device, copy)
 
     def __dlpack_device__(self):
         """``(2, device)``: kDLCUDA."""
-        return (_mc.KDLCUDA, self._dev)
+        return (_mi.KDLCUDA, self._dev)
 
     def __repr__(self):
         state = "freed" if not self._live else f"ptr={self._ptr:#x}"
@@ -290,7 +292,8 @@ def alloc(nbytes, *, device=None, stream=None):
             with _lock:
                 c.ooms += 1
             raise _mc.oom_error(_cudart, d, n, c.bytes, c.limit, pool)
-        orig = _enter(d, h)
+        # current_stream(None) made d the runtime's current device: no guard needed then
+        orig = -1 if device is None and stream is None else _enter(d, h)
         err = _cudart._table().cudaMallocAsync(byref(p), n, h)
         if err:
             if err == _ERR_OOM:

@@ -21,6 +21,7 @@ import atexit
 
 from accel import _impl
 from accel import _memory_common as _mc
+from accel import _memory_interop as _mi
 from accel.cuda._utils import _get_device_index
 from accel.errors import OutOfMemoryError
 
@@ -72,13 +73,13 @@ def from_dlpack(obj):
     """A DeviceBuffer over the CUDA memory of a DLPack producer (``__dlpack__`` / ``__dlpack_device__``:
     torch, CuPy, JAX, ...), without a copy; it keeps the producer's tensor alive until freed.  The
     producer's pending work is ordered before the current stream of the tensor's device."""
-    return _mc.from_dlpack(_memory, _impl.module("_stream"), obj)
+    return _mi.from_dlpack(_memory, _impl.module("_stream"), obj)
 
 
 def as_buffer(obj):
     """A DeviceBuffer over ``obj``'s CUDA memory without a copy: ``__cuda_array_interface__`` (v3 streams
     honoured) when ``obj`` has it, else DLPack.  Keeps ``obj`` alive until freed."""
-    return _mc.as_buffer(_cudart(), _memory, _impl.module("_stream"), obj)
+    return _mi.as_buffer(_cudart(), _memory, _impl.module("_stream"), obj)
 
 
 def memory_reserved(device=None):
