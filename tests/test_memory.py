@@ -9,6 +9,7 @@ import threading
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 import accel.cuda as cuda
 from accel.errors import CudaError, OutOfMemoryError
@@ -553,3 +554,75 @@ def test_dlpack_consumer_stream_waits_for_the_producer(mem, rt, streams):
     assert (out == 9).all()
     del cap
     buf.free()
+
+
+def test_emulator_pool_release_threshold_and_copy_ranges(rt):
+    pool = rt.cudaDeviceGetDefaultMemPool(0)
+    saved = rt.cudaMemPoolGetAttribute(pool, 4)
+    rt.cudaMemPoolSetAttribute(pool, 4, 0)          # CUDA's default: release what is freed
+    try:
+        base = rt.cudaMemPoolGetAttribute(pool, RESERVED)
+        p = rt.cudaMallocAsync(3 << 20, 0)
+        assert rt.cudaMemPoolGetAttribute(pool, RESERVED) >= base + (3 << 20)
+        host = np.zeros(101, np.uint8)
+        with pytest.raises(CudaError) as info:      # a device->host copy one byte past the allocation
+            rt.cudaMemcpyAsync(host.ctypes.data, p + (3 << 20) - 100, 101, 2, 0)
+        assert info.value.code == 1
+        with pytest.raises(CudaError) as info:      # host->device into memory that is not device memory
+            rt.cudaMemcpyAsync(host.ctypes.data, host.ctypes.data, 1, 1, 0)
+        assert info.value.code == 1
+        rt.cudaFreeAsync(p, 0)
+        rt.cudaStreamSynchronize(0)
+        assert rt.cudaMemPoolGetAttribute(pool, RESERVED) <= base
+    finally:
+        rt.cudaMemPoolSetAttribute(pool, 4, saved)
+
+
+MEM_OPS = st.lists(st.one_of(
+    st.tuples(st.just("alloc"), st.integers(0, 3), st.integers(0, 5000)),
+    st.tuples(st.just("free"), st.integers(0, 15), st.just(0)),
+    st.tuples(st.just("memset"), st.integers(0, 15), st.integers(0, 255)),
+    st.tuples(st.just("copy"), st.integers(0, 15), st.integers(0, 15)),
+    st.tuples(st.just("read"), st.integers(0, 15), st.just(0)),
+), max_size=30)
+
+
+def _mem_trace(twin, ops):
+    mem = twin.mod("_memory")
+    base = [mem.counters(d) for d in range(4)]
+    bufs, trace = [], []
+    for op, a, b in ops:
+        try:
+            if op == "alloc":
+                bufs.append(mem.alloc(b, device=a))
+                bufs[-1].memset(b % 251)     # pool memory starts uninitialised: give it known bytes
+                r = bufs[-1].nbytes
+            elif not bufs:
+                r = "none"
+            else:
+                buf = bufs[a % len(bufs)]
+                if op == "free":
+                    buf.free()
+                    r = buf.closed
+                elif op == "memset":
+                    buf.memset(b)
+                    r = None
+                elif op == "copy":
+                    buf.copy_from(bufs[b % len(bufs)])
+                    r = None
+                else:
+                    r = bytes(buf.copy_to_host()).hex()
+        except Exception as exc:  # noqa: BLE001 - the outcome is compared, whatever it is
+            r = (type(exc).__name__, str(exc))
+        trace.append(r)
+    deltas = [{k: v - base[d][k] for k, v in mem.counters(d).items()} for d in range(4)]
+    for buf in bufs:
+        buf.free()
+    return trace, deltas
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ops=MEM_OPS)
+def test_twins_agree_on_random_memory_operations(both_twins, ops):
+    native, python = (_mem_trace(t, ops) for t in both_twins)
+    assert native == python

@@ -168,3 +168,29 @@ print("done")
 def test_buffers_alive_at_exit(subprocess_python, backend):
     r = _run(subprocess_python, backend, EXIT)
     assert r.stdout == "done\n" and r.stderr == ""
+
+
+DEVICES = """
+import accel.cuda as c
+b = c.alloc(1000, device="cuda:2")
+assert b.device.index == 2 and b.device == "cuda:2"
+assert c.memory_allocated("cuda:2") == 1000 == c.memory_allocated(2) == c.memory_allocated(b.device)
+assert c.memory_stats("cuda:2")["allocated_bytes.all.current"] == 1000
+assert c.memory_allocated("cuda:1") == 0
+with c.device(2):
+    assert c.memory_allocated() == 1000
+    d = c.alloc(24)
+    assert d.device.index == 2
+for bad in ("cpu", "cuda:9", 1.5):
+    try:
+        c.alloc(8, device=bad)
+    except (TypeError, ValueError, RuntimeError) as e:
+        print(type(e).__name__)
+print("ok")
+"""
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_device_arguments_as_torch_spells_them(subprocess_python, backend):
+    out = _run(subprocess_python, backend, DEVICES).stdout.split()
+    assert out == ["ValueError", "ValueError", "TypeError", "ok"]
