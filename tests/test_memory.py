@@ -626,3 +626,37 @@ def _mem_trace(twin, ops):
 def test_twins_agree_on_random_memory_operations(both_twins, ops):
     native, python = (_mem_trace(t, ops) for t in both_twins)
     assert native == python
+
+
+def test_concurrent_frees_of_one_buffer_free_it_once(mem):
+    import sys
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)      # switch threads as often as possible: widen any race window
+    try:
+        _free_concurrently(mem)
+    finally:
+        sys.setswitchinterval(old)
+
+
+def _free_concurrently(mem):
+    before = mem.counters(0)
+    for _ in range(200):
+        buf = mem.alloc(512, device=0)
+        start = threading.Barrier(4)
+        errors = []
+
+        def free():
+            start.wait()
+            try:
+                buf.free()
+            except BaseException as exc:  # noqa: BLE001
+                errors.append(exc)
+
+        threads = [threading.Thread(target=free) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert not errors and buf.closed
+    after = mem.counters(0)
+    assert after["bytes"] == before["bytes"] and after["count_freed"] - before["count_freed"] == 200

@@ -175,9 +175,10 @@ class DeviceBuffer:
 
     def free(self):
         """Return the memory to the pool, stream-ordered on the buffer's stream (a second call does nothing)."""
-        if not self._live:
-            return
-        self._live = False
+        with _lock:     # test-and-clear in one step: two threads freeing one buffer free it once
+            if not self._live:
+                return
+            self._live = False
         if self._owner is not None:
             self._owner = None
             self._uses = None
