@@ -45,6 +45,8 @@
  *    and cudaErrorUnknown / CUDA_ERROR_UNKNOWN otherwise.
  *  - Blocking calls (stream/event/device synchronise) made from inside a
  *    host function return cudaErrorNotPermitted instead of deadlocking.
+ *  - Stream-ordered pools (cudaMallocAsync & co) and pinned host memory
+ *    (cudaHostAlloc, cudaHostRegister): emu_memory.c, with its own notes.
  *  - Host memory is treated as pinned and cudaFree does not synchronise;
  *    queued copies keep their allocation alive instead.
  *  - IPC event handles open only in the creating process (there is no

@@ -178,7 +178,7 @@ EXPORT cudaError_t cudaMallocAsync(void **p, size_t n, cudaStream_t h)
         *p = NULL;
         return cudaSuccess;
     }
-    if (n > g_mem_total) {
+    if (n > g_mem_total || n > SIZE_MAX - POOL_ROUND) {
         pthread_mutex_unlock(&G);
         return fail(cudaErrorMemoryAllocation);
     }
