@@ -390,6 +390,38 @@ def dev_of(twin):
     return twin.mod("_device").current_device()
 
 
+@pytest.mark.parametrize("name, text", [
+    ("device", "attribute 'device' of 'accel._{twin}._stream.Event' objects is not writable"),
+    ("cuda_event", "attribute 'cuda_event' of 'accel._{twin}._stream.Event' objects is not writable"),
+    ("_as_parameter_", "attribute '_as_parameter_' of 'accel._{twin}._stream.Event' objects is not writable"),
+    ("_h", "'accel._{twin}._stream.Event' object has no attribute '_h'"),
+    ("foo", "'accel._{twin}._stream.Event' object has no attribute 'foo'"),
+    ("query", "'accel._{twin}._stream.Event' object attribute 'query' is read-only"),
+])
+def test_events_are_immutable(sm, twin, name, text):
+    e = sm.Event(enable_timing=True)
+    e.record()
+    before = (e.cuda_event, e.device)
+    for op in (lambda: setattr(e, name, 2 ** 40), lambda: delattr(e, name)):
+        with pytest.raises(AttributeError) as info:
+            op()
+        assert str(info.value) == text.format(twin=twin.name)
+    assert (e.cuda_event, e.device) == before
+    e.synchronize()
+    assert e.query() is True
+
+
+def test_event_subclasses_keep_their_own_attributes(sm):
+    class Tagged(sm.Event):
+        pass
+    t = Tagged()
+    t.tag = "mine"
+    t.record()
+    assert t.tag == "mine" and t.query() in (True, False)
+    with pytest.raises(AttributeError):
+        t.cuda_event = 5
+
+
 def test_half_constructed_objects_behave_alike(sm, dev):
     s = sm.Stream.__new__(sm.Stream)
     assert (s.device_index, s.stream_id, s.cuda_stream, s.query()) == (0, 0, 0, True)

@@ -34,6 +34,19 @@ def _signature(f):
     return ", ".join(p.name + (f"={p.default}" if p.default is not None else "") for p in f.inputs)
 
 
+def _finish(out, f, not_ready, clear_sticky, raise_error, results):
+    """The common tail of a generated wrapper, after ``err = <call>``: map the result, return the outs."""
+    if f.returns == "query":
+        out += ["    if err == 0:", "        return True", f"    if err == {not_ready}:",
+                f"        {clear_sticky}", "        return False", f"    raise {raise_error}(err)"]
+        return "\n".join(out)
+    out += ["    if err:", f"        raise {raise_error}(err)"]
+    ret = _ret_expr(results)
+    if ret is not None:
+        out.append(f"    return {ret}")
+    return "\n".join(out)
+
+
 def _ret_expr(items):
     if not items:
         return None
@@ -348,15 +361,7 @@ def _native_function(f, driver, types):
         out += ["    with nogil:", f"        err = {call}"]
     else:
         out.append(f"    err = {call}")
-    if f.returns == "query":
-        out += ["    if err == 0:", "        return True", "    if err == NOT_READY:",
-                f"        {tab}.cudaGetLastError()", "        return False", f"    raise {raise_error}(err)"]
-        return "\n".join(out)
-    out += ["    if err:", f"        raise {raise_error}(err)"]
-    ret = _ret_expr(results)
-    if ret is not None:
-        out.append(f"    return {ret}")
-    return "\n".join(out)
+    return _finish(out, f, "NOT_READY", f"{tab}.cudaGetLastError()", raise_error, results)
 
 
 def _rows(rows):
@@ -375,9 +380,10 @@ def native_pyx(table):
 
 # -- python (ctypes) --------------------------------------------------------------------------------------
 
-# the ctypes type of each C type: PY_CTYPE for the generated wrappers' own (fast) table _F, PY_RAW_CTYPE for
-# the raw tables _T / _D that the other python twins call directly (handles as c_size_t, out parameters
-# through POINTER argtypes: a stable contract for them).
+# the ctypes type of each C type.  The generated wrappers call their own table _F; the other python twins
+# call the raw tables _T / _D directly, whose contract is: out parameters are passed as ctypes instances
+# (POINTER argtypes; out handles as c_size_t, PY_RAW_OUT_CTYPE), inputs as plain ints (handles through
+# c_void_p; a function whose parameters are all C-int inputs is unprototyped, as in _F).
 PY_CTYPE = {
     "int": "c_int", "unsigned int": "c_uint", "unsigned long long": "c_ulonglong", "size_t": "c_size_t",
     "cudaError_t": "c_int", "CUresult": "c_int", "float": "c_float", "void*": "c_void_p",
@@ -385,8 +391,8 @@ PY_CTYPE = {
     "cudaMemPool_t": "c_void_p", "const char*": "c_char_p",
     "cudaIpcEventHandle_t": "_IpcEventHandle", "cudaPointerAttributes": "_PointerAttributes",
 }
-PY_RAW_CTYPE = dict(PY_CTYPE, **{t: "_P" for t in ("void*", "const void*", "cudaStream_t", "cudaEvent_t",
-                                                   "cudaHostFn_t", "cudaMemPool_t")})
+PY_RAW_OUT_CTYPE = dict(PY_CTYPE, **{t: "_P" for t in ("void*", "const void*", "cudaStream_t", "cudaEvent_t",
+                                                       "cudaHostFn_t", "cudaMemPool_t")})
 
 PY_HEAD = f'''\
 # {HEADER}
@@ -547,19 +553,24 @@ def _py_unprototyped(f, driver=False):
         p.ctype in PY_CTYPE and p.ctype != "const char*" or p.direction == "in" for p in f.params)
 
 
-def _py_argtype(p, ctypes_of):
+def _py_argtype(p, raw):
     if p.ctype == "cudaDeviceProp":
         return "c_void_p"
-    t = ctypes_of[p.ctype]
-    return t if p.direction == "in" else f"POINTER({t})"
+    if p.direction == "in":
+        return PY_CTYPE[p.ctype]
+    return f"POINTER({(PY_RAW_OUT_CTYPE if raw else PY_CTYPE)[p.ctype]})"
+
+
+def _py_raw_unprototyped(f):
+    return bool(f.params) and all(p.direction == "in" and p.ctype in PY_UNPROTOTYPED for p in f.params)
 
 
 def _py_prototypes(var, rows, result, driver):
     lines = [f"{var} = {{"]
     for f in rows:
         restype = "c_char_p" if f.returns == "str" else result
-        raw = "[" + ", ".join(_py_argtype(p, PY_RAW_CTYPE) for p in f.params) + "]"
-        fast = "None" if _py_unprototyped(f, driver) else "[" + ", ".join(_py_argtype(p, PY_CTYPE) for p in f.params) + "]"
+        raw = "None" if _py_raw_unprototyped(f) else "[" + ", ".join(_py_argtype(p, True) for p in f.params) + "]"
+        fast = "None" if _py_unprototyped(f, driver) else "[" + ", ".join(_py_argtype(p, False) for p in f.params) + "]"
         lines.append(f"    {f.name!r}: ({f.symbols!r}, {raw}, {fast}, {restype}, {bool(f.blocking)}, "
                      f"{bool(f.required)}),")
     return "\n".join(lines) + "\n}"
@@ -568,7 +579,7 @@ def _py_prototypes(var, rows, result, driver):
 def _py_function(f, driver, types):
     raise_error = "_driver_error" if driver else "_error"
     fn_ref = "_D.{}" if driver else "_F.{}"
-    ctypes_of = PY_RAW_CTYPE if driver else PY_CTYPE
+    ctypes_of = PY_RAW_OUT_CTYPE if driver else PY_CTYPE
     body, call_args, results = [], [], []
     by_ref = "_byref({})" if _py_unprototyped(f, driver) else "{}"
     if driver:
@@ -624,15 +635,7 @@ def _py_function(f, driver, types):
     if f.returns == "str":
         return "\n".join(out + [f"    return _str({call})"])
     out.append(f"    err = {call}")
-    if f.returns == "query":
-        out += ["    if err == 0:", "        return True", "    if err == _NOT_READY:",
-                "        _T.cudaGetLastError()", "        return False", f"    raise {raise_error}(err)"]
-        return "\n".join(out)
-    out += ["    if err:", f"        raise {raise_error}(err)"]
-    ret = _ret_expr(results)
-    if ret is not None:
-        out.append(f"    return {ret}")
-    return "\n".join(out)
+    return _finish(out, f, "_NOT_READY", "_T.cudaGetLastError()", raise_error, results)
 
 
 def python_module(table):

@@ -602,13 +602,14 @@ def _type_name(cls):
     return f"{__name__}.{cls.__name__}" if cls.__module__ == __name__ else cls.__name__
 
 
-def _frozen(s, name):
-    """The error the compiled twin gives for setting or deleting ``name`` on the stream ``s``."""
+def _frozen(s, name, cls=None, fields=_STREAM_FIELDS, data=_STREAM_DATA):
+    """The error the compiled twin gives for setting or deleting ``name`` on ``s``, an instance of
+    ``cls`` (Stream by default) whose private fields are ``fields`` and data attributes ``data``."""
     if name == "__class__":
         return TypeError("__class__ assignment only supported for mutable types or ModuleType subclasses")
-    if name in _STREAM_DATA:
-        return AttributeError(f"attribute '{name}' of '{_type_name(Stream)}' objects is not writable")
-    if name not in _STREAM_FIELDS and name != "__dict__" and hasattr(type(s), name):
+    if name in data:
+        return AttributeError(f"attribute '{name}' of '{_type_name(cls or Stream)}' objects is not writable")
+    if name not in fields and name != "__dict__" and hasattr(type(s), name):
         return AttributeError(f"'{_type_name(type(s))}' object attribute '{name}' is read-only")
     return AttributeError(f"'{_type_name(type(s))}' object has no attribute '{name}'")
 

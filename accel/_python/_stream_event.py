@@ -25,6 +25,10 @@ def _bind_record(e, s):
 
 _record = _bind_record
 _install_lock = threading.Lock()  # makes an Event's lazy creation create-once
+_osa = object.__setattr__  # writes an Event's fields (Event.__setattr__ refuses every assignment)
+# The compiled twin's cdef fields (not attributes there) and its data attributes (properties).
+_EVENT_FIELDS = frozenset(("_h", "_dev", "_flags", "_created"))
+_EVENT_DATA = frozenset(("cuda_event", "device", "_as_parameter_"))
 
 
 class Event:
@@ -32,15 +36,29 @@ class Event:
     timing off unless ``enable_timing``; ``blocking`` syncs by blocking; ``interprocess`` for IPC."""
 
     # Instance attributes over class defaults (not slots): the defaults are what a bare
-    # ``Event.__new__(Event)`` reads, as the compiled twin's zeroed object does.
+    # ``Event.__new__(Event)`` reads, as the compiled twin's zeroed object does.  Immutable like the
+    # compiled twin's: __setattr__ refuses every assignment; the module writes fields with _osa.
     __slots__ = ("__dict__", "__weakref__")
     _h = _dev = _flags = 0
     _created = False
 
     def __init__(self, enable_timing=False, blocking=False, interprocess=False):
-        self._flags = ((_sc.EVENT_BLOCKING_SYNC if blocking else 0) |
-                       (0 if enable_timing else _DISABLE_TIMING) | (_INTERPROCESS if interprocess else 0))
-        self._h, self._dev, self._created = 0, 0, False
+        _osa(self, "_flags", (_sc.EVENT_BLOCKING_SYNC if blocking else 0) |
+             (0 if enable_timing else _DISABLE_TIMING) | (_INTERPROCESS if interprocess else 0))
+
+    def __setattr__(self, name, value):
+        if type(self) is Event or name in _EVENT_FIELDS or name in _EVENT_DATA:
+            if name == "__class__" and not isinstance(value, type):
+                object.__setattr__(self, name, value)  # raises CPython's own TypeError, as the compiled twin
+            raise _s._frozen(self, name, Event, _EVENT_FIELDS, _EVENT_DATA)
+        object.__setattr__(self, name, value)  # a user subclass's own attribute, as on the compiled twin
+
+    def __delattr__(self, name):
+        if name == "__class__":
+            object.__delattr__(self, name)  # raises CPython's own TypeError, as the compiled twin
+        if type(self) is Event or name in _EVENT_FIELDS or name in _EVENT_DATA:
+            raise _s._frozen(self, name, Event, _EVENT_FIELDS, _EVENT_DATA)
+        object.__delattr__(self, name)
 
     def _create(self, d):
         # Create-once: threads racing into the first record each make a handle while the GIL is released;
@@ -53,7 +71,9 @@ class Event:
             with _install_lock:
                 lost = self._created
                 if not lost:
-                    self._h, self._dev, self._created = out.value, d, True
+                    _osa(self, "_h", out.value)
+                    _osa(self, "_dev", d)
+                    _osa(self, "_created", True)
             if lost and t.cudaEventDestroy(out.value):
                 t.cudaGetLastError()
         _check(err, orig)
@@ -168,12 +188,14 @@ class Event:
         d = _s._resolve(device)
         h = _cudart._IpcEventHandle.from_buffer_copy(raw)
         ev = cls.__new__(cls)
-        ev._flags, ev._h, ev._dev, ev._created = _DISABLE_TIMING | _INTERPROCESS, 0, 0, False
+        _osa(ev, "_flags", _DISABLE_TIMING | _INTERPROCESS)
         out = c_size_t()
         orig = _enter(d)
         err = _s._T.cudaIpcOpenEventHandle(out, h)
         if not err:
-            ev._h, ev._dev, ev._created = out.value, d, True
+            _osa(ev, "_h", out.value)
+            _osa(ev, "_dev", d)
+            _osa(ev, "_created", True)
         _check(err, orig)
         return ev
 
@@ -221,3 +243,6 @@ class Event:
             _c_maybe_set_device(orig)
         except Exception:  # noqa: BLE001 - interpreter shutdown, or a failed restore: nothing to report to
             pass
+
+
+Event.__module__ = _s.__name__  # it is accel._python._stream.Event, as the compiled twin's is accel._native._stream.Event
