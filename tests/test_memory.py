@@ -660,3 +660,16 @@ def _free_concurrently(mem):
         assert not errors and buf.closed
     after = mem.counters(0)
     assert after["bytes"] == before["bytes"] and after["count_freed"] - before["count_freed"] == 200
+
+
+def test_a_failed_device_query_at_free_keeps_the_buffer(mem, emu, streams):
+    # on the default stream of another device, free() asks for the current device first: make that fail
+    buf = mem.alloc(512, device=3, stream=streams.default_stream(3))
+    before = mem.memory_allocated(3)
+    assert emu.accelEmuSetFail(b"cudaGetDevice:1") == 0
+    with pytest.raises(CudaError):
+        buf.free()
+    emu.accelEmuSetFail(None)
+    assert not buf.closed and mem.memory_allocated(3) == before
+    buf.free()
+    assert buf.closed and mem.memory_allocated(3) == before - 512

@@ -193,8 +193,12 @@ cdef class DeviceBuffer:
             return
         if _closing or self._n == 0:
             return
-        t = table()
-        orig = _enter(d, self._h)
+        try:
+            t = table()
+            orig = _enter(d, self._h)
+        except BaseException:
+            self._live = True
+            raise
         try:
             if self._uses:
                 _mc.wait_uses(_cudart, self._uses, self._h, d)
