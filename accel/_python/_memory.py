@@ -43,6 +43,7 @@ class _Counters:
 _c = [_Counters() for _ in range(_MAXDEV)]
 _lock = threading.Lock()     # counter updates (read-modify-write) from several threads
 _ndev = -1
+_T = None          # the raw ctypes table, bound when a pool is first used
 _closing = False
 _parse_index = None
 _Stream = _stream_mod.Stream
@@ -102,10 +103,12 @@ def _leave(orig):
 
 
 def _pool(d):
+    global _T
     c = _c[d]
     p = c.pool
     if p:
         return p
+    _T = _cudart._table()
     p = _cudart.cudaDeviceGetMemPool(d)
     _cudart.cudaMemPoolSetAttribute(p, _mc.ATTR_RELEASE_THRESHOLD, _mc.KEEP_ALL)
     c.pool = p
@@ -118,9 +121,9 @@ def _retry(d, h, n, pool, out):
         c.retries += 1
     _cudart.cudaStreamSynchronize(h)
     _cudart.cudaMemPoolTrimTo(pool, 0)
-    err = _cudart._table().cudaMallocAsync(byref(out), n, h)
+    err = _T.cudaMallocAsync(byref(out), n, h)
     if err == _ERR_OOM:
-        _cudart._table().cudaGetLastError()
+        _T.cudaGetLastError()
         with _lock:
             c.ooms += 1
         return _mc.oom_error(_cudart, d, n, c.bytes, c.limit, pool)
@@ -194,7 +197,7 @@ class DeviceBuffer:
         try:
             if self._uses:
                 _mc.wait_uses(_cudart, self._uses, self._h, d)
-            err = _cudart._table().cudaFreeAsync(self._ptr, self._h)
+            err = _T.cudaFreeAsync(self._ptr, self._h)
         except BaseException:
             self._live = True
             _leave(orig)
@@ -295,10 +298,10 @@ def alloc(nbytes, *, device=None, stream=None):
             raise _mc.oom_error(_cudart, d, n, c.bytes, c.limit, pool)
         # current_stream(None) made d the runtime's current device: no guard needed then
         orig = -1 if device is None and stream is None else _enter(d, h)
-        err = _cudart._table().cudaMallocAsync(byref(p), n, h)
+        err = _T.cudaMallocAsync(byref(p), n, h)
         if err:
             if err == _ERR_OOM:
-                _cudart._table().cudaGetLastError()
+                _T.cudaGetLastError()
                 try:
                     exc = _retry(d, h, n, pool, p)
                 except BaseException:
