@@ -194,3 +194,23 @@ print("ok")
 def test_device_arguments_as_torch_spells_them(subprocess_python, backend):
     out = _run(subprocess_python, backend, DEVICES).stdout.split()
     assert out == ["ValueError", "ValueError", "TypeError", "ok"]
+
+
+POOL_FAULTS = """
+import accel.cuda as c
+from accel import _lib
+for _ in range(2):              # cudaDeviceGetMemPool fails once, then cudaMemPoolSetAttribute once
+    try:
+        c.alloc(64)
+    except c.CudaError as e:
+        print(type(e).__name__, e.code)
+b = c.alloc(64)
+print(c.memory_allocated(), _lib.cudart().cdll.accelEmuLiveAllocations())
+"""
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_faults_while_warming_the_pool(subprocess_python, backend):
+    out = _run(subprocess_python, backend, POOL_FAULTS,
+               ACCEL_EMU_FAIL="cudaDeviceGetMemPool:1,cudaMemPoolSetAttribute:1").stdout.splitlines()
+    assert out == ["CudaError 999", "CudaError 999", "64 1"]

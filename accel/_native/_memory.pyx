@@ -17,8 +17,8 @@ from libc.string cimport memset
 import atexit
 
 from accel._native._cudart cimport Table, table, error, cudaStream_t
-from accel._native._device cimport (c_exchange_device, c_maybe_set_device, c_checked_device_count,
-                                    c_ensure_init)
+from accel._native._device cimport (c_get_device, c_exchange_device, c_maybe_set_device,
+                                    c_checked_device_count, c_ensure_init)
 from accel._native import _cudart
 from accel._native import _stream as _stream_mod
 from accel import _memory_common as _mc
@@ -339,13 +339,11 @@ def alloc(nbytes, *, device=None, stream=None):
 
 
 cdef int _dev_arg(object device) except -1:
+    """A statistics function's device: the given one, else the current device (torch's current_device)."""
     cdef int d = _index(device)
-    cdef int r = 0, err
     if d < 0:
-        err = table().cudaGetDevice(&r)
-        if err:
-            raise error(err)
-        d = r
+        c_ensure_init()
+        d = c_get_device()
     return d
 
 

@@ -20,7 +20,7 @@ from accel import _stream_common as _sc
 from accel._python import _cudart
 from accel._python import _device as _dm
 from accel._python import _stream as _stream_mod
-from accel._python._device import (_c_checked_device_count, _c_ensure_init, _c_exchange_device,
+from accel._python._device import (_c_checked_device_count, _c_ensure_init, _c_exchange_device, _c_get_device,
                                    _c_maybe_set_device)
 
 __all__ = ["DeviceBuffer", "alloc", "memory_allocated", "max_memory_allocated", "counters", "pool_handle",
@@ -335,9 +335,11 @@ def alloc(nbytes, *, device=None, stream=None):
 
 
 def _dev_arg(device):
+    """A statistics function's device: the given one, else the current device (torch's current_device)."""
     d = _index(device)
     if d < 0:
-        d = _runtime_device()
+        _c_ensure_init()
+        d = _c_get_device()
     return d
 
 
