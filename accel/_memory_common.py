@@ -15,7 +15,6 @@ H2D, D2H, D2D = 1, 2, 3
 ATTR_RELEASE_THRESHOLD, ATTR_RESERVED, ATTR_RESERVED_HIGH, ATTR_USED, ATTR_USED_HIGH = 4, 5, 6, 7, 8
 MEMORY_TYPE_HOST = 1
 EVENT_DISABLE_TIMING = 0x2
-ERR_MEMORY_ALLOCATION = 2
 KEEP_ALL = 2**64 - 1   # the release threshold accel sets on a pool it uses: keep freed memory cached
 
 

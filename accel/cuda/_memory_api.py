@@ -18,6 +18,7 @@ records that stream on the buffer (``record_stream``), so the memory is not reus
 Host arrays must be C-contiguous (any dtype) and exactly ``buf.nbytes`` long.
 """
 import atexit
+import operator
 
 from accel import _impl
 from accel import _memory_common as _mc
@@ -185,7 +186,7 @@ class _PinnedHost:
 
     def __del__(self):
         ptr, self.ptr = self.ptr, 0
-        if ptr and not _mc_closing():
+        if ptr and not _at_exit():
             try:
                 _impl.cudart.cudaFreeHost(ptr)
             except Exception:  # noqa: BLE001 - nothing to raise to at garbage collection
@@ -196,7 +197,7 @@ _exiting = []
 atexit.register(_exiting.append, True)   # pinned blocks alive at exit are left to the process's end
 
 
-def _mc_closing():
+def _at_exit():
     return bool(_exiting)
 
 
@@ -208,8 +209,8 @@ def pinned_empty(shape, dtype="uint8"):
     dtype = np.dtype(dtype)
     if dtype.hasobject:
         raise TypeError(f"pinned_empty cannot hold Python objects (dtype {dtype})")
-    shape = (operator_index(shape),) if not isinstance(shape, (tuple, list)) else tuple(
-        operator_index(s) for s in shape)
+    shape = (_shape_entry(shape),) if not isinstance(shape, (tuple, list)) else tuple(
+        _shape_entry(s) for s in shape)
     if any(s < 0 for s in shape):
         raise ValueError(f"negative dimensions are not allowed, got shape {shape}")
     n = dtype.itemsize
@@ -220,9 +221,7 @@ def pinned_empty(shape, dtype="uint8"):
     return np.asarray(_PinnedHost(shape, dtype, n))
 
 
-def operator_index(x):
-    import operator
-
+def _shape_entry(x):
     if isinstance(x, bool):
         raise TypeError(f"shape entries must be ints, got bool: {x!r}")
     try:
@@ -261,7 +260,7 @@ class HostRegistration:
         self.unregister()
 
     def __del__(self):
-        if getattr(self, "ptr", 0) and not _mc_closing():
+        if getattr(self, "ptr", 0) and not _at_exit():
             try:
                 self.unregister()
             except Exception:  # noqa: BLE001
