@@ -323,6 +323,10 @@ def test_out_of_memory_is_a_cuda_and_runtime_error(mem):
     assert isinstance(info.value, CudaError) and isinstance(info.value, RuntimeError)
     assert "Tried to allocate 1048576.00 GiB" in str(info.value)
     assert cuda.OutOfMemoryError is OutOfMemoryError
+    import pickle
+    again = pickle.loads(pickle.dumps(info.value))
+    assert type(again) is OutOfMemoryError and str(again) == str(info.value)
+    assert (again.code, again.name) == (2, "cudaErrorMemoryAllocation")
 
 
 def test_limit_is_enforced_before_cuda(mem, emu):
