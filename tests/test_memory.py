@@ -575,3 +575,16 @@ def test_a_failed_device_query_at_free_keeps_the_buffer(mem, emu, streams):
     assert not buf.closed and mem.memory_allocated(3) == before
     buf.free()
     assert buf.closed and mem.memory_allocated(3) == before - 512
+
+
+def test_twins_buffers_have_the_same_surface(both_twins):
+    import inspect
+    native, python = (t.mod("_memory").DeviceBuffer for t in both_twins)
+    names = sorted(n for n in dir(python) if not n.startswith("_") or n in (
+        "__cuda_array_interface__", "__dlpack__", "__dlpack_device__", "__enter__", "__exit__"))
+    assert names == sorted(n for n in dir(native) if not n.startswith("_") or n in names)
+    for n in names:
+        a, b = getattr(native, n), getattr(python, n)
+        assert (a.__doc__ or "").strip() == (b.__doc__ or "").strip(), n
+        if callable(b) and not isinstance(b, property):
+            assert str(inspect.signature(a)) == str(inspect.signature(b)), n
