@@ -1,6 +1,6 @@
 """Exception types shared by both implementations (native and python raise the very same classes)."""
 
-__all__ = ["CudaError", "CudaDriverError", "LibraryNotFoundError", "DeferredCudaCallError"]
+__all__ = ["CudaError", "CudaDriverError", "LibraryNotFoundError", "DeferredCudaCallError", "OutOfMemoryError"]
 
 _DOCS = "https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html"
 
@@ -76,3 +76,21 @@ class LibraryNotFoundError(RuntimeError):
 
 class DeferredCudaCallError(RuntimeError):
     """A call queued with ``_lazy_call`` failed during lazy initialisation."""
+
+
+class OutOfMemoryError(CudaError):
+    """A device allocation failed for lack of memory (torch.cuda.OutOfMemoryError's name and message shape).
+
+    ``code`` is 2 (cudaErrorMemoryAllocation); the message is built by the allocator
+    (accel.cuda._memory_api): "CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total
+    capacity of ... of which ... is free. ..."  A CudaError, hence a RuntimeError.
+    """
+
+    def __init__(self, message, code=2, name="cudaErrorMemoryAllocation", string="out of memory"):
+        self.code = int(code)
+        self.name = name
+        self.string = string
+        RuntimeError.__init__(self, message)
+
+    def __reduce__(self):
+        return (type(self), (str(self), self.code, self.name, self.string))

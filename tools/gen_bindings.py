@@ -61,14 +61,14 @@ NATIVE_CTYPE = {
     "size_t": "size_t", "cudaError_t": "cudaError_t", "CUresult": "int", "float": "float",
     "void*": "void*", "const void*": "const void*", "cudaStream_t": "cudaStream_t",
     "cudaEvent_t": "cudaEvent_t", "cudaHostFn_t": "cudaHostFn_t", "const char*": "const char*",
-    "cudaDeviceProp": "void", "cudaIpcEventHandle_t": "IpcEventHandle",
+    "cudaMemPool_t": "cudaMemPool_t", "cudaDeviceProp": "void", "cudaIpcEventHandle_t": "IpcEventHandle",
     "cudaPointerAttributes": "PointerAttributes",
 }
 # integer C types -> the inline converter (by range) in the generated module
 NATIVE_INT_CONVERTER = {
     "int": "_i32", "cudaError_t": "_i32", "CUresult": "_i32", "unsigned int": "_u32",
     "unsigned long long": "_u64", "size_t": "_u64", "void*": "_u64", "const void*": "_u64",
-    "cudaStream_t": "_u64", "cudaEvent_t": "_u64", "cudaHostFn_t": "_u64",
+    "cudaStream_t": "_u64", "cudaEvent_t": "_u64", "cudaHostFn_t": "_u64", "cudaMemPool_t": "_u64",
 }
 
 NATIVE_PXD_HEAD = f'''\
@@ -80,6 +80,7 @@ NATIVE_PXD_HEAD = f'''\
 ctypedef int cudaError_t
 ctypedef void* cudaStream_t
 ctypedef void* cudaEvent_t
+ctypedef void* cudaMemPool_t
 ctypedef void (*cudaHostFn_t)(void*) noexcept nogil
 
 cdef struct IpcEventHandle:
@@ -387,11 +388,11 @@ PY_CTYPE = {
     "int": "c_int", "unsigned int": "c_uint", "unsigned long long": "c_ulonglong", "size_t": "c_size_t",
     "cudaError_t": "c_int", "CUresult": "c_int", "float": "c_float", "void*": "c_void_p",
     "const void*": "c_void_p", "cudaStream_t": "c_void_p", "cudaEvent_t": "c_void_p", "cudaHostFn_t": "c_void_p",
-    "const char*": "c_char_p",
+    "cudaMemPool_t": "c_void_p", "const char*": "c_char_p",
     "cudaIpcEventHandle_t": "_IpcEventHandle", "cudaPointerAttributes": "_PointerAttributes",
 }
 PY_RAW_OUT_CTYPE = dict(PY_CTYPE, **{t: "_P" for t in ("void*", "const void*", "cudaStream_t", "cudaEvent_t",
-                                                       "cudaHostFn_t")})
+                                                       "cudaHostFn_t", "cudaMemPool_t")})
 
 PY_HEAD = f'''\
 # {HEADER}

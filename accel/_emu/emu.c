@@ -40,10 +40,13 @@
  *  - Priorities are recorded and clamped but do not affect scheduling.
  *  - Fault injection: the n-th call (counted from when the spec was
  *    installed) fails with cudaErrorMemoryAllocation for calls that create
- *    something (stream/event create, cudaMalloc, cudaIpcOpenEventHandle)
+ *    something (stream/event create, cudaMalloc, cudaMallocAsync, cudaHostAlloc,
+ *    cudaHostRegister, cudaIpcOpenEventHandle)
  *    and cudaErrorUnknown / CUDA_ERROR_UNKNOWN otherwise.
  *  - Blocking calls (stream/event/device synchronise) made from inside a
  *    host function return cudaErrorNotPermitted instead of deadlocking.
+ *  - Stream-ordered pools (cudaMallocAsync & co) and pinned host memory
+ *    (cudaHostAlloc, cudaHostRegister): emu_memory.c, with its own notes.
  *  - Host memory is treated as pinned and cudaFree does not synchronise;
  *    queued copies keep their allocation alive instead.
  *  - IPC event handles open only in the creating process (there is no
@@ -73,6 +76,7 @@ typedef void *cudaEvent_t;
 typedef int CUresult;
 typedef int CUdevice;
 typedef void (*cudaHostFn_t)(void *);
+typedef void *cudaMemPool_t;
 typedef struct { char reserved[64]; } cudaIpcEventHandle_t;
 struct cudaPointerAttributes { int type; int device; void *devicePointer; void *hostPointer; };
 struct cudaDeviceProp;
@@ -118,7 +122,10 @@ enum { CUDA_SUCCESS = 0, CUDA_ERROR_INVALID_VALUE = 1, CUDA_ERROR_NOT_INITIALIZE
     X(cudaGetDeviceProperties) X(cudaGetDeviceProperties_v2) X(cudaDeviceCanAccessPeer) \
     X(cudaDeviceGetPCIBusId) X(cuDevicePrimaryCtxGetState) X(cuGetErrorName) \
     X(cuGetErrorString) X(cuDriverGetVersion) X(cuInit) \
-    X(cudaProfilerStart) X(cudaProfilerStop)
+    X(cudaProfilerStart) X(cudaProfilerStop) \
+    X(cudaMallocAsync) X(cudaFreeAsync) X(cudaDeviceGetDefaultMemPool) X(cudaDeviceGetMemPool) \
+    X(cudaMemPoolGetAttribute) X(cudaMemPoolSetAttribute) X(cudaMemPoolTrimTo) X(cudaHostAlloc) \
+    X(cudaFreeHost) X(cudaHostRegister) X(cudaHostUnregister)
 
 #define X_ENUM(s) SYM_##s,
 #define X_NAME(s) #s,
@@ -420,13 +427,17 @@ static void rec_unref(rec_t *r)
 
 /* ------------------------------------------------------------- allocations */
 
+typedef struct mempool mempool_t;     /* emu_memory.c */
 typedef struct alloc {
     char *base;
     size_t size;
     int device;
     int pending;    /* queued copies/memsets that still touch it */
     int freed;
+    mempool_t *pool;    /* cudaMallocAsync: the pool its block (of cap bytes) returns to */
+    size_t cap;
 } alloc_t;
+static void pool_block_back(alloc_t *a);
 
 static alloc_t **g_allocs;          /* sorted by base */
 static size_t g_nallocs, g_cap_allocs;
@@ -455,7 +466,8 @@ static alloc_t *alloc_containing(const void *p)
 static void alloc_unref(alloc_t *a)
 {
     if (a && --a->pending == 0 && a->freed) {
-        free(a->base);
+        if (a->pool) pool_block_back(a);
+        else free(a->base);
         free(a);
     }
 }
@@ -1545,6 +1557,8 @@ EXPORT cudaError_t cudaMemsetAsync(void *p, int value, size_t n, cudaStream_t h)
     return err ? fail(err) : cudaSuccess;
 }
 
+#include "emu_memory.c"   /* stream-ordered pools, pinned host memory */
+
 /* Unregistered memory reports device -2 and no aliases (CUDA >= 11). */
 EXPORT cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *at, const void *p)
 {
@@ -1553,6 +1567,10 @@ EXPORT cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *at, co
     if (!at) return fail(cudaErrorInvalidValue);
     pthread_mutex_lock(&G);
     alloc_t *a = alloc_containing(p);
+    if (!a && host_attributes(p, at)) {
+        pthread_mutex_unlock(&G);
+        return cudaSuccess;
+    }
     at->type = a ? 2 : 0;
     at->device = a ? a->device : -2;
     at->devicePointer = a ? (void *)p : NULL;

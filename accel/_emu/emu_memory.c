@@ -1,0 +1,513 @@
+/*
+ * Stream-ordered memory pools and pinned host memory of the emulated runtime.
+ *
+ * Part of emu.c's translation unit: emu.c #includes this file after its
+ * allocation table and stream machinery, which it shares (the lock G, the
+ * allocation table, the stream queues, RT_ENTER's fault hooks).  It is not
+ * compiled on its own.
+ *
+ * Model (documented choices where the emulator has to pick):
+ *  - One pool per device: its default pool, which is also its current pool.
+ *    The pool owns blocks of host memory.  A live allocation is an alloc_t in
+ *    the allocation table (with ->pool set), so copies, memsets and pointer
+ *    attributes check it exactly like a cudaMalloc allocation.
+ *  - Sizes are rounded up to 512 bytes for the pool (reserved / used bytes);
+ *    copies are checked against the requested size.
+ *  - cudaMallocAsync allocates on the stream's device: it takes the smallest
+ *    free block of the pool that fits (and is at most twice the rounded size),
+ *    else reserves new memory against the device's capacity (shared with
+ *    cudaMalloc).  It never releases pool memory by itself: on
+ *    cudaErrorMemoryAllocation the caller trims the pool and retries.
+ *  - cudaFreeAsync removes the allocation from the table at once (a second
+ *    free, or a copy queued after it, is cudaErrorInvalidValue) and returns
+ *    the block to the pool when the stream reaches the free and every copy
+ *    queued before it, on any stream, is done.  Only then can an allocation,
+ *    on any stream, reuse it (stricter than the real pool, which may reuse
+ *    memory in stream order before the free has executed).
+ *  - The release threshold (default 0, as in CUDA) is applied when a block
+ *    returns to the pool; the real runtime applies it at the next
+ *    synchronisation.
+ *  - Pinned host memory (cudaHostAlloc, cudaHostRegister) is kept in a range
+ *    table, for cudaPointerGetAttributes (type 1, host) and to validate frees.
+ *    cudaFreeHost and cudaHostUnregister first wait for all queued work of
+ *    every device (cudaFreeHost synchronises in CUDA too), so no queued copy
+ *    can touch memory that is gone.
+ */
+
+#define POOL_HANDLE_BASE 0x5f0000000000ull
+#define TAG_POOL 0x7u
+#define POOL_ROUND 512u
+#define HOST_ALLOC_FLAGS 0x7u      /* Portable | Mapped | WriteCombined */
+#define HOST_REGISTER_FLAGS 0xFu   /* Portable | Mapped | IoMemory | ReadOnly */
+enum {
+    cudaMemPoolReuseFollowEventDependencies = 1, cudaMemPoolReuseAllowOpportunistic = 2,
+    cudaMemPoolReuseAllowInternalDependencies = 3, cudaMemPoolAttrReleaseThreshold = 4,
+    cudaMemPoolAttrReservedMemCurrent = 5, cudaMemPoolAttrReservedMemHigh = 6,
+    cudaMemPoolAttrUsedMemCurrent = 7, cudaMemPoolAttrUsedMemHigh = 8,
+    cudaErrorHostMemoryAlreadyRegistered = 712, cudaErrorHostMemoryNotRegistered = 713,
+};
+
+typedef struct { char *base; size_t cap; } block_t;
+
+struct mempool {
+    int ready;
+    int reuse[3];                   /* the int attributes 1-3 */
+    uint64_t threshold;
+    uint64_t reserved, reserved_high, used, used_high;
+    block_t *blocks;                /* free blocks (reserved, unused) */
+    size_t nblocks, capblocks;
+};
+
+static mempool_t g_pools[MAX_DEVICES];
+
+static mempool_t *pool_of(int dev)
+{
+    mempool_t *mp = &g_pools[dev];
+    if (!mp->ready) {
+        mp->ready = 1;
+        mp->reuse[0] = mp->reuse[1] = mp->reuse[2] = 1;
+    }
+    return mp;
+}
+
+static cudaMemPool_t pool_handle(int dev)
+{
+    return (cudaMemPool_t)(uintptr_t)(POOL_HANDLE_BASE + ((uint64_t)dev << 4) + TAG_POOL);
+}
+
+/* The device of a pool handle, -1 if it is not one. */
+static int pool_device(cudaMemPool_t h)
+{
+    uint64_t v = (uint64_t)(uintptr_t)h;
+    if (v < POOL_HANDLE_BASE || (v & 0xf) != TAG_POOL) return -1;
+    uint64_t dev = (v - POOL_HANDLE_BASE) >> 4;
+    return dev < (uint64_t)g_ndev ? (int)dev : -1;
+}
+
+/* Frees unused blocks (largest last-in first) until at most `keep` bytes are reserved.  G held. */
+static void pool_trim(int dev, mempool_t *mp, uint64_t keep)
+{
+    while (mp->reserved > keep && mp->nblocks) {
+        block_t b = mp->blocks[--mp->nblocks];
+        free(b.base);
+        mp->reserved -= b.cap;
+        g_mem_used[dev] -= b.cap;
+    }
+}
+
+/* A freed pool allocation's block, back in its pool (from alloc_unref, G held). */
+static void pool_block_back(alloc_t *a)
+{
+    mempool_t *mp = a->pool;
+    int dev = a->device;
+    mp->used -= a->cap;
+    if (mp->nblocks == mp->capblocks) {
+        size_t nc = mp->capblocks ? mp->capblocks * 2 : 16;
+        block_t *nb = realloc(mp->blocks, nc * sizeof *nb);
+        if (!nb) {          /* cannot keep it: release it */
+            free(a->base);
+            mp->reserved -= a->cap;
+            g_mem_used[dev] -= a->cap;
+            return;
+        }
+        mp->blocks = nb;
+        mp->capblocks = nc;
+    }
+    mp->blocks[mp->nblocks].base = a->base;
+    mp->blocks[mp->nblocks].cap = a->cap;
+    mp->nblocks++;
+    if (mp->reserved > mp->threshold) pool_trim(dev, mp, mp->threshold);
+}
+
+/* Takes the best-fitting free block for `need` bytes; 0 when none fits.  G held. */
+static int pool_take(mempool_t *mp, size_t need, block_t *out)
+{
+    size_t best = (size_t)-1;
+    for (size_t i = 0; i < mp->nblocks; i++) {
+        size_t cap = mp->blocks[i].cap;
+        if (cap >= need && cap / 2 <= need && (best == (size_t)-1 || cap < mp->blocks[best].cap)) best = i;
+    }
+    if (best == (size_t)-1) return 0;
+    *out = mp->blocks[best];
+    mp->blocks[best] = mp->blocks[--mp->nblocks];
+    return 1;
+}
+
+static void pool_use(mempool_t *mp, size_t cap)
+{
+    mp->used += cap;
+    if (mp->used > mp->used_high) mp->used_high = mp->used;
+}
+
+/* Room for one more entry in the allocation table.  G held. */
+static int alloc_table_room(void)
+{
+    if (g_nallocs < g_cap_allocs) return 0;
+    size_t nc = g_cap_allocs ? g_cap_allocs * 2 : 64;
+    alloc_t **na = realloc(g_allocs, nc * sizeof *na);
+    if (!na) return -1;
+    g_allocs = na;
+    g_cap_allocs = nc;
+    return 0;
+}
+
+static void alloc_table_insert(alloc_t *a)
+{
+    long at = alloc_floor(a->base) + 1;
+    memmove(&g_allocs[at + 1], &g_allocs[at], (g_nallocs - (size_t)at) * sizeof *g_allocs);
+    g_allocs[at] = a;
+    g_nallocs++;
+}
+
+EXPORT cudaError_t cudaMallocAsync(void **p, size_t n, cudaStream_t h)
+{
+    RT_ENTER(cudaMallocAsync, cudaErrorMemoryAllocation);
+    RT_NEED_DEVICE();
+    if (!p) return fail(cudaErrorInvalidValue);
+    cudaError_t err = cudaSuccess;
+    pthread_mutex_lock(&G);
+    stream_t *s = get_stream(h, &err);
+    if (!s) {
+        pthread_mutex_unlock(&G);
+        return fail(err);
+    }
+    int dev = s->device;
+    ensure_ctx(dev);
+    if (n == 0) {
+        pthread_mutex_unlock(&G);
+        *p = NULL;
+        return cudaSuccess;
+    }
+    if (n > g_mem_total || n > SIZE_MAX - POOL_ROUND) {
+        pthread_mutex_unlock(&G);
+        return fail(cudaErrorMemoryAllocation);
+    }
+    size_t need = (n + POOL_ROUND - 1) / POOL_ROUND * POOL_ROUND;
+    mempool_t *mp = pool_of(dev);
+    block_t b;
+    if (!pool_take(mp, need, &b)) {
+        if (need > g_mem_total - g_mem_used[dev]) {
+            pthread_mutex_unlock(&G);
+            return fail(cudaErrorMemoryAllocation);
+        }
+        g_mem_used[dev] += need;    /* reserve before the (unlocked) allocation */
+        mp->reserved += need;
+        if (mp->reserved > mp->reserved_high) mp->reserved_high = mp->reserved;
+        pthread_mutex_unlock(&G);
+        void *mem = NULL;
+        if (posix_memalign(&mem, 256, need)) mem = NULL;
+        pthread_mutex_lock(&G);
+        if (!mem) {
+            g_mem_used[dev] -= need;
+            mp->reserved -= need;
+            pthread_mutex_unlock(&G);
+            return fail(cudaErrorMemoryAllocation);
+        }
+        b.base = mem;
+        b.cap = need;
+    }
+    alloc_t *a = calloc(1, sizeof *a);
+    if (!a || alloc_table_room()) {
+        free(a);
+        alloc_t tmp = { .base = b.base, .size = n, .device = dev, .pool = mp, .cap = b.cap };
+        pool_use(mp, b.cap);
+        pool_block_back(&tmp);
+        pthread_mutex_unlock(&G);
+        return fail(cudaErrorMemoryAllocation);
+    }
+    pool_use(mp, b.cap);
+    a->base = b.base;
+    a->size = n;
+    a->device = dev;
+    a->pool = mp;
+    a->cap = b.cap;
+    alloc_table_insert(a);
+    pthread_mutex_unlock(&G);
+    *p = b.base;
+    return cudaSuccess;
+}
+
+EXPORT cudaError_t cudaFreeAsync(void *ptr, cudaStream_t h)
+{
+    RT_ENTER(cudaFreeAsync, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    if (!ptr) return cudaSuccess;
+    item_t *it = item_new(IT_SET);  /* a zero-byte set holding the allocation until the stream reaches it */
+    if (!it) return fail(cudaErrorMemoryAllocation);
+    cudaError_t err = cudaSuccess;
+    pthread_mutex_lock(&G);
+    stream_t *s = get_stream(h, &err);
+    long i = alloc_floor(ptr);
+    alloc_t *a = (i >= 0 && g_allocs[i]->base == ptr) ? g_allocs[i] : NULL;
+    if (s && !a) err = cudaErrorInvalidValue;
+    if (s && a && implicit_sync(s)) err = cudaErrorMemoryAllocation;
+    if (err) {
+        pthread_mutex_unlock(&G);
+        free(it);
+        return fail(err);
+    }
+    ensure_ctx(s->device);
+    memmove(&g_allocs[i], &g_allocs[i + 1], (g_nallocs - (size_t)i - 1) * sizeof *g_allocs);
+    g_nallocs--;
+    if (!a->pool) g_mem_used[a->device] -= a->size;     /* a cudaMalloc allocation */
+    a->freed = 1;
+    a->pending++;
+    if (!s->head && s->state == ST_IDLE) {
+        free(it);               /* nothing queued: the stream reaches the free now */
+        alloc_unref(a);
+    } else {
+        it->dst = a->base;
+        it->a1 = a;
+        enqueue_raw(s, it);
+    }
+    pthread_mutex_unlock(&G);
+    return cudaSuccess;
+}
+
+EXPORT cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t *out, int dev)
+{
+    RT_ENTER(cudaDeviceGetDefaultMemPool, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    if (!out) return fail(cudaErrorInvalidValue);
+    if (dev < 0 || dev >= g_ndev) return fail(cudaErrorInvalidDevice);
+    *out = pool_handle(dev);
+    return cudaSuccess;
+}
+
+EXPORT cudaError_t cudaDeviceGetMemPool(cudaMemPool_t *out, int dev)
+{
+    RT_ENTER(cudaDeviceGetMemPool, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    if (!out) return fail(cudaErrorInvalidValue);
+    if (dev < 0 || dev >= g_ndev) return fail(cudaErrorInvalidDevice);
+    *out = pool_handle(dev);
+    return cudaSuccess;
+}
+
+EXPORT cudaError_t cudaMemPoolGetAttribute(cudaMemPool_t h, int attr, void *value)
+{
+    RT_ENTER(cudaMemPoolGetAttribute, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    int dev = pool_device(h);
+    if (!value || dev < 0) return fail(cudaErrorInvalidValue);
+    cudaError_t err = cudaSuccess;
+    pthread_mutex_lock(&G);
+    mempool_t *mp = pool_of(dev);
+    uint64_t v = 0;
+    switch (attr) {
+    case cudaMemPoolReuseFollowEventDependencies:
+    case cudaMemPoolReuseAllowOpportunistic:
+    case cudaMemPoolReuseAllowInternalDependencies:
+        *(int *)value = mp->reuse[attr - 1];
+        break;
+    case cudaMemPoolAttrReleaseThreshold: v = mp->threshold; break;
+    case cudaMemPoolAttrReservedMemCurrent: v = mp->reserved; break;
+    case cudaMemPoolAttrReservedMemHigh: v = mp->reserved_high; break;
+    case cudaMemPoolAttrUsedMemCurrent: v = mp->used; break;
+    case cudaMemPoolAttrUsedMemHigh: v = mp->used_high; break;
+    default: err = cudaErrorInvalidValue; break;
+    }
+    if (!err && attr >= cudaMemPoolAttrReleaseThreshold) memcpy(value, &v, sizeof v);
+    pthread_mutex_unlock(&G);
+    return err ? fail(err) : cudaSuccess;
+}
+
+/* The high watermarks can only be reset (to the current value) by setting 0. */
+EXPORT cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t h, int attr, void *value)
+{
+    RT_ENTER(cudaMemPoolSetAttribute, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    int dev = pool_device(h);
+    if (!value || dev < 0) return fail(cudaErrorInvalidValue);
+    cudaError_t err = cudaSuccess;
+    uint64_t v = 0;
+    if (attr >= cudaMemPoolAttrReleaseThreshold) memcpy(&v, value, sizeof v);
+    pthread_mutex_lock(&G);
+    mempool_t *mp = pool_of(dev);
+    switch (attr) {
+    case cudaMemPoolReuseFollowEventDependencies:
+    case cudaMemPoolReuseAllowOpportunistic:
+    case cudaMemPoolReuseAllowInternalDependencies:
+        mp->reuse[attr - 1] = *(int *)value != 0;
+        break;
+    case cudaMemPoolAttrReleaseThreshold: mp->threshold = v; break;
+    case cudaMemPoolAttrReservedMemHigh:
+        if (v) err = cudaErrorInvalidValue;
+        else mp->reserved_high = mp->reserved;
+        break;
+    case cudaMemPoolAttrUsedMemHigh:
+        if (v) err = cudaErrorInvalidValue;
+        else mp->used_high = mp->used;
+        break;
+    default: err = cudaErrorInvalidValue; break;
+    }
+    pthread_mutex_unlock(&G);
+    return err ? fail(err) : cudaSuccess;
+}
+
+EXPORT cudaError_t cudaMemPoolTrimTo(cudaMemPool_t h, size_t keep)
+{
+    RT_ENTER(cudaMemPoolTrimTo, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    int dev = pool_device(h);
+    if (dev < 0) return fail(cudaErrorInvalidValue);
+    pthread_mutex_lock(&G);
+    pool_trim(dev, pool_of(dev), keep);
+    pthread_mutex_unlock(&G);
+    return cudaSuccess;
+}
+
+/* ------------------------------------------------------ pinned host memory */
+
+typedef struct { char *base; size_t size; int device, registered; } hostrange_t;
+static hostrange_t *g_host;     /* sorted by base, non-overlapping */
+static size_t g_nhost, g_caphost;
+
+static long host_floor(const void *p)
+{
+    long lo = 0, hi = (long)g_nhost - 1, res = -1;
+    while (lo <= hi) {
+        long mid = (lo + hi) / 2;
+        if ((uintptr_t)g_host[mid].base <= (uintptr_t)p) { res = mid; lo = mid + 1; }
+        else hi = mid - 1;
+    }
+    return res;
+}
+
+/* Inserts [base, base+size) unless it overlaps a range: 0, 1 (overlap), -1 (no memory).  G held. */
+static int host_insert(char *base, size_t size, int registered)
+{
+    long i = host_floor(base + size - 1);
+    if (i >= 0 && (uintptr_t)g_host[i].base + g_host[i].size > (uintptr_t)base) return 1;
+    if (g_nhost == g_caphost) {
+        size_t nc = g_caphost ? g_caphost * 2 : 16;
+        hostrange_t *nh = realloc(g_host, nc * sizeof *nh);
+        if (!nh) return -1;
+        g_host = nh;
+        g_caphost = nc;
+    }
+    long at = i + 1;
+    memmove(&g_host[at + 1], &g_host[at], (g_nhost - (size_t)at) * sizeof *g_host);
+    g_host[at] = (hostrange_t){ base, size, t_dev, registered };
+    g_nhost++;
+    return 0;
+}
+
+/* Index of the range starting exactly at p with the given kind, or -1.  G held. */
+static long host_exact(const void *p, int registered)
+{
+    long i = host_floor(p);
+    return i >= 0 && g_host[i].base == p && g_host[i].registered == registered ? i : -1;
+}
+
+static void host_remove(long i)
+{
+    memmove(&g_host[i], &g_host[i + 1], (g_nhost - (size_t)i - 1) * sizeof *g_host);
+    g_nhost--;
+}
+
+/* Fills *at for pinned host memory: 1 if p is inside a range.  G held. */
+static int host_attributes(const void *p, struct cudaPointerAttributes *at)
+{
+    long i = host_floor(p);
+    if (i < 0 || (uintptr_t)p >= (uintptr_t)g_host[i].base + g_host[i].size) return 0;
+    at->type = 1;
+    at->device = g_host[i].device;
+    at->devicePointer = (void *)p;
+    at->hostPointer = (void *)p;
+    return 1;
+}
+
+/* Waits (G held) for all work queued so far on every stream of every device. */
+static cudaError_t wait_all_streams(void)
+{
+    size_t n = 0;
+    for (int d = 0; d < g_ndev; d++)
+        for (stream_t *s = g_devstreams[d]; s; s = s->dnext) n += pending(s);
+    if (!n) return cudaSuccess;
+    stream_t **ss = malloc(n * sizeof *ss);
+    uint64_t *tg = malloc(n * sizeof *tg);
+    if (!ss || !tg) {
+        free(ss);
+        free(tg);
+        return cudaErrorMemoryAllocation;
+    }
+    size_t k = 0;
+    for (int d = 0; d < g_ndev; d++)
+        for (stream_t *s = g_devstreams[d]; s; s = s->dnext) {
+            if (!pending(s)) continue;
+            ss[k] = s;
+            tg[k] = s->enq;
+            s->refs++;
+            k++;
+        }
+    for (k = 0; k < n; k++) wait_stream_release(ss[k], tg[k]);
+    free(ss);
+    free(tg);
+    return cudaSuccess;
+}
+
+EXPORT cudaError_t cudaHostAlloc(void **p, size_t n, unsigned int flags)
+{
+    RT_ENTER(cudaHostAlloc, cudaErrorMemoryAllocation);
+    RT_NEED_DEVICE();
+    if (!p || (flags & ~HOST_ALLOC_FLAGS)) return fail(cudaErrorInvalidValue);
+    ensure_ctx(t_dev);
+    if (n == 0) { *p = NULL; return cudaSuccess; }
+    void *mem = NULL;
+    if (posix_memalign(&mem, 4096, n)) return fail(cudaErrorMemoryAllocation);
+    pthread_mutex_lock(&G);
+    int rc = host_insert(mem, n, 0);
+    pthread_mutex_unlock(&G);
+    if (rc) {
+        free(mem);
+        return fail(cudaErrorMemoryAllocation);
+    }
+    *p = mem;
+    return cudaSuccess;
+}
+
+EXPORT cudaError_t cudaFreeHost(void *p)
+{
+    RT_ENTER(cudaFreeHost, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    if (!p) return cudaSuccess;
+    if (t_in_hostfn) return fail(cudaErrorNotPermitted);
+    pthread_mutex_lock(&G);
+    cudaError_t err = host_exact(p, 0) < 0 ? cudaErrorInvalidValue : wait_all_streams();
+    long i = err ? -1 : host_exact(p, 0);   /* looked up again: the wait dropped G */
+    if (!err && i < 0) err = cudaErrorInvalidValue;
+    if (!err) host_remove(i);
+    pthread_mutex_unlock(&G);
+    if (err) return fail(err);
+    free(p);
+    return cudaSuccess;
+}
+
+EXPORT cudaError_t cudaHostRegister(void *p, size_t n, unsigned int flags)
+{
+    RT_ENTER(cudaHostRegister, cudaErrorMemoryAllocation);
+    RT_NEED_DEVICE();
+    if (!p || !n || (flags & ~HOST_REGISTER_FLAGS) || n > UINTPTR_MAX - (uintptr_t)p)
+        return fail(cudaErrorInvalidValue);
+    ensure_ctx(t_dev);
+    pthread_mutex_lock(&G);
+    int rc = host_insert(p, n, 1);
+    pthread_mutex_unlock(&G);
+    if (rc) return fail(rc > 0 ? cudaErrorHostMemoryAlreadyRegistered : cudaErrorMemoryAllocation);
+    return cudaSuccess;
+}
+
+EXPORT cudaError_t cudaHostUnregister(void *p)
+{
+    RT_ENTER(cudaHostUnregister, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    if (t_in_hostfn) return fail(cudaErrorNotPermitted);
+    pthread_mutex_lock(&G);
+    cudaError_t err = host_exact(p, 1) < 0 ? cudaErrorHostMemoryNotRegistered : wait_all_streams();
+    long i = err ? -1 : host_exact(p, 1);
+    if (!err && i < 0) err = cudaErrorHostMemoryNotRegistered;
+    if (!err) host_remove(i);
+    pthread_mutex_unlock(&G);
+    return err ? fail(err) : cudaSuccess;
+}

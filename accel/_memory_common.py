@@ -1,0 +1,268 @@
+"""Pieces shared by the memory twins (accel._native._memory / accel._python._memory), off the hot path.
+
+Both twins import this module so that their slow-path results and messages are the very same: argument
+checks, torch's size formatting and out-of-memory message, the record_stream hand-over at free time,
+and the copy methods of DeviceBuffer (which are not hot: each is one stream-ordered CUDA call plus checks).
+The interop half (CUDA Array Interface, DLPack) is accel._memory_interop.
+Every function takes the calling twin's raw binding module (``cudart``) where it calls CUDA.
+"""
+import operator
+
+from accel.errors import OutOfMemoryError
+
+# cudaMemcpyKind, cudaMemPoolAttr, cudaMemoryType, cudaEvent flags
+H2D, D2H, D2D = 1, 2, 3
+ATTR_RELEASE_THRESHOLD, ATTR_RESERVED, ATTR_RESERVED_HIGH, ATTR_USED, ATTR_USED_HIGH = 4, 5, 6, 7, 8
+MEMORY_TYPE_HOST = 1
+EVENT_DISABLE_TIMING = 0x2
+KEEP_ALL = 2**64 - 1   # the release threshold accel sets on a pool it uses: keep freed memory cached
+
+
+def nbytes_arg(nbytes):
+    """``nbytes`` as a non-negative int (``__index__`` accepted, bool refused)."""
+    if isinstance(nbytes, bool) or not hasattr(type(nbytes), "__index__"):
+        raise TypeError(f"nbytes must be an int, got {type(nbytes).__name__}: {nbytes!r}")
+    n = operator.index(nbytes)
+    if n < 0:
+        raise ValueError(f"nbytes must be >= 0, got {n}")
+    if n >= 2**63:
+        raise OverflowError(f"nbytes must be < 2**63, got {n}")
+    return n
+
+
+def bad_device(d, count):
+    return ValueError(f"device index {d} is out of range: expected 0 <= device < {count}")
+
+
+def bad_stream(stream):
+    return TypeError(f"stream must be an accel.cuda.Stream (or None for the current stream), "
+                     f"got {type(stream).__name__}: {stream!r}")
+
+
+def stream_device_mismatch(stream, d):
+    return ValueError(f"stream {stream!r} is on device {stream.device_index}, not on the requested device {d}")
+
+
+def format_size(n):
+    """torch's format_size: bytes up to 1 KiB, then KiB / MiB / GiB with two decimals."""
+    if n <= 1024:
+        return f"{n} bytes"
+    if n <= 1048576:
+        return f"{n / 1024.0:.2f} KiB"
+    if n <= 1073741824:
+        return f"{n / 1048576.0:.2f} MiB"
+    return f"{n / 1073741824.0:.2f} GiB"
+
+
+def oom_error(cudart, d, nbytes, allocated, limit, pool):
+    """The OutOfMemoryError for a failed allocation of ``nbytes`` on device ``d`` (torch's message shape).
+    ``limit``: the per-process limit in bytes plus one (0: none)."""
+    reserved = used = 0
+    if pool:
+        try:
+            reserved = cudart.cudaMemPoolGetAttribute(pool, ATTR_RESERVED)
+            used = cudart.cudaMemPoolGetAttribute(pool, ATTR_USED)
+        except Exception:  # noqa: BLE001
+            pass
+    with _Guard(cudart, d):
+        try:
+            free, total = cudart.cudaMemGetInfo()
+        except Exception:  # noqa: BLE001 - the message does without it
+            free = total = 0
+    allowed = (f"This process's memory fraction limit allows {format_size(limit - 1)}. " if limit else "")
+    msg = (f"CUDA out of memory. Tried to allocate {format_size(nbytes)}. GPU {d} has a total capacity of "
+           f"{format_size(total)} of which {format_size(free)} is free. {allowed}Of the allocated memory "
+           f"{format_size(allocated)} is allocated by accel, and {format_size(max(reserved - used, 0))} is "
+           f"reserved by accel but unallocated.")
+    return OutOfMemoryError(msg)
+
+
+def wait_uses(cudart, uses, handle, d):
+    """record_stream at free time: make stream ``handle`` (device ``d``, current) wait for the work queued
+    so far on every stream in ``uses`` (events, no host synchronisation)."""
+    seen = set()
+    for s in uses:
+        key = (s.device_index, s.cuda_stream)
+        if key in seen or key == (d, handle):
+            continue
+        seen.add(key)
+        prev = cudart.cudaGetDevice()
+        if prev != s.device_index:
+            cudart.cudaSetDevice(s.device_index)
+        try:
+            ev = cudart.cudaEventCreateWithFlags(EVENT_DISABLE_TIMING)
+            try:
+                cudart.cudaEventRecord(ev, s.cuda_stream)
+            finally:
+                if prev != s.device_index:
+                    cudart.cudaSetDevice(prev)
+            try:
+                cudart.cudaStreamWaitEvent(handle, ev, 0)
+            finally:
+                cudart.cudaEventDestroy(ev)
+        finally:
+            if cudart.cudaGetDevice() != prev:
+                cudart.cudaSetDevice(prev)
+
+
+def stats_dict(c, reserved, reserved_high):
+    """torch.cuda.memory_stats keys from a twin's counters ``c`` (a dict) and the pool's reserved bytes."""
+    out = {}
+    for key, cur, peak, alloc, freed in (
+            ("allocated_bytes", "bytes", "bytes_peak", "bytes_alloc", "bytes_freed"),
+            ("requested_bytes", "bytes", "bytes_peak", "bytes_alloc", "bytes_freed"),
+            ("allocation", "count", "count_peak", "count_alloc", "count_freed")):
+        out[f"{key}.all.current"] = c[cur]
+        out[f"{key}.all.peak"] = c[peak]
+        out[f"{key}.all.allocated"] = c[alloc]
+        out[f"{key}.all.freed"] = c[freed]
+    out["reserved_bytes.all.current"] = reserved
+    out["reserved_bytes.all.peak"] = reserved_high
+    out["num_alloc_retries"] = c["retries"]
+    out["num_ooms"] = c["ooms"]
+    return dict(sorted(out.items()))
+
+
+class _Guard:
+    """Makes device ``d`` the runtime's current device for a call on stream handle ``h`` when ``h`` is a
+    default-stream handle (0, 1, 2: "the current device's"); restores it after."""
+
+    __slots__ = ("cudart", "d", "prev")
+
+    def __init__(self, cudart, d, h=0):
+        self.cudart, self.d, self.prev = cudart, d, -1
+        if h <= 2:
+            prev = cudart.cudaGetDevice()
+            if prev != d:
+                cudart.cudaSetDevice(d)
+                self.prev = prev
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if self.prev >= 0:
+            self.cudart.cudaSetDevice(self.prev)
+
+
+def _host_view(array, what, writable):
+    """(keep-alive object, address, nbytes) of a C-contiguous host buffer (a numpy array of any dtype, or
+    any object with the buffer protocol)."""
+    import numpy as np
+
+    if isinstance(array, np.ndarray):
+        if not array.flags.c_contiguous:
+            raise ValueError(f"{what} must be C-contiguous, got a non-contiguous array of shape {array.shape}")
+        if writable and not array.flags.writeable:
+            raise ValueError(f"{what} must be writable, got a read-only array")
+        return array, (array.ctypes.data if array.nbytes else 0), array.nbytes
+    try:
+        mv = memoryview(array)
+    except TypeError:
+        raise TypeError(f"{what} must be a host array (numpy array or another buffer), "
+                        f"got {type(array).__name__}") from None
+    if not mv.c_contiguous:
+        raise ValueError(f"{what} must be C-contiguous, got a non-contiguous array of shape {mv.shape}")
+    if writable and mv.readonly:
+        raise ValueError(f"{what} must be writable, got a read-only buffer")
+    if not mv.nbytes:
+        return mv, 0, 0
+    flat = np.frombuffer(mv.cast("B"), dtype=np.uint8)
+    return flat, flat.ctypes.data, mv.nbytes
+
+
+def _check_size(buf, nbytes, what):
+    if nbytes != buf.nbytes:
+        raise ValueError(f"{what} has {nbytes} bytes but the DeviceBuffer has {buf.nbytes}: sizes must match")
+
+
+def _stream_of(buf, stream):
+    if stream is None:
+        return buf.stream
+    if not (hasattr(stream, "cuda_stream") and hasattr(stream, "device_index")) or isinstance(stream, type):
+        raise bad_stream(stream)
+    if stream.device_index != buf.device.index:
+        raise stream_device_mismatch(stream, buf.device.index)
+    if stream != buf.stream:
+        buf.record_stream(stream)
+    return stream
+
+
+def _live(buf):
+    if buf.closed:
+        raise ValueError("the DeviceBuffer was freed")
+
+
+def _pinned(cudart, addr):
+    return cudart.cudaPointerGetAttributes(addr)[0] == MEMORY_TYPE_HOST
+
+
+def copy_from_host(cudart, buf, array, stream):
+    """H2D: asynchronous on the stream from pinned memory; from pageable memory the stream is synchronised
+    before returning (the host buffer may then be reused at once, as CUDA's pageable copies allow)."""
+    _live(buf)
+    flat, addr, n = _host_view(array, "array", False)
+    _check_size(buf, n, "array")
+    s = _stream_of(buf, stream)
+    if not n:
+        return
+    with _Guard(cudart, buf.device.index, s.cuda_stream):
+        cudart.cudaMemcpyAsync(buf.ptr, addr, n, H2D, s.cuda_stream)
+    if not _pinned(cudart, addr):
+        s.synchronize()
+    del flat
+
+
+def copy_to_host(cudart, buf, out, stream):
+    """D2H into ``out`` (None: a new uint8 numpy array, returned once the copy is done).  Into pinned
+    ``out`` the copy is asynchronous (synchronise the stream before reading it); into pageable ``out`` the
+    stream is synchronised before returning."""
+    import numpy as np
+
+    _live(buf)
+    if out is None:
+        out = np.empty(buf.nbytes, dtype=np.uint8)
+    flat, addr, n = _host_view(out, "out", True)
+    _check_size(buf, n, "out")
+    s = _stream_of(buf, stream)
+    if n:
+        with _Guard(cudart, buf.device.index, s.cuda_stream):
+            cudart.cudaMemcpyAsync(addr, buf.ptr, n, D2H, s.cuda_stream)
+        if not _pinned(cudart, addr):
+            s.synchronize()
+    del flat
+    return out
+
+
+def copy_from(cudart, buf, other, stream):
+    """D2D (also across devices), ordered after the work queued so far on ``other``'s stream."""
+    if type(other) is not type(buf):
+        raise TypeError(f"other must be a DeviceBuffer, got {type(other).__name__}")
+    _live(buf)
+    _live(other)
+    _check_size(buf, other.nbytes, "other")
+    s = _stream_of(buf, stream)
+    if not buf.nbytes:
+        return
+    h = s.cuda_stream
+    d = buf.device.index
+    if other.stream != s:
+        other.record_stream(s)
+    with _Guard(cudart, d, h):
+        if other.stream != s:
+            wait_uses(cudart, [other.stream], h, d)
+        cudart.cudaMemcpyAsync(buf.ptr, other.ptr, buf.nbytes, D2D, h)
+
+
+def memset(cudart, buf, value, stream):
+    if isinstance(value, bool) or not hasattr(type(value), "__index__"):
+        raise TypeError(f"value must be an int byte (0-255), got {type(value).__name__}: {value!r}")
+    value = operator.index(value)
+    if not 0 <= value <= 255:
+        raise ValueError(f"value must be a byte (0-255), got {value}")
+    _live(buf)
+    s = _stream_of(buf, stream)
+    if buf.nbytes:
+        with _Guard(cudart, buf.device.index, s.cuda_stream):
+            cudart.cudaMemsetAsync(buf.ptr, value, buf.nbytes, s.cuda_stream)
+

@@ -1,0 +1,234 @@
+"""Interop of DeviceBuffer without copies, shared by both memory twins: the CUDA Array Interface v3 and
+DLPack 1.x (versioned and legacy capsules, the standard's ownership and stream rules), and the other way
+round ``from_dlpack`` / ``as_buffer`` over another library's device memory.
+
+Pure Python over ctypes (off the hot path, so one implementation serves both twins exactly alike).
+Exports keep the exported DeviceBuffer alive until the consumer calls the deleter (or an unconsumed
+capsule dies); an explicit ``free()`` of the buffer while a consumer still uses it is the caller's error,
+as with any explicit free.
+"""
+import ctypes as _ct
+import importlib
+
+from accel._memory_common import _Guard, _live, wait_uses
+
+KDLCUDA = 2           # DLDeviceType kDLCUDA
+_KDLUINT = 1          # DLDataTypeCode kDLUInt
+DLPACK_VERSION = (1, 0)
+
+
+def _cai_stream(h):
+    """A raw stream handle as the CUDA Array Interface / DLPack spell it: the legacy default stream is 1."""
+    return 1 if h == 0 else h
+
+
+def cuda_array_interface(buf):
+    _live(buf)
+    return {"shape": (buf.nbytes,), "typestr": "|u1", "data": (buf.ptr, False), "strides": None,
+            "version": 3, "stream": _cai_stream(buf.stream.cuda_stream)}
+
+
+class _DLDevice(_ct.Structure):
+    _fields_ = [("device_type", _ct.c_int32), ("device_id", _ct.c_int32)]
+
+
+class _DLDataType(_ct.Structure):
+    _fields_ = [("code", _ct.c_uint8), ("bits", _ct.c_uint8), ("lanes", _ct.c_uint16)]
+
+
+class _DLTensor(_ct.Structure):
+    _fields_ = [("data", _ct.c_void_p), ("device", _DLDevice), ("ndim", _ct.c_int32), ("dtype", _DLDataType),
+                ("shape", _ct.POINTER(_ct.c_int64)), ("strides", _ct.POINTER(_ct.c_int64)),
+                ("byte_offset", _ct.c_uint64)]
+
+
+class _DLManaged(_ct.Structure):
+    pass
+
+
+_DELETER = _ct.CFUNCTYPE(None, _ct.c_void_p)
+_DLManaged._fields_ = [("dl_tensor", _DLTensor), ("manager_ctx", _ct.c_void_p), ("deleter", _ct.c_void_p)]
+
+
+class _DLVersion(_ct.Structure):
+    _fields_ = [("major", _ct.c_uint32), ("minor", _ct.c_uint32)]
+
+
+class _DLManagedVersioned(_ct.Structure):
+    _fields_ = [("version", _DLVersion), ("manager_ctx", _ct.c_void_p), ("deleter", _ct.c_void_p),
+                ("flags", _ct.c_uint64), ("dl_tensor", _DLTensor)]
+
+
+_api = _ct.pythonapi
+_api.PyCapsule_New.restype = _ct.py_object
+_api.PyCapsule_New.argtypes = [_ct.c_void_p, _ct.c_char_p, _ct.c_void_p]
+_api.PyCapsule_IsValid.restype = _ct.c_int
+_api.PyCapsule_IsValid.argtypes = [_ct.py_object, _ct.c_char_p]
+_api.PyCapsule_GetPointer.restype = _ct.c_void_p
+_api.PyCapsule_GetPointer.argtypes = [_ct.py_object, _ct.c_char_p]
+_api.PyCapsule_SetName.restype = _ct.c_int
+_api.PyCapsule_SetName.argtypes = [_ct.py_object, _ct.c_char_p]
+_CAPSULE_DESTRUCTOR = _ct.CFUNCTYPE(None, _ct.c_void_p)
+_cap_is_valid = _ct.PYFUNCTYPE(_ct.c_int, _ct.c_void_p, _ct.c_char_p)(("PyCapsule_IsValid", _api))
+_cap_get_pointer = _ct.PYFUNCTYPE(_ct.c_void_p, _ct.c_void_p, _ct.c_char_p)(("PyCapsule_GetPointer", _api))
+
+# Exported tensors: address of the managed struct -> (struct, shape, buffer).  The deleter drops the entry
+# (and with it the buffer reference that kept the memory alive).
+_exports = {}
+_NAMES = {True: (b"dltensor_versioned", b"used_dltensor_versioned"), False: (b"dltensor", b"used_dltensor")}
+
+
+@_DELETER
+def _export_deleter(addr):
+    _exports.pop(addr, None)
+
+
+def _capsule_destructor(versioned):
+    name = _NAMES[versioned][0]
+
+    def destructor(capsule):
+        # an unconsumed capsule still owns its tensor: call the deleter; a consumed one was renamed
+        if _cap_is_valid(capsule, name):
+            addr = _cap_get_pointer(capsule, name)
+            if addr:
+                _export_deleter(addr)
+    return _CAPSULE_DESTRUCTOR(destructor)
+
+
+_DESTRUCTORS = {True: _capsule_destructor(True), False: _capsule_destructor(False)}
+
+
+def _consumer_wait(cudart, buf, stream):
+    """Make the consumer's ``stream`` (DLPack's int: None / 1 legacy, 2 per-thread, -1 none) wait for the
+    work queued on the buffer's stream; the buffer then also counts as used there (record_stream)."""
+    if stream == -1:
+        return
+    if stream is None:
+        stream = 1
+    if isinstance(stream, bool) or not isinstance(stream, int) or stream == 0 or stream < -1:
+        raise BufferError(f"stream must be None, -1 or a CUDA stream handle (1: legacy default, 2: per-thread), "
+                          f"got {stream!r}")
+    h = 0 if stream == 1 else stream
+    d = buf.device.index
+    if h == buf.stream.cuda_stream:
+        return
+    ext = importlib.import_module(type(buf.stream).__module__).ExternalStream
+    with _Guard(cudart, d, h):
+        wait_uses(cudart, [buf.stream], h, d)
+    if h > 2:
+        buf.record_stream(ext(h, device=d))
+
+
+def dlpack(cudart, buf, stream, max_version, dl_device, copy):
+    _live(buf)
+    if dl_device is not None and tuple(dl_device) != (KDLCUDA, buf.device.index):
+        raise BufferError(f"dl_device {tuple(dl_device)} is not the buffer's device {(KDLCUDA, buf.device.index)}")
+    if copy:
+        raise BufferError("a DeviceBuffer is exported without copying (copy=True is not supported)")
+    versioned = max_version is not None and tuple(max_version)[0] >= 1
+    _consumer_wait(cudart, buf, stream)
+    shape = (_ct.c_int64 * 1)(buf.nbytes)
+    m = (_DLManagedVersioned if versioned else _DLManaged)()
+    t = m.dl_tensor
+    t.data = buf.ptr or None
+    t.device.device_type, t.device.device_id = KDLCUDA, buf.device.index
+    t.ndim = 1
+    t.dtype.code, t.dtype.bits, t.dtype.lanes = _KDLUINT, 8, 1
+    t.shape = _ct.cast(shape, _ct.POINTER(_ct.c_int64))
+    t.strides = None
+    t.byte_offset = 0
+    m.deleter = _ct.cast(_export_deleter, _ct.c_void_p).value
+    if versioned:
+        m.version.major, m.version.minor = DLPACK_VERSION
+        m.flags = 0
+    addr = _ct.addressof(m)
+    m.manager_ctx = addr
+    _exports[addr] = (m, shape, buf)
+    return _api.PyCapsule_New(addr, _NAMES[versioned][0], _ct.cast(_DESTRUCTORS[versioned], _ct.c_void_p))
+
+
+class _DLOwner:
+    """Holds a consumed DLPack tensor; calls its producer's deleter when dropped."""
+
+    __slots__ = ("addr", "deleter", "producer")
+
+    def __init__(self, addr, deleter, producer):
+        self.addr, self.deleter, self.producer = addr, deleter, producer
+
+    def __del__(self):
+        if self.deleter:
+            _DELETER(self.deleter)(self.addr)
+            self.deleter = None
+
+
+def _contiguous_nbytes(shape, strides, itemsize, what):
+    n = itemsize
+    for s in shape:
+        n *= s
+    if strides is not None and n:
+        expect = itemsize
+        for dim, st in zip(reversed(shape), reversed(strides)):
+            if dim != 1 and st != expect:
+                raise BufferError(f"{what} is not C-contiguous (shape {tuple(shape)}, strides {tuple(strides)})")
+            expect *= dim
+    return n
+
+
+def from_dlpack(mem, stream_mod, obj):
+    """A DeviceBuffer over ``obj``'s device memory through DLPack (keeps ``obj``'s tensor alive)."""
+    if not hasattr(obj, "__dlpack__") or not hasattr(obj, "__dlpack_device__"):
+        raise TypeError(f"from_dlpack needs an object with __dlpack__ and __dlpack_device__, "
+                        f"got {type(obj).__name__}")
+    dev_type, dev_id = obj.__dlpack_device__()
+    if dev_type != KDLCUDA:
+        raise BufferError(f"from_dlpack needs CUDA memory (kDLCUDA = 2), got device type {dev_type}")
+    s = stream_mod.current_stream(dev_id)
+    h = _cai_stream(s.cuda_stream)
+    try:
+        cap = obj.__dlpack__(stream=h, max_version=DLPACK_VERSION)
+    except TypeError:
+        cap = obj.__dlpack__(stream=h)   # a producer from before DLPack 1.0
+    for versioned in (True, False):
+        name, used = _NAMES[versioned]
+        if _api.PyCapsule_IsValid(cap, name):
+            break
+    else:
+        raise BufferError("__dlpack__ did not return an unconsumed DLPack capsule")
+    addr = _api.PyCapsule_GetPointer(cap, name)
+    m = (_DLManagedVersioned if versioned else _DLManaged).from_address(addr)
+    if versioned and m.version.major != 1:
+        raise BufferError(f"unsupported DLPack version {m.version.major}.{m.version.minor}")
+    t = m.dl_tensor
+    if t.device.device_type != KDLCUDA:
+        raise BufferError(f"the capsule's tensor is not CUDA memory (device type {t.device.device_type})")
+    shape = [t.shape[i] for i in range(t.ndim)]
+    strides = [t.strides[i] * ((t.dtype.bits * t.dtype.lanes + 7) // 8) for i in range(t.ndim)] \
+        if t.strides else None
+    nbytes = _contiguous_nbytes(shape, strides, (t.dtype.bits * t.dtype.lanes + 7) // 8, "the DLPack tensor")
+    _api.PyCapsule_SetName(cap, used)       # consumed: from now on the owner calls the deleter
+    owner = _DLOwner(addr, m.deleter, obj)
+    return mem.wrap((t.data or 0) + t.byte_offset, nbytes, t.device.device_id, s, owner)
+
+
+def as_buffer(cudart, mem, stream_mod, obj):
+    """A DeviceBuffer over ``obj``'s device memory: through ``__cuda_array_interface__`` (keeping ``obj``
+    alive; its ``stream`` is waited for on the current stream), else DLPack."""
+    cai = getattr(obj, "__cuda_array_interface__", None)
+    if cai is None:
+        return from_dlpack(mem, stream_mod, obj)
+    ptr = cai["data"][0] or 0
+    typestr = cai["typestr"]
+    itemsize = int(typestr[2:])
+    shape = tuple(cai["shape"])
+    nbytes = _contiguous_nbytes(shape, cai.get("strides"), itemsize, "the CUDA array")
+    d = cudart.cudaPointerGetAttributes(ptr)[1] if ptr else cudart.cudaGetDevice()
+    if d < 0:
+        raise BufferError(f"the CUDA array's pointer {ptr:#x} is not device memory")
+    s = stream_mod.current_stream(d)
+    producer = cai.get("stream")
+    if producer is not None and cai.get("version", 0) >= 3 and producer != _cai_stream(s.cuda_stream):
+        ph = 0 if producer == 1 else producer
+        with _Guard(cudart, d, s.cuda_stream):
+            wait_uses(cudart, [stream_mod.ExternalStream(ph, device=d)] if ph > 2 else
+                      [stream_mod.default_stream(d)], s.cuda_stream, d)
+    return mem.wrap(ptr, nbytes, d, s, obj)

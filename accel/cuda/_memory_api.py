@@ -1,0 +1,274 @@
+"""Device memory: torch.cuda.memory's names over CUDA's stream-ordered allocator (accel._impl's twin).
+
+``alloc`` / ``DeviceBuffer`` and the counter reads are the twin's own objects (no wrapper layer).
+Copies are DeviceBuffer methods:
+
+- ``buf.copy_from_host(array, stream=None)``: host -> device.  Asynchronous on the stream when ``array``
+  is pinned (``pinned_empty``, ``host_register``); from pageable memory it synchronises the stream
+  before returning, so the array may be reused at once.
+- ``buf.copy_to_host(out=None, stream=None)``: device -> host.  With ``out=None`` a new uint8 numpy array
+  is returned after the copy is done (synchronous result).  Into a given pinned ``out`` the copy is
+  asynchronous: synchronise the stream before reading it; into a pageable ``out`` it is synchronous.
+- ``buf.copy_from(other, stream=None)``: device -> device, also across devices, ordered after the work
+  queued so far on ``other``'s stream.
+- ``buf.memset(byte, stream=None)``.
+
+``stream`` defaults to the buffer's own stream (the one it was allocated on); a copy on another stream
+records that stream on the buffer (``record_stream``), so the memory is not reused before the copy ran.
+Host arrays must be C-contiguous (any dtype) and exactly ``buf.nbytes`` long.
+"""
+import atexit
+import operator
+
+from accel import _impl
+from accel import _memory_common as _mc
+from accel import _memory_interop as _mi
+from accel.cuda._utils import _get_device_index
+from accel.errors import OutOfMemoryError
+
+_memory = _impl.module("_memory")
+
+__all__ = ["DeviceBuffer", "alloc", "to_device", "from_dlpack", "as_buffer", "pinned_empty", "host_register", "HostRegistration",
+           "memory_allocated", "max_memory_allocated", "memory_reserved", "max_memory_reserved",
+           "memory_stats", "memory_summary", "reset_peak_memory_stats", "reset_accumulated_memory_stats",
+           "empty_cache", "set_per_process_memory_fraction", "get_per_process_memory_fraction",
+           "OutOfMemoryError"]
+
+DeviceBuffer = _memory.DeviceBuffer
+alloc = _memory.alloc
+memory_allocated = _memory.memory_allocated
+max_memory_allocated = _memory.max_memory_allocated
+
+
+def _parse_device(device):
+    return _get_device_index(device, optional=True)
+
+
+_memory.set_index_parser(_parse_device)
+
+
+def _cudart():
+    mod = _impl.cudart
+    mod.load()
+    return mod
+
+
+def _device(device):
+    d = _get_device_index(device, optional=True)
+    return _impl.cudart.cudaGetDevice() if d is None or d < 0 else d
+
+
+def to_device(array, device=None, stream=None):
+    """A new DeviceBuffer holding the bytes of the C-contiguous host ``array`` (see copy_from_host)."""
+    flat, _, n = _mc._host_view(array, "array", False)
+    buf = alloc(n, device=device, stream=stream)
+    try:
+        buf.copy_from_host(array)
+    except BaseException:
+        buf.free()
+        raise
+    return buf
+
+
+def from_dlpack(obj):
+    """A DeviceBuffer over the CUDA memory of a DLPack producer (``__dlpack__`` / ``__dlpack_device__``:
+    torch, CuPy, JAX, ...), without a copy; it keeps the producer's tensor alive until freed.  The
+    producer's pending work is ordered before the current stream of the tensor's device."""
+    return _mi.from_dlpack(_memory, _impl.module("_stream"), obj)
+
+
+def as_buffer(obj):
+    """A DeviceBuffer over ``obj``'s CUDA memory without a copy: ``__cuda_array_interface__`` (v3 streams
+    honoured) when ``obj`` has it, else DLPack.  Keeps ``obj`` alive until freed."""
+    return _mi.as_buffer(_cudart(), _memory, _impl.module("_stream"), obj)
+
+
+def memory_reserved(device=None):
+    """Bytes the device's pool holds from the device (in use or cached): cudaMemPoolAttrReservedMemCurrent."""
+    return _cudart().cudaMemPoolGetAttribute(_memory.pool_handle(device), _mc.ATTR_RESERVED)
+
+
+def max_memory_reserved(device=None):
+    """Peak of memory_reserved (cudaMemPoolAttrReservedMemHigh) since the last reset_peak_memory_stats."""
+    return _cudart().cudaMemPoolGetAttribute(_memory.pool_handle(device), _mc.ATTR_RESERVED_HIGH)
+
+
+def reset_peak_memory_stats(device=None):
+    """Reset the peaks: accel's counters and the pool's high watermarks."""
+    pool = _memory.pool_handle(device)
+    _memory.reset_peak(device)
+    rt = _cudart()
+    rt.cudaMemPoolSetAttribute(pool, _mc.ATTR_RESERVED_HIGH, 0)
+    rt.cudaMemPoolSetAttribute(pool, _mc.ATTR_USED_HIGH, 0)
+
+
+def reset_accumulated_memory_stats(device=None):
+    """Reset the cumulative counters (``*.allocated``, ``*.freed``, ``num_alloc_retries``, ``num_ooms``)."""
+    _memory.reset_accumulated(device)
+
+
+def memory_stats(device=None):
+    """torch.cuda.memory_stats's keys for what accel knows, sorted: ``allocated_bytes.all.*`` /
+    ``requested_bytes.all.*`` (bytes accel allocated), ``allocation.all.*`` (buffers),
+    ``reserved_bytes.all.current`` / ``.peak`` (the pool's), ``num_alloc_retries``, ``num_ooms``."""
+    pool = _memory.pool_handle(device)
+    rt = _cudart()
+    return _mc.stats_dict(_memory.counters(device), rt.cudaMemPoolGetAttribute(pool, _mc.ATTR_RESERVED),
+                          rt.cudaMemPoolGetAttribute(pool, _mc.ATTR_RESERVED_HIGH))
+
+
+def memory_summary(device=None, abbreviated=False):
+    """A table of memory_stats, laid out like torch.cuda.memory_summary."""
+    d = _device(device)
+    s = memory_stats(d)
+    f = _mc.format_size
+    width = 75
+    rows = [("Allocated memory", "allocated_bytes", f), ("Requested memory", "requested_bytes", f),
+            ("Allocations", "allocation", str)]
+    lines = ["=" * width,
+             f" accel CUDA memory summary, device ID {d:<3d}|  (stream-ordered pool: cudaMallocAsync)".ljust(width),
+             "-" * width,
+             f"  num_alloc_retries: {s['num_alloc_retries']:<8d} num_ooms: {s['num_ooms']:<8d}",
+             "=" * width,
+             f"{'Metric':<24s}| {'Cur Usage':>11s} | {'Peak Usage':>11s} | {'Tot Alloc':>11s} | {'Tot Freed':>11s}",
+             "-" * width]
+    for title, key, fmt in rows:
+        lines.append(f"{title:<24s}| {fmt(s[key + '.all.current']):>11s} | {fmt(s[key + '.all.peak']):>11s} | "
+                     f"{fmt(s[key + '.all.allocated']):>11s} | {fmt(s[key + '.all.freed']):>11s}")
+        lines.append("-" * width)
+    lines.append(f"{'Reserved memory (pool)':<24s}| {f(s['reserved_bytes.all.current']):>11s} | "
+                 f"{f(s['reserved_bytes.all.peak']):>11s} | {'':>11s} | {'':>11s}")
+    lines.append("=" * width)
+    return "\n".join(lines) + "\n"
+
+
+def empty_cache():
+    """Release the memory the current device's pool holds unused (cudaMemPoolTrimTo(pool, 0))."""
+    _cudart().cudaMemPoolTrimTo(_memory.pool_handle(None), 0)
+
+
+def set_per_process_memory_fraction(fraction, device=None):
+    """Limit accel's allocations on ``device`` to ``fraction`` of its total memory (checked by accel before
+    calling CUDA; beyond it, OutOfMemoryError).  ``fraction`` in [0, 1]."""
+    if isinstance(fraction, bool) or not isinstance(fraction, (int, float)):
+        raise TypeError(f"Invalid type for fraction argument, must be `float`, got {type(fraction).__name__}")
+    if not 0 <= fraction <= 1:
+        raise ValueError(f"Invalid fraction value: {fraction}. Allowed range: 0~1")
+    d = _device(device)
+    from accel.cuda import get_device_properties
+
+    total = get_device_properties(d).total_memory
+    _memory.set_limit(int(fraction * total) if fraction < 1 else None, d)
+    _fractions[d] = float(fraction)
+
+
+_fractions = {}
+
+
+def get_per_process_memory_fraction(device=None):
+    """The fraction set by set_per_process_memory_fraction (1.0 when none)."""
+    return _fractions.get(_device(device), 1.0)
+
+
+# -- pinned host memory ------------------------------------------------------------------------------------
+
+class _PinnedHost:
+    """Owns a cudaHostAlloc block; numpy arrays over it keep it alive (their ``base``)."""
+
+    __slots__ = ("ptr", "nbytes", "__array_interface__", "__weakref__")
+
+    def __init__(self, shape, dtype, nbytes):
+        self.ptr = 0
+        self.ptr = _cudart().cudaHostAlloc(nbytes, 0) if nbytes else 0
+        self.nbytes = nbytes
+        self.__array_interface__ = {"shape": shape, "typestr": dtype.str, "descr": dtype.descr,
+                                    "data": (self.ptr, False), "version": 3}
+
+    def __del__(self):
+        ptr, self.ptr = self.ptr, 0
+        if ptr and not _at_exit():
+            try:
+                _impl.cudart.cudaFreeHost(ptr)
+            except Exception:  # noqa: BLE001 - nothing to raise to at garbage collection
+                pass
+
+
+_exiting = []
+atexit.register(_exiting.append, True)   # pinned blocks alive at exit are left to the process's end
+
+
+def _at_exit():
+    return bool(_exiting)
+
+
+def pinned_empty(shape, dtype="uint8"):
+    """An uninitialised numpy array of ``shape`` / ``dtype`` in page-locked memory (cudaHostAlloc), freed
+    when the array (and every view of it) is gone.  Copies from and to it are asynchronous."""
+    import numpy as np
+
+    dtype = np.dtype(dtype)
+    if dtype.hasobject:
+        raise TypeError(f"pinned_empty cannot hold Python objects (dtype {dtype})")
+    shape = (_shape_entry(shape),) if not isinstance(shape, (tuple, list)) else tuple(
+        _shape_entry(s) for s in shape)
+    if any(s < 0 for s in shape):
+        raise ValueError(f"negative dimensions are not allowed, got shape {shape}")
+    n = dtype.itemsize
+    for s in shape:
+        n *= s
+    if n == 0:
+        return np.empty(shape, dtype)
+    return np.asarray(_PinnedHost(shape, dtype, n))
+
+
+def _shape_entry(x):
+    if isinstance(x, bool):
+        raise TypeError(f"shape entries must be ints, got bool: {x!r}")
+    try:
+        return operator.index(x)
+    except TypeError:
+        raise TypeError(f"shape entries must be ints, got {type(x).__name__}: {x!r}") from None
+
+
+class HostRegistration:
+    """An existing host array page-locked with cudaHostRegister (from ``host_register``); unregistered by
+    ``unregister()``, by leaving a ``with`` block, or when garbage collected.  Keeps the array alive."""
+
+    __slots__ = ("array", "ptr", "nbytes", "__weakref__")
+
+    def __init__(self, array):
+        keep, ptr, n = _mc._host_view(array, "array", False)
+        if n == 0:
+            raise ValueError("host_register needs a non-empty array")
+        _cudart().cudaHostRegister(ptr, n, 0)
+        self.array, self.ptr, self.nbytes = array, ptr, n
+
+    @property
+    def registered(self):
+        return self.ptr != 0
+
+    def unregister(self):
+        """cudaHostUnregister (a second call does nothing)."""
+        ptr, self.ptr = self.ptr, 0
+        if ptr:
+            _impl.cudart.cudaHostUnregister(ptr)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.unregister()
+
+    def __del__(self):
+        if getattr(self, "ptr", 0) and not _at_exit():
+            try:
+                self.unregister()
+            except Exception:  # noqa: BLE001
+                pass
+
+
+def host_register(array):
+    """Page-lock the memory of the C-contiguous host ``array`` (cudaHostRegister) so that copies from and
+    to it are asynchronous; returns the HostRegistration (keep it, or use it as a context manager)."""
+    return HostRegistration(array)
+
