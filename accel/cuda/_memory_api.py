@@ -19,6 +19,7 @@ Host arrays must be C-contiguous (any dtype) and exactly ``buf.nbytes`` long.
 """
 import atexit
 import operator
+import warnings
 
 from accel import _impl
 from accel import _memory_common as _mc
@@ -32,7 +33,8 @@ __all__ = ["DeviceBuffer", "alloc", "to_device", "from_dlpack", "as_buffer", "pi
            "memory_allocated", "max_memory_allocated", "memory_reserved", "max_memory_reserved",
            "memory_stats", "memory_summary", "reset_peak_memory_stats", "reset_accumulated_memory_stats",
            "empty_cache", "set_per_process_memory_fraction", "get_per_process_memory_fraction",
-           "OutOfMemoryError"]
+           "OutOfMemoryError", "memory_stats_as_nested_dict", "memory_cached", "max_memory_cached",
+           "reset_max_memory_allocated", "reset_max_memory_cached"]
 
 DeviceBuffer = _memory.DeviceBuffer
 alloc = _memory.alloc
@@ -115,6 +117,47 @@ def memory_stats(device=None):
     rt = _cudart()
     return _mc.stats_dict(_memory.counters(device), rt.cudaMemPoolGetAttribute(pool, _mc.ATTR_RESERVED),
                           rt.cudaMemPoolGetAttribute(pool, _mc.ATTR_RESERVED_HIGH))
+
+
+def memory_stats_as_nested_dict(device=None):
+    """``memory_stats(device)`` nested by its dotted keys, as torch's: ``{"allocated_bytes": {"all":
+    {"current": ...}}, "num_ooms": ...}``."""
+    nested = {}
+    for key, value in memory_stats(device).items():
+        *path, leaf = key.split(".")
+        node = nested
+        for part in path:
+            node = node.setdefault(part, {})
+        node[leaf] = value
+    return nested
+
+
+def memory_cached(device=None):
+    """Deprecated torch name of ``memory_reserved`` (FutureWarning, as torch)."""
+    warnings.warn("torch.cuda.memory_cached has been renamed to torch.cuda.memory_reserved", FutureWarning,
+                  stacklevel=2)
+    return memory_reserved(device)
+
+
+def max_memory_cached(device=None):
+    """Deprecated torch name of ``max_memory_reserved`` (FutureWarning, as torch)."""
+    warnings.warn("torch.cuda.max_memory_cached has been renamed to torch.cuda.max_memory_reserved",
+                  FutureWarning, stacklevel=2)
+    return max_memory_reserved(device)
+
+
+def reset_max_memory_allocated(device=None):
+    """Deprecated torch name: calls ``reset_peak_memory_stats`` (FutureWarning, as torch)."""
+    warnings.warn("torch.cuda.reset_max_memory_allocated now calls torch.cuda.reset_peak_memory_stats, "
+                  "which resets /all/ peak memory stats.", FutureWarning, stacklevel=2)
+    return reset_peak_memory_stats(device)
+
+
+def reset_max_memory_cached(device=None):
+    """Deprecated torch name: calls ``reset_peak_memory_stats`` (FutureWarning, as torch)."""
+    warnings.warn("torch.cuda.reset_max_memory_cached now calls torch.cuda.reset_peak_memory_stats, "
+                  "which resets /all/ peak memory stats.", FutureWarning, stacklevel=2)
+    return reset_peak_memory_stats(device)
 
 
 def memory_summary(device=None, abbreviated=False):
