@@ -1,0 +1,235 @@
+"""LTC's LazyGraphExecutor for lazy tensors: graph hash, IR text, sync / mark_step with the computation
+cache, and execution on the selected backend (numpy by default)."""
+from accel import _impl
+from accel.lazy import metrics as _metrics
+from accel.lazy import tensors as _t
+from accel.lazy.backend import NumpyBackend
+from accel.lazy.cache import ComputationCache
+from accel.lazy.tensors import Data, LazyTensor
+
+_ir = _impl.module("_ir")
+_hash = _impl.module("_hash")
+
+COMPILATION_CACHE_SIZE = 1024          # FLAGS_torch_lazy_compilation_cache_size
+_cache = ComputationCache(COMPILATION_CACHE_SIZE)
+_backend = NumpyBackend()
+_latest = [None]
+
+_c = _t._cell
+_c_synced = _c("SyncedTensorsWithIR")
+_c_cached = _c("CachedCompile")
+_c_uncached = _c("UncachedCompile")
+_c_markstep = _c("MarkStep")
+_m_graph_size = _metrics.Metric("TensorsGraphSize")
+_MHASH_TRUE = _hash.mhash(True)
+_MHASH_FALSE = _hash.mhash(False)
+
+
+def set_backend(backend):
+    """Use ``backend`` (an object with ``name`` and ``compile(post, roots) -> Program``) from now on;
+    returns the previous one.  The computation cache is cleared: programs belong to their backend."""
+    if not callable(getattr(backend, "compile", None)):
+        raise TypeError(f"set_backend needs an object with a compile(post, roots) method, got {backend!r}")
+    global _backend
+    prev, _backend = _backend, backend
+    _cache.clear()
+    return prev
+
+
+def computation_cache():
+    """The ComputationCache (LRU keyed by graph hash) that sync and mark_step use."""
+    return _cache
+
+
+def _check_tensors(tensors, what):
+    if isinstance(tensors, LazyTensor):
+        tensors = [tensors]
+    try:
+        tensors = list(tensors)
+    except TypeError:
+        raise TypeError(f"{what} needs a list of lazy tensors, got {type(tensors).__name__}: {tensors!r}") from None
+    for i, t in enumerate(tensors):
+        if type(t) is not LazyTensor:
+            raise TypeError(f"{what}: tensors[{i}] must be a lazy tensor, got {type(t).__name__}: {t!r}")
+    return tensors
+
+
+def _collect(tensors):
+    """CollectSyncTensors: tensors deduplicated by id, without device data, that hold IR."""
+    seen = set()
+    roots = []
+    for t in tensors:
+        if t._id in seen:
+            continue
+        seen.add(t._id)
+        if t._handle is None and t._node is not None:
+            roots.append(t)
+    return roots
+
+
+def _params(post):
+    """RunPostOrder's parameters: the device-data handles in post order, deduplicated by identity."""
+    out = []
+    seen = set()
+    for n in post:
+        if n.is_device_data:
+            h = n.handle
+            if id(h) not in seen:
+                seen.add(id(h))
+                out.append(h)
+    return out
+
+
+def _graph_key(nodes, force_ltc_data=True):
+    if force_ltc_data:
+        return _ir.graph_hash(nodes)
+    # GetTensors (force_ltc_data=false): the same walk, started from MHash(false)
+    h = int.from_bytes(_ir.graph_hash(nodes), "little")
+    return (h ^ _MHASH_TRUE ^ _MHASH_FALSE).to_bytes(16, "little") + b"F"
+
+
+def get_graph_hash(tensors):
+    """torch._C._lazy._get_graph_hash: the 16-byte computation-cache key of syncing ``tensors``."""
+    tensors = _check_tensors(tensors, "get_graph_hash")
+    roots = _collect(tensors)
+    if not roots and tensors:
+        # CollectSyncTensors started from MHash(true), then the empty parameter sequence
+        h = _hash.hash_combine(_MHASH_TRUE, _hash.container_hash([]))
+        return h.to_bytes(16, "little")
+    return _ir.graph_hash([t._node for t in roots])
+
+
+def _execute(nodes, key):
+    """Post-order, cache lookup (compile on a miss), run; returns the roots' arrays."""
+    post = _ir.post_order(nodes)
+    params = _params(post)
+    prog = _cache.get(key)
+    if prog is None:
+        _c_uncached[0] += 1
+        prog = _backend.compile(post, nodes)
+        if prog.num_params != len(params):
+            raise RuntimeError(f"compiled program takes {prog.num_params} parameters, graph has {len(params)}")
+        prog = _cache.add(key, prog)
+    else:
+        _c_cached[0] += 1
+    _latest[0] = prog
+    _m_graph_size.add_sample(len(post))
+    return prog.run(params)
+
+
+def sync_tensors(tensors):
+    """SyncTensorsGraph: compute every given tensor that holds IR and replace its IR by device data."""
+    roots = _collect(tensors)
+    if not roots:
+        return
+    _c_synced[0] += len(roots)
+    nodes = [t._node for t in roots]
+    outs = _execute(nodes, _ir.graph_hash(nodes))
+    for t, a in zip(roots, outs):
+        t._handle = Data(a)
+        t._node = None
+        t._src = None
+
+
+def sync_multi(tensors, devices=None):
+    """torch._lazy.sync_multi: sync the given lazy tensors (others are ignored, as torch filters them)."""
+    if isinstance(tensors, LazyTensor):
+        tensors = [tensors]
+    sync_tensors([t for t in tensors if type(t) is LazyTensor])
+
+
+def mark_step(device="", wait=False):
+    """SyncLiveTensorsGraph then MarkStep: sync every live tensor (ascending id), reset the IR trie."""
+    sync_tensors(_t.live_tensors())
+    _c_markstep[0] += 1
+    from accel.lazy.trie import TrieCache
+    TrieCache.get().reset_current()
+
+
+def wait_device_ops(devices=None):
+    """Wait for pending device work: the numpy backend runs synchronously, so there is none."""
+    return None
+
+
+def compute_nodes(nodes):
+    """Values of IR nodes without touching any tensor (LTC GetTensors with force_ltc_data=false)."""
+    return list(_execute(list(nodes), _graph_key(nodes, False)))
+
+
+def compute_values(tensors):
+    """Values of tensors without changing their IR (used by eager fallbacks)."""
+    out = [None] * len(tensors)
+    pending = []
+    for i, t in enumerate(tensors):
+        if t._handle is not None:
+            out[i] = t._handle.array
+        elif t._node is None:
+            out[i] = t._src.array
+        else:
+            pending.append(i)
+    if pending:
+        _c_synced[0] += len(pending)
+        vals = compute_nodes([tensors[i]._node for i in pending])
+        for i, v in zip(pending, vals):
+            out[i] = v
+    return out
+
+
+def tensor_value(t):
+    """The array of one tensor, syncing it when it holds IR (the returned array must not be written)."""
+    if t._handle is None:
+        if t._node is None:
+            return t._src.array
+        sync_tensors([t])
+    return t._handle.array
+
+
+def get_tensor_id(t):
+    """The tensor's unique id (a global counter from 1, as LTC's)."""
+    if type(t) is not LazyTensor:
+        raise TypeError(f"get_tensor_id needs a lazy tensor, got {type(t).__name__}: {t!r}")
+    return t._id
+
+
+def get_latest_computation_graph():
+    """The source of the most recently run compiled program."""
+    p = _latest[0]
+    if p is None:
+        raise RuntimeError("no computation has run yet")
+    return p.text
+
+
+# ---- IR text ----
+def _tags(node):
+    if node.is_device_data:
+        return f", device={node.device}" if node.device is not None else ""
+    a = _t.node_attrs(node)
+    return ", " + a[2] if a is not None and a[2] else ""
+
+
+def get_tensors_text(tensors):
+    """torch._C._lazy._get_tensors_text without the ``, NodeType=`` tags: the IR of the tensors' values."""
+    tensors = _check_tensors(tensors, "get_tensors_text")
+    nodes = [t._ir() for t in tensors]
+    post = _ir.post_order(nodes)
+    ids = {n: i for i, n in enumerate(post)}
+    root_of = {}
+    for i, n in enumerate(nodes):
+        root_of[n] = i
+    lines = ["IR {"]
+    for i, n in enumerate(post):
+        ops = ", ".join(f"%{ids[o.node]}" + (f".{o.index}" if o.node.num_outputs > 1 else "") for o in n.operands)
+        line = f"  %{i} = [{', '.join(str(s) for s in n.shapes)}] {n.op.qualified_name}({ops}){_tags(n)}"
+        r = root_of.get(n)
+        if r is not None:
+            line += f", ROOT={r}"
+        lines.append(line)
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def get_tensors_dot(tensors):
+    """torch._C._lazy._get_tensors_dot (graphviz), with the attribute tags of the traced ops."""
+    tensors = _check_tensors(tensors, "get_tensors_dot")
+    from accel.lazy import dump
+    return dump.to_dot([t._ir() for t in tensors])

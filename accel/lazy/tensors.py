@@ -1,0 +1,1106 @@
+"""Lazy tensors over the LTC IR: each op records the node(s) LTC's TorchScript backend records for it.
+
+A LazyTensor holds either IR (a Node), device data (a ``Data`` handle after a sync), or source data (a
+numpy array given to ``tensor()``, turned into a device-data node on first use), as an LTC LazyTensor.
+Python scalars become ``Long[]``/``Double[]`` device data through the device-data cache, as LTC's
+GetIrValueForScalar does.  Execution is in accel.lazy.executor; the numpy kernels in accel.lazy.backend.
+"""
+import collections
+import itertools
+import operator
+import struct
+import weakref
+
+import numpy as _np
+
+from accel import _impl
+from accel.lazy import _dtypes as D
+from accel.lazy import metrics as _metrics
+
+_ir = _impl.module("_ir")
+_hash = _impl.module("_hash")
+Node = _ir.Node
+Shape = _ir.Shape
+_device_data = _ir.device_data
+_OpKind = _ir.OpKind
+
+DEVICE = "CPU0"                 # how LTC's TS backend prints the lazy device on device-data nodes
+DATA_CACHE_SIZE = 128           # FLAGS_torch_lazy_device_data_cache_size
+
+
+class Data:
+    """A backend data handle (LTC BackendData): a numpy array; ``value`` is its Python scalar when 0-dim.
+    Parameters of a graph are deduplicated by the identity of these handles."""
+    __slots__ = ("array", "value", "__weakref__")
+
+    def __init__(self, array):
+        self.array = array
+        self.value = array.item() if array.ndim == 0 else None
+
+    def __repr__(self):
+        return f"<Data {self.array.dtype}{list(self.array.shape)}>"
+
+
+# ---- counters (cells of accel.lazy.metrics, bumped without the lock on the hot path) ----
+def _cell(name):
+    return _metrics.Counter(name)._cell
+
+
+_c_create = _cell("CreateLtcTensor")
+_c_destroy = _cell("DestroyLtcTensor")
+_c_ddmiss = _cell("DeviceDataCacheMiss")
+_fn_cells = {}
+
+
+def _fn_counter(name):
+    """The cell of counter ``lazy::<name>`` (TORCH_LAZY_FN_COUNTER)."""
+    c = _fn_cells.get(name)
+    if c is None:
+        c = _fn_cells[name] = _cell("lazy::" + name)
+    return c
+
+
+# ---- the device-data cache (DataCacheArena): equal scalars / 0-dim arrays share one handle ----
+_data_cache = collections.OrderedDict()
+_pack_q = struct.Struct("<q").pack
+_pack_d = struct.Struct("<d").pack
+
+
+def _cached_data(key, make):
+    d = _data_cache.get(key)
+    if d is None:
+        _c_ddmiss[0] += 1
+        d = _data_cache[key] = Data(make())
+        if len(_data_cache) > DATA_CACHE_SIZE:
+            _data_cache.popitem(last=False)
+    else:
+        _data_cache.move_to_end(key)
+    return d
+
+
+def clear_data_cache():
+    """Drop every cached scalar handle (nodes that hold one keep it)."""
+    _data_cache.clear()
+
+
+# ---- shapes ----
+_shapes = {}
+
+
+def _shape(code, sizes):
+    s = _shapes.get((code, sizes))
+    if s is None:
+        s = _shapes[(code, sizes)] = Shape(code, sizes)
+    return s
+
+
+_SCALAR_SHAPES = {D.INT64: _shape(D.INT64, ()), D.FLOAT64: _shape(D.FLOAT64, ()), D.BOOL: _shape(D.BOOL, ())}
+
+
+def _scalar_node(v):
+    """GetIrValueForScalar: a device-data node for a Python number (Long, Double or Bool), handle from the cache."""
+    t = type(v)
+    if t is float:
+        d = _cached_data((D.FLOAT64, _pack_d(v)), lambda: _np.array(v, _np.float64))
+        return _dd(_SCALAR_SHAPES[D.FLOAT64], d)
+    if t is int:
+        if not -(1 << 63) <= v < (1 << 63):
+            raise OverflowError(f"Python int {v} is out of the int64 range of a lazy scalar")
+        d = _cached_data((D.INT64, _pack_q(v)), lambda: _np.array(v, _np.int64))
+        return _dd(_SCALAR_SHAPES[D.INT64], d)
+    if t is bool:
+        d = _cached_data((D.BOOL, b"\x01" if v else b"\x00"), lambda: _np.array(v, _np.bool_))
+        return _dd(_SCALAR_SHAPES[D.BOOL], d)
+    raise TypeError(f"expected a lazy tensor or a Python number, got {type(v).__name__}: {v!r}")
+
+
+def _scalar_code(v):
+    t = type(v)
+    return D.FLOAT64 if t is float else (D.INT64 if t is int else D.BOOL)
+
+
+def _as_number(v):
+    """A Python number for a scalar operand (numpy scalars included), or None if ``v`` is not one."""
+    t = type(v)
+    if t is int or t is float or t is bool:
+        return v
+    if isinstance(v, (_np.integer, _np.floating, _np.bool_)):
+        return v.item()
+    return None
+
+
+# ---- node side table: the non-tensor arguments of nodes that have any (for text and execution) ----
+_attrs = {}
+
+
+def _drop_attrs(ref, _a=_attrs):
+    _a.pop(ref.key, None)
+
+
+def set_attrs(node, kind, args, tags):
+    """Record what a node needs beyond its op and operands: ``kind`` (kernel key), ``args`` and the
+    ``tags`` text LTC prints after the op (e.g. ``dim=1, keepdim=0, dtype=null``)."""
+    k = id(node)
+    _attrs[k] = (weakref.KeyedRef(node, _drop_attrs, k), kind, args, tags)
+
+
+def node_attrs(node):
+    """(kind, args, tags) recorded for ``node``, or None."""
+    e = _attrs.get(id(node))
+    if e is None or e[0]() is not node:
+        return None
+    return e[1:]
+
+
+# ---- live tensors ----
+_live = {}
+_next_id = itertools.count(1).__next__
+_ref = weakref.ref
+_new = object.__new__
+
+
+def live_tensors():
+    """The live lazy tensors, in ascending id (LTC's DeviceContextArena order)."""
+    out = []
+    for i in sorted(_live):
+        t = _live[i]()
+        if t is not None:
+            out.append(t)
+    return out
+
+
+def _wrap(node, shape):
+    if _forced and node.op.qualified_name in _forced:
+        return _run_forced(node, shape)
+    t = _new(LazyTensor)
+    t._node = node
+    t._handle = None
+    t._src = None
+    t._shape = shape
+    i = t._id = _next_id()
+    _live[i] = _ref(t)
+    _c_create[0] += 1
+    return t
+
+
+_wrap_plain = _wrap
+
+
+def _wrap_reuse(node, shape):
+    from accel.lazy.trie import TrieCache
+    tc = TrieCache.get()
+    hit = tc._lookup(node)
+    if hit is None:
+        tc.insert(node)
+    else:
+        node = hit
+    return _wrap_plain(node, shape)
+
+
+def _dd(shape, handle):
+    """A device-data node (reused from the TrieCache when IR reuse is on)."""
+    if _reuse[0]:
+        from accel.lazy.trie import TrieCache
+        return TrieCache.get().reuse_or_make_device_data(shape, handle, DEVICE)
+    return _device_data(shape, handle, DEVICE)
+
+
+def _fmt_size(sizes):
+    return "[" + ", ".join(str(s) for s in sizes) + "]"
+
+
+def _dim_list(v):
+    return " ".join(str(x) for x in v)
+
+
+def _norm_dim(dim, ndim, what="dim"):
+    if type(dim) is not int:
+        try:
+            dim = operator.index(dim)
+        except TypeError:
+            raise TypeError(f"{what} must be an int, got {type(dim).__name__}: {dim!r}") from None
+    n = ndim if ndim > 0 else 1
+    if not -n <= dim < n:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
+    return dim + n if dim < 0 else dim
+
+
+def _int_list(values, what):
+    if len(values) == 1 and isinstance(values[0], (tuple, list)):
+        values = values[0]
+    out = []
+    for v in values:
+        try:
+            out.append(operator.index(v))
+        except TypeError:
+            raise TypeError(f"{what} must be ints, got {type(v).__name__}: {v!r}") from None
+    return out
+
+
+def _broadcast(sa, sb):
+    if sa == sb:
+        return sa
+    na, nb = len(sa), len(sb)
+    n = max(na, nb)
+    out = []
+    for i in range(n):
+        a = sa[i - n + na] if i - n + na >= 0 else 1
+        b = sb[i - n + nb] if i - n + nb >= 0 else 1
+        if a == b or b == 1:
+            out.append(a)
+        elif a == 1:
+            out.append(b)
+        else:
+            raise RuntimeError(f"The size of tensor a ({a}) must match the size of tensor b ({b}) at "
+                               f"non-singleton dimension {i}")
+    return tuple(out)
+
+
+def _prio(t):
+    return D.DIM if t._shape.sizes else D.ZERO_DIM
+
+
+# OpKinds and hash seeds used on the hot path.
+_K = {}
+
+
+def _op(name):
+    k = _K.get(name)
+    if k is None:
+        k = _K[name] = _OpKind(name)
+    return k
+
+
+_ME = _hash.mhash()          # MHash(): the seed of codegen nodes without scalar arguments
+_NULL = _hash.NULL_OPT
+
+
+def _seed(*values):
+    return _hash.mhash(*values)
+
+
+def _dtype_hash(code):
+    return _hash.hash_scalar(code, "scalar_type")
+
+
+def _dtype_name(code):
+    return _ir.scalar_type_name(code)
+
+
+# force_fallback: op names (e.g. "aten::add") run eagerly instead of being traced.
+_forced = set()
+
+
+def _emit(opname, operands, code, sizes, seed=None, kind=None, args=None, tags=None):
+    """Build one node and wrap it in a new tensor (the common path of every op)."""
+    shape = _shape(code, sizes)
+    n = Node(_op(opname), operands, (shape,), 1, _ME if seed is None else seed)
+    if tags is not None or kind is not None:
+        set_attrs(n, kind or opname, args, tags)
+    return _wrap(n, shape)
+
+
+class LazyTensor:
+    """A tensor on the lazy device; ops trace LTC IR, ``numpy()`` syncs and returns the values."""
+    __slots__ = ("_node", "_handle", "_src", "_shape", "_id", "__weakref__")
+    __array_priority__ = 1000          # numpy scalars on the left defer to our reflected operators
+
+    def __init__(self, *args, **kwargs):
+        raise TypeError("LazyTensor cannot be built directly: use accel.lazy.tensor(array)")
+
+    def __del__(self):
+        try:
+            _live.pop(self._id, None)
+            _c_destroy[0] += 1
+        except Exception:       # interpreter shutdown: the module globals may be gone
+            pass
+
+    # ---- IR value ----
+    def _ir(self):
+        """The tensor's IR node (LazyTensor::GetIrValue): device-data nodes are made on first use."""
+        n = self._node
+        if n is not None:
+            return n
+        h = self._handle
+        if h is None:
+            src = self._src
+            if src is None:
+                raise RuntimeError("lazy tensor has neither IR nor data")
+            a = src.array
+            if a.ndim == 0:
+                code = self._shape.dtype
+                h = _cached_data((code, a.tobytes()), lambda: a)
+            else:
+                h = src
+            n = _dd(self._shape, h)
+        else:
+            n = _dd(self._shape, h)
+        self._node = n
+        return n
+
+    # ---- properties ----
+    @property
+    def shape(self):
+        return tuple(self._shape.sizes)
+
+    def size(self, dim=None):
+        s = self.shape
+        return s if dim is None else s[_norm_dim(dim, len(s))]
+
+    @property
+    def dtype(self):
+        return D.CODE_TO_NP[self._shape.dtype]
+
+    @property
+    def ndim(self):
+        return len(self._shape.sizes)
+
+    def dim(self):
+        return len(self._shape.sizes)
+
+    def numel(self):
+        n = 1
+        for s in self._shape.sizes:
+            n *= s
+        return n
+
+    @property
+    def device(self):
+        return "lazy:0"
+
+    def __len__(self):
+        if not self._shape.sizes:
+            raise TypeError("len() of a 0-d tensor")
+        return self._shape.sizes[0]
+
+    def numpy(self):
+        """The values as a new numpy array; syncs this tensor when it holds IR."""
+        from accel.lazy import executor
+        return executor.tensor_value(self).copy()
+
+    def item(self):
+        if self.numel() != 1:
+            raise RuntimeError(f"a Tensor with {self.numel()} elements cannot be converted to Scalar")
+        return self.numpy().item()
+
+    def __repr__(self):
+        state = "data" if self._node is None else str(self._node.op)
+        return f"<LazyTensor id={self._id} {_dtype_name(self._shape.dtype)}{list(self._shape.sizes)} {state}>"
+
+    def __bool__(self):
+        raise RuntimeError("the truth value of a lazy tensor is ambiguous; call .item() or .numpy()")
+
+    # ---- binary arithmetic ----
+    def add(self, other, alpha=1):
+        return _add_sub("add", self, other, alpha)
+
+    def sub(self, other, alpha=1):
+        return _add_sub("sub", self, other, alpha)
+
+    def mul(self, other):
+        return _binary("mul", self, other)
+
+    def div(self, other):
+        return _binary("div", self, other)
+
+    def pow(self, exponent):
+        return _binary("pow", self, exponent)
+
+    def maximum(self, other):
+        return _binary_tt("maximum", self, other)
+
+    def minimum(self, other):
+        return _binary_tt("minimum", self, other)
+
+    def __add__(self, other):
+        return _add_sub("add", self, other, 1)
+
+    def __radd__(self, other):
+        return _add_sub("add", self, other, 1)
+
+    def __sub__(self, other):
+        return _add_sub("sub", self, other, 1)
+
+    def __rsub__(self, other):
+        return _rsub(self, other)
+
+    def __mul__(self, other):
+        return _binary("mul", self, other)
+
+    __rmul__ = __mul__
+
+    def __truediv__(self, other):
+        return _binary("div", self, other)
+
+    def __rtruediv__(self, other):
+        return _rdiv(self, other)
+
+    def __pow__(self, other):
+        return _binary("pow", self, other)
+
+    def __rpow__(self, other):
+        return _rpow(self, other)
+
+    def __neg__(self):
+        return _unary("neg", self)
+
+    def __abs__(self):
+        return _unary("abs", self)
+
+    def __matmul__(self, other):
+        return matmul(self, other)
+
+    def __rmatmul__(self, other):
+        return matmul(other, self)
+
+    def matmul(self, other):
+        return matmul(self, other)
+
+    def mm(self, other):
+        return mm(self, other)
+
+    def bmm(self, other):
+        return bmm(self, other)
+
+    # ---- unary ----
+    def neg(self):
+        return _unary("neg", self)
+
+    def abs(self):
+        return _unary("abs", self)
+
+    def exp(self):
+        return _unary("exp", self)
+
+    def log(self):
+        return _unary("log", self)
+
+    def sqrt(self):
+        return _unary("sqrt", self)
+
+    def rsqrt(self):
+        return _unary("rsqrt", self)
+
+    def sin(self):
+        return _fallback_unary("sin", self)
+
+    def cos(self):
+        return _unary("cos", self)
+
+    def tanh(self):
+        return _unary("tanh", self)
+
+    def sigmoid(self):
+        return _unary("sigmoid", self)
+
+    def relu(self):
+        return _unary("relu", self)
+
+    def reciprocal(self):
+        return _unary("reciprocal", self)
+
+    # ---- reductions ----
+    def sum(self, dim=None, keepdim=False):
+        return _reduce("sum", self, dim, keepdim)
+
+    def mean(self, dim=None, keepdim=False):
+        return _reduce("mean", self, dim, keepdim)
+
+    def amax(self, dim=(), keepdim=False):
+        return _amax(self, dim, keepdim)
+
+    # ---- shapes ----
+    def view(self, *shape):
+        return _view(self, shape, "view_copy_symint")
+
+    def reshape(self, *shape):
+        return _view(self, shape, "view_copy_symint")
+
+    def t(self):
+        return _t(self)
+
+    def transpose(self, dim0, dim1):
+        return _transpose(self, dim0, dim1)
+
+    def permute(self, *dims):
+        return _permute(self, dims)
+
+    def unsqueeze(self, dim):
+        return _unsqueeze(self, dim)
+
+    def squeeze(self, dim=None):
+        return _squeeze(self, dim)
+
+    def expand(self, *sizes):
+        return _expand(self, sizes)
+
+    # ---- others ----
+    def softmax(self, dim):
+        return _softmax("_softmax", self, dim)
+
+    def log_softmax(self, dim):
+        return _softmax("_log_softmax", self, dim)
+
+    def clamp(self, min=None, max=None):
+        return _clamp(self, min, max)
+
+    def to(self, dtype):
+        return _to(self, dtype)
+
+
+def _check_tensor(t, what):
+    if type(t) is not LazyTensor:
+        raise TypeError(f"{what} must be a lazy tensor, got {type(t).__name__}: {t!r}")
+
+
+def tensor(data, dtype=None):
+    """A lazy tensor holding a copy of ``data`` (a numpy array or anything numpy.asarray takes, e.g. a
+    Python scalar): torch.from_numpy(a).to("lazy")."""
+    if type(data) is LazyTensor:
+        raise TypeError("tensor() needs array data, got a lazy tensor (use .to(dtype) or the tensor itself)")
+    if isinstance(data, (bool, int, float)) and dtype is None:
+        a = _np.array(data, dtype=_np.int64 if type(data) is int else None)
+        if a.dtype == _np.float64 and type(data) is float:
+            a = a.astype(_np.float32)          # torch.tensor(1.5) is Float
+    else:
+        a = _np.array(data, dtype=None if dtype is None else D.CODE_TO_NP[D.to_code(dtype)], copy=True)
+    code = D.NP_TO_CODE.get(a.dtype.newbyteorder("=") if a.dtype.byteorder == ">" else a.dtype)
+    if code is None:
+        raise TypeError(f"tensor() got numpy dtype {a.dtype}; supported: "
+                        f"{', '.join(str(d) for d in D.CODE_TO_NP.values())}")
+    if not a.flags.c_contiguous or a.dtype != D.CODE_TO_NP[code]:
+        a = _np.array(a, dtype=D.CODE_TO_NP[code], order="C")
+    a.flags.writeable = False
+    t = _wrap(None, _shape(code, tuple(int(s) for s in a.shape)))
+    t._src = Data(a)
+    return t
+
+
+# ---------------------------------------------------------------- elementwise ops
+_UNARY_FLOAT = frozenset(("exp", "log", "sqrt", "rsqrt", "cos", "tanh", "sigmoid", "reciprocal"))
+_UNARY_SAME = frozenset(("neg", "abs", "relu"))
+
+
+def _unary(name, a):
+    s = a._shape
+    code = s.dtype
+    if name in _UNARY_FLOAT:
+        if code not in D.FLOATS:
+            code = D.DEFAULT_FLOAT
+    elif code == D.BOOL and name == "neg":
+        raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. "
+                           "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.")
+    _fn_counter(name)[0] += 1
+    if code == s.dtype:
+        n = Node(_op("aten::" + name), (a._node if a._node is not None else a._ir(),), (s,), 1, _ME)
+        return _wrap(n, s)
+    return _emit("aten::" + name, (a._ir(),), code, s.sizes)
+
+
+def _binary(name, a, b):
+    """mul / div / pow with a tensor or a Python number on the right (both orders for mul via __rmul__)."""
+    if type(b) is LazyTensor:
+        return _binary_tt(name, a, b)
+    v = _as_number(b)
+    if v is None:
+        raise TypeError(f"{name}(): expected a lazy tensor or a Python number as 'other', got "
+                        f"{type(b).__name__}: {b!r}")
+    s = a._shape
+    code = s.dtype
+    vc = _scalar_code(v)
+    if vc != code:
+        code = D.result_type(((code, D.DIM if s.sizes else D.ZERO_DIM), (vc, D.WRAPPED)))
+    if name == "div" and code not in D.FLOATS:
+        code = D.DEFAULT_FLOAT
+    _fn_counter(name)[0] += 1
+    x = a._node if a._node is not None else a._ir()
+    operands = (x, _scalar_node(v))
+    if code == s.dtype:
+        return _wrap(Node(_op("aten::" + name), operands, (s,), 1, _ME), s)
+    return _emit("aten::" + name, operands, code, s.sizes)
+
+
+def _binary_tt(name, a, b):
+    _check_tensor(a, f"{name}() input")
+    _check_tensor(b, f"{name}() other")
+    sa, sb = a._shape, b._shape
+    sizes = _broadcast(sa.sizes, sb.sizes)
+    if sa.dtype == sb.dtype:
+        code = sa.dtype
+    else:
+        code = D.result_type(((sa.dtype, _prio(a)), (sb.dtype, _prio(b))))
+    if name == "div" and code not in D.FLOATS:
+        code = D.DEFAULT_FLOAT
+    _fn_counter(name)[0] += 1
+    x = a._node if a._node is not None else a._ir()
+    y = b._node if b._node is not None else b._ir()
+    if code == sa.dtype and sizes is sa.sizes:
+        return _wrap(Node(_op("aten::" + name), (x, y), (sa,), 1, _ME), sa)
+    return _emit("aten::" + name, (x, y), code, sizes)
+
+
+def _add_sub(name, a, b, alpha):
+    """add/sub(self, other, alpha): other and alpha become operands (Python numbers through the data cache)."""
+    if type(a) is not LazyTensor:                  # 2 + t reaches here as __radd__ with the tensor in a
+        a, b = b, a
+    av = _as_number(alpha)
+    if av is None:
+        raise TypeError(f"{name}(): alpha must be a Python number, got {type(alpha).__name__}: {alpha!r}")
+    if type(b) is LazyTensor:
+        sa, sb = a._shape, b._shape
+        sizes = _broadcast(sa.sizes, sb.sizes)
+        code = sa.dtype if sa.dtype == sb.dtype else D.result_type(((sa.dtype, _prio(a)), (sb.dtype, _prio(b))))
+        y = b._node if b._node is not None else b._ir()
+    else:
+        v = _as_number(b)
+        if v is None:
+            raise TypeError(f"{name}(): expected a lazy tensor or a Python number as 'other', got "
+                            f"{type(b).__name__}: {b!r}")
+        sa = a._shape
+        sizes = sa.sizes
+        vc = _scalar_code(v)
+        code = sa.dtype if vc == sa.dtype else D.result_type(((sa.dtype, _prio(a)), (vc, D.WRAPPED)))
+        y = _scalar_node(v)
+    if code == D.BOOL and name == "sub":
+        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. "
+                           "Use the `^` or `logical_xor()` operator instead.")
+    if type(av) is float and code not in D.FLOATS:
+        raise RuntimeError(f"For integral input tensors, argument alpha must not be a floating point number "
+                           f"(got alpha={av!r})")
+    _fn_counter(name)[0] += 1
+    x = a._node if a._node is not None else a._ir()
+    operands = (x, y, _scalar_node(av))
+    if code == sa.dtype and sizes is sa.sizes:
+        return _wrap(Node(_op("aten::" + name), operands, (sa,), 1, _ME), sa)
+    return _emit("aten::" + name, operands, code, sizes)
+
+
+def _rsub(a, other):
+    """other - a for a Python number: sub(scalar, a, alpha) (LTC records the wrapped number first)."""
+    v = _as_number(other)
+    if v is None:
+        raise TypeError(f"rsub(): expected a Python number, got {type(other).__name__}: {other!r}")
+    s = a._shape
+    vc = _scalar_code(v)
+    code = s.dtype if vc == s.dtype else D.result_type(((s.dtype, _prio(a)), (vc, D.WRAPPED)))
+    _fn_counter("sub")[0] += 1
+    return _emit("aten::sub", (_scalar_node(v), a._ir(), _scalar_node(1)), code, s.sizes)
+
+
+def _rdiv(a, other):
+    """other / a for a Python number: reciprocal(a) * other, as torch decomposes it."""
+    v = _as_number(other)
+    if v is None:
+        raise TypeError(f"rdiv(): expected a Python number, got {type(other).__name__}: {other!r}")
+    return _binary("mul", _unary("reciprocal", a), v)
+
+
+def _rpow(a, other):
+    """number ** a: torch has no lazy kernel for pow.Scalar; it runs eagerly (counter aten::pow.Scalar)."""
+    v = _as_number(other)
+    if v is None:
+        raise TypeError(f"rpow(): expected a Python number, got {type(other).__name__}: {other!r}")
+    s = a._shape
+    code = D.result_type(((s.dtype, _prio(a)), (_scalar_code(v), D.WRAPPED)))
+    return _fallback("aten::pow.Scalar", "rpow", [a, v], code)
+
+
+def _fallback_unary(name, a):
+    code = a._shape.dtype
+    return _fallback("aten::" + name, name, [a], code if code in D.FLOATS else D.DEFAULT_FLOAT)
+
+
+def _clamp(a, lo, hi):
+    _check_tensor(a, "clamp() input")
+    if lo is None and hi is None:
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    lov = None if lo is None else _as_number(lo)
+    hiv = None if hi is None else _as_number(hi)
+    if (lo is not None and lov is None) or (hi is not None and hiv is None):
+        raise TypeError(f"clamp(): min and max must be Python numbers or None, got min={lo!r}, max={hi!r}")
+    s = a._shape
+    ops = [(s.dtype, _prio(a))] + [(_scalar_code(v), D.WRAPPED) for v in (lov, hiv) if v is not None]
+    code = D.result_type(ops)
+    _fn_counter("clamp")[0] += 1
+    x = a._ir()
+    operands = (x, None if lov is None else _scalar_node(lov), None if hiv is None else _scalar_node(hiv))
+    return _emit("aten::clamp", operands, code, s.sizes, None, "aten::clamp", (lov is not None, hiv is not None))
+
+
+# ---------------------------------------------------------------- matmul family
+def _mat_check(a, b, what):
+    _check_tensor(a, f"{what}() input")
+    _check_tensor(b, f"{what}() other")
+    if a._shape.dtype != b._shape.dtype:
+        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {_dtype_name(a._shape.dtype)} "
+                           f"!= {_dtype_name(b._shape.dtype)}")
+
+
+def mm(a, b):
+    """Matrix product of two 2-D tensors (aten::mm)."""
+    _mat_check(a, b, "mm")
+    sa, sb = a._shape.sizes, b._shape.sizes
+    if len(sa) != 2 or len(sb) != 2:
+        raise RuntimeError(f"mm: expected 2D tensors, got {len(sa)}D and {len(sb)}D "
+                           f"(shapes {_fmt_size(sa)} and {_fmt_size(sb)})")
+    if sa[1] != sb[0]:
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({sa[0]}x{sa[1]} and {sb[0]}x{sb[1]})")
+    _fn_counter("mm")[0] += 1
+    return _emit("aten::mm", (a._ir(), b._ir()), a._shape.dtype, (sa[0], sb[1]))
+
+
+def bmm(a, b):
+    """Batched matrix product of two 3-D tensors (aten::bmm)."""
+    _mat_check(a, b, "bmm")
+    sa, sb = a._shape.sizes, b._shape.sizes
+    if len(sa) != 3 or len(sb) != 3:
+        raise RuntimeError(f"batch1 must be a 3D tensor and batch2 must be a 3D tensor, got shapes "
+                           f"{_fmt_size(sa)} and {_fmt_size(sb)}")
+    if sa[0] != sb[0] or sa[2] != sb[1]:
+        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: [{sa[0]}, {sa[2]}] "
+                           f"but got: [{sb[0]}, {sb[1]}].")
+    _fn_counter("bmm")[0] += 1
+    return _emit("aten::bmm", (a._ir(), b._ir()), a._shape.dtype, (sa[0], sa[1], sb[2]))
+
+
+def _mv(a, b):
+    _fn_counter("mv")[0] += 1
+    sa, sb = a._shape.sizes, b._shape.sizes
+    if sa[1] != sb[0]:
+        raise RuntimeError(f"size mismatch, got input ({sa[0]}), mat ({sa[0]}x{sa[1]}), vec ({sb[0]})")
+    return _emit("aten::mv", (a._ir(), b._ir()), a._shape.dtype, (sa[0],))
+
+
+def matmul(a, b):
+    """torch.matmul, decomposed as torch does before LTC sees it: mm / mv / unsqueeze+mm+squeeze /
+    view+mm+view (N-D @ 2-D) / expand+view+bmm+view (batched), and dot (1-D @ 1-D) eagerly."""
+    _mat_check(a, b, "matmul")
+    sa, sb = a._shape.sizes, b._shape.sizes
+    da, db = len(sa), len(sb)
+    if da == 0 or db == 0:
+        raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are {da}D and {db}D")
+    if da == 1 and db == 1:
+        if sa[0] != sb[0]:
+            raise RuntimeError(f"inconsistent tensor size, expected tensor [{sa[0]}] and src [{sb[0]}] to have "
+                               f"the same number of elements, but got {sa[0]} and {sb[0]} elements respectively")
+        return _fallback("aten::dot", "dot", [a, b], a._shape.dtype)
+    if da == 2 and db == 2:
+        return mm(a, b)
+    if da == 2 and db == 1:
+        return _mv(a, b)
+    if da == 1 and db == 2:
+        return _squeeze(mm(_unsqueeze(a, 0), b), 0)
+    if da >= 3 and db == 2:
+        if sa[-1] != sb[0]:
+            raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied "
+                               f"({_numel(sa[:-1])}x{sa[-1]} and {sb[0]}x{sb[1]})")
+        folded = _view(a, (_numel(sa[:-1]), sa[-1]), "_unsafe_view")
+        return _view(mm(folded, b), sa[:-1] + (sb[1],), "_unsafe_view")
+    if da >= 3 and db >= 3 and sa[:-2] == sb[:-2] and _numel(sb[:-2]) != 1:
+        if sa[-1] != sb[-2]:
+            raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
+                               f"[{_numel(sa[:-2])}, {sa[-1]}] but got: [{_numel(sb[:-2])}, {sb[-2]}].")
+        batch = _numel(sa[:-2])
+        x = _view(_expand(a, sa), (batch,) + sa[-2:], "view_copy_symint")
+        y = _view(_expand(b, sb), (batch,) + sb[-2:], "view_copy_symint")
+        return _view(bmm(x, y), sa[:-2] + (sa[-2], sb[-1]), "_unsafe_view")
+    raise NotImplementedError(f"matmul of shapes {_fmt_size(sa)} and {_fmt_size(sb)} is not supported by accel.lazy "
+                              "(supported: 1-D/2-D operands, N-D @ 2-D, and N-D @ N-D with equal batch sizes)")
+
+
+def _numel(sizes):
+    n = 1
+    for s in sizes:
+        n *= s
+    return n
+
+
+# ---------------------------------------------------------------- reductions
+def _reduce(name, a, dim, keepdim):
+    _check_tensor(a, f"{name}() input")
+    if type(keepdim) is not bool:
+        raise TypeError(f"{name}(): keepdim must be a bool, got {type(keepdim).__name__}: {keepdim!r}")
+    s = a._shape
+    code = s.dtype
+    if name == "sum":
+        if code not in D.FLOATS:
+            code = D.INT64
+    elif code not in D.FLOATS:
+        raise RuntimeError(f"mean(): could not infer output dtype. Input dtype must be either a floating point "
+                           f"or complex dtype. Got: {_dtype_name(code)}")
+    _fn_counter(name)[0] += 1
+    nd = len(s.sizes)
+    if dim is None and not keepdim:
+        return _emit("aten::" + name, (a._ir(),), code, (), _seed(None), "aten::" + name + ".all", None,
+                     "dtype=null")
+    if dim is None:
+        dims = None
+        axes = tuple(range(nd))
+    else:
+        dims = [dim] if not isinstance(dim, (tuple, list)) else list(dim)
+        dims = _int_list(dims, f"{name}() dim") if dims else []
+        axes = tuple(_norm_dim(d, nd) for d in dims)
+        if len(set(axes)) != len(axes):
+            raise RuntimeError(f"dim {axes[0]} appears multiple times in the list of dims")
+        if not axes:
+            axes = tuple(range(nd))
+    sizes = tuple((1 if i in axes else n) for i, n in enumerate(s.sizes) if keepdim or i not in axes)
+    tags = f"dim={'null' if dims is None else _dim_list(dims)}, keepdim={int(keepdim)}, dtype=null"
+    return _emit("aten::" + name, (a._ir(),), code, sizes, _seed(dims, keepdim, None),
+                 "aten::" + name + ".dim", (axes, keepdim), tags)
+
+
+def _amax(a, dim, keepdim):
+    _check_tensor(a, "amax() input")
+    nd = a.ndim
+    dims = [dim] if not isinstance(dim, (tuple, list)) else list(dim)
+    axes = tuple(_norm_dim(d, nd) for d in _int_list(dims, "amax() dim")) or tuple(range(nd))
+    if type(keepdim) is not bool:
+        raise TypeError(f"amax(): keepdim must be a bool, got {type(keepdim).__name__}: {keepdim!r}")
+    return _fallback("aten::amax", ("amax", axes, keepdim), [a], a._shape.dtype)
+
+
+# ---------------------------------------------------------------- views (functionalised *_copy ops)
+def _infer_size(shape, numel):
+    shape = list(shape)
+    neg = [i for i, s in enumerate(shape) if s == -1]
+    if len(neg) > 1:
+        raise RuntimeError("only one dimension can be inferred")
+    for s in shape:
+        if s < -1:
+            raise RuntimeError(f"invalid shape dimension {s}")
+    known = _numel([s for s in shape if s != -1])
+    if neg:
+        if known == 0 or numel % known:
+            raise RuntimeError(f"shape '{_fmt_size(shape)}' is invalid for input of size {numel}")
+        shape[neg[0]] = numel // known
+    elif known != numel:
+        raise RuntimeError(f"shape '{_fmt_size(shape)}' is invalid for input of size {numel}")
+    return tuple(shape)
+
+
+def _view(a, shape, counter):
+    _check_tensor(a, "view() input")
+    size = _int_list(shape, "view() size")
+    s = a._shape
+    out = _infer_size(size, _numel(s.sizes))
+    _fn_counter(counter)[0] += 1
+    return _emit("aten::view_copy", (a._ir(),), s.dtype, out, _seed(size), "reshape", None,
+                 "size=" + _dim_list(size))
+
+
+def _t(a):
+    _check_tensor(a, "t() input")
+    s = a._shape
+    if len(s.sizes) > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {len(s.sizes)}D")
+    _fn_counter("t_copy")[0] += 1
+    return _emit("aten::t_copy", (a._ir(),), s.dtype, tuple(reversed(s.sizes)), None, "aten::t_copy")
+
+
+def _transpose(a, d0, d1):
+    _check_tensor(a, "transpose() input")
+    s = a._shape
+    nd = len(s.sizes)
+    i, j = _norm_dim(d0, nd, "dim0"), _norm_dim(d1, nd, "dim1")
+    sizes = list(s.sizes)
+    if nd:
+        sizes[i], sizes[j] = sizes[j], sizes[i]
+    perm = list(range(nd))
+    if nd:
+        perm[i], perm[j] = perm[j], perm[i]
+    _fn_counter("transpose_copy")[0] += 1
+    d0, d1 = operator.index(d0), operator.index(d1)
+    return _emit("aten::transpose_copy", (a._ir(),), s.dtype, tuple(sizes), _seed(d0, d1), "permute",
+                 tuple(perm), f"dim0={d0}, dim1={d1}")
+
+
+def _permute(a, dims):
+    _check_tensor(a, "permute() input")
+    dims = _int_list(dims, "permute() dims")
+    s = a._shape
+    nd = len(s.sizes)
+    if len(dims) != nd:
+        raise RuntimeError(f"permute(sparse_coo): number of dimensions in the tensor input does not match the "
+                           f"length of the desired ordering of dimensions i.e. input.dim() = {nd} is not equal to "
+                           f"len(dims) = {len(dims)}")
+    perm = tuple(_norm_dim(d, nd) for d in dims)
+    if len(set(perm)) != nd:
+        raise RuntimeError(f"permute(): duplicate dims are not allowed, got {dims}")
+    _fn_counter("permute_copy")[0] += 1
+    return _emit("aten::permute_copy", (a._ir(),), s.dtype, tuple(s.sizes[p] for p in perm), _seed(dims),
+                 "permute", perm, "dims=" + _dim_list(dims))
+
+
+def _unsqueeze(a, dim):
+    _check_tensor(a, "unsqueeze() input")
+    s = a._shape
+    nd = len(s.sizes)
+    d = operator.index(dim)
+    if not -(nd + 1) <= d <= nd:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-(nd + 1)}, {nd}], but got {d})")
+    pos = d + nd + 1 if d < 0 else d
+    sizes = s.sizes[:pos] + (1,) + s.sizes[pos:]
+    _fn_counter("unsqueeze_copy")[0] += 1
+    return _emit("aten::unsqueeze_copy", (a._ir(),), s.dtype, sizes, _seed(d), "reshape", None, f"dim={d}")
+
+
+def _squeeze(a, dim=None):
+    _check_tensor(a, "squeeze() input")
+    s = a._shape
+    _fn_counter("squeeze_copy")[0] += 1
+    if dim is None:
+        sizes = tuple(n for n in s.sizes if n != 1)
+        return _emit("aten::squeeze_copy", (a._ir(),), s.dtype, sizes, None, "reshape")
+    d = operator.index(dim)
+    pos = _norm_dim(d, len(s.sizes))
+    sizes = s.sizes if not s.sizes or s.sizes[pos] != 1 else s.sizes[:pos] + s.sizes[pos + 1:]
+    return _emit("aten::squeeze_copy", (a._ir(),), s.dtype, sizes, _seed(d), "reshape", None, f"dim={d}")
+
+
+def _expand(a, sizes):
+    _check_tensor(a, "expand() input")
+    size = _int_list(sizes, "expand() size")
+    s = a._shape
+    nd, n = len(s.sizes), len(size)
+    if n < nd:
+        raise RuntimeError(f"expand(torch.FloatTensor{{{_fmt_size(s.sizes)}}}, size={_fmt_size(size)}): the number "
+                           f"of sizes provided ({n}) must be greater or equal to the number of dimensions in the "
+                           f"tensor ({nd})")
+    out = []
+    for i, want in enumerate(size):
+        j = i - (n - nd)
+        have = s.sizes[j] if j >= 0 else 1
+        if want == -1:
+            if j < 0:
+                raise RuntimeError(f"The expanded size of the tensor (-1) isn't allowed in a leading, "
+                                   f"non-existing dimension {i}")
+            want = have
+        elif have != want and have != 1:
+            raise RuntimeError(f"The expanded size of the tensor ({want}) must match the existing size ({have}) at "
+                               f"non-singleton dimension {i}.  Target sizes: {_fmt_size(size)}.  Tensor sizes: "
+                               f"{_fmt_size(s.sizes)}")
+        out.append(want)
+    _fn_counter("expand_copy_symint")[0] += 1
+    return _emit("aten::expand_copy", (a._ir(),), s.dtype, tuple(out), _seed(size, False), "expand", None,
+                 f"size={_dim_list(size)}, implicit=0")
+
+
+# ---------------------------------------------------------------- others
+def _softmax(opname, a, dim):
+    _check_tensor(a, f"{opname[1:]}() input")
+    s = a._shape
+    if s.dtype not in D.FLOATS:
+        raise RuntimeError(f"{opname[1:]}(): expected a floating point input, got {_dtype_name(s.dtype)}")
+    d = operator.index(dim)
+    axis = _norm_dim(d, len(s.sizes))
+    _fn_counter(opname)[0] += 1
+    return _emit("aten::" + opname, (a._ir(),), s.dtype, s.sizes, _seed(d, False), "aten::" + opname, axis,
+                 f"dim={d}, half_to_float=0")
+
+
+_TO_COPY_NULLS = (_NULL, _NULL, _NULL)
+
+
+def _to(a, dtype):
+    _check_tensor(a, "to() input")
+    code = D.to_code(dtype, "to() dtype")
+    s = a._shape
+    if code == s.dtype:
+        return a
+    _fn_counter("_to_copy")[0] += 1
+    seed = _hash.mhash_hashes((_dtype_hash(code),) + _TO_COPY_NULLS + (_hash.hash_value(False), _NULL))
+    return _emit("aten::_to_copy", (a._ir(),), code, s.sizes, seed, "aten::_to_copy", None,
+                 f"dtype={_dtype_name(code)}, layout=null, device=null, pin_memory=null, non_blocking=0, "
+                 "memory_format=null")
+
+
+def cat(tensors, dim=0):
+    """Concatenate along ``dim``: a lazy_tensors::tensor_list node feeding aten::cat."""
+    if isinstance(tensors, LazyTensor) or not isinstance(tensors, (list, tuple)):
+        raise TypeError(f"cat() expects a list or tuple of lazy tensors, got {type(tensors).__name__}")
+    if not tensors:
+        raise RuntimeError("torch.cat(): expected a non-empty list of Tensors")
+    for i, t in enumerate(tensors):
+        _check_tensor(t, f"cat() tensors[{i}]")
+    first = tensors[0]._shape.sizes
+    nd = len(first)
+    if nd == 0:
+        raise RuntimeError("zero-dimensional tensor (at position 0) cannot be concatenated")
+    d = operator.index(dim)
+    axis = _norm_dim(d, nd)
+    total = 0
+    for i, t in enumerate(tensors):
+        sz = t._shape.sizes
+        if len(sz) != nd:
+            raise RuntimeError(f"Tensors must have same number of dimensions: got {nd} and {len(sz)}")
+        for k in range(nd):
+            if k != axis and sz[k] != first[k]:
+                raise RuntimeError(f"Sizes of tensors must match except in dimension {axis}. Expected size "
+                                   f"{first[k]} but got size {sz[k]} for tensor number {i} in the list.")
+        total += sz[axis]
+    code = D.result_type([(t._shape.dtype, D.DIM) for t in tensors])
+    _fn_counter("cat")[0] += 1
+    lst = Node(_op("lazy_tensors::tensor_list"), [t._ir() for t in tensors], ())
+    sizes = first[:axis] + (total,) + first[axis + 1:]
+    return _emit("aten::cat", (lst,), code, sizes, _seed(d), "aten::cat", (axis,), f"dim={d}")
+
+
+# ---------------------------------------------------------------- eager fallback
+def _fallback(counter, name, inputs, code):
+    """Run an op LTC has no lazy kernel for eagerly (its CPU fallback): the inputs are computed without
+    changing their IR, the result (cast to torch's dtype ``code``) is a new tensor holding data."""
+    from accel.lazy import backend, executor
+    _metrics.Counter(counter).add(1)
+    tensors = [t for t in inputs if type(t) is LazyTensor]
+    values = iter(executor.compute_values(tensors))
+    args = [next(values) if type(t) is LazyTensor else t for t in inputs]
+    result = _np.asarray(backend.eager(name, args)).astype(D.CODE_TO_NP[code], copy=False)
+    _fn_counter("_to_copy")[0] += 1
+    return tensor(result)
+
+
+def _run_forced(node, shape):
+    """A traced op whose name is in force_fallback: computed now from its inputs, returned as data."""
+    from accel.lazy import executor
+    _forced_cells = _metrics.Counter(node.op.qualified_name)
+    _forced_cells.add(1)
+    value = executor.compute_nodes([node])[0]
+    _fn_counter("_to_copy")[0] += 1
+    return tensor(value)
+
+
+def force_fallback(op=None):
+    """Make ``op`` (e.g. "aten::add") run eagerly instead of being traced; None or "" clears the setting.
+    Returns the ops now forced (torch._C._lazy._set_force_fallback sets one name)."""
+    if op is None or op == "":
+        _forced.clear()
+    elif not isinstance(op, str) or "::" not in op:
+        raise ValueError(f"force_fallback needs an op name like 'aten::add', got {op!r}")
+    else:
+        _forced.add(op)
+    return sorted(_forced)
+
+
+def get_force_fallback():
+    """The ops forced to run eagerly, joined by ',' ('' when none)."""
+    return ",".join(sorted(_forced))
+
+
+# ---- IR reuse (LTC's TrieCache, torch._C._lazy._set_reuse_ir) ----
+_reuse = [False]
+
+
+def set_reuse_ir(flag):
+    """With ``flag`` on, every op and device-data node is looked up in the TrieCache first and an equal node
+    from an earlier step is reused (counters IrNodeReused_*, TrieForked); off by default, as in LTC."""
+    if type(flag) is not bool:
+        raise TypeError(f"set_reuse_ir needs a bool, got {type(flag).__name__}: {flag!r}")
+    global _wrap
+    _reuse[0] = flag
+    _wrap = _wrap_reuse if flag else _wrap_plain
+    return flag
+
+
+def get_reuse_ir():
+    return _reuse[0]
