@@ -97,21 +97,34 @@ def _shape(code, sizes):
 _SCALAR_SHAPES = {D.INT64: _shape(D.INT64, ()), D.FLOAT64: _shape(D.FLOAT64, ()), D.BOOL: _shape(D.BOOL, ())}
 
 
+def _scalar_key(code, v):
+    """The data-cache key of a scalar value: equal keys <=> equal dtype and bytes (LTC's TensorComparer).
+    Nonzero, non-NaN numbers compare by value; 0.0/-0.0 and NaN payloads by their bytes."""
+    if v != 0 and v == v:
+        return (code, v)
+    return (code, _pack_d(v) if type(v) is float else v)
+
+
+_SCALAR_NP = {D.INT64: _np.int64, D.FLOAT64: _np.float64, D.BOOL: _np.bool_}
+
+
 def _scalar_node(v):
     """GetIrValueForScalar: a device-data node for a Python number (Long, Double or Bool), handle from the cache."""
     t = type(v)
-    if t is float:
-        d = _cached_data((D.FLOAT64, _pack_d(v)), lambda: _np.array(v, _np.float64))
-        return _dd(_SCALAR_SHAPES[D.FLOAT64], d)
-    if t is int:
-        if not -(1 << 63) <= v < (1 << 63):
+    code = D.FLOAT64 if t is float else D.INT64 if t is int else D.BOOL if t is bool else None
+    if code is None:
+        raise TypeError(f"expected a lazy tensor or a Python number, got {type(v).__name__}: {v!r}")
+    key = (code, v) if v != 0 and v == v else _scalar_key(code, v)
+    d = _data_cache.get(key)
+    if d is None:
+        if code == D.INT64 and not -(1 << 63) <= v < (1 << 63):
             raise OverflowError(f"Python int {v} is out of the int64 range of a lazy scalar")
-        d = _cached_data((D.INT64, _pack_q(v)), lambda: _np.array(v, _np.int64))
-        return _dd(_SCALAR_SHAPES[D.INT64], d)
-    if t is bool:
-        d = _cached_data((D.BOOL, b"\x01" if v else b"\x00"), lambda: _np.array(v, _np.bool_))
-        return _dd(_SCALAR_SHAPES[D.BOOL], d)
-    raise TypeError(f"expected a lazy tensor or a Python number, got {type(v).__name__}: {v!r}")
+        d = _cached_data(key, lambda: _np.array(v, _SCALAR_NP[code]))
+    else:
+        _data_cache.move_to_end(key)
+    if _reuse[0]:
+        return _dd(_SCALAR_SHAPES[code], d)
+    return _device_data(_SCALAR_SHAPES[code], d, DEVICE)
 
 
 def _scalar_code(v):
@@ -170,7 +183,7 @@ def live_tensors():
 
 
 def _wrap(node, shape):
-    if _forced and node.op.qualified_name in _forced:
+    if _forced and node is not None and node.op.qualified_name in _forced:
         return _run_forced(node, shape)
     t = _new(LazyTensor)
     t._node = node
@@ -329,7 +342,8 @@ class LazyTensor:
             a = src.array
             if a.ndim == 0:
                 code = self._shape.dtype
-                h = _cached_data((code, a.tobytes()), lambda: a)
+                v = a.item()
+                h = _cached_data(_scalar_key(code, v), lambda: a)
             else:
                 h = src
             n = _dd(self._shape, h)
@@ -581,7 +595,7 @@ _UNARY_FLOAT = frozenset(("exp", "log", "sqrt", "rsqrt", "cos", "tanh", "sigmoid
 _UNARY_SAME = frozenset(("neg", "abs", "relu"))
 
 
-def _unary(name, a):
+def _unary_impl(name, a):
     s = a._shape
     code = s.dtype
     if name in _UNARY_FLOAT:
@@ -591,33 +605,94 @@ def _unary(name, a):
         raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. "
                            "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.")
     _fn_counter(name)[0] += 1
-    if code == s.dtype:
-        n = Node(_op("aten::" + name), (a._node if a._node is not None else a._ir(),), (s,), 1, _ME)
-        return _wrap(n, s)
     return _emit("aten::" + name, (a._ir(),), code, s.sizes)
 
 
+def _make_unary(name):
+    op = _op("aten::" + name)
+    cell = _fn_counter(name)
+    keep = frozenset(D.FLOATS) if name in _UNARY_FLOAT else frozenset(D.CODE_TO_NP) - {D.BOOL}
+
+    def f(a):
+        s = a._shape
+        if s.dtype not in keep:
+            return _unary_impl(name, a)
+        cell[0] += 1
+        x = a._node
+        return _wrap(Node(op, (x if x is not None else a._ir(),), (s,), 1, _ME), s)
+    f.__name__ = f.__qualname__ = name
+    return f
+
+
+_UNARIES = {}
+
+
+def _unary(name, a):
+    f = _UNARIES.get(name)
+    if f is None:
+        f = _UNARIES[name] = _make_unary(name)
+    return f(a)
+
+
+# result dtype of (tensor dtype, Python number dtype): the tensor's unless the number's category is higher
+_WRAPPED_RESULT = {(c, v): D.result_type(((c, D.DIM), (v, D.WRAPPED)))
+                   for c in D.CODE_TO_NP for v in (D.INT64, D.FLOAT64, D.BOOL)}
+_NUM_CODE = {float: D.FLOAT64, int: D.INT64, bool: D.BOOL}
+
+
+def _make_binary(name):
+    """mul / div / pow with a tensor or a Python number on the right (mul both orders via __rmul__)."""
+    op = _op("aten::" + name)
+    cell = _fn_counter(name)
+    is_div = name == "div"
+
+    def f(a, b):
+        tb = type(b)
+        if tb is LazyTensor:
+            return _binary_tt(name, a, b)
+        vc = _NUM_CODE.get(tb)
+        if vc is None:
+            v = _as_number(b)
+            if v is None:
+                raise TypeError(f"{name}(): expected a lazy tensor or a Python number as 'other', got "
+                                f"{tb.__name__}: {b!r}")
+            b, vc = v, _NUM_CODE[type(v)]
+        s = a._shape
+        code = _WRAPPED_RESULT[(s.dtype, vc)]
+        if is_div and code not in D.FLOATS:
+            code = D.DEFAULT_FLOAT
+        cell[0] += 1
+        x = a._node
+        operands = (x if x is not None else a._ir(), _scalar_node(b))
+        if code == s.dtype:
+            return _wrap(Node(op, operands, (s,), 1, _ME), s)
+        return _emit(op.qualified_name, operands, code, s.sizes)
+    f.__name__ = f.__qualname__ = name
+    return f
+
+
+_mul = _make_binary("mul")
+_div = _make_binary("div")
+_pow = _make_binary("pow")
+_BINARIES = {"mul": _mul, "div": _div, "pow": _pow}
+
+
 def _binary(name, a, b):
-    """mul / div / pow with a tensor or a Python number on the right (both orders for mul via __rmul__)."""
-    if type(b) is LazyTensor:
-        return _binary_tt(name, a, b)
-    v = _as_number(b)
-    if v is None:
-        raise TypeError(f"{name}(): expected a lazy tensor or a Python number as 'other', got "
-                        f"{type(b).__name__}: {b!r}")
-    s = a._shape
-    code = s.dtype
-    vc = _scalar_code(v)
-    if vc != code:
-        code = D.result_type(((code, D.DIM if s.sizes else D.ZERO_DIM), (vc, D.WRAPPED)))
-    if name == "div" and code not in D.FLOATS:
-        code = D.DEFAULT_FLOAT
-    _fn_counter(name)[0] += 1
-    x = a._node if a._node is not None else a._ir()
-    operands = (x, _scalar_node(v))
-    if code == s.dtype:
-        return _wrap(Node(_op("aten::" + name), operands, (s,), 1, _ME), s)
-    return _emit("aten::" + name, operands, code, s.sizes)
+    return _BINARIES[name](a, b)
+
+
+def _bind_fast_methods():
+    """Point the hot operator methods straight at the per-op closures (one call less per op)."""
+    for name in ("neg", "abs", "exp", "log", "sqrt", "rsqrt", "cos", "tanh", "sigmoid", "relu", "reciprocal"):
+        f = _UNARIES.get(name) or _UNARIES.setdefault(name, _make_unary(name))
+        setattr(LazyTensor, name, f)
+    LazyTensor.__neg__ = _UNARIES["neg"]
+    LazyTensor.__abs__ = _UNARIES["abs"]
+    LazyTensor.__mul__ = LazyTensor.__rmul__ = LazyTensor.mul = _mul
+    LazyTensor.__truediv__ = LazyTensor.div = _div
+    LazyTensor.__pow__ = LazyTensor.pow = _pow
+    LazyTensor.__add__ = LazyTensor.__radd__ = LazyTensor.add = _ADD_SUB["add"]
+    LazyTensor.__sub__ = LazyTensor.sub = _ADD_SUB["sub"]
 
 
 def _binary_tt(name, a, b):
@@ -639,7 +714,7 @@ def _binary_tt(name, a, b):
     return _emit("aten::" + name, (x, y), code, sizes)
 
 
-def _add_sub(name, a, b, alpha):
+def _add_sub_impl(name, a, b, alpha):
     """add/sub(self, other, alpha): other and alpha become operands (Python numbers through the data cache)."""
     if type(a) is not LazyTensor:                  # 2 + t reaches here as __radd__ with the tensor in a
         a, b = b, a
@@ -673,6 +748,50 @@ def _add_sub(name, a, b, alpha):
     if code == sa.dtype and sizes is sa.sizes:
         return _wrap(Node(_op("aten::" + name), operands, (sa,), 1, _ME), sa)
     return _emit("aten::" + name, operands, code, sizes)
+
+
+def _make_add_sub(name):
+    op = _op("aten::" + name)
+    cell = _fn_counter(name)
+
+    def f(a, b, alpha=1):
+        """Fast path: a tensor plus a Python int/float with an int alpha; everything else in _add_sub_impl."""
+        tb = type(b)
+        if type(a) is not LazyTensor or type(alpha) is not int:
+            return _add_sub_impl(name, a, b, alpha)
+        s = a._shape
+        if tb is LazyTensor:
+            sb = b._shape
+            if sb is not s:                 # same dtype and sizes share one Shape object
+                return _add_sub_impl(name, a, b, alpha)
+            y = b._node
+            if y is None:
+                y = b._ir()
+        elif tb is float or tb is int:
+            code = _WRAPPED_RESULT[(s.dtype, _NUM_CODE[tb])]
+            if code != s.dtype or code == D.BOOL:
+                return _add_sub_impl(name, a, b, alpha)
+            y = _scalar_node(b)
+        else:
+            return _add_sub_impl(name, a, b, alpha)
+        if s.dtype == D.BOOL:
+            return _add_sub_impl(name, a, b, alpha)
+        cell[0] += 1
+        x = a._node
+        operands = (x if x is not None else a._ir(), y, _scalar_node(alpha))
+        return _wrap(Node(op, operands, (s,), 1, _ME), s)
+    f.__name__ = f.__qualname__ = name
+    return f
+
+
+_ADD_SUB = {"add": _make_add_sub("add"), "sub": _make_add_sub("sub")}
+
+
+def _add_sub(name, a, b, alpha):
+    return _ADD_SUB[name](a, b, alpha)
+
+
+_bind_fast_methods()
 
 
 def _rsub(a, other):
