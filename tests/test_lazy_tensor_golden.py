@@ -1,7 +1,8 @@
 """Lazy tensors against torch's LTC: for every program in tests/data/lazy_golden.json (made by
-tools/gen_lazy_golden.py from torch 2.13.0 CPU, TorchScript backend), the IR text and graph hash are equal
-to torch's byte for byte, and the values after mark_step equal torch's eager CPU values.  Both twins, each
-in its own interpreter (ACCEL_BACKEND), so that the tensor layer runs over that twin's IR."""
+tools/gen_lazy_golden.py from torch 2.13.0 CPU, TorchScript backend), the IR text (and the dot graph
+where recorded) and the graph hash equal torch's byte for byte, and the values after mark_step equal
+torch's eager CPU values.  Both twins, each in its own interpreter (ACCEL_BACKEND), so that the tensor
+layer runs over that twin's IR."""
 import json
 import pathlib
 
@@ -29,6 +30,8 @@ for i, p in enumerate(doc["programs"]):
         text = L.get_tensors_text(out)
         if text != p["text"]:
             why.append("text:\n" + text + "expected:\n" + p["text"])
+        if "dot" in p and L.get_tensors_dot(out) != p["dot"]:
+            why.append("dot:\n" + L.get_tensors_dot(out) + "expected:\n" + p["dot"])
         h = L.get_graph_hash(out).hex()
         if h != p["hash"]:
             why.append(f"hash {h} != {p['hash']}")
@@ -63,6 +66,7 @@ def test_golden_file(golden):
     assert len(golden["programs"]) >= 100
     names = [p["name"] for p in golden["programs"]]
     assert len(set(names)) == len(names)
+    assert sum("dot" in p for p in golden["programs"]) >= 30
 
 
 @pytest.mark.parametrize("backend", ["native", "python"])

@@ -1,6 +1,7 @@
 """Generate tests/data/lazy_golden.json: programs run through torch's LTC (TorchScript backend, CPU).
 
-For each program it records the inputs, torch._C._lazy._get_tensors_text of the outputs (without the
+For each program it records the inputs, torch._C._lazy._get_tensors_text (and, for every fifth,
+_get_tensors_dot) of the outputs (without the
 ``, NodeType=`` tags, which name C++ classes), torch._C._lazy._get_graph_hash, and the values torch
 computes eagerly on the CPU.  Needs torch (2.13.0 CPU wheel); the tests that read the file do not.
 
@@ -192,6 +193,7 @@ PROGRAMS = [
     ("two_graphs", "f32[2,3] f32[2,3]", "out = [x0.exp(), x1.exp()]"),
 ]
 
+DOT_EVERY = 5                 # _get_tensors_dot is recorded for every 5th program (it is long)
 _DTYPES = {"f32": "float32", "f64": "float64", "i32": "int32", "i64": "int64", "b": "bool"}
 _SPEC = re.compile(r"^(p?)(f32|f64|i32|i64|b)\[([0-9,]*)\]$")
 
@@ -246,10 +248,19 @@ def main(path):
         lazy = run_program(torch, code, [torch.from_numpy(a.copy()).to("lazy") for a in arrays])
         text = strip.sub("", torch._C._lazy._get_tensors_text(lazy))
         ghash = torch._C._lazy._get_graph_hash(lazy).hex()
+        dot = None
+        if index % DOT_EVERY == 0:
+            try:
+                dot = torch._C._lazy._get_tensors_dot(lazy)
+            except IndexError:        # torch's ToDot reads shape(0) of tensor_list nodes, which have none
+                pass
         torch._lazy.mark_step()
         eager = run_program(torch, code, [torch.from_numpy(a.copy()) for a in arrays])
-        programs.append({"name": name, "inputs": spec, "code": code, "text": text, "hash": ghash,
-                         "values": [_encode(t.numpy()) for t in eager]})
+        entry = {"name": name, "inputs": spec, "code": code, "text": text, "hash": ghash,
+                 "values": [_encode(t.numpy()) for t in eager]}
+        if dot is not None:
+            entry["dot"] = dot
+        programs.append(entry)
     doc = {"torch_version": torch.__version__, "generator": "tools/gen_lazy_golden.py", "programs": programs}
     pathlib.Path(path).write_text(json.dumps(doc, indent=0, separators=(",", ":")) + "\n")
     print(f"wrote {len(programs)} programs to {path}")

@@ -228,8 +228,59 @@ def get_tensors_text(tensors):
     return "\n".join(lines) + "\n"
 
 
+def _tag_pairs(node):
+    t = _tags(node)
+    out = []
+    for part in _split_tags(t[2:]) if t else ():
+        name, _, value = part.partition("=")
+        out.append((name, value))
+    return out
+
+
+def _split_tags(text):
+    # ", " separates tags outside (), [] and {} (LTC's tag parsing in ir_dump_util.cpp)
+    parts, depth, start = [], 0, 0
+    i = 0
+    while i < len(text):
+        c = text[i]
+        if c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+        elif depth == 0 and text.startswith(", ", i):
+            parts.append(text[start:i])
+            start = i + 2
+            i += 1
+        i += 1
+    parts.append(text[start:])
+    return parts
+
+
 def get_tensors_dot(tensors):
-    """torch._C._lazy._get_tensors_dot (graphviz), with the attribute tags of the traced ops."""
+    """torch._C._lazy._get_tensors_dot: the tensors' IR as a graphviz digraph (DumpUtil::ToDot's layout)."""
     tensors = _check_tensors(tensors, "get_tensors_dot")
-    from accel.lazy import dump
-    return dump.to_dot([t._ir() for t in tensors])
+    nodes = [t._ir() for t in tensors]
+    post = _ir.post_order(nodes)
+    ids = {n: i for i, n in enumerate(post)}
+    root_of = {n: i for i, n in enumerate(nodes)}
+    out = ["digraph G {\n"]
+    for n in post:
+        label = n.op.qualified_name
+        if n.shapes:
+            label += "\\n" + str(n.shapes[0])
+        for name, value in _tag_pairs(n):
+            label += f"\\n{name}=" + (value if len(value) < 64 else value[:64] + "...")
+        if n in root_of:
+            label += f"\\nROOT={root_of[n]}"
+        out.append(f'  node{ids[n]} [label="{label}"]\n')
+    for n in reversed(post):
+        operands = n.operands
+        for i, o in enumerate(operands):
+            edge = f"  node{ids[o.node]} -> node{ids[n]}"
+            if len(operands) > 1:
+                edge += f' [label="i={i}' + (f",o={o.index}" if o.node.num_outputs > 1 else "") + '"]'
+            elif o.node.num_outputs > 1:
+                edge += f' [label="o={o.index}"]'
+            out.append(edge + "\n")
+    out.append("}\n")
+    return "".join(out)

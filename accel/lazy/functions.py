@@ -1,5 +1,6 @@
 """Module-level functions of the lazy tensor ops (torch.exp, torch.matmul, ...), as torch names them."""
-from accel.lazy.tensors import LazyTensor, bmm, cat, matmul, mm  # noqa: F401
+from accel.lazy.ops import bmm, cat, matmul, mm  # noqa: F401
+from accel.lazy.tensors import LazyTensor
 
 
 def _input(x, name):
