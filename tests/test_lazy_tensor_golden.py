@@ -52,6 +52,14 @@ for i, p in enumerate(doc["programs"]):
         why.append(f"{type(exc).__name__}: {exc}")
     if why:
         fails.append(p["name"] + ": " + "; ".join(why))
+from accel.lazy import metrics as M
+for sc in doc["counter_scenarios"]:
+    L.mark_step()
+    M.reset()
+    gen.run_scenario(L, sc["code"], L.tensor, L.mark_step, L.get_graph_hash, L.sync_multi, lambda t: t.numpy())
+    got = {n: M.counter_value(n) for n in M.counter_names() if n not in gen.COUNTERS_SKIPPED}
+    if got != sc["counters"]:
+        fails.append(f"counters of {sc['name']}: {got} != {sc['counters']}")
 print(json.dumps({"count": len(doc["programs"]), "fails": fails}))
 '''
 
@@ -67,6 +75,7 @@ def test_golden_file(golden):
     names = [p["name"] for p in golden["programs"]]
     assert len(set(names)) == len(names)
     assert sum("dot" in p for p in golden["programs"]) >= 30
+    assert len(golden["counter_scenarios"]) >= 2
 
 
 @pytest.mark.parametrize("backend", ["native", "python"])

@@ -194,6 +194,34 @@ PROGRAMS = [
 ]
 
 DOT_EVERY = 5                 # _get_tensors_dot is recorded for every 5th program (it is long)
+# Counter scenarios: the code sees T, tensor(array), mark_step(), graph_hash(ts), sync_multi(ts),
+# to_numpy(t) and np; the LTC counters after it are recorded (except the tensor create/destroy counts,
+# which depend on torch-internal temporaries, and SyncTensorsToData).
+COUNTER_SCENARIOS = [
+    ("steps_and_fallback", """
+a = tensor(np.ones((2, 3), np.float32)); b = tensor(np.ones((3,), np.float32))
+y = (a + b).sum(1, keepdim=True).transpose(0, 1) * 2.5
+graph_hash([y])
+z = (y.exp() @ a).relu().softmax(1)
+w = T.cat([z, z], 0).reshape(-1).to(T.float64)
+sync_multi([z])
+mark_step()
+q = (w * 2 + 1).sin()
+to_numpy(q)
+mark_step(); mark_step()
+y2 = (a + b).sum(1, keepdim=True).transpose(0, 1) * 2.5; mark_step()
+y3 = (a + b).sum(1, keepdim=True).transpose(0, 1) * 2.5; mark_step()
+"""),
+    ("cached_loop", """
+x = tensor(np.full((4, 4), 0.5, np.float32)); w = tensor(np.eye(4, dtype=np.float32))
+for i in range(4):
+    x = (x @ w * 0.9 + 0.1).tanh()
+    mark_step()
+to_numpy(x)
+"""),
+]
+COUNTERS_SKIPPED = ("CreateLtcTensor", "DestroyLtcTensor", "SyncTensorsToData")
+
 _DTYPES = {"f32": "float32", "f64": "float64", "i32": "int32", "i64": "int64", "b": "bool"}
 _SPEC = re.compile(r"^(p?)(f32|f64|i32|i64|b)\[([0-9,]*)\]$")
 
@@ -225,6 +253,11 @@ def run_program(T, code, inputs):
         env[f"x{i}"] = x
     exec(code, env)
     return env["out"]
+
+
+def run_scenario(T, code, tensor, mark_step, graph_hash, sync_multi, to_numpy):
+    exec(code, {"T": T, "np": np, "tensor": tensor, "mark_step": mark_step, "graph_hash": graph_hash,
+                "sync_multi": sync_multi, "to_numpy": to_numpy})
 
 
 def _encode(a):
@@ -261,7 +294,18 @@ def main(path):
         if dot is not None:
             entry["dot"] = dot
         programs.append(entry)
-    doc = {"torch_version": torch.__version__, "generator": "tools/gen_lazy_golden.py", "programs": programs}
+    import torch._lazy.metrics as M
+    counters = []
+    for name, code in COUNTER_SCENARIOS:
+        torch._lazy.mark_step()
+        M.reset()
+        run_scenario(torch, code, lambda a: torch.from_numpy(a.copy()).to("lazy"), torch._lazy.mark_step,
+                     torch._C._lazy._get_graph_hash, lambda ts: torch._lazy.sync_multi(ts, []),
+                     lambda t: t.cpu().numpy())
+        counters.append({"name": name, "code": code,
+                         "counters": {n: M.counter_value(n) for n in M.counter_names() if n not in COUNTERS_SKIPPED}})
+    doc = {"torch_version": torch.__version__, "generator": "tools/gen_lazy_golden.py", "programs": programs,
+           "counter_scenarios": counters}
     pathlib.Path(path).write_text(json.dumps(doc, indent=0, separators=(",", ":")) + "\n")
     print(f"wrote {len(programs)} programs to {path}")
 

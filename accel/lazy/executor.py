@@ -96,6 +96,7 @@ def get_graph_hash(tensors):
         # CollectSyncTensors started from MHash(true), then the empty parameter sequence
         h = _hash.hash_combine(_MHASH_TRUE, _hash.container_hash([]))
         return h.to_bytes(16, "little")
+    _c_synced[0] += len(roots)        # CollectSyncTensors counts them here too
     return _ir.graph_hash([t._node for t in roots])
 
 

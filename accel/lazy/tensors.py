@@ -50,6 +50,7 @@ _c_create = _cell("CreateLtcTensor")
 _c_destroy = _cell("DestroyLtcTensor")
 _c_ddmiss = _cell("DeviceDataCacheMiss")
 _fn_cells = {}
+_c_to_copy = _cell("lazy::_to_copy")
 
 
 def _fn_counter(name):
@@ -390,6 +391,7 @@ class LazyTensor:
     def numpy(self):
         """The values as a new numpy array; syncs this tensor when it holds IR."""
         from accel.lazy import executor
+        _c_to_copy[0] += 1             # LTC's .cpu(): a _to_copy to the CPU
         return executor.tensor_value(self).copy()
 
     def item(self):
@@ -587,6 +589,7 @@ def tensor(data, dtype=None):
     a.flags.writeable = False
     t = _wrap(None, _shape(code, tuple(int(s) for s in a.shape)))
     t._src = Data(a)
+    _c_to_copy[0] += 1             # LTC counts the copy to the lazy device as lazy::_to_copy
     return t
 
 
@@ -837,8 +840,8 @@ def _fallback(counter, name, inputs, code):
     tensors = [t for t in inputs if type(t) is LazyTensor]
     values = iter(executor.compute_values(tensors))
     args = [next(values) if type(t) is LazyTensor else t for t in inputs]
+    _c_to_copy[0] += len(tensors)     # the inputs' copies to the CPU
     result = _np.asarray(backend.eager(name, args)).astype(D.CODE_TO_NP[code], copy=False)
-    _fn_counter("_to_copy")[0] += 1
     return tensor(result)
 
 
@@ -848,7 +851,6 @@ def _run_forced(node, shape):
     _forced_cells = _metrics.Counter(node.op.qualified_name)
     _forced_cells.add(1)
     value = executor.compute_nodes([node])[0]
-    _fn_counter("_to_copy")[0] += 1
     return tensor(value)
 
 
