@@ -195,7 +195,7 @@ PROGRAMS = [
 
 DOT_EVERY = 5                 # _get_tensors_dot is recorded for every 5th program (it is long)
 # Counter scenarios: the code sees T, tensor(array), mark_step(), graph_hash(ts), sync_multi(ts),
-# to_numpy(t) and np; the LTC counters after it are recorded (except the tensor create/destroy counts,
+# to_numpy(t), record(ts) (takes the IR text of ts) and np; the LTC counters after it are recorded (except the tensor create/destroy counts,
 # which depend on torch-internal temporaries, and SyncTensorsToData).
 COUNTER_SCENARIOS = [
     ("steps_and_fallback", """
@@ -218,6 +218,27 @@ for i in range(4):
     x = (x @ w * 0.9 + 0.1).tanh()
     mark_step()
 to_numpy(x)
+"""),
+    ("numpy_keeps_ir", """
+a = tensor(np.ones((2, 3), np.float32))
+y = a * 2
+to_numpy(y); to_numpy(y)
+z = y + 1
+record([z]); record([y])
+mark_step()
+to_numpy(z)
+"""),
+    ("fallback_then_step", """
+a = tensor(np.full((2, 3), 0.5, np.float32))
+y = a * 2
+z = y.sin()
+w = y + z
+record([w])
+mark_step()
+v = (w * 2).amax(1)
+record([v, w])
+mark_step()
+to_numpy(v)
 """),
 ]
 COUNTERS_SKIPPED = ("CreateLtcTensor", "DestroyLtcTensor", "SyncTensorsToData")
@@ -255,9 +276,13 @@ def run_program(T, code, inputs):
     return env["out"]
 
 
-def run_scenario(T, code, tensor, mark_step, graph_hash, sync_multi, to_numpy):
-    exec(code, {"T": T, "np": np, "tensor": tensor, "mark_step": mark_step, "graph_hash": graph_hash,
-                "sync_multi": sync_multi, "to_numpy": to_numpy})
+def run_scenario(T, code, tensor, mark_step, graph_hash, sync_multi, to_numpy, tensors_text):
+    """Run a counter scenario; returns the IR texts it took with ``record(tensors)``."""
+    texts = []
+    env = {"T": T, "np": np, "tensor": tensor, "mark_step": mark_step, "graph_hash": graph_hash,
+           "sync_multi": sync_multi, "to_numpy": to_numpy, "record": lambda ts: texts.append(tensors_text(ts))}
+    exec(code, env)
+    return texts
 
 
 def _encode(a):
@@ -299,10 +324,11 @@ def main(path):
     for name, code in COUNTER_SCENARIOS:
         torch._lazy.mark_step()
         M.reset()
-        run_scenario(torch, code, lambda a: torch.from_numpy(a.copy()).to("lazy"), torch._lazy.mark_step,
-                     torch._C._lazy._get_graph_hash, lambda ts: torch._lazy.sync_multi(ts, []),
-                     lambda t: t.cpu().numpy())
-        counters.append({"name": name, "code": code,
+        texts = run_scenario(torch, code, lambda a: torch.from_numpy(a.copy()).to("lazy"), torch._lazy.mark_step,
+                             torch._C._lazy._get_graph_hash, lambda ts: torch._lazy.sync_multi(ts, []),
+                             lambda t: t.cpu().numpy(),
+                             lambda ts: strip.sub("", torch._C._lazy._get_tensors_text(ts)))
+        counters.append({"name": name, "code": code, "texts": texts,
                          "counters": {n: M.counter_value(n) for n in M.counter_names() if n not in COUNTERS_SKIPPED}})
     doc = {"torch_version": torch.__version__, "generator": "tools/gen_lazy_golden.py", "programs": programs,
            "counter_scenarios": counters}

@@ -177,12 +177,16 @@ def compute_values(tensors):
 
 
 def tensor_value(t):
-    """The array of one tensor, syncing it when it holds IR (the returned array must not be written)."""
-    if t._handle is None:
+    """The array of one tensor (the returned array must not be written).  Like LTC's ``.cpu()``
+    (LazyTensor::ToTensor): a tensor holding IR is computed once (GetTensors, force_ltc_data=false) and
+    gets the result as its device data while keeping its IR (later ops still build on the IR; syncs skip
+    it, as it has data)."""
+    h = t._handle
+    if h is None:
         if t._node is None:
             return t._src.array
-        sync_tensors([t])
-    return t._handle.array
+        h = t._handle = Data(compute_values([t])[0])
+    return h.array
 
 
 def get_tensor_id(t):

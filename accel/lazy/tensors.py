@@ -389,7 +389,8 @@ class LazyTensor:
         return self._shape.sizes[0]
 
     def numpy(self):
-        """The values as a new numpy array; syncs this tensor when it holds IR."""
+        """The values as a new numpy array, computed when the tensor holds IR (which it keeps, as LTC's
+        ``.cpu()`` does: mark_step or sync_multi replace IR by data)."""
         from accel.lazy import executor
         _c_to_copy[0] += 1             # LTC's .cpu(): a _to_copy to the CPU
         return executor.tensor_value(self).copy()
@@ -833,13 +834,12 @@ def _fallback_unary(name, a):
 
 # ---------------------------------------------------------------- eager fallback
 def _fallback(counter, name, inputs, code):
-    """Run an op LTC has no lazy kernel for eagerly (its CPU fallback): the inputs are computed without
-    changing their IR, the result (cast to torch's dtype ``code``) is a new tensor holding data."""
+    """Run an op LTC has no lazy kernel for eagerly (its CPU fallback): the inputs are computed as by
+    ``numpy()`` (they keep their IR), the result (cast to torch's dtype ``code``) is a new tensor holding data."""
     from accel.lazy import backend, executor
     _metrics.Counter(counter).add(1)
     tensors = [t for t in inputs if type(t) is LazyTensor]
-    values = iter(executor.compute_values(tensors))
-    args = [next(values) if type(t) is LazyTensor else t for t in inputs]
+    args = [executor.tensor_value(t) if type(t) is LazyTensor else t for t in inputs]
     _c_to_copy[0] += len(tensors)     # the inputs' copies to the CPU
     result = _np.asarray(backend.eager(name, args)).astype(D.CODE_TO_NP[code], copy=False)
     return tensor(result)
