@@ -240,6 +240,18 @@ def check_long_chain_no_recursion():
     gc.collect()
     sys.setrecursionlimit(1000)
 
+def check_nan_and_inf_without_warnings():
+    import warnings
+    a = L.tensor(np.array([-1.0, 0.0, 4.0], np.float32))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        y = a.log()
+        z = L.tensor(np.array([1, 0], np.int64)) / 0
+        L.mark_step()
+        v = y.numpy()
+    assert np.isnan(v[0]) and v[1] == -np.inf and v[2] == np.float32(np.log(4.0))
+    assert z.numpy().tolist() == [np.inf, np.nan] or (np.isinf(z.numpy()[0]) and np.isnan(z.numpy()[1]))
+
 def check_fallback_keeps_input_ir():
     a = L.tensor(arr(2, 3))
     y = a * 2

@@ -1,5 +1,9 @@
 """LTC's LazyGraphExecutor for lazy tensors: graph hash, IR text, sync / mark_step with the computation
 cache, and execution on the selected backend (numpy by default)."""
+import threading
+
+import numpy as _np
+
 from accel import _impl
 from accel.lazy import metrics as _metrics
 from accel.lazy import tensors as _t
@@ -14,6 +18,7 @@ COMPILATION_CACHE_SIZE = 1024          # FLAGS_torch_lazy_compilation_cache_size
 _cache = ComputationCache(COMPILATION_CACHE_SIZE)
 _backend = NumpyBackend()
 _latest = [None]
+_run_lock = threading.Lock()    # programs own reusable buffers: one run at a time (LTC's device lock)
 
 _c = _t._cell
 _c_synced = _c("SyncedTensorsWithIR")
@@ -115,7 +120,8 @@ def _execute(nodes, key):
         _c_cached[0] += 1
     _latest[0] = prog
     _m_graph_size.add_sample(len(post))
-    return prog.run(params)
+    with _run_lock, _np.errstate(all="ignore"):     # torch gives inf/nan silently, as numpy then does
+        return prog.run(params)
 
 
 def sync_tensors(tensors):
