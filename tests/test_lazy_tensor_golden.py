@@ -57,7 +57,7 @@ for sc in doc["counter_scenarios"]:
     L.mark_step()
     M.reset()
     texts = gen.run_scenario(L, sc["code"], L.tensor, L.mark_step, L.get_graph_hash, L.sync_multi,
-                             lambda t: t.numpy(), L.get_tensors_text)
+                             lambda t: t.numpy(), L.get_tensors_text, L.set_reuse_ir)
     if texts != sc["texts"]:
         fails.append(f"texts of {sc['name']}: {texts} != {sc['texts']}")
     got = {n: M.counter_value(n) for n in M.counter_names() if n not in gen.COUNTERS_SKIPPED}
@@ -78,7 +78,7 @@ def test_golden_file(golden):
     names = [p["name"] for p in golden["programs"]]
     assert len(set(names)) == len(names)
     assert sum("dot" in p for p in golden["programs"]) >= 30
-    assert len(golden["counter_scenarios"]) >= 3
+    assert len(golden["counter_scenarios"]) >= 5
 
 
 @pytest.mark.parametrize("backend", ["native", "python"])

@@ -179,7 +179,8 @@ PROGRAMS = [
     ("train_step", "f32[4,4] f32[4,4]",
      "g = x0.t() @ (x0 @ x1 - x0)\nw = x1 - g * 0.01\nout = [w, (x0 @ w).sum()]"),
     ("norm", "f32[3,4]",
-     "m = x0.mean(-1, keepdim=True)\nv = ((x0 - m) ** 2).mean(-1, keepdim=True)\nout = [(x0 - m) * (v + 1e-5).rsqrt()]"),
+     "m = x0.mean(-1, keepdim=True)\nv = ((x0 - m) ** 2).mean(-1, keepdim=True)\n"
+     "out = [(x0 - m) * (v + 1e-5).rsqrt()]"),
     ("attention", "f32[2,3,4] f32[2,3,4]",
      "s = (x0 @ x1.transpose(-1, -2)) * 0.5\nout = [s.softmax(-1) @ x1]"),
     ("long_chain", "f32[2,2]", "y = x0\nfor i in range(20):\n    y = (y * 1.0001 + 0.5).relu()\nout = [y]"),
@@ -195,8 +196,8 @@ PROGRAMS = [
 
 DOT_EVERY = 5                 # _get_tensors_dot is recorded for every 5th program (it is long)
 # Counter scenarios: the code sees T, tensor(array), mark_step(), graph_hash(ts), sync_multi(ts),
-# to_numpy(t), record(ts) (takes the IR text of ts) and np; the LTC counters after it are recorded (except the tensor create/destroy counts,
-# which depend on torch-internal temporaries, and SyncTensorsToData).
+# to_numpy(t), record(ts) (takes the IR text of ts), reuse(flag) (set_reuse_ir) and np; the LTC counters
+# after it are recorded (except the tensor create/destroy counts, which depend on torch-internal temporaries).
 COUNTER_SCENARIOS = [
     ("steps_and_fallback", """
 a = tensor(np.ones((2, 3), np.float32)); b = tensor(np.ones((3,), np.float32))
@@ -240,8 +241,20 @@ record([v, w])
 mark_step()
 to_numpy(v)
 """),
+    ("reuse_ir", """
+reuse(True)
+x = tensor(np.ones((3, 3), np.float32)); w = tensor(np.ones((3, 3), np.float32))
+mark_step()
+for i in range(3):
+    y = ((x @ w) * 2 + 1).relu().sum(0)
+    if i == 2:
+        y = T.cat([y.exp(), y.pow(2), y.unsqueeze(0).squeeze()], 0).reshape(3, 3).t()
+    record([y])
+    mark_step()
+reuse(False)
+"""),
 ]
-COUNTERS_SKIPPED = ("CreateLtcTensor", "DestroyLtcTensor", "SyncTensorsToData")
+COUNTERS_SKIPPED = ("CreateLtcTensor", "DestroyLtcTensor")
 
 _DTYPES = {"f32": "float32", "f64": "float64", "i32": "int32", "i64": "int64", "b": "bool"}
 _SPEC = re.compile(r"^(p?)(f32|f64|i32|i64|b)\[([0-9,]*)\]$")
@@ -276,11 +289,12 @@ def run_program(T, code, inputs):
     return env["out"]
 
 
-def run_scenario(T, code, tensor, mark_step, graph_hash, sync_multi, to_numpy, tensors_text):
+def run_scenario(T, code, tensor, mark_step, graph_hash, sync_multi, to_numpy, tensors_text, reuse):
     """Run a counter scenario; returns the IR texts it took with ``record(tensors)``."""
     texts = []
     env = {"T": T, "np": np, "tensor": tensor, "mark_step": mark_step, "graph_hash": graph_hash,
-           "sync_multi": sync_multi, "to_numpy": to_numpy, "record": lambda ts: texts.append(tensors_text(ts))}
+           "sync_multi": sync_multi, "to_numpy": to_numpy, "record": lambda ts: texts.append(tensors_text(ts)),
+           "reuse": reuse}
     exec(code, env)
     return texts
 
@@ -327,7 +341,8 @@ def main(path):
         texts = run_scenario(torch, code, lambda a: torch.from_numpy(a.copy()).to("lazy"), torch._lazy.mark_step,
                              torch._C._lazy._get_graph_hash, lambda ts: torch._lazy.sync_multi(ts, []),
                              lambda t: t.cpu().numpy(),
-                             lambda ts: strip.sub("", torch._C._lazy._get_tensors_text(ts)))
+                             lambda ts: strip.sub("", torch._C._lazy._get_tensors_text(ts)),
+                             torch._C._lazy._set_reuse_ir)
         counters.append({"name": name, "code": code, "texts": texts,
                          "counters": {n: M.counter_value(n) for n in M.counter_names() if n not in COUNTERS_SKIPPED}})
     doc = {"torch_version": torch.__version__, "generator": "tools/gen_lazy_golden.py", "programs": programs,

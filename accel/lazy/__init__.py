@@ -89,7 +89,8 @@ def code_to_dtype(code):
     """The numpy dtype of a c10 ScalarType code (e.g. 6 -> float32); ValueError if numpy has none."""
     t = _CODE_TO_NUMPY.get(code) if isinstance(code, _builtins.int) and not isinstance(code, _builtins.bool) else None
     if t is None:
-        raise ValueError(f"ScalarType code {code!r} ({scalar_type_name(code) if isinstance(code, _builtins.int) else '?'}) "
+        name = scalar_type_name(code) if isinstance(code, _builtins.int) else "?"
+        raise ValueError(f"ScalarType code {code!r} ({name}) "
                          "has no numpy dtype")
     return _np.dtype(t)
 

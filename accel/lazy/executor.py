@@ -25,6 +25,7 @@ _c_synced = _c("SyncedTensorsWithIR")
 _c_cached = _c("CachedCompile")
 _c_uncached = _c("UncachedCompile")
 _c_markstep = _c("MarkStep")
+_c_to_data = _c("SyncTensorsToData")
 _m_graph_size = _metrics.Metric("TensorsGraphSize")
 _MHASH_TRUE = _hash.mhash(True)
 _MHASH_FALSE = _hash.mhash(False)
@@ -60,15 +61,22 @@ def _check_tensors(tensors, what):
 
 
 def _collect(tensors):
-    """CollectSyncTensors: tensors deduplicated by id, without device data, that hold IR."""
+    """CollectSyncTensors (force_ltc_data): tensors deduplicated by id, without device data, that hold IR.
+    Tensors holding only source data are uploaded instead (they get it as device data: counter
+    SyncTensorsToData), so that later graphs read them as parameters, not as roots."""
     seen = set()
     roots = []
     for t in tensors:
         if t._id in seen:
             continue
         seen.add(t._id)
-        if t._handle is None and t._node is not None:
-            roots.append(t)
+        if t._handle is None:
+            if t._node is not None:
+                roots.append(t)
+            elif t._src is not None:
+                t._handle = t._src
+                t._src = None
+                _c_to_data[0] += 1
     return roots
 
 

@@ -88,7 +88,9 @@ def matmul(a, b):
     if da == 2 and db == 1:
         return _mv(a, b)
     if da == 1 and db == 2:
-        return _squeeze(mm(_unsqueeze(a, 0), b), 0)
+        t = _squeeze(mm(_unsqueeze(a, 0), b), 0)
+        del t._base                        # torch squeezes in place (squeeze_): no view of the product
+        return t
     if da >= 3 and db == 2:
         if sa[-1] != sb[0]:
             raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied "
@@ -160,6 +162,11 @@ def _amax(a, dim, keepdim):
 
 
 # ---------------------------------------------------------------- views (functionalised *_copy ops)
+def _view_of(a, t):
+    t._base = a
+    return t
+
+
 def _infer_size(shape, numel):
     shape = list(shape)
     neg = [i for i, s in enumerate(shape) if s == -1]
@@ -184,8 +191,10 @@ def _view(a, shape, counter):
     s = a._shape
     out = _infer_size(size, _numel(s.sizes))
     _fn_counter(counter)[0] += 1
-    return _emit("aten::view_copy", (a._ir(),), s.dtype, out, _seed(size), "reshape", None,
-                 "size=" + _dim_list(size))
+    t = _emit("aten::view_copy", (a._ir(),), s.dtype, out, _seed(size), "reshape", None, "size=" + _dim_list(size))
+    if counter != "_unsafe_view":          # torch's _unsafe_view (inside matmul) makes no view
+        t._base = a
+    return t
 
 
 def _t(a):
@@ -194,7 +203,7 @@ def _t(a):
     if len(s.sizes) > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {len(s.sizes)}D")
     _fn_counter("t_copy")[0] += 1
-    return _emit("aten::t_copy", (a._ir(),), s.dtype, tuple(reversed(s.sizes)), None, "aten::t_copy")
+    return _view_of(a, _emit("aten::t_copy", (a._ir(),), s.dtype, tuple(reversed(s.sizes)), None, "aten::t_copy"))
 
 
 def _transpose(a, d0, d1):
@@ -210,8 +219,8 @@ def _transpose(a, d0, d1):
         perm[i], perm[j] = perm[j], perm[i]
     _fn_counter("transpose_copy")[0] += 1
     d0, d1 = operator.index(d0), operator.index(d1)
-    return _emit("aten::transpose_copy", (a._ir(),), s.dtype, tuple(sizes), _seed(d0, d1), "permute",
-                 tuple(perm), f"dim0={d0}, dim1={d1}")
+    return _view_of(a, _emit("aten::transpose_copy", (a._ir(),), s.dtype, tuple(sizes), _seed(d0, d1),
+                             "permute", tuple(perm), f"dim0={d0}, dim1={d1}"))
 
 
 def _permute(a, dims):
@@ -227,8 +236,8 @@ def _permute(a, dims):
     if len(set(perm)) != nd:
         raise RuntimeError(f"permute(): duplicate dims are not allowed, got {dims}")
     _fn_counter("permute_copy")[0] += 1
-    return _emit("aten::permute_copy", (a._ir(),), s.dtype, tuple(s.sizes[p] for p in perm), _seed(dims),
-                 "permute", perm, "dims=" + _dim_list(dims))
+    return _view_of(a, _emit("aten::permute_copy", (a._ir(),), s.dtype, tuple(s.sizes[p] for p in perm),
+                             _seed(dims), "permute", perm, "dims=" + _dim_list(dims)))
 
 
 def _unsqueeze(a, dim):
@@ -241,7 +250,7 @@ def _unsqueeze(a, dim):
     pos = d + nd + 1 if d < 0 else d
     sizes = s.sizes[:pos] + (1,) + s.sizes[pos:]
     _fn_counter("unsqueeze_copy")[0] += 1
-    return _emit("aten::unsqueeze_copy", (a._ir(),), s.dtype, sizes, _seed(d), "reshape", None, f"dim={d}")
+    return _view_of(a, _emit("aten::unsqueeze_copy", (a._ir(),), s.dtype, sizes, _seed(d), "reshape", None, f"dim={d}"))
 
 
 def _squeeze(a, dim=None):
@@ -250,11 +259,11 @@ def _squeeze(a, dim=None):
     _fn_counter("squeeze_copy")[0] += 1
     if dim is None:
         sizes = tuple(n for n in s.sizes if n != 1)
-        return _emit("aten::squeeze_copy", (a._ir(),), s.dtype, sizes, None, "reshape")
+        return _view_of(a, _emit("aten::squeeze_copy", (a._ir(),), s.dtype, sizes, None, "reshape"))
     d = operator.index(dim)
     pos = _norm_dim(d, len(s.sizes))
     sizes = s.sizes if not s.sizes or s.sizes[pos] != 1 else s.sizes[:pos] + s.sizes[pos + 1:]
-    return _emit("aten::squeeze_copy", (a._ir(),), s.dtype, sizes, _seed(d), "reshape", None, f"dim={d}")
+    return _view_of(a, _emit("aten::squeeze_copy", (a._ir(),), s.dtype, sizes, _seed(d), "reshape", None, f"dim={d}"))
 
 
 def _expand(a, sizes):
@@ -281,8 +290,8 @@ def _expand(a, sizes):
                                f"{_fmt_size(s.sizes)}")
         out.append(want)
     _fn_counter("expand_copy_symint")[0] += 1
-    return _emit("aten::expand_copy", (a._ir(),), s.dtype, tuple(out), _seed(size, False), "expand", None,
-                 f"size={_dim_list(size)}, implicit=0")
+    return _view_of(a, _emit("aten::expand_copy", (a._ir(),), s.dtype, tuple(out), _seed(size, False), "expand",
+                             None, f"size={_dim_list(size)}, implicit=0"))
 
 
 # ---------------------------------------------------------------- others

@@ -201,13 +201,14 @@ _wrap_plain = _wrap
 
 
 def _wrap_reuse(node, shape):
-    from accel.lazy.trie import TrieCache
-    tc = TrieCache.get()
-    hit = tc._lookup(node)
-    if hit is None:
-        tc.insert(node)
-    else:
-        node = hit
+    if node is not None:
+        from accel.lazy.trie import TrieCache
+        tc = TrieCache.get()
+        hit = tc._lookup(node, reuse_counter_name)
+        if hit is None:
+            tc.insert(node)
+        else:
+            node = hit
     return _wrap_plain(node, shape)
 
 
@@ -215,8 +216,39 @@ def _dd(shape, handle):
     """A device-data node (reused from the TrieCache when IR reuse is on)."""
     if _reuse[0]:
         from accel.lazy.trie import TrieCache
-        return TrieCache.get().reuse_or_make_device_data(shape, handle, DEVICE)
+        return TrieCache.get().reuse_or_make_device_data(shape, handle, DEVICE, reuse_counter_name)
     return _device_data(shape, handle, DEVICE)
+
+
+# The C++ node classes LTC names its IrNodeReused_ counters after, by op (or by recorded kind).
+_CLASSES = {
+    "aten::add": "AddTensor", "aten::sub": "SubTensor", "aten::mul": "MulTensor", "aten::div": "DivTensor",
+    "aten::maximum": "Maximum", "aten::minimum": "Minimum", "aten::mm": "Mm", "aten::bmm": "Bmm", "aten::mv": "Mv",
+    "aten::rsqrt": "Rsqrt", "aten::sum.all": "Sum", "aten::sum.dim": "SumDimIntlist", "aten::mean.all": "Mean",
+    "aten::mean.dim": "MeanDim", "aten::view_copy": "ViewCopy", "aten::t_copy": "TCopy",
+    "aten::transpose_copy": "TransposeCopyInt", "aten::permute_copy": "PermuteCopy",
+    "aten::unsqueeze_copy": "UnsqueezeCopy", "aten::expand_copy": "ExpandCopy", "aten::_softmax": "Softmax",
+    "aten::_log_softmax": "LogSoftmax", "aten::_to_copy": "ToCopy", "aten::cat": "Cat",
+    "lazy_tensors::tensor_list": "TensorList", "lazy_tensors::device_data": "DeviceData"}
+
+
+def reuse_counter_name(node):
+    """``IrNodeReused_torch::lazy::<Class>`` for a node made by this layer (LTC's TrieCache counter)."""
+    op = node.op.qualified_name
+    a = node_attrs(node)
+    cls = _CLASSES.get(a[0] if a is not None and a[0] in _CLASSES else op)
+    if cls is None:
+        if op == "aten::pow":       # a Python-number exponent is a Long/Double/Bool[] device-data operand
+            e = node.operands[1].node
+            scalar = e.is_device_data and not e.shapes[0].sizes and e.shapes[0].dtype in _SCALAR_SHAPES
+            cls = "PowTensorScalar" if scalar else "PowTensorTensor"
+        elif op == "aten::squeeze_copy":
+            cls = "SqueezeCopyDim" if a is not None and a[2] else "SqueezeCopy"
+        elif op.startswith("aten::"):
+            cls = op[6:].capitalize()          # neg -> Neg, relu -> Relu, clamp -> Clamp, ...
+        else:
+            return "IrNodeReused_" + op
+    return "IrNodeReused_torch::lazy::" + cls
 
 
 def _fmt_size(sizes):
@@ -316,7 +348,9 @@ def _emit(opname, operands, code, sizes, seed=None, kind=None, args=None, tags=N
 
 class LazyTensor:
     """A tensor on the lazy device; ops trace LTC IR, ``numpy()`` syncs and returns the values."""
-    __slots__ = ("_node", "_handle", "_src", "_shape", "_id", "__weakref__")
+    # _base (set on view results only): the tensor a view was taken of, kept alive as torch's
+    # functionalised views keep theirs (so mark_step syncs it too)
+    __slots__ = ("_node", "_handle", "_src", "_shape", "_id", "_base", "__weakref__")
     __array_priority__ = 1000          # numpy scalars on the left defer to our reflected operators
 
     def __init__(self, *args, **kwargs):
