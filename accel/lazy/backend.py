@@ -14,7 +14,6 @@ import numpy as _np
 from accel.lazy import _dtypes as D
 from accel.lazy.tensors import node_attrs
 
-_DD = "lazy_tensors::device_data"
 
 # Elementwise ops: numpy ufunc name, or a multi-statement recipe below.
 _UFUNC = {"aten::neg": "negative", "aten::abs": "absolute", "aten::exp": "exp", "aten::log": "log",

@@ -63,7 +63,6 @@ def _fn_counter(name):
 
 # ---- the device-data cache (DataCacheArena): equal scalars / 0-dim arrays share one handle ----
 _data_cache = collections.OrderedDict()
-_pack_q = struct.Struct("<q").pack
 _pack_d = struct.Struct("<d").pack
 
 
@@ -347,7 +346,7 @@ def _emit(opname, operands, code, sizes, seed=None, kind=None, args=None, tags=N
 
 
 class LazyTensor:
-    """A tensor on the lazy device; ops trace LTC IR, ``numpy()`` syncs and returns the values."""
+    """A tensor on the lazy device: ops trace LTC IR; mark_step / sync_multi run it; ``numpy()`` returns values."""
     # _base (set on view results only): the tensor a view was taken of, kept alive as torch's
     # functionalised views keep theirs (so mark_step syncs it too)
     __slots__ = ("_node", "_handle", "_src", "_shape", "_id", "_base", "__weakref__")
@@ -441,21 +440,8 @@ class LazyTensor:
     def __bool__(self):
         raise RuntimeError("the truth value of a lazy tensor is ambiguous; call .item() or .numpy()")
 
-    # ---- binary arithmetic ----
-    def add(self, other, alpha=1):
-        return _add_sub("add", self, other, alpha)
-
-    def sub(self, other, alpha=1):
-        return _add_sub("sub", self, other, alpha)
-
-    def mul(self, other):
-        return _binary("mul", self, other)
-
-    def div(self, other):
-        return _binary("div", self, other)
-
-    def pow(self, exponent):
-        return _binary("pow", self, exponent)
+    # ---- arithmetic (add, sub, mul, div, pow, their operators, and the unary ops are bound after the
+    # class from per-op closures: see _bind_fast_methods) ----
 
     def maximum(self, other):
         return _binary_tt("maximum", self, other)
@@ -463,40 +449,14 @@ class LazyTensor:
     def minimum(self, other):
         return _binary_tt("minimum", self, other)
 
-    def __add__(self, other):
-        return _add_sub("add", self, other, 1)
-
-    def __radd__(self, other):
-        return _add_sub("add", self, other, 1)
-
-    def __sub__(self, other):
-        return _add_sub("sub", self, other, 1)
-
     def __rsub__(self, other):
         return _rsub(self, other)
-
-    def __mul__(self, other):
-        return _binary("mul", self, other)
-
-    __rmul__ = __mul__
-
-    def __truediv__(self, other):
-        return _binary("div", self, other)
 
     def __rtruediv__(self, other):
         return _rdiv(self, other)
 
-    def __pow__(self, other):
-        return _binary("pow", self, other)
-
     def __rpow__(self, other):
         return _rpow(self, other)
-
-    def __neg__(self):
-        return _unary("neg", self)
-
-    def __abs__(self):
-        return _unary("abs", self)
 
     def __matmul__(self, other):
         return matmul(self, other)
@@ -513,42 +473,10 @@ class LazyTensor:
     def bmm(self, other):
         return bmm(self, other)
 
-    # ---- unary ----
-    def neg(self):
-        return _unary("neg", self)
-
-    def abs(self):
-        return _unary("abs", self)
-
-    def exp(self):
-        return _unary("exp", self)
-
-    def log(self):
-        return _unary("log", self)
-
-    def sqrt(self):
-        return _unary("sqrt", self)
-
-    def rsqrt(self):
-        return _unary("rsqrt", self)
+    # ---- unary without a lazy kernel ----
 
     def sin(self):
         return _fallback_unary("sin", self)
-
-    def cos(self):
-        return _unary("cos", self)
-
-    def tanh(self):
-        return _unary("tanh", self)
-
-    def sigmoid(self):
-        return _unary("sigmoid", self)
-
-    def relu(self):
-        return _unary("relu", self)
-
-    def reciprocal(self):
-        return _unary("reciprocal", self)
 
     # ---- reductions ----
     def sum(self, dim=None, keepdim=False):
