@@ -194,6 +194,28 @@ PROGRAMS = [
     ("two_graphs", "f32[2,3] f32[2,3]", "out = [x0.exp(), x1.exp()]"),
 ]
 
+# Random chains (deterministic): statements that keep t a Float[3,4], over x0 f32[3,4], x1 f32[4], x2 i64[3,4].
+_STEPS = ["t = t + x1", "t = t * 0.5", "t = 1.5 - t", "t = t.relu()", "t = t.exp().clamp(max=3)", "t = t.tanh()",
+          "t = T.maximum(t, x1)", "t = t / (t.abs() + 1)", "t = t + x2", "t = (t * x2).sum(-1, keepdim=True) + t",
+          "t = t.softmax(-1)", "t = t.t().t()", "t = t.sigmoid() * 2", "t = t.sub(x1, alpha=2)",
+          "t = t.transpose(0, 1).reshape(3, 4)", "t = t.unsqueeze(0).squeeze(0) ** 2", "t = t.log_softmax(0)",
+          "t = t - t.mean(1, keepdim=True)", "t = t @ x0.t() @ x0 * 0.1", "t = t.clamp(-1, 1).cos()",
+          "t = (t.to(T.float64) * 3).to(T.float32)", "t = T.minimum(t, x2 * 0.5)", "t = t.expand(2, 3, 4).sum(0)",
+          "t = T.cat([t, x0], 1).reshape(3, 2, 4).sum(1)", "u = t * 2\nt = u + u.neg().exp()"]
+
+
+def random_programs(count, seed=7):
+    rng = np.random.default_rng(seed)
+    out = []
+    for k in range(count):
+        steps = [_STEPS[i] for i in rng.integers(0, len(_STEPS), int(rng.integers(3, 9)))]
+        tail = ["out = [t]", "out = [t, t.sum()]", "out = [t.sum(0), t]", "out = [t, x0]"][int(rng.integers(0, 4))]
+        out.append((f"random_{k}", "f32[3,4] f32[4] i64[3,4]", "t = x0\n" + "\n".join(steps) + "\n" + tail))
+    return out
+
+
+PROGRAMS += random_programs(48)
+
 DOT_EVERY = 5                 # _get_tensors_dot is recorded for every 5th program (it is long)
 # Counter scenarios: the code sees T, tensor(array), mark_step(), graph_hash(ts), sync_multi(ts),
 # to_numpy(t), record(ts) (takes the IR text of ts), reuse(flag) (set_reuse_ir) and np; the LTC counters
