@@ -108,23 +108,28 @@ def _scalar_key(code, v):
 _SCALAR_NP = {D.INT64: _np.int64, D.FLOAT64: _np.float64, D.BOOL: _np.bool_}
 
 
-def _scalar_node(v):
+_SCALAR_KIND = {float: (D.FLOAT64, _SCALAR_SHAPES[D.FLOAT64]), int: (D.INT64, _SCALAR_SHAPES[D.INT64]),
+                bool: (D.BOOL, _SCALAR_SHAPES[D.BOOL])}
+_INT64 = D.INT64
+
+
+def _scalar_node(v, _kinds=_SCALAR_KIND, _get=_data_cache.get, _touch=_data_cache.move_to_end):
     """GetIrValueForScalar: a device-data node for a Python number (Long, Double or Bool), handle from the cache."""
-    t = type(v)
-    code = D.FLOAT64 if t is float else D.INT64 if t is int else D.BOOL if t is bool else None
-    if code is None:
+    k = _kinds.get(type(v))
+    if k is None:
         raise TypeError(f"expected a lazy tensor or a Python number, got {type(v).__name__}: {v!r}")
+    code, shape = k
     key = (code, v) if v != 0 and v == v else _scalar_key(code, v)
-    d = _data_cache.get(key)
+    d = _get(key)
     if d is None:
-        if code == D.INT64 and not -(1 << 63) <= v < (1 << 63):
+        if code == _INT64 and not -(1 << 63) <= v < (1 << 63):
             raise OverflowError(f"Python int {v} is out of the int64 range of a lazy scalar")
         d = _cached_data(key, lambda: _np.array(v, _SCALAR_NP[code]))
     else:
-        _data_cache.move_to_end(key)
+        _touch(key)
     if _reuse[0]:
-        return _dd(_SCALAR_SHAPES[code], d)
-    return _device_data(_SCALAR_SHAPES[code], d, DEVICE)
+        return _dd(shape, d)
+    return _device_data(shape, d, DEVICE)
 
 
 def _scalar_code(v):
@@ -182,7 +187,7 @@ def live_tensors():
     return out
 
 
-def _wrap(node, shape):
+def _wrap(node, shape, _live=_live, _ref=weakref.ref, _next_id=_next_id, _count=_c_create):
     if _forced and node is not None and node.op.qualified_name in _forced:
         return _run_forced(node, shape)
     t = _new(LazyTensor)
@@ -192,7 +197,7 @@ def _wrap(node, shape):
     t._shape = shape
     i = t._id = _next_id()
     _live[i] = _ref(t)
-    _c_create[0] += 1
+    _count[0] += 1
     return t
 
 
