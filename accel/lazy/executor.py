@@ -117,6 +117,9 @@ def _execute(nodes, key):
     """Post-order, cache lookup (compile on a miss), run; returns the roots' arrays."""
     post = _ir.post_order(nodes)
     params = _params(post)
+    if _ir.dynamic_shapes_enabled():
+        # the dag hash leaves sizes out; a numpy program is compiled for its sizes, so they join the key
+        key = key + repr([tuple(n.shapes[0].sizes) if n.shapes else () for n in post]).encode()
     prog = _cache.get(key)
     if prog is None:
         _c_uncached[0] += 1
