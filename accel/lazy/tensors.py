@@ -87,9 +87,15 @@ def clear_data_cache():
 _shapes = {}
 
 
+SHAPE_CACHE_SIZE = 4096         # FLAGS_torch_lazy_shape_cache_size
+
+
 def _shape(code, sizes):
+    """The one Shape object per (dtype, sizes) in use (ops compare shapes by identity on fast paths)."""
     s = _shapes.get((code, sizes))
     if s is None:
+        if len(_shapes) >= SHAPE_CACHE_SIZE:
+            _shapes.clear()         # bounded; dropping entries only costs a fast path, never a result
         s = _shapes[(code, sizes)] = Shape(code, sizes)
     return s
 
