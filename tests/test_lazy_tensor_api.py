@@ -202,6 +202,18 @@ def check_reuse_ir():
     assert all(np.array_equal(t.numpy(), np.maximum(arr(3, 3) * 2 + 1, 0)) for t, _, _ in out)
     raises(TypeError, lambda: L.set_reuse_ir(1), "bool")
 
+def check_run_cached_graph():
+    x, w = L.tensor(arr(2, 3, seed=7)), L.tensor(arr(3, 2, seed=8))
+    y = (x @ w).relu() * 3
+    h = L.get_graph_hash([y])
+    L.sync_multi([y])                       # compiles and caches the graph under h
+    x2 = arr(2, 3, seed=9)
+    (r,) = L.run_cached_graph(h, [3, arr(3, 2, seed=8), x2])   # parameters in post order: 3, w, x
+    assert np.allclose(r.numpy(), np.maximum(x2 @ arr(3, 2, seed=8), 0) * 3, rtol=1e-6)
+    raises(RuntimeError, lambda: L.run_cached_graph(b"x" * 16, []), "Failed to get computation by hash")
+    raises(RuntimeError, lambda: L.run_cached_graph(h[:8], []), "sizeof(hash_t)")
+    raises(RuntimeError, lambda: L.run_cached_graph(h, [1]), "takes 3 inputs, got 1")
+
 def check_latest_graph_text():
     a = L.tensor(arr(2, 2))
     (a.sigmoid() @ a).numpy()

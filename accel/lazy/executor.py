@@ -206,6 +206,26 @@ def tensor_value(t):
     return h.array
 
 
+def run_cached_graph(hash_bytes, inputs):
+    """torch._lazy.computation.run_cached_graph: run the program cached under a graph hash (from
+    get_graph_hash, after a sync compiled it) on ``inputs`` (lazy tensors, arrays or numbers, one per
+    parameter in parameter-sequence order); returns lazy tensors holding the results."""
+    if not isinstance(hash_bytes, (bytes, bytearray)) or len(hash_bytes) != 16:
+        raise RuntimeError("Expected hash_str.size() == sizeof(hash_t) to be true, but got false.  "
+                           f"(a graph hash is 16 bytes, got {hash_bytes!r})")
+    prog = _cache.get(bytes(hash_bytes))
+    if prog is None:
+        raise RuntimeError("Failed to get computation by hash. Maybe the entry get kicked out of the LRU cache")
+    inputs = list(inputs)
+    if len(inputs) != prog.num_params:
+        raise RuntimeError(f"the cached computation takes {prog.num_params} inputs, got {len(inputs)}")
+    params = [Data(_np.asarray(tensor_value(x) if isinstance(x, LazyTensor) else x)) for x in inputs]
+    _latest[0] = prog
+    with _run_lock, _np.errstate(all="ignore"):
+        outs = prog.run(params)
+    return [_t.tensor(a) for a in outs]
+
+
 def get_tensor_id(t):
     """The tensor's unique id (a global counter from 1, as LTC's)."""
     if type(t) is not LazyTensor:
