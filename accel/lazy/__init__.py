@@ -1,8 +1,12 @@
-"""accel.lazy: PyTorch Lazy Tensor Core (LTC) IR hashing, post-order and graph hash, bit-exact, without torch.
+"""accel.lazy: PyTorch Lazy Tensor Core (LTC) without torch: the IR (hashing, post-order, graph hash,
+bit-exact), and lazy tensors on it (``tensor(ndarray)``, torch's op names, ``mark_step``) traced node for
+node as LTC's TorchScript backend and run by a numpy backend through the computation cache.
 
 Everything here runs on the implementation ``accel._impl`` selected (Cython or pure Python); both give
-identical results.  See shared/reference/ltc_ir.md for the algorithms reproduced.
+identical results.  See shared/reference/ltc_ir.md for the algorithms reproduced.  Note that this module
+defines torch's names ``bool``, ``abs``, ``sum``, ``pow`` (dtype and ops) over the builtins.
 """
+import builtins as _builtins
 import contextlib
 
 import numpy as _np
@@ -86,9 +90,10 @@ def dtype_to_code(dtype):
 
 def code_to_dtype(code):
     """The numpy dtype of a c10 ScalarType code (e.g. 6 -> float32); ValueError if numpy has none."""
-    t = _CODE_TO_NUMPY.get(code) if isinstance(code, int) and not isinstance(code, bool) else None
+    t = _CODE_TO_NUMPY.get(code) if isinstance(code, _builtins.int) and not isinstance(code, _builtins.bool) else None
     if t is None:
-        raise ValueError(f"ScalarType code {code!r} ({scalar_type_name(code) if isinstance(code, int) else '?'}) "
+        name = scalar_type_name(code) if isinstance(code, _builtins.int) else "?"
+        raise ValueError(f"ScalarType code {code!r} ({name}) "
                          "has no numpy dtype")
     return _np.dtype(t)
 
@@ -110,3 +115,23 @@ __all__ = [
     "dtype_to_code", "code_to_dtype", "shape_of", "to_text", "to_dot", "ComputationCache", "DataCache",
     "TrieCache", "metrics",
 ]
+
+# ---- lazy tensors (accel.lazy.tensors / executor / backend) ----
+from accel.lazy import _dtypes as _D  # noqa: E402
+from accel.lazy.tensors import LazyTensor, tensor, force_fallback, get_force_fallback  # noqa: E402
+from accel.lazy.executor import (  # noqa: E402
+    get_tensors_text, get_tensors_dot, get_graph_hash, mark_step, sync_multi, wait_device_ops, get_tensor_id,
+    get_latest_computation_graph, set_backend, computation_cache, run_cached_graph)
+from accel.lazy.functions import *  # noqa: E402,F401,F403
+from accel.lazy import functions as _functions  # noqa: E402
+from accel.lazy.tensors import set_reuse_ir, get_reuse_ir  # noqa: E402
+
+float16, float32, float64 = _D.CODE_TO_NP[5], _D.CODE_TO_NP[6], _D.CODE_TO_NP[7]
+uint8, int8, int16, int32, int64 = (_D.CODE_TO_NP[c] for c in (0, 1, 2, 3, 4))
+bool = _D.CODE_TO_NP[11]  # noqa: A001 (torch's name; the builtin is not used below this line)
+
+__all__ += ["LazyTensor", "tensor", "force_fallback", "get_force_fallback", "get_tensors_text", "get_tensors_dot",
+            "get_graph_hash", "mark_step", "sync_multi", "wait_device_ops", "get_tensor_id",
+            "get_latest_computation_graph", "set_backend", "computation_cache", "run_cached_graph", "set_reuse_ir",
+            "get_reuse_ir",
+            "float16", "float32", "float64", "uint8", "int8", "int16", "int32", "int64", "bool"] + _functions.__all__

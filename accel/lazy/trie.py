@@ -39,11 +39,14 @@ class TrieCache:
             tc = cls._local.cache = cls()
         return tc
 
-    def _hit(self, i):
+    def _hit(self, i, counter_name=None):
+        # counter_name(node): LTC names the counter after the node's C++ class (IrNodeReused_torch::lazy::Mm);
+        # by default the op's qualified name stands in for it
         entry = self.current.successors.pop(i)
         self.current.successors.insert(0, entry)
         entry.hit_counter += 1
-        metrics.Counter("IrNodeReused_" + entry.ir_node.op.qualified_name).add(1)
+        n = entry.ir_node
+        metrics.Counter(counter_name(n) if counter_name else "IrNodeReused_" + n.op.qualified_name).add(1)
         self.current = entry
         return entry.ir_node
 
@@ -51,12 +54,12 @@ class TrieCache:
         """A cached successor node equal to Node(op, operands, ...) by op, outputs and hashes, or None."""
         return self._lookup(Node(op, operands, shapes, num_outputs, hash_seed))
 
-    def _lookup(self, probe):
+    def _lookup(self, probe, counter_name=None):
         for i, entry in enumerate(self.current.successors):
             n = entry.ir_node
             if (n.op is probe.op and not n.is_device_data and n.num_outputs == probe.num_outputs
                     and n.hash == probe.hash and n.shape_hash == probe.shape_hash):
-                return self._hit(i)
+                return self._hit(i, counter_name)
         return None
 
     def insert(self, node):
@@ -76,14 +79,14 @@ class TrieCache:
         hit = self._lookup(probe)
         return hit if hit is not None else self.insert(probe)
 
-    def reuse_or_make_device_data(self, shape, handle, device=None):
+    def reuse_or_make_device_data(self, shape, handle, device=None, counter_name=None):
         """A cached device-data node with an equal shape, given the new handle (DeviceData::SetData), else a new one."""
         dd = OpKind("lazy_tensors::device_data")
         for i, entry in enumerate(self.current.successors):
             n = entry.ir_node
             if n.op is dd and n.is_device_data and n.shapes[0] == shape:
                 n.set_data(handle)
-                return self._hit(i)
+                return self._hit(i, counter_name)
         return self.insert(device_data(shape, handle, device))
 
     def reset_current(self):

@@ -1,0 +1,69 @@
+"""dtype names (torch spelling, numpy dtypes), c10 codes, and torch's type promotion for the lazy tensors."""
+import numpy as _np
+
+# c10 ScalarType codes of the dtypes lazy tensors support.
+BOOL, UINT8, INT8, INT16, INT32, INT64, FLOAT16, FLOAT32, FLOAT64 = 11, 0, 1, 2, 3, 4, 5, 6, 7
+CODE_TO_NP = {BOOL: _np.dtype(_np.bool_), UINT8: _np.dtype(_np.uint8), INT8: _np.dtype(_np.int8),
+              INT16: _np.dtype(_np.int16), INT32: _np.dtype(_np.int32), INT64: _np.dtype(_np.int64),
+              FLOAT16: _np.dtype(_np.float16), FLOAT32: _np.dtype(_np.float32), FLOAT64: _np.dtype(_np.float64)}
+NP_TO_CODE = {dt: c for c, dt in CODE_TO_NP.items()}
+FLOATS = frozenset((FLOAT16, FLOAT32, FLOAT64))
+INTS = frozenset((UINT8, INT8, INT16, INT32, INT64))
+DEFAULT_FLOAT = FLOAT32
+
+# Priorities of an operand in torch's result_type: a tensor with dims, a 0-dim tensor, a Python number.
+DIM, ZERO_DIM, WRAPPED = 2, 1, 0
+
+
+def category(code):
+    """0 bool, 1 integral, 2 floating."""
+    return 2 if code in FLOATS else (1 if code in INTS else 0)
+
+
+def promote_types(a, b):
+    """c10::promoteTypes for the supported codes (numpy's table agrees on these)."""
+    if a == b:
+        return a
+    ca, cb = category(a), category(b)
+    if ca != cb:                       # torch: the higher category's type (Long + Float = Float)
+        return a if ca > cb else b
+    return NP_TO_CODE[_np.promote_types(CODE_TO_NP[a], CODE_TO_NP[b])]
+
+
+def _combine_categories(higher, lower):
+    # at::native::combine_categories (TensorIterator's result_type), without complex types.
+    if higher is None:
+        return lower
+    if lower is None:
+        return higher
+    if higher in FLOATS:
+        return higher
+    if higher == BOOL or lower in FLOATS:
+        return promote_types(higher, lower)
+    return higher
+
+
+def result_type(operands):
+    """torch.result_type over (code, priority) pairs: dim tensors win over 0-dim tensors over Python numbers
+    unless a lower group has a higher category; a Python float counts as the default float dtype."""
+    res = [None, None, None]
+    for code, prio in operands:
+        if prio == WRAPPED and code in FLOATS:
+            code = DEFAULT_FLOAT
+        cur = res[prio]
+        res[prio] = code if cur is None else promote_types(cur, code)
+    return _combine_categories(res[DIM], _combine_categories(res[ZERO_DIM], res[WRAPPED]))
+
+
+def to_code(dtype, what="dtype"):
+    """The code of a dtype given as a numpy dtype, a numpy type or a name like 'float32'."""
+    try:
+        dt = _np.dtype(dtype)
+    except TypeError:
+        raise TypeError(f"{what} must be a dtype (e.g. accel.lazy.float32), got {type(dtype).__name__}: "
+                        f"{dtype!r}") from None
+    code = NP_TO_CODE.get(dt)
+    if code is None:
+        raise TypeError(f"{what} {dt} is not supported by lazy tensors; expected one of "
+                        f"{', '.join(str(d) for d in CODE_TO_NP.values())}")
+    return code

@@ -1,0 +1,328 @@
+"""LTC's LazyGraphExecutor for lazy tensors: graph hash, IR text, sync / mark_step with the computation
+cache, and execution on the selected backend (numpy by default)."""
+import threading
+
+import numpy as _np
+
+from accel import _impl
+from accel.lazy import metrics as _metrics
+from accel.lazy import tensors as _t
+from accel.lazy.backend import NumpyBackend
+from accel.lazy.cache import ComputationCache
+from accel.lazy.tensors import Data, LazyTensor
+
+_ir = _impl.module("_ir")
+_hash = _impl.module("_hash")
+
+COMPILATION_CACHE_SIZE = 1024          # FLAGS_torch_lazy_compilation_cache_size
+_cache = ComputationCache(COMPILATION_CACHE_SIZE)
+_backend = NumpyBackend()
+_latest = [None]
+_run_lock = threading.Lock()    # programs own reusable buffers: one run at a time (LTC's device lock)
+
+_c = _t._cell
+_c_synced = _c("SyncedTensorsWithIR")
+_c_cached = _c("CachedCompile")
+_c_uncached = _c("UncachedCompile")
+_c_markstep = _c("MarkStep")
+_c_to_data = _c("SyncTensorsToData")
+_m_graph_size = _metrics.Metric("TensorsGraphSize")
+_MHASH_TRUE = _hash.mhash(True)
+_MHASH_FALSE = _hash.mhash(False)
+
+
+def set_backend(backend):
+    """Use ``backend`` (an object with ``name`` and ``compile(post, roots) -> Program``) from now on;
+    returns the previous one.  The computation cache is cleared: programs belong to their backend."""
+    if not callable(getattr(backend, "compile", None)):
+        raise TypeError(f"set_backend needs an object with a compile(post, roots) method, got {backend!r}")
+    global _backend
+    prev, _backend = _backend, backend
+    _cache.clear()
+    return prev
+
+
+def computation_cache():
+    """The ComputationCache (LRU keyed by graph hash) that sync and mark_step use."""
+    return _cache
+
+
+def _check_tensors(tensors, what):
+    if isinstance(tensors, LazyTensor):
+        tensors = [tensors]
+    try:
+        tensors = list(tensors)
+    except TypeError:
+        raise TypeError(f"{what} needs a list of lazy tensors, got {type(tensors).__name__}: {tensors!r}") from None
+    for i, t in enumerate(tensors):
+        if type(t) is not LazyTensor:
+            raise TypeError(f"{what}: tensors[{i}] must be a lazy tensor, got {type(t).__name__}: {t!r}")
+    return tensors
+
+
+def _collect(tensors):
+    """CollectSyncTensors (force_ltc_data): tensors deduplicated by id, without device data, that hold IR.
+    Tensors holding only source data are uploaded instead (they get it as device data: counter
+    SyncTensorsToData), so that later graphs read them as parameters, not as roots."""
+    seen = set()
+    roots = []
+    for t in tensors:
+        if t._id in seen:
+            continue
+        seen.add(t._id)
+        if t._handle is None:
+            if t._node is not None:
+                roots.append(t)
+            elif t._src is not None:
+                t._handle = t._src
+                t._src = None
+                _c_to_data[0] += 1
+    return roots
+
+
+def _params(post):
+    """RunPostOrder's parameters: the device-data handles in post order, deduplicated by identity."""
+    out = []
+    seen = set()
+    for n in post:
+        if n.is_device_data:
+            h = n.handle
+            if id(h) not in seen:
+                seen.add(id(h))
+                out.append(h)
+    return out
+
+
+def _graph_key(nodes, force_ltc_data=True):
+    if force_ltc_data:
+        return _ir.graph_hash(nodes)
+    # GetTensors (force_ltc_data=false): the same walk, started from MHash(false)
+    h = int.from_bytes(_ir.graph_hash(nodes), "little")
+    return (h ^ _MHASH_TRUE ^ _MHASH_FALSE).to_bytes(16, "little") + b"F"
+
+
+def get_graph_hash(tensors):
+    """torch._C._lazy._get_graph_hash: the 16-byte computation-cache key of syncing ``tensors``."""
+    tensors = _check_tensors(tensors, "get_graph_hash")
+    roots = _collect(tensors)
+    if not roots and tensors:
+        # CollectSyncTensors started from MHash(true), then the empty parameter sequence
+        h = _hash.hash_combine(_MHASH_TRUE, _hash.container_hash([]))
+        return h.to_bytes(16, "little")
+    _c_synced[0] += len(roots)        # CollectSyncTensors counts them here too
+    return _ir.graph_hash([t._node for t in roots])
+
+
+def _execute(nodes, key):
+    """Post-order, cache lookup (compile on a miss), run; returns the roots' arrays."""
+    post = _ir.post_order(nodes)
+    params = _params(post)
+    if _ir.dynamic_shapes_enabled():
+        # the dag hash leaves sizes out; a numpy program is compiled for its sizes, so they join the key
+        key = key + repr([tuple(n.shapes[0].sizes) if n.shapes else () for n in post]).encode()
+    prog = _cache.get(key)
+    if prog is None:
+        _c_uncached[0] += 1
+        prog = _backend.compile(post, nodes)
+        if prog.num_params != len(params):
+            raise RuntimeError(f"compiled program takes {prog.num_params} parameters, graph has {len(params)}")
+        prog = _cache.add(key, prog)
+    else:
+        _c_cached[0] += 1
+    _latest[0] = prog
+    _m_graph_size.add_sample(len(post))
+    with _run_lock, _np.errstate(all="ignore"):     # torch gives inf/nan silently, as numpy then does
+        return prog.run(params)
+
+
+def sync_tensors(tensors):
+    """SyncTensorsGraph: compute every given tensor that holds IR and replace its IR by device data."""
+    roots = _collect(tensors)
+    if not roots:
+        return
+    _c_synced[0] += len(roots)
+    nodes = [t._node for t in roots]
+    outs = _execute(nodes, _ir.graph_hash(nodes))
+    for t, a in zip(roots, outs):
+        t._handle = Data(a)
+        t._node = None
+        t._src = None
+
+
+def sync_multi(tensors, devices=None):
+    """torch._lazy.sync_multi: sync the given lazy tensors (others are ignored, as torch filters them)."""
+    if isinstance(tensors, LazyTensor):
+        tensors = [tensors]
+    sync_tensors([t for t in tensors if type(t) is LazyTensor])
+
+
+def mark_step(device="", wait=False):
+    """SyncLiveTensorsGraph then MarkStep: sync every live tensor (ascending id), reset the IR trie."""
+    sync_tensors(_t.live_tensors())
+    _c_markstep[0] += 1
+    from accel.lazy.trie import TrieCache
+    TrieCache.get().reset_current()
+
+
+def wait_device_ops(devices=None):
+    """Wait for pending device work: the numpy backend runs synchronously, so there is none."""
+    return None
+
+
+def compute_nodes(nodes):
+    """Values of IR nodes without touching any tensor (LTC GetTensors with force_ltc_data=false)."""
+    return list(_execute(list(nodes), _graph_key(nodes, False)))
+
+
+def compute_values(tensors):
+    """Values of tensors without changing their IR (used by eager fallbacks)."""
+    out = [None] * len(tensors)
+    pending = []
+    for i, t in enumerate(tensors):
+        if t._handle is not None:
+            out[i] = t._handle.array
+        elif t._node is None:
+            out[i] = t._src.array
+        else:
+            pending.append(i)
+    if pending:
+        _c_synced[0] += len(pending)
+        vals = compute_nodes([tensors[i]._node for i in pending])
+        for i, v in zip(pending, vals):
+            out[i] = v
+    return out
+
+
+def tensor_value(t):
+    """The array of one tensor (the returned array must not be written).  Like LTC's ``.cpu()``
+    (LazyTensor::ToTensor): a tensor holding IR is computed once (GetTensors, force_ltc_data=false) and
+    gets the result as its device data while keeping its IR (later ops still build on the IR; syncs skip
+    it, as it has data)."""
+    h = t._handle
+    if h is None:
+        if t._node is None:
+            return t._src.array
+        h = t._handle = Data(compute_values([t])[0])
+    return h.array
+
+
+def run_cached_graph(hash_bytes, inputs):
+    """torch._lazy.computation.run_cached_graph: run the program cached under a graph hash (from
+    get_graph_hash, after a sync compiled it) on ``inputs`` (lazy tensors, arrays or numbers, one per
+    parameter in parameter-sequence order); returns lazy tensors holding the results."""
+    if not isinstance(hash_bytes, (bytes, bytearray)) or len(hash_bytes) != 16:
+        raise RuntimeError("Expected hash_str.size() == sizeof(hash_t) to be true, but got false.  "
+                           f"(a graph hash is 16 bytes, got {hash_bytes!r})")
+    prog = _cache.get(bytes(hash_bytes))
+    if prog is None:
+        raise RuntimeError("Failed to get computation by hash. Maybe the entry get kicked out of the LRU cache")
+    inputs = list(inputs)
+    if len(inputs) != prog.num_params:
+        raise RuntimeError(f"the cached computation takes {prog.num_params} inputs, got {len(inputs)}")
+    params = [Data(_np.asarray(tensor_value(x) if isinstance(x, LazyTensor) else x)) for x in inputs]
+    _latest[0] = prog
+    with _run_lock, _np.errstate(all="ignore"):
+        outs = prog.run(params)
+    return [_t.tensor(a) for a in outs]
+
+
+def get_tensor_id(t):
+    """The tensor's unique id (a global counter from 1, as LTC's)."""
+    if type(t) is not LazyTensor:
+        raise TypeError(f"get_tensor_id needs a lazy tensor, got {type(t).__name__}: {t!r}")
+    return t._id
+
+
+def get_latest_computation_graph():
+    """The source of the most recently run compiled program."""
+    p = _latest[0]
+    if p is None:
+        raise RuntimeError("no computation has run yet")
+    return p.text
+
+
+# ---- IR text ----
+def _tags(node):
+    if node.is_device_data:
+        return f", device={node.device}" if node.device is not None else ""
+    a = _t.node_attrs(node)
+    return ", " + a[2] if a is not None and a[2] else ""
+
+
+def get_tensors_text(tensors):
+    """torch._C._lazy._get_tensors_text without the ``, NodeType=`` tags: the IR of the tensors' values."""
+    tensors = _check_tensors(tensors, "get_tensors_text")
+    nodes = [t._ir() for t in tensors]
+    post = _ir.post_order(nodes)
+    ids = {n: i for i, n in enumerate(post)}
+    root_of = {}
+    for i, n in enumerate(nodes):
+        root_of[n] = i
+    lines = ["IR {"]
+    for i, n in enumerate(post):
+        ops = ", ".join(f"%{ids[o.node]}" + (f".{o.index}" if o.node.num_outputs > 1 else "") for o in n.operands)
+        line = f"  %{i} = [{', '.join(str(s) for s in n.shapes)}] {n.op.qualified_name}({ops}){_tags(n)}"
+        r = root_of.get(n)
+        if r is not None:
+            line += f", ROOT={r}"
+        lines.append(line)
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def _tag_pairs(node):
+    t = _tags(node)
+    out = []
+    for part in _split_tags(t[2:]) if t else ():
+        name, _, value = part.partition("=")
+        out.append((name, value))
+    return out
+
+
+def _split_tags(text):
+    # ", " separates tags outside (), [] and {} (LTC's tag parsing in ir_dump_util.cpp)
+    parts, depth, start = [], 0, 0
+    i = 0
+    while i < len(text):
+        c = text[i]
+        if c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+        elif depth == 0 and text.startswith(", ", i):
+            parts.append(text[start:i])
+            start = i + 2
+            i += 1
+        i += 1
+    parts.append(text[start:])
+    return parts
+
+
+def get_tensors_dot(tensors):
+    """torch._C._lazy._get_tensors_dot: the tensors' IR as a graphviz digraph (DumpUtil::ToDot's layout)."""
+    tensors = _check_tensors(tensors, "get_tensors_dot")
+    nodes = [t._ir() for t in tensors]
+    post = _ir.post_order(nodes)
+    ids = {n: i for i, n in enumerate(post)}
+    root_of = {n: i for i, n in enumerate(nodes)}
+    out = ["digraph G {\n"]
+    for n in post:
+        label = n.op.qualified_name
+        if n.shapes:
+            label += "\\n" + str(n.shapes[0])
+        for name, value in _tag_pairs(n):
+            label += f"\\n{name}=" + (value if len(value) < 64 else value[:64] + "...")
+        if n in root_of:
+            label += f"\\nROOT={root_of[n]}"
+        out.append(f'  node{ids[n]} [label="{label}"]\n')
+    for n in reversed(post):
+        operands = n.operands
+        for i, o in enumerate(operands):
+            edge = f"  node{ids[o.node]} -> node{ids[n]}"
+            if len(operands) > 1:
+                edge += f' [label="i={i}' + (f",o={o.index}" if o.node.num_outputs > 1 else "") + '"]'
+            elif o.node.num_outputs > 1:
+                edge += f' [label="o={o.index}"]'
+            out.append(edge + "\n")
+    out.append("}\n")
+    return "".join(out)

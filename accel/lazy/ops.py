@@ -1,0 +1,354 @@
+"""The lazy tensor ops beyond elementwise arithmetic, traced as LTC's TorchScript backend records them:
+clamp, the matmul family (as torch decomposes matmul), reductions, the functionalised view ops
+(``*_copy``), softmax / log_softmax, ``_to_copy`` and cat."""
+import operator
+
+from accel.lazy import _dtypes as D
+from accel.lazy.tensors import (  # noqa: F401
+    LazyTensor, Node, _NULL, _as_number, _check_tensor, _dim_list, _dtype_hash, _dtype_name, _emit, _fallback,
+    _fmt_size, _fn_counter, _hash, _int_list, _norm_dim, _op, _prio, _scalar_code, _scalar_node, _seed)
+
+
+def _clamp(a, lo, hi):
+    _check_tensor(a, "clamp() input")
+    if lo is None and hi is None:
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    lov = None if lo is None else _as_number(lo)
+    hiv = None if hi is None else _as_number(hi)
+    if (lo is not None and lov is None) or (hi is not None and hiv is None):
+        raise TypeError(f"clamp(): min and max must be Python numbers or None, got min={lo!r}, max={hi!r}")
+    s = a._shape
+    ops = [(s.dtype, _prio(a))] + [(_scalar_code(v), D.WRAPPED) for v in (lov, hiv) if v is not None]
+    code = D.result_type(ops)
+    _fn_counter("clamp")[0] += 1
+    x = a._ir()
+    operands = (x, None if lov is None else _scalar_node(lov), None if hiv is None else _scalar_node(hiv))
+    return _emit("aten::clamp", operands, code, s.sizes, None, "aten::clamp", (lov is not None, hiv is not None))
+
+
+# ---------------------------------------------------------------- matmul family
+def _mat_check(a, b, what):
+    _check_tensor(a, f"{what}() input")
+    _check_tensor(b, f"{what}() other")
+    if a._shape.dtype != b._shape.dtype:
+        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {_dtype_name(a._shape.dtype)} "
+                           f"!= {_dtype_name(b._shape.dtype)}")
+
+
+def mm(a, b):
+    """Matrix product of two 2-D tensors (aten::mm)."""
+    _mat_check(a, b, "mm")
+    sa, sb = a._shape.sizes, b._shape.sizes
+    if len(sa) != 2 or len(sb) != 2:
+        raise RuntimeError(f"mm: expected 2D tensors, got {len(sa)}D and {len(sb)}D "
+                           f"(shapes {_fmt_size(sa)} and {_fmt_size(sb)})")
+    if sa[1] != sb[0]:
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({sa[0]}x{sa[1]} and {sb[0]}x{sb[1]})")
+    _fn_counter("mm")[0] += 1
+    return _emit("aten::mm", (a._ir(), b._ir()), a._shape.dtype, (sa[0], sb[1]))
+
+
+def bmm(a, b):
+    """Batched matrix product of two 3-D tensors (aten::bmm)."""
+    _mat_check(a, b, "bmm")
+    sa, sb = a._shape.sizes, b._shape.sizes
+    if len(sa) != 3 or len(sb) != 3:
+        raise RuntimeError(f"batch1 must be a 3D tensor and batch2 must be a 3D tensor, got shapes "
+                           f"{_fmt_size(sa)} and {_fmt_size(sb)}")
+    if sa[0] != sb[0] or sa[2] != sb[1]:
+        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: [{sa[0]}, {sa[2]}] "
+                           f"but got: [{sb[0]}, {sb[1]}].")
+    _fn_counter("bmm")[0] += 1
+    return _emit("aten::bmm", (a._ir(), b._ir()), a._shape.dtype, (sa[0], sa[1], sb[2]))
+
+
+def _mv(a, b):
+    _fn_counter("mv")[0] += 1
+    sa, sb = a._shape.sizes, b._shape.sizes
+    if sa[1] != sb[0]:
+        raise RuntimeError(f"size mismatch, got input ({sa[0]}), mat ({sa[0]}x{sa[1]}), vec ({sb[0]})")
+    return _emit("aten::mv", (a._ir(), b._ir()), a._shape.dtype, (sa[0],))
+
+
+def matmul(a, b):
+    """torch.matmul, decomposed as torch does before LTC sees it: mm / mv / unsqueeze+mm+squeeze /
+    view+mm+view (N-D @ 2-D) / expand+view+bmm+view (batched), and dot (1-D @ 1-D) eagerly."""
+    _mat_check(a, b, "matmul")
+    sa, sb = a._shape.sizes, b._shape.sizes
+    da, db = len(sa), len(sb)
+    if da == 0 or db == 0:
+        raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are {da}D and {db}D")
+    if da == 1 and db == 1:
+        if sa[0] != sb[0]:
+            raise RuntimeError(f"inconsistent tensor size, expected tensor [{sa[0]}] and src [{sb[0]}] to have "
+                               f"the same number of elements, but got {sa[0]} and {sb[0]} elements respectively")
+        return _fallback("aten::dot", "dot", [a, b], a._shape.dtype)
+    if da == 2 and db == 2:
+        return mm(a, b)
+    if da == 2 and db == 1:
+        return _mv(a, b)
+    if da == 1 and db == 2:
+        t = _squeeze(mm(_unsqueeze(a, 0), b), 0)
+        del t._base                        # torch squeezes in place (squeeze_): no view of the product
+        return t
+    if da >= 3 and db == 2:
+        if sa[-1] != sb[0]:
+            raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied "
+                               f"({_numel(sa[:-1])}x{sa[-1]} and {sb[0]}x{sb[1]})")
+        folded = _view(a, (_numel(sa[:-1]), sa[-1]), "_unsafe_view")
+        return _view(mm(folded, b), sa[:-1] + (sb[1],), "_unsafe_view")
+    if da >= 3 and db >= 3 and sa[:-2] == sb[:-2] and _numel(sb[:-2]) != 1:
+        if sa[-1] != sb[-2]:
+            raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
+                               f"[{_numel(sa[:-2])}, {sa[-1]}] but got: [{_numel(sb[:-2])}, {sb[-2]}].")
+        batch = _numel(sa[:-2])
+        x = _view(_expand(a, sa), (batch,) + sa[-2:], "view_copy_symint")
+        y = _view(_expand(b, sb), (batch,) + sb[-2:], "view_copy_symint")
+        return _view(bmm(x, y), sa[:-2] + (sa[-2], sb[-1]), "_unsafe_view")
+    raise NotImplementedError(f"matmul of shapes {_fmt_size(sa)} and {_fmt_size(sb)} is not supported by accel.lazy "
+                              "(supported: 1-D/2-D operands, N-D @ 2-D, and N-D @ N-D with equal batch sizes)")
+
+
+def _numel(sizes):
+    n = 1
+    for s in sizes:
+        n *= s
+    return n
+
+
+# ---------------------------------------------------------------- reductions
+def _reduce(name, a, dim, keepdim):
+    _check_tensor(a, f"{name}() input")
+    if type(keepdim) is not bool:
+        raise TypeError(f"{name}(): keepdim must be a bool, got {type(keepdim).__name__}: {keepdim!r}")
+    s = a._shape
+    code = s.dtype
+    if name == "sum":
+        if code not in D.FLOATS:
+            code = D.INT64
+    elif code not in D.FLOATS:
+        raise RuntimeError(f"mean(): could not infer output dtype. Input dtype must be either a floating point "
+                           f"or complex dtype. Got: {_dtype_name(code)}")
+    _fn_counter(name)[0] += 1
+    nd = len(s.sizes)
+    if dim is None and not keepdim:
+        return _emit("aten::" + name, (a._ir(),), code, (), _seed(None), "aten::" + name + ".all", None,
+                     "dtype=null")
+    if dim is None:
+        dims = None
+        axes = tuple(range(nd))
+    else:
+        dims = [dim] if not isinstance(dim, (tuple, list)) else list(dim)
+        dims = _int_list(dims, f"{name}() dim") if dims else []
+        axes = tuple(_norm_dim(d, nd) for d in dims)
+        if len(set(axes)) != len(axes):
+            raise RuntimeError(f"dim {axes[0]} appears multiple times in the list of dims")
+        if not axes:
+            axes = tuple(range(nd))
+    sizes = tuple((1 if i in axes else n) for i, n in enumerate(s.sizes) if keepdim or i not in axes)
+    tags = f"dim={'null' if dims is None else _dim_list(dims)}, keepdim={int(keepdim)}, dtype=null"
+    return _emit("aten::" + name, (a._ir(),), code, sizes, _seed(dims, keepdim, None),
+                 "aten::" + name + ".dim", (axes, keepdim), tags)
+
+
+def _amax(a, dim, keepdim):
+    _check_tensor(a, "amax() input")
+    nd = a.ndim
+    dims = [dim] if not isinstance(dim, (tuple, list)) else list(dim)
+    axes = tuple(_norm_dim(d, nd) for d in _int_list(dims, "amax() dim")) or tuple(range(nd))
+    if type(keepdim) is not bool:
+        raise TypeError(f"amax(): keepdim must be a bool, got {type(keepdim).__name__}: {keepdim!r}")
+    return _fallback("aten::amax", ("amax", axes, keepdim), [a], a._shape.dtype)
+
+
+# ---------------------------------------------------------------- views (functionalised *_copy ops)
+def _view_of(a, t):
+    t._base = a
+    return t
+
+
+def _infer_size(shape, numel):
+    shape = list(shape)
+    neg = [i for i, s in enumerate(shape) if s == -1]
+    if len(neg) > 1:
+        raise RuntimeError("only one dimension can be inferred")
+    for s in shape:
+        if s < -1:
+            raise RuntimeError(f"invalid shape dimension {s}")
+    known = _numel([s for s in shape if s != -1])
+    if neg:
+        if known == 0 or numel % known:
+            raise RuntimeError(f"shape '{_fmt_size(shape)}' is invalid for input of size {numel}")
+        shape[neg[0]] = numel // known
+    elif known != numel:
+        raise RuntimeError(f"shape '{_fmt_size(shape)}' is invalid for input of size {numel}")
+    return tuple(shape)
+
+
+def _view(a, shape, counter):
+    _check_tensor(a, "view() input")
+    size = _int_list(shape, "view() size")
+    s = a._shape
+    out = _infer_size(size, _numel(s.sizes))
+    _fn_counter(counter)[0] += 1
+    t = _emit("aten::view_copy", (a._ir(),), s.dtype, out, _seed(size), "reshape", None, "size=" + _dim_list(size))
+    if counter != "_unsafe_view":          # torch's _unsafe_view (inside matmul) makes no view
+        t._base = a
+    return t
+
+
+def _t(a):
+    _check_tensor(a, "t() input")
+    s = a._shape
+    if len(s.sizes) > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {len(s.sizes)}D")
+    _fn_counter("t_copy")[0] += 1
+    return _view_of(a, _emit("aten::t_copy", (a._ir(),), s.dtype, tuple(reversed(s.sizes)), None, "aten::t_copy"))
+
+
+def _transpose(a, d0, d1):
+    _check_tensor(a, "transpose() input")
+    s = a._shape
+    nd = len(s.sizes)
+    i, j = _norm_dim(d0, nd, "dim0"), _norm_dim(d1, nd, "dim1")
+    sizes = list(s.sizes)
+    if nd:
+        sizes[i], sizes[j] = sizes[j], sizes[i]
+    perm = list(range(nd))
+    if nd:
+        perm[i], perm[j] = perm[j], perm[i]
+    _fn_counter("transpose_copy")[0] += 1
+    d0, d1 = operator.index(d0), operator.index(d1)
+    return _view_of(a, _emit("aten::transpose_copy", (a._ir(),), s.dtype, tuple(sizes), _seed(d0, d1),
+                             "permute", tuple(perm), f"dim0={d0}, dim1={d1}"))
+
+
+def _permute(a, dims):
+    _check_tensor(a, "permute() input")
+    dims = _int_list(dims, "permute() dims")
+    s = a._shape
+    nd = len(s.sizes)
+    if len(dims) != nd:
+        raise RuntimeError(f"permute(sparse_coo): number of dimensions in the tensor input does not match the "
+                           f"length of the desired ordering of dimensions i.e. input.dim() = {nd} is not equal to "
+                           f"len(dims) = {len(dims)}")
+    perm = tuple(_norm_dim(d, nd) for d in dims)
+    if len(set(perm)) != nd:
+        raise RuntimeError(f"permute(): duplicate dims are not allowed, got {dims}")
+    _fn_counter("permute_copy")[0] += 1
+    return _view_of(a, _emit("aten::permute_copy", (a._ir(),), s.dtype, tuple(s.sizes[p] for p in perm),
+                             _seed(dims), "permute", perm, "dims=" + _dim_list(dims)))
+
+
+def _unsqueeze(a, dim):
+    _check_tensor(a, "unsqueeze() input")
+    s = a._shape
+    nd = len(s.sizes)
+    d = operator.index(dim)
+    if not -(nd + 1) <= d <= nd:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-(nd + 1)}, {nd}], but got {d})")
+    pos = d + nd + 1 if d < 0 else d
+    sizes = s.sizes[:pos] + (1,) + s.sizes[pos:]
+    _fn_counter("unsqueeze_copy")[0] += 1
+    return _view_of(a, _emit("aten::unsqueeze_copy", (a._ir(),), s.dtype, sizes, _seed(d), "reshape", None, f"dim={d}"))
+
+
+def _squeeze(a, dim=None):
+    _check_tensor(a, "squeeze() input")
+    s = a._shape
+    _fn_counter("squeeze_copy")[0] += 1
+    if dim is None:
+        sizes = tuple(n for n in s.sizes if n != 1)
+        return _view_of(a, _emit("aten::squeeze_copy", (a._ir(),), s.dtype, sizes, None, "reshape"))
+    d = operator.index(dim)
+    pos = _norm_dim(d, len(s.sizes))
+    sizes = s.sizes if not s.sizes or s.sizes[pos] != 1 else s.sizes[:pos] + s.sizes[pos + 1:]
+    return _view_of(a, _emit("aten::squeeze_copy", (a._ir(),), s.dtype, sizes, _seed(d), "reshape", None, f"dim={d}"))
+
+
+def _expand(a, sizes):
+    _check_tensor(a, "expand() input")
+    size = _int_list(sizes, "expand() size")
+    s = a._shape
+    nd, n = len(s.sizes), len(size)
+    if n < nd:
+        raise RuntimeError(f"expand(torch.FloatTensor{{{_fmt_size(s.sizes)}}}, size={_fmt_size(size)}): the number "
+                           f"of sizes provided ({n}) must be greater or equal to the number of dimensions in the "
+                           f"tensor ({nd})")
+    out = []
+    for i, want in enumerate(size):
+        j = i - (n - nd)
+        have = s.sizes[j] if j >= 0 else 1
+        if want == -1:
+            if j < 0:
+                raise RuntimeError(f"The expanded size of the tensor (-1) isn't allowed in a leading, "
+                                   f"non-existing dimension {i}")
+            want = have
+        elif have != want and have != 1:
+            raise RuntimeError(f"The expanded size of the tensor ({want}) must match the existing size ({have}) at "
+                               f"non-singleton dimension {i}.  Target sizes: {_fmt_size(size)}.  Tensor sizes: "
+                               f"{_fmt_size(s.sizes)}")
+        out.append(want)
+    _fn_counter("expand_copy_symint")[0] += 1
+    return _view_of(a, _emit("aten::expand_copy", (a._ir(),), s.dtype, tuple(out), _seed(size, False), "expand",
+                             None, f"size={_dim_list(size)}, implicit=0"))
+
+
+# ---------------------------------------------------------------- others
+def _softmax(opname, a, dim):
+    _check_tensor(a, f"{opname[1:]}() input")
+    s = a._shape
+    if s.dtype not in D.FLOATS:
+        raise RuntimeError(f"{opname[1:]}(): expected a floating point input, got {_dtype_name(s.dtype)}")
+    d = operator.index(dim)
+    axis = _norm_dim(d, len(s.sizes))
+    _fn_counter(opname)[0] += 1
+    return _emit("aten::" + opname, (a._ir(),), s.dtype, s.sizes, _seed(d, False), "aten::" + opname, axis,
+                 f"dim={d}, half_to_float=0")
+
+
+_TO_COPY_NULLS = (_NULL, _NULL, _NULL)
+
+
+def _to(a, dtype):
+    _check_tensor(a, "to() input")
+    code = D.to_code(dtype, "to() dtype")
+    s = a._shape
+    if code == s.dtype:
+        return a
+    _fn_counter("_to_copy")[0] += 1
+    seed = _hash.mhash_hashes((_dtype_hash(code),) + _TO_COPY_NULLS + (_hash.hash_value(False), _NULL))
+    return _emit("aten::_to_copy", (a._ir(),), code, s.sizes, seed, "aten::_to_copy", None,
+                 f"dtype={_dtype_name(code)}, layout=null, device=null, pin_memory=null, non_blocking=0, "
+                 "memory_format=null")
+
+
+def cat(tensors, dim=0):
+    """Concatenate along ``dim``: a lazy_tensors::tensor_list node feeding aten::cat."""
+    if isinstance(tensors, LazyTensor) or not isinstance(tensors, (list, tuple)):
+        raise TypeError(f"cat() expects a list or tuple of lazy tensors, got {type(tensors).__name__}")
+    if not tensors:
+        raise RuntimeError("torch.cat(): expected a non-empty list of Tensors")
+    for i, t in enumerate(tensors):
+        _check_tensor(t, f"cat() tensors[{i}]")
+    first = tensors[0]._shape.sizes
+    nd = len(first)
+    if nd == 0:
+        raise RuntimeError("zero-dimensional tensor (at position 0) cannot be concatenated")
+    d = operator.index(dim)
+    axis = _norm_dim(d, nd)
+    total = 0
+    for i, t in enumerate(tensors):
+        sz = t._shape.sizes
+        if len(sz) != nd:
+            raise RuntimeError(f"Tensors must have same number of dimensions: got {nd} and {len(sz)}")
+        for k in range(nd):
+            if k != axis and sz[k] != first[k]:
+                raise RuntimeError(f"Sizes of tensors must match except in dimension {axis}. Expected size "
+                                   f"{first[k]} but got size {sz[k]} for tensor number {i} in the list.")
+        total += sz[axis]
+    code = D.result_type([(t._shape.dtype, D.DIM) for t in tensors])
+    _fn_counter("cat")[0] += 1
+    lst = Node(_op("lazy_tensors::tensor_list"), [t._ir() for t in tensors], ())
+    sizes = first[:axis] + (total,) + first[axis + 1:]
+    return _emit("aten::cat", (lst,), code, sizes, _seed(d), "aten::cat", (axis,), f"dim={d}")
