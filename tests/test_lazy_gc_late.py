@@ -127,11 +127,19 @@ def test_late_tracking_reaches_only_users(twin):
     b = ir.Node("aten::neg", [a, other], [s])
     c = ir.Node("aten::neg", [b], [s])
     side = ir.Node("aten::neg", [other], [s])
+    dropped = [ir.Output(v) for v in (side, other, a) for _ in range(100)]
     outs = [ir.Output(v) for v in (a, b, c, other, side)]
-    assert not any(gc.is_tracked(v) for v in [a, b, c, other, side] + outs)
+    del dropped[::2]                    # Outputs come and go before and after the late tracking
+    outs += [ir.Output(v) for v in (side, other, c, b, a)]
+    assert not any(gc.is_tracked(v) for v in [a, b, c, other, side] + outs + dropped)
     a.set_data(Ref())
     assert [gc.is_tracked(v) for v in (a, b, c, other, side)] == [True, True, True, False, False]
-    assert [gc.is_tracked(o) for o in outs] == [True, True, True, False, False]
+    assert [gc.is_tracked(o) for o in outs] == [True, True, True, False, False, False, False, True, True, True]
+    assert [gc.is_tracked(o) for o in dropped] == [o.node is a for o in dropped]
+    del dropped
+    assert [gc.is_tracked(o) for o in (ir.Output(a), ir.Output(other))] == [True, False]
+    other.set_data(Ref())
+    assert all(gc.is_tracked(v) for v in [a, b, c, other, side] + outs)
 
 
 RSS = """

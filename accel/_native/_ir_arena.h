@@ -180,8 +180,8 @@ static void acc_release(int32_t id) {
 /* Output objects that the GC does not track (their node was untracked when they were made), so that they can
  * be tracked when their node becomes tracked: slot -> the Output (borrowed; it releases its slot when it
  * goes) and its node's id.  Free slots are a stack: made and dropped at once, an Output reuses one slot. */
-static PyObject **acc_oself = NULL;
-static int32_t *acc_onode = NULL;
+typedef struct { PyObject *obj; int32_t node; } acc_out;
+static acc_out *acc_outs = NULL;
 static int32_t *acc_ofree = NULL;
 static int32_t acc_ocap = 0, acc_otop = 1, acc_onfree = 0;
 
@@ -194,21 +194,20 @@ static inline int32_t acc_oalloc(PyObject *o, int32_t node) {
         if (acc_otop >= acc_ocap) {
             int32_t cap = acc_ocap ? (acc_ocap < (1 << 29) ? acc_ocap * 2 : INT32_MAX) : 4096;
             if (acc_ocap == INT32_MAX ||
-                acc_grow_to((void **)&acc_oself, sizeof(PyObject *), cap) ||
-                acc_grow_to((void **)&acc_onode, sizeof(int32_t), cap) ||
+                acc_grow_to((void **)&acc_outs, sizeof(acc_out), cap) ||
                 acc_grow_to((void **)&acc_ofree, sizeof(int32_t), cap))
                 return 0;
             acc_ocap = cap;
         }
         s = acc_otop++;
     }
-    acc_oself[s] = o;
-    acc_onode[s] = node;
+    acc_outs[s].obj = o;
+    acc_outs[s].node = node;
     return s;
 }
 
 static inline void acc_orelease(int32_t s) {
-    acc_oself[s] = NULL;
+    acc_outs[s].obj = NULL;
     acc_ofree[acc_onfree++] = s;
 }
 

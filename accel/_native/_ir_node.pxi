@@ -72,9 +72,9 @@ cdef void _track_late(Node n) noexcept:
                 u._gc = 1
                 acc_gc_track(<PyObject*>u)
     for i in range(1, acc_otop):
-        if acc_oself[i] != NULL and (mark == NULL or mark[acc_onode[i]]):
-            acc_gc_track(acc_oself[i])
-            (<Output>acc_oself[i])._slot = 0
+        if acc_outs[i].obj != NULL and (mark == NULL or mark[acc_outs[i].node]):
+            acc_gc_track(acc_outs[i].obj)
+            (<Output>acc_outs[i].obj)._slot = 0
             acc_orelease(i)
     free(mark)
 
@@ -582,10 +582,6 @@ cdef class Output:
             if self._slot == 0:             # out of memory: tracked (more work for the GC, no leak)
                 acc_gc_track(<PyObject*>self)
 
-    def __dealloc__(self):
-        if self._slot:
-            acc_orelease(self._slot)
-
     @property
     def node(self):
         return self._node
@@ -630,3 +626,16 @@ cdef class Output:
 
 acc_set_gc(<PyTypeObject*>Node, <void*>_node_traverse, <void*>_node_clear)
 acc_set_gc(<PyTypeObject*>Output, <void*>(<PyTypeObject*>Output).tp_traverse, <void*>_output_clear)
+
+
+# Output's deallocation gives up its slot first (in C: a __dealloc__ would save and restore the
+# exception state for each of the many short-lived Outputs).
+cdef destructor _output_base_dealloc = (<PyTypeObject*>Output).tp_dealloc
+
+cdef void _output_dealloc(PyObject *o) noexcept:
+    cdef int32_t s = (<Output>o)._slot
+    if s:
+        acc_orelease(s)
+    _output_base_dealloc(o)
+
+(<PyTypeObject*>Output).tp_dealloc = _output_dealloc
