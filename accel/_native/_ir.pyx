@@ -16,7 +16,7 @@ from cpython.ref cimport PyObject, Py_INCREF, Py_DECREF
 from cpython.list cimport PyList_New, PyList_SET_ITEM, PyList_AsTuple
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM, PyTuple_GET_SIZE, PyTuple_GET_ITEM
 from cpython.long cimport PyLong_FromUnsignedLongLong, PyLong_AsUnsignedLongLongMask
-from cpython.object cimport PyTypeObject, newfunc
+from cpython.object cimport PyTypeObject, newfunc, destructor
 
 include "_h128.pxi"
 
@@ -42,6 +42,14 @@ cdef extern from "_ir_arena.h":
     int32_t acc_alloc(PyObject *self, Py_ssize_t nops)
     void acc_release(int32_t id)
     int acc_ivec_reserve(acc_ivec *v, Py_ssize_t need)
+    ctypedef struct acc_out:
+        PyObject *obj
+        int32_t node
+    acc_out *acc_outs
+    int32_t acc_otop
+    int32_t acc_oalloc(PyObject *o, int32_t node)
+    void acc_orelease(int32_t s)
+    unsigned char *acc_mark_users(const int32_t *seeds, Py_ssize_t nseeds)
     void acc_fill_list(list l, const int32_t *ids, Py_ssize_t n)
     int acc_walk_post(const int32_t *roots, Py_ssize_t nroots, uint32_t base, int strict, acc_ivec *st,
                       acc_ivec *out, acc_ivec *visited, int32_t *loop)

@@ -177,6 +177,91 @@ static void acc_release(int32_t id) {
     acc_last = id;
 }
 
+/* Output objects that the GC does not track (their node was untracked when they were made), so that they can
+ * be tracked when their node becomes tracked: slot -> the Output (borrowed; it releases its slot when it
+ * goes) and its node's id.  Free slots are a stack: made and dropped at once, an Output reuses one slot. */
+typedef struct { PyObject *obj; int32_t node; } acc_out;
+static acc_out *acc_outs = NULL;
+static int32_t *acc_ofree = NULL;
+static int32_t acc_ocap = 0, acc_otop = 1, acc_onfree = 0;
+
+/* A slot for Output o of node id node; 0 when out of memory. */
+static inline int32_t acc_oalloc(PyObject *o, int32_t node) {
+    int32_t s;
+    if (acc_onfree) {
+        s = acc_ofree[--acc_onfree];
+    } else {
+        if (acc_otop >= acc_ocap) {
+            int32_t cap = acc_ocap ? (acc_ocap < (1 << 29) ? acc_ocap * 2 : INT32_MAX) : 4096;
+            if (acc_ocap == INT32_MAX ||
+                acc_grow_to((void **)&acc_outs, sizeof(acc_out), cap) ||
+                acc_grow_to((void **)&acc_ofree, sizeof(int32_t), cap))
+                return 0;
+            acc_ocap = cap;
+        }
+        s = acc_otop++;
+    }
+    acc_outs[s].obj = o;
+    acc_outs[s].node = node;
+    return s;
+}
+
+static inline void acc_orelease(int32_t s) {
+    acc_outs[s].obj = NULL;
+    acc_ofree[acc_onfree++] = s;
+}
+
+/* Mark every live node from which a seed can be reached through operands, the seeds included:
+ * mark[id] = 1 in the returned array (acc_top bytes, malloc'd: the caller frees it), NULL when out of
+ * memory.  A breadth-first search over each node's users, built for the occasion from the records:
+ * O(live nodes + operand edges), no recursion.  Runs no Python code. */
+static uint8_t *acc_mark_users(const int32_t *seeds, Py_ssize_t nseeds) {
+    const int32_t top = acc_top;
+    int32_t id, x, nops, j;
+    const int32_t *ops;
+    Py_ssize_t k, e, qh = 0, qt = 0;
+    uint8_t *mark = (uint8_t *)calloc((size_t)top, 1);
+    Py_ssize_t *start = (Py_ssize_t *)calloc((size_t)top + 1, sizeof(Py_ssize_t));
+    Py_ssize_t *fill = NULL;
+    int32_t *users = NULL, *queue = NULL;
+    if (mark == NULL || start == NULL) goto oom;
+    for (id = 1; id < top; id++) {             /* users per operand, then their offsets */
+        if (acc_self[id] == NULL) continue;
+        nops = (int32_t)(acc_recs[id].info >> 1);
+        ops = acc_ops(&acc_recs[id]);
+        for (j = 0; j < nops; j++) start[ops[j] + 1]++;
+    }
+    for (id = 0; id < top; id++) start[id + 1] += start[id];
+    e = start[top];
+    fill = (Py_ssize_t *)malloc(((size_t)top + 1) * sizeof(Py_ssize_t));
+    users = (int32_t *)malloc((size_t)(e ? e : 1) * sizeof(int32_t));
+    queue = (int32_t *)malloc((size_t)top * sizeof(int32_t));
+    if (fill == NULL || users == NULL || queue == NULL) goto oom;
+    memcpy(fill, start, ((size_t)top + 1) * sizeof(Py_ssize_t));
+    for (id = 1; id < top; id++) {
+        if (acc_self[id] == NULL) continue;
+        nops = (int32_t)(acc_recs[id].info >> 1);
+        ops = acc_ops(&acc_recs[id]);
+        for (j = 0; j < nops; j++) users[fill[ops[j]]++] = id;
+    }
+    for (k = 0; k < nseeds; k++) {
+        x = seeds[k];
+        if (x > 0 && x < top && !mark[x]) { mark[x] = 1; queue[qt++] = x; }
+    }
+    while (qh < qt) {
+        x = queue[qh++];
+        for (k = start[x]; k < start[x + 1]; k++) {
+            id = users[k];
+            if (!mark[id]) { mark[id] = 1; queue[qt++] = id; }
+        }
+    }
+    free(start); free(fill); free(users); free(queue);
+    return mark;
+oom:
+    free(mark); free(start); free(fill); free(users); free(queue);
+    return NULL;
+}
+
 /* Fill a new list's items with new references to the Nodes of ids.  This is the only step that
  * touches the Node objects (one cache line each, mostly from L3 or memory for a big graph), so each
  * reference count write is likely a miss: prefetching 32 nodes ahead overlaps them (16 was measurably

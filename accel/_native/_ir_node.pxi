@@ -38,9 +38,11 @@ cdef object _ONE = 1
 # only a data handle or device label (or the attributes of a Python subclass of Node or Shape) can.  A node is tracked (_gc)
 # when such an object is one that CPython tracks, or when an operand is tracked (the cycle may pass
 # through nodes built on it); every other node is untracked, since tracking millions of nodes made
-# building graphs ~8x slower.  Nodes that already had users when they became tracked (set_data,
-# replace_operand) do not pass it on to those users.  Without the GC there is no trashcan either, so
-# Node.__dealloc__ frees long chains iteratively.
+# building graphs ~8x slower.  An Output is tracked when its node is.  A node that becomes tracked after
+# it was built (set_data, replace_operand, add_computed_shape: _track_late) may already have users and
+# Outputs, which a cycle through it can pass too: they all become tracked then (one pass over the arena,
+# O(live nodes); untracked Outputs are listed in the arena for that, see acc_oalloc).  Without the GC
+# there is no trashcan either, so Node.__dealloc__ frees long chains iteratively.
 cdef PyObject **_pending = NULL      # references waiting to be dropped by the outermost dealloc
 cdef Py_ssize_t _npending = 0
 cdef Py_ssize_t _cappending = 0
@@ -52,6 +54,29 @@ cdef bint _draining = False
 cdef uint64_t _SERIAL_STEP = 1 << 20        # room for renumbering between two nodes built in a row
 cdef uint64_t _serial_next = 0
 cdef Py_ssize_t _nbad = 0
+
+
+cdef void _track_late(Node n) noexcept:
+    """Make n (built earlier, untracked) GC-tracked, with every node that depends on it and their Outputs."""
+    cdef int32_t seed = n._id
+    cdef int32_t i, top = acc_top
+    cdef unsigned char *mark
+    cdef Node u
+    n._gc = 1
+    acc_gc_track(<PyObject*>n)
+    mark = acc_mark_users(&seed, 1)
+    for i in range(1, top):                 # out of memory: track them all (more work for the GC, no leak)
+        if acc_self[i] != NULL and (mark == NULL or mark[i]):
+            u = <Node>acc_self[i]
+            if not u._gc:
+                u._gc = 1
+                acc_gc_track(<PyObject*>u)
+    for i in range(1, acc_otop):
+        if acc_outs[i].obj != NULL and (mark == NULL or mark[acc_outs[i].node]):
+            acc_gc_track(acc_outs[i].obj)
+            (<Output>acc_outs[i].obj)._slot = 0
+            acc_orelease(i)
+    free(mark)
 
 
 cdef void _release_later(PyObject *o) noexcept:
@@ -324,8 +349,7 @@ cdef class Node:
             raise TypeError(f"add_computed_shape needs a Shape, got {_tname(shape)}: {shape!r}")
         self._shapes = self.shapes + (shape,)
         if type(shape) is not Shape and not self._gc:
-            self._gc = 1
-            acc_gc_track(<PyObject*>self)
+            _track_late(self)
 
     def set_data(self, handle):
         """Replace the data handle of a device-data node (DeviceData::SetData); TypeError on other nodes."""
@@ -342,8 +366,7 @@ cdef class Node:
         x.handle = handle
         acc_set_hid(self._id, x.hid)
         if acc_may_cycle(<PyObject*>handle) and not self._gc:
-            self._gc = 1
-            acc_gc_track(<PyObject*>self)
+            _track_late(self)
 
     def replace_operand(self, index, output):
         """Point operand ``index`` at ``output`` (an Output, or a Node for its output 0) without rehashing;
@@ -399,8 +422,7 @@ cdef int _set_operand(Node self, Py_ssize_t i, Node target, Py_ssize_t oi) excep
         x.idx = idx if idx else None
         self._extra = x
     if target._gc and not self._gc:
-        self._gc = 1
-        acc_gc_track(<PyObject*>self)
+        _track_late(self)
     if self._nbad or target._serial >= self._serial:
         for j in range(n):
             if (<Node>acc_self[ids[j]])._serial >= self._serial:
@@ -531,6 +553,7 @@ cdef class Output:
     cdef Py_ssize_t _index
     cdef acc_h128 _hash
     cdef acc_h128 _shp
+    cdef int32_t _slot               # while untracked: its slot among the untracked Outputs (see _track_late)
 
     def __cinit__(self, node, index=0):
         cdef Node nd
@@ -554,6 +577,10 @@ cdef class Output:
         self._shp = acc_combine(nd._shp, ih)
         if nd._gc or type(self) is not Output:
             acc_gc_track(<PyObject*>self)
+        else:
+            self._slot = acc_oalloc(<PyObject*>self, nd._id)
+            if self._slot == 0:             # out of memory: tracked (more work for the GC, no leak)
+                acc_gc_track(<PyObject*>self)
 
     @property
     def node(self):
@@ -599,3 +626,16 @@ cdef class Output:
 
 acc_set_gc(<PyTypeObject*>Node, <void*>_node_traverse, <void*>_node_clear)
 acc_set_gc(<PyTypeObject*>Output, <void*>(<PyTypeObject*>Output).tp_traverse, <void*>_output_clear)
+
+
+# Output's deallocation gives up its slot first (in C: a __dealloc__ would save and restore the
+# exception state for each of the many short-lived Outputs).
+cdef destructor _output_base_dealloc = (<PyTypeObject*>Output).tp_dealloc
+
+cdef void _output_dealloc(PyObject *o) noexcept:
+    cdef int32_t s = (<Output>o)._slot
+    if s:
+        acc_orelease(s)
+    _output_base_dealloc(o)
+
+(<PyTypeObject*>Output).tp_dealloc = _output_dealloc
