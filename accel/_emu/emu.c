@@ -96,6 +96,7 @@ enum { CUDA_SUCCESS = 0, CUDA_ERROR_INVALID_VALUE = 1, CUDA_ERROR_NOT_INITIALIZE
 #define PRIO_GREATEST (-5)
 
 #include "emu_tables.h"
+#include "emu_internal.h"
 #define MAX_DEVICES EMU_MAX_DEVICES
 
 /* ------------------------------------------------------- fault injection */
@@ -190,9 +191,9 @@ static int fail_hit(int sym)
 
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 static cudaError_t g_init_err;      /* non-zero: bad configuration, every call fails */
-static int g_ndev;                  /* visible devices */
+int g_ndev;                         /* visible devices (emu_internal.h) */
 static int g_nphys;                 /* the machine's devices (ACCEL_EMU_DEVICES) */
-static int g_phys[MAX_DEVICES];     /* visible ordinal -> physical device */
+int g_phys[MAX_DEVICES];            /* visible ordinal -> physical device (emu_internal.h) */
 static size_t g_mem_total;
 
 static pthread_mutex_t G = PTHREAD_MUTEX_INITIALIZER;
@@ -201,11 +202,11 @@ static pthread_cond_t g_work_cv = PTHREAD_COND_INITIALIZER;  /* run queue non-em
 static pthread_cond_t g_exit_cv = PTHREAD_COND_INITIALIZER;  /* a worker retired */
 static int g_waiters;               /* threads blocked on g_done_cv */
 
-static atomic_int g_ctx[MAX_DEVICES];   /* primary context exists */
+atomic_int g_ctx[MAX_DEVICES];      /* primary context exists (emu_internal.h) */
 
 static __thread int t_dev;
 static __thread int t_capmode;
-static __thread cudaError_t t_last;
+__thread cudaError_t t_last;        /* emu_internal.h */
 /* Non-NULL while this thread is a worker executing a host function: blocking
  * calls from there would wait on themselves, so they are refused. */
 static __thread void *t_in_hostfn;
@@ -1575,20 +1576,12 @@ EXPORT cudaError_t cudaDeviceGetAttribute(int *value, int attr, int dev)
     return cudaSuccess;
 }
 
-/* Only the layout-stable head of cudaDeviceProp is written: name[256] at 0,
- * uuid[16] at 256, totalGlobalMem at 288.  Later fields moved between CUDA
- * releases and the caller's struct size is unknown. */
-#define PROP_HEAD 296
+/* The whole cudaDeviceProp in the CUDA 13 layout (emu_props.c); accel reads only its stable head. */
 static cudaError_t get_props(void *p, int dev)
 {
     if (!p) return fail(cudaErrorInvalidValue);
     if (dev < 0 || dev >= g_ndev) return fail(cudaErrorInvalidDevice);
-    unsigned char *b = p;
-    memset(b, 0, PROP_HEAD);
-    snprintf((char *)b, 256, "Emulated NVIDIA H100 80GB HBM3 (accel emu)");
-    emu_uuid(g_phys[dev], b + 256);
-    size_t total = g_mem_total;
-    memcpy(b + 288, &total, sizeof total);
+    emu_fill_props(p, g_phys[dev], g_mem_total);
     return cudaSuccess;
 }
 
