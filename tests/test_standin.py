@@ -127,7 +127,7 @@ def test_stream_capture_info_says_not_capturing(subprocess_python):
 s = c.c_void_p(); rt.cudaStreamCreate(c.byref(s))
 st, cid, graph, n = c.c_int(7), c.c_ulonglong(9), c.c_void_p(5), c.c_size_t(3)
 ok = rt.cudaStreamGetCaptureInfo(s, c.byref(st), c.byref(cid), c.byref(graph), None, None, c.byref(n))
-bad = rt.cudaStreamGetCaptureInfo(c.c_void_p(0x5e0000000fff3), c.byref(st), None, None, None, None, None)
+bad = rt.cudaStreamGetCaptureInfo(c.c_void_p(0x5e00ffffff30), c.byref(st), None, None, None, None, None)
 null = rt.cudaStreamGetCaptureInfo(s, None, None, None, None, None, None)
 print(json.dumps([ok, st.value, cid.value, graph.value, n.value, bad, null]))
 """)
@@ -188,3 +188,49 @@ print(json.dumps(out))
     assert got["bad"] == [201, 101]
     assert got["runtime_set"] == [True, 0, 1]
     assert got["thread"] == [0, False, 0]  # a new thread has no context until the runtime makes one current
+
+
+def test_driver_layer_rejects_bad_input_and_keeps_the_runtime_last_error(subprocess_python):
+    got = _json(subprocess_python, """
+d, ctx, s, e, name = c.c_int(), c.c_void_p(), c.c_void_p(), c.c_void_p(), c.c_char_p()
+buf = c.create_string_buffer(64)
+out = {"no_ctx_event": cu.cuEventCreate(c.byref(e), 0), "no_ctx_stream": cu.cuStreamCreate(c.byref(s), 0),
+       "pop_empty": cu.cuCtxPopCurrent_v2(c.byref(ctx))}
+out["bad"] = [cu.cuDeviceGet(None, 0), cu.cuDeviceGet(c.byref(d), 4), cu.cuDeviceGet(c.byref(d), -1),
+              cu.cuDeviceGetName(buf, 0, 0), cu.cuDeviceGetName(buf, 64, 4), cu.cuCtxPushCurrent_v2(c.c_void_p(99)),
+              cu.cuCtxSetCurrent(c.c_void_p(0x5c0000000490)), cu.cuGetProcAddress_v2(None, c.byref(ctx), 13000, 0, None),
+              cu.cuStreamQuery(c.c_void_p(0x5e00ffffff30)), cu.cuDevicePrimaryCtxRetain(None, 0)]
+out["last_error"] = rt.cudaGetLastError()          # none of the driver failures above touched it
+cu.cuDeviceGetName(buf, 64, 3)
+out["name"] = buf.value.decode()
+cu.cuGetErrorName(801, c.byref(name))
+out["err"] = name.value.decode()
+print(json.dumps(out))
+""")
+    assert got["no_ctx_event"] == got["no_ctx_stream"] == got["pop_empty"] == 201
+    assert got["bad"] == [1, 101, 101, 1, 101, 201, 201, 1, 400, 1]
+    assert got["last_error"] == 0
+    assert got["name"].startswith("Emulated NVIDIA H100") and got["err"] == "CUDA_ERROR_NOT_SUPPORTED"
+
+
+def test_a_malformed_configuration_reads_as_not_initialised(subprocess_python):
+    got = _json(subprocess_python, """
+n, fn, st = c.c_int(), c.c_void_p(), c.c_int()
+print(json.dumps([cu.cuDeviceGetCount(c.byref(n)), cu.cuInit(0), rt.cudaGetDeviceCount(c.byref(n)),
+                  rt.cudaGetDriverEntryPointByVersion(b"cuInit", c.byref(fn), 13000, 0, c.byref(st))]))
+""", env={"ACCEL_EMU_DEVICES": "lots"})
+    assert got == [3, 3, 3, 3]
+
+
+def test_stream_and_event_handles_are_aligned_like_real_pointers(subprocess_python):
+    # torch tells an external stream (ExternalStream, a foreign cudaStream_t) from its own stream ids by
+    # bit 0 being clear, as it is for the real runtime's (struct pointer) handles
+    got = _json(subprocess_python, """
+hs = []
+for _ in range(3):
+    s, e = c.c_void_p(), c.c_void_p()
+    rt.cudaStreamCreate(c.byref(s)); rt.cudaEventCreate(c.byref(e))
+    hs += [s.value, e.value]
+print(json.dumps([h % 16 for h in hs] + [rt.cudaStreamQuery(c.c_void_p(hs[1])), rt.cudaEventQuery(c.c_void_p(hs[0]))]))
+""")
+    assert got == [0] * 6 + [400, 400]   # and an event is still refused as a stream (and vice versa)

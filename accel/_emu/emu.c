@@ -378,11 +378,14 @@ static void ht_del(htab_t *t, uint64_t k)
 
 /* ---------------------------------------------------------------- objects */
 
-/* Handle = BASE + id*16 + tag.  Ids only grow, so a stale handle can never
- * alias a newer object, and the tag rejects an event passed as a stream. */
+/* Handle = BASE + id*256 + tag.  Ids only grow, so a stale handle can never
+ * alias a newer object, and the tag rejects an event passed as a stream.  The
+ * low 4 bits are clear, as in the real runtime's (struct pointer) handles:
+ * torch tells a foreign cudaStream_t from its own stream ids by bit 0. */
 #define HANDLE_BASE 0x5e0000000000ull
-#define TAG_STREAM 0x3u
-#define TAG_EVENT 0x5u
+#define TAG_MASK 0xffu
+#define TAG_STREAM 0x30u
+#define TAG_EVENT 0x50u
 static uint64_t g_next_id = 1;
 static htab_t g_handles;            /* handle -> stream_t* / event_t* */
 static htab_t g_ipc;                /* ipc id -> evshared_t* */
@@ -392,7 +395,7 @@ static int g_live_streams, g_live_events;
 static uint64_t new_handle(unsigned tag, uint64_t *id)
 {
     *id = g_next_id++;
-    return HANDLE_BASE + (*id << 4) + tag;
+    return HANDLE_BASE + (*id << 8) + tag;
 }
 
 typedef struct stream stream_t;
@@ -798,7 +801,7 @@ static stream_t *get_stream(cudaStream_t h, cudaError_t *err)
         if (!s) *err = cudaErrorMemoryAllocation;
         return s;
     }
-    if ((v & 0xf) == TAG_STREAM) s = ht_get(&g_handles, v);
+    if ((v & TAG_MASK) == TAG_STREAM) s = ht_get(&g_handles, v);
     if (!s) *err = cudaErrorInvalidResourceHandle;
     return s;
 }
@@ -806,7 +809,7 @@ static stream_t *get_stream(cudaStream_t h, cudaError_t *err)
 static event_t *get_event(cudaEvent_t h)
 {
     uintptr_t v = (uintptr_t)h;
-    return (v & 0xf) == TAG_EVENT ? ht_get(&g_handles, v) : NULL;
+    return (v & TAG_MASK) == TAG_EVENT ? ht_get(&g_handles, v) : NULL;
 }
 
 /* Blocks (G held) until s has completed `target` items, then drops the
@@ -1056,7 +1059,7 @@ EXPORT cudaError_t cudaStreamDestroy(cudaStream_t h)
     RT_NEED_DEVICE();
     uintptr_t v = (uintptr_t)h;
     pthread_mutex_lock(&G);
-    stream_t *s = (v & 0xf) == TAG_STREAM ? ht_get(&g_handles, v) : NULL;
+    stream_t *s = (v & TAG_MASK) == TAG_STREAM ? ht_get(&g_handles, v) : NULL;
     if (!s) {
         pthread_mutex_unlock(&G);
         return fail(cudaErrorInvalidResourceHandle);

@@ -5,7 +5,8 @@
  * flags and error codes share their values).  Runtime calls made here leave the thread's runtime
  * last error as it was: the driver API never touches it.
  *
- * Contexts: the only contexts are the devices' primary contexts (handle CTX_BASE + 16*ordinal + 9).
+ * Contexts: the only contexts are the devices' primary contexts (handle CTX_BASE + 256*ordinal + 0x90,
+ * aligned like a real context pointer).
  * Each thread has a context stack (cuCtxPush/Pop/SetCurrent); its top is the runtime's current
  * device (cudaSetDevice replaces it).  A thread with an empty stack sees the primary context of the runtime's current device
  * once that context is active (the runtime made it current), NULL before, as with real CUDA.
@@ -76,19 +77,19 @@ CUresult cuGetErrorString(CUresult, const char **);
 /* ------------------------------------------------------------------ contexts */
 
 #define CTX_BASE 0x5c0000000000ull
-#define CTX_TAG 0x9u
+#define CTX_TAG 0x90u
 #define CTX_DEPTH 64
 
 static __thread CUcontext t_stack[CTX_DEPTH];
 static __thread int t_depth;
 
-static CUcontext primary(int dev) { return (CUcontext)(uintptr_t)(CTX_BASE + ((uint64_t)dev << 4) + CTX_TAG); }
+static CUcontext primary(int dev) { return (CUcontext)(uintptr_t)(CTX_BASE + ((uint64_t)dev << 8) + CTX_TAG); }
 
 static int ctx_device(CUcontext c)
 {
     uint64_t v = (uint64_t)(uintptr_t)c;
-    if (v < CTX_BASE || (v & 0xf) != CTX_TAG) return -1;
-    uint64_t dev = (v - CTX_BASE) >> 4;
+    if (v < CTX_BASE || (v & 0xff) != CTX_TAG) return -1;
+    uint64_t dev = (v - CTX_BASE) >> 8;
     return dev < (uint64_t)g_ndev ? (int)dev : -1;
 }
 
