@@ -234,3 +234,23 @@ for _ in range(3):
 print(json.dumps([h % 16 for h in hs] + [rt.cudaStreamQuery(c.c_void_p(hs[1])), rt.cudaEventQuery(c.c_void_p(hs[0]))]))
 """)
     assert got == [0] * 6 + [400, 400]   # and an event is still refused as a stream (and vice versa)
+
+
+def test_proc_addresses_follow_the_requested_abi_version(subprocess_python):
+    # cuda.bindings asks for the same base name at several versions when the ABI changed (a 2-argument
+    # cuStreamGetCtx at 9020, the 3-argument _v2 at 12050; cuGetProcAddress without the status at 11030)
+    got = _json(subprocess_python, """
+def proc(name, version):
+    p = c.c_void_p(); r = cu.cuGetProcAddress_v2(name.encode(), c.byref(p), version, 0, None); return r, p.value
+addr = lambda f: c.cast(f, c.c_void_p).value
+out = [proc("cuStreamGetCtx", 9020)[1] == addr(cu.cuStreamGetCtx), proc("cuStreamGetCtx", 12050)[1] == addr(cu.cuStreamGetCtx_v2),
+       proc("cuStreamGetCtx", 13000)[1] == addr(cu.cuStreamGetCtx_v2), proc("cuGetProcAddress", 11030)[1] == addr(cu.cuGetProcAddress),
+       proc("cuGetProcAddress", 12000)[1] == addr(cu.cuGetProcAddress_v2), proc("cuStreamGetCtx_v2", 9020)[1] == addr(cu.cuStreamGetCtx_v2)]
+s, ctx, green = c.c_void_p(), c.c_void_p(), c.c_void_p(77)
+rt.cudaSetDevice(2); rt.cudaStreamCreate(c.byref(s))
+out += [cu.cuStreamGetCtx_v2(s, c.byref(ctx), c.byref(green)), green.value, cu.cuCtxGetId(ctx, c.byref(c.c_ulonglong()))]
+p = c.c_void_p()
+out += [cu.cuGetProcAddress(b"cuInit", c.byref(p), 11030, 0), p.value == addr(cu.cuInit)]
+print(json.dumps(out))
+""")
+    assert got == [True] * 6 + [0, None, 0, 0, True]

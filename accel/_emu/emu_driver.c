@@ -11,8 +11,8 @@
  * device (cudaSetDevice replaces it).  A thread with an empty stack sees the primary context of the runtime's current device
  * once that context is active (the runtime made it current), NULL before, as with real CUDA.
  *
- * cuGetProcAddress resolves names in this table only; the `_ptsz`/`_ptds` variants and the
- * per-thread-default-stream flag resolve to the same functions (the emulator's NULL stream is the
+ * cuGetProcAddress resolves names in this table only, by name and ABI version; the `_ptsz`/`_ptds`
+ * variants and the per-thread-default-stream flag resolve to the same functions (the emulator's NULL stream is the
  * legacy stream in both).  Kernel, module and linker entry points return CUDA_ERROR_NOT_SUPPORTED
  * (their first call is logged with ACCEL_EMU_TRACE=1). */
 #include <stdint.h>
@@ -378,55 +378,73 @@ DRV_UNSUPPORTED(UNSUPPORTED)
 
 /* ------------------------------------------------------------- proc addresses */
 
-typedef struct { const char *name; void *fn; } proc_t;
-#define PROC(fn) { #fn, (void *)fn },
-#define PROC_AS(name, fn) { name, (void *)fn },
-#define PROC_UNSUPPORTED(fn) PROC(fn)
-
-CUresult cuGetProcAddress_v2(const char *, void **, int, unsigned long long, int *);
-
-/* Base names (what cuGetProcAddress is asked for) -> the implementation of the newest ABI. */
-static const proc_t procs[] = {
-    PROC(cuInit) PROC(cuDriverGetVersion) PROC(cuGetErrorName) PROC(cuGetErrorString)
-    PROC(cuDeviceGetCount) PROC(cuDeviceGet) PROC(cuDeviceGetAttribute) PROC(cuDeviceGetName)
-    PROC_AS("cuDeviceGetUuid", cuDeviceGetUuid_v2) PROC_AS("cuDeviceTotalMem", cuDeviceTotalMem_v2)
-    PROC(cuDeviceGetPCIBusId) PROC(cuDeviceComputeCapability)
-    PROC(cuDevicePrimaryCtxGetState) PROC(cuDevicePrimaryCtxRetain)
-    PROC_AS("cuDevicePrimaryCtxRelease", cuDevicePrimaryCtxRelease_v2)
-    PROC_AS("cuDevicePrimaryCtxSetFlags", cuDevicePrimaryCtxSetFlags_v2)
-    PROC_AS("cuDevicePrimaryCtxReset", cuDevicePrimaryCtxReset_v2)
-    PROC(cuCtxGetCurrent) PROC(cuCtxSetCurrent) PROC_AS("cuCtxPushCurrent", cuCtxPushCurrent_v2)
-    PROC_AS("cuCtxPopCurrent", cuCtxPopCurrent_v2) PROC(cuCtxGetDevice) PROC(cuCtxSynchronize)
-    PROC(cuCtxGetApiVersion) PROC(cuCtxGetFlags) PROC(cuCtxGetId) PROC(cuCtxGetStreamPriorityRange)
-    PROC_AS("cuMemGetInfo", cuMemGetInfo_v2)
-    PROC(cuStreamCreate) PROC(cuStreamCreateWithPriority) PROC_AS("cuStreamDestroy", cuStreamDestroy_v2)
-    PROC(cuStreamQuery) PROC(cuStreamSynchronize) PROC(cuStreamWaitEvent) PROC(cuStreamGetPriority)
-    PROC(cuStreamGetFlags) PROC(cuStreamGetId) PROC(cuStreamGetDevice) PROC(cuStreamGetCtx)
-    PROC(cuStreamIsCapturing) PROC(cuLaunchHostFunc)
-    PROC(cuEventCreate) PROC_AS("cuEventDestroy", cuEventDestroy_v2) PROC(cuEventRecord)
-    PROC(cuEventRecordWithFlags) PROC(cuEventQuery) PROC(cuEventSynchronize)
-    PROC_AS("cuEventElapsedTime", cuEventElapsedTime_v2)
-    PROC_AS("cuGetProcAddress", cuGetProcAddress_v2)
-    DRV_UNSUPPORTED(PROC_UNSUPPORTED)
-};
-
-static void *emu_driver_proc_base(const char *name, size_t len)
+/* Newer ABIs of a name that cuGetProcAddress hands out by version. */
+EXPORT CUresult cuStreamGetCtx_v2(CUstream s, CUcontext *ctx, void **green)
 {
-    for (size_t i = 0; i < sizeof procs / sizeof *procs; i++)
-        if (strlen(procs[i].name) == len && !memcmp(procs[i].name, name, len)) return procs[i].fn;
-    return NULL;
+    CUresult r = cuStreamGetCtx(s, ctx);
+    if (!r && green) *green = NULL;             /* no green contexts */
+    return r;
 }
 
-void *emu_driver_proc(const char *name, int per_thread)
+EXPORT CUresult cuLaunchHostFunc_v2(CUstream s, CUhostFn fn, void *arg, unsigned int flags)
+{
+    DRV_INIT();
+    return flags ? CUDA_ERROR_NOT_SUPPORTED : RT(cudaLaunchHostFunc(s, fn, arg));
+}
+
+CUresult cuGetProcAddress_v2(const char *, void **, int, unsigned long long, int *);
+EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int version, unsigned long long flags)
+{
+    return cuGetProcAddress_v2(symbol, pfn, version, flags, NULL);
+}
+
+/* cuGetProcAddress is asked for a base name and the CUDA version whose ABI the caller was built
+ * against: it gets the entry of that name with the highest `since` not above the version.  A name
+ * no entry has as its base is looked up as an exported symbol name (e.g. "cuStreamGetCtx_v2"). */
+typedef struct { const char *name; int since; const char *symbol; void *fn; } proc_t;
+#define PROC(fn) { #fn, 0, #fn, (void *)fn },
+#define PROC_V(name, since, fn) { name, since, #fn, (void *)fn },
+
+static const proc_t procs[] = {
+    PROC(cuInit) PROC(cuDriverGetVersion) PROC(cuGetErrorName) PROC(cuGetErrorString)
+    PROC_V("cuGetProcAddress", 0, cuGetProcAddress) PROC_V("cuGetProcAddress", 12000, cuGetProcAddress_v2)
+    PROC(cuDeviceGetCount) PROC(cuDeviceGet) PROC(cuDeviceGetAttribute) PROC(cuDeviceGetName)
+    PROC_V("cuDeviceGetUuid", 0, cuDeviceGetUuid_v2) PROC_V("cuDeviceTotalMem", 0, cuDeviceTotalMem_v2)
+    PROC(cuDeviceGetPCIBusId) PROC(cuDeviceComputeCapability)
+    PROC(cuDevicePrimaryCtxGetState) PROC(cuDevicePrimaryCtxRetain)
+    PROC_V("cuDevicePrimaryCtxRelease", 0, cuDevicePrimaryCtxRelease_v2)
+    PROC_V("cuDevicePrimaryCtxSetFlags", 0, cuDevicePrimaryCtxSetFlags_v2)
+    PROC_V("cuDevicePrimaryCtxReset", 0, cuDevicePrimaryCtxReset_v2)
+    PROC(cuCtxGetCurrent) PROC(cuCtxSetCurrent) PROC_V("cuCtxPushCurrent", 0, cuCtxPushCurrent_v2)
+    PROC_V("cuCtxPopCurrent", 0, cuCtxPopCurrent_v2) PROC(cuCtxGetDevice) PROC(cuCtxSynchronize)
+    PROC(cuCtxGetApiVersion) PROC(cuCtxGetFlags) PROC(cuCtxGetId) PROC(cuCtxGetStreamPriorityRange)
+    PROC_V("cuMemGetInfo", 0, cuMemGetInfo_v2)
+    PROC(cuStreamCreate) PROC(cuStreamCreateWithPriority) PROC_V("cuStreamDestroy", 0, cuStreamDestroy_v2)
+    PROC(cuStreamQuery) PROC(cuStreamSynchronize) PROC(cuStreamWaitEvent) PROC(cuStreamGetPriority)
+    PROC(cuStreamGetFlags) PROC(cuStreamGetId) PROC(cuStreamGetDevice)
+    PROC(cuStreamGetCtx) PROC_V("cuStreamGetCtx", 12050, cuStreamGetCtx_v2)
+    PROC(cuStreamIsCapturing)
+    PROC(cuLaunchHostFunc) PROC_V("cuLaunchHostFunc", 13020, cuLaunchHostFunc_v2)
+    PROC(cuEventCreate) PROC_V("cuEventDestroy", 0, cuEventDestroy_v2) PROC(cuEventRecord)
+    PROC(cuEventRecordWithFlags) PROC(cuEventQuery) PROC(cuEventSynchronize)
+    PROC_V("cuEventElapsedTime", 0, cuEventElapsedTime_v2)
+    DRV_UNSUPPORTED(PROC)
+};
+#define NPROCS (sizeof procs / sizeof *procs)
+
+void *emu_driver_proc(const char *name, int version, int per_thread)
 {
     (void)per_thread;               /* the NULL stream is the legacy stream in both variants */
     size_t len = strlen(name);
     if (len > 5 && (!strcmp(name + len - 5, "_ptsz") || !strcmp(name + len - 5, "_ptds"))) len -= 5;
-    void *fn = emu_driver_proc_base(name, len);
-    if (fn) return fn;
-    if (len > 3 && name[len - 3] == '_' && name[len - 2] == 'v' && name[len - 1] >= '2' && name[len - 1] <= '9')
-        return emu_driver_proc_base(name, len - 3);     /* a versioned name asked for directly */
-    return NULL;
+    const proc_t *best = NULL;
+    for (size_t i = 0; i < NPROCS; i++)
+        if (strlen(procs[i].name) == len && !memcmp(procs[i].name, name, len) && procs[i].since <= version
+            && (!best || procs[i].since > best->since))
+            best = &procs[i];
+    for (size_t i = 0; !best && i < NPROCS; i++)
+        if (strlen(procs[i].symbol) == len && !memcmp(procs[i].symbol, name, len)) best = &procs[i];
+    return best ? best->fn : NULL;
 }
 
 #define CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM 2ull
@@ -436,9 +454,8 @@ EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version,
                                     int *status)
 {
     DRV_INIT();
-    (void)version;
     if (!symbol || !pfn) return CUDA_ERROR_INVALID_VALUE;
-    *pfn = emu_driver_proc(symbol, (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0);
+    *pfn = emu_driver_proc(symbol, version, (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0);
     if (status) *status = *pfn ? 0 : 1;
     return *pfn ? CUDA_SUCCESS : CUDA_ERROR_NOT_FOUND;
 }

@@ -22,9 +22,10 @@ extern __thread int t_last;                     /* the calling thread's last run
 #define EMU_PROPS_SIZE 1008
 void emu_fill_props(void *out, int phys, size_t total);
 
-/* emu_driver.c: the driver entry point `name` as cuGetProcAddress resolves it (NULL when the
- * emulator has none); `per_thread` picks the per-thread-default-stream variant where one exists. */
-void *emu_driver_proc(const char *name, int per_thread);
+/* emu_driver.c: the driver entry point `name` in the ABI of CUDA `version` as cuGetProcAddress
+ * resolves it (NULL when the emulator has none); `per_thread`: the per-thread-default-stream
+ * variant was asked for. */
+void *emu_driver_proc(const char *name, int version, int per_thread);
 
 /* emu_standin.c: the first call of an unsupported entry point is logged when ACCEL_EMU_TRACE=1. */
 void emu_trace_unsupported(const char *name, atomic_int *seen);

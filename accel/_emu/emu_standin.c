@@ -84,10 +84,9 @@ EXPORT cudaError_t __cudaPopCallConfiguration(dim3 *grid, dim3 *block, size_t *s
 EXPORT cudaError_t cudaGetDriverEntryPointByVersion(const char *symbol, void **fn, unsigned int version,
                                                     unsigned long long flags, int *status)
 {
-    (void)version;
     if (accelEmuDeviceCount() < 0) return t_last = 3;  /* cudaErrorInitializationError */
     if (!symbol || !fn) return t_last = cudaErrorInvalidValue;
-    *fn = emu_driver_proc(symbol, (flags & 2ull) != 0);    /* cudaEnablePerThreadDefaultStream */
+    *fn = emu_driver_proc(symbol, (int)version, (flags & 2ull) != 0);    /* cudaEnablePerThreadDefaultStream */
     if (status) *status = *fn ? 0 : 1;
     return cudaSuccess;
 }
