@@ -254,3 +254,23 @@ out += [cu.cuGetProcAddress(b"cuInit", c.byref(p), 11030, 0), p.value == addr(cu
 print(json.dumps(out))
 """)
     assert got == [True] * 6 + [0, None, 0, 0, True]
+
+
+def test_peer_access_and_stream_callbacks(subprocess_python):
+    got = _json(subprocess_python, """
+peer = [rt.cudaDeviceEnablePeerAccess(1, 0), rt.cudaDeviceEnablePeerAccess(1, 0), rt.cudaGetLastError(),
+        rt.cudaDeviceEnablePeerAccess(0, 0), rt.cudaDeviceEnablePeerAccess(4, 0), rt.cudaDeviceEnablePeerAccess(2, 1)]
+rt.cudaSetDevice(1)
+peer.append(rt.cudaDeviceEnablePeerAccess(0, 0))         # per (device, peer): 1 -> 0 is a new pair
+seen = []
+CB = c.CFUNCTYPE(None, c.c_void_p, c.c_int, c.c_void_p)
+cb = CB(lambda s, status, arg: seen.append([s, status, arg]))
+s = c.c_void_p(); rt.cudaStreamCreate(c.byref(s))
+calls = [rt.cudaStreamAddCallback(s, cb, c.c_void_p(42), 0), rt.cudaStreamAddCallback(s, cb, None, 1),
+         rt.cudaStreamAddCallback(s, None, None, 0)]
+rt.cudaStreamSynchronize(s)
+print(json.dumps({"peer": peer, "calls": calls, "seen": seen, "s": s.value}))
+""")
+    assert got["peer"] == [0, 704, 704, 101, 101, 1, 0]
+    assert got["calls"] == [0, 1, 1]
+    assert got["seen"] == [[got["s"], 0, 42]]
