@@ -142,7 +142,7 @@ count = c.c_int()
 call = c.CFUNCTYPE(c.c_int, c.POINTER(c.c_int))(fn.value)(c.byref(count))
 r2 = rt.cudaGetDriverEntryPointByVersion(b"cuNoSuchFunction", c.byref(fn), 13000, 0, c.byref(st))
 pfn, qs = c.c_void_p(), c.c_int(-1)
-r3 = cu.cuGetProcAddress_v2(b"cuStreamQuery", c.byref(pfn), 13000, 2, c.byref(qs))
+r3 = cu.cuGetProcAddress_v2(b"cuStreamQuery", c.byref(pfn), 13000, 0, c.byref(qs))
 same = pfn.value == c.cast(cu.cuStreamQuery, c.c_void_p).value
 r4 = cu.cuGetProcAddress_v2(b"cuEventDestroy_v2", c.byref(pfn), 13000, 0, None)
 same4 = pfn.value == c.cast(cu.cuEventDestroy_v2, c.c_void_p).value
@@ -274,3 +274,19 @@ print(json.dumps({"peer": peer, "calls": calls, "seen": seen, "s": s.value}))
     assert got["peer"] == [0, 704, 704, 101, 101, 1, 0]
     assert got["calls"] == [0, 1, 1]
     assert got["seen"] == [[got["s"], 0, 42]]
+
+
+def test_per_thread_default_stream_variants(subprocess_python):
+    got = _json(subprocess_python, """
+addr = lambda f: c.cast(f, c.c_void_p).value
+def proc(name, flags):
+    p = c.c_void_p(); cu.cuGetProcAddress_v2(name.encode(), c.byref(p), 13000, flags, None); return p.value
+found = [proc("cuStreamQuery", 2) == addr(cu.cuStreamQuery_ptsz), proc("cuStreamQuery_ptsz", 0) == addr(cu.cuStreamQuery_ptsz),
+         proc("cuEventRecord_ptds", 0) == addr(cu.cuEventRecord_ptsz), proc("cuStreamQuery", 0) == addr(cu.cuStreamQuery),
+         proc("cuInit", 2) == addr(cu.cuInit), proc("cuStreamGetCtx", 2) == addr(cu.cuStreamGetCtx_v2_ptsz)]
+ctx = c.c_void_p(); cu.cuDevicePrimaryCtxRetain(c.byref(ctx), 0); cu.cuCtxSetCurrent(ctx)
+legacy, pt, pt_handle = c.c_ulonglong(), c.c_ulonglong(), c.c_ulonglong()
+cu.cuStreamGetId(None, c.byref(legacy)); cu.cuStreamGetId_ptsz(None, c.byref(pt)); cu.cuStreamGetId(c.c_void_p(2), c.byref(pt_handle))
+print(json.dumps(found + [pt.value == pt_handle.value, pt.value != legacy.value]))
+""")
+    assert got == [True] * 8

@@ -11,9 +11,9 @@
  * device (cudaSetDevice replaces it).  A thread with an empty stack sees the primary context of the runtime's current device
  * once that context is active (the runtime made it current), NULL before, as with real CUDA.
  *
- * cuGetProcAddress resolves names in this table only, by name and ABI version; the `_ptsz`/`_ptds`
- * variants and the per-thread-default-stream flag resolve to the same functions (the emulator's NULL stream is the
- * legacy stream in both).  Kernel, module and linker entry points return CUDA_ERROR_NOT_SUPPORTED
+ * cuGetProcAddress resolves names in this table only, by name and ABI version; a `_ptsz`/`_ptds`
+ * name or the per-thread-default-stream flag gives the variant whose NULL stream is the calling
+ * thread's per-thread stream.  Kernel, module and linker entry points return CUDA_ERROR_NOT_SUPPORTED
  * (their first call is logged with ACCEL_EMU_TRACE=1). */
 #include <stdint.h>
 #include <string.h>
@@ -398,6 +398,40 @@ EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int version, un
     return cuGetProcAddress_v2(symbol, pfn, version, flags, NULL);
 }
 
+/* The per-thread-default-stream variants: the NULL stream is the calling thread's per-thread stream
+ * (CU_STREAM_PER_THREAD) instead of the legacy one. */
+static CUstream ptds(CUstream s) { return s ? s : (CUstream)(uintptr_t)2; }
+
+EXPORT CUresult cuStreamQuery_ptsz(CUstream s) { return cuStreamQuery(ptds(s)); }
+EXPORT CUresult cuStreamSynchronize_ptsz(CUstream s) { return cuStreamSynchronize(ptds(s)); }
+EXPORT CUresult cuStreamWaitEvent_ptsz(CUstream s, CUevent e, unsigned int f) { return cuStreamWaitEvent(ptds(s), e, f); }
+EXPORT CUresult cuStreamGetPriority_ptsz(CUstream s, int *p) { return cuStreamGetPriority(ptds(s), p); }
+EXPORT CUresult cuStreamGetFlags_ptsz(CUstream s, unsigned int *f) { return cuStreamGetFlags(ptds(s), f); }
+EXPORT CUresult cuStreamGetId_ptsz(CUstream s, unsigned long long *id) { return cuStreamGetId(ptds(s), id); }
+EXPORT CUresult cuStreamGetDevice_ptsz(CUstream s, CUdevice *d) { return cuStreamGetDevice(ptds(s), d); }
+EXPORT CUresult cuStreamGetCtx_ptsz(CUstream s, CUcontext *c) { return cuStreamGetCtx(ptds(s), c); }
+EXPORT CUresult cuStreamGetCtx_v2_ptsz(CUstream s, CUcontext *c, void **g) { return cuStreamGetCtx_v2(ptds(s), c, g); }
+EXPORT CUresult cuStreamIsCapturing_ptsz(CUstream s, int *st) { return cuStreamIsCapturing(ptds(s), st); }
+EXPORT CUresult cuLaunchHostFunc_ptsz(CUstream s, CUhostFn fn, void *a) { return cuLaunchHostFunc(ptds(s), fn, a); }
+EXPORT CUresult cuLaunchHostFunc_v2_ptsz(CUstream s, CUhostFn fn, void *a, unsigned int f)
+{
+    return cuLaunchHostFunc_v2(ptds(s), fn, a, f);
+}
+EXPORT CUresult cuEventRecord_ptsz(CUevent e, CUstream s) { return cuEventRecord(e, ptds(s)); }
+EXPORT CUresult cuEventRecordWithFlags_ptsz(CUevent e, CUstream s, unsigned int f)
+{
+    return cuEventRecordWithFlags(e, ptds(s), f);
+}
+
+typedef struct { const char *symbol; void *fn; } variant_t;
+#define PTSZ(fn) { #fn, (void *)fn##_ptsz },
+static const variant_t ptsz[] = {
+    PTSZ(cuStreamQuery) PTSZ(cuStreamSynchronize) PTSZ(cuStreamWaitEvent) PTSZ(cuStreamGetPriority)
+    PTSZ(cuStreamGetFlags) PTSZ(cuStreamGetId) PTSZ(cuStreamGetDevice) PTSZ(cuStreamGetCtx)
+    PTSZ(cuStreamGetCtx_v2) PTSZ(cuStreamIsCapturing) PTSZ(cuLaunchHostFunc) PTSZ(cuLaunchHostFunc_v2)
+    PTSZ(cuEventRecord) PTSZ(cuEventRecordWithFlags)
+};
+
 /* cuGetProcAddress is asked for a base name and the CUDA version whose ABI the caller was built
  * against: it gets the entry of that name with the highest `since` not above the version.  A name
  * no entry has as its base is looked up as an exported symbol name (e.g. "cuStreamGetCtx_v2"). */
@@ -434,9 +468,11 @@ static const proc_t procs[] = {
 
 void *emu_driver_proc(const char *name, int version, int per_thread)
 {
-    (void)per_thread;               /* the NULL stream is the legacy stream in both variants */
     size_t len = strlen(name);
-    if (len > 5 && (!strcmp(name + len - 5, "_ptsz") || !strcmp(name + len - 5, "_ptds"))) len -= 5;
+    if (len > 5 && (!strcmp(name + len - 5, "_ptsz") || !strcmp(name + len - 5, "_ptds"))) {
+        len -= 5;
+        per_thread = 1;
+    }
     const proc_t *best = NULL;
     for (size_t i = 0; i < NPROCS; i++)
         if (strlen(procs[i].name) == len && !memcmp(procs[i].name, name, len) && procs[i].since <= version
@@ -444,7 +480,10 @@ void *emu_driver_proc(const char *name, int version, int per_thread)
             best = &procs[i];
     for (size_t i = 0; !best && i < NPROCS; i++)
         if (strlen(procs[i].symbol) == len && !memcmp(procs[i].symbol, name, len)) best = &procs[i];
-    return best ? best->fn : NULL;
+    if (!best) return NULL;
+    for (size_t i = 0; per_thread && i < sizeof ptsz / sizeof *ptsz; i++)
+        if (!strcmp(ptsz[i].symbol, best->symbol)) return ptsz[i].fn;
+    return best->fn;             /* no stream argument: the same function in both variants */
 }
 
 #define CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM 2ull
