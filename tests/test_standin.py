@@ -97,8 +97,9 @@ print(json.dumps([h != 0, rt.cudaGetLastError(), rt.cudaLaunchKernel(), rt.cudaL
 """, env={"ACCEL_EMU_TRACE": "1"})
     assert json.loads(proc.stdout) == [True, 0, 801, 801, 801, 0, 801]
     lines = proc.stderr.splitlines()
-    assert lines == ["accel emu: cudaLaunchKernel is not supported by the emulated runtime (returns cudaErrorNotSupported)",
-                     "accel emu: cuLaunchKernel is not supported by the emulated runtime (returns CUDA_ERROR_NOT_SUPPORTED)"]
+    says = "accel emu: {} is not supported by the emulated runtime (returns {})"
+    assert lines == [says.format("cudaLaunchKernel", "cudaErrorNotSupported"),
+                     says.format("cuLaunchKernel", "CUDA_ERROR_NOT_SUPPORTED")]
 
 
 def test_unsupported_calls_are_quiet_without_the_trace(subprocess_python):
@@ -198,7 +199,8 @@ out = {"no_ctx_event": cu.cuEventCreate(c.byref(e), 0), "no_ctx_stream": cu.cuSt
        "pop_empty": cu.cuCtxPopCurrent_v2(c.byref(ctx))}
 out["bad"] = [cu.cuDeviceGet(None, 0), cu.cuDeviceGet(c.byref(d), 4), cu.cuDeviceGet(c.byref(d), -1),
               cu.cuDeviceGetName(buf, 0, 0), cu.cuDeviceGetName(buf, 64, 4), cu.cuCtxPushCurrent_v2(c.c_void_p(99)),
-              cu.cuCtxSetCurrent(c.c_void_p(0x5c0000000490)), cu.cuGetProcAddress_v2(None, c.byref(ctx), 13000, 0, None),
+              cu.cuCtxSetCurrent(c.c_void_p(0x5c0000000490)),
+              cu.cuGetProcAddress_v2(None, c.byref(ctx), 13000, 0, None),
               cu.cuStreamQuery(c.c_void_p(0x5e00ffffff30)), cu.cuDevicePrimaryCtxRetain(None, 0)]
 out["last_error"] = rt.cudaGetLastError()          # none of the driver failures above touched it
 cu.cuDeviceGetName(buf, 64, 3)
@@ -243,12 +245,16 @@ def test_proc_addresses_follow_the_requested_abi_version(subprocess_python):
 def proc(name, version):
     p = c.c_void_p(); r = cu.cuGetProcAddress_v2(name.encode(), c.byref(p), version, 0, None); return r, p.value
 addr = lambda f: c.cast(f, c.c_void_p).value
-out = [proc("cuStreamGetCtx", 9020)[1] == addr(cu.cuStreamGetCtx), proc("cuStreamGetCtx", 12050)[1] == addr(cu.cuStreamGetCtx_v2),
-       proc("cuStreamGetCtx", 13000)[1] == addr(cu.cuStreamGetCtx_v2), proc("cuGetProcAddress", 11030)[1] == addr(cu.cuGetProcAddress),
-       proc("cuGetProcAddress", 12000)[1] == addr(cu.cuGetProcAddress_v2), proc("cuStreamGetCtx_v2", 9020)[1] == addr(cu.cuStreamGetCtx_v2)]
+out = [proc("cuStreamGetCtx", 9020)[1] == addr(cu.cuStreamGetCtx),
+       proc("cuStreamGetCtx", 12050)[1] == addr(cu.cuStreamGetCtx_v2),
+       proc("cuStreamGetCtx", 13000)[1] == addr(cu.cuStreamGetCtx_v2),
+       proc("cuGetProcAddress", 11030)[1] == addr(cu.cuGetProcAddress),
+       proc("cuGetProcAddress", 12000)[1] == addr(cu.cuGetProcAddress_v2),
+       proc("cuStreamGetCtx_v2", 9020)[1] == addr(cu.cuStreamGetCtx_v2)]
 s, ctx, green = c.c_void_p(), c.c_void_p(), c.c_void_p(77)
 rt.cudaSetDevice(2); rt.cudaStreamCreate(c.byref(s))
-out += [cu.cuStreamGetCtx_v2(s, c.byref(ctx), c.byref(green)), green.value, cu.cuCtxGetId(ctx, c.byref(c.c_ulonglong()))]
+out += [cu.cuStreamGetCtx_v2(s, c.byref(ctx), c.byref(green)), green.value,
+        cu.cuCtxGetId(ctx, c.byref(c.c_ulonglong()))]
 p = c.c_void_p()
 out += [cu.cuGetProcAddress(b"cuInit", c.byref(p), 11030, 0), p.value == addr(cu.cuInit)]
 print(json.dumps(out))
@@ -281,12 +287,15 @@ def test_per_thread_default_stream_variants(subprocess_python):
 addr = lambda f: c.cast(f, c.c_void_p).value
 def proc(name, flags):
     p = c.c_void_p(); cu.cuGetProcAddress_v2(name.encode(), c.byref(p), 13000, flags, None); return p.value
-found = [proc("cuStreamQuery", 2) == addr(cu.cuStreamQuery_ptsz), proc("cuStreamQuery_ptsz", 0) == addr(cu.cuStreamQuery_ptsz),
-         proc("cuEventRecord_ptds", 0) == addr(cu.cuEventRecord_ptsz), proc("cuStreamQuery", 0) == addr(cu.cuStreamQuery),
+found = [proc("cuStreamQuery", 2) == addr(cu.cuStreamQuery_ptsz),
+         proc("cuStreamQuery_ptsz", 0) == addr(cu.cuStreamQuery_ptsz),
+         proc("cuEventRecord_ptds", 0) == addr(cu.cuEventRecord_ptsz),
+         proc("cuStreamQuery", 0) == addr(cu.cuStreamQuery),
          proc("cuInit", 2) == addr(cu.cuInit), proc("cuStreamGetCtx", 2) == addr(cu.cuStreamGetCtx_v2_ptsz)]
 ctx = c.c_void_p(); cu.cuDevicePrimaryCtxRetain(c.byref(ctx), 0); cu.cuCtxSetCurrent(ctx)
 legacy, pt, pt_handle = c.c_ulonglong(), c.c_ulonglong(), c.c_ulonglong()
-cu.cuStreamGetId(None, c.byref(legacy)); cu.cuStreamGetId_ptsz(None, c.byref(pt)); cu.cuStreamGetId(c.c_void_p(2), c.byref(pt_handle))
+cu.cuStreamGetId(None, c.byref(legacy)); cu.cuStreamGetId_ptsz(None, c.byref(pt))
+cu.cuStreamGetId(c.c_void_p(2), c.byref(pt_handle))
 print(json.dumps(found + [pt.value == pt_handle.value, pt.value != legacy.value]))
 """)
     assert got == [True] * 8

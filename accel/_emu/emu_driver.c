@@ -8,8 +8,9 @@
  * Contexts: the only contexts are the devices' primary contexts (handle CTX_BASE + 256*ordinal + 0x90,
  * aligned like a real context pointer).
  * Each thread has a context stack (cuCtxPush/Pop/SetCurrent); its top is the runtime's current
- * device (cudaSetDevice replaces it).  A thread with an empty stack sees the primary context of the runtime's current device
- * once that context is active (the runtime made it current), NULL before, as with real CUDA.
+ * device (cudaSetDevice replaces it).  A thread with an empty stack sees the primary context of the
+ * runtime's current device once that context is active (the runtime made it current), NULL before,
+ * as with real CUDA.
  *
  * cuGetProcAddress resolves names in this table only, by name and ABI version; a `_ptsz`/`_ptds`
  * name or the per-thread-default-stream flag gives the variant whose NULL stream is the calling
@@ -404,7 +405,10 @@ static CUstream ptds(CUstream s) { return s ? s : (CUstream)(uintptr_t)2; }
 
 EXPORT CUresult cuStreamQuery_ptsz(CUstream s) { return cuStreamQuery(ptds(s)); }
 EXPORT CUresult cuStreamSynchronize_ptsz(CUstream s) { return cuStreamSynchronize(ptds(s)); }
-EXPORT CUresult cuStreamWaitEvent_ptsz(CUstream s, CUevent e, unsigned int f) { return cuStreamWaitEvent(ptds(s), e, f); }
+EXPORT CUresult cuStreamWaitEvent_ptsz(CUstream s, CUevent e, unsigned int f)
+{
+    return cuStreamWaitEvent(ptds(s), e, f);
+}
 EXPORT CUresult cuStreamGetPriority_ptsz(CUstream s, int *p) { return cuStreamGetPriority(ptds(s), p); }
 EXPORT CUresult cuStreamGetFlags_ptsz(CUstream s, unsigned int *f) { return cuStreamGetFlags(ptds(s), f); }
 EXPORT CUresult cuStreamGetId_ptsz(CUstream s, unsigned long long *id) { return cuStreamGetId(ptds(s), id); }
