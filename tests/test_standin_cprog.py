@@ -4,6 +4,7 @@ event and driver-context calls work on the emulator's one state."""
 import os
 import shutil
 import subprocess
+import sys
 
 import pytest
 
@@ -97,5 +98,19 @@ def test_program_runs_device_stream_event_and_context_calls(program):
     env = {k: v for k, v in os.environ.items() if k not in ("ACCEL_CUDART", "CUDA_VISIBLE_DEVICES")}
     env["ACCEL_EMU_DEVICES"] = "3"
     proc = subprocess.run([str(program)], env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.strip() == "devices 3 3 stream-device 1 ctx-device 2 kernel cudaErrorNotSupported"
+
+
+def test_accel_emu_runs_a_program_that_knows_nothing_of_accel(program, tmp_path):
+    # linked against the soname only (no rpath, as a CUDA program is): the preload supplies the library
+    exe = tmp_path / "plain"
+    lib = emu.standin_dir()
+    build = subprocess.run(["cc", "-o", str(exe), str(program) + ".c", f"-L{lib}", "-l:libcudart.so.13",
+                            "-l:libcuda.so.1"], capture_output=True, text=True)
+    assert build.returncode == 0, build.stderr
+    env = {k: v for k, v in os.environ.items() if k not in ("ACCEL_CUDART", "CUDA_VISIBLE_DEVICES", "LD_PRELOAD")}
+    proc = subprocess.run([sys.executable, "-m", "accel", "emu", "--devices", "3", "--", str(exe)], env=env,
+                          capture_output=True, text=True, timeout=60, cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.strip() == "devices 3 3 stream-device 1 ctx-device 2 kernel cudaErrorNotSupported"
