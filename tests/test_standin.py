@@ -151,7 +151,7 @@ r5 = cu.cuGetProcAddress_v2(b"cuStreamSynchronize_ptsz", c.byref(pfn), 13000, 0,
 r6 = cu.cuGetProcAddress_v2(b"cuNoSuchFunction", c.byref(pfn), 13000, 0, c.byref(qs))
 print(json.dumps([r1, call, count.value, r2, st.value, fn.value, r3, same, r4, same4, r5, r6, qs.value, pfn.value]))
 """)
-    assert got == [0, 0, 4, 0, 1, None, 0, True, 0, True, 0, 500, 1, None]
+    assert got == [0, 0, 4, 0, 1, None, 0, True, 0, True, 0, 0, 1, None]   # not found: success, NULL, status 1
 
 
 def test_driver_contexts_follow_the_runtime_device_per_thread(subprocess_python):
@@ -256,10 +256,11 @@ rt.cudaSetDevice(2); rt.cudaStreamCreate(c.byref(s))
 out += [cu.cuStreamGetCtx_v2(s, c.byref(ctx), c.byref(green)), green.value,
         cu.cuCtxGetId(ctx, c.byref(c.c_ulonglong()))]
 p = c.c_void_p()
-out += [cu.cuGetProcAddress(b"cuInit", c.byref(p), 11030, 0), p.value == addr(cu.cuInit)]
+out += [cu.cuGetProcAddress(b"cuInit", c.byref(p), 11030, 0), p.value == addr(cu.cuInit),
+        cu.cuGetProcAddress(b"cuNoSuchFunction", c.byref(p), 11030, 0)]   # v1: not found is an error
 print(json.dumps(out))
 """)
-    assert got == [True] * 6 + [0, None, 0, 0, True]
+    assert got == [True] * 6 + [0, None, 0, 0, True, 500]
 
 
 def test_peer_access_and_stream_callbacks(subprocess_python):

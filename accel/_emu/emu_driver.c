@@ -394,9 +394,11 @@ EXPORT CUresult cuLaunchHostFunc_v2(CUstream s, CUhostFn fn, void *arg, unsigned
 }
 
 CUresult cuGetProcAddress_v2(const char *, void **, int, unsigned long long, int *);
+/* Before CUDA 12 a name not found was an error (CUDA_ERROR_NOT_FOUND); _v2 reports it in the status. */
 EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int version, unsigned long long flags)
 {
-    return cuGetProcAddress_v2(symbol, pfn, version, flags, NULL);
+    CUresult r = cuGetProcAddress_v2(symbol, pfn, version, flags, NULL);
+    return !r && !*pfn ? CUDA_ERROR_NOT_FOUND : r;
 }
 
 /* The per-thread-default-stream variants: the NULL stream is the calling thread's per-thread stream
@@ -492,7 +494,8 @@ void *emu_driver_proc(const char *name, int version, int per_thread)
 
 #define CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM 2ull
 
-/* status: 0 found, 1 symbol not found (CUdriverProcAddressQueryResult). */
+/* A name not found is CUDA_SUCCESS with *pfn NULL and status 1 (CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND),
+ * as documented since CUDA 12; found: status 0. */
 EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version, unsigned long long flags,
                                     int *status)
 {
@@ -500,5 +503,5 @@ EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version,
     if (!symbol || !pfn) return CUDA_ERROR_INVALID_VALUE;
     *pfn = emu_driver_proc(symbol, version, (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0);
     if (status) *status = *pfn ? 0 : 1;
-    return *pfn ? CUDA_SUCCESS : CUDA_ERROR_NOT_FOUND;
+    return CUDA_SUCCESS;
 }
