@@ -13,7 +13,7 @@ __version__ = "0.1.0"
 __all__ = ["backend", "backend_reason", "CudaError", "cuda", "lazy", "device_interface", "mtia",
            "accelerator", "__version__"]
 
-_SUBMODULES = ("cuda", "lazy", "device_interface", "mtia", "accelerator")
+_SUBMODULES = ("cuda", "lazy", "device_interface", "mtia", "accelerator", "emu")
 
 
 def __getattr__(name):

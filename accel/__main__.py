@@ -1,6 +1,9 @@
 """``python -m accel``: the environment report (backend, CUDA runtime, driver, devices, NVML).
 
 ``python -m accel bench``: the hot-path timing table (see accel/_benchtable.py).
+
+``python -m accel emu [--devices N] [--] COMMAND [ARGS...]``: COMMAND on the emulated runtime's
+stand-in libraries (see accel/emu.py).
 """
 import os
 import sys
@@ -87,6 +90,60 @@ def report(out=sys.stdout):
     return 0
 
 
+EMU_USAGE = "usage: python -m accel emu [--devices N] [--] COMMAND [ARGS...]"
+
+
+def _emu_args(argv):
+    """(devices or None, command list) from the arguments after ``emu``; ValueError says what is wrong."""
+    devices = None
+    i = 0
+    while i < len(argv) and argv[i].startswith("-"):
+        arg = argv[i]
+        if arg == "--":
+            i += 1
+            break
+        if arg == "--devices" or arg.startswith("--devices="):
+            if arg == "--devices":
+                if i + 1 == len(argv):
+                    raise ValueError("--devices needs a value (the number of emulated devices, 0..256)")
+                value, i = argv[i + 1], i + 2
+            else:
+                value, i = arg.split("=", 1)[1], i + 1
+            if not value.isdigit() or int(value) > 256:
+                raise ValueError(f"--devices expects an integer from 0 to 256, got {value!r}")
+            devices = int(value)
+            continue
+        raise ValueError(f"unknown option {arg!r}")
+    if i == len(argv):
+        raise ValueError("no COMMAND given")
+    return devices, argv[i:]
+
+
+def emu_main(argv):
+    """Run COMMAND on the stand-ins (replaces this process); 2 on a usage error, 127 when COMMAND is
+    not found."""
+    if argv[:1] in (["-h"], ["--help"]):
+        print(EMU_USAGE)
+        print("Runs COMMAND with accel's emulated CUDA runtime standing in for libcudart.so.13 and "
+              "libcuda.so.1 (LD_PRELOAD); --devices sets the number of emulated devices (default 4).")
+        return 0
+    try:
+        devices, command = _emu_args(argv)
+    except ValueError as exc:
+        print(f"{EMU_USAGE}\nerror: {exc}", file=sys.stderr)
+        return 2
+    from accel import emu
+
+    env = emu.environ(devices)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    try:
+        os.execvpe(command[0], command, env)
+    except OSError as exc:
+        print(f"python -m accel emu: cannot run {command[0]!r}: {exc.strerror}", file=sys.stderr)
+        return 127 if isinstance(exc, FileNotFoundError) else 126
+
+
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     if not argv:
@@ -94,7 +151,9 @@ def main(argv=None):
     if argv[0] == "bench":
         from accel import _benchtable
         return _benchtable.main(argv[1:])
-    print(f"usage: python -m accel [bench]  (unknown argument {argv[0]!r})", file=sys.stderr)
+    if argv[0] == "emu":
+        return emu_main(argv[1:])
+    print(f"usage: python -m accel [bench | emu ...]  (unknown argument {argv[0]!r})", file=sys.stderr)
     return 2
 
 

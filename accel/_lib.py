@@ -132,7 +132,9 @@ def _open(what, sonames, env_var, allow_emu=False):
             continue
         path = _resolved_path(cdll, cand)
         _debug(f"{what}: loaded {path} [{how}]")
-        return Library(path, how, cdll, emulated=os.path.basename(path) == _EMU_NAME)
+        # The bundled emulator, or its libcudart.so.13 stand-in (accel.emu): both export the emulator API.
+        emulated = os.path.basename(path) == _EMU_NAME or hasattr(cdll, "accelEmuDeviceCount")
+        return Library(path, how, cdll, emulated=emulated)
     raise LibraryNotFoundError(what, searched)
 
 

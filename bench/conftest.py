@@ -16,6 +16,14 @@ if _spec is None or pathlib.Path(_spec.origin).resolve().parent.parent == pathli
     pytest.exit("bench: install accel (pip install .) and run `pytest bench/` from the checkout, "
                 "not `python -m pytest`", returncode=3)
 
+if os.environ["ACCEL_CUDART"] == "emu":
+    # accel and the peers of bench/test_bench_peers.py (torch.cuda, cuda.core) on one emulated runtime:
+    # the stand-in libraries, loaded before anything imports a peer (absent in a -Dnative=false build).
+    from accel import emu
+
+    if os.path.exists(emu.cudart_path()):
+        emu.activate()
+
 
 def _param(bench):
     return bench.name.partition("[")[2].rstrip("]")
@@ -49,6 +57,20 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
                                for f in _floors(benches, b))
             ns = _per_op(b) * 1e9
             tr.write_line(f"  {b.name:<48} {ns:9.1f} ns/{unit}  {ratios}")
+        _peer_ratios(tr, benches)
+    from accel import _lib
+    lib = _lib.cudart()
+    tr.write_line(f"runtime: {lib.path}" + (" (emulated: accel's stand-in libraries)" if lib.emulated else ""))
+
+
+def _peer_ratios(tr, benches):
+    """``accel / peer`` for each peer row (extra_info["peer"]) against the group's accel rows."""
+    peer_rows = [b for b in benches if b.extra_info.get("peer")]
+    ours = [b for b in benches if not b.extra_info.get("peer") and "floor" not in b.name and "noop" not in b.name]
+    for p in peer_rows:
+        ratios = "  ".join(f"{_per_op(a) / _per_op(p):5.2f}x {a.name.removeprefix('test_')}" for a in ours)
+        if ratios:
+            tr.write_line(f"    accel / {p.extra_info['peer']} ({p.name.removeprefix('test_')}): {ratios}")
 
 
 @pytest.fixture

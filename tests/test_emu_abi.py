@@ -240,7 +240,9 @@ def test_device_attributes_and_properties(cu):
         assert "emu" in name and "H100" in name
         uuids.add(buf.raw[256:272])
         assert int.from_bytes(buf.raw[288:296], sys.byteorder) == total.value
-        assert buf.raw[296:] == b"\xff" * (1024 - 296)     # only the stable head is written
+        # the whole cudaDeviceProp in the CUDA 13 layout (1008 bytes; major/minor at 360/364) and nothing past it
+        assert [int.from_bytes(buf.raw[o:o + 4], sys.byteorder) for o in (360, 364, 384)] == [9, 0, 132]
+        assert buf.raw[1008:] == b"\xff" * (1024 - 1008)
         ok(cu.cudaGetDeviceProperties(buf, d))
         assert buf.raw[256:272] in uuids
     assert len(uuids) == ndev(cu)

@@ -22,7 +22,7 @@ INT_MAX, INT_MIN, UINT_MAX = 2**31 - 1, -2**31, 2**32 - 1
 SIZE_MAX = 2**64 - 1
 OK, INVALID_VALUE, OOM, INVALID_DEVICE, INVALID_HANDLE, BAD_KIND = 0, 1, 2, 101, 400, 21
 NVML_UNINITIALIZED, NVML_INVALID_ARGUMENT, NVML_INSUFFICIENT_SIZE = 1, 2, 7
-HANDLE_BASE = 0x5e0000000000     # the emulator's handle layout: BASE + id*16 + tag (3 stream, 5 event)
+HANDLE_BASE = 0x5e0000000000     # the emulator's handle layout: BASE + id*256 + tag (0x30 stream, 0x50 event)
 
 
 def _abi():
@@ -46,8 +46,8 @@ def _cases(lib, abi):
     noop = abi.HOSTFN(lambda _arg: None)
     dev = p.value
 
-    garbage = [0xDEADBEEF, 3, 2**63, 2**63 - 1, SIZE_MAX, HANDLE_BASE + (10**9 << 4) + 3,
-               HANDLE_BASE + (10**9 << 4) + 5]
+    garbage = [0xDEADBEEF, 3, 2**63, 2**63 - 1, SIZE_MAX, HANDLE_BASE + (10**9 << 8) + 0x30,
+               HANDLE_BASE + (10**9 << 8) + 0x50]
     streams = garbage + [gone_s.value, e.value]          # 0, 1, 2 are the legacy / per-thread streams
     events = garbage + [0, gone_e.value, s.value]
     c = []

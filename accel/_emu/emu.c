@@ -100,6 +100,7 @@ enum { CUDA_SUCCESS = 0, CUDA_ERROR_INVALID_VALUE = 1, CUDA_ERROR_NOT_INITIALIZE
 #define PRIO_GREATEST (-5)
 
 #include "emu_tables.h"
+#include "emu_internal.h"
 #define MAX_DEVICES EMU_MAX_DEVICES
 
 /* ------------------------------------------------------- fault injection */
@@ -197,9 +198,9 @@ static int fail_hit(int sym)
 
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 static cudaError_t g_init_err;      /* non-zero: bad configuration, every call fails */
-static int g_ndev;                  /* visible devices */
+int g_ndev;                         /* visible devices (emu_internal.h) */
 static int g_nphys;                 /* the machine's devices (ACCEL_EMU_DEVICES) */
-static int g_phys[MAX_DEVICES];     /* visible ordinal -> physical device */
+int g_phys[MAX_DEVICES];            /* visible ordinal -> physical device (emu_internal.h) */
 static size_t g_mem_total;
 
 static pthread_mutex_t G = PTHREAD_MUTEX_INITIALIZER;
@@ -208,11 +209,11 @@ static pthread_cond_t g_work_cv = PTHREAD_COND_INITIALIZER;  /* run queue non-em
 static pthread_cond_t g_exit_cv = PTHREAD_COND_INITIALIZER;  /* a worker retired */
 static int g_waiters;               /* threads blocked on g_done_cv */
 
-static atomic_int g_ctx[MAX_DEVICES];   /* primary context exists */
+atomic_int g_ctx[MAX_DEVICES];      /* primary context exists (emu_internal.h) */
 
 static __thread int t_dev;
 static __thread int t_capmode;
-static __thread cudaError_t t_last;
+__thread cudaError_t t_last;        /* emu_internal.h */
 /* Non-NULL while this thread is a worker executing a host function: blocking
  * calls from there would wait on themselves, so they are refused. */
 static __thread void *t_in_hostfn;
@@ -384,11 +385,14 @@ static void ht_del(htab_t *t, uint64_t k)
 
 /* ---------------------------------------------------------------- objects */
 
-/* Handle = BASE + id*16 + tag.  Ids only grow, so a stale handle can never
- * alias a newer object, and the tag rejects an event passed as a stream. */
+/* Handle = BASE + id*256 + tag.  Ids only grow, so a stale handle can never
+ * alias a newer object, and the tag rejects an event passed as a stream.  The
+ * low 4 bits are clear, as in the real runtime's (struct pointer) handles:
+ * torch tells a foreign cudaStream_t from its own stream ids by bit 0. */
 #define HANDLE_BASE 0x5e0000000000ull
-#define TAG_STREAM 0x3u
-#define TAG_EVENT 0x5u
+#define TAG_MASK 0xffu
+#define TAG_STREAM 0x30u
+#define TAG_EVENT 0x50u
 static uint64_t g_next_id = 1;
 static htab_t g_handles;            /* handle -> stream_t* / event_t* */
 static htab_t g_ipc;                /* ipc id -> evshared_t* */
@@ -398,7 +402,7 @@ static int g_live_streams, g_live_events;
 static uint64_t new_handle(unsigned tag, uint64_t *id)
 {
     *id = g_next_id++;
-    return HANDLE_BASE + (*id << 4) + tag;
+    return HANDLE_BASE + (*id << 8) + tag;
 }
 
 typedef struct stream stream_t;
@@ -809,7 +813,7 @@ static stream_t *get_stream(cudaStream_t h, cudaError_t *err)
         if (!s) *err = cudaErrorMemoryAllocation;
         return s;
     }
-    if ((v & 0xf) == TAG_STREAM) s = ht_get(&g_handles, v);
+    if ((v & TAG_MASK) == TAG_STREAM) s = ht_get(&g_handles, v);
     if (!s) *err = cudaErrorInvalidResourceHandle;
     return s;
 }
@@ -817,7 +821,7 @@ static stream_t *get_stream(cudaStream_t h, cudaError_t *err)
 static event_t *get_event(cudaEvent_t h)
 {
     uintptr_t v = (uintptr_t)h;
-    return (v & 0xf) == TAG_EVENT ? ht_get(&g_handles, v) : NULL;
+    return (v & TAG_MASK) == TAG_EVENT ? ht_get(&g_handles, v) : NULL;
 }
 
 /* Blocks (G held) until s has completed `target` items, then drops the
@@ -1067,7 +1071,7 @@ EXPORT cudaError_t cudaStreamDestroy(cudaStream_t h)
     RT_NEED_DEVICE();
     uintptr_t v = (uintptr_t)h;
     pthread_mutex_lock(&G);
-    stream_t *s = (v & 0xf) == TAG_STREAM ? ht_get(&g_handles, v) : NULL;
+    stream_t *s = (v & TAG_MASK) == TAG_STREAM ? ht_get(&g_handles, v) : NULL;
     if (!s) {
         pthread_mutex_unlock(&G);
         return fail(cudaErrorInvalidResourceHandle);
@@ -1593,20 +1597,12 @@ EXPORT cudaError_t cudaDeviceGetAttribute(int *value, int attr, int dev)
     return cudaSuccess;
 }
 
-/* Only the layout-stable head of cudaDeviceProp is written: name[256] at 0,
- * uuid[16] at 256, totalGlobalMem at 288.  Later fields moved between CUDA
- * releases and the caller's struct size is unknown. */
-#define PROP_HEAD 296
+/* The whole cudaDeviceProp in the CUDA 13 layout (emu_props.c); accel reads only its stable head. */
 static cudaError_t get_props(void *p, int dev)
 {
     if (!p) return fail(cudaErrorInvalidValue);
     if (dev < 0 || dev >= g_ndev) return fail(cudaErrorInvalidDevice);
-    unsigned char *b = p;
-    memset(b, 0, PROP_HEAD);
-    snprintf((char *)b, 256, "Emulated NVIDIA H100 80GB HBM3 (accel emu)");
-    emu_uuid(g_phys[dev], b + 256);
-    size_t total = g_mem_total;
-    memcpy(b + 288, &total, sizeof total);
+    emu_fill_props(p, g_phys[dev], g_mem_total);
     return cudaSuccess;
 }
 

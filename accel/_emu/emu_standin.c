@@ -1,0 +1,185 @@
+/* The rest of the libcudart.so.13 stand-in: every runtime symbol torch's CUDA libraries import
+ * (accel/_emu/torch_cudart13_imports.txt) that emu.c does not implement.
+ *
+ *  - Load-time hooks (__cudaRegisterFatBinary and friends) run when a CUDA library is loaded: silent
+ *    no-ops.  The launch configuration push/pop of a <<<...>>> launch works, so the launch itself
+ *    reaches cudaLaunchKernel and fails there, named.
+ *  - Real where torch's device/stream/event paths need them: cudaGetDriverEntryPointByVersion (the
+ *    driver layer of emu_driver.c), cudaStreamGetCaptureInfo ("not capturing"),
+ *    cudaDeviceEnablePeerAccess, cudaStreamAddCallback.
+ *  - Everything else (kernels, modules, graphs and capture, memory pools, copies the emulator does
+ *    not model) returns cudaErrorNotSupported, records it as the thread's last error and, with
+ *    ACCEL_EMU_TRACE=1, logs its first call on stderr.  Those definitions are weak: a real
+ *    implementation elsewhere in the emulator replaces the stub at link time. */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "emu_internal.h"
+
+#define EXPORT __attribute__((visibility("default")))
+#define WEAK __attribute__((weak))
+
+typedef int cudaError_t;
+typedef void *cudaStream_t;
+typedef struct { unsigned int x, y, z; } dim3;
+
+enum { cudaSuccess = 0, cudaErrorInvalidValue = 1, cudaErrorMemoryAllocation = 2,
+       cudaErrorInvalidDevice = 101, cudaErrorPeerAccessAlreadyEnabled = 704,
+       cudaErrorNotSupported = 801 };
+
+int cudaGetDevice(int *);
+int cudaStreamIsCapturing(cudaStream_t, int *);
+int cudaLaunchHostFunc(cudaStream_t, void (*)(void *), void *);
+int accelEmuDeviceCount(void);
+
+void emu_trace_unsupported(const char *name, atomic_int *seen)
+{
+    if (atomic_exchange(seen, 1)) return;
+    const char *t = getenv("ACCEL_EMU_TRACE");
+    if (t && !strcmp(t, "1"))
+        fprintf(stderr, "accel emu: %s is not supported by the emulated runtime (returns %s)\n", name,
+                strncmp(name, "cuda", 4) && strncmp(name, "__cuda", 6) ? "CUDA_ERROR_NOT_SUPPORTED"
+                                                                       : "cudaErrorNotSupported");
+}
+
+/* ------------------------------------------------------------ load-time hooks */
+
+static void *g_fatbin_handle;       /* what __cudaRegisterFatBinary hands out: never dereferenced */
+
+EXPORT void **__cudaRegisterFatBinary(void *fatbin) { (void)fatbin; return &g_fatbin_handle; }
+EXPORT void __cudaRegisterFatBinaryEnd(void **handle) { (void)handle; }
+EXPORT void __cudaUnregisterFatBinary(void **handle) { (void)handle; }
+EXPORT void __cudaRegisterFunction(void) {}
+EXPORT void __cudaRegisterVar(void) {}
+EXPORT char __cudaInitModule(void **handle) { (void)handle; return 1; }
+
+/* One pending launch configuration per thread, pushed by <<<...>>> and popped by the launch stub. */
+static __thread struct { dim3 grid, block; size_t shmem; void *stream; } t_launch;
+
+EXPORT unsigned int __cudaPushCallConfiguration(dim3 grid, dim3 block, size_t shmem, void *stream)
+{
+    t_launch.grid = grid;
+    t_launch.block = block;
+    t_launch.shmem = shmem;
+    t_launch.stream = stream;
+    return 0;
+}
+
+EXPORT cudaError_t __cudaPopCallConfiguration(dim3 *grid, dim3 *block, size_t *shmem, void *stream)
+{
+    if (grid) *grid = t_launch.grid;
+    if (block) *block = t_launch.block;
+    if (shmem) *shmem = t_launch.shmem;
+    if (stream) memcpy(stream, &t_launch.stream, sizeof t_launch.stream);
+    return cudaSuccess;
+}
+
+/* ------------------------------------------------------------------ real ones */
+
+/* status (cudaDriverEntryPointQueryResult): 0 found, 1 symbol not found.  A name the driver layer
+ * does not have is reported through the status with cudaSuccess, as torch's lookups expect. */
+EXPORT cudaError_t cudaGetDriverEntryPointByVersion(const char *symbol, void **fn, unsigned int version,
+                                                    unsigned long long flags, int *status)
+{
+    if (accelEmuDeviceCount() < 0) return t_last = 3;  /* cudaErrorInitializationError */
+    if (!symbol || !fn) return t_last = cudaErrorInvalidValue;
+    *fn = emu_driver_proc(symbol, (int)version, (flags & 2ull) != 0);    /* cudaEnablePerThreadDefaultStream */
+    if (status) *status = *fn ? 0 : 1;
+    return cudaSuccess;
+}
+
+/* The emulator never captures: status cudaStreamCaptureStatusNone, no graph, no dependencies. */
+EXPORT cudaError_t cudaStreamGetCaptureInfo(cudaStream_t s, int *status, unsigned long long *id,
+                                            void **graph, const void **deps, const void **edges,
+                                            size_t *ndeps)
+{
+    int capturing;
+    if (!status) return t_last = cudaErrorInvalidValue;
+    cudaError_t e = cudaStreamIsCapturing(s, &capturing);
+    if (e) return e;
+    *status = capturing;
+    if (id) *id = 0;
+    if (graph) *graph = NULL;
+    if (deps) *deps = NULL;
+    if (edges) *edges = NULL;
+    if (ndeps) *ndeps = 0;
+    return cudaSuccess;
+}
+
+static pthread_mutex_t g_peer_lock = PTHREAD_MUTEX_INITIALIZER;
+static unsigned char g_peer[EMU_MAX_DEVICES][EMU_MAX_DEVICES];   /* [dev][peer] access enabled */
+
+EXPORT cudaError_t cudaDeviceEnablePeerAccess(int peer, unsigned int flags)
+{
+    int dev;
+    cudaError_t e = cudaGetDevice(&dev);
+    if (e) return e;
+    if (flags) return t_last = cudaErrorInvalidValue;
+    if (peer < 0 || peer >= g_ndev || peer == dev) return t_last = cudaErrorInvalidDevice;
+    pthread_mutex_lock(&g_peer_lock);
+    int was = g_peer[dev][peer];
+    g_peer[dev][peer] = 1;
+    pthread_mutex_unlock(&g_peer_lock);
+    return was ? (t_last = cudaErrorPeerAccessAlreadyEnabled) : cudaSuccess;
+}
+
+typedef void (*cudaStreamCallback_t)(cudaStream_t, cudaError_t, void *);
+typedef struct { cudaStreamCallback_t cb; cudaStream_t stream; void *arg; } callback_t;
+
+static void run_callback(void *p)
+{
+    callback_t c = *(callback_t *)p;
+    free(p);
+    c.cb(c.stream, cudaSuccess, c.arg);
+}
+
+/* A host function with the callback's signature (flags must be 0, as documented). */
+EXPORT cudaError_t cudaStreamAddCallback(cudaStream_t s, cudaStreamCallback_t cb, void *arg, unsigned int flags)
+{
+    if (!cb || flags) return t_last = cudaErrorInvalidValue;
+    callback_t *c = malloc(sizeof *c);
+    if (!c) return t_last = cudaErrorMemoryAllocation;
+    c->cb = cb;
+    c->stream = s;
+    c->arg = arg;
+    cudaError_t e = cudaLaunchHostFunc(s, run_callback, c);
+    if (e) free(c);
+    return e;
+}
+
+/* ------------------------------------------------------------ not supported */
+
+#define UNSUPPORTED(name) \
+    WEAK EXPORT cudaError_t name(void) \
+    { \
+        static atomic_int seen_; \
+        emu_trace_unsupported(#name, &seen_); \
+        return t_last = cudaErrorNotSupported; \
+    }
+
+/* kernels, modules and libraries */
+UNSUPPORTED(__cudaGetKernel) UNSUPPORTED(__cudaLaunchKernel) UNSUPPORTED(cudaLaunchKernel)
+UNSUPPORTED(cudaLaunchKernelExC) UNSUPPORTED(cudaLaunchCooperativeKernel)
+UNSUPPORTED(cudaFuncGetAttributes) UNSUPPORTED(cudaFuncSetAttribute)
+UNSUPPORTED(cudaKernelSetAttributeForDevice) UNSUPPORTED(cudaOccupancyMaxActiveBlocksPerMultiprocessor)
+UNSUPPORTED(cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags)
+UNSUPPORTED(cudaLibraryLoadData) UNSUPPORTED(cudaLibraryUnload) UNSUPPORTED(cudaLibraryGetKernel)
+UNSUPPORTED(cudaGetSymbolAddress) UNSUPPORTED(cudaMemcpyToSymbol)
+/* graphs and stream capture */
+UNSUPPORTED(cudaStreamBeginCapture) UNSUPPORTED(cudaStreamBeginCaptureToGraph)
+UNSUPPORTED(cudaStreamEndCapture) UNSUPPORTED(cudaStreamUpdateCaptureDependencies)
+UNSUPPORTED(cudaGraphAddNode) UNSUPPORTED(cudaGraphConditionalHandleCreate) UNSUPPORTED(cudaGraphDestroy)
+UNSUPPORTED(cudaGraphExecDestroy) UNSUPPORTED(cudaGraphGetNodes) UNSUPPORTED(cudaGraphInstantiateWithFlags)
+UNSUPPORTED(cudaGraphLaunch) UNSUPPORTED(cudaGraphNodeGetDependencies) UNSUPPORTED(cudaGraphRetainUserObject)
+UNSUPPORTED(cudaUserObjectCreate) UNSUPPORTED(cudaUserObjectRelease)
+UNSUPPORTED(cudaDeviceGetGraphMemAttribute) UNSUPPORTED(cudaDeviceSetGraphMemAttribute)
+/* memory the emulator does not model (yet) */
+UNSUPPORTED(cudaMemcpy) UNSUPPORTED(cudaMemset) UNSUPPORTED(cudaMemcpy2DAsync) UNSUPPORTED(cudaMemcpyPeerAsync)
+UNSUPPORTED(cudaHostAlloc) UNSUPPORTED(cudaFreeHost) UNSUPPORTED(cudaHostRegister) UNSUPPORTED(cudaHostUnregister)
+UNSUPPORTED(cudaMallocAsync) UNSUPPORTED(cudaFreeAsync) UNSUPPORTED(cudaDeviceGetDefaultMemPool)
+UNSUPPORTED(cudaMemPoolGetAttribute) UNSUPPORTED(cudaMemPoolSetAccess) UNSUPPORTED(cudaMemPoolSetAttribute)
+UNSUPPORTED(cudaMemPoolTrimTo) UNSUPPORTED(cudaIpcGetMemHandle) UNSUPPORTED(cudaIpcOpenMemHandle)
+UNSUPPORTED(cudaIpcCloseMemHandle)

@@ -1,0 +1,140 @@
+"""The emulated CUDA runtime as a drop-in for other CUDA libraries (torch, cuda.core, any program).
+
+accel ships two stand-in libraries built from its emulator (``accel/_emu/standin``):
+
+- ``libcudart.so.13``: soname and version node ``libcudart.so.13`` on every export, exporting every
+  runtime symbol torch's CUDA libraries import (``accel/_emu/torch_cudart13_imports.txt``);
+- ``libcuda.so.1``: the driver API (``cuGetProcAddress_v2``, ``cuInit``, devices and attributes,
+  primary contexts with a per-thread context stack, streams, events, error names), found through its
+  dependency on the runtime stand-in, so both share the emulator's one state.
+
+What works on them: devices (count, current device, properties in the CUDA 13 layout, attributes,
+PCI ids, UUIDs), streams (create/destroy/query/synchronize, priorities, flags, ids, waits, host
+functions, callbacks), events (create/record/query/synchronize/elapsed time, IPC handles within the
+process), memory accounting (cudaMalloc/cudaFree/cudaMemGetInfo, async copies and sets on emulated
+memory), driver contexts.  What does not: kernels, modules, libraries, graphs and stream capture,
+memory pools, and the memory calls the emulator does not model -- they return cudaErrorNotSupported
+(driver: CUDA_ERROR_NOT_SUPPORTED), and with ``ACCEL_EMU_TRACE=1`` the first call of each is named on
+stderr.  Libraries that link the CUDA runtime statically (CuPy, ``cuda.bindings.runtime``) reach the
+driver through NVIDIA's private export tables (``cuGetExportTable``), which the emulator does not
+have: they do not run on it.
+
+Use: ``python -m accel emu [--devices N] [--] COMMAND [ARGS...]`` runs COMMAND with the stand-ins
+preloaded (``LD_PRELOAD`` beats the DT_RPATH in torch's libraries) and ``ACCEL_CUDART`` pointing at
+the same library, so accel in that process shares the runtime.  In-process, ``activate(devices=N)``
+does the same before the CUDA library is imported.
+"""
+import ctypes
+import os
+
+from accel import _lib
+from accel.errors import LibraryNotFoundError
+
+__all__ = ["standin_dir", "cudart_path", "driver_path", "environ", "activate", "MAX_DEVICES"]
+
+#: The most devices the emulator models (ACCEL_EMU_DEVICES is 0..MAX_DEVICES).
+MAX_DEVICES = 256
+
+_CUDART = "libcudart.so.13"
+_DRIVER = "libcuda.so.1"
+_active = None      # the device count activate() configured (None: not activated)
+_handles = []       # the stand-ins' ctypes handles, kept open for the life of the process
+
+
+def standin_dir():
+    """Directory holding the stand-in libraries (absent in a -Dnative=false install)."""
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "_emu", "standin")
+
+
+def cudart_path():
+    """Path of the ``libcudart.so.13`` stand-in."""
+    return os.path.join(standin_dir(), _CUDART)
+
+
+def driver_path():
+    """Path of the ``libcuda.so.1`` stand-in."""
+    return os.path.join(standin_dir(), _DRIVER)
+
+
+def _check_devices(devices):
+    if devices is None:
+        return None
+    if isinstance(devices, bool) or not isinstance(devices, int):
+        raise TypeError(f"devices must be an int (0..{MAX_DEVICES}) or None, got {type(devices).__name__} "
+                        f"{devices!r}")
+    if not 0 <= devices <= MAX_DEVICES:
+        raise ValueError(f"devices must be between 0 and {MAX_DEVICES}, got {devices}")
+    return devices
+
+
+def _require_standins():
+    for path in (cudart_path(), driver_path()):
+        if not os.path.exists(path):
+            raise LibraryNotFoundError("accel's stand-in CUDA libraries",
+                                            [f"{path}: no such file (this accel was built with -Dnative=false)"])
+    for path in (cudart_path(), driver_path()):
+        if any(c in path for c in " :"):
+            raise ValueError(f"the stand-ins' path {path!r} contains a space or a colon, which LD_PRELOAD "
+                             "cannot carry; install accel elsewhere")
+
+
+def environ(devices=None, base=None):
+    """The environment (a new dict from ``base``, default ``os.environ``) that runs a child process on
+    the stand-ins: ``LD_PRELOAD`` gets them first, ``ACCEL_CUDART`` names the runtime stand-in, and
+    ``ACCEL_EMU_DEVICES`` is set when ``devices`` is given."""
+    devices = _check_devices(devices)
+    _require_standins()
+    env = dict(os.environ if base is None else base)
+    preload = [cudart_path(), driver_path()]
+    preload += [p for p in env.get("LD_PRELOAD", "").replace(":", " ").split() if p not in preload]
+    env["LD_PRELOAD"] = " ".join(preload)
+    env["ACCEL_CUDART"] = cudart_path()
+    if devices is not None:
+        env["ACCEL_EMU_DEVICES"] = str(devices)
+    return env
+
+
+def _foreign_cuda_libraries():
+    """Mapped CUDA runtime/driver files of this process that are not the stand-ins."""
+    ours = {os.path.realpath(cudart_path()), os.path.realpath(driver_path())}
+    found = []
+    for stem in ("libcudart.so", "libcuda.so"):
+        found += [p for p in _lib._loaded_in_process(stem) if os.path.realpath(p) not in ours]
+    return found
+
+
+def activate(devices=None):
+    """Load the stand-ins into this process (``RTLD_GLOBAL``) so that a CUDA library imported afterwards
+    (torch, cuda.core, ...) and accel itself run on the emulated runtime.  ``devices`` sets the number
+    of emulated devices (``ACCEL_EMU_DEVICES``; default: that variable, else 4).  Returns the runtime
+    stand-in's path.  Raises RuntimeError when a real CUDA runtime or driver is already loaded, or when
+    accel already opened another runtime; calling it again is a no-op unless ``devices`` differs."""
+    global _active
+    devices = _check_devices(devices)
+    if _active is not None:
+        if devices is not None and devices != _active:
+            raise RuntimeError(f"accel.emu is already active with {_active} devices; the emulated runtime "
+                               f"reads its configuration once, so it cannot switch to {devices}")
+        return cudart_path()
+    _require_standins()
+    foreign = _foreign_cuda_libraries()
+    if foreign:
+        raise RuntimeError(f"a CUDA library is already loaded in this process ({foreign[0]}); call "
+                           "accel.emu.activate() before importing the library that loads it (or run the "
+                           "program with `python -m accel emu -- ...`)")
+    opened = _lib.cudart._result
+    if opened is not None and os.path.realpath(opened.path) != os.path.realpath(cudart_path()):
+        raise RuntimeError(f"accel already uses the CUDA runtime {opened.path}; call accel.emu.activate() "
+                           "before the first CUDA call")
+    if devices is not None:
+        os.environ["ACCEL_EMU_DEVICES"] = str(devices)
+    os.environ["ACCEL_CUDART"] = cudart_path()
+    for path in (cudart_path(), driver_path()):
+        _handles.append(ctypes.CDLL(path, mode=os.RTLD_NOW | os.RTLD_GLOBAL))
+    count = _handles[0].accelEmuDeviceCount()
+    if count < 0:
+        raise ValueError(f"the emulated runtime rejected its configuration (ACCEL_EMU_DEVICES="
+                         f"{os.environ.get('ACCEL_EMU_DEVICES')!r}, ACCEL_EMU_MEMORY, ACCEL_EMU_FAIL or "
+                         "CUDA_VISIBLE_DEVICES is malformed)")
+    _active = count if devices is None else devices
+    return cudart_path()
