@@ -6,7 +6,6 @@ Python scalars become ``Long[]``/``Double[]`` device data through the device-dat
 GetIrValueForScalar does.  Execution is in accel.lazy.executor; the numpy kernels in accel.lazy.backend.
 """
 import collections
-import itertools
 import operator
 import struct
 import weakref
@@ -19,6 +18,7 @@ from accel.lazy import metrics as _metrics
 
 _ir = _impl.module("_ir")
 _hash = _impl.module("_hash")
+_lt = _impl.module("_lazy_trace")
 Node = _ir.Node
 Shape = _ir.Shape
 _device_data = _ir.device_data
@@ -119,8 +119,15 @@ _SCALAR_KIND = {float: (D.FLOAT64, _SCALAR_SHAPES[D.FLOAT64]), int: (D.INT64, _S
 _INT64 = D.INT64
 
 
-def _scalar_node(v, _kinds=_SCALAR_KIND, _get=_data_cache.get, _touch=_data_cache.move_to_end):
+def _scalar_node(v, _fast=_lt.scalar_node):
     """GetIrValueForScalar: a device-data node for a Python number (Long, Double or Bool), handle from the cache."""
+    n = _fast(v)
+    if n is not None:
+        return n
+    return _scalar_node_slow(v)
+
+
+def _scalar_node_slow(v, _kinds=_SCALAR_KIND, _get=_data_cache.get, _touch=_data_cache.move_to_end):
     k = _kinds.get(type(v))
     if k is None:
         raise TypeError(f"expected a lazy tensor or a Python number, got {type(v).__name__}: {v!r}")
@@ -178,9 +185,6 @@ def node_attrs(node):
 
 # ---- live tensors ----
 _live = {}
-_next_id = itertools.count(1).__next__
-_ref = weakref.ref
-_new = object.__new__
 
 
 def live_tensors():
@@ -193,24 +197,14 @@ def live_tensors():
     return out
 
 
-def _wrap(node, shape, _live=_live, _ref=weakref.ref, _next_id=_next_id, _count=_c_create):
+_wrap = _wrap_plain = _lt.wrap      # swapped for _wrap_slow while force_fallback or IR reuse is set
+
+
+def _wrap_slow(node, shape):
     if _forced and node is not None and node.op.qualified_name in _forced:
         return _run_forced(node, shape)
-    t = _new(LazyTensor)
-    t._node = node
-    t._handle = None
-    t._src = None
-    t._shape = shape
-    i = t._id = _next_id()
-    _live[i] = _ref(t)
-    _count[0] += 1
-    return t
-
-
-_wrap_plain = _wrap
-
-
-def _wrap_reuse(node, shape):
+    if not _reuse[0]:
+        return _wrap_plain(node, shape)
     if node is not None:
         from accel.lazy.trie import TrieCache
         tc = TrieCache.get()
@@ -356,22 +350,15 @@ def _emit(opname, operands, code, sizes, seed=None, kind=None, args=None, tags=N
     return _wrap(n, shape)
 
 
-class LazyTensor:
+class LazyTensor(_lt.TensorBase):
     """A tensor on the lazy device: ops trace LTC IR; mark_step / sync_multi run it; ``numpy()`` returns values."""
-    # _base (set on view results only): the tensor a view was taken of, kept alive as torch's
-    # functionalised views keep theirs (so mark_step syncs it too)
-    __slots__ = ("_node", "_handle", "_src", "_shape", "_id", "_base", "__weakref__")
+    # the slots are TensorBase's; _base (set on view results only): the tensor a view was taken of, kept
+    # alive as torch's functionalised views keep theirs (so mark_step syncs it too)
+    __slots__ = ()
     __array_priority__ = 1000          # numpy scalars on the left defer to our reflected operators
 
     def __init__(self, *args, **kwargs):
         raise TypeError("LazyTensor cannot be built directly: use accel.lazy.tensor(array)")
-
-    def __del__(self):
-        try:
-            _live.pop(self._id, None)
-            _c_destroy[0] += 1
-        except Exception:       # interpreter shutdown: the module globals may be gone
-            pass
 
     # ---- IR value ----
     def _ir(self):
@@ -536,6 +523,9 @@ class LazyTensor:
 
     def to(self, dtype):
         return _to(self, dtype)
+
+
+_lt.setup(LazyTensor, _live, _c_create, _c_destroy, _data_cache, _device_data, DEVICE, _SCALAR_KIND)
 
 
 def _check_tensor(t, what):
@@ -836,6 +826,7 @@ def force_fallback(op=None):
         raise ValueError(f"force_fallback needs an op name like 'aten::add', got {op!r}")
     else:
         _forced.add(op)
+    _select_wrap()
     return sorted(_forced)
 
 
@@ -853,10 +844,15 @@ def set_reuse_ir(flag):
     from an earlier step is reused (counters IrNodeReused_*, TrieForked); off by default, as in LTC."""
     if type(flag) is not bool:
         raise TypeError(f"set_reuse_ir needs a bool, got {type(flag).__name__}: {flag!r}")
-    global _wrap
     _reuse[0] = flag
-    _wrap = _wrap_reuse if flag else _wrap_plain
+    _lt.set_reuse(flag)
+    _select_wrap()
     return flag
+
+
+def _select_wrap():
+    global _wrap
+    _wrap = _wrap_slow if (_reuse[0] or _forced) else _wrap_plain
 
 
 def get_reuse_ir():

@@ -1,0 +1,105 @@
+"""The per-op hot path of accel.lazy tracing (twin of accel._python._lazy_trace): the lazy tensor's base
+class (its slots, registration among the live tensors, the Create/DestroyLtcTensor counters), ``wrap``
+(a node and its shape into a new tensor) and ``scalar_node`` (a Python number whose device data is in the
+data cache into a new device-data node).  accel.lazy.tensors configures it once with ``setup``."""
+from cpython.dict cimport PyDict_GetItem, PyDict_SetItem, PyDict_DelItem
+from cpython.ref cimport PyObject
+from cpython.weakref cimport PyWeakref_NewRef
+
+cdef object _cls = None
+cdef dict _live = None
+cdef list _create = None
+cdef list _destroy = None
+cdef object _cache = None      # an OrderedDict (a dict subclass: PyDict_GetItem reads it)
+cdef object _touch = None
+cdef object _device_data = None
+cdef object _device = None
+cdef object _fcode = None, _fshape = None, _icode = None, _ishape = None, _bcode = None, _bshape = None
+cdef Py_ssize_t _next = 0
+cdef bint _reuse = False
+
+
+cdef class TensorBase:
+    """The slots of a lazy tensor: ``_node`` (IR), ``_handle`` (device data after a sync), ``_src`` (source
+    data), ``_shape``, ``_id`` (0 until registered), ``_base`` (the tensor a view was taken of)."""
+    cdef public object _node
+    cdef public object _handle
+    cdef public object _src
+    cdef public object _shape
+    cdef public object _base
+    cdef public Py_ssize_t _id
+    cdef object __weakref__
+
+    def __dealloc__(self):
+        cdef Py_ssize_t i = self._id
+        if i == 0 or _live is None:
+            return
+        k = i
+        if PyDict_GetItem(_live, k) is not NULL:
+            PyDict_DelItem(_live, k)
+        _destroy[0] = _destroy[0] + 1
+
+
+def setup(cls, live, create_cell, destroy_cell, data_cache, device_data, device, scalar_shapes):
+    """Configure the module: ``cls`` (a TensorBase subclass) is what ``wrap`` makes; ``live`` maps ids to
+    weak references; the cells are one-item lists; ``data_cache`` is the device-data cache (an OrderedDict
+    keyed (dtype code, value)); ``device_data(shape, handle, device)`` makes a node; ``scalar_shapes`` maps
+    float, int and bool to (dtype code, Shape)."""
+    global _cls, _live, _create, _destroy, _cache, _touch, _device_data, _device
+    global _fcode, _fshape, _icode, _ishape, _bcode, _bshape
+    if not (isinstance(cls, type) and issubclass(cls, TensorBase)):
+        raise TypeError(f"setup cls must be a subclass of TensorBase, got {cls!r}")
+    _cls, _live, _create, _destroy = cls, live, create_cell, destroy_cell
+    _cache, _touch = data_cache, data_cache.move_to_end
+    _device_data, _device = device_data, device
+    _fcode, _fshape = scalar_shapes[float]
+    _icode, _ishape = scalar_shapes[int]
+    _bcode, _bshape = scalar_shapes[bool]
+
+
+def set_reuse(flag):
+    """With IR reuse on, ``scalar_node`` always answers None (the caller goes through the TrieCache)."""
+    global _reuse
+    _reuse = bool(flag)
+
+
+def wrap(node, shape):
+    """A new registered tensor holding ``node`` (None: no IR yet) of ``shape``."""
+    global _next
+    cdef TensorBase t = TensorBase.__new__(_cls)
+    t._node = node
+    t._shape = shape
+    _next += 1
+    t._id = _next
+    PyDict_SetItem(_live, _next, PyWeakref_NewRef(t, None))
+    _create[0] = _create[0] + 1
+    return t
+
+
+def scalar_node(v):
+    """A new device-data node for the Python number ``v`` when its handle is in the data cache (the entry
+    becomes the most recent), else None: other types, 0.0 / NaN (keyed by bytes), misses and IR reuse are
+    the caller's."""
+    cdef object code, shape, key
+    cdef PyObject *d
+    cdef double f
+    if _reuse:
+        return None
+    t = type(v)
+    if t is float:
+        f = v
+        if f == 0 or f != f:
+            return None
+        code, shape = _fcode, _fshape
+    elif t is int:
+        code, shape = _icode, _ishape
+    elif t is bool:
+        code, shape = _bcode, _bshape
+    else:
+        return None
+    key = (code, v)
+    d = PyDict_GetItem(_cache, key)
+    if d is NULL:
+        return None
+    _touch(key)
+    return _device_data(shape, <object>d, _device)

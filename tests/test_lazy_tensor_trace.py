@@ -1,0 +1,95 @@
+"""The per-op tracing hot path (accel._native._lazy_trace / accel._python._lazy_trace) under the tensors:
+registration and counting of tensors, the scalar device-data fast path and its fallbacks.  Each check
+runs in its own interpreter per twin (ACCEL_BACKEND), so that the tensor layer sits on that twin."""
+import json
+
+import pytest
+
+CHECKS = r'''
+import gc, json, math
+import numpy as np
+import accel, accel.lazy as L
+from accel import _impl
+from accel.lazy import metrics as M, tensors as T
+
+lt = _impl.module("_lazy_trace")
+out = {"backend": accel.backend}
+cv = lambda n: M.counter_value(n) or 0
+
+# a failed direct construction registers and counts nothing
+c0, d0 = cv("CreateLtcTensor"), cv("DestroyLtcTensor")
+try:
+    L.LazyTensor()
+except TypeError as e:
+    out["direct"] = str(e)
+gc.collect()
+out["direct_counts"] = [cv("CreateLtcTensor") - c0, cv("DestroyLtcTensor") - d0]
+
+# created / destroyed / live bookkeeping through wrap and dealloc
+x = L.tensor(np.ones((2, 2), np.float32))
+c0, d0, n0 = cv("CreateLtcTensor"), cv("DestroyLtcTensor"), len(T._live)
+ys = [x * 3.0 for _ in range(5)]
+ids = [L.get_tensor_id(y) for y in ys]
+out["ids_unique_increasing"] = ids == sorted(set(ids))
+out["base_of_non_view"] = repr(ys[0]._base)
+del ys
+gc.collect()
+out["counts"] = [cv("CreateLtcTensor") - c0, cv("DestroyLtcTensor") - d0, len(T._live) - n0]
+
+# scalar device data: the fast path answers only cache hits of nonzero, non-NaN numbers
+M.reset(); T.clear_data_cache()
+out["miss_first"] = lt.scalar_node(2.5) is None
+x * 2.5
+out["hit_after"] = type(lt.scalar_node(2.5)).__name__
+out["zero_float"] = lt.scalar_node(0.0) is None and lt.scalar_node(math.nan) is None
+out["other_types"] = [lt.scalar_node(v) is None for v in ("2.5", np.float64(2.5), None)]
+x * 0.0; x * -0.0; x * 0.0; x * 2.5; x * 2; x * True; x * 2; x * 1
+out["misses"] = cv("DeviceDataCacheMiss")
+n = lt.scalar_node(2)
+out["int_node"] = [n.shapes[0].dtype, n.handle.value, type(n.handle.value).__name__]
+L.set_reuse_ir(True)
+out["reuse_off_fast_path"] = lt.scalar_node(2) is None
+L.set_reuse_ir(False)
+try:
+    lt.setup(object, {}, [0], [0], {}, None, None, {})
+except TypeError as e:
+    out["setup_error"] = str(e)
+print(json.dumps(out))
+'''
+
+
+@pytest.fixture(scope="module", params=["native", "python"])
+def out(request, subprocess_python):
+    from accel import _build_config
+    if request.param == "native" and not _build_config.NATIVE:
+        pytest.skip("installed with -Dnative=false: no compiled twin")
+    r = subprocess_python(CHECKS, env={"ACCEL_BACKEND": request.param})
+    assert r.returncode == 0, r.stderr[-3000:]
+    res = json.loads(r.stdout.strip().splitlines()[-1])
+    assert res["backend"] == request.param
+    return res
+
+
+def test_direct_construction_is_refused_and_not_counted(out):
+    assert "cannot be built directly" in out["direct"]
+    assert out["direct_counts"] == [0, 0]
+
+
+def test_tensors_are_registered_counted_and_released(out):
+    assert out["ids_unique_increasing"]
+    assert out["base_of_non_view"] == "None"
+    assert out["counts"] == [5, 5, 0]
+
+
+def test_scalar_fast_path_hits_only_cached_numbers(out):
+    assert out["miss_first"] and out["hit_after"] == "Node"
+    assert out["zero_float"]
+    assert out["other_types"] == [True, True, True]
+    # 2.5, 0.0, -0.0 (different bytes), 2 (Long), True (Bool), 1 (the alpha of nothing: mul has none)
+    assert out["misses"] == 6
+    assert out["int_node"] == [4, 2, "int"]
+    assert out["reuse_off_fast_path"]
+
+
+def test_setup_checks_the_tensor_class(out):
+    assert "subclass of TensorBase" in out["setup_error"]
