@@ -54,6 +54,32 @@ try:
     lt.setup(object, {}, [0], [0], {}, None, None, {})
 except TypeError as e:
     out["setup_error"] = str(e)
+
+# the op methods: misuse raises as the closures do; force_fallback reaches the fast paths; the fast and
+# the slow path (cache miss) trace the same text and dtypes
+for fn in (lambda: L.LazyTensor.relu(3), lambda: L.LazyTensor.__mul__(3, 2.0), lambda: L.LazyTensor.add(3, 1.0)):
+    try:
+        fn()
+    except AttributeError as e:
+        out.setdefault("misuse", []).append(str(e))
+L.force_fallback("aten::relu")
+r = (x * 1.5).relu()
+out["forced"] = [r._node is None, cv("aten::relu")]
+L.force_fallback(None)
+out["unforced"] = (x * 1.5).relu()._node is not None
+def prog(x):
+    return ((x * 1.25 + 0.75) / 3.5 - 2) ** 2
+texts = []
+for _ in range(2):
+    T.clear_data_cache()
+    a, b = prog(x), prog(x)          # a: every scalar misses first, b: every scalar hits
+    texts += [L.get_tensors_text([a]), L.get_tensors_text([b])]
+out["same_text"] = len(set(texts)) == 1
+i = L.tensor(np.arange(4).reshape(2, 2))
+bl = L.tensor(np.array([True, False]))
+h = L.tensor(np.ones(2, np.float16))
+out["dtypes"] = [str(v.dtype) for v in (i / 2, i * 2, i + 2, i - i, i * 2.0, bl * 2, bl + True, h + 1.5, h ** 2,
+                                        i.neg(), i.exp(), bl.abs())]
 print(json.dumps(out))
 '''
 
@@ -93,3 +119,12 @@ def test_scalar_fast_path_hits_only_cached_numbers(out):
 
 def test_setup_checks_the_tensor_class(out):
     assert "subclass of TensorBase" in out["setup_error"]
+
+
+def test_op_methods_misuse_fallback_and_paths(out):
+    assert out["misuse"] == ["'int' object has no attribute '_shape'"] * 2 + ["'float' object has no attribute '_shape'"]
+    assert out["forced"] == [True, 1]
+    assert out["unforced"]
+    assert out["same_text"]
+    assert out["dtypes"] == ["float32", "int64", "int64", "int64", "float32", "int64", "bool", "float16",
+                             "float16", "int64", "float32", "bool"]

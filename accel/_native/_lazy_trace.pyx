@@ -80,6 +80,10 @@ def scalar_node(v):
     """A new device-data node for the Python number ``v`` when its handle is in the data cache (the entry
     becomes the most recent), else None: other types, 0.0 / NaN (keyed by bytes), misses and IR reuse are
     the caller's."""
+    return _scalar_node(v)
+
+
+cdef object _scalar_node(v):
     cdef object code, shape, key
     cdef PyObject *d
     cdef double f
@@ -103,3 +107,106 @@ def scalar_node(v):
         return None
     _touch(key)
     return _device_data(shape, <object>d, _device)
+
+
+cdef object _hook = None
+
+
+def set_wrap_hook(hook):
+    """``hook(node, shape)`` replaces ``wrap`` in the ops made here (force_fallback, IR reuse); None: off."""
+    global _hook
+    _hook = hook
+
+
+cdef inline object _wrap(node, shape):
+    global _next
+    if _hook is not None:
+        return _hook(node, shape)
+    cdef TensorBase t = TensorBase.__new__(_cls)
+    t._node = node
+    t._shape = shape
+    _next += 1
+    t._id = _next
+    PyDict_SetItem(_live, _next, PyWeakref_NewRef(t, None))
+    _create[0] = _create[0] + 1
+    return t
+
+
+cdef inline object _ir_of(TensorBase a):
+    x = a._node
+    if x is None:
+        x = a._ir()
+    return x
+
+
+def unary(node_type, op, cell, keep, seed, slow):
+    """The method of a unary op: for an input dtype in ``keep`` one ``node_type(op, (x,), (shape,), 1, seed)``
+    of the input's shape (``cell`` counts it); other dtypes go to ``slow(a)``."""
+    cdef list c = cell
+    cdef frozenset k = frozenset(keep)
+
+    def f(a):
+        if type(a) is not _cls:
+            return slow(a)
+        cdef TensorBase t = <TensorBase>a
+        s = t._shape
+        if s.dtype not in k:
+            return slow(a)
+        c[0] = c[0] + 1
+        return _wrap(node_type(op, (_ir_of(t),), (s,), 1, seed), s)
+    return f
+
+
+def binary_scalar(node_type, op, cell, float_ok, int_ok, seed, slow):
+    """The method of mul / div / pow: a Python float (int) operand whose dtype codes of the tensor are in
+    ``float_ok`` (``int_ok``: the result keeps the tensor's dtype) and whose device data is cached makes
+    one node here; everything else goes to ``slow(a, b)``."""
+    cdef list c = cell
+    cdef frozenset fok = frozenset(float_ok), iok = frozenset(int_ok)
+
+    def f(a, b):
+        if type(a) is not _cls:
+            return slow(a, b)
+        cdef TensorBase t = <TensorBase>a
+        tb = type(b)
+        s = t._shape
+        if not ((tb is float and s.dtype in fok) or (tb is int and s.dtype in iok)):
+            return slow(a, b)
+        x = _ir_of(t)
+        y = _scalar_node(b)
+        if y is None:
+            return slow(a, b)
+        c[0] = c[0] + 1
+        return _wrap(node_type(op, (x, y), (s,), 1, seed), s)
+    return f
+
+
+def add_sub(node_type, op, cell, float_ok, int_ok, seed, slow):
+    """The method of add / sub (``alpha`` an int): a tensor of the same Shape object, or a Python float (int)
+    as in ``binary_scalar``, with cached scalar device data makes one node here; everything else goes to
+    ``slow(a, b, alpha)``."""
+    cdef list c = cell
+    cdef frozenset fok = frozenset(float_ok), iok = frozenset(int_ok)
+
+    def f(a, b, alpha=1):
+        if type(a) is not _cls or type(alpha) is not int:
+            return slow(a, b, alpha)
+        cdef TensorBase t = <TensorBase>a
+        tb = type(b)
+        s = t._shape
+        if tb is _cls:
+            if (<TensorBase>b)._shape is not s or s.dtype not in iok:
+                return slow(a, b, alpha)
+            y = _ir_of(<TensorBase>b)
+        elif (tb is float and s.dtype in fok) or (tb is int and s.dtype in iok):
+            y = _scalar_node(b)
+            if y is None:
+                return slow(a, b, alpha)
+        else:
+            return slow(a, b, alpha)
+        z = _scalar_node(alpha)
+        if z is None:
+            return slow(a, b, alpha)
+        c[0] = c[0] + 1
+        return _wrap(node_type(op, (_ir_of(t), y, z), (s,), 1, seed), s)
+    return f

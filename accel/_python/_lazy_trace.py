@@ -75,3 +75,80 @@ def scalar_node(v):
         return None
     _touch(key)
     return _device_data(k[1], d, _device)
+
+
+_hook = [None]
+
+
+def set_wrap_hook(hook):
+    """``hook(node, shape)`` replaces ``wrap`` in the ops made here (force_fallback, IR reuse); None: off."""
+    _hook[0] = hook
+
+
+def unary(node_type, op, cell, keep, seed, slow):
+    """The method of a unary op: for an input dtype in ``keep`` one ``node_type(op, (x,), (shape,), 1, seed)``
+    of the input's shape (``cell`` counts it); other dtypes go to ``slow(a)``."""
+    def f(a):
+        s = a._shape
+        if s.dtype not in keep:
+            return slow(a)
+        cell[0] += 1
+        x = a._node
+        n = node_type(op, (x if x is not None else a._ir(),), (s,), 1, seed)
+        h = _hook[0]
+        return wrap(n, s) if h is None else h(n, s)
+    return f
+
+
+def binary_scalar(node_type, op, cell, float_ok, int_ok, seed, slow):
+    """The method of mul / div / pow: a Python float (int) operand whose dtype codes of the tensor are in
+    ``float_ok`` (``int_ok``: the result keeps the tensor's dtype) and whose device data is cached makes
+    one node here; everything else goes to ``slow(a, b)``."""
+    def f(a, b):
+        tb = type(b)
+        s = a._shape
+        if not ((tb is float and s.dtype in float_ok) or (tb is int and s.dtype in int_ok)):
+            return slow(a, b)
+        x = a._node
+        if x is None:
+            x = a._ir()
+        y = scalar_node(b)
+        if y is None:
+            return slow(a, b)
+        cell[0] += 1
+        n = node_type(op, (x, y), (s,), 1, seed)
+        h = _hook[0]
+        return wrap(n, s) if h is None else h(n, s)
+    return f
+
+
+def add_sub(node_type, op, cell, float_ok, int_ok, seed, slow):
+    """The method of add / sub (``alpha`` an int): a tensor of the same Shape object, or a Python float (int)
+    as in ``binary_scalar``, with cached scalar device data makes one node here; everything else goes to
+    ``slow(a, b, alpha)``."""
+    def f(a, b, alpha=1):
+        if type(a) is not _cls or type(alpha) is not int:
+            return slow(a, b, alpha)
+        tb = type(b)
+        s = a._shape
+        if tb is _cls:
+            if b._shape is not s or s.dtype not in int_ok:
+                return slow(a, b, alpha)
+            y = b._node
+            if y is None:
+                y = b._ir()
+        elif (tb is float and s.dtype in float_ok) or (tb is int and s.dtype in int_ok):
+            y = scalar_node(b)
+            if y is None:
+                return slow(a, b, alpha)
+        else:
+            return slow(a, b, alpha)
+        z = scalar_node(alpha)
+        if z is None:
+            return slow(a, b, alpha)
+        cell[0] += 1
+        x = a._node
+        n = node_type(op, (x if x is not None else a._ir(), y, z), (s,), 1, seed)
+        h = _hook[0]
+        return wrap(n, s) if h is None else h(n, s)
+    return f

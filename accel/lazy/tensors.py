@@ -648,17 +648,32 @@ def _binary(name, a, b):
 
 
 def _bind_fast_methods():
-    """Point the hot operator methods straight at the per-op closures (one call less per op)."""
+    """Bind the hot operator methods to _lazy_trace's per-op functions: each traces its common case (one
+    node of the input's Shape, Python numbers whose device data is cached) in one call and hands every
+    other case to the closure above, which does the same as a fast path would."""
+    F = _lt
+    float_ok = frozenset(D.FLOATS)                           # a Python float keeps these dtypes
+    int_ok = frozenset(c for c in D.CODE_TO_NP if c != D.BOOL)  # a Python int keeps these
+    for c in D.CODE_TO_NP:
+        assert (_WRAPPED_RESULT[(c, D.FLOAT64)] == c) == (c in float_ok)
+        assert (_WRAPPED_RESULT[(c, D.INT64)] == c) == (c in int_ok)
     for name in ("neg", "abs", "exp", "log", "sqrt", "rsqrt", "cos", "tanh", "sigmoid", "relu", "reciprocal"):
-        f = _UNARIES.get(name) or _UNARIES.setdefault(name, _make_unary(name))
+        slow = _UNARIES.get(name) or _UNARIES.setdefault(name, _make_unary(name))
+        keep = frozenset(D.FLOATS) if name in _UNARY_FLOAT else frozenset(D.CODE_TO_NP) - {D.BOOL}
+        f = F.unary(Node, _op("aten::" + name), _fn_counter(name), keep, _ME, slow)
         setattr(LazyTensor, name, f)
-    LazyTensor.__neg__ = _UNARIES["neg"]
-    LazyTensor.__abs__ = _UNARIES["abs"]
-    LazyTensor.__mul__ = LazyTensor.__rmul__ = LazyTensor.mul = _mul
-    LazyTensor.__truediv__ = LazyTensor.div = _div
-    LazyTensor.__pow__ = LazyTensor.pow = _pow
-    LazyTensor.__add__ = LazyTensor.__radd__ = LazyTensor.add = _ADD_SUB["add"]
-    LazyTensor.__sub__ = LazyTensor.sub = _ADD_SUB["sub"]
+        if name in ("neg", "abs"):
+            setattr(LazyTensor, f"__{name}__", f)
+    mul = F.binary_scalar(Node, _op("aten::mul"), _fn_counter("mul"), float_ok, int_ok, _ME, _mul)
+    div = F.binary_scalar(Node, _op("aten::div"), _fn_counter("div"), float_ok, float_ok, _ME, _div)
+    pow_ = F.binary_scalar(Node, _op("aten::pow"), _fn_counter("pow"), float_ok, int_ok, _ME, _pow)
+    add = F.add_sub(Node, _op("aten::add"), _fn_counter("add"), float_ok, int_ok, _ME, _ADD_SUB["add"])
+    sub = F.add_sub(Node, _op("aten::sub"), _fn_counter("sub"), float_ok, int_ok, _ME, _ADD_SUB["sub"])
+    LazyTensor.__mul__ = LazyTensor.__rmul__ = LazyTensor.mul = mul
+    LazyTensor.__truediv__ = LazyTensor.div = div
+    LazyTensor.__pow__ = LazyTensor.pow = pow_
+    LazyTensor.__add__ = LazyTensor.__radd__ = LazyTensor.add = add
+    LazyTensor.__sub__ = LazyTensor.sub = sub
 
 
 def _binary_tt(name, a, b):
@@ -853,6 +868,7 @@ def set_reuse_ir(flag):
 def _select_wrap():
     global _wrap
     _wrap = _wrap_slow if (_reuse[0] or _forced) else _wrap_plain
+    _lt.set_wrap_hook(_wrap_slow if _wrap is _wrap_slow else None)
 
 
 def get_reuse_ir():
