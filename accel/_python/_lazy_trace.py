@@ -6,6 +6,7 @@ from weakref import ref as _ref
 
 _cls = _live = _create = _destroy = _cache_get = _touch = _device_data = _device = None
 _shapes = {}
+_icode = _ishape = None
 _next = [0]
 _reuse = [False]
 
@@ -32,7 +33,7 @@ def setup(cls, live, create_cell, destroy_cell, data_cache, device_data, device,
     weak references; the cells are one-item lists; ``data_cache`` is the device-data cache (an OrderedDict
     keyed (dtype code, value)); ``device_data(shape, handle, device)`` makes a node; ``scalar_shapes`` maps
     float, int and bool to (dtype code, Shape)."""
-    global _cls, _live, _create, _destroy, _cache_get, _touch, _device_data, _device
+    global _cls, _live, _create, _destroy, _cache_get, _touch, _device_data, _device, _icode, _ishape
     if not (isinstance(cls, type) and issubclass(cls, TensorBase)):
         raise TypeError(f"setup cls must be a subclass of TensorBase, got {cls!r}")
     _cls, _live, _create, _destroy = cls, live, create_cell, destroy_cell
@@ -40,6 +41,7 @@ def setup(cls, live, create_cell, destroy_cell, data_cache, device_data, device,
     _device_data, _device = device_data, device
     _shapes.clear()
     _shapes.update(scalar_shapes)
+    _icode, _ishape = scalar_shapes[int]
 
 
 def set_reuse(flag):
@@ -85,6 +87,7 @@ def set_wrap_hook(hook):
     _hook[0] = hook
 
 
+# The op functions below inline ``wrap`` and ``scalar_node`` (a Python call costs as much as their bodies).
 def unary(node_type, op, cell, keep, seed, slow):
     """The method of a unary op: for an input dtype in ``keep`` one ``node_type(op, (x,), (shape,), 1, seed)``
     of the input's shape (``cell`` counts it); other dtypes go to ``slow(a)``."""
@@ -95,8 +98,17 @@ def unary(node_type, op, cell, keep, seed, slow):
         cell[0] += 1
         x = a._node
         n = node_type(op, (x if x is not None else a._ir(),), (s,), 1, seed)
-        h = _hook[0]
-        return wrap(n, s) if h is None else h(n, s)
+        if _hook[0] is not None:
+            return _hook[0](n, s)
+        t = _cls.__new__(_cls)
+        t._node = n
+        t._handle = t._src = t._base = None
+        t._shape = s
+        _next[0] = i = _next[0] + 1
+        t._id = i
+        _live[i] = _ref(t)
+        _create[0] += 1
+        return t
     return f
 
 
@@ -107,18 +119,35 @@ def binary_scalar(node_type, op, cell, float_ok, int_ok, seed, slow):
     def f(a, b):
         tb = type(b)
         s = a._shape
-        if not ((tb is float and s.dtype in float_ok) or (tb is int and s.dtype in int_ok)):
+        if tb is float:
+            if s.dtype not in float_ok:
+                return slow(a, b)
+        elif tb is not int or s.dtype not in int_ok:
             return slow(a, b)
         x = a._node
         if x is None:
             x = a._ir()
-        y = scalar_node(b)
-        if y is None:
+        if _reuse[0] or b != b or (b == 0 and tb is float):
             return slow(a, b)
+        k = _shapes[tb]
+        key = (k[0], b)
+        d = _cache_get(key)
+        if d is None:
+            return slow(a, b)
+        _touch(key)
         cell[0] += 1
-        n = node_type(op, (x, y), (s,), 1, seed)
-        h = _hook[0]
-        return wrap(n, s) if h is None else h(n, s)
+        n = node_type(op, (x, _device_data(k[1], d, _device)), (s,), 1, seed)
+        if _hook[0] is not None:
+            return _hook[0](n, s)
+        t = _cls.__new__(_cls)
+        t._node = n
+        t._handle = t._src = t._base = None
+        t._shape = s
+        _next[0] = i = _next[0] + 1
+        t._id = i
+        _live[i] = _ref(t)
+        _create[0] += 1
+        return t
     return f
 
 
@@ -127,7 +156,7 @@ def add_sub(node_type, op, cell, float_ok, int_ok, seed, slow):
     as in ``binary_scalar``, with cached scalar device data makes one node here; everything else goes to
     ``slow(a, b, alpha)``."""
     def f(a, b, alpha=1):
-        if type(a) is not _cls or type(alpha) is not int:
+        if type(a) is not _cls or type(alpha) is not int or _reuse[0]:
             return slow(a, b, alpha)
         tb = type(b)
         s = a._shape
@@ -137,18 +166,37 @@ def add_sub(node_type, op, cell, float_ok, int_ok, seed, slow):
             y = b._node
             if y is None:
                 y = b._ir()
-        elif (tb is float and s.dtype in float_ok) or (tb is int and s.dtype in int_ok):
-            y = scalar_node(b)
-            if y is None:
-                return slow(a, b, alpha)
         else:
+            if tb is float:
+                if s.dtype not in float_ok or b != b or b == 0:
+                    return slow(a, b, alpha)
+            elif tb is not int or s.dtype not in int_ok:
+                return slow(a, b, alpha)
+            k = _shapes[tb]
+            key = (k[0], b)
+            d = _cache_get(key)
+            if d is None:
+                return slow(a, b, alpha)
+            _touch(key)
+            y = _device_data(k[1], d, _device)
+        key = (_icode, alpha)
+        d = _cache_get(key)
+        if d is None:
             return slow(a, b, alpha)
-        z = scalar_node(alpha)
-        if z is None:
-            return slow(a, b, alpha)
+        _touch(key)
+        z = _device_data(_ishape, d, _device)
         cell[0] += 1
         x = a._node
         n = node_type(op, (x if x is not None else a._ir(), y, z), (s,), 1, seed)
-        h = _hook[0]
-        return wrap(n, s) if h is None else h(n, s)
+        if _hook[0] is not None:
+            return _hook[0](n, s)
+        t = _cls.__new__(_cls)
+        t._node = n
+        t._handle = t._src = t._base = None
+        t._shape = s
+        _next[0] = i = _next[0] + 1
+        t._id = i
+        _live[i] = _ref(t)
+        _create[0] += 1
+        return t
     return f
