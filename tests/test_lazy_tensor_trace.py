@@ -128,3 +128,19 @@ def test_op_methods_misuse_fallback_and_paths(out):
     assert out["same_text"]
     assert out["dtypes"] == ["float32", "int64", "int64", "int64", "float32", "int64", "bool", "float16",
                              "float16", "int64", "float32", "bool"]
+
+
+def test_seeded_node_hashes_repeat_exactly(twin):
+    # the python twin remembers an op's last seed and its seeded hash: repeats, alternations and bad
+    # seeds after good ones behave as the first time
+    ir = twin.mod("_ir")
+    op, s = ir.OpKind("aten::trace_seed_test"), ir.Shape(6, (2,))
+    first = {seed: ir.Node(op, (), (s,), 1, seed).hash for seed in (7, 2**100 + 3, 7)}
+    for _ in range(3):
+        for seed in (7, 2**100 + 3):
+            assert ir.Node(op, (), (s,), 1, seed).hash == first[seed]
+    assert first[7] != first[2**100 + 3]
+    for bad, exc in ((None, TypeError), (True, TypeError), (-1, ValueError), (2**128, ValueError)):
+        with pytest.raises(exc, match="hash_seed"):
+            ir.Node(op, (), (s,), 1, bad)
+    assert ir.Node(op, (), (s,), 1, 7).hash == first[7]
