@@ -27,14 +27,14 @@ out["direct_counts"] = [cv("CreateLtcTensor") - c0, cv("DestroyLtcTensor") - d0]
 
 # created / destroyed / live bookkeeping through wrap and dealloc
 x = L.tensor(np.ones((2, 2), np.float32))
-c0, d0, n0 = cv("CreateLtcTensor"), cv("DestroyLtcTensor"), len(T._live)
+c0, d0, n0 = cv("CreateLtcTensor"), cv("DestroyLtcTensor"), lt.live_count()
 ys = [x * 3.0 for _ in range(5)]
 ids = [L.get_tensor_id(y) for y in ys]
 out["ids_unique_increasing"] = ids == sorted(set(ids))
 out["base_of_non_view"] = repr(ys[0]._base)
 del ys
 gc.collect()
-out["counts"] = [cv("CreateLtcTensor") - c0, cv("DestroyLtcTensor") - d0, len(T._live) - n0]
+out["counts"] = [cv("CreateLtcTensor") - c0, cv("DestroyLtcTensor") - d0, lt.live_count() - n0]
 
 # scalar device data: the fast path answers only cache hits of nonzero, non-NaN numbers
 M.reset(); T.clear_data_cache()
@@ -51,9 +51,39 @@ L.set_reuse_ir(True)
 out["reuse_off_fast_path"] = lt.scalar_node(2) is None
 L.set_reuse_ir(False)
 try:
-    lt.setup(object, {}, [0], [0], {}, None, None, {})
+    lt.setup(object, [0], [0], {}, None, None, {})
 except TypeError as e:
     out["setup_error"] = str(e)
+
+# the live list: ascending ids after deletions in the middle, tensors in collected cycles leave it, and a
+# weak-reference callback of a dying tensor (run during its destruction) neither sees it nor breaks
+L.mark_step()
+ts = [x * float(k + 7) for k in range(6)]
+del ts[1], ts[3]
+live = L.tensors.live_tensors()
+out["live_order"] = [L.get_tensor_id(t) for t in live] == sorted(L.get_tensor_id(t) for t in live)
+out["live_has"] = [any(t is u for u in live) for t in ts]
+del live
+n0, d0 = lt.live_count(), cv("DestroyLtcTensor")
+gc.disable()
+c = x * 11.0
+cyc = [c]
+c._base = cyc                    # a reference cycle through the tensor
+del c, cyc
+out["cycle_kept"] = lt.live_count() - n0
+gc.collect()
+gc.enable()
+out["cycle_freed"] = [lt.live_count() - n0, cv("DestroyLtcTensor") - d0]
+import weakref
+seen = []
+def cb(ref):
+    seen.append([ref() is None, len(L.tensors.live_tensors()) == lt.live_count()])
+    L.mark_step()                # syncs the live tensors while one is being destroyed
+d = x * 13.0
+w = weakref.ref(d, cb)
+n1 = lt.live_count()
+del d
+out["callback"] = seen + [lt.live_count() - n1]
 
 # the op methods: misuse raises as the closures do; force_fallback reaches the fast paths; the fast and
 # the slow path (cache miss) trace the same text and dtypes
@@ -144,3 +174,11 @@ def test_seeded_node_hashes_repeat_exactly(twin):
         with pytest.raises(exc, match="hash_seed"):
             ir.Node(op, (), (s,), 1, bad)
     assert ir.Node(op, (), (s,), 1, 7).hash == first[7]
+
+
+def test_live_list_order_cycles_and_callbacks(out):
+    assert out["live_order"]
+    assert out["live_has"] == [True] * 4
+    assert out["cycle_kept"] == 1
+    assert out["cycle_freed"] == [0, 1]
+    assert out["callback"] == [[True, True], -1]

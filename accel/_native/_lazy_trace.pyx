@@ -2,12 +2,10 @@
 class (its slots, registration among the live tensors, the Create/DestroyLtcTensor counters), ``wrap``
 (a node and its shape into a new tensor) and ``scalar_node`` (a Python number whose device data is in the
 data cache into a new device-data node).  accel.lazy.tensors configures it once with ``setup``."""
-from cpython.dict cimport PyDict_GetItem, PyDict_SetItem, PyDict_DelItem
+from cpython.dict cimport PyDict_GetItem
 from cpython.ref cimport PyObject
-from cpython.weakref cimport PyWeakref_NewRef
 
 cdef object _cls = None
-cdef dict _live = None
 cdef list _create = None
 cdef list _destroy = None
 cdef object _cache = None      # an OrderedDict (a dict subclass: PyDict_GetItem reads it)
@@ -17,6 +15,11 @@ cdef object _device = None
 cdef object _fcode = None, _fshape = None, _icode = None, _ishape = None, _bcode = None, _bshape = None
 cdef Py_ssize_t _next = 0
 cdef bint _reuse = False
+# The live tensors: a list linked through the tensors themselves (borrowed pointers), in ascending id.
+# A tensor leaves it in its finalizer, which runs before its weak references are cleared and before a
+# collected cycle is broken, so a tensor reachable from the list is never being destroyed.
+cdef PyObject *_first = NULL
+cdef PyObject *_last = NULL
 
 
 cdef class TensorBase:
@@ -28,28 +31,78 @@ cdef class TensorBase:
     cdef public object _shape
     cdef public object _base
     cdef public Py_ssize_t _id
+    cdef PyObject *_lprev
+    cdef PyObject *_lnext
+    cdef bint _linked
     cdef object __weakref__
 
+    def __del__(self):
+        _unlink(self)
+
     def __dealloc__(self):
-        cdef Py_ssize_t i = self._id
-        if i == 0 or _live is None:
-            return
-        k = i
-        if PyDict_GetItem(_live, k) is not NULL:
-            PyDict_DelItem(_live, k)
+        _unlink(self)
+
+
+cdef inline void _link(TensorBase t) noexcept:
+    global _first, _last
+    t._lprev = _last
+    t._lnext = NULL
+    if _last is NULL:
+        _first = <PyObject*>t
+    else:
+        (<TensorBase>_last)._lnext = <PyObject*>t
+    _last = <PyObject*>t
+    t._linked = True
+
+
+cdef int _unlink(TensorBase t) except -1:
+    global _first, _last
+    if not t._linked:
+        return 0
+    t._linked = False
+    if t._lprev is NULL:
+        _first = t._lnext
+    else:
+        (<TensorBase>t._lprev)._lnext = t._lnext
+    if t._lnext is NULL:
+        _last = t._lprev
+    else:
+        (<TensorBase>t._lnext)._lprev = t._lprev
+    t._lprev = t._lnext = NULL
+    if _destroy is not None:
         _destroy[0] = _destroy[0] + 1
+    return 0
 
 
-def setup(cls, live, create_cell, destroy_cell, data_cache, device_data, device, scalar_shapes):
-    """Configure the module: ``cls`` (a TensorBase subclass) is what ``wrap`` makes; ``live`` maps ids to
-    weak references; the cells are one-item lists; ``data_cache`` is the device-data cache (an OrderedDict
+def live_tensors():
+    """The live tensors, in ascending id."""
+    cdef list out = []
+    cdef PyObject *p = _first
+    while p is not NULL:
+        out.append(<object>p)
+        p = (<TensorBase>p)._lnext
+    return out
+
+
+def live_count():
+    """How many tensors are live."""
+    cdef Py_ssize_t n = 0
+    cdef PyObject *p = _first
+    while p is not NULL:
+        n += 1
+        p = (<TensorBase>p)._lnext
+    return n
+
+
+def setup(cls, create_cell, destroy_cell, data_cache, device_data, device, scalar_shapes):
+    """Configure the module: ``cls`` (a TensorBase subclass) is what ``wrap`` makes; the cells are one-item lists; ``data_cache`` is the device-data cache (an OrderedDict
     keyed (dtype code, value)); ``device_data(shape, handle, device)`` makes a node; ``scalar_shapes`` maps
     float, int and bool to (dtype code, Shape)."""
-    global _cls, _live, _create, _destroy, _cache, _touch, _device_data, _device
+    global _cls, _create, _destroy, _cache, _touch, _device_data, _device
     global _fcode, _fshape, _icode, _ishape, _bcode, _bshape
     if not (isinstance(cls, type) and issubclass(cls, TensorBase)):
         raise TypeError(f"setup cls must be a subclass of TensorBase, got {cls!r}")
-    _cls, _live, _create, _destroy = cls, live, create_cell, destroy_cell
+    _cls, _create, _destroy = cls, create_cell, destroy_cell
     _cache, _touch = data_cache, data_cache.move_to_end
     _device_data, _device = device_data, device
     _fcode, _fshape = scalar_shapes[float]
@@ -71,7 +124,7 @@ def wrap(node, shape):
     t._shape = shape
     _next += 1
     t._id = _next
-    PyDict_SetItem(_live, _next, PyWeakref_NewRef(t, None))
+    _link(t)
     _create[0] = _create[0] + 1
     return t
 
@@ -127,7 +180,7 @@ cdef inline object _wrap(node, shape):
     t._shape = shape
     _next += 1
     t._id = _next
-    PyDict_SetItem(_live, _next, PyWeakref_NewRef(t, None))
+    _link(t)
     _create[0] = _create[0] + 1
     return t
 

@@ -4,7 +4,8 @@ class (its slots, registration among the live tensors, the Create/DestroyLtcTens
 data cache into a new device-data node).  accel.lazy.tensors configures it once with ``setup``."""
 from weakref import ref as _ref
 
-_cls = _live = _create = _destroy = _cache_get = _touch = _device_data = _device = None
+_live = {}                  # id -> weak reference, for every registered tensor not yet finalized
+_cls = _create = _destroy = _cache_get = _touch = _device_data = _device = None
 _shapes = {}
 _icode = _ishape = None
 _next = [0]
@@ -28,20 +29,34 @@ class TensorBase:
             pass
 
 
-def setup(cls, live, create_cell, destroy_cell, data_cache, device_data, device, scalar_shapes):
-    """Configure the module: ``cls`` (a TensorBase subclass) is what ``wrap`` makes; ``live`` maps ids to
-    weak references; the cells are one-item lists; ``data_cache`` is the device-data cache (an OrderedDict
+def setup(cls, create_cell, destroy_cell, data_cache, device_data, device, scalar_shapes):
+    """Configure the module: ``cls`` (a TensorBase subclass) is what ``wrap`` makes; the cells are one-item lists; ``data_cache`` is the device-data cache (an OrderedDict
     keyed (dtype code, value)); ``device_data(shape, handle, device)`` makes a node; ``scalar_shapes`` maps
     float, int and bool to (dtype code, Shape)."""
-    global _cls, _live, _create, _destroy, _cache_get, _touch, _device_data, _device, _icode, _ishape
+    global _cls, _create, _destroy, _cache_get, _touch, _device_data, _device, _icode, _ishape
     if not (isinstance(cls, type) and issubclass(cls, TensorBase)):
         raise TypeError(f"setup cls must be a subclass of TensorBase, got {cls!r}")
-    _cls, _live, _create, _destroy = cls, live, create_cell, destroy_cell
+    _cls, _create, _destroy = cls, create_cell, destroy_cell
     _cache_get, _touch = data_cache.get, data_cache.move_to_end
     _device_data, _device = device_data, device
     _shapes.clear()
     _shapes.update(scalar_shapes)
     _icode, _ishape = scalar_shapes[int]
+
+
+def live_tensors():
+    """The live tensors, in ascending id."""
+    out = []
+    for i in sorted(_live):
+        t = _live[i]()
+        if t is not None:
+            out.append(t)
+    return out
+
+
+def live_count():
+    """How many tensors are live."""
+    return len(live_tensors())
 
 
 def set_reuse(flag):

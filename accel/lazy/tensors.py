@@ -184,17 +184,9 @@ def node_attrs(node):
 
 
 # ---- live tensors ----
-_live = {}
 
 
-def live_tensors():
-    """The live lazy tensors, in ascending id (LTC's DeviceContextArena order)."""
-    out = []
-    for i in sorted(_live):
-        t = _live[i]()
-        if t is not None:
-            out.append(t)
-    return out
+live_tensors = _lt.live_tensors     # the live lazy tensors, in ascending id (LTC's DeviceContextArena order)
 
 
 _wrap = _wrap_plain = _lt.wrap      # swapped for _wrap_slow while force_fallback or IR reuse is set
@@ -525,7 +517,7 @@ class LazyTensor(_lt.TensorBase):
         return _to(self, dtype)
 
 
-_lt.setup(LazyTensor, _live, _c_create, _c_destroy, _data_cache, _device_data, DEVICE, _SCALAR_KIND)
+_lt.setup(LazyTensor, _c_create, _c_destroy, _data_cache, _device_data, DEVICE, _SCALAR_KIND)
 
 
 def _check_tensor(t, what):
