@@ -447,6 +447,9 @@ def _link_unchecked(node, index, output):
         _set_operand(node, index, target, 0 if isinstance(output, Node) else output._index)
 
 
+_DD_KIND = OpKind(DEVICE_DATA_OP)
+
+
 def device_data(shape, handle, device=None):
     """A DeviceData leaf: op lazy_tensors::device_data, seed 101, one shape; the handle is not hashed."""
     if not isinstance(shape, Shape):
@@ -455,7 +458,7 @@ def device_data(shape, handle, device=None):
         hash(handle)
     except TypeError:
         raise TypeError(f"device_data handle must be hashable, got {_tname(handle)}: {handle!r}") from None
-    n = Node(DEVICE_DATA_OP, (), (shape,), 1, DEVICE_DATA_SEED)
+    n = Node(_DD_KIND, (), (shape,), 1, DEVICE_DATA_SEED)
     n._data = True
     n._handle = handle
     n._device = device
