@@ -192,18 +192,37 @@ cdef inline object _ir_of(TensorBase a):
     return x
 
 
+cdef class _Codes:
+    """dtype codes an op's fast path takes, and the last Shape object found to have one (a Shape's dtype
+    never changes, and only accepted shapes are stored: a race at worst re-checks)."""
+    cdef frozenset codes
+    cdef object last
+
+    def __cinit__(self, codes):
+        self.codes = frozenset(codes)
+
+
+cdef inline bint _takes(_Codes c, s) except -1:
+    if s is c.last:
+        return True
+    if s.dtype in c.codes:
+        c.last = s
+        return True
+    return False
+
+
 def unary(node_type, op, cell, keep, seed, slow):
     """The method of a unary op: for an input dtype in ``keep`` one ``node_type(op, (x,), (shape,), 1, seed)``
     of the input's shape (``cell`` counts it); other dtypes go to ``slow(a)``."""
     cdef list c = cell
-    cdef frozenset k = frozenset(keep)
+    cdef _Codes k = _Codes(keep)
 
     def f(a):
         if type(a) is not _cls:
             return slow(a)
         cdef TensorBase t = <TensorBase>a
         s = t._shape
-        if s.dtype not in k:
+        if not _takes(k, s):
             return slow(a)
         c[0] = c[0] + 1
         return _wrap(node_type(op, (_ir_of(t),), (s,), 1, seed), s)
@@ -215,7 +234,7 @@ def binary_scalar(node_type, op, cell, float_ok, int_ok, seed, slow):
     ``float_ok`` (``int_ok``: the result keeps the tensor's dtype) and whose device data is cached makes
     one node here; everything else goes to ``slow(a, b)``."""
     cdef list c = cell
-    cdef frozenset fok = frozenset(float_ok), iok = frozenset(int_ok)
+    cdef _Codes fok = _Codes(float_ok), iok = _Codes(int_ok)
 
     def f(a, b):
         if type(a) is not _cls:
@@ -223,7 +242,7 @@ def binary_scalar(node_type, op, cell, float_ok, int_ok, seed, slow):
         cdef TensorBase t = <TensorBase>a
         tb = type(b)
         s = t._shape
-        if not ((tb is float and s.dtype in fok) or (tb is int and s.dtype in iok)):
+        if not ((tb is float and _takes(fok, s)) or (tb is int and _takes(iok, s))):
             return slow(a, b)
         x = _ir_of(t)
         y = _scalar_node(b)
@@ -239,7 +258,7 @@ def add_sub(node_type, op, cell, float_ok, int_ok, seed, slow):
     as in ``binary_scalar``, with cached scalar device data makes one node here; everything else goes to
     ``slow(a, b, alpha)``."""
     cdef list c = cell
-    cdef frozenset fok = frozenset(float_ok), iok = frozenset(int_ok)
+    cdef _Codes fok = _Codes(float_ok), iok = _Codes(int_ok)
 
     def f(a, b, alpha=1):
         if type(a) is not _cls or type(alpha) is not int:
@@ -248,10 +267,10 @@ def add_sub(node_type, op, cell, float_ok, int_ok, seed, slow):
         tb = type(b)
         s = t._shape
         if tb is _cls:
-            if (<TensorBase>b)._shape is not s or s.dtype not in iok:
+            if (<TensorBase>b)._shape is not s or not _takes(iok, s):
                 return slow(a, b, alpha)
             y = _ir_of(<TensorBase>b)
-        elif (tb is float and s.dtype in fok) or (tb is int and s.dtype in iok):
+        elif (tb is float and _takes(fok, s)) or (tb is int and _takes(iok, s)):
             y = _scalar_node(b)
             if y is None:
                 return slow(a, b, alpha)
