@@ -85,6 +85,15 @@ n1 = lt.live_count()
 del d
 out["callback"] = seen + [lt.live_count() - n1]
 
+# copying would duplicate the tensor id (the copy's death unregistered the original before): refused
+import copy, pickle
+for fn in (copy.copy, copy.deepcopy, pickle.dumps):
+    try:
+        fn(x)
+        out.setdefault("copy", []).append("no error")
+    except TypeError as e:
+        out.setdefault("copy", []).append(str(e))
+
 # the op methods: misuse raises as the closures do; force_fallback reaches the fast paths; the fast and
 # the slow path (cache miss) trace the same text and dtypes
 for fn in (lambda: L.LazyTensor.relu(3), lambda: L.LazyTensor.__mul__(3, 2.0), lambda: L.LazyTensor.add(3, 1.0)):
@@ -182,3 +191,8 @@ def test_live_list_order_cycles_and_callbacks(out):
     assert out["cycle_kept"] == 1
     assert out["cycle_freed"] == [0, 1]
     assert out["callback"] == [[True, True], -1]
+
+
+def test_tensors_cannot_be_copied(out):
+    assert out["copy"] == ["lazy tensors cannot be copied or pickled (a copy would share the tensor id); use "
+                           ".numpy() or build a new tensor"] * 3

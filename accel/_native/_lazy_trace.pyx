@@ -39,6 +39,9 @@ cdef class TensorBase:
     def __del__(self):
         _unlink(self)
 
+    def __reduce_ex__(self, protocol):
+        raise TypeError("lazy tensors cannot be copied or pickled (a copy would share the tensor id); use .numpy() or build a new tensor")
+
     def __dealloc__(self):
         _unlink(self)
 

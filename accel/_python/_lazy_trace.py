@@ -17,6 +17,9 @@ class TensorBase:
     data), ``_shape``, ``_id`` (0 until registered), ``_base`` (the tensor a view was taken of)."""
     __slots__ = ("_node", "_handle", "_src", "_shape", "_id", "_base", "__weakref__")
 
+    def __reduce_ex__(self, protocol):
+        raise TypeError("lazy tensors cannot be copied or pickled (a copy would share the tensor id); use .numpy() or build a new tensor")
+
     def __del__(self):
         try:
             i = self._id
