@@ -15,7 +15,7 @@ except ImportError:  # pragma: no cover - only in an unbuilt checkout
         "install it with `pip install .` and run from outside the checkout") from None
 
 # The twin modules; both packages define every one of them with the same public surface.
-MODULES = ("_cudart", "_device", "_hash", "_ir", "_memory", "_stream")
+MODULES = ("_cudart", "_device", "_hash", "_ir", "_lazy_trace", "_memory", "_stream")
 
 _requested = os.environ.get("ACCEL_BACKEND", "auto").strip().lower() or "auto"
 if _requested not in ("auto", "native", "python"):

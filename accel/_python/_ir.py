@@ -47,11 +47,14 @@ def _dtype_code(dtype):
 
 
 _OPKINDS = {}
+_NO_SEED = object()         # no Node of an OpKind was given a seed yet
 
 
 class OpKind:
     """An interned qualified op name (``ns::name``); ``.hash`` is StringHash(name)."""
-    __slots__ = ("_name", "_hash", "_seeded", "__weakref__")
+    # _last: (seed, seeded hash) of the last non-default seed object a Node of this op was given (one
+    # attribute: threads replace it whole)
+    __slots__ = ("_name", "_hash", "_seeded", "_last", "__weakref__")
 
     def __new__(cls, qualified_name):
         k = _OPKINDS.get(qualified_name) if type(qualified_name) is str else None
@@ -66,6 +69,7 @@ class OpKind:
         self._name = qualified_name
         self._hash = _string_hash(qualified_name)
         self._seeded = _combine(self._hash, HASH_SEED)
+        self._last = (_NO_SEED, None)
         _OPKINDS[qualified_name] = self
         return self
 
@@ -229,9 +233,14 @@ class Node:
             num_outputs = _num_outputs(num_outputs)
         if hash_seed is HASH_SEED:
             h = op._seeded
+        elif hash_seed is (last := op._last)[0]:    # the same (immutable, checked) seed object as last time
+            h = last[1]
         else:
+            given = hash_seed
             hash_seed = _u128(hash_seed, "Node hash_seed")
             h = _combine(op._hash, hash_seed)
+            if given is hash_seed:
+                op._last = (hash_seed, h)
         dyn = _dynamic or _dynamic_flag
         hd = h
         outs = []           # the Output operands, None once a Node was given
@@ -438,6 +447,9 @@ def _link_unchecked(node, index, output):
         _set_operand(node, index, target, 0 if isinstance(output, Node) else output._index)
 
 
+_DD_KIND = OpKind(DEVICE_DATA_OP)
+
+
 def device_data(shape, handle, device=None):
     """A DeviceData leaf: op lazy_tensors::device_data, seed 101, one shape; the handle is not hashed."""
     if not isinstance(shape, Shape):
@@ -446,7 +458,7 @@ def device_data(shape, handle, device=None):
         hash(handle)
     except TypeError:
         raise TypeError(f"device_data handle must be hashable, got {_tname(handle)}: {handle!r}") from None
-    n = Node(DEVICE_DATA_OP, (), (shape,), 1, DEVICE_DATA_SEED)
+    n = Node(_DD_KIND, (), (shape,), 1, DEVICE_DATA_SEED)
     n._data = True
     n._handle = handle
     n._device = device

@@ -89,7 +89,7 @@ def matmul(a, b):
         return _mv(a, b)
     if da == 1 and db == 2:
         t = _squeeze(mm(_unsqueeze(a, 0), b), 0)
-        del t._base                        # torch squeezes in place (squeeze_): no view of the product
+        t._base = None                     # torch squeezes in place (squeeze_): no view of the product
         return t
     if da >= 3 and db == 2:
         if sa[-1] != sb[0]:

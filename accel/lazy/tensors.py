@@ -6,7 +6,6 @@ Python scalars become ``Long[]``/``Double[]`` device data through the device-dat
 GetIrValueForScalar does.  Execution is in accel.lazy.executor; the numpy kernels in accel.lazy.backend.
 """
 import collections
-import itertools
 import operator
 import struct
 import weakref
@@ -19,6 +18,7 @@ from accel.lazy import metrics as _metrics
 
 _ir = _impl.module("_ir")
 _hash = _impl.module("_hash")
+_lt = _impl.module("_lazy_trace")
 Node = _ir.Node
 Shape = _ir.Shape
 _device_data = _ir.device_data
@@ -119,8 +119,15 @@ _SCALAR_KIND = {float: (D.FLOAT64, _SCALAR_SHAPES[D.FLOAT64]), int: (D.INT64, _S
 _INT64 = D.INT64
 
 
-def _scalar_node(v, _kinds=_SCALAR_KIND, _get=_data_cache.get, _touch=_data_cache.move_to_end):
+def _scalar_node(v, _fast=_lt.scalar_node):
     """GetIrValueForScalar: a device-data node for a Python number (Long, Double or Bool), handle from the cache."""
+    n = _fast(v)
+    if n is not None:
+        return n
+    return _scalar_node_slow(v)
+
+
+def _scalar_node_slow(v, _kinds=_SCALAR_KIND, _get=_data_cache.get, _touch=_data_cache.move_to_end):
     k = _kinds.get(type(v))
     if k is None:
         raise TypeError(f"expected a lazy tensor or a Python number, got {type(v).__name__}: {v!r}")
@@ -177,40 +184,19 @@ def node_attrs(node):
 
 
 # ---- live tensors ----
-_live = {}
-_next_id = itertools.count(1).__next__
-_ref = weakref.ref
-_new = object.__new__
 
 
-def live_tensors():
-    """The live lazy tensors, in ascending id (LTC's DeviceContextArena order)."""
-    out = []
-    for i in sorted(_live):
-        t = _live[i]()
-        if t is not None:
-            out.append(t)
-    return out
+live_tensors = _lt.live_tensors     # the live lazy tensors, in ascending id (LTC's DeviceContextArena order)
 
 
-def _wrap(node, shape, _live=_live, _ref=weakref.ref, _next_id=_next_id, _count=_c_create):
+_wrap = _wrap_plain = _lt.wrap      # swapped for _wrap_slow while force_fallback or IR reuse is set
+
+
+def _wrap_slow(node, shape):
     if _forced and node is not None and node.op.qualified_name in _forced:
         return _run_forced(node, shape)
-    t = _new(LazyTensor)
-    t._node = node
-    t._handle = None
-    t._src = None
-    t._shape = shape
-    i = t._id = _next_id()
-    _live[i] = _ref(t)
-    _count[0] += 1
-    return t
-
-
-_wrap_plain = _wrap
-
-
-def _wrap_reuse(node, shape):
+    if not _reuse[0]:
+        return _wrap_plain(node, shape)
     if node is not None:
         from accel.lazy.trie import TrieCache
         tc = TrieCache.get()
@@ -356,22 +342,15 @@ def _emit(opname, operands, code, sizes, seed=None, kind=None, args=None, tags=N
     return _wrap(n, shape)
 
 
-class LazyTensor:
+class LazyTensor(_lt.TensorBase):
     """A tensor on the lazy device: ops trace LTC IR; mark_step / sync_multi run it; ``numpy()`` returns values."""
-    # _base (set on view results only): the tensor a view was taken of, kept alive as torch's
-    # functionalised views keep theirs (so mark_step syncs it too)
-    __slots__ = ("_node", "_handle", "_src", "_shape", "_id", "_base", "__weakref__")
+    # the slots are TensorBase's; _base (set on view results only): the tensor a view was taken of, kept
+    # alive as torch's functionalised views keep theirs (so mark_step syncs it too)
+    __slots__ = ()
     __array_priority__ = 1000          # numpy scalars on the left defer to our reflected operators
 
     def __init__(self, *args, **kwargs):
         raise TypeError("LazyTensor cannot be built directly: use accel.lazy.tensor(array)")
-
-    def __del__(self):
-        try:
-            _live.pop(self._id, None)
-            _c_destroy[0] += 1
-        except Exception:       # interpreter shutdown: the module globals may be gone
-            pass
 
     # ---- IR value ----
     def _ir(self):
@@ -538,6 +517,9 @@ class LazyTensor:
         return _to(self, dtype)
 
 
+_lt.setup(LazyTensor, _c_create, _c_destroy, _data_cache, _device_data, DEVICE, _SCALAR_KIND)
+
+
 def _check_tensor(t, what):
     if type(t) is not LazyTensor:
         raise TypeError(f"{what} must be a lazy tensor, got {type(t).__name__}: {t!r}")
@@ -658,17 +640,32 @@ def _binary(name, a, b):
 
 
 def _bind_fast_methods():
-    """Point the hot operator methods straight at the per-op closures (one call less per op)."""
+    """Bind the hot operator methods to _lazy_trace's per-op functions: each traces its common case (one
+    node of the input's Shape, Python numbers whose device data is cached) in one call and hands every
+    other case to the closure above, which does the same as a fast path would."""
+    F = _lt
+    float_ok = frozenset(D.FLOATS)                           # a Python float keeps these dtypes
+    int_ok = frozenset(c for c in D.CODE_TO_NP if c != D.BOOL)  # a Python int keeps these
+    for c in D.CODE_TO_NP:
+        assert (_WRAPPED_RESULT[(c, D.FLOAT64)] == c) == (c in float_ok)
+        assert (_WRAPPED_RESULT[(c, D.INT64)] == c) == (c in int_ok)
     for name in ("neg", "abs", "exp", "log", "sqrt", "rsqrt", "cos", "tanh", "sigmoid", "relu", "reciprocal"):
-        f = _UNARIES.get(name) or _UNARIES.setdefault(name, _make_unary(name))
+        slow = _UNARIES.get(name) or _UNARIES.setdefault(name, _make_unary(name))
+        keep = frozenset(D.FLOATS) if name in _UNARY_FLOAT else frozenset(D.CODE_TO_NP) - {D.BOOL}
+        f = F.unary(Node, _op("aten::" + name), _fn_counter(name), keep, _ME, slow)
         setattr(LazyTensor, name, f)
-    LazyTensor.__neg__ = _UNARIES["neg"]
-    LazyTensor.__abs__ = _UNARIES["abs"]
-    LazyTensor.__mul__ = LazyTensor.__rmul__ = LazyTensor.mul = _mul
-    LazyTensor.__truediv__ = LazyTensor.div = _div
-    LazyTensor.__pow__ = LazyTensor.pow = _pow
-    LazyTensor.__add__ = LazyTensor.__radd__ = LazyTensor.add = _ADD_SUB["add"]
-    LazyTensor.__sub__ = LazyTensor.sub = _ADD_SUB["sub"]
+        if name in ("neg", "abs"):
+            setattr(LazyTensor, f"__{name}__", f)
+    mul = F.binary_scalar(Node, _op("aten::mul"), _fn_counter("mul"), float_ok, int_ok, _ME, _mul)
+    div = F.binary_scalar(Node, _op("aten::div"), _fn_counter("div"), float_ok, float_ok, _ME, _div)
+    pow_ = F.binary_scalar(Node, _op("aten::pow"), _fn_counter("pow"), float_ok, int_ok, _ME, _pow)
+    add = F.add_sub(Node, _op("aten::add"), _fn_counter("add"), float_ok, int_ok, _ME, _ADD_SUB["add"])
+    sub = F.add_sub(Node, _op("aten::sub"), _fn_counter("sub"), float_ok, int_ok, _ME, _ADD_SUB["sub"])
+    LazyTensor.__mul__ = LazyTensor.__rmul__ = LazyTensor.mul = mul
+    LazyTensor.__truediv__ = LazyTensor.div = div
+    LazyTensor.__pow__ = LazyTensor.pow = pow_
+    LazyTensor.__add__ = LazyTensor.__radd__ = LazyTensor.add = add
+    LazyTensor.__sub__ = LazyTensor.sub = sub
 
 
 def _binary_tt(name, a, b):
@@ -836,6 +833,7 @@ def force_fallback(op=None):
         raise ValueError(f"force_fallback needs an op name like 'aten::add', got {op!r}")
     else:
         _forced.add(op)
+    _select_wrap()
     return sorted(_forced)
 
 
@@ -853,10 +851,16 @@ def set_reuse_ir(flag):
     from an earlier step is reused (counters IrNodeReused_*, TrieForked); off by default, as in LTC."""
     if type(flag) is not bool:
         raise TypeError(f"set_reuse_ir needs a bool, got {type(flag).__name__}: {flag!r}")
-    global _wrap
     _reuse[0] = flag
-    _wrap = _wrap_reuse if flag else _wrap_plain
+    _lt.set_reuse(flag)
+    _select_wrap()
     return flag
+
+
+def _select_wrap():
+    global _wrap
+    _wrap = _wrap_slow if (_reuse[0] or _forced) else _wrap_plain
+    _lt.set_wrap_hook(_wrap_slow if _wrap is _wrap_slow else None)
 
 
 def get_reuse_ir():

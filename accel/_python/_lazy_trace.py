@@ -1,0 +1,220 @@
+"""The per-op hot path of accel.lazy tracing (twin of accel._native._lazy_trace): the lazy tensor's base
+class (its slots, registration among the live tensors, the Create/DestroyLtcTensor counters), ``wrap``
+(a node and its shape into a new tensor) and ``scalar_node`` (a Python number whose device data is in the
+data cache into a new device-data node).  accel.lazy.tensors configures it once with ``setup``."""
+from weakref import ref as _ref
+
+_live = {}                  # id -> weak reference, for every registered tensor not yet finalized
+_cls = _create = _destroy = _cache_get = _touch = _device_data = _device = None
+_shapes = {}
+_icode = _ishape = None
+_next = [0]
+_reuse = [False]
+
+
+class TensorBase:
+    """The slots of a lazy tensor: ``_node`` (IR), ``_handle`` (device data after a sync), ``_src`` (source
+    data), ``_shape``, ``_id`` (0 until registered), ``_base`` (the tensor a view was taken of)."""
+    __slots__ = ("_node", "_handle", "_src", "_shape", "_id", "_base", "__weakref__")
+
+    def __reduce_ex__(self, protocol):
+        raise TypeError("lazy tensors cannot be copied or pickled (a copy would share the tensor id); use .numpy() or build a new tensor")
+
+    def __del__(self):
+        try:
+            i = self._id
+        except AttributeError:      # never registered (a failed construction)
+            return
+        try:
+            _live.pop(i, None)
+            _destroy[0] += 1
+        except Exception:           # interpreter shutdown: the module globals may be gone
+            pass
+
+
+def setup(cls, create_cell, destroy_cell, data_cache, device_data, device, scalar_shapes):
+    """Configure the module: ``cls`` (a TensorBase subclass) is what ``wrap`` makes; the cells are one-item lists; ``data_cache`` is the device-data cache (an OrderedDict
+    keyed (dtype code, value)); ``device_data(shape, handle, device)`` makes a node; ``scalar_shapes`` maps
+    float, int and bool to (dtype code, Shape)."""
+    global _cls, _create, _destroy, _cache_get, _touch, _device_data, _device, _icode, _ishape
+    if not (isinstance(cls, type) and issubclass(cls, TensorBase)):
+        raise TypeError(f"setup cls must be a subclass of TensorBase, got {cls!r}")
+    _cls, _create, _destroy = cls, create_cell, destroy_cell
+    _cache_get, _touch = data_cache.get, data_cache.move_to_end
+    _device_data, _device = device_data, device
+    _shapes.clear()
+    _shapes.update(scalar_shapes)
+    _icode, _ishape = scalar_shapes[int]
+
+
+def live_tensors():
+    """The live tensors, in ascending id."""
+    out = []
+    for i in sorted(_live):
+        t = _live[i]()
+        if t is not None:
+            out.append(t)
+    return out
+
+
+def live_count():
+    """How many tensors are live."""
+    return len(live_tensors())
+
+
+def set_reuse(flag):
+    """With IR reuse on, ``scalar_node`` always answers None (the caller goes through the TrieCache)."""
+    _reuse[0] = bool(flag)
+
+
+def wrap(node, shape):
+    """A new registered tensor holding ``node`` (None: no IR yet) of ``shape``."""
+    t = _cls.__new__(_cls)
+    t._node = node
+    t._handle = None
+    t._src = None
+    t._base = None
+    t._shape = shape
+    _next[0] = i = _next[0] + 1
+    t._id = i
+    _live[i] = _ref(t)
+    _create[0] += 1
+    return t
+
+
+def scalar_node(v):
+    """A new device-data node for the Python number ``v`` when its handle is in the data cache (the entry
+    becomes the most recent), else None: other types, 0.0 / NaN (keyed by bytes), misses and IR reuse are
+    the caller's."""
+    k = _shapes.get(type(v))
+    if k is None or _reuse[0] or v != v or (v == 0 and type(v) is float):
+        return None
+    key = (k[0], v)
+    d = _cache_get(key)
+    if d is None:
+        return None
+    _touch(key)
+    return _device_data(k[1], d, _device)
+
+
+_hook = [None]
+
+
+def set_wrap_hook(hook):
+    """``hook(node, shape)`` replaces ``wrap`` in the ops made here (force_fallback, IR reuse); None: off."""
+    _hook[0] = hook
+
+
+# The op functions below inline ``wrap`` and ``scalar_node`` (a Python call costs as much as their bodies).
+def unary(node_type, op, cell, keep, seed, slow):
+    """The method of a unary op: for an input dtype in ``keep`` one ``node_type(op, (x,), (shape,), 1, seed)``
+    of the input's shape (``cell`` counts it); other dtypes go to ``slow(a)``."""
+    def f(a):
+        s = a._shape
+        if s.dtype not in keep:
+            return slow(a)
+        cell[0] += 1
+        x = a._node
+        n = node_type(op, (x if x is not None else a._ir(),), (s,), 1, seed)
+        if _hook[0] is not None:
+            return _hook[0](n, s)
+        t = _cls.__new__(_cls)
+        t._node = n
+        t._handle = t._src = t._base = None
+        t._shape = s
+        _next[0] = i = _next[0] + 1
+        t._id = i
+        _live[i] = _ref(t)
+        _create[0] += 1
+        return t
+    return f
+
+
+def binary_scalar(node_type, op, cell, float_ok, int_ok, seed, slow):
+    """The method of mul / div / pow: a Python float (int) operand whose dtype codes of the tensor are in
+    ``float_ok`` (``int_ok``: the result keeps the tensor's dtype) and whose device data is cached makes
+    one node here; everything else goes to ``slow(a, b)``."""
+    def f(a, b):
+        tb = type(b)
+        s = a._shape
+        if tb is float:
+            if s.dtype not in float_ok:
+                return slow(a, b)
+        elif tb is not int or s.dtype not in int_ok:
+            return slow(a, b)
+        x = a._node
+        if x is None:
+            x = a._ir()
+        if _reuse[0] or b != b or (b == 0 and tb is float):
+            return slow(a, b)
+        k = _shapes[tb]
+        key = (k[0], b)
+        d = _cache_get(key)
+        if d is None:
+            return slow(a, b)
+        _touch(key)
+        cell[0] += 1
+        n = node_type(op, (x, _device_data(k[1], d, _device)), (s,), 1, seed)
+        if _hook[0] is not None:
+            return _hook[0](n, s)
+        t = _cls.__new__(_cls)
+        t._node = n
+        t._handle = t._src = t._base = None
+        t._shape = s
+        _next[0] = i = _next[0] + 1
+        t._id = i
+        _live[i] = _ref(t)
+        _create[0] += 1
+        return t
+    return f
+
+
+def add_sub(node_type, op, cell, float_ok, int_ok, seed, slow):
+    """The method of add / sub (``alpha`` an int): a tensor of the same Shape object, or a Python float (int)
+    as in ``binary_scalar``, with cached scalar device data makes one node here; everything else goes to
+    ``slow(a, b, alpha)``."""
+    def f(a, b, alpha=1):
+        if type(a) is not _cls or type(alpha) is not int or _reuse[0]:
+            return slow(a, b, alpha)
+        tb = type(b)
+        s = a._shape
+        if tb is _cls:
+            if b._shape is not s or s.dtype not in int_ok:
+                return slow(a, b, alpha)
+            y = b._node
+            if y is None:
+                y = b._ir()
+        else:
+            if tb is float:
+                if s.dtype not in float_ok or b != b or b == 0:
+                    return slow(a, b, alpha)
+            elif tb is not int or s.dtype not in int_ok:
+                return slow(a, b, alpha)
+            k = _shapes[tb]
+            key = (k[0], b)
+            d = _cache_get(key)
+            if d is None:
+                return slow(a, b, alpha)
+            _touch(key)
+            y = _device_data(k[1], d, _device)
+        key = (_icode, alpha)
+        d = _cache_get(key)
+        if d is None:
+            return slow(a, b, alpha)
+        _touch(key)
+        z = _device_data(_ishape, d, _device)
+        cell[0] += 1
+        x = a._node
+        n = node_type(op, (x if x is not None else a._ir(), y, z), (s,), 1, seed)
+        if _hook[0] is not None:
+            return _hook[0](n, s)
+        t = _cls.__new__(_cls)
+        t._node = n
+        t._handle = t._src = t._base = None
+        t._shape = s
+        _next[0] = i = _next[0] + 1
+        t._id = i
+        _live[i] = _ref(t)
+        _create[0] += 1
+        return t
+    return f
