@@ -1,31 +1,49 @@
 """``python -m accel bench``: ns per call of the hot paths for each twin, the raw floors and peers.
 
 A quick table with timeit (best of several repeats); the authoritative numbers come from the
-pytest-benchmark suite in bench/.  Without a usable GPU it runs on the emulated runtime and says so.
+pytest-benchmark suite in bench/.  Without a usable GPU it runs on the emulated runtime (its stand-in
+libraries, so that torch.cuda and cuda.core, when importable, run on the same runtime) and says so.
+Peers (torch.cuda, cuda.core, CuPy) get their own rows and an ``accel / peer`` ratio when they import
+and run; otherwise the reason is printed.
 """
 import ctypes
 import os
+import subprocess
 import sys
 import timeit
 
 from accel import _lib
 
 
+_PROBE = """
+import ctypes
+from accel import _lib
+lib = _lib.search_cudart()
+n = ctypes.c_int()
+fn = lib.cdll.cudaGetDeviceCount
+fn.argtypes = [ctypes.POINTER(ctypes.c_int)]
+print(lib.path if fn(ctypes.byref(n)) == 0 and n.value > 0 else "")
+"""
+
+
 def _choose_runtime():
-    """Use the real runtime if it reports a device, else the emulator.  Returns a description."""
+    """Use the real runtime if it reports a device, else the emulator.  Returns a description.  The probe
+    runs in a child process, so that this one has loaded no libcudart when the stand-ins are activated."""
     if os.environ.get("ACCEL_CUDART"):
         return f"ACCEL_CUDART={os.environ['ACCEL_CUDART']}"
     try:
-        lib = _lib.search_cudart()
-        n = ctypes.c_int()
-        fn = lib.cdll.cudaGetDeviceCount
-        fn.argtypes = [ctypes.POINTER(ctypes.c_int)]
-        if fn(ctypes.byref(n)) == 0 and n.value > 0:
-            return f"real CUDA runtime {lib.path}"
-    except Exception:  # noqa: BLE001 - any failure means "no usable GPU runtime"
+        probe = subprocess.run([sys.executable, "-c", _PROBE], capture_output=True, text=True, timeout=60)
+        if probe.returncode == 0 and probe.stdout.strip():
+            return f"real CUDA runtime {probe.stdout.strip()}"
+    except (OSError, subprocess.SubprocessError):  # no usable GPU runtime
         pass
-    os.environ["ACCEL_CUDART"] = "emu"
-    return "EMULATED runtime (no usable GPU here): times are host-side overheads only"
+    try:
+        from accel import emu
+        emu.activate()  # the stand-ins: accel and any peer imported later share one emulated runtime
+        return f"EMULATED runtime, stand-ins {emu.cudart_path()} (no usable GPU here): times are host-side overheads only"
+    except Exception:  # noqa: BLE001 - no stand-ins (e.g. a foreign libcudart already loaded): accel alone
+        os.environ["ACCEL_CUDART"] = "emu"
+        return "EMULATED runtime (no usable GPU here; peers not on it): times are host-side overheads only"
 
 
 def _ns(stmt, globals_=None, number=100_000, repeat=5):
@@ -83,6 +101,58 @@ def rows():
     return out
 
 
+def _peer_torch():
+    import torch
+    if torch.version.cuda is None:
+        raise RuntimeError(f"torch {torch.__version__} is a CPU build (no torch.cuda)")
+    torch.cuda.init()
+    ev = torch.cuda.Event()
+    ev.record()
+    cur = torch.cuda.current_device()
+    return [("current_device()", torch.cuda.current_device, None),
+            ("with device(current)", "with guard(i): pass", {"guard": torch.cuda.device, "i": cur}),
+            ("current_stream()", torch.cuda.current_stream, None),
+            ("Event.query()", ev.query, None)]
+
+
+def _peer_cuda_core():
+    from cuda.core import Device
+    dev = Device()
+    dev.set_current()
+    ev = dev.create_event()
+    return [("current_device()", Device, None), ("current_stream()", lambda: dev.default_stream, None),
+            ("Event.query()", lambda: ev.is_done, None)]
+
+
+def _peer_cupy():
+    if _lib.cudart().emulated:
+        raise RuntimeError("CuPy links the CUDA runtime statically and needs NVIDIA's private driver export "
+                           "tables: it runs only on a real GPU")
+    import cupy
+    ev = cupy.cuda.Event()
+    ev.record()
+    return [("current_device()", cupy.cuda.runtime.getDevice, None),
+            ("with device(current)", "with guard(i): pass", {"guard": cupy.cuda.Device,
+                                                             "i": cupy.cuda.runtime.getDevice()}),
+            ("current_stream()", cupy.cuda.get_current_stream, None), ("Event.query()", lambda: ev.done, None)]
+
+
+PEERS = (("torch.cuda", _peer_torch), ("cuda.core", _peer_cuda_core), ("cupy", _peer_cupy))
+
+
+def peer_rows():
+    """([(operation, peer, ns)], [(peer, why it was not timed)])."""
+    out, skipped = [], []
+    for name, setup in PEERS:
+        try:
+            ops = setup()
+            for op, stmt, globals_ in ops:
+                out.append((op, name, _ns(stmt, globals_, number=20_000)))
+        except Exception as exc:  # noqa: BLE001 - any failure of a peer is a reason to print, not to stop
+            skipped.append((name, str(exc).splitlines()[0] if str(exc) else type(exc).__name__))
+    return out, skipped
+
+
 def main(argv):
     where = _choose_runtime()
     try:
@@ -96,4 +166,14 @@ def main(argv):
     for op, impl, ns in sorted(table[1:], key=lambda r: (r[0], r[1])):
         print(f"{op:<32} {impl:<18} {ns:>9.1f} {ns / noop:>12.1f}x")
     print(f"{table[0][0]:<32} {'-':<18} {noop:>9.1f}")
+    peers, skipped = peer_rows()
+    if peers:
+        native = {op: ns for op, impl, ns in table if impl == "native"}
+        print(f"\npeers on {where.split(':')[0]}:")
+        print(f"{'operation':<32} {'peer':<18} {'ns/op':>9} {'accel native / peer':>20}")
+        for op, peer, ns in sorted(peers):
+            ratio = f"{native[op] / ns:>19.2f}x" if op in native else f"{'':>20}"
+            print(f"{op:<32} {peer:<18} {ns:>9.1f} {ratio}")
+    for peer, why in skipped:
+        print(f"{peer}: not timed ({why})")
     return 0

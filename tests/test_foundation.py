@@ -211,6 +211,14 @@ def test_cli_bench_table(subprocess_python):
         rows = [ln for ln in lines if ln.startswith(op + " ")]
         assert {ln.split()[-3] for ln in rows} >= {"native", "python"}, (op, rows)
         assert all(float(ln.split()[-2]) > 0 for ln in rows)
+    # every peer is either timed (rows with an accel / peer ratio, on the runtime named) or says why not
+    for peer in ("torch.cuda", "cuda.core", "cupy"):
+        timed = [ln for ln in lines if ln.split()[1:2] == [peer]]
+        skipped = [ln for ln in lines if ln.startswith(f"{peer}: not timed (")]
+        assert bool(timed) != bool(skipped), (peer, timed, skipped)
+        assert all(ln.endswith("x") for ln in timed)
+    if any(ln.startswith("peers on ") for ln in lines):
+        assert "EMULATED" not in lines[0] or "stand-ins" in lines[0]
 
 
 _MINIMAL_CUDART = r"""
