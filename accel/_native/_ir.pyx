@@ -67,6 +67,7 @@ EMITTED = 2
 
 cdef object _DEFAULT_SEED = HASH_SEED
 cdef object _DD_SEED = DEVICE_DATA_SEED
+cdef object _NO_SEED = object()          # an OpKind's _last_given before any Node of it had a seed
 cdef uint64_t _NULL_OPT = 0x8655D738F3678DDA
 cdef uint64_t _CONTAINER_SEED = 0x85EBCA77C2B2AE63
 cdef uint64_t _MHASH_SEED = 0x165667B19E3779F9
@@ -121,6 +122,11 @@ cdef class OpKind:
     cdef readonly str qualified_name
     cdef acc_h128 _hash
     cdef acc_h128 _seeded
+    # The last plain-int seed object a Node of this op was given, its seeded hash and the one read-only
+    # _Extra that every Node built with that seed shares (see _seed_extra in _ir_node.pxi).
+    cdef object _last_given
+    cdef object _last_extra
+    cdef acc_h128 _last_h
     cdef object __weakref__
 
     @property
@@ -170,6 +176,7 @@ cdef OpKind _opkind_make(object name):
         b = b[:z]
     k._hash = acc_data_hash(<const char*>b, len(b))
     k._seeded = acc_combine(k._hash, acc_mk(0, 0xA2D296E9))
+    k._last_given = _NO_SEED
     _OPKINDS[name] = k
     return k
 

@@ -7,10 +7,14 @@ from cpython.object cimport PyObject_RichCompareBool, Py_EQ
 @cython.no_gc
 @cython.final
 cdef class _Extra:
-    """The rarely used parts of a Node, owned by exactly that Node (its traverse visits handle and device for
-    it): a non-default hash seed, operand output indices when one is not 0, and a device-data node's handle,
-    device label, interned handle id and links to the other holders of that id."""
+    """The rarely used parts of a Node: a non-default hash seed, operand output indices when one is not 0,
+    and a device-data node's handle, device label, interned handle id and links to the other holders of
+    that id.  A record with only a seed is ``shared``: read-only, held by every Node of an OpKind built
+    with that seed (so a seeded node allocates nothing for it); any other record is owned by exactly one
+    Node (its traverse visits handle and device for it), and a Node that needs more than a seed copies a
+    shared record first."""
     cdef object seed           # the hash seed as an int, None for HASH_SEED
+    cdef bint shared           # seed only, never written again (see above)
     cdef tuple idx             # the output index of each operand, None when all are 0
     cdef object handle
     cdef object device

@@ -96,6 +96,25 @@ cdef void _release_later(PyObject *o) noexcept:
     _npending += 1
 
 
+cdef int _seed_extra(OpKind k, object given) except -1:
+    """Make ``given`` (a hash seed) k's last seed: its seeded hash in k._last_h and its shared, read-only
+    _Extra in k._last_extra (kept when the seed's value is the last one's).  The seed object is remembered
+    for the identity check in Node() only when it is a plain int (immutable: its value cannot change)."""
+    cdef acc_h128 s = _from_int(given, "Node hash_seed")
+    cdef _Extra x = <_Extra>k._last_extra
+    seed = _to_int(s)
+    if x is None or x.seed != seed:
+        x = _Extra.__new__(_Extra)
+        x.seed = seed
+        x.shared = True
+    k._last_given = _NO_SEED              # (no Python code runs from here on: the three stay consistent)
+    k._last_extra = x
+    k._last_h = acc_combine(k._hash, s)
+    if type(given) is int:
+        k._last_given = given
+    return 0
+
+
 @cython.no_gc_clear
 cdef class Node:
     """Node(op, operands, shapes=(), num_outputs=1, hash_seed=2731710185)
@@ -123,7 +142,7 @@ cdef class Node:
         global _serial_next
         cdef OpKind k
         cdef object ops, shp
-        cdef object seed = None
+        cdef _Extra sx = None
         cdef PyObject **items
         cdef PyObject *p
         cdef Py_ssize_t i, j, n, nops = 0
@@ -162,8 +181,10 @@ cdef class Node:
         if hash_seed is _DEFAULT_SEED:
             h = k._seeded
         else:
-            seed = _to_int(_from_int(hash_seed, "Node hash_seed"))
-            h = acc_combine(k._hash, _from_int(seed, "Node hash_seed"))
+            if hash_seed is not k._last_given:
+                _seed_extra(k, hash_seed)
+            h = k._last_h
+            sx = <_Extra>k._last_extra
         hd = h
         # Operands: from here until the arena slot holds them nothing allocates Python objects (so no GC,
         # no finalizer can change the list under us), and the items are read twice: to hash and check
@@ -239,14 +260,15 @@ cdef class Node:
         self._dag = hd if dyn else h
         _serial_next += _SERIAL_STEP
         self._serial = _serial_next
-        if seed is not None or multi:
+        if multi:
             try:
                 self._extra = _Extra.__new__(_Extra)
-                self._extra.seed = seed
-                if multi:
-                    self._extra.idx = tuple([idx[j] for j in range(nops)])
+                self._extra.seed = sx.seed if sx is not None else None
+                self._extra.idx = tuple([idx[j] for j in range(nops)])
             finally:
                 free(idx)
+        elif sx is not None:
+            self._extra = sx
         if taint or type(self) is not Node:
             self._gc = 1
             acc_gc_track(<PyObject*>self)
@@ -412,8 +434,9 @@ cdef int _set_operand(Node self, Py_ssize_t i, Node target, Py_ssize_t oi) excep
                      for j in range(n)])
         if not any(idx):
             idx = ()                   # all 0 again: no tuple kept
-        if x is None:
+        if x is None or x.shared:      # a node's own record: a shared one is never written
             x = _Extra.__new__(_Extra)
+            x.seed = self._extra.seed if self._extra is not None else None
     Py_INCREF(target)
     ids = acc_ops(&acc_recs[self._id])
     old = ids[i]
@@ -482,7 +505,7 @@ cdef int _extra_traverse(_Extra x, acc_visit_fn visit, void *arg) noexcept:
 
 cdef int _node_clear(Node n) noexcept:
     cdef _Extra x = n._extra
-    if x is None:
+    if x is None or x.shared:         # (a shared record holds only a seed)
         return 0
     _handle_release(x)
     if n._is_data and n._id:          # (other nodes keep operand ids where data nodes keep the handle id)
@@ -531,7 +554,9 @@ def device_data(shape, handle, device=None):
     except TypeError:
         raise TypeError(f"device_data handle must be hashable, got {_tname(handle)}: {handle!r}") from None
     cdef Node n = Node(_DD_KIND, (), (shape,), 1, _DD_SEED)
-    cdef _Extra x = n._extra
+    cdef _Extra x = _Extra.__new__(_Extra)        # its own record, not the shared one of the seed
+    x.seed = n._extra.seed
+    n._extra = x
     x.handle = handle
     x.device = device
     _handle_intern(x)
