@@ -136,3 +136,27 @@ def test_cycles_through_seeded_nodes_are_collected_and_spare_the_siblings(ir):
     gc.collect()
     assert [r() for r in refs] == [None] * len(refs)
     assert keep.hash_seed == BIG and ir.Node("t::cyc", [], [s], 1, BIG).hash == keep.hash
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_device_data_equals_the_generic_node_it_stands_for(both_twins, dynamic):
+    """device_data builds its node without the generic Node path (a traced scalar makes one per op): it
+    must equal Node(device_data op, [], [shape], seed 101) in every observable, in both shape modes."""
+    seen = []
+    for t in both_twins:
+        ir = t.mod("_ir")
+        prev = ir.set_dynamic_shapes(dynamic)
+        try:
+            row = []
+            for shape in (ir.Shape(6, [4]), ir.Shape(7, [2, 3]), ir.Shape(11, [])):
+                d = ir.device_data(shape, ("h", 1), "dev:0")
+                g = ir.Node(ir.DEVICE_DATA_OP, [], [shape], 1, ir.DEVICE_DATA_SEED)
+                assert (d.hash, d.shape_hash, d.hash_seed, d.num_outputs, d.operands, d.shapes) == \
+                       (g.hash, g.shape_hash, g.hash_seed, g.num_outputs, g.operands, g.shapes)
+                assert (d.is_device_data, d.handle, d.device) == (True, ("h", 1), "dev:0")
+                assert ir.Output(d).hash == ir.Output(g).hash
+                row.append((d.hash, d.shape_hash))
+            seen.append(row)
+        finally:
+            ir.set_dynamic_shapes(prev)
+    assert seen[0] == seen[1]

@@ -458,11 +458,38 @@ def device_data(shape, handle, device=None):
         hash(handle)
     except TypeError:
         raise TypeError(f"device_data handle must be hashable, got {_tname(handle)}: {handle!r}") from None
-    n = Node(_DD_KIND, (), (shape,), 1, DEVICE_DATA_SEED)
+    # Node(_DD_KIND, (), (shape,), 1, DEVICE_DATA_SEED) without the generic operand and shape loops (a
+    # traced scalar makes one of these per op): the seeded hash combined with the one shape's hash.
+    last = _DD_KIND._last
+    if last[0] is not DEVICE_DATA_SEED:
+        Node(_DD_KIND, (), (shape,), 1, DEVICE_DATA_SEED)   # caches the seeded hash on the OpKind
+        last = _DD_KIND._last
+    h0 = last[1]
+    x = shape._hb
+    h = h0 ^ ((x * _KB + _GOLD + (h0 << 6) + (h0 >> 2)) & _M128)
+    if _dynamic or _dynamic_flag:
+        x = shape._hn
+        hd = h0 ^ ((x * _KB + _GOLD + (h0 << 6) + (h0 >> 2)) & _M128)
+    else:
+        hd = h
+    n = _new_node(Node)
+    n._op = _DD_KIND
+    n._operands = n._opnodes = ()
+    n._opidx = n._a = n._b = None
+    n._shapes = (shape,)
+    n._num_outputs = 1
+    n._shp = h
+    n._dag = hd
+    n._seed = DEVICE_DATA_SEED
+    n._serial = _next_serial()
+    n._mark = 0
     n._data = True
     n._handle = handle
     n._device = device
     return n
+
+
+_new_node = object.__new__
 
 
 class Output:
