@@ -5,6 +5,7 @@ import threading
 import numpy as _np
 
 from accel import _impl
+from accel.lazy import dump as _dump
 from accel.lazy import metrics as _metrics
 from accel.lazy import tensors as _t
 from accel.lazy.backend import NumpyBackend
@@ -301,28 +302,4 @@ def _split_tags(text):
 def get_tensors_dot(tensors):
     """torch._C._lazy._get_tensors_dot: the tensors' IR as a graphviz digraph (DumpUtil::ToDot's layout)."""
     tensors = _check_tensors(tensors, "get_tensors_dot")
-    nodes = [t._ir() for t in tensors]
-    post = _ir.post_order(nodes)
-    ids = {n: i for i, n in enumerate(post)}
-    root_of = {n: i for i, n in enumerate(nodes)}
-    out = ["digraph G {\n"]
-    for n in post:
-        label = n.op.qualified_name
-        if n.shapes:
-            label += "\\n" + str(n.shapes[0])
-        for name, value in _tag_pairs(n):
-            label += f"\\n{name}=" + (value if len(value) < 64 else value[:64] + "...")
-        if n in root_of:
-            label += f"\\nROOT={root_of[n]}"
-        out.append(f'  node{ids[n]} [label="{label}"]\n')
-    for n in reversed(post):
-        operands = n.operands
-        for i, o in enumerate(operands):
-            edge = f"  node{ids[o.node]} -> node{ids[n]}"
-            if len(operands) > 1:
-                edge += f' [label="i={i}' + (f",o={o.index}" if o.node.num_outputs > 1 else "") + '"]'
-            elif o.node.num_outputs > 1:
-                edge += f' [label="o={o.index}"]'
-            out.append(edge + "\n")
-    out.append("}\n")
-    return "".join(out)
+    return _dump.to_dot([t._ir() for t in tensors], tags=_tag_pairs)
