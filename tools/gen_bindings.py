@@ -23,7 +23,25 @@ def load_table(path):
     spec = importlib.util.spec_from_file_location("_cudart_table", path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
+    _derive(mod.TYPES)
     return mod
+
+
+def _derive(types):
+    """Fill the per-type maps that follow from the table's TYPES (kind and range), so that a new integer or
+    handle C type is one TYPES entry (plus its Cython spelling in NATIVE_CTYPE)."""
+    for ctype, (kind, lo, hi) in types.items():
+        if kind == "handle":
+            NATIVE_INT_CONVERTER[ctype] = "_u64"
+            PY_CTYPE[ctype] = "c_void_p"        # inputs: ints through c_void_p
+            PY_RAW_OUT_CTYPE[ctype] = "_P"      # raw-table outs: c_size_t instances
+        elif kind == "int":
+            NATIVE_INT_CONVERTER[ctype] = "_u64" if hi > 2**32 - 1 else "_i32" if lo < 0 else "_u32"
+            PY_RAW_OUT_CTYPE[ctype] = PY_CTYPE[ctype]
+            if hi <= 2**32 - 1:
+                PY_UNPROTOTYPED.add(ctype)      # a C int: unprototyped ctypes passes it correctly
+        elif ctype in PY_CTYPE:
+            PY_RAW_OUT_CTYPE[ctype] = PY_CTYPE[ctype]
 
 
 def _doc(text):
@@ -64,12 +82,8 @@ NATIVE_CTYPE = {
     "cudaMemPool_t": "cudaMemPool_t", "cudaDeviceProp": "void", "cudaIpcEventHandle_t": "IpcEventHandle",
     "cudaPointerAttributes": "PointerAttributes",
 }
-# integer C types -> the inline converter (by range) in the generated module
-NATIVE_INT_CONVERTER = {
-    "int": "_i32", "cudaError_t": "_i32", "CUresult": "_i32", "unsigned int": "_u32",
-    "unsigned long long": "_u64", "size_t": "_u64", "void*": "_u64", "const void*": "_u64",
-    "cudaStream_t": "_u64", "cudaEvent_t": "_u64", "cudaHostFn_t": "_u64", "cudaMemPool_t": "_u64",
-}
+# integer C types -> the inline converter in the generated module: derived from TYPES' ranges (_derive)
+NATIVE_INT_CONVERTER = {}
 
 NATIVE_PXD_HEAD = f'''\
 # {HEADER}
@@ -386,13 +400,10 @@ def native_pyx(table):
 # c_void_p; a function whose parameters are all C-int inputs is unprototyped, as in _F).
 PY_CTYPE = {
     "int": "c_int", "unsigned int": "c_uint", "unsigned long long": "c_ulonglong", "size_t": "c_size_t",
-    "cudaError_t": "c_int", "CUresult": "c_int", "float": "c_float", "void*": "c_void_p",
-    "const void*": "c_void_p", "cudaStream_t": "c_void_p", "cudaEvent_t": "c_void_p", "cudaHostFn_t": "c_void_p",
-    "cudaMemPool_t": "c_void_p", "const char*": "c_char_p",
+    "cudaError_t": "c_int", "CUresult": "c_int", "float": "c_float", "const char*": "c_char_p",
     "cudaIpcEventHandle_t": "_IpcEventHandle", "cudaPointerAttributes": "_PointerAttributes",
-}
-PY_RAW_OUT_CTYPE = dict(PY_CTYPE, **{t: "_P" for t in ("void*", "const void*", "cudaStream_t", "cudaEvent_t",
-                                                       "cudaHostFn_t", "cudaMemPool_t")})
+}  # handle types are added by _derive (c_void_p)
+PY_RAW_OUT_CTYPE = {}  # filled by _derive: PY_CTYPE, with handles as _P
 
 PY_HEAD = f'''\
 # {HEADER}
@@ -545,7 +556,7 @@ def _driver_error(err):
 # to 32 bits), which is what these are, so a function whose inputs are all of them is called without
 # argtypes (ctypes then skips a from_param call per argument: ~100 ns a call on CPython 3.11) with its
 # out parameters passed by reference.  Every value is range-checked before the call.
-PY_UNPROTOTYPED = ("int", "unsigned int", "cudaError_t", "CUresult")
+PY_UNPROTOTYPED = set()  # filled by _derive: the 32-bit integer C types
 
 
 def _py_unprototyped(f, driver=False):
