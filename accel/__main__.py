@@ -109,7 +109,7 @@ def _emu_args(argv):
                 value, i = argv[i + 1], i + 2
             else:
                 value, i = arg.split("=", 1)[1], i + 1
-            if not value.isdigit() or int(value) > 256:
+            if not (value.isascii() and value.isdigit()) or int(value) > 256:
                 raise ValueError(f"--devices expects an integer from 0 to 256, got {value!r}")
             devices = int(value)
             continue

@@ -62,6 +62,7 @@ def test_exit_status_and_default_device_count():
     (["--devices"], "--devices needs a value (the number of emulated devices, 0..256)"),
     (["--devices", "x", "true"], "--devices expects an integer from 0 to 256, got 'x'"),
     (["--devices=257", "true"], "--devices expects an integer from 0 to 256, got '257'"),
+    (["--devices=\u00b2", "true"], "--devices expects an integer from 0 to 256, got '\u00b2'"),
     (["--frobnicate", "true"], "unknown option '--frobnicate'"),
     (["--"], "no COMMAND given"),
 ])
