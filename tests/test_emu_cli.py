@@ -79,6 +79,16 @@ def test_missing_command():
     assert "cannot run 'accel-no-such-command-xyz'" in proc.stderr
 
 
+def test_missing_standins_are_an_error_message_not_a_traceback(monkeypatch, tmp_path, capsys):
+    from accel import __main__ as cli
+
+    monkeypatch.setattr(emu, "standin_dir", lambda: str(tmp_path / "absent"))
+    assert cli.emu_main(["true"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("python -m accel emu: could not load the accel's stand-in CUDA libraries; searched:\n")
+    assert "no such file (this accel was built with -Dnative=false)" in err
+
+
 def test_help():
     proc = accel_emu("--help")
     assert proc.returncode == 0 and proc.stdout.startswith("usage: python -m accel emu")
