@@ -109,7 +109,7 @@ def _emu_args(argv):
                 value, i = argv[i + 1], i + 2
             else:
                 value, i = arg.split("=", 1)[1], i + 1
-            if not value.isdigit() or int(value) > 256:
+            if not (value.isascii() and value.isdigit()) or int(value) > 256:
                 raise ValueError(f"--devices expects an integer from 0 to 256, got {value!r}")
             devices = int(value)
             continue
@@ -120,8 +120,8 @@ def _emu_args(argv):
 
 
 def emu_main(argv):
-    """Run COMMAND on the stand-ins (replaces this process); 2 on a usage error, 127 when COMMAND is
-    not found."""
+    """Run COMMAND on the stand-ins (replaces this process); 2 on a usage error, 1 when the stand-ins
+    are missing, 127 when COMMAND is not found."""
     if argv[:1] in (["-h"], ["--help"]):
         print(EMU_USAGE)
         print("Runs COMMAND with accel's emulated CUDA runtime standing in for libcudart.so.13 and "
@@ -134,7 +134,11 @@ def emu_main(argv):
         return 2
     from accel import emu
 
-    env = emu.environ(devices)
+    try:
+        env = emu.environ(devices)
+    except (LibraryNotFoundError, ValueError) as exc:     # no stand-ins, or a path LD_PRELOAD cannot carry
+        print(f"python -m accel emu: {exc}", file=sys.stderr)
+        return 1
     sys.stdout.flush()
     sys.stderr.flush()
     try:

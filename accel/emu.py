@@ -12,8 +12,9 @@ What works on them: devices (count, current device, properties in the CUDA 13 la
 PCI ids, UUIDs), streams (create/destroy/query/synchronize, priorities, flags, ids, waits, host
 functions, callbacks), events (create/record/query/synchronize/elapsed time, IPC handles within the
 process), memory accounting (cudaMalloc/cudaFree/cudaMemGetInfo, async copies and sets on emulated
-memory), driver contexts.  What does not: kernels, modules, libraries, graphs and stream capture,
-memory pools, and the memory calls the emulator does not model -- they return cudaErrorNotSupported
+memory), stream-ordered pools (cudaMallocAsync & co), pinned host memory (cudaHostAlloc,
+cudaHostRegister), driver contexts.  What does not: kernels, modules, libraries, graphs and stream
+capture, and the memory calls the emulator does not model -- they return cudaErrorNotSupported
 (driver: CUDA_ERROR_NOT_SUPPORTED), and with ``ACCEL_EMU_TRACE=1`` the first call of each is named on
 stderr.  Libraries that link the CUDA runtime statically (CuPy, ``cuda.bindings.runtime``) reach the
 driver through NVIDIA's private export tables (``cuGetExportTable``), which the emulator does not

@@ -622,6 +622,23 @@ def test_memory_accounting_and_oom(cu):
     assert z.value is None
 
 
+def test_cuda_free_of_a_stream_ordered_allocation(cu):
+    """cudaFree of a cudaMallocAsync allocation gives its block back to the pool once: the device's
+    free memory is as before (the pool's release threshold is 0), not counted back twice."""
+    cu.cudaMallocAsync.restype, cu.cudaMallocAsync.argtypes = c_int, [ctypes.POINTER(c_void_p), c_size_t,
+                                                                     c_void_p]
+    free0, free1, total = c_size_t(), c_size_t(), c_size_t()
+    ok(cu.cudaMemGetInfo(ctypes.byref(free0), ctypes.byref(total)))
+    p = c_void_p()
+    ok(cu.cudaMallocAsync(ctypes.byref(p), 1 << 20, LEGACY))
+    ok(cu.cudaMemGetInfo(ctypes.byref(free1), ctypes.byref(total)))
+    assert free0.value - free1.value == 1 << 20
+    ok(cu.cudaFree(p))
+    ok(cu.cudaMemGetInfo(ctypes.byref(free1), ctypes.byref(total)))
+    assert free1.value == free0.value
+    assert cu.cudaFree(p) == INVALID_VALUE                # double free
+
+
 def test_memory_is_per_device(cu):
     need_devices(cu, 2)
     p = c_void_p()

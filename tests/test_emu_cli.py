@@ -62,6 +62,7 @@ def test_exit_status_and_default_device_count():
     (["--devices"], "--devices needs a value (the number of emulated devices, 0..256)"),
     (["--devices", "x", "true"], "--devices expects an integer from 0 to 256, got 'x'"),
     (["--devices=257", "true"], "--devices expects an integer from 0 to 256, got '257'"),
+    (["--devices=\u00b2", "true"], "--devices expects an integer from 0 to 256, got '\u00b2'"),
     (["--frobnicate", "true"], "unknown option '--frobnicate'"),
     (["--"], "no COMMAND given"),
 ])
@@ -76,6 +77,16 @@ def test_missing_command():
     proc = accel_emu("--", "accel-no-such-command-xyz")
     assert proc.returncode == 127
     assert "cannot run 'accel-no-such-command-xyz'" in proc.stderr
+
+
+def test_missing_standins_are_an_error_message_not_a_traceback(monkeypatch, tmp_path, capsys):
+    from accel import __main__ as cli
+
+    monkeypatch.setattr(emu, "standin_dir", lambda: str(tmp_path / "absent"))
+    assert cli.emu_main(["true"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("python -m accel emu: could not load the accel's stand-in CUDA libraries; searched:\n")
+    assert "no such file (this accel was built with -Dnative=false)" in err
 
 
 def test_help():

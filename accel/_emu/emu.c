@@ -476,6 +476,20 @@ static void alloc_unref(alloc_t *a)
     }
 }
 
+/* cudaFree and cudaFreeAsync: takes the allocation at table index i out of the table (G held) and
+ * returns it with a reference, for alloc_unref.  A cudaMalloc allocation's bytes are free for the
+ * device at once; a pool allocation's block goes back to its pool, which keeps the bytes reserved. */
+static alloc_t *alloc_detach(long i)
+{
+    alloc_t *a = g_allocs[i];
+    memmove(&g_allocs[i], &g_allocs[i + 1], (g_nallocs - (size_t)i - 1) * sizeof *g_allocs);
+    g_nallocs--;
+    if (!a->pool) g_mem_used[a->device] -= a->size;
+    a->freed = 1;
+    a->pending++;
+    return a;
+}
+
 /* ----------------------------------------------------------------- streams */
 
 enum { IT_HOSTFN, IT_RECORD, IT_WAIT, IT_COPY, IT_SET };
@@ -1470,14 +1484,7 @@ EXPORT cudaError_t cudaFree(void *p)
     pthread_mutex_lock(&G);
     long i = alloc_floor(p);
     alloc_t *a = (i >= 0 && g_allocs[i]->base == p) ? g_allocs[i] : NULL;
-    if (a) {
-        memmove(&g_allocs[i], &g_allocs[i + 1], (g_nallocs - (size_t)i - 1) * sizeof *g_allocs);
-        g_nallocs--;
-        g_mem_used[a->device] -= a->size;
-        a->freed = 1;
-        a->pending++;
-        alloc_unref(a);
-    }
+    if (a) alloc_unref(alloc_detach(i));
     pthread_mutex_unlock(&G);
     return a ? cudaSuccess : fail(cudaErrorInvalidValue);
 }

@@ -247,11 +247,7 @@ EXPORT cudaError_t cudaFreeAsync(void *ptr, cudaStream_t h)
         return fail(err);
     }
     ensure_ctx(s->device);
-    memmove(&g_allocs[i], &g_allocs[i + 1], (g_nallocs - (size_t)i - 1) * sizeof *g_allocs);
-    g_nallocs--;
-    if (!a->pool) g_mem_used[a->device] -= a->size;     /* a cudaMalloc allocation */
-    a->freed = 1;
-    a->pending++;
+    alloc_detach(i);
     if (!s->head && s->state == ST_IDLE) {
         free(it);               /* nothing queued: the stream reaches the free now */
         alloc_unref(a);

@@ -7,7 +7,7 @@
  *  - Real where torch's device/stream/event paths need them: cudaGetDriverEntryPointByVersion (the
  *    driver layer of emu_driver.c), cudaStreamGetCaptureInfo ("not capturing"),
  *    cudaDeviceEnablePeerAccess, cudaStreamAddCallback.
- *  - Everything else (kernels, modules, graphs and capture, memory pools, copies the emulator does
+ *  - Everything else (kernels, modules, graphs and capture, pool access, copies the emulator does
  *    not model) returns cudaErrorNotSupported, records it as the thread's last error and, with
  *    ACCEL_EMU_TRACE=1, logs its first call on stderr.  Those definitions are weak: a real
  *    implementation elsewhere in the emulator replaces the stub at link time. */
@@ -178,8 +178,5 @@ UNSUPPORTED(cudaUserObjectCreate) UNSUPPORTED(cudaUserObjectRelease)
 UNSUPPORTED(cudaDeviceGetGraphMemAttribute) UNSUPPORTED(cudaDeviceSetGraphMemAttribute)
 /* memory the emulator does not model (yet) */
 UNSUPPORTED(cudaMemcpy) UNSUPPORTED(cudaMemset) UNSUPPORTED(cudaMemcpy2DAsync) UNSUPPORTED(cudaMemcpyPeerAsync)
-UNSUPPORTED(cudaHostAlloc) UNSUPPORTED(cudaFreeHost) UNSUPPORTED(cudaHostRegister) UNSUPPORTED(cudaHostUnregister)
-UNSUPPORTED(cudaMallocAsync) UNSUPPORTED(cudaFreeAsync) UNSUPPORTED(cudaDeviceGetDefaultMemPool)
-UNSUPPORTED(cudaMemPoolGetAttribute) UNSUPPORTED(cudaMemPoolSetAccess) UNSUPPORTED(cudaMemPoolSetAttribute)
-UNSUPPORTED(cudaMemPoolTrimTo) UNSUPPORTED(cudaIpcGetMemHandle) UNSUPPORTED(cudaIpcOpenMemHandle)
+UNSUPPORTED(cudaMemPoolSetAccess) UNSUPPORTED(cudaIpcGetMemHandle) UNSUPPORTED(cudaIpcOpenMemHandle)
 UNSUPPORTED(cudaIpcCloseMemHandle)
