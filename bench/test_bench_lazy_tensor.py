@@ -83,6 +83,13 @@ def _torch_step(x):
     return y
 
 
+def _bench_accel_step(bench, n, iterations, rounds):
+    """The accel step row at n x n: checked against the numpy floor once, then timed."""
+    x = _lazy_input(n)
+    assert np.allclose(_accel_step(x).numpy(), _eager(_input(n)), rtol=1e-5)
+    bench(_accel_step, x, iterations=iterations, rounds=rounds)
+
+
 @pytest.mark.benchmark(group="lazy step, 150 ops + mark_step (64x64)")
 def test_floor_eager_numpy_64(bench):
     bench(_eager, _input(64), iterations=300, rounds=60)
@@ -90,10 +97,7 @@ def test_floor_eager_numpy_64(bench):
 
 @pytest.mark.benchmark(group="lazy step, 150 ops + mark_step (64x64)")
 def test_step_accel_64(bench):
-    x = _lazy_input(64)
-    want = _eager(_input(64))
-    assert np.allclose(_accel_step(x).numpy(), want, rtol=1e-5)
-    bench(_accel_step, x, iterations=150, rounds=60)
+    _bench_accel_step(bench, 64, iterations=150, rounds=60)
 
 
 @pytest.mark.benchmark(group="lazy step, 150 ops + mark_step (64x64)")
@@ -109,10 +113,7 @@ def test_floor_eager_numpy_1024(bench):
 
 @pytest.mark.benchmark(group="lazy step, 150 ops + mark_step (1024x1024)")
 def test_step_accel_1024(bench):
-    x = _lazy_input(1024)
-    want = _eager(_input(1024))
-    assert np.allclose(_accel_step(x).numpy(), want, rtol=1e-5)
-    bench(_accel_step, x, iterations=3, rounds=8)
+    _bench_accel_step(bench, 1024, iterations=3, rounds=8)
 
 
 @pytest.mark.benchmark(group="lazy step, 150 ops + mark_step (1024x1024)")

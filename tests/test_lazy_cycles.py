@@ -2,10 +2,16 @@
 are DAGs), decides exactly like a plain reachability check however many edges were rewired before, and data
 handles (or devices) that refer back to their node, or to nodes built on it, are freed by the garbage collector."""
 import gc
+import importlib.util
+import pathlib
 import random
 import weakref
 
 import pytest
+
+_spec = importlib.util.spec_from_file_location("lazy_rss", pathlib.Path(__file__).with_name("lazy_rss.py"))
+_rss = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_rss)
 
 
 @pytest.fixture
@@ -267,14 +273,7 @@ def test_handles_belong_to_their_nodes(ir):
         assert i not in Key.held
 
 
-RSS = """
-import gc, sys
-from accel.{pkg} import _ir as ir
-
-def rss():
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * 4096
-
+ATTEMPT = """
 class Ref:
     def __init__(self):
         self.to = None
@@ -292,22 +291,11 @@ def attempt(i):
     h = Ref()
     d = ir.device_data(s, h)
     h.to = ir.Node("aten::mul", [d, y], [s])         # d -> h -> mul -> d
-
-for i in range(10_000):
-    attempt(i)
-gc.collect()
-base = rss()
-for i in range({n}):
-    attempt(i)
-gc.collect()
-print(rss() - base)
 """
 
 
 def test_rejected_loops_and_handle_cycles_leave_rss_flat(twin, subprocess_python):
     n = 100_000
-    r = subprocess_python(RSS.format(pkg=twin.package.split(".")[1], n=n), timeout=300)
-    assert r.returncode == 0, r.stderr[-3000:]
-    grown = int(r.stdout)
+    grown = _rss.rss_growth(subprocess_python, twin, ATTEMPT, n)
     # 1e5 leaked attempts would hold 1e5 x (4 nodes, a handle, its dict) > 40 MB
     assert grown < 4 * 2**20, f"RSS grew by {grown / 2**20:.1f} MiB over {n} attempts"

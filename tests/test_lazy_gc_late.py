@@ -4,9 +4,15 @@ Shape subclass added by add_computed_shape — and whose new handle, operand or 
 earlier users.  The garbage collector must free all of it (the native twin tracks nodes only when they may
 cycle, so the earlier users must become tracked then too)."""
 import gc
+import importlib.util
+import pathlib
 import weakref
 
 import pytest
+
+_spec = importlib.util.spec_from_file_location("lazy_rss", pathlib.Path(__file__).with_name("lazy_rss.py"))
+_rss = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_rss)
 
 
 @pytest.fixture
@@ -142,14 +148,7 @@ def test_late_tracking_reaches_only_users(twin):
     assert all(gc.is_tracked(v) for v in [a, b, c, other, side] + outs)
 
 
-RSS = """
-import gc
-from accel.{pkg} import _ir as ir
-
-def rss():
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * 4096
-
+ATTEMPT = """
 class Ref:
     def __init__(self, to=None):
         self.to = to
@@ -166,22 +165,11 @@ def attempt(i):
     y = ir.Node("aten::add", [x, leaf], [s])
     ox = ir.Output(x)
     x.replace_operand(0, ir.device_data(s, Ref((y, ox))))   # x -> data -> handle -> y, Output(x) -> x
-
-for i in range(10_000):
-    attempt(i)
-gc.collect()
-base = rss()
-for i in range({n}):
-    attempt(i)
-gc.collect()
-print(rss() - base)
 """
 
 
 def test_late_cycles_leave_rss_flat(twin, subprocess_python):
     n = 100_000
-    r = subprocess_python(RSS.format(pkg=twin.package.split(".")[1], n=n), timeout=300)
-    assert r.returncode == 0, r.stderr[-3000:]
-    grown = int(r.stdout)
+    grown = _rss.rss_growth(subprocess_python, twin, ATTEMPT, n)
     # 1e5 leaked attempts would hold 1e5 x (5 nodes, 2 Outputs, 2 handles, their dicts) > 80 MB
     assert grown < 4 * 2**20, f"RSS grew by {grown / 2**20:.1f} MiB over {n} attempts"

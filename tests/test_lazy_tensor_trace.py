@@ -54,6 +54,15 @@ try:
     lt.setup(object, [0], [0], {}, None, None, {})
 except TypeError as e:
     out["setup_error"] = str(e)
+# a setup missing a scalar kind fails on both twins and leaves the configuration as it was
+try:
+    lt.setup(T.LazyTensor, T._c_create, T._c_destroy, T._data_cache, T._device_data, T.DEVICE,
+             {int: T._SCALAR_KIND[int]})
+    out["setup_partial"] = "no error"
+except KeyError as e:
+    out["setup_partial"] = repr(e)
+x * 2.5
+out["setup_kept"] = type(lt.scalar_node(2.5)).__name__
 
 # the live list: ascending ids after deletions in the middle, tensors in collected cycles leave it, and a
 # weak-reference callback of a dying tensor (run during its destruction) neither sees it nor breaks
@@ -158,6 +167,11 @@ def test_scalar_fast_path_hits_only_cached_numbers(out):
 
 def test_setup_checks_the_tensor_class(out):
     assert "subclass of TensorBase" in out["setup_error"]
+
+
+def test_setup_missing_a_scalar_kind_fails_and_changes_nothing(out):
+    assert out["setup_partial"] == "KeyError(<class 'float'>)"
+    assert out["setup_kept"] == "Node"
 
 
 def test_op_methods_misuse_fallback_and_paths(out):

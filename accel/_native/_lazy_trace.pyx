@@ -105,12 +105,15 @@ def setup(cls, create_cell, destroy_cell, data_cache, device_data, device, scala
     global _fcode, _fshape, _icode, _ishape, _bcode, _bshape
     if not (isinstance(cls, type) and issubclass(cls, TensorBase)):
         raise TypeError(f"setup cls must be a subclass of TensorBase, got {cls!r}")
+    fk, ik, bk = scalar_shapes[float], scalar_shapes[int], scalar_shapes[bool]   # all read before anything changes
+    fcode, fshape = fk
+    icode, ishape = ik
+    bcode, bshape = bk
+    touch = data_cache.move_to_end
     _cls, _create, _destroy = cls, create_cell, destroy_cell
-    _cache, _touch = data_cache, data_cache.move_to_end
+    _cache, _touch = data_cache, touch
     _device_data, _device = device_data, device
-    _fcode, _fshape = scalar_shapes[float]
-    _icode, _ishape = scalar_shapes[int]
-    _bcode, _bshape = scalar_shapes[bool]
+    _fcode, _fshape, _icode, _ishape, _bcode, _bshape = fcode, fshape, icode, ishape, bcode, bshape
 
 
 def set_reuse(flag):

@@ -39,12 +39,15 @@ def setup(cls, create_cell, destroy_cell, data_cache, device_data, device, scala
     global _cls, _create, _destroy, _cache_get, _touch, _device_data, _device, _icode, _ishape
     if not (isinstance(cls, type) and issubclass(cls, TensorBase)):
         raise TypeError(f"setup cls must be a subclass of TensorBase, got {cls!r}")
+    kinds = {t: scalar_shapes[t] for t in (float, int, bool)}    # all read before anything changes
+    icode, ishape = kinds[int]
+    get, touch = data_cache.get, data_cache.move_to_end
     _cls, _create, _destroy = cls, create_cell, destroy_cell
-    _cache_get, _touch = data_cache.get, data_cache.move_to_end
+    _cache_get, _touch = get, touch
     _device_data, _device = device_data, device
     _shapes.clear()
-    _shapes.update(scalar_shapes)
-    _icode, _ishape = scalar_shapes[int]
+    _shapes.update(kinds)
+    _icode, _ishape = icode, ishape
 
 
 def live_tensors():
