@@ -1,8 +1,8 @@
 """Interop of device buffers on both twins (emulator): the CUDA Array Interface v3, DLPack 1.x capsules
 (structure, ownership, the consumer-stream rule), from_dlpack / as_buffer over a producer's memory."""
-import ctypes
+import importlib.util
 import os
-import threading
+import pathlib
 
 import numpy as np
 import pytest
@@ -12,38 +12,10 @@ from accel import _memory_interop as _mi
 
 pytestmark = pytest.mark.skipif(os.environ.get("ACCEL_CUDART") != "emu", reason="needs the emulated runtime")
 
-HOSTFN = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
-
-
-class Gate:
-    """A host function that blocks its stream until ``open()``."""
-
-    def __init__(self):
-        self.event = threading.Event()
-        self.cfunc = HOSTFN(lambda _: self.event.wait(30))
-
-    def block(self, rt, stream):
-        rt.cudaLaunchHostFunc(stream.cuda_stream, ctypes.cast(self.cfunc, ctypes.c_void_p).value, 0)
-
-    def open(self):
-        self.event.set()
-
-
-@pytest.fixture
-def mem(twin):
-    return twin.mod("_memory")
-
-
-@pytest.fixture
-def rt(twin):
-    mod = twin.mod("_cudart")
-    mod.load()
-    return mod
-
-
-@pytest.fixture
-def streams(twin):
-    return twin.mod("_stream")
+_spec = importlib.util.spec_from_file_location("memory_fixtures", pathlib.Path(__file__).with_name("memory_fixtures.py"))
+_fx = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_fx)
+Gate, mem, rt, streams = _fx.Gate, _fx.mem, _fx.rt, _fx.streams
 
 
 class _CAI:
