@@ -46,6 +46,23 @@ def test_cuda_array_interface_round_trip(mem, rt, streams):
     default.free()
 
 
+
+@pytest.mark.parametrize("bad, exc, match", [
+    ({"typestr": "zzz"}, ValueError, r"typestr must be .*got 'zzz'"),
+    ({"typestr": "<f0"}, ValueError, r"typestr must be .*got '<f0'"),
+    ({"typestr": 4}, TypeError, r"typestr must be .*got int: 4"),
+    ({"stream": "s"}, TypeError, r"stream must be an int .*got str: 's'"),
+    ({"stream": True}, TypeError, r"stream must be an int .*got bool: True"),
+])
+def test_as_buffer_refuses_a_malformed_cuda_array_interface(mem, rt, streams, bad, exc, match):
+    """A bad typestr / stream names the value (was int()'s "invalid literal", a str-int comparison error,
+    or a 0-byte buffer for an item size of 0)."""
+    buf = mem.alloc(64, device=1)
+    obj = _CAI(dict(buf.__cuda_array_interface__, **bad))
+    with pytest.raises(exc, match=match):
+        _mi.as_buffer(rt, mem, streams, obj)
+    buf.free()
+
 def _capsule_tensor(cap, versioned):
     name = b"dltensor_versioned" if versioned else b"dltensor"
     assert _mi._api.PyCapsule_IsValid(cap, name)
