@@ -300,10 +300,10 @@ class HostRegistration:
         return self.ptr != 0
 
     def unregister(self):
-        """cudaHostUnregister (a second call does nothing)."""
-        ptr, self.ptr = self.ptr, 0
-        if ptr:
-            _impl.cudart.cudaHostUnregister(ptr)
+        """cudaHostUnregister (a second call does nothing; after a failed one the array stays registered)."""
+        if self.ptr:
+            _impl.cudart.cudaHostUnregister(self.ptr)
+            self.ptr = 0
 
     def __enter__(self):
         return self
