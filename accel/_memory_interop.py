@@ -112,10 +112,10 @@ def _consumer_wait(cudart, buf, stream):
     d = buf.device.index
     if h == buf.stream.cuda_stream:
         return
-    ext = importlib.import_module(type(buf.stream).__module__).ExternalStream
     with _Guard(cudart, d, h):
         wait_uses(cudart, [buf.stream], h, d)
-    if h > 2:
+    if h > 2:     # the twin's own ExternalStream (the buffer's stream module)
+        ext = importlib.import_module(type(buf.stream).__module__).ExternalStream
         buf.record_stream(ext(h, device=d))
 
 
