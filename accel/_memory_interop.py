@@ -112,10 +112,10 @@ def _consumer_wait(cudart, buf, stream):
     d = buf.device.index
     if h == buf.stream.cuda_stream:
         return
-    ext = importlib.import_module(type(buf.stream).__module__).ExternalStream
     with _Guard(cudart, d, h):
         wait_uses(cudart, [buf.stream], h, d)
-    if h > 2:
+    if h > 2:     # the twin's own ExternalStream (the buffer's stream module)
+        ext = importlib.import_module(type(buf.stream).__module__).ExternalStream
         buf.record_stream(ext(h, device=d))
 
 
@@ -210,6 +210,18 @@ def from_dlpack(mem, stream_mod, obj):
     return mem.wrap((t.data or 0) + t.byte_offset, nbytes, t.device.device_id, s, owner)
 
 
+def _itemsize(typestr):
+    """The item size in a CUDA Array Interface typestr ("<f4": byte order, kind, size in bytes)."""
+    if not isinstance(typestr, str):
+        raise TypeError(f"the CUDA array's typestr must be a str like '<f4', got {type(typestr).__name__}: "
+                        f"{typestr!r}")
+    size = typestr[2:]
+    if len(typestr) < 3 or not size.isdigit() or int(size) == 0:
+        raise ValueError(f"the CUDA array's typestr must be byte order, kind and item size like '<f4', "
+                         f"got {typestr!r}")
+    return int(size)
+
+
 def as_buffer(cudart, mem, stream_mod, obj):
     """A DeviceBuffer over ``obj``'s device memory: through ``__cuda_array_interface__`` (keeping ``obj``
     alive; its ``stream`` is waited for on the current stream), else DLPack."""
@@ -217,8 +229,7 @@ def as_buffer(cudart, mem, stream_mod, obj):
     if cai is None:
         return from_dlpack(mem, stream_mod, obj)
     ptr = cai["data"][0] or 0
-    typestr = cai["typestr"]
-    itemsize = int(typestr[2:])
+    itemsize = _itemsize(cai["typestr"])
     shape = tuple(cai["shape"])
     nbytes = _contiguous_nbytes(shape, cai.get("strides"), itemsize, "the CUDA array")
     d = cudart.cudaPointerGetAttributes(ptr)[1] if ptr else cudart.cudaGetDevice()
@@ -226,6 +237,9 @@ def as_buffer(cudart, mem, stream_mod, obj):
         raise BufferError(f"the CUDA array's pointer {ptr:#x} is not device memory")
     s = stream_mod.current_stream(d)
     producer = cai.get("stream")
+    if producer is not None and (isinstance(producer, bool) or not isinstance(producer, int)):
+        raise TypeError(f"the CUDA array's stream must be an int or None, got {type(producer).__name__}: "
+                        f"{producer!r}")
     if producer is not None and cai.get("version", 0) >= 3 and producer != _cai_stream(s.cuda_stream):
         ph = 0 if producer == 1 else producer
         with _Guard(cudart, d, s.cuda_stream):

@@ -4,7 +4,9 @@ Counters are process-wide per twin, so the tests compare deltas.  Pool-level che
 bindings (``_cudart``) on the same device pool.
 """
 import ctypes
+import importlib.util
 import os
+import pathlib
 import gc
 import threading
 
@@ -17,43 +19,11 @@ from accel.errors import CudaError, OutOfMemoryError
 
 pytestmark = pytest.mark.skipif(os.environ.get("ACCEL_CUDART") != "emu", reason="needs the emulated runtime")
 
-HOSTFN = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+_spec = importlib.util.spec_from_file_location("memory_fixtures", pathlib.Path(__file__).with_name("memory_fixtures.py"))
+_fx = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_fx)
+Gate, mem, rt, streams = _fx.Gate, _fx.mem, _fx.rt, _fx.streams
 RESERVED, USED = 5, 7
-
-
-class Gate:
-    """A host function that blocks its stream until ``open()``."""
-
-    def __init__(self):
-        self.event = threading.Event()
-        self.cfunc = HOSTFN(lambda _: self.event.wait(30))
-
-    @property
-    def ptr(self):
-        return ctypes.cast(self.cfunc, ctypes.c_void_p).value
-
-    def block(self, rt, stream):
-        rt.cudaLaunchHostFunc(stream.cuda_stream, self.ptr, 0)
-
-    def open(self):
-        self.event.set()
-
-
-@pytest.fixture
-def mem(twin):
-    return twin.mod("_memory")
-
-
-@pytest.fixture
-def rt(twin):
-    mod = twin.mod("_cudart")
-    mod.load()
-    return mod
-
-
-@pytest.fixture
-def streams(twin):
-    return twin.mod("_stream")
 
 
 def _emu_lib():

@@ -214,3 +214,46 @@ def test_faults_while_warming_the_pool(subprocess_python, backend):
     out = _run(subprocess_python, backend, POOL_FAULTS,
                ACCEL_EMU_FAIL="cudaDeviceGetMemPool:1,cudaMemPoolSetAttribute:1").stdout.splitlines()
     assert out == ["CudaError 999", "CudaError 999", "64 1"]
+
+
+BAD_DEVICE_READS = """
+import accel.cuda as c
+for f in (c.get_per_process_memory_fraction, c.memory_summary, c.memory_allocated):
+    for bad in (99, "cuda:99", -1):
+        try:
+            f(bad)
+            print("no error")
+        except ValueError as e:
+            print(type(e).__name__, e)
+print(c.get_per_process_memory_fraction(), c.get_per_process_memory_fraction("cuda:1"))
+"""
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_out_of_range_device_refused_by_every_memory_read(subprocess_python, backend):
+    """The fraction getter and memory_summary validate the device as the counter reads do (they answered
+    1.0 / a summary of the current device for an index that does not exist)."""
+    out = _run(subprocess_python, backend, BAD_DEVICE_READS).stdout.splitlines()
+    msgs = [f"ValueError device index {d} is out of range: expected 0 <= device < 4" for d in (99, 99, -1)]
+    assert out == msgs * 3 + ["1.0 1.0"]
+
+
+UNREGISTER_FAULT = """
+import numpy as np
+import accel.cuda as c
+reg = c.host_register(np.zeros(4096))
+try:
+    reg.unregister()                     # the emulator fails the first cudaHostUnregister
+except c.CudaError as e:
+    print(type(e).__name__, reg.registered)
+reg.unregister()
+print(reg.registered)
+"""
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_failed_unregister_keeps_the_registration(subprocess_python, backend):
+    """A cudaHostUnregister that fails leaves the registration registered (and retryable); it was marked
+    unregistered before the call, so the memory stayed page-locked with no way to release it."""
+    out = _run(subprocess_python, backend, UNREGISTER_FAULT, ACCEL_EMU_FAIL="cudaHostUnregister:1").stdout
+    assert out.splitlines() == ["CudaError True", "False"]

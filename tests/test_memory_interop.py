@@ -1,8 +1,8 @@
 """Interop of device buffers on both twins (emulator): the CUDA Array Interface v3, DLPack 1.x capsules
 (structure, ownership, the consumer-stream rule), from_dlpack / as_buffer over a producer's memory."""
-import ctypes
+import importlib.util
 import os
-import threading
+import pathlib
 
 import numpy as np
 import pytest
@@ -12,38 +12,10 @@ from accel import _memory_interop as _mi
 
 pytestmark = pytest.mark.skipif(os.environ.get("ACCEL_CUDART") != "emu", reason="needs the emulated runtime")
 
-HOSTFN = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
-
-
-class Gate:
-    """A host function that blocks its stream until ``open()``."""
-
-    def __init__(self):
-        self.event = threading.Event()
-        self.cfunc = HOSTFN(lambda _: self.event.wait(30))
-
-    def block(self, rt, stream):
-        rt.cudaLaunchHostFunc(stream.cuda_stream, ctypes.cast(self.cfunc, ctypes.c_void_p).value, 0)
-
-    def open(self):
-        self.event.set()
-
-
-@pytest.fixture
-def mem(twin):
-    return twin.mod("_memory")
-
-
-@pytest.fixture
-def rt(twin):
-    mod = twin.mod("_cudart")
-    mod.load()
-    return mod
-
-
-@pytest.fixture
-def streams(twin):
-    return twin.mod("_stream")
+_spec = importlib.util.spec_from_file_location("memory_fixtures", pathlib.Path(__file__).with_name("memory_fixtures.py"))
+_fx = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_fx)
+Gate, mem, rt, streams = _fx.Gate, _fx.mem, _fx.rt, _fx.streams
 
 
 class _CAI:
@@ -73,6 +45,23 @@ def test_cuda_array_interface_round_trip(mem, rt, streams):
     buf.free()
     default.free()
 
+
+
+@pytest.mark.parametrize("bad, exc, match", [
+    ({"typestr": "zzz"}, ValueError, r"typestr must be .*got 'zzz'"),
+    ({"typestr": "<f0"}, ValueError, r"typestr must be .*got '<f0'"),
+    ({"typestr": 4}, TypeError, r"typestr must be .*got int: 4"),
+    ({"stream": "s"}, TypeError, r"stream must be an int .*got str: 's'"),
+    ({"stream": True}, TypeError, r"stream must be an int .*got bool: True"),
+])
+def test_as_buffer_refuses_a_malformed_cuda_array_interface(mem, rt, streams, bad, exc, match):
+    """A bad typestr / stream names the value (was int()'s "invalid literal", a str-int comparison error,
+    or a 0-byte buffer for an item size of 0)."""
+    buf = mem.alloc(64, device=1)
+    obj = _CAI(dict(buf.__cuda_array_interface__, **bad))
+    with pytest.raises(exc, match=match):
+        _mi.as_buffer(rt, mem, streams, obj)
+    buf.free()
 
 def _capsule_tensor(cap, versioned):
     name = b"dltensor_versioned" if versioned else b"dltensor"

@@ -69,7 +69,7 @@ cdef int _index(object device) except -2:
         return -1
     if type(device) is int and 0 <= device < _ndev:
         return device
-    if type(device) is not int and _parse_index is not None and not isinstance(device, int):
+    if _parse_index is not None and not isinstance(device, int):
         device = _parse_index(device)
         if device is None:
             return -1
@@ -349,8 +349,6 @@ cdef int _dev_arg(object device) except -1:
 
 def memory_allocated(device=None):
     """Bytes currently allocated by accel on ``device`` (a counter read)."""
-    if device is None:
-        return _c[_dev_arg(None)].bytes
     return _c[_dev_arg(device)].bytes
 
 

@@ -71,7 +71,7 @@ def _index(device):
         return -1
     if type(device) is int and 0 <= device < _ndev:
         return device
-    if type(device) is not int and _parse_index is not None and not isinstance(device, int):
+    if _parse_index is not None and not isinstance(device, int):
         device = _parse_index(device)
         if device is None:
             return -1

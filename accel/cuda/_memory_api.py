@@ -56,8 +56,17 @@ def _cudart():
 
 
 def _device(device):
+    """A memory function's device index (None: the current device), refused out of range with the twins'
+    message (as memory_allocated refuses it)."""
     d = _get_device_index(device, optional=True)
-    return _impl.cudart.cudaGetDevice() if d is None or d < 0 else d
+    if d is None:
+        return _cudart().cudaGetDevice()
+    from accel.cuda import device_count
+
+    n = device_count()
+    if not 0 <= d < n:
+        raise _mc.bad_device(d, n)
+    return d
 
 
 def to_device(array, device=None, stream=None):
@@ -291,10 +300,10 @@ class HostRegistration:
         return self.ptr != 0
 
     def unregister(self):
-        """cudaHostUnregister (a second call does nothing)."""
-        ptr, self.ptr = self.ptr, 0
-        if ptr:
-            _impl.cudart.cudaHostUnregister(ptr)
+        """cudaHostUnregister (a second call does nothing; after a failed one the array stays registered)."""
+        if self.ptr:
+            _impl.cudart.cudaHostUnregister(self.ptr)
+            self.ptr = 0
 
     def __enter__(self):
         return self
