@@ -5,7 +5,9 @@ tracing compilers can stay device-agnostic.  Built in: ``"cuda"`` and ``"cuda:N"
 and a synchronous ``"cpu"`` interface; ``get_interface_for_device`` raises NotImplementedError naming an
 unknown device.
 """
+import importlib
 import inspect
+import sys
 import time
 
 __all__ = ["DeviceInterfaceMeta", "DeviceInterface", "DeviceGuard", "CudaInterface", "MtiaInterface",
@@ -128,14 +130,20 @@ class DeviceGuard:
         return False
 
 
-def _cuda(name):
-    """A static method calling ``accel.cuda.<name>`` looked up at call time."""
+def _forward(module, name):
+    """A static method calling ``accel.<module>.<name>`` looked up at call time."""
+    qualified = f"accel.{module}"
+
     def method(*args, **kwargs):
-        import accel.cuda
-        return getattr(accel.cuda, name)(*args, **kwargs)
+        mod = sys.modules.get(qualified) or importlib.import_module(qualified)
+        return getattr(mod, name)(*args, **kwargs)
     method.__name__ = name
-    method.__doc__ = f"accel.cuda.{name}"
+    method.__doc__ = f"accel.{module}.{name}"
     return staticmethod(method)
+
+
+def _cuda(name):
+    return _forward("cuda", name)
 
 
 def _cuda_index(device):
@@ -208,13 +216,7 @@ class CudaInterface(DeviceInterface):
 
 
 def _mtia(name):
-    """A static method calling ``accel.mtia.<name>`` looked up at call time."""
-    def method(*args, **kwargs):
-        import accel.mtia
-        return getattr(accel.mtia, name)(*args, **kwargs)
-    method.__name__ = name
-    method.__doc__ = f"accel.mtia.{name}"
-    return staticmethod(method)
+    return _forward("mtia", name)
 
 
 class MtiaInterface(DeviceInterface):
