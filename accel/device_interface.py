@@ -10,6 +10,8 @@ import inspect
 import sys
 import time
 
+from accel._device_init import GuardEntries
+
 __all__ = ["DeviceInterfaceMeta", "DeviceInterface", "DeviceGuard", "CudaInterface", "MtiaInterface",
            "CpuInterface", "register_interface_for_device", "get_interface_for_device",
            "get_registered_device_interfaces", "init_device_reg", "get_cuda_stream"]
@@ -98,7 +100,7 @@ class DeviceInterface(metaclass=DeviceInterfaceMeta):
     get_compute_capability = _abstract("get_compute_capability")
 
 
-class DeviceGuard:
+class DeviceGuard(GuardEntries):
     """``with DeviceGuard(interface, index)``: exchange_device(index) on entry, maybe_exchange_device back
     on exit (no context is created on exit); ``index=None`` does nothing.  The same guard may be re-entered
     while entered: each exit restores the device of its own entry (torch's keeps one prev_idx)."""
@@ -107,26 +109,15 @@ class DeviceGuard:
         self.device_interface = device_interface
         self.idx = index
         self.prev_idx = -1
-        self._depth = 0   # entries not exited yet
-        self._outer = []  # prev_idx of the outer entries while re-entered
 
     def __enter__(self):
         if self.idx is not None:
-            prev = self.device_interface.exchange_device(self.idx)
-            if self._depth:
-                self._outer.append(self.prev_idx)
-            self._depth += 1
-            self.prev_idx = prev
+            self._entered(self.device_interface.exchange_device(self.idx))
         return self
 
     def __exit__(self, exc_type, exc_value, traceback):
         if self.idx is not None:
-            prev = self.prev_idx
-            if self._depth > 1:
-                self.prev_idx = self._outer.pop()
-            if self._depth:
-                self._depth -= 1
-            self.idx = self.device_interface.maybe_exchange_device(prev)
+            self.idx = self.device_interface.maybe_exchange_device(self._leaving())
         return False
 
 

@@ -351,3 +351,27 @@ def test_events_order_work_across_streams(subprocess_python):
     assert out[3] == [["a1", "a2", "b1"], True, 1.0]
     assert out[4] == "Both events must be created with argument 'enable_timing=True'."
     assert out[5] == ["duck", True]
+
+
+def test_device_guard_reentered_restores_each_entry(subprocess_python):
+    # The same mtia.device re-entered while entered: each exit restores the device of its own entry (as
+    # accel.cuda.device and device_interface.DeviceGuard do); a failed entry changes nothing.
+    out = run(subprocess_python, """
+        mtia.register_backend(FakeRuntime(n=3))
+        res = []
+        mtia.set_device(2)
+        g = mtia.device(1)
+        with g:
+            mtia.set_device(0)
+            with g:
+                res.append([mtia.current_device(), g.prev_idx])
+            res.append([mtia.current_device(), g.prev_idx])
+        res.append([mtia.current_device(), g.prev_idx])
+        bad = mtia.device(5)
+        try:
+            bad.__enter__()
+        except ValueError as e:
+            res.append(["ValueError", bad.prev_idx, mtia.current_device()])
+        print(json.dumps(res))
+    """)
+    assert out == [[1, 0], [0, 2], [2, 2], ["ValueError", -1, 2]]

@@ -69,20 +69,21 @@ def _current_or_none():
     return current_device() if is_available() else None
 
 
-class device:
+class device(_device_init.GuardEntries):
     """Context manager making ``device`` current, restoring the previous device on exit; a negative index
-    is a no-op.  ``__enter__`` returns the context (torch's returns None)."""
+    is a no-op.  ``__enter__`` returns the context (torch's returns None).  The same object may be
+    re-entered while entered (each exit restores the device of its own entry)."""
 
     def __init__(self, device):
         self.idx = _get_device_index(device, optional=True)
         self.prev_idx = -1
 
     def __enter__(self):
-        self.prev_idx = _exchange_device(-1 if self.idx is None else self.idx)
+        self._entered(_exchange_device(-1 if self.idx is None else self.idx))
         return self
 
     def __exit__(self, exc_type, exc_value, traceback):
-        self.idx = _exchange_device(self.prev_idx)
+        self.idx = _exchange_device(self._leaving())
         return False
 
 
