@@ -375,3 +375,17 @@ def test_device_guard_reentered_restores_each_entry(subprocess_python):
         print(json.dumps(res))
     """)
     assert out == [[1, 0], [0, 2], [2, 2], ["ValueError", -1, 2]]
+
+
+def test_event_recorded_on_another_device_raises_runtime_error(subprocess_python):
+    # torch's TORCH_CHECK (a RuntimeError), the same type and text as accel.cuda.Event.record
+    out = run(subprocess_python, """
+        mtia.register_backend(FakeRuntime(n=3))
+        e = mtia.Event()
+        e.record(mtia.Stream(1))
+        try:
+            e.record(mtia.Stream(2))
+        except Exception as exc:
+            print(json.dumps([type(exc).__name__, str(exc), e.device.index]))
+    """)
+    assert out == ["RuntimeError", "Event device 1 does not match recording stream's device 2.", 1]

@@ -329,7 +329,7 @@ class Event:
             self.handle = runtime.create_event(stream.device_index, self.enable_timing)
             self.device_index = stream.device_index
         elif self.device_index != stream.device_index:
-            raise ValueError(f"Event device {self.device_index} does not match recording stream's device "
+            raise RuntimeError(f"Event device {self.device_index} does not match recording stream's device "
                              f"{stream.device_index}.")
         runtime.record_event(self.handle, stream.handle)
 
