@@ -389,3 +389,24 @@ def test_event_recorded_on_another_device_raises_runtime_error(subprocess_python
             print(json.dumps([type(exc).__name__, str(exc), e.device.index]))
     """)
     assert out == ["RuntimeError", "Event device 1 does not match recording stream's device 2.", 1]
+
+
+def test_bad_stream_and_event_arguments_raise_type_error(subprocess_python):
+    # like accel.cuda: a TypeError naming the value, not an AttributeError from inside
+    out = run(subprocess_python, """
+        mtia.register_backend(FakeRuntime(n=3))
+        e, s = mtia.Event(), mtia.Stream()
+        res = []
+        for f in (lambda: e.record("x"), lambda: e.wait(3), lambda: s.wait_stream(3), lambda: e.elapsed_time(3)):
+            try:
+                f()
+                res.append(None)
+            except Exception as exc:
+                res.append([type(exc).__name__, str(exc)])
+        res.append(e.device)
+        print(json.dumps(res))
+    """)
+    assert out == [["TypeError", "expected an accel.mtia.Stream, got str: 'x'"],
+                   ["TypeError", "expected an accel.mtia.Stream, got int: 3"],
+                   ["TypeError", "expected an accel.mtia.Stream, got int: 3"],
+                   ["TypeError", "expected an accel.mtia.Event, got int: 3"], None]

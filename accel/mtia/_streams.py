@@ -186,10 +186,16 @@ def set_stream(stream):
     is a no-op.  TypeError for a non-Stream."""
     if stream is None:
         return
-    if not isinstance(stream, Stream):
-        raise TypeError(f"expected an accel.mtia.Stream, got {type(stream).__name__}: {stream!r}")
+    _check_stream(stream)
     _exchange_device(stream.device_index)
     _tls.cur[stream.device_index] = stream
+
+
+def _check_stream(stream):
+    """``stream`` if it is a Stream, else the TypeError naming it."""
+    if not isinstance(stream, Stream):
+        raise TypeError(f"expected an accel.mtia.Stream, got {type(stream).__name__}: {stream!r}")
+    return stream
 
 
 class Stream:
@@ -232,7 +238,7 @@ class Stream:
 
     def wait_stream(self, stream):
         """Future work on this stream waits for the work queued on ``stream`` so far."""
-        self.wait_event(stream.record_event())
+        self.wait_event(_check_stream(stream).record_event())
 
     def record_event(self, event=None):
         """Record ``event`` (a new Event if None) on this stream and return it."""
@@ -323,7 +329,7 @@ class Event:
 
     def record(self, stream=None):
         """Record the event on ``stream`` (default: the current stream)."""
-        stream = current_stream() if stream is None else stream
+        stream = current_stream() if stream is None else _check_stream(stream)
         runtime = _runtime.backend()
         if self.handle is None:
             self.handle = runtime.create_event(stream.device_index, self.enable_timing)
@@ -335,6 +341,8 @@ class Event:
 
     def wait(self, stream=None):
         """Future work on ``stream`` (default: current) waits for this event; no-op if never recorded."""
+        if stream is not None:
+            _check_stream(stream)
         if self.handle is None:
             return
         stream = current_stream() if stream is None else stream
@@ -352,6 +360,8 @@ class Event:
     def elapsed_time(self, end_event):
         """Milliseconds from this event to ``end_event``: both timing events, recorded; NotImplementedError
         if the backend has no elapsed_time."""
+        if not isinstance(end_event, Event):
+            raise TypeError(f"expected an accel.mtia.Event, got {type(end_event).__name__}: {end_event!r}")
         if not (self.enable_timing and end_event.enable_timing):
             raise ValueError("Both events must be created with argument 'enable_timing=True'.")
         if self.handle is None or end_event.handle is None:
