@@ -21,7 +21,7 @@ import traceback
 
 from accel import _stream_common as _sc
 
-__all__ = ["DeviceInit", "DeviceArgs"]
+__all__ = ["DeviceInit", "DeviceArgs", "GuardEntries"]
 
 
 class DeviceInit:
@@ -105,6 +105,33 @@ class DeviceInit:
             self.initialized = True
             if self.on_state is not None:
                 self.on_state(True)
+
+
+class GuardEntries:
+    """The ``prev_idx`` bookkeeping of a re-entrant device guard (device_interface.DeviceGuard,
+    accel.mtia.device, accel.accelerator.device_index): ``_entered(prev)`` once the switch succeeded (a
+    failed entry changes nothing), ``_leaving()`` gives the device to restore.  The same guard may be
+    re-entered while entered: each exit restores the device of its own entry."""
+
+    prev_idx = -1
+    _depth = 0     # entries not exited yet
+    _outer = None  # the prev_idx of the outer entries while re-entered (a list once needed)
+
+    def _entered(self, prev):
+        if self._depth:
+            if self._outer is None:
+                self._outer = []
+            self._outer.append(self.prev_idx)
+        self._depth += 1
+        self.prev_idx = prev
+
+    def _leaving(self):
+        prev = self.prev_idx
+        if self._depth > 1:
+            self.prev_idx = self._outer.pop()
+        if self._depth:
+            self._depth -= 1
+        return prev
 
 
 _DEVICE_STRING = re.compile(r"([a-zA-Z_]+)(?::([1-9][0-9]*|0))?\Z")

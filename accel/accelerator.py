@@ -12,6 +12,8 @@ __all__ = ["is_available", "current_accelerator", "device_count", "current_devic
 NO_ACCELERATOR = ("accel.accelerator: no accelerator is available (no CUDA device, and no accel.mtia backend "
                   "runtime with a device)")
 
+from accel._device_init import GuardEntries
+
 _selected = None   # accel.cuda or accel.mtia, once found
 
 
@@ -100,9 +102,10 @@ current_device_idx = current_device_index  # torch 2.6's names (deprecated there
 set_device_idx = set_device_index
 
 
-class device_index:
+class device_index(GuardEntries):
     """Context manager making device ``device`` (an int, or None: no-op) current and restoring the previous
-    device on exit (without creating a context on it).  ``__enter__`` returns the context (torch's: None)."""
+    device on exit (without creating a context on it).  ``__enter__`` returns the context (torch's: None).
+    The same object may be re-entered while entered (each exit restores the device of its own entry)."""
 
     def __init__(self, device, /):
         self.idx = device
@@ -110,12 +113,12 @@ class device_index:
 
     def __enter__(self):
         if self.idx is not None:
-            self.prev_idx = _backend()._exchange_device(self.idx)
+            self._entered(_backend()._exchange_device(self.idx))
         return self
 
     def __exit__(self, exc_type, exc_value, traceback):
         if self.idx is not None:
-            _backend()._maybe_exchange_device(self.prev_idx)
+            _backend()._maybe_exchange_device(self._leaving())
         return False
 
 

@@ -5,8 +5,12 @@ tracing compilers can stay device-agnostic.  Built in: ``"cuda"`` and ``"cuda:N"
 and a synchronous ``"cpu"`` interface; ``get_interface_for_device`` raises NotImplementedError naming an
 unknown device.
 """
+import importlib
 import inspect
+import sys
 import time
+
+from accel._device_init import GuardEntries
 
 __all__ = ["DeviceInterfaceMeta", "DeviceInterface", "DeviceGuard", "CudaInterface", "MtiaInterface",
            "CpuInterface", "register_interface_for_device", "get_interface_for_device",
@@ -96,7 +100,7 @@ class DeviceInterface(metaclass=DeviceInterfaceMeta):
     get_compute_capability = _abstract("get_compute_capability")
 
 
-class DeviceGuard:
+class DeviceGuard(GuardEntries):
     """``with DeviceGuard(interface, index)``: exchange_device(index) on entry, maybe_exchange_device back
     on exit (no context is created on exit); ``index=None`` does nothing.  The same guard may be re-entered
     while entered: each exit restores the device of its own entry (torch's keeps one prev_idx)."""
@@ -105,37 +109,32 @@ class DeviceGuard:
         self.device_interface = device_interface
         self.idx = index
         self.prev_idx = -1
-        self._depth = 0   # entries not exited yet
-        self._outer = []  # prev_idx of the outer entries while re-entered
 
     def __enter__(self):
         if self.idx is not None:
-            prev = self.device_interface.exchange_device(self.idx)
-            if self._depth:
-                self._outer.append(self.prev_idx)
-            self._depth += 1
-            self.prev_idx = prev
+            self._entered(self.device_interface.exchange_device(self.idx))
         return self
 
     def __exit__(self, exc_type, exc_value, traceback):
         if self.idx is not None:
-            prev = self.prev_idx
-            if self._depth > 1:
-                self.prev_idx = self._outer.pop()
-            if self._depth:
-                self._depth -= 1
-            self.idx = self.device_interface.maybe_exchange_device(prev)
+            self.idx = self.device_interface.maybe_exchange_device(self._leaving())
         return False
 
 
-def _cuda(name):
-    """A static method calling ``accel.cuda.<name>`` looked up at call time."""
+def _forward(module, name):
+    """A static method calling ``accel.<module>.<name>`` looked up at call time."""
+    qualified = f"accel.{module}"
+
     def method(*args, **kwargs):
-        import accel.cuda
-        return getattr(accel.cuda, name)(*args, **kwargs)
+        mod = sys.modules.get(qualified) or importlib.import_module(qualified)
+        return getattr(mod, name)(*args, **kwargs)
     method.__name__ = name
-    method.__doc__ = f"accel.cuda.{name}"
+    method.__doc__ = f"accel.{module}.{name}"
     return staticmethod(method)
+
+
+def _cuda(name):
+    return _forward("cuda", name)
 
 
 def _cuda_index(device):
@@ -208,13 +207,7 @@ class CudaInterface(DeviceInterface):
 
 
 def _mtia(name):
-    """A static method calling ``accel.mtia.<name>`` looked up at call time."""
-    def method(*args, **kwargs):
-        import accel.mtia
-        return getattr(accel.mtia, name)(*args, **kwargs)
-    method.__name__ = name
-    method.__doc__ = f"accel.mtia.{name}"
-    return staticmethod(method)
+    return _forward("mtia", name)
 
 
 class MtiaInterface(DeviceInterface):

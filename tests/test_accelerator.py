@@ -94,3 +94,23 @@ def test_no_accelerator_at_all(subprocess_python):
     """, ACCEL_CUDART="/nonexistent/libcudart.so.13")
     assert out[:4] == [False, None, None, 0]
     assert all(msg.startswith("accel.accelerator: no accelerator is available") for msg in out[4:]), out
+
+
+def test_device_index_reentered_restores_each_entry(subprocess_python, backend):
+    # The same accel.accelerator.device_index re-entered while entered: each exit restores the device of
+    # its own entry (as accel.cuda.device does).
+    out = run(subprocess_python, """
+        import json, accel.cuda as cuda
+        import accel.accelerator as acc
+        res = []
+        cuda.set_device(2)
+        g = acc.device_index(1)
+        with g:
+            cuda.set_device(0)
+            with g:
+                res.append([cuda.current_device(), g.prev_idx])
+            res.append([cuda.current_device(), g.prev_idx])
+        res.append([cuda.current_device(), g.prev_idx])
+        print(json.dumps(res))
+    """, ACCEL_BACKEND=backend)
+    assert out == [[1, 0], [0, 2], [2, 2]]

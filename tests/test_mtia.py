@@ -351,3 +351,62 @@ def test_events_order_work_across_streams(subprocess_python):
     assert out[3] == [["a1", "a2", "b1"], True, 1.0]
     assert out[4] == "Both events must be created with argument 'enable_timing=True'."
     assert out[5] == ["duck", True]
+
+
+def test_device_guard_reentered_restores_each_entry(subprocess_python):
+    # The same mtia.device re-entered while entered: each exit restores the device of its own entry (as
+    # accel.cuda.device and device_interface.DeviceGuard do); a failed entry changes nothing.
+    out = run(subprocess_python, """
+        mtia.register_backend(FakeRuntime(n=3))
+        res = []
+        mtia.set_device(2)
+        g = mtia.device(1)
+        with g:
+            mtia.set_device(0)
+            with g:
+                res.append([mtia.current_device(), g.prev_idx])
+            res.append([mtia.current_device(), g.prev_idx])
+        res.append([mtia.current_device(), g.prev_idx])
+        bad = mtia.device(5)
+        try:
+            bad.__enter__()
+        except ValueError as e:
+            res.append(["ValueError", bad.prev_idx, mtia.current_device()])
+        print(json.dumps(res))
+    """)
+    assert out == [[1, 0], [0, 2], [2, 2], ["ValueError", -1, 2]]
+
+
+def test_event_recorded_on_another_device_raises_runtime_error(subprocess_python):
+    # torch's TORCH_CHECK (a RuntimeError), the same type and text as accel.cuda.Event.record
+    out = run(subprocess_python, """
+        mtia.register_backend(FakeRuntime(n=3))
+        e = mtia.Event()
+        e.record(mtia.Stream(1))
+        try:
+            e.record(mtia.Stream(2))
+        except Exception as exc:
+            print(json.dumps([type(exc).__name__, str(exc), e.device.index]))
+    """)
+    assert out == ["RuntimeError", "Event device 1 does not match recording stream's device 2.", 1]
+
+
+def test_bad_stream_and_event_arguments_raise_type_error(subprocess_python):
+    # like accel.cuda: a TypeError naming the value, not an AttributeError from inside
+    out = run(subprocess_python, """
+        mtia.register_backend(FakeRuntime(n=3))
+        e, s = mtia.Event(), mtia.Stream()
+        res = []
+        for f in (lambda: e.record("x"), lambda: e.wait(3), lambda: s.wait_stream(3), lambda: e.elapsed_time(3)):
+            try:
+                f()
+                res.append(None)
+            except Exception as exc:
+                res.append([type(exc).__name__, str(exc)])
+        res.append(e.device)
+        print(json.dumps(res))
+    """)
+    assert out == [["TypeError", "expected an accel.mtia.Stream, got str: 'x'"],
+                   ["TypeError", "expected an accel.mtia.Stream, got int: 3"],
+                   ["TypeError", "expected an accel.mtia.Stream, got int: 3"],
+                   ["TypeError", "expected an accel.mtia.Event, got int: 3"], None]

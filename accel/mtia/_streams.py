@@ -69,20 +69,21 @@ def _current_or_none():
     return current_device() if is_available() else None
 
 
-class device:
+class device(_device_init.GuardEntries):
     """Context manager making ``device`` current, restoring the previous device on exit; a negative index
-    is a no-op.  ``__enter__`` returns the context (torch's returns None)."""
+    is a no-op.  ``__enter__`` returns the context (torch's returns None).  The same object may be
+    re-entered while entered (each exit restores the device of its own entry)."""
 
     def __init__(self, device):
         self.idx = _get_device_index(device, optional=True)
         self.prev_idx = -1
 
     def __enter__(self):
-        self.prev_idx = _exchange_device(-1 if self.idx is None else self.idx)
+        self._entered(_exchange_device(-1 if self.idx is None else self.idx))
         return self
 
     def __exit__(self, exc_type, exc_value, traceback):
-        self.idx = _exchange_device(self.prev_idx)
+        self.idx = _exchange_device(self._leaving())
         return False
 
 
@@ -185,10 +186,16 @@ def set_stream(stream):
     is a no-op.  TypeError for a non-Stream."""
     if stream is None:
         return
-    if not isinstance(stream, Stream):
-        raise TypeError(f"expected an accel.mtia.Stream, got {type(stream).__name__}: {stream!r}")
+    _check_stream(stream)
     _exchange_device(stream.device_index)
     _tls.cur[stream.device_index] = stream
+
+
+def _check_stream(stream):
+    """``stream`` if it is a Stream, else the TypeError naming it."""
+    if not isinstance(stream, Stream):
+        raise TypeError(f"expected an accel.mtia.Stream, got {type(stream).__name__}: {stream!r}")
+    return stream
 
 
 class Stream:
@@ -231,7 +238,7 @@ class Stream:
 
     def wait_stream(self, stream):
         """Future work on this stream waits for the work queued on ``stream`` so far."""
-        self.wait_event(stream.record_event())
+        self.wait_event(_check_stream(stream).record_event())
 
     def record_event(self, event=None):
         """Record ``event`` (a new Event if None) on this stream and return it."""
@@ -322,18 +329,20 @@ class Event:
 
     def record(self, stream=None):
         """Record the event on ``stream`` (default: the current stream)."""
-        stream = current_stream() if stream is None else stream
+        stream = current_stream() if stream is None else _check_stream(stream)
         runtime = _runtime.backend()
         if self.handle is None:
             self.handle = runtime.create_event(stream.device_index, self.enable_timing)
             self.device_index = stream.device_index
         elif self.device_index != stream.device_index:
-            raise ValueError(f"Event device {self.device_index} does not match recording stream's device "
+            raise RuntimeError(f"Event device {self.device_index} does not match recording stream's device "
                              f"{stream.device_index}.")
         runtime.record_event(self.handle, stream.handle)
 
     def wait(self, stream=None):
         """Future work on ``stream`` (default: current) waits for this event; no-op if never recorded."""
+        if stream is not None:
+            _check_stream(stream)
         if self.handle is None:
             return
         stream = current_stream() if stream is None else stream
@@ -351,6 +360,8 @@ class Event:
     def elapsed_time(self, end_event):
         """Milliseconds from this event to ``end_event``: both timing events, recorded; NotImplementedError
         if the backend has no elapsed_time."""
+        if not isinstance(end_event, Event):
+            raise TypeError(f"expected an accel.mtia.Event, got {type(end_event).__name__}: {end_event!r}")
         if not (self.enable_timing and end_event.enable_timing):
             raise ValueError("Both events must be created with argument 'enable_timing=True'.")
         if self.handle is None or end_event.handle is None:
