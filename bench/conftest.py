@@ -58,6 +58,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
             ns = _per_op(b) * 1e9
             tr.write_line(f"  {b.name:<48} {ns:9.1f} ns/{unit}  {ratios}")
         _peer_ratios(tr, benches)
+        _targets(tr, benches)
     from accel import _lib
     lib = _lib.cudart()
     tr.write_line(f"runtime: {lib.path}" + (" (emulated: accel's stand-in libraries)" if lib.emulated else ""))
@@ -71,6 +72,45 @@ def _peer_ratios(tr, benches):
         ratios = "  ".join(f"{_per_op(a) / _per_op(p):5.2f}x {a.name.removeprefix('test_')}" for a in ours)
         if ratios:
             tr.write_line(f"    accel / {p.extra_info['peer']} ({p.name.removeprefix('test_')}): {ratios}")
+
+
+TORCH_X = 5.0    # issue 10: accel native >= 5x faster than torch.cuda on the same runtime, or, where
+RAW_SLACK = 1.3  # torch / 5 is below the raw binding call(s) of the same function(s), within 1.3x of those
+
+
+def _targets(tr, benches):
+    """The peer targets, evaluated in this run: native against torch.cuda (5x, or the raw-floor rule) and
+    the python twin against torch.cuda (faster), each with the floor that bounds it."""
+    mine = [b for b in benches if not b.extra_info.get("peer") and "floor" not in b.name and "noop" not in b.name]
+    for t in (b for b in benches if b.extra_info.get("peer") == "torch.cuda"):
+        torch_ns = _per_op(t) * 1e9
+        for a in mine:
+            twin = _param(a)
+            ns = _per_op(a) * 1e9
+            raws = [f for f in benches if "floor_raw" in f.name and _param(f) == twin]
+            raw = max(raws, key=_per_op) if raws else None
+            raw_ns = _per_op(raw) * 1e9 if raw else None
+            if twin == "native":
+                x = torch_ns / ns
+                if x >= TORCH_X:
+                    verdict = f"met: {x:.2f}x faster than torch.cuda"
+                elif raw and torch_ns / TORCH_X < raw_ns and ns <= RAW_SLACK * raw_ns:
+                    verdict = (f"met by the raw-floor rule: {x:.2f}x torch.cuda; torch/{TORCH_X:g} = "
+                               f"{torch_ns / TORCH_X:.1f} ns is below {raw.name.removeprefix('test_')} "
+                               f"({raw_ns:.1f} ns) and accel is {ns / raw_ns:.2f}x it")
+                else:
+                    verdict = f"MISSED: {x:.2f}x torch.cuda (target {TORCH_X:g}x)"
+            elif twin == "python":
+                verdict = (f"met: {torch_ns / ns:.2f}x faster than torch.cuda" if ns < torch_ns else
+                           f"MISSED: {ns / torch_ns:.2f}x slower than torch.cuda ({torch_ns:.1f} ns)")
+                mins = [f for f in benches if "floor_ctypes_min" in f.name]
+                if mins and ns >= torch_ns:
+                    m = max(mins, key=_per_op)
+                    verdict += (f"; the least ctypes can pay for its C calls, {m.name.removeprefix('test_')}, "
+                                f"is {_per_op(m) * 1e9:.1f} ns")
+            else:
+                continue
+            tr.write_line(f"    target {a.name.removeprefix('test_')}: {verdict}")
 
 
 @pytest.fixture

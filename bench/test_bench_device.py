@@ -84,6 +84,19 @@ def test_floor_raw_cudaGetDevice_x2(bench, twin):
     bench(_raw_get_twice, RT[twin].cudaGetDevice, per=LOOP)
 
 
+def _guard_noop(D):
+    for _ in range(LOOP):
+        with D(-1):
+            pass
+
+
+@pytest.mark.benchmark(group="with device(current)")
+@pytest.mark.parametrize("twin", TWINS)
+def test_floor_with_device_noop(bench, twin):
+    # the guard with no CUDA call (device -1): the ``with`` statement, the guard's construction and calls
+    bench(_guard_noop, DEV[twin].device, per=LOOP)
+
+
 @pytest.mark.benchmark(group="with device(current)")
 @pytest.mark.parametrize("twin", TWINS)
 def test_with_device_same(bench, twin):
@@ -130,6 +143,12 @@ def _raw_guard_sequence(rt):
 @pytest.mark.parametrize("twin", TWINS)
 def test_floor_raw_guard_sequence(bench, twin):
     bench(_raw_guard_sequence, RT[twin], per=LOOP)
+
+
+@pytest.mark.benchmark(group="with device(other)")
+@pytest.mark.parametrize("twin", TWINS)
+def test_floor_with_device_noop_other(bench, twin):
+    bench(_guard_noop, DEV[twin].device, per=LOOP)
 
 
 @pytest.mark.benchmark(group="with device(other)")

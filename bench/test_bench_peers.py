@@ -8,15 +8,20 @@ emulated runtime; with ACCEL_BENCH_CUDART pointing at a real libcudart they all 
 that is not importable or cannot run there is skipped with the reason (CuPy links the CUDA runtime
 statically and needs NVIDIA's private driver export tables: it runs only on a real GPU).
 """
+import ctypes
+
 import pytest
 
 from accel import _lib
+from accel._native import _cudart as native_rt
 from accel._native import _device as native_dev
 from accel._native import _stream as native
+from accel._python import _cudart as python_rt
 from accel._python import _device as python_dev
 from accel._python import _stream as python
 
 DEV = {"native": native_dev, "python": python_dev}
+RT = {"native": native_rt, "python": python_rt}
 TWINS = {"native": native, "python": python}
 PEERS = ["torch.cuda", "cuda.core", "cupy"]
 LOOP = 100
@@ -105,6 +110,76 @@ def _noop(*args):
     pass
 
 
+# The least a ctypes program can pay for the C calls of an operation (the python twin's floor): the
+# functions unprototyped (no per-argument conversion), with the arguments made beforehand.
+def _ctypes_min(name):
+    return python_rt._unprototyped(name)
+
+
+@pytest.mark.benchmark(group="current_device")
+def test_floor_ctypes_min_cudaGetDevice(bench):
+    out = ctypes.c_int()
+    bench(_ctypes_min("cudaGetDevice"), ctypes.byref(out))
+
+
+@pytest.mark.benchmark(group="set_device(current)")
+def test_floor_ctypes_min_cudaSetDevice(bench):
+    bench(_ctypes_min("cudaSetDevice"), 0)
+
+
+def _get_twice(get, p):
+    for _ in range(LOOP):
+        get(p)
+        get(p)
+
+
+@pytest.mark.benchmark(group="with device(current)")
+def test_floor_ctypes_min_cudaGetDevice_x2(bench):
+    bench(_get_twice, _ctypes_min("cudaGetDevice"), ctypes.byref(ctypes.c_int()), per=LOOP)
+
+
+def _guard_calls(get, set_, p):
+    for _ in range(LOOP):
+        get(p)
+        set_(1)
+        get(p)
+        set_(0)
+
+
+@pytest.mark.benchmark(group="with device(other)")
+def test_floor_ctypes_min_guard_calls(bench):
+    # enter: get + set; exit: get + set (the primary-context probe left out)
+    bench(_guard_calls, _ctypes_min("cudaGetDevice"), _ctypes_min("cudaSetDevice"),
+          ctypes.byref(ctypes.c_int()), per=LOOP)
+
+
+def _query_event():
+    e = python.Event()
+    e.record(python.Stream(device=0))
+    e.synchronize()
+    return e
+
+
+@pytest.mark.benchmark(group="Event.query")
+def test_floor_ctypes_min_cudaEventQuery(bench):
+    e = _query_event()
+    assert bench(_ctypes_min("cudaEventQuery"), ctypes.c_void_p(e.cuda_event)) == 0
+
+
+def _get_and_record(get, p, record, e, s):
+    get(p)
+    return record(e, s)
+
+
+@pytest.mark.benchmark(group="Event.record(s)")
+def test_floor_ctypes_min_cudaGetDevice_cudaEventRecord(bench):
+    e, s = python.Event(), python.Stream(device=0)
+    e.record(s)
+    bench(_get_and_record, _ctypes_min("cudaGetDevice"), ctypes.byref(ctypes.c_int()),
+          _ctypes_min("cudaEventRecord"), ctypes.c_void_p(e.cuda_event), ctypes.c_void_p(s.cuda_stream))
+    s.synchronize()
+
+
 # -- current device ------------------------------------------------------------------------------------
 
 @pytest.mark.benchmark(group="current_device")
@@ -125,8 +200,15 @@ def test_noop_python_call_1arg(bench):
 
 @pytest.mark.benchmark(group="set_device(current)")
 @pytest.mark.parametrize("twin", ["native", "python"])
+def test_floor_raw_cudaSetDevice(bench, twin):
+    bench(RT[twin].cudaSetDevice, 0)
+
+
+@pytest.mark.benchmark(group="set_device(current)")
+@pytest.mark.parametrize("twin", ["native", "python"])
 def test_set_device(bench, twin):
-    bench(DEV[twin].set_device, 0)
+    # accel.cuda.set_device is this function (torch.cuda.set_device's semantics)
+    bench(DEV[twin].set_current_device, 0)
 
 
 @pytest.mark.benchmark(group="set_device(current)")
@@ -291,7 +373,7 @@ def test_peer_event_create_record(bench, peer, request):
         (peer.cuda.synchronize if name == "torch.cuda" else peer.cuda.runtime.deviceSynchronize)()
 
 
-@pytest.mark.benchmark(group="Event.record")
+@pytest.mark.benchmark(group="Event.record(s)")
 @peers(*PEERS)
 def test_peer_event_record(bench, peer, request):
     name = request.node.callspec.params["peer"]
@@ -304,6 +386,17 @@ def test_peer_event_record(bench, peer, request):
         e = _event_factory(name, peer)()
         bench(e.record, s)
         s.synchronize()
+
+
+@pytest.mark.benchmark(group="Event.record() on the current stream")
+@peers(*PEERS)
+def test_peer_event_record_current_stream(bench, peer, request):
+    name = request.node.callspec.params["peer"]
+    if name == "cuda.core":
+        _none(name, "current stream (a stream is always given)")
+    e = _event_factory(name, peer)()
+    bench(e.record)
+    e.synchronize()
 
 
 @pytest.mark.benchmark(group="Event.query")

@@ -102,7 +102,7 @@ def test_with_stream_other_device(bench, twin):
 
 # -- events -----------------------------------------------------------------------------------------
 
-@pytest.mark.benchmark(group="Event.record")
+@pytest.mark.benchmark(group="Event.record(s)")
 @pytest.mark.parametrize("twin", ["native", "python"])
 def test_floor_raw_cudaEventRecord(bench, twin):
     rt = RAW[twin]
@@ -113,7 +113,24 @@ def test_floor_raw_cudaEventRecord(bench, twin):
     rt.cudaEventDestroy(e)
 
 
-@pytest.mark.benchmark(group="Event.record")
+def _get_and_record(rt, e, s):
+    rt.cudaGetDevice()
+    rt.cudaEventRecord(e, s)
+
+
+@pytest.mark.benchmark(group="Event.record(s)")
+@pytest.mark.parametrize("twin", ["native", "python"])
+def test_floor_raw_cudaGetDevice_cudaEventRecord(bench, twin):
+    # the C calls record(s) makes (torch's too: the stream's device guard, then the record), from Python
+    rt = RAW[twin]
+    e = rt.cudaEventCreateWithFlags(2)
+    s = TWINS[twin].Stream(device=0).cuda_stream
+    bench(_get_and_record, rt, e, s)
+    rt.cudaStreamSynchronize(s)
+    rt.cudaEventDestroy(e)
+
+
+@pytest.mark.benchmark(group="Event.record(s)")
 @pytest.mark.parametrize("twin", ["native", "python"])
 def test_event_record(bench, twin):
     mod = TWINS[twin]
@@ -122,7 +139,7 @@ def test_event_record(bench, twin):
     s.synchronize()
 
 
-@pytest.mark.benchmark(group="Event.record")
+@pytest.mark.benchmark(group="Event.record() on the current stream")
 @pytest.mark.parametrize("twin", ["native", "python"])
 def test_event_record_current_stream(bench, twin):
     mod = TWINS[twin]

@@ -400,6 +400,9 @@ for arg in (1, "cuda:3", None, "cuda", -1, "x", 2.5, 9):
     rec(guard, arg)
 rec(cuda.exchange_device, 1); rec(cuda.maybe_exchange_device, 3); rec(cuda.current_device)
 rec(cuda.set_device, -4); rec(cuda.set_device, 200); rec(cuda.set_device, "cpu"); rec(cuda.set_device, 4)
+for arg in (-10**30, 10**30, -129, 128, True, None, "cuda:-1", 1.0):
+    rec(cuda.set_device, arg)
+rec(cuda.current_device)
 rec(cuda.has_primary_context, 7); rec(cuda.get_device_properties, 3); rec(cuda.get_device_capability)
 rec(cuda.mem_get_info, 0); rec(cuda.can_device_access_peer, 2, 2); rec(cuda.check_error, 2)
 rec(cuda._get_device_index, "cuda:5"); rec(cuda.local_device)

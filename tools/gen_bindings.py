@@ -512,6 +512,24 @@ def _table():
     return _T if not isinstance(_T, _Lazy) else _load_table()
 
 
+def _unprototyped(name):
+    """``name`` bound with no argtypes (restype as declared), for the python twins' hot paths: ctypes skips
+    its per-argument conversion, so the caller passes exactly what C receives: ints that fit a C int,
+    ``byref(...)`` for out parameters, ``c_void_p`` objects for handles.  Blocking functions release the
+    GIL, as in the tables."""
+    library = _lib.cudart()
+    symbols, _, _, restype, blocking, _ = _PROTOTYPES[name]
+    dll = library.cdll if blocking else ctypes.PyDLL(library.path, handle=library.handle)
+    for symbol in symbols:
+        try:
+            fn = dll[symbol]
+        except AttributeError:
+            continue
+        fn.restype = restype
+        return fn
+    raise NotImplementedError(f"{{name}} is not exported by {{library.path}}")
+
+
 def _driver():
     global _D
     if _D is None:

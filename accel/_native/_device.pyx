@@ -9,6 +9,8 @@ other device arguments.  C-level API for the other native modules: see _device.p
 import warnings
 
 cimport cython
+from cpython.object cimport PyObject
+from cpython.ref cimport Py_INCREF
 from cpython.long cimport PyLong_AsLongLong, PyLong_AsLongAndOverflow
 
 from accel._native._cudart cimport Table, DriverTable, table, driver_table, error, driver_error
@@ -20,13 +22,43 @@ cdef extern from *:
     """
     int accel_target_device
 
+# ``device(i)`` is made once per ``with`` block: its type's vectorcall slot (CPython's constructor hook,
+# never inherited by subclasses) builds it without type.__call__'s argument tuple and __init__ dispatch.
+cdef extern from *:
+    """
+    static void accel_set_ctor(PyObject *type, void *f) { ((PyTypeObject *)type)->tp_vectorcall = (vectorcallfunc)f; }
+    /* The type's default call (tp_new + tp_init) from vectorcall arguments. */
+    static PyObject *accel_type_call(PyObject *type, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+    {
+        Py_ssize_t n = PyVectorcall_NARGS(nargsf), nk = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+        PyObject *tuple = PyTuple_New(n), *kwargs = NULL, *res = NULL;
+        if (!tuple) return NULL;
+        for (Py_ssize_t i = 0; i < n; i++) { Py_INCREF(args[i]); PyTuple_SET_ITEM(tuple, i, args[i]); }
+        if (nk) {
+            kwargs = PyDict_New();
+            if (!kwargs) goto done;
+            for (Py_ssize_t i = 0; i < nk; i++)
+                if (PyDict_SetItem(kwargs, PyTuple_GET_ITEM(kwnames, i), args[n + i])) goto done;
+        }
+        res = PyType_Type.tp_call(type, tuple, kwargs);
+    done:
+        Py_DECREF(tuple);
+        Py_XDECREF(kwargs);
+        return res;
+    }
+    """
+    void accel_set_ctor(object type, void* f)
+    object accel_type_call(PyObject* type, PyObject** args, size_t nargsf, PyObject* kwnames)
+    Py_ssize_t PyVectorcall_NARGS(size_t nargsf)
+
 __all__ = ["current_device", "set_device", "exchange_device", "maybe_exchange_device", "has_primary_context",
            "raw_device_count", "set_init_hook", "set_initialized", "is_initialized", "set_index_parser",
-           "device", "set_sync_debug_mode", "get_sync_debug_mode"]
+           "set_current_device", "device", "set_sync_debug_mode", "get_sync_debug_mode"]
 
 cdef bint _initialized = False
 cdef object _init_hook = None
 cdef object _parse_index = None
+cdef object _parse_strict = None
 cdef int _count = -1
 cdef int _sync_debug_mode = 0
 cdef bint _sync_debug_warned = False
@@ -398,12 +430,15 @@ def is_initialized():
     return _initialized
 
 
-def set_index_parser(parser):
-    """Register ``parser(obj) -> int | None`` for non-int arguments of ``device(...)``; None clears it."""
-    global _parse_index
-    if parser is not None and not callable(parser):
-        raise TypeError(f"parser must be callable or None, got {type(parser).__name__}: {parser!r}")
+def set_index_parser(parser, strict=None):
+    """Register ``parser(obj) -> int | None`` for non-int arguments of ``device(...)`` and ``strict(obj) ->
+    int`` for those of ``set_current_device``; None clears them."""
+    global _parse_index, _parse_strict
+    for f in (parser, strict):
+        if f is not None and not callable(f):
+            raise TypeError(f"parser must be callable or None, got {type(f).__name__}: {f!r}")
     _parse_index = parser
+    _parse_strict = strict
 
 
 def raw_device_count():
@@ -424,6 +459,25 @@ def set_device(device):
     if not _initialized:
         c_ensure_init()
     c_set_device(d, True)
+
+
+def set_current_device(device):
+    """torch.cuda.set_device: make ``device`` current for this thread (always cudaSetDevice, creating its
+    context); a negative index is a no-op.  Non-int arguments go through set_index_parser's ``strict``."""
+    cdef long v
+    cdef int overflow = 0
+    if type(device) is not int:
+        device = _parse_strict(device) if _parse_strict is not None else _unpack_index(device, "setDevice")
+        if type(device) is not int:
+            device = _unpack_index(device, "setDevice")
+    v = PyLong_AsLongAndOverflow(device, &overflow)
+    if overflow < 0 or overflow == 0 and v < 0:
+        return
+    if overflow or v > 127:
+        _unpack_index(device, "setDevice")  # raises ValueError naming the value
+    if not _initialized:
+        c_ensure_init()
+    c_set_device(<int>v, True)
 
 
 def exchange_device(device):
@@ -551,3 +605,23 @@ cdef class device:
 
     def __repr__(self):
         return f"device({self.idx!r})"
+
+
+cdef PyObject* _device_ctor(PyObject* tp, PyObject** args, size_t nargsf, PyObject* kwnames) except NULL:
+    # device(i) for an int or None (the common case): __init__'s fast branch without type.__call__;
+    # anything else, and subclasses, take the type's default call.
+    cdef device g
+    cdef object a
+    if kwnames == NULL and PyVectorcall_NARGS(nargsf) == 1 and tp == <PyObject*>device:
+        a = <object>args[0]
+        if type(a) is int or a is None and _parse_index is None:
+            g = device.__new__(device)
+            g.idx = a
+            Py_INCREF(g)
+            return <PyObject*>g
+    r = accel_type_call(tp, args, nargsf, kwnames)
+    Py_INCREF(r)
+    return <PyObject*>r
+
+
+accel_set_ctor(device, <void*>_device_ctor)

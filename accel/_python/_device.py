@@ -7,18 +7,19 @@ other device arguments.  The ``_c_*`` functions mirror the native module's C-lev
 """
 import threading
 import warnings
-from ctypes import c_int, c_uint
+from ctypes import byref, c_int, c_uint
 
 from accel import _stream_common as _sc
 from accel._python import _cudart
 
 __all__ = ["current_device", "set_device", "exchange_device", "maybe_exchange_device", "has_primary_context",
            "raw_device_count", "set_init_hook", "set_initialized", "is_initialized", "set_index_parser",
-           "device", "set_sync_debug_mode", "get_sync_debug_mode"]
+           "set_current_device", "device", "set_sync_debug_mode", "get_sync_debug_mode"]
 
 _initialized = False
 _init_hook = None
 _parse_index = None
+_parse_strict = None
 _count = -1
 _sync_debug_mode = 0
 _sync_debug_warned = False
@@ -28,6 +29,12 @@ _INVALID_DEVICE = 101  # cudaErrorInvalidDevice
 
 class _ThreadState(threading.local):
     target = -1  # the pending target device of this thread (-1: none)
+
+    def __init__(self):
+        # This thread's out parameter for cudaGetDevice, and its address: ``v, vp = _tls.dev_out`` then
+        # ``_get(vp)`` and ``v.value``, with nothing in between (another thread has its own buffer).
+        v = c_int()
+        self.dev_out = (v, byref(v))
 
 
 _tls = _ThreadState()
@@ -47,17 +54,18 @@ def _record_target(d):
     _tls.target = d
 
 
-# cudaGetDevice / cudaSetDevice of the bound table (_cudart._T), bound on first use: the hot paths call
-# these module globals instead of looking the table up on every call.
-def _bind_get(v):
+# cudaGetDevice / cudaSetDevice, bound on first use: the hot paths call these module globals instead of
+# looking a table up on every call.  Both are unprototyped (no per-argument conversion): _get takes the
+# address of a c_int (``_tls.dev_out``), _set an int.
+def _bind_get(vp):
     global _get
-    _get = _cudart._table().cudaGetDevice
-    return _get(v)
+    _get = _cudart._unprototyped("cudaGetDevice")
+    return _get(vp)
 
 
 def _bind_set(d):
     global _set
-    _set = _cudart._table().cudaSetDevice
+    _set = _cudart._unprototyped("cudaSetDevice")
     return _set(d)
 
 
@@ -109,8 +117,8 @@ def _c_get_device():
         d = _tls.target
         if d >= 0:
             return d
-    v = c_int()
-    err = _get(v)
+    v, vp = _tls.dev_out
+    err = _get(vp)
     if err:
         raise _cudart._error(err)
     return v.value
@@ -122,8 +130,8 @@ def _c_set_device(d, force):
     if d < 0:
         raise RuntimeError(f"device id must be non-negative!{d}")
     if not force:
-        cur = c_int()
-        err = _get(cur)
+        cur, vp = _tls.dev_out
+        err = _get(vp)
         if err:
             raise _cudart._error(err)
         if cur.value == d:
@@ -158,8 +166,8 @@ def _c_has_primary_context(d):
 def _set_device_code(d):
     """SetDevice(d) without force (cudaGetDevice, then cudaSetDevice if d differs) as an error code; the
     target is cleared once done."""
-    v = c_int()
-    err = _get(v)
+    v, vp = _tls.dev_out
+    err = _get(vp)
     if not err and v.value != d:
         err = _set(d)
     if not err and _targets:
@@ -195,8 +203,8 @@ def _c_restore_device(d, unless_current):
     # target (the logical device is d again), then the real error propagates.
     if unless_current and _targets and _tls.target == d:
         return
-    v = c_int()  # _set_device_code(d), inlined: a stream context's exit is a hot path
-    err = _get(v)
+    v, vp = _tls.dev_out  # _set_device_code(d), inlined: a stream context's exit is a hot path
+    err = _get(vp)
     if not err and v.value != d:
         err = _set(d)
     if err:
@@ -216,8 +224,8 @@ def _c_exchange_device(to):
                 raise _device_error(err, to)  # the target is kept: nothing changed
             tls.target = -1
             return cur
-    v = c_int()
-    err = _get(v)
+    v, vp = _tls.dev_out
+    err = _get(vp)
     if err:
         raise _cudart._error(err)
     cur = v.value
@@ -230,8 +238,8 @@ def _c_exchange_device(to):
 
 
 def _c_maybe_exchange_device(to):
-    v = c_int()
-    err = _get(v)
+    v, vp = _tls.dev_out
+    err = _get(vp)
     if err:
         raise _cudart._error(err)
     cur = v.value
@@ -298,12 +306,15 @@ def is_initialized():
     return _initialized
 
 
-def set_index_parser(parser):
-    """Register ``parser(obj) -> int | None`` for non-int arguments of ``device(...)``; None clears it."""
-    global _parse_index
-    if parser is not None and not callable(parser):
-        raise TypeError(f"parser must be callable or None, got {type(parser).__name__}: {parser!r}")
+def set_index_parser(parser, strict=None):
+    """Register ``parser(obj) -> int | None`` for non-int arguments of ``device(...)`` and ``strict(obj) ->
+    int`` for those of ``set_current_device``; None clears them."""
+    global _parse_index, _parse_strict
+    for f in (parser, strict):
+        if f is not None and not callable(f):
+            raise TypeError(f"parser must be callable or None, got {type(f).__name__}: {f!r}")
     _parse_index = parser
+    _parse_strict = strict
 
 
 def raw_device_count():
@@ -319,8 +330,8 @@ def current_device():
         d = _tls.target
         if d >= 0:
             return d
-    v = c_int()
-    err = _get(v)
+    v, vp = _tls.dev_out
+    err = _get(vp)
     if err:
         raise _cudart._error(err)
     return v.value
@@ -332,6 +343,31 @@ def set_device(device):
     if not _initialized:
         _c_ensure_init()
     _c_set_device(d, True)
+
+
+def set_current_device(device):
+    """torch.cuda.set_device: make ``device`` current for this thread (always cudaSetDevice, creating its
+    context); a negative index is a no-op.  Non-int arguments go through set_index_parser's ``strict``."""
+    if type(device) is int and 0 <= device <= 127:  # _c_set_device(device, True), inlined: the hot path
+        if not _initialized:
+            _c_ensure_init()
+        err = _set(device)
+        if err:
+            raise _device_error(err, device)
+        if _targets:
+            _tls.target = -1
+        return
+    if type(device) is not int:
+        device = _parse_strict(device) if _parse_strict is not None else _unpack_index(device, "setDevice")
+        if type(device) is not int:
+            device = _unpack_index(device, "setDevice")
+    if device < 0:
+        return
+    if device > 127:
+        _unpack_index(device, "setDevice")  # raises ValueError naming the value
+    if not _initialized:
+        _c_ensure_init()
+    _c_set_device(device, True)
 
 
 def exchange_device(device):
@@ -451,8 +487,8 @@ class device:
                     raise _device_error(err, d)  # the target is kept: nothing changed
                 _tls.target = -1
             else:
-                v = c_int()
-                err = _get(v)
+                v, vp = _tls.dev_out
+                err = _get(vp)
                 if err:
                     raise _cudart._error(err)
                 cur = v.value
@@ -480,8 +516,8 @@ class device:
             self._idx = -1
             return False
         # MaybeExchangeDevice(p) (the compiled twin's _guard_exit), inlined: this is the hot path
-        v = c_int()
-        err = _get(v)
+        v, vp = _tls.dev_out
+        err = _get(vp)
         if err:
             _record_target(p)
             raise _cudart._error(err)

@@ -82,8 +82,8 @@ def _index(device):
 
 
 def _runtime_device():
-    v = c_int()
-    err = _dm._get(v)       # the device twin's bound cudaGetDevice (its fastest ctypes prototype)
+    v, vp = _dm._tls.dev_out
+    err = _dm._get(vp)  # the device twin's unprototyped cudaGetDevice, on this thread's buffer
     if err:
         raise _cudart._error(err)
     return v.value

@@ -11,7 +11,7 @@ import ctypes
 import itertools
 import os
 import threading
-from ctypes import c_int, c_size_t
+from ctypes import c_int, c_size_t, c_void_p
 
 from accel import _stream_common as _sc
 from accel._python import _cudart
@@ -45,6 +45,7 @@ def _make(d, sid, ptr):
     _osa(s, "device_index", d)
     _osa(s, "stream_id", sid)
     _osa(s, "_ptr", ptr)
+    _osa(s, "_pp", c_void_p(ptr) if ptr else None)
     return s
 
 
@@ -139,8 +140,8 @@ def _resolve(device):
 def _enter(d):
     """A device guard's entry that skips the switch when the runtime device already is ``d``: returns
     the device to restore, or -1 when nothing was switched."""
-    r = c_int()
-    err = _dm._get(r)
+    r, vp = _dm._tls.dev_out
+    err = _dm._get(vp)
     if err:
         raise _cudart._error(err)
     if r.value == d:
@@ -236,8 +237,8 @@ def current_stream(device=None):
         if d >= 0:
             _c_set_device(d, False)
         else:
-            v = c_int()
-            err = _dm._get(v)
+            v, vp = _dm._tls.dev_out
+            err = _dm._get(vp)
             if err:
                 raise _cudart._error(err)
             d = v.value
@@ -355,6 +356,7 @@ class Stream:
     __slots__ = ("__dict__",)
     device_index = stream_id = _ptr = 0
     _owner = _ctx = None
+    _pp = None  # _ptr as a c_void_p (None for 0), what the unprototyped hot-path calls take
 
     def __init__(self, device=None, priority=0, *, stream_id=None, device_index=None, device_type=None):
         if stream_id is not None or device_index is not None or device_type is not None:
@@ -364,6 +366,7 @@ class Stream:
             _osa(self, "device_index", s.device_index)
             _osa(self, "stream_id", s.stream_id)
             _osa(self, "_ptr", s._ptr)
+            _osa(self, "_pp", s._pp)
             return
         if type(device) is int and 0 <= device < _ndev and (_dm._initialized or _dm._init_hook is None):
             d = device  # _resolve(device), for an index in range once CUDA is initialised
@@ -383,6 +386,7 @@ class Stream:
         _osa(self, "device_index", d)
         _osa(self, "stream_id", s.stream_id)
         _osa(self, "_ptr", s._ptr)
+        _osa(self, "_pp", s._pp)
 
     def __setattr__(self, name, value):
         if type(self).__module__ == __name__ or name in _STREAM_FIELDS or name in _STREAM_DATA:
@@ -632,10 +636,11 @@ class ExternalStream(Stream):
         _osa(self, "device_index", d)
         _osa(self, "stream_id", ptr - (ptr >> 63 << 64))
         _osa(self, "_ptr", ptr)
+        _osa(self, "_pp", c_void_p(ptr) if ptr else None)
         _osa(self, "_owner", owner)
 
 
-_STREAM_FIELDS = frozenset(("device_index", "stream_id", "_ptr", "_owner", "_ctx"))
+_STREAM_FIELDS = frozenset(("device_index", "stream_id", "_ptr", "_pp", "_owner", "_ctx"))
 # What the compiled twin's Stream exposes as data attributes (readonly members and properties); its
 # cdef fields (_ptr, ...) are not attributes at all.
 _STREAM_DATA = frozenset(("device_index", "stream_id", "device", "device_type", "cuda_stream", "_as_parameter_",

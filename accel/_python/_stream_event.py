@@ -2,7 +2,7 @@
 twin of accel/_native/_stream_event.pxi.  Import it through accel._python._stream."""
 import ctypes
 import threading
-from ctypes import c_float, c_int, c_size_t
+from ctypes import c_float, c_int, c_size_t, c_void_p
 
 from accel import _stream_common as _sc
 from accel._python import _cudart
@@ -17,17 +17,24 @@ _tstate_cur, _out_of_range, _stls, _dtls = _s._tstate_cur, _sc.out_of_range, _s.
 
 
 def _bind_record(e, s):
-    """cudaEventRecord of the bound table, bound on first use (the hot path then calls ``_record``)."""
+    """cudaEventRecord, unprototyped (``c_void_p`` handles: Event._hp, Stream._pp), bound on first use."""
     global _record
-    _record = _cudart._table().cudaEventRecord
+    _record = _cudart._unprototyped("cudaEventRecord")
     return _record(e, s)
 
 
-_record = _bind_record
+def _bind_query(e):
+    """cudaEventQuery, unprototyped (Event._hp), bound on first use."""
+    global _query
+    _query = _cudart._unprototyped("cudaEventQuery")
+    return _query(e)
+
+
+_record, _query = _bind_record, _bind_query
 _install_lock = threading.Lock()  # makes an Event's lazy creation create-once
 _osa = object.__setattr__  # writes an Event's fields (Event.__setattr__ refuses every assignment)
 # The compiled twin's cdef fields (not attributes there) and its data attributes (properties).
-_EVENT_FIELDS = frozenset(("_h", "_dev", "_flags", "_created"))
+_EVENT_FIELDS = frozenset(("_h", "_hp", "_dev", "_flags", "_created"))
 _EVENT_DATA = frozenset(("cuda_event", "event_id", "device", "_as_parameter_"))
 
 
@@ -40,6 +47,7 @@ class Event:
     # compiled twin's: __setattr__ refuses every assignment; the module writes fields with _osa.
     __slots__ = ("__dict__", "__weakref__")
     _h = _dev = _flags = 0
+    _hp = None  # _h as a c_void_p, what the unprototyped hot-path calls take
     _created = False
 
     def __init__(self, enable_timing=False, blocking=False, interprocess=False):
@@ -72,6 +80,7 @@ class Event:
                 lost = self._created
                 if not lost:
                     _osa(self, "_h", out.value)
+                    _osa(self, "_hp", c_void_p(out.value))
                     _osa(self, "_dev", d)
                     _osa(self, "_created", True)
             if lost and t.cudaEventDestroy(out.value):
@@ -90,8 +99,8 @@ class Event:
             if d >= 0:
                 _c_set_device(d, False)
             else:
-                v = c_int()
-                err = _dm._get(v)
+                v, vp = _dm._tls.dev_out
+                err = _dm._get(vp)
                 if err:
                     raise _cudart._error(err)
                 d = v.value
@@ -114,12 +123,12 @@ class Event:
             orig = -1
         else:
             # _enter(d), inlined
-            v = c_int()
-            err = _dm._get(v)
+            v, vp = _dm._tls.dev_out
+            err = _dm._get(vp)
             if err:
                 raise _cudart._error(err)
             orig = -1 if v.value == d else _c_exchange_device(d)
-        err = _record(self._h, s._ptr)
+        err = _record(self._hp, s._pp)
         if err or orig >= 0:
             _check(err, orig)
 
@@ -137,12 +146,11 @@ class Event:
         """True if the latest record was reached (or the event was never recorded), else False."""
         if not self._created:
             return True
-        t = _s._T
-        err = t.cudaEventQuery(self._h)
+        err = _query(self._hp)
         if err == 0:
             return True
         if err == _NOT_READY:
-            t.cudaGetLastError()
+            _s._T.cudaGetLastError()
             return False
         raise _cudart._error(err)
 
@@ -194,6 +202,7 @@ class Event:
         err = _s._T.cudaIpcOpenEventHandle(out, h)
         if not err:
             _osa(ev, "_h", out.value)
+            _osa(ev, "_hp", c_void_p(out.value))
             _osa(ev, "_dev", d)
             _osa(ev, "_created", True)
         _check(err, orig)

@@ -1,8 +1,8 @@
 """The device half of accel.cuda (torch.cuda names and semantics): init and state, device selection,
 device arguments, properties, sync debug mode, NVML monitoring.
 
-Selection (``current_device``, ``exchange_device``, ``maybe_exchange_device``, ``device``) is the
-selected twin's own code: no Python layer on the hot path.
+Selection (``current_device``, ``set_device``, ``exchange_device``, ``maybe_exchange_device``,
+``device``) is the selected twin's own code: no Python layer on the hot path.
 """
 from accel import _impl
 from accel.cuda._init import (
@@ -36,19 +36,14 @@ current_device = _device.current_device
 exchange_device = _exchange_device = _device.exchange_device
 maybe_exchange_device = _maybe_exchange_device = _device.maybe_exchange_device
 device = _DeviceGuard = _device.device
-_twin_set_device = _device.set_device
+# device(...) parses its non-int arguments (strings, None, device objects) like torch.cuda.device, and
+# set_device(...) like torch.cuda.set_device (an index is required).
+_device.set_index_parser(lambda d: _get_device_index(d, optional=True), strict=_get_device_index)
 
-# device(...) parses its non-int arguments (strings, None, device objects) like torch.cuda.device.
-_device.set_index_parser(lambda d: _get_device_index(d, optional=True))
-
-
-def set_device(device):
-    """Make ``device`` current for this thread (always cudaSetDevice, creating its context); a negative
-    index is a no-op.  ValueError / TypeError for a bad argument, CudaError naming an out-of-range index."""
-    if type(device) is not int:
-        device = _get_device_index(device)
-    if device >= 0:
-        _twin_set_device(device)
+# torch.cuda.set_device: make the device current for this thread (always cudaSetDevice, creating its
+# context); a negative index is a no-op; ValueError / TypeError for a bad argument, CudaError naming an
+# out-of-range index.  The twin's function itself, so the call costs what the twin's does.
+set_device = _device.set_current_device
 
 
 def has_primary_context(device):
