@@ -37,21 +37,34 @@ CUDA13(cudaError_t, cudaGetDriverEntryPointByVersion, (const char *, void **, un
                                                        int *))
 
 /* `name` at version libcudart.so.12 jumps to `name` at version libcudart.so.13 (through the GOT, so
- * the dynamic linker binds it like any import). */
+ * the dynamic linker binds it like any import).  With control-flow protection on, each starts with the
+ * landing pad an indirect call needs, as the compiler's own functions do. */
 #if defined(__x86_64__)
+#if defined(__CET__)
+#define LANDING_PAD "    endbr64\n"
+#else
+#define LANDING_PAD ""
+#endif
 #define FORWARD(name) __asm__( \
     ".symver " #name "_13, " #name "@libcudart.so.13\n" \
-    ".text\n.globl " #name "\n.type " #name ", @function\n.p2align 4\n" #name ":\n" \
+    ".pushsection .text\n.globl " #name "\n.type " #name ", @function\n.p2align 4\n" #name ":\n" \
+    LANDING_PAD \
     "    jmp *" #name "_13@GOTPCREL(%rip)\n" \
-    ".size " #name ", .-" #name "\n");
+    ".size " #name ", .-" #name "\n.popsection\n");
 #elif defined(__aarch64__)
+#if defined(__ARM_FEATURE_BTI_DEFAULT)
+#define LANDING_PAD "    hint 34\n"     /* bti c */
+#else
+#define LANDING_PAD ""
+#endif
 #define FORWARD(name) __asm__( \
     ".symver " #name "_13, " #name "@libcudart.so.13\n" \
-    ".text\n.globl " #name "\n.type " #name ", %function\n.p2align 4\n" #name ":\n" \
+    ".pushsection .text\n.globl " #name "\n.type " #name ", %function\n.p2align 4\n" #name ":\n" \
+    LANDING_PAD \
     "    adrp x16, :got:" #name "_13\n" \
     "    ldr x16, [x16, :got_lo12:" #name "_13]\n" \
     "    br x16\n" \
-    ".size " #name ", .-" #name "\n");
+    ".size " #name ", .-" #name "\n.popsection\n");
 #else
 #error "the libcudart.so.12 stand-in's forwarders are written for x86_64 and aarch64"
 #endif
