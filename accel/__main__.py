@@ -124,8 +124,9 @@ def emu_main(argv):
     are missing, 127 when COMMAND is not found."""
     if argv[:1] in (["-h"], ["--help"]):
         print(EMU_USAGE)
-        print("Runs COMMAND with accel's emulated CUDA runtime standing in for libcudart.so.13 and "
-              "libcuda.so.1 (LD_PRELOAD); --devices sets the number of emulated devices (default 4).")
+        print("Runs COMMAND with accel's emulated CUDA runtime standing in for libcudart.so.13, "
+              "libcudart.so.12 and libcuda.so.1 (LD_PRELOAD); --devices sets the number of emulated devices "
+              "(default 4).")
         return 0
     try:
         devices, command = _emu_args(argv)

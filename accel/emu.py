@@ -1,9 +1,13 @@
 """The emulated CUDA runtime as a drop-in for other CUDA libraries (torch, cuda.core, any program).
 
-accel ships two stand-in libraries built from its emulator (``accel/_emu/standin``):
+accel ships stand-in libraries built from its emulator (``accel/_emu/standin``):
 
 - ``libcudart.so.13``: soname and version node ``libcudart.so.13`` on every export, exporting every
   runtime symbol torch's CUDA libraries import (``accel/_emu/torch_cudart13_imports.txt``);
+- ``libcudart.so.12`` (x86_64 and aarch64 builds), for torch's cu12 builds: soname and version node
+  ``libcudart.so.12``, exporting every runtime symbol they import (``torch_cudart12_imports.txt``),
+  ``cudaDeviceProp`` in the CUDA 12 layout and runtime version 12080; it holds no state of its own but
+  calls into ``libcudart.so.13``, so both runtimes in one process are the same emulated devices;
 - ``libcuda.so.1``: the driver API (``cuGetProcAddress_v2``, ``cuInit``, devices and attributes,
   primary contexts with a per-thread context stack, streams, events, error names), found through its
   dependency on the runtime stand-in, so both share the emulator's one state.
@@ -31,12 +35,13 @@ import os
 from accel import _lib
 from accel.errors import LibraryNotFoundError
 
-__all__ = ["standin_dir", "cudart_path", "driver_path", "environ", "activate", "MAX_DEVICES"]
+__all__ = ["standin_dir", "cudart_path", "cudart12_path", "driver_path", "environ", "activate", "MAX_DEVICES"]
 
 #: The most devices the emulator models (ACCEL_EMU_DEVICES is 0..MAX_DEVICES).
 MAX_DEVICES = 256
 
 _CUDART = "libcudart.so.13"
+_CUDART12 = "libcudart.so.12"
 _DRIVER = "libcuda.so.1"
 _active = None      # the device count activate() configured (None: not activated)
 _handles = []       # the stand-ins' ctypes handles, kept open for the life of the process
@@ -52,9 +57,21 @@ def cudart_path():
     return os.path.join(standin_dir(), _CUDART)
 
 
+def cudart12_path():
+    """Path of the ``libcudart.so.12`` stand-in (for torch cu12 builds; absent where it is not built)."""
+    return os.path.join(standin_dir(), _CUDART12)
+
+
 def driver_path():
     """Path of the ``libcuda.so.1`` stand-in."""
     return os.path.join(standin_dir(), _DRIVER)
+
+
+def _preloads():
+    """The stand-ins to load, in this order: libcudart.so.13 ahead of libcudart.so.12, so that a lookup
+    without a version (dlsym(RTLD_DEFAULT), an unversioned import) finds the CUDA 13 entry points."""
+    paths = [cudart_path(), driver_path()]
+    return paths + [cudart12_path()] if os.path.exists(cudart12_path()) else paths
 
 
 def _check_devices(devices):
@@ -73,7 +90,7 @@ def _require_standins():
         if not os.path.exists(path):
             raise LibraryNotFoundError("accel's stand-in CUDA libraries",
                                             [f"{path}: no such file (this accel was built with -Dnative=false)"])
-    for path in (cudart_path(), driver_path()):
+    for path in _preloads():
         if any(c in path for c in " :"):
             raise ValueError(f"the stand-ins' path {path!r} contains a space or a colon, which LD_PRELOAD "
                              "cannot carry; install accel elsewhere")
@@ -86,7 +103,7 @@ def environ(devices=None, base=None):
     devices = _check_devices(devices)
     _require_standins()
     env = dict(os.environ if base is None else base)
-    preload = [cudart_path(), driver_path()]
+    preload = _preloads()
     preload += [p for p in env.get("LD_PRELOAD", "").replace(":", " ").split() if p not in preload]
     env["LD_PRELOAD"] = " ".join(preload)
     env["ACCEL_CUDART"] = cudart_path()
@@ -97,7 +114,7 @@ def environ(devices=None, base=None):
 
 def _foreign_cuda_libraries():
     """Mapped CUDA runtime/driver files of this process that are not the stand-ins."""
-    ours = {os.path.realpath(cudart_path()), os.path.realpath(driver_path())}
+    ours = {os.path.realpath(p) for p in (cudart_path(), cudart12_path(), driver_path())}
     found = []
     for stem in ("libcudart.so", "libcuda.so"):
         found += [p for p in _lib._loaded_in_process(stem) if os.path.realpath(p) not in ours]
@@ -130,7 +147,7 @@ def activate(devices=None):
     if devices is not None:
         os.environ["ACCEL_EMU_DEVICES"] = str(devices)
     os.environ["ACCEL_CUDART"] = cudart_path()
-    for path in (cudart_path(), driver_path()):
+    for path in _preloads():
         _handles.append(ctypes.CDLL(path, mode=os.RTLD_NOW | os.RTLD_GLOBAL))
     count = _handles[0].accelEmuDeviceCount()
     if count < 0:

@@ -96,7 +96,8 @@ def test_help():
 
 def test_environ_keeps_other_preloads_and_sets_devices():
     env = emu.environ(5, base={"LD_PRELOAD": "/x/libfoo.so:/y/libbar.so", "PATH": "/bin"})
-    assert env["LD_PRELOAD"].split() == [emu.cudart_path(), emu.driver_path(), "/x/libfoo.so", "/y/libbar.so"]
+    ours = [emu.cudart_path(), emu.driver_path()] + ([emu.cudart12_path()] if os.path.exists(emu.cudart12_path()) else [])
+    assert env["LD_PRELOAD"].split() == ours + ["/x/libfoo.so", "/y/libbar.so"]
     assert env["ACCEL_CUDART"] == emu.cudart_path() and env["ACCEL_EMU_DEVICES"] == "5" and env["PATH"] == "/bin"
     assert "ACCEL_EMU_DEVICES" not in emu.environ(base={})
 

@@ -173,6 +173,7 @@ UNSUPPORTED(cudaStreamBeginCapture) UNSUPPORTED(cudaStreamBeginCaptureToGraph)
 UNSUPPORTED(cudaStreamEndCapture) UNSUPPORTED(cudaStreamUpdateCaptureDependencies)
 UNSUPPORTED(cudaGraphAddNode) UNSUPPORTED(cudaGraphConditionalHandleCreate) UNSUPPORTED(cudaGraphDestroy)
 UNSUPPORTED(cudaGraphExecDestroy) UNSUPPORTED(cudaGraphGetNodes) UNSUPPORTED(cudaGraphInstantiateWithFlags)
+UNSUPPORTED(cudaGraphInstantiate) UNSUPPORTED(cudaGraphDebugDotPrint)   /* imported by torch cu12 */
 UNSUPPORTED(cudaGraphLaunch) UNSUPPORTED(cudaGraphNodeGetDependencies) UNSUPPORTED(cudaGraphRetainUserObject)
 UNSUPPORTED(cudaUserObjectCreate) UNSUPPORTED(cudaUserObjectRelease)
 UNSUPPORTED(cudaDeviceGetGraphMemAttribute) UNSUPPORTED(cudaDeviceSetGraphMemAttribute)
