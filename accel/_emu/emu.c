@@ -45,8 +45,8 @@
  *    and cudaErrorUnknown / CUDA_ERROR_UNKNOWN otherwise.
  *  - Blocking calls (stream/event/device synchronise) made from inside a
  *    host function return cudaErrorNotPermitted instead of deadlocking.
- *  - Stream-ordered pools (cudaMallocAsync & co) and pinned host memory
- *    (cudaHostAlloc, cudaHostRegister): emu_memory.c, with its own notes.
+ *  - Memory (allocations, copies, stream-ordered pools, pinned host memory):
+ *    emu_memory.c, with its own notes.  Shared state and hot helpers: emu_runtime.h.
  *  - Host memory is treated as pinned and cudaFree does not synchronise;
  *    queued copies keep their allocation alive instead.
  *  - IPC event handles open only in the creating process (there is no
@@ -57,91 +57,19 @@
  *    the real runtime, a non-NULL garbage host pointer or host-function
  *    pointer is not detectable: it faults when the stream reaches it.
  */
-#include <errno.h>
-#include <pthread.h>
-#include <stdatomic.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-#include <unistd.h>
-
-#define EXPORT __attribute__((visibility("default")))
-
-typedef int cudaError_t;
-typedef void *cudaStream_t;
-typedef void *cudaEvent_t;
-typedef int CUresult;
-typedef int CUdevice;
-typedef void (*cudaHostFn_t)(void *);
-typedef void *cudaMemPool_t;
-typedef struct { char reserved[64]; } cudaIpcEventHandle_t;
-struct cudaPointerAttributes { int type; int device; void *devicePointer; void *hostPointer; };
-struct cudaDeviceProp;
-
-enum {
-    cudaSuccess = 0, cudaErrorInvalidValue = 1, cudaErrorMemoryAllocation = 2,
-    cudaErrorInitializationError = 3, cudaErrorInvalidMemcpyDirection = 21,
-    cudaErrorNoDevice = 100, cudaErrorInvalidDevice = 101,
-    cudaErrorInvalidResourceHandle = 400, cudaErrorNotReady = 600,
-    cudaErrorNotPermitted = 800, cudaErrorUnknown = 999,
-};
-enum { CUDA_SUCCESS = 0, CUDA_ERROR_INVALID_VALUE = 1, CUDA_ERROR_NOT_INITIALIZED = 3,
-       CUDA_ERROR_INVALID_DEVICE = 101, CUDA_ERROR_UNKNOWN = 999 };
-
-#define EMU_VERSION 13000
-#define STREAM_NONBLOCKING 1u
-#define EV_BLOCKING_SYNC 1u
-#define EV_DISABLE_TIMING 2u
-#define EV_INTERPROCESS 4u
-#define PRIO_LEAST 0
-#define PRIO_GREATEST (-5)
-
-#include "emu_tables.h"
-#include "emu_internal.h"
-#define MAX_DEVICES EMU_MAX_DEVICES
+#include "emu_runtime.h"
 
 /* ------------------------------------------------------- fault injection */
 
-/* Every injectable exported symbol; the id indexes the per-symbol call
- * counters.  String getters of the runtime cannot fail and are absent. */
-#define EMU_SYMBOLS(X) \
-    X(cudaGetDeviceCount) X(cudaGetDevice) X(cudaSetDevice) X(cudaDeviceSynchronize) \
-    X(cudaDriverGetVersion) X(cudaRuntimeGetVersion) X(cudaGetLastError) \
-    X(cudaPeekAtLastError) X(cudaDeviceGetStreamPriorityRange) X(cudaStreamCreate) \
-    X(cudaStreamCreateWithFlags) X(cudaStreamCreateWithPriority) X(cudaStreamDestroy) \
-    X(cudaStreamQuery) X(cudaStreamSynchronize) X(cudaStreamGetPriority) \
-    X(cudaStreamGetFlags) X(cudaStreamGetId) X(cudaStreamGetDevice) X(cudaStreamWaitEvent) \
-    X(cudaStreamIsCapturing) X(cudaThreadExchangeStreamCaptureMode) X(cudaEventCreate) \
-    X(cudaEventCreateWithFlags) X(cudaEventDestroy) X(cudaEventRecord) \
-    X(cudaEventRecordWithFlags) X(cudaEventQuery) X(cudaEventSynchronize) \
-    X(cudaEventElapsedTime) X(cudaIpcGetEventHandle) X(cudaIpcOpenEventHandle) \
-    X(cudaMalloc) X(cudaFree) X(cudaMemGetInfo) X(cudaMemcpyAsync) X(cudaMemsetAsync) \
-    X(cudaPointerGetAttributes) X(cudaLaunchHostFunc) X(cudaDeviceGetAttribute) \
-    X(cudaGetDeviceProperties) X(cudaGetDeviceProperties_v2) X(cudaDeviceCanAccessPeer) \
-    X(cudaDeviceGetPCIBusId) X(cuDevicePrimaryCtxGetState) X(cuGetErrorName) \
-    X(cuGetErrorString) X(cuDriverGetVersion) X(cuInit) \
-    X(cudaProfilerStart) X(cudaProfilerStop) \
-    X(cudaMallocAsync) X(cudaFreeAsync) X(cudaDeviceGetDefaultMemPool) X(cudaDeviceGetMemPool) \
-    X(cudaMemPoolGetAttribute) X(cudaMemPoolSetAttribute) X(cudaMemPoolTrimTo) X(cudaHostAlloc) \
-    X(cudaFreeHost) X(cudaHostRegister) X(cudaHostUnregister)
-
-#define X_ENUM(s) SYM_##s,
+/* The injectable symbols and fail_hit() are in emu_internal.h. */
 #define X_NAME(s) #s,
-enum { EMU_SYMBOLS(X_ENUM) SYM_COUNT };
 static const char *const sym_names[SYM_COUNT] = { EMU_SYMBOLS(X_NAME) };
 
-#define MAX_FAIL 64
-typedef struct { int sym; unsigned long long nth; } failpt_t;
-static pthread_mutex_t g_fail_lock = PTHREAD_MUTEX_INITIALIZER;
-static failpt_t g_fail[MAX_FAIL];
-static int g_nfail;
-static unsigned long long g_calls[SYM_COUNT];
-/* Checked on every call without a lock: counting only starts once a spec is
- * installed, which keeps the no-injection fast path to one relaxed load. */
-static atomic_int g_fail_active;
+pthread_mutex_t g_fail_lock = PTHREAD_MUTEX_INITIALIZER;
+failpt_t g_fail[MAX_FAIL];
+int g_nfail;
+unsigned long long g_calls[SYM_COUNT];
+atomic_int g_fail_active;           /* emu_internal.h */
 
 static int parse_fail_spec(const char *spec, failpt_t *out, int *nout)
 {
@@ -169,7 +97,7 @@ static int parse_fail_spec(const char *spec, failpt_t *out, int *nout)
     return 0;
 }
 
-static int install_fail_spec(const char *spec)
+int install_fail_spec(const char *spec)
 {
     failpt_t tmp[MAX_FAIL];
     int n = 0;
@@ -183,42 +111,27 @@ static int install_fail_spec(const char *spec)
     return 0;
 }
 
-static int fail_hit(int sym)
-{
-    int hit = 0;
-    pthread_mutex_lock(&g_fail_lock);
-    unsigned long long c = ++g_calls[sym];
-    for (int i = 0; i < g_nfail; i++)
-        if (g_fail[i].sym == sym && g_fail[i].nth == c) hit = 1;
-    pthread_mutex_unlock(&g_fail_lock);
-    return hit;
-}
-
 /* ------------------------------------------------------------ global state */
 
-static pthread_once_t g_once = PTHREAD_ONCE_INIT;
-static cudaError_t g_init_err;      /* non-zero: bad configuration, every call fails */
+pthread_once_t g_once = PTHREAD_ONCE_INIT;
+cudaError_t g_init_err;             /* non-zero: bad configuration, every call fails */
 int g_ndev;                         /* visible devices (emu_internal.h) */
-static int g_nphys;                 /* the machine's devices (ACCEL_EMU_DEVICES) */
+int g_nphys;                        /* the machine's devices (ACCEL_EMU_DEVICES) */
 int g_phys[MAX_DEVICES];            /* visible ordinal -> physical device (emu_internal.h) */
-static size_t g_mem_total;
+size_t g_mem_total;                 /* bytes per device */
 
-static pthread_mutex_t G = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t g_done_cv = PTHREAD_COND_INITIALIZER;  /* any item completed */
-static pthread_cond_t g_work_cv = PTHREAD_COND_INITIALIZER;  /* run queue non-empty */
-static pthread_cond_t g_exit_cv = PTHREAD_COND_INITIALIZER;  /* a worker retired */
-static int g_waiters;               /* threads blocked on g_done_cv */
+pthread_mutex_t G = PTHREAD_MUTEX_INITIALIZER;
+pthread_cond_t g_done_cv = PTHREAD_COND_INITIALIZER;  /* any item completed */
+pthread_cond_t g_work_cv = PTHREAD_COND_INITIALIZER;  /* run queue non-empty */
+pthread_cond_t g_exit_cv = PTHREAD_COND_INITIALIZER;  /* a worker retired */
+int g_waiters;                      /* threads blocked on g_done_cv */
 
 atomic_int g_ctx[MAX_DEVICES];      /* primary context exists (emu_internal.h) */
 
-static __thread int t_dev;
-static __thread int t_capmode;
+__thread int t_dev;                 /* the thread's current device */
+__thread int t_capmode;
 __thread cudaError_t t_last;        /* emu_internal.h */
-/* Non-NULL while this thread is a worker executing a host function: blocking
- * calls from there would wait on themselves, so they are refused. */
-static __thread void *t_in_hostfn;
-
-static cudaError_t fail(cudaError_t e) { t_last = e; return e; }
+__thread void *t_in_hostfn;         /* emu_runtime.h */
 
 static int parse_size(const char *s, unsigned long long *out)
 {
@@ -242,14 +155,10 @@ static int parse_size(const char *s, unsigned long long *out)
     return 0;
 }
 
-static void stream_tls_destroy(void *p);
-static pthread_key_t g_tls_key;
-static int g_tls_key_made;
-static void atfork_prepare(void);
-static void atfork_parent(void);
-static void atfork_child(void);
+pthread_key_t g_tls_key;            /* per-thread default streams (below) */
+int g_tls_key_made;
 
-static void emu_init(void)
+void emu_init(void)
 {
     unsigned long long v;
     const char *s = getenv("ACCEL_EMU_DEVICES");
@@ -278,62 +187,9 @@ static void emu_init(void)
     pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 }
 
-#define INIT() pthread_once(&g_once, emu_init)
-
-/* Prologue of every runtime entry point: lazy init, configuration error,
- * fault injection.  Failures are recorded as the thread's last error. */
-#define RT_ENTER(sym, ferr) do { \
-        INIT(); \
-        if (g_init_err) return fail(g_init_err); \
-        if (atomic_load_explicit(&g_fail_active, memory_order_relaxed) && fail_hit(SYM_##sym)) \
-            return fail(ferr); \
-    } while (0)
-#define RT_NEED_DEVICE() do { if (g_ndev == 0) return fail(cudaErrorNoDevice); } while (0)
-
-/* Driver entry points never touch the runtime's last error. */
-#define DRV_ENTER(sym) do { \
-        INIT(); \
-        if (g_init_err) return CUDA_ERROR_NOT_INITIALIZED; \
-        if (atomic_load_explicit(&g_fail_active, memory_order_relaxed) && fail_hit(SYM_##sym)) \
-            return CUDA_ERROR_UNKNOWN; \
-    } while (0)
-
-static void ensure_ctx(int dev)
-{
-    if (!atomic_load_explicit(&g_ctx[dev], memory_order_relaxed))
-        atomic_store(&g_ctx[dev], 1);
-}
-
-static int64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 /* ------------------------------------------------------------- hash table */
 
-/* Open addressing, linear probing, backward-shift deletion; key 0 = empty. */
-typedef struct { uint64_t *keys; void **vals; size_t cap, len; } htab_t;
-
-static size_t ht_home(uint64_t k, size_t mask)
-{
-    k ^= k >> 33;
-    k *= 0xff51afd7ed558ccdull;
-    k ^= k >> 33;
-    return (size_t)k & mask;
-}
-
-static void *ht_get(const htab_t *t, uint64_t k)
-{
-    if (!t->cap || !k) return NULL;
-    size_t mask = t->cap - 1;
-    for (size_t i = ht_home(k, mask);; i = (i + 1) & mask) {
-        if (t->keys[i] == k) return t->vals[i];
-        if (!t->keys[i]) return NULL;
-    }
-}
-
+/* ht_get is in emu_runtime.h (it is on the hot paths). */
 static void ht_place(uint64_t *keys, void **vals, size_t cap, uint64_t k, void *v)
 {
     size_t mask = cap - 1, i = ht_home(k, mask);
@@ -342,7 +198,7 @@ static void ht_place(uint64_t *keys, void **vals, size_t cap, uint64_t k, void *
     vals[i] = v;
 }
 
-static int ht_put(htab_t *t, uint64_t k, void *v)
+int ht_put(htab_t *t, uint64_t k, void *v)
 {
     if ((t->len + 1) * 2 > t->cap) {
         size_t ncap = t->cap ? t->cap * 2 : 64;
@@ -362,7 +218,7 @@ static int ht_put(htab_t *t, uint64_t k, void *v)
     return 0;
 }
 
-static void ht_del(htab_t *t, uint64_t k)
+void ht_del(htab_t *t, uint64_t k)
 {
     if (!t->cap || !k) return;
     size_t mask = t->cap - 1, i = ht_home(k, mask);
@@ -385,157 +241,312 @@ static void ht_del(htab_t *t, uint64_t k)
 
 /* ---------------------------------------------------------------- objects */
 
-/* Handle = BASE + id*256 + tag.  Ids only grow, so a stale handle can never
- * alias a newer object, and the tag rejects an event passed as a stream.  The
- * low 4 bits are clear, as in the real runtime's (struct pointer) handles:
- * torch tells a foreign cudaStream_t from its own stream ids by bit 0. */
-#define HANDLE_BASE 0x5e0000000000ull
-#define TAG_MASK 0xffu
-#define TAG_STREAM 0x30u
-#define TAG_EVENT 0x50u
-static uint64_t g_next_id = 1;
-static htab_t g_handles;            /* handle -> stream_t* / event_t* */
-static htab_t g_ipc;                /* ipc id -> evshared_t* */
-static uint64_t g_next_ipc = 1;
-static int g_live_streams, g_live_events;
+uint64_t g_next_id = 1;
+htab_t g_handles;                   /* handle -> stream_t* / event_t* */
+htab_t g_ipc;                       /* ipc id -> evshared_t* */
+uint64_t g_next_ipc = 1;
+int g_live_streams, g_live_events;
 
-static uint64_t new_handle(unsigned tag, uint64_t *id)
+/* ============================================================ runtime API */
+
+EXPORT const char *cudaGetErrorName(cudaError_t e)
 {
-    *id = g_next_id++;
-    return HANDLE_BASE + (*id << 8) + tag;
+    const errdesc_t *d = emu_rt_error(e);
+    return d ? d->name : "unrecognized error code";
 }
 
-typedef struct stream stream_t;
-
-/* A position in a stream's FIFO: reached (with its host timestamp) when the
- * worker gets there.  Shared by the event that recorded it, by WAIT items of
- * other streams, and by streams parked until it is reached. */
-typedef struct rec {
-    int refs;
-    int reached;
-    int64_t ts;
-    stream_t *waiters;
-} rec_t;
-
-static rec_t *rec_new(int refs)
+EXPORT const char *cudaGetErrorString(cudaError_t e)
 {
-    rec_t *r = calloc(1, sizeof *r);
-    if (r) r->refs = refs;
-    return r;
+    const errdesc_t *d = emu_rt_error(e);
+    return d ? d->text : "unrecognized error code";
 }
 
-static void rec_unref(rec_t *r)
+EXPORT cudaError_t cudaGetLastError(void)
 {
-    if (r && --r->refs == 0) free(r);
+    INIT();
+    if (g_init_err) return g_init_err;
+    if (atomic_load_explicit(&g_fail_active, memory_order_relaxed) && fail_hit(SYM_cudaGetLastError))
+        return cudaErrorUnknown;
+    cudaError_t e = t_last;
+    t_last = cudaSuccess;
+    return e;
 }
 
-/* ------------------------------------------------------------- allocations */
-
-typedef struct mempool mempool_t;     /* emu_memory.c */
-typedef struct alloc {
-    char *base;
-    size_t size;
-    int device;
-    int pending;    /* queued copies/memsets that still touch it */
-    int freed;
-    mempool_t *pool;    /* cudaMallocAsync: the pool its block (of cap bytes) returns to */
-    size_t cap;
-} alloc_t;
-static void pool_block_back(alloc_t *a);
-
-static alloc_t **g_allocs;          /* sorted by base */
-static size_t g_nallocs, g_cap_allocs;
-static size_t g_mem_used[MAX_DEVICES];
-
-/* Index of the last allocation whose base <= p, or -1. */
-static long alloc_floor(const void *p)
+EXPORT cudaError_t cudaPeekAtLastError(void)
 {
-    long lo = 0, hi = (long)g_nallocs - 1, res = -1;
-    while (lo <= hi) {
-        long mid = (lo + hi) / 2;
-        if ((uintptr_t)g_allocs[mid]->base <= (uintptr_t)p) { res = mid; lo = mid + 1; }
-        else hi = mid - 1;
+    INIT();
+    if (g_init_err) return g_init_err;
+    if (atomic_load_explicit(&g_fail_active, memory_order_relaxed) && fail_hit(SYM_cudaPeekAtLastError))
+        return cudaErrorUnknown;
+    return t_last;
+}
+
+EXPORT cudaError_t cudaDriverGetVersion(int *v)
+{
+    RT_ENTER(cudaDriverGetVersion, cudaErrorUnknown);
+    if (!v) return fail(cudaErrorInvalidValue);
+    *v = EMU_VERSION;
+    return cudaSuccess;
+}
+
+EXPORT cudaError_t cudaRuntimeGetVersion(int *v)
+{
+    RT_ENTER(cudaRuntimeGetVersion, cudaErrorUnknown);
+    if (!v) return fail(cudaErrorInvalidValue);
+    *v = EMU_VERSION;
+    return cudaSuccess;
+}
+
+/* Profiler control: there is no profiler to start or stop; the calls succeed like the real runtime's
+ * when no profiling tool is attached. */
+EXPORT cudaError_t cudaProfilerStart(void)
+{
+    RT_ENTER(cudaProfilerStart, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    return cudaSuccess;
+}
+
+EXPORT cudaError_t cudaProfilerStop(void)
+{
+    RT_ENTER(cudaProfilerStop, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    return cudaSuccess;
+}
+
+/* ======================================== driver entry points of the runtime library */
+
+/* cuInit is not required first: cudart initialises the driver itself and
+ * callers probe primary contexts after runtime calls. */
+EXPORT CUresult cuInit(unsigned int flags)
+{
+    DRV_ENTER(cuInit);
+    return flags ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuDriverGetVersion(int *v)
+{
+    DRV_ENTER(cuDriverGetVersion);
+    if (!v) return CUDA_ERROR_INVALID_VALUE;
+    *v = EMU_VERSION;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuGetErrorName(CUresult e, const char **out)
+{
+    DRV_ENTER(cuGetErrorName);
+    if (!out) return CUDA_ERROR_INVALID_VALUE;
+    const errdesc_t *d = emu_drv_error(e);
+    *out = d ? d->name : NULL;
+    return d ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+EXPORT CUresult cuGetErrorString(CUresult e, const char **out)
+{
+    DRV_ENTER(cuGetErrorString);
+    if (!out) return CUDA_ERROR_INVALID_VALUE;
+    const errdesc_t *d = emu_drv_error(e);
+    *out = d ? d->text : NULL;
+    return d ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+/* ====================================================== emulator-only API */
+
+EXPORT int accelEmuLiveStreams(void)
+{
+    pthread_mutex_lock(&G);
+    int n = g_live_streams;
+    pthread_mutex_unlock(&G);
+    return n;
+}
+
+EXPORT int accelEmuLiveEvents(void)
+{
+    pthread_mutex_lock(&G);
+    int n = g_live_events;
+    pthread_mutex_unlock(&G);
+    return n;
+}
+
+EXPORT size_t accelEmuLiveAllocations(void)
+{
+    pthread_mutex_lock(&G);
+    size_t n = g_nallocs;
+    pthread_mutex_unlock(&G);
+    return n;
+}
+
+EXPORT int accelEmuSetFail(const char *spec)
+{
+    INIT();
+    return install_fail_spec(spec);
+}
+
+/* Visible devices; -1 when the configuration is invalid (every CUDA call then
+ * fails with cudaErrorInitializationError). */
+EXPORT int accelEmuDeviceCount(void)
+{
+    INIT();
+    return g_init_err ? -1 : g_ndev;
+}
+
+int emu_physical_devices(void)
+{
+    INIT();
+    return g_init_err ? -1 : g_nphys;
+}
+
+/* ------------------------------------------------------------------ devices */
+
+EXPORT cudaError_t cudaGetDeviceCount(int *count)
+{
+    RT_ENTER(cudaGetDeviceCount, cudaErrorUnknown);
+    if (!count) return fail(cudaErrorInvalidValue);
+    *count = g_ndev;
+    return g_ndev ? cudaSuccess : fail(cudaErrorNoDevice);
+}
+
+EXPORT cudaError_t cudaGetDevice(int *dev)
+{
+    RT_ENTER(cudaGetDevice, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    if (!dev) return fail(cudaErrorInvalidValue);
+    *dev = t_dev;
+    return cudaSuccess;
+}
+
+EXPORT cudaError_t cudaSetDevice(int dev)
+{
+    RT_ENTER(cudaSetDevice, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    if (dev < 0 || dev >= g_ndev) return fail(cudaErrorInvalidDevice);
+    t_dev = dev;
+    ensure_ctx(dev);
+    return cudaSuccess;
+}
+
+EXPORT cudaError_t cudaDeviceSynchronize(void)
+{
+    RT_ENTER(cudaDeviceSynchronize, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    if (t_in_hostfn) return fail(cudaErrorNotPermitted);
+    int dev = t_dev;
+    ensure_ctx(dev);
+    pthread_mutex_lock(&G);
+    size_t n = 0;
+    for (stream_t *s = g_devstreams[dev]; s; s = s->dnext) n += pending(s);
+    if (n) {
+        stream_t **ss = malloc(n * sizeof *ss);
+        uint64_t *tg = malloc(n * sizeof *tg);
+        if (!ss || !tg) {
+            free(ss);
+            free(tg);
+            pthread_mutex_unlock(&G);
+            return fail(cudaErrorMemoryAllocation);
+        }
+        size_t i = 0;
+        for (stream_t *s = g_devstreams[dev]; s; s = s->dnext) {
+            if (!pending(s)) continue;
+            ss[i] = s;
+            tg[i] = s->enq;
+            s->refs++;
+            i++;
+        }
+        for (i = 0; i < n; i++) wait_stream_release(ss[i], tg[i]);
+        free(ss);
+        free(tg);
     }
-    return res;
+    pthread_mutex_unlock(&G);
+    return cudaSuccess;
 }
 
-static alloc_t *alloc_containing(const void *p)
+EXPORT cudaError_t cudaDeviceGetStreamPriorityRange(int *least, int *greatest)
 {
-    long i = alloc_floor(p);
-    if (i < 0) return NULL;
-    alloc_t *a = g_allocs[i];
-    return (uintptr_t)p < (uintptr_t)a->base + a->size ? a : NULL;
+    RT_ENTER(cudaDeviceGetStreamPriorityRange, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    if (least) *least = PRIO_LEAST;
+    if (greatest) *greatest = PRIO_GREATEST;
+    return cudaSuccess;
 }
 
-static void alloc_unref(alloc_t *a)
+/* --------------------------------------------------------- primary contexts */
+
+EXPORT CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, int *active)
 {
-    if (a && --a->pending == 0 && a->freed) {
-        if (a->pool) pool_block_back(a);
-        else free(a->base);
-        free(a);
-    }
+    DRV_ENTER(cuDevicePrimaryCtxGetState);
+    if (!flags || !active) return CUDA_ERROR_INVALID_VALUE;
+    if (dev < 0 || dev >= g_ndev) return CUDA_ERROR_INVALID_DEVICE;
+    *flags = 0;
+    *active = atomic_load(&g_ctx[dev]);
+    return CUDA_SUCCESS;
 }
 
-/* cudaFree and cudaFreeAsync: takes the allocation at table index i out of the table (G held) and
- * returns it with a reference, for alloc_unref.  A cudaMalloc allocation's bytes are free for the
- * device at once; a pool allocation's block goes back to its pool, which keeps the bytes reserved. */
-static alloc_t *alloc_detach(long i)
+EXPORT int accelEmuResetContexts(void)
 {
-    alloc_t *a = g_allocs[i];
-    memmove(&g_allocs[i], &g_allocs[i + 1], (g_nallocs - (size_t)i - 1) * sizeof *g_allocs);
-    g_nallocs--;
-    if (!a->pool) g_mem_used[a->device] -= a->size;
-    a->freed = 1;
-    a->pending++;
-    return a;
+    INIT();
+    for (int d = 0; d < MAX_DEVICES; d++) atomic_store(&g_ctx[d], 0);
+    return 0;
+}
+
+/* ----------------------------------------------------- device description */
+
+EXPORT cudaError_t cudaDeviceGetAttribute(int *value, int attr, int dev)
+{
+    RT_ENTER(cudaDeviceGetAttribute, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    if (!value) return fail(cudaErrorInvalidValue);
+    if (dev < 0 || dev >= g_ndev) return fail(cudaErrorInvalidDevice);
+    int v;
+    if (emu_device_attr(attr, g_phys[dev], &v)) return fail(cudaErrorInvalidValue);
+    *value = v;
+    return cudaSuccess;
+}
+
+/* The whole cudaDeviceProp in the CUDA 13 layout (emu_props.c); accel reads only its stable head. */
+static cudaError_t get_props(void *p, int dev)
+{
+    if (!p) return fail(cudaErrorInvalidValue);
+    if (dev < 0 || dev >= g_ndev) return fail(cudaErrorInvalidDevice);
+    emu_fill_props(p, g_phys[dev], g_mem_total);
+    return cudaSuccess;
+}
+
+EXPORT cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *p, int dev)
+{
+    RT_ENTER(cudaGetDeviceProperties, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    return get_props(p, dev);
+}
+
+EXPORT cudaError_t cudaGetDeviceProperties_v2(struct cudaDeviceProp *p, int dev)
+{
+    RT_ENTER(cudaGetDeviceProperties_v2, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    return get_props(p, dev);
+}
+
+EXPORT cudaError_t cudaDeviceCanAccessPeer(int *can, int dev, int peer)
+{
+    RT_ENTER(cudaDeviceCanAccessPeer, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    if (!can) return fail(cudaErrorInvalidValue);
+    if (dev < 0 || dev >= g_ndev || peer < 0 || peer >= g_ndev) return fail(cudaErrorInvalidDevice);
+    *can = dev != peer;
+    return cudaSuccess;
+}
+
+EXPORT cudaError_t cudaDeviceGetPCIBusId(char *buf, int len, int dev)
+{
+    RT_ENTER(cudaDeviceGetPCIBusId, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    if (!buf || len <= 0) return fail(cudaErrorInvalidValue);
+    if (dev < 0 || dev >= g_ndev) return fail(cudaErrorInvalidDevice);
+    snprintf(buf, (size_t)len, "00000000:%02X:00.0", emu_pci_bus(g_phys[dev]));
+    return cudaSuccess;
 }
 
 /* ----------------------------------------------------------------- streams */
 
-enum { IT_HOSTFN, IT_RECORD, IT_WAIT, IT_COPY, IT_SET };
-typedef struct item {
-    struct item *next;
-    int kind;
-    rec_t *rec;
-    cudaHostFn_t fn;
-    void *arg;
-    void *dst;
-    const void *src;
-    size_t n;
-    int value;
-    alloc_t *a1, *a2;
-} item_t;
-
-enum { SK_USER, SK_LEGACY, SK_PERTHREAD };
-enum { ST_IDLE, ST_QUEUED, ST_RUNNING, ST_PARKED };
-
-struct stream {
-    uint64_t handle;    /* 0 for the legacy and per-thread streams */
-    unsigned long long id;
-    int kind, device, priority, state, destroyed, refs;
-    unsigned flags;
-    item_t *head, *tail;
-    uint64_t enq, done;
-    /* The record of the tail item if the tail is a record, else NULL: lets
-     * implicit synchronisation reuse it instead of adding a marker. */
-    rec_t *last_rec;
-    stream_t *link;                 /* run queue or record waiter list */
-    stream_t *dprev, *dnext;        /* per-device list */
-};
-
-typedef struct evshared {
-    int refs, device;
-    unsigned flags;
-    uint64_t ipc_id;
-    rec_t *latest;
-} evshared_t;
-
-typedef struct event {
-    uint64_t handle;
-    evshared_t *sh;
-} event_t;
-
-static stream_t *g_devstreams[MAX_DEVICES];
+stream_t *g_devstreams[MAX_DEVICES];
 static stream_t *g_legacy[MAX_DEVICES];
 static stream_t *g_runq_head, *g_runq_tail;
 static int g_runq_len, g_nworkers, g_idle, g_shutdown;
@@ -563,6 +574,13 @@ static void runq_push(stream_t *s)
     pthread_cond_signal(&g_work_cv);
 }
 
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 static void rec_reach(rec_t *r)
 {
     r->ts = now_ns();
@@ -584,7 +602,7 @@ static void dev_link(stream_t *s)
     g_devstreams[s->device] = s;
 }
 
-static void stream_maybe_free(stream_t *s)
+void stream_maybe_free(stream_t *s)
 {
     if (!s->destroyed || s->head || s->state != ST_IDLE || s->refs) return;
     if (s->dprev) s->dprev->dnext = s->dnext;
@@ -593,7 +611,7 @@ static void stream_maybe_free(stream_t *s)
     free(s);
 }
 
-static void item_free(item_t *it)
+void item_free(item_t *it)
 {
     rec_unref(it->rec);
     alloc_unref(it->a1);
@@ -677,7 +695,7 @@ out:
     return NULL;
 }
 
-static void enqueue_raw(stream_t *s, item_t *it)
+void enqueue_raw(stream_t *s, item_t *it)
 {
     it->next = NULL;
     if (s->tail) s->tail->next = it;
@@ -686,13 +704,6 @@ static void enqueue_raw(stream_t *s, item_t *it)
     s->enq++;
     s->last_rec = NULL;
     if (s->state == ST_IDLE) runq_push(s);
-}
-
-static item_t *item_new(int kind)
-{
-    item_t *it = calloc(1, sizeof *it);
-    if (it) it->kind = kind;
-    return it;
 }
 
 /* A record at the current tail of s (reusing a trailing one); the caller
@@ -723,8 +734,6 @@ static int add_wait(stream_t *s, rec_t *r)
     return 0;
 }
 
-static int pending(const stream_t *s) { return s->enq != s->done; }
-
 static stream_t *stream_alloc(int kind, int dev, unsigned flags, int prio)
 {
     stream_t *s = calloc(1, sizeof *s);
@@ -746,7 +755,7 @@ static stream_t *legacy_stream(int dev)
 
 /* The legacy default stream waits for all prior work of the device's
  * blocking streams, and blocking streams wait for prior legacy work. */
-static int implicit_sync(stream_t *s)
+int implicit_sync(stream_t *s)
 {
     if (s->kind == SK_LEGACY) {
         for (stream_t *t = g_devstreams[s->device]; t; t = t->dnext) {
@@ -764,7 +773,7 @@ static int implicit_sync(stream_t *s)
     return 0;
 }
 
-static cudaError_t submit(stream_t *s, item_t *it)
+cudaError_t submit(stream_t *s, item_t *it)
 {
     if (implicit_sync(s)) { item_free(it); return cudaErrorMemoryAllocation; }
     ensure_ctx(s->device);
@@ -787,7 +796,7 @@ static cudaError_t submit(stream_t *s, item_t *it)
 typedef struct { stream_t *s[MAX_DEVICES]; } tls_streams_t;
 static __thread tls_streams_t *t_pts;
 
-static void stream_tls_destroy(void *p)
+void stream_tls_destroy(void *p)
 {
     tls_streams_t *ts = p;
     pthread_mutex_lock(&G);
@@ -813,7 +822,7 @@ static stream_t *perthread_stream(int dev)
 }
 
 /* Resolves a stream handle under G. */
-static stream_t *get_stream(cudaStream_t h, cudaError_t *err)
+stream_t *get_stream(cudaStream_t h, cudaError_t *err)
 {
     uintptr_t v = (uintptr_t)h;
     stream_t *s = NULL;
@@ -832,15 +841,9 @@ static stream_t *get_stream(cudaStream_t h, cudaError_t *err)
     return s;
 }
 
-static event_t *get_event(cudaEvent_t h)
-{
-    uintptr_t v = (uintptr_t)h;
-    return (v & TAG_MASK) == TAG_EVENT ? ht_get(&g_handles, v) : NULL;
-}
-
 /* Blocks (G held) until s has completed `target` items, then drops the
  * reference the caller took so that s survived the unlocked wait. */
-static void wait_stream_release(stream_t *s, uint64_t target)
+void wait_stream_release(stream_t *s, uint64_t target)
 {
     g_waiters++;
     while (s->done < target) pthread_cond_wait(&g_done_cv, &G);
@@ -849,13 +852,13 @@ static void wait_stream_release(stream_t *s, uint64_t target)
     stream_maybe_free(s);
 }
 
-static void wait_stream(stream_t *s, uint64_t target)
+void wait_stream(stream_t *s, uint64_t target)
 {
     s->refs++;
     wait_stream_release(s, target);
 }
 
-static void wait_rec(rec_t *r)
+void wait_rec(rec_t *r)
 {
     r->refs++;
     g_waiters++;
@@ -863,16 +866,15 @@ static void wait_rec(rec_t *r)
     g_waiters--;
     rec_unref(r);
 }
-
 /* ----------------------------------------------------------- fork / unload */
 
-static void atfork_prepare(void)
+void atfork_prepare(void)
 {
     pthread_mutex_lock(&g_fail_lock);
     pthread_mutex_lock(&G);
 }
 
-static void atfork_parent(void)
+void atfork_parent(void)
 {
     pthread_mutex_unlock(&G);
     pthread_mutex_unlock(&g_fail_lock);
@@ -880,7 +882,7 @@ static void atfork_parent(void)
 
 /* Workers do not survive fork; work in flight at fork time is lost in the
  * child (accel refuses CUDA use in fork children anyway). */
-static void atfork_child(void)
+void atfork_child(void)
 {
     g_nworkers = 0;
     g_idle = 0;
@@ -904,128 +906,6 @@ __attribute__((destructor)) static void emu_fini(void)
         if (pthread_cond_timedwait(&g_exit_cv, &G, &dl) == ETIMEDOUT) break;
     pthread_mutex_unlock(&G);
 }
-
-/* ============================================================ runtime API */
-
-EXPORT const char *cudaGetErrorName(cudaError_t e)
-{
-    const errdesc_t *d = emu_rt_error(e);
-    return d ? d->name : "unrecognized error code";
-}
-
-EXPORT const char *cudaGetErrorString(cudaError_t e)
-{
-    const errdesc_t *d = emu_rt_error(e);
-    return d ? d->text : "unrecognized error code";
-}
-
-EXPORT cudaError_t cudaGetLastError(void)
-{
-    INIT();
-    if (g_init_err) return g_init_err;
-    if (atomic_load_explicit(&g_fail_active, memory_order_relaxed) && fail_hit(SYM_cudaGetLastError))
-        return cudaErrorUnknown;
-    cudaError_t e = t_last;
-    t_last = cudaSuccess;
-    return e;
-}
-
-EXPORT cudaError_t cudaPeekAtLastError(void)
-{
-    INIT();
-    if (g_init_err) return g_init_err;
-    if (atomic_load_explicit(&g_fail_active, memory_order_relaxed) && fail_hit(SYM_cudaPeekAtLastError))
-        return cudaErrorUnknown;
-    return t_last;
-}
-
-EXPORT cudaError_t cudaGetDeviceCount(int *count)
-{
-    RT_ENTER(cudaGetDeviceCount, cudaErrorUnknown);
-    if (!count) return fail(cudaErrorInvalidValue);
-    *count = g_ndev;
-    return g_ndev ? cudaSuccess : fail(cudaErrorNoDevice);
-}
-
-EXPORT cudaError_t cudaGetDevice(int *dev)
-{
-    RT_ENTER(cudaGetDevice, cudaErrorUnknown);
-    RT_NEED_DEVICE();
-    if (!dev) return fail(cudaErrorInvalidValue);
-    *dev = t_dev;
-    return cudaSuccess;
-}
-
-EXPORT cudaError_t cudaSetDevice(int dev)
-{
-    RT_ENTER(cudaSetDevice, cudaErrorUnknown);
-    RT_NEED_DEVICE();
-    if (dev < 0 || dev >= g_ndev) return fail(cudaErrorInvalidDevice);
-    t_dev = dev;
-    ensure_ctx(dev);
-    return cudaSuccess;
-}
-
-EXPORT cudaError_t cudaDeviceSynchronize(void)
-{
-    RT_ENTER(cudaDeviceSynchronize, cudaErrorUnknown);
-    RT_NEED_DEVICE();
-    if (t_in_hostfn) return fail(cudaErrorNotPermitted);
-    int dev = t_dev;
-    ensure_ctx(dev);
-    pthread_mutex_lock(&G);
-    size_t n = 0;
-    for (stream_t *s = g_devstreams[dev]; s; s = s->dnext) n += pending(s);
-    if (n) {
-        stream_t **ss = malloc(n * sizeof *ss);
-        uint64_t *tg = malloc(n * sizeof *tg);
-        if (!ss || !tg) {
-            free(ss);
-            free(tg);
-            pthread_mutex_unlock(&G);
-            return fail(cudaErrorMemoryAllocation);
-        }
-        size_t i = 0;
-        for (stream_t *s = g_devstreams[dev]; s; s = s->dnext) {
-            if (!pending(s)) continue;
-            ss[i] = s;
-            tg[i] = s->enq;
-            s->refs++;
-            i++;
-        }
-        for (i = 0; i < n; i++) wait_stream_release(ss[i], tg[i]);
-        free(ss);
-        free(tg);
-    }
-    pthread_mutex_unlock(&G);
-    return cudaSuccess;
-}
-
-EXPORT cudaError_t cudaDriverGetVersion(int *v)
-{
-    RT_ENTER(cudaDriverGetVersion, cudaErrorUnknown);
-    if (!v) return fail(cudaErrorInvalidValue);
-    *v = EMU_VERSION;
-    return cudaSuccess;
-}
-
-EXPORT cudaError_t cudaRuntimeGetVersion(int *v)
-{
-    RT_ENTER(cudaRuntimeGetVersion, cudaErrorUnknown);
-    if (!v) return fail(cudaErrorInvalidValue);
-    *v = EMU_VERSION;
-    return cudaSuccess;
-}
-
-EXPORT cudaError_t cudaDeviceGetStreamPriorityRange(int *least, int *greatest)
-{
-    RT_ENTER(cudaDeviceGetStreamPriorityRange, cudaErrorUnknown);
-    RT_NEED_DEVICE();
-    if (least) *least = PRIO_LEAST;
-    if (greatest) *greatest = PRIO_GREATEST;
-    return cudaSuccess;
-}
-
 /* ----------------------------------------------------------- streams (API) */
 
 static cudaError_t stream_create(cudaStream_t *out, unsigned flags, int prio)
@@ -1427,337 +1307,5 @@ EXPORT cudaError_t cudaIpcOpenEventHandle(cudaEvent_t *out, cudaIpcEventHandle_t
     pthread_mutex_unlock(&G);
     if (err) return fail(err);
     ensure_ctx(t_dev);
-    return cudaSuccess;
-}
-
-/* ------------------------------------------------------------ memory (API) */
-
-EXPORT cudaError_t cudaMalloc(void **p, size_t n)
-{
-    RT_ENTER(cudaMalloc, cudaErrorMemoryAllocation);
-    RT_NEED_DEVICE();
-    if (!p) return fail(cudaErrorInvalidValue);
-    int dev = t_dev;
-    ensure_ctx(dev);
-    if (n == 0) { *p = NULL; return cudaSuccess; }
-    pthread_mutex_lock(&G);
-    int ok = n <= g_mem_total - g_mem_used[dev];
-    if (ok) g_mem_used[dev] += n;   /* reserve before the (unlocked) malloc */
-    pthread_mutex_unlock(&G);
-    if (!ok) return fail(cudaErrorMemoryAllocation);
-    alloc_t *a = calloc(1, sizeof *a);
-    void *mem = NULL;
-    if (!a || posix_memalign(&mem, 256, n)) mem = NULL;
-    pthread_mutex_lock(&G);
-    if (mem && g_nallocs == g_cap_allocs) {
-        size_t nc = g_cap_allocs ? g_cap_allocs * 2 : 64;
-        alloc_t **na = realloc(g_allocs, nc * sizeof *na);
-        if (na) { g_allocs = na; g_cap_allocs = nc; }
-    }
-    if (!mem || g_nallocs == g_cap_allocs) {
-        g_mem_used[dev] -= n;
-        pthread_mutex_unlock(&G);
-        free(mem);
-        free(a);
-        return fail(cudaErrorMemoryAllocation);
-    }
-    a->base = mem;
-    a->size = n;
-    a->device = dev;
-    long at = alloc_floor(mem) + 1;
-    memmove(&g_allocs[at + 1], &g_allocs[at], (g_nallocs - (size_t)at) * sizeof *g_allocs);
-    g_allocs[at] = a;
-    g_nallocs++;
-    pthread_mutex_unlock(&G);
-    *p = mem;
-    return cudaSuccess;
-}
-
-/* Unlike real cudaFree this does not synchronise the device: queued copies
- * hold a reference, so the host memory outlives them instead. */
-EXPORT cudaError_t cudaFree(void *p)
-{
-    RT_ENTER(cudaFree, cudaErrorUnknown);
-    RT_NEED_DEVICE();
-    ensure_ctx(t_dev);
-    if (!p) return cudaSuccess;
-    pthread_mutex_lock(&G);
-    long i = alloc_floor(p);
-    alloc_t *a = (i >= 0 && g_allocs[i]->base == p) ? g_allocs[i] : NULL;
-    if (a) alloc_unref(alloc_detach(i));
-    pthread_mutex_unlock(&G);
-    return a ? cudaSuccess : fail(cudaErrorInvalidValue);
-}
-
-EXPORT cudaError_t cudaMemGetInfo(size_t *freeb, size_t *total)
-{
-    RT_ENTER(cudaMemGetInfo, cudaErrorUnknown);
-    RT_NEED_DEVICE();
-    if (!freeb || !total) return fail(cudaErrorInvalidValue);
-    ensure_ctx(t_dev);
-    pthread_mutex_lock(&G);
-    *total = g_mem_total;
-    *freeb = g_mem_total - g_mem_used[t_dev];
-    pthread_mutex_unlock(&G);
-    return cudaSuccess;
-}
-
-/* Resolves [p, p+n) against the allocations: 1 = inside one allocation
- * (referenced into *out), 0 = not device memory, -1 = straddles an end. */
-static int dev_range(const void *p, size_t n, alloc_t **out)
-{
-    alloc_t *a = alloc_containing(p);
-    if (!a) return 0;
-    if (n > a->size - ((uintptr_t)p - (uintptr_t)a->base)) return -1;   /* no wrap-around for huge n */
-    a->pending++;
-    *out = a;
-    return 1;
-}
-
-/* Host memory is treated as pinned: the copy touches host buffers when the
- * worker reaches it, so they must stay alive until the stream is synced. */
-EXPORT cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, int kind, cudaStream_t h)
-{
-    RT_ENTER(cudaMemcpyAsync, cudaErrorUnknown);
-    RT_NEED_DEVICE();
-    if (kind < 0 || kind > 4) return fail(cudaErrorInvalidMemcpyDirection);
-    if (n && (!dst || !src)) return fail(cudaErrorInvalidValue);
-    item_t *it = item_new(IT_COPY);
-    if (!it) return fail(cudaErrorMemoryAllocation);
-    it->dst = dst;
-    it->src = src;
-    it->n = n;
-    cudaError_t err = cudaSuccess;
-    pthread_mutex_lock(&G);
-    stream_t *s = get_stream(h, &err);
-    if (s && n) {
-        int dd = dev_range(dst, n, &it->a1), sd = dev_range(src, n, &it->a2);
-        int need_dst = kind == 1 || kind == 3, need_src = kind == 2 || kind == 3;
-        if (dd < 0 || sd < 0 || (need_dst && !dd) || (need_src && !sd)) err = cudaErrorInvalidValue;
-    }
-    if (!s || err || !n) {
-        item_free(it);
-        if (s) ensure_ctx(s->device);
-    } else {
-        err = submit(s, it);
-    }
-    pthread_mutex_unlock(&G);
-    return err ? fail(err) : cudaSuccess;
-}
-
-EXPORT cudaError_t cudaMemsetAsync(void *p, int value, size_t n, cudaStream_t h)
-{
-    RT_ENTER(cudaMemsetAsync, cudaErrorUnknown);
-    RT_NEED_DEVICE();
-    item_t *it = item_new(IT_SET);
-    if (!it) return fail(cudaErrorMemoryAllocation);
-    it->dst = p;
-    it->value = value;
-    it->n = n;
-    cudaError_t err = cudaSuccess;
-    pthread_mutex_lock(&G);
-    stream_t *s = get_stream(h, &err);
-    if (s && n && dev_range(p, n, &it->a1) != 1) err = cudaErrorInvalidValue;
-    if (!s || err || !n) {
-        item_free(it);
-        if (s) ensure_ctx(s->device);
-    } else {
-        err = submit(s, it);
-    }
-    pthread_mutex_unlock(&G);
-    return err ? fail(err) : cudaSuccess;
-}
-
-#include "emu_memory.c"   /* stream-ordered pools, pinned host memory */
-
-/* Unregistered memory reports device -2 and no aliases (CUDA >= 11). */
-EXPORT cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *at, const void *p)
-{
-    RT_ENTER(cudaPointerGetAttributes, cudaErrorUnknown);
-    RT_NEED_DEVICE();
-    if (!at) return fail(cudaErrorInvalidValue);
-    pthread_mutex_lock(&G);
-    alloc_t *a = alloc_containing(p);
-    if (!a && host_attributes(p, at)) {
-        pthread_mutex_unlock(&G);
-        return cudaSuccess;
-    }
-    at->type = a ? 2 : 0;
-    at->device = a ? a->device : -2;
-    at->devicePointer = a ? (void *)p : NULL;
-    at->hostPointer = NULL;
-    pthread_mutex_unlock(&G);
-    return cudaSuccess;
-}
-
-/* ----------------------------------------------------- device description */
-
-EXPORT cudaError_t cudaDeviceGetAttribute(int *value, int attr, int dev)
-{
-    RT_ENTER(cudaDeviceGetAttribute, cudaErrorUnknown);
-    RT_NEED_DEVICE();
-    if (!value) return fail(cudaErrorInvalidValue);
-    if (dev < 0 || dev >= g_ndev) return fail(cudaErrorInvalidDevice);
-    int v;
-    if (emu_device_attr(attr, g_phys[dev], &v)) return fail(cudaErrorInvalidValue);
-    *value = v;
-    return cudaSuccess;
-}
-
-/* The whole cudaDeviceProp in the CUDA 13 layout (emu_props.c); accel reads only its stable head. */
-static cudaError_t get_props(void *p, int dev)
-{
-    if (!p) return fail(cudaErrorInvalidValue);
-    if (dev < 0 || dev >= g_ndev) return fail(cudaErrorInvalidDevice);
-    emu_fill_props(p, g_phys[dev], g_mem_total);
-    return cudaSuccess;
-}
-
-EXPORT cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *p, int dev)
-{
-    RT_ENTER(cudaGetDeviceProperties, cudaErrorUnknown);
-    RT_NEED_DEVICE();
-    return get_props(p, dev);
-}
-
-EXPORT cudaError_t cudaGetDeviceProperties_v2(struct cudaDeviceProp *p, int dev)
-{
-    RT_ENTER(cudaGetDeviceProperties_v2, cudaErrorUnknown);
-    RT_NEED_DEVICE();
-    return get_props(p, dev);
-}
-
-EXPORT cudaError_t cudaDeviceCanAccessPeer(int *can, int dev, int peer)
-{
-    RT_ENTER(cudaDeviceCanAccessPeer, cudaErrorUnknown);
-    RT_NEED_DEVICE();
-    if (!can) return fail(cudaErrorInvalidValue);
-    if (dev < 0 || dev >= g_ndev || peer < 0 || peer >= g_ndev) return fail(cudaErrorInvalidDevice);
-    *can = dev != peer;
-    return cudaSuccess;
-}
-
-EXPORT cudaError_t cudaDeviceGetPCIBusId(char *buf, int len, int dev)
-{
-    RT_ENTER(cudaDeviceGetPCIBusId, cudaErrorUnknown);
-    RT_NEED_DEVICE();
-    if (!buf || len <= 0) return fail(cudaErrorInvalidValue);
-    if (dev < 0 || dev >= g_ndev) return fail(cudaErrorInvalidDevice);
-    snprintf(buf, (size_t)len, "00000000:%02X:00.0", emu_pci_bus(g_phys[dev]));
-    return cudaSuccess;
-}
-
-/* ============================================================= driver API */
-
-/* cuInit is not required first: cudart initialises the driver itself and
- * callers probe primary contexts after runtime calls. */
-EXPORT CUresult cuInit(unsigned int flags)
-{
-    DRV_ENTER(cuInit);
-    return flags ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
-}
-
-EXPORT CUresult cuDriverGetVersion(int *v)
-{
-    DRV_ENTER(cuDriverGetVersion);
-    if (!v) return CUDA_ERROR_INVALID_VALUE;
-    *v = EMU_VERSION;
-    return CUDA_SUCCESS;
-}
-
-EXPORT CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, int *active)
-{
-    DRV_ENTER(cuDevicePrimaryCtxGetState);
-    if (!flags || !active) return CUDA_ERROR_INVALID_VALUE;
-    if (dev < 0 || dev >= g_ndev) return CUDA_ERROR_INVALID_DEVICE;
-    *flags = 0;
-    *active = atomic_load(&g_ctx[dev]);
-    return CUDA_SUCCESS;
-}
-
-EXPORT CUresult cuGetErrorName(CUresult e, const char **out)
-{
-    DRV_ENTER(cuGetErrorName);
-    if (!out) return CUDA_ERROR_INVALID_VALUE;
-    const errdesc_t *d = emu_drv_error(e);
-    *out = d ? d->name : NULL;
-    return d ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
-}
-
-EXPORT CUresult cuGetErrorString(CUresult e, const char **out)
-{
-    DRV_ENTER(cuGetErrorString);
-    if (!out) return CUDA_ERROR_INVALID_VALUE;
-    const errdesc_t *d = emu_drv_error(e);
-    *out = d ? d->text : NULL;
-    return d ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
-}
-
-/* ====================================================== emulator-only API */
-
-EXPORT int accelEmuLiveStreams(void)
-{
-    pthread_mutex_lock(&G);
-    int n = g_live_streams;
-    pthread_mutex_unlock(&G);
-    return n;
-}
-
-EXPORT int accelEmuLiveEvents(void)
-{
-    pthread_mutex_lock(&G);
-    int n = g_live_events;
-    pthread_mutex_unlock(&G);
-    return n;
-}
-
-EXPORT size_t accelEmuLiveAllocations(void)
-{
-    pthread_mutex_lock(&G);
-    size_t n = g_nallocs;
-    pthread_mutex_unlock(&G);
-    return n;
-}
-
-EXPORT int accelEmuSetFail(const char *spec)
-{
-    INIT();
-    return install_fail_spec(spec);
-}
-
-EXPORT int accelEmuResetContexts(void)
-{
-    INIT();
-    for (int d = 0; d < MAX_DEVICES; d++) atomic_store(&g_ctx[d], 0);
-    return 0;
-}
-
-/* Visible devices; -1 when the configuration is invalid (every CUDA call then
- * fails with cudaErrorInitializationError). */
-EXPORT int accelEmuDeviceCount(void)
-{
-    INIT();
-    return g_init_err ? -1 : g_ndev;
-}
-
-int emu_physical_devices(void)
-{
-    INIT();
-    return g_init_err ? -1 : g_nphys;
-}
-
-/* Profiler control: there is no profiler to start or stop; the calls succeed like the real runtime's
- * when no profiling tool is attached. */
-EXPORT cudaError_t cudaProfilerStart(void)
-{
-    RT_ENTER(cudaProfilerStart, cudaErrorUnknown);
-    RT_NEED_DEVICE();
-    return cudaSuccess;
-}
-
-EXPORT cudaError_t cudaProfilerStop(void)
-{
-    RT_ENTER(cudaProfilerStop, cudaErrorUnknown);
-    RT_NEED_DEVICE();
     return cudaSuccess;
 }
