@@ -1,6 +1,9 @@
 /* The emulated runtime's shared state, types and hot-path helpers, for its own files:
- *   emu.c         configuration and initialisation, fault injection, the handle registry, devices,
- *                 streams and the worker pool, events, the emulator-only API (accelEmu*)
+ *   emu.c         configuration and initialisation, fault injection, the handle registry (hash
+ *                 table), error and version queries, devices and primary contexts, the emulator-only
+ *                 API (accelEmu*)
+ *   emu_stream.c  streams, records, the worker pool, host functions, fork and unload
+ *   emu_event.c   events, cross-stream waits, IPC event handles
  *   emu_memory.c  allocations, copies and memsets, stream-ordered pools, pinned host memory
  * The model and the documented choices are in emu.c's top comment.
  *
