@@ -1,4 +1,4 @@
-/* The driver API of the libcuda.so.1 stand-in, on the emulator's one state (emu.c).
+/* The driver API of the libcuda.so.1 stand-in, on the emulator's one state (emu_runtime.h).
  *
  * Every function maps onto the emulated runtime: a primary context is its device, making it
  * current is cudaSetDevice, streams and events are the runtime's handles (CUstream == cudaStream_t,
@@ -34,7 +34,7 @@ enum { CUDA_SUCCESS = 0, CUDA_ERROR_INVALID_VALUE = 1, CUDA_ERROR_NOT_INITIALIZE
        CUDA_ERROR_NO_DEVICE = 100, CUDA_ERROR_INVALID_DEVICE = 101, CUDA_ERROR_INVALID_CONTEXT = 201,
        CUDA_ERROR_NOT_FOUND = 500, CUDA_ERROR_NOT_SUPPORTED = 801 };
 
-/* The runtime entry points used here (emu.c). */
+/* The runtime entry points used here (emu_device.c, emu_stream.c, emu_event.c, emu_memory.c). */
 int cudaGetDeviceCount(int *);
 int cudaGetDevice(int *);
 int cudaSetDevice(int);
@@ -72,7 +72,7 @@ CUresult cuGetErrorString(CUresult, const char **);
  * the emulated runtime returns have the same values in the driver API. */
 #define RT(call) __extension__({ int saved_ = t_last; int r_ = (call); t_last = saved_; r_; })
 
-/* Configuration errors (ACCEL_EMU_* malformed) read as "not initialised", as in emu.c. */
+/* Configuration errors (ACCEL_EMU_* malformed) read as "not initialised", as in emu_core.c. */
 #define DRV_INIT() do { if (accelEmuDeviceCount() < 0) return CUDA_ERROR_NOT_INITIALIZED; } while (0)
 
 /* ------------------------------------------------------------------ contexts */

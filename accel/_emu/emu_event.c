@@ -1,7 +1,7 @@
 /* Events of the emulated runtime: an event handle points at shared state (its flags and the record
  * its last cudaEventRecord placed in a stream), which IPC handles alias; record, query,
  * synchronise, elapsed time, and cudaStreamWaitEvent (a stream waits for the event's record).  The
- * model is described in emu.c. */
+ * model is described in emu_core.c. */
 #include "emu_runtime.h"
 
 /* ------------------------------------------------------------ events (API) */

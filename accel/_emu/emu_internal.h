@@ -14,7 +14,7 @@
 
 #define EMU_CUDA_VERSION 13000      /* the runtime and driver version the emulator reports */
 
-/* emu.c (set once by its initialisation, which every exported runtime call runs first) */
+/* emu_core.c (set once by its initialisation, which every exported runtime call runs first) */
 extern int g_ndev;                              /* visible devices */
 extern int g_phys[EMU_MAX_DEVICES];             /* visible ordinal -> physical device */
 extern atomic_int g_ctx[EMU_MAX_DEVICES];       /* the device's primary context is active */
@@ -36,7 +36,7 @@ void emu_trace_unsupported(const char *name, atomic_int *seen);
 /* --------------------------------------------------------------------------- fault injection */
 
 /* Every injectable exported symbol (ACCEL_EMU_FAIL="sym:n,...", accelEmuSetFail); the id indexes
- * the per-symbol call counters (emu.c).  String getters of the runtime cannot fail and are
+ * the per-symbol call counters (emu_core.c).  String getters of the runtime cannot fail and are
  * absent. */
 #define EMU_SYMBOLS(X) \
     X(cudaGetDeviceCount) X(cudaGetDevice) X(cudaSetDevice) X(cudaDeviceSynchronize) \

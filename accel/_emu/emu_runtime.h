@@ -1,11 +1,12 @@
 /* The emulated runtime's shared state, types and hot-path helpers, for its own files:
- *   emu.c         configuration and initialisation, fault injection, the handle registry (hash
- *                 table), error and version queries, devices and primary contexts, the emulator-only
- *                 API (accelEmu*)
+ *   emu_core.c    configuration and initialisation, fault injection, the handle registry (hash
+ *                 table), error and version queries, the runtime library's driver entry points,
+ *                 the emulator-only API (accelEmu*)
+ *   emu_device.c  devices, current device, primary contexts, device description
  *   emu_stream.c  streams, records, the worker pool, host functions, fork and unload
  *   emu_event.c   events, cross-stream waits, IPC event handles
  *   emu_memory.c  allocations, copies and memsets, stream-ordered pools, pinned host memory
- * The model and the documented choices are in emu.c's top comment.
+ * The model and the documented choices are in emu_core.c's top comment.
  *
  * Everything declared here is hidden (not exported).  Helpers on the hot paths (the RT_ENTER
  * prologue, fail(), handle lookup, record and item allocation) are macros or static inline so that

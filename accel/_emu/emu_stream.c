@@ -3,7 +3,7 @@
  * FIFO) order streams against each other and the legacy default stream's implicit
  * synchronisation; per-thread default streams; what fork and unloading do to the workers; and the
  * stream API (create, destroy, query, synchronise, getters, capture mode, cudaLaunchHostFunc).
- * The model is described in emu.c. */
+ * The model is described in emu_core.c. */
 #include "emu_runtime.h"
 
 /* ----------------------------------------------------------------- streams */

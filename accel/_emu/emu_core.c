@@ -1,5 +1,16 @@
 /*
- * accel emulated CUDA runtime (selected with ACCEL_CUDART=emu).
+ * accel emulated CUDA runtime (selected with ACCEL_CUDART=emu): its core.
+ *
+ * This file: configuration and initialisation, fault injection, the handle
+ * registry (hash table), error names, last error and versions, the driver
+ * entry points of the runtime library (cuInit, cuDriverGetVersion,
+ * cuGetErrorName/String) and the emulator-only API (accelEmu*).  The rest:
+ * emu_device.c (devices, primary contexts, device description), emu_stream.c
+ * (streams, the worker pool, host functions, fork/unload), emu_event.c
+ * (events, IPC event handles), emu_memory.c (allocations, copies, pools,
+ * pinned host memory); shared state and hot helpers in emu_runtime.h.  The
+ * stand-ins add emu_driver.c (the libcuda.so.1 driver layer) and
+ * emu_standin.c (the other libcudart.so.13 exports).
  *
  * A drop-in stand-in for the subset of libcudart (plus a few libcuda driver
  * entry points) that accel binds, so that accel's real dlopen/dlsym/calling
@@ -45,8 +56,8 @@
  *    and cudaErrorUnknown / CUDA_ERROR_UNKNOWN otherwise.
  *  - Blocking calls (stream/event/device synchronise) made from inside a
  *    host function return cudaErrorNotPermitted instead of deadlocking.
- *  - Memory (allocations, copies, stream-ordered pools, pinned host memory):
- *    emu_memory.c, with its own notes.  Shared state and hot helpers: emu_runtime.h.
+ *  - Stream-ordered pools (cudaMallocAsync & co) and pinned host memory
+ *    (cudaHostAlloc, cudaHostRegister): emu_memory.c, with its own notes.
  *  - Host memory is treated as pinned and cudaFree does not synchronise;
  *    queued copies keep their allocation alive instead.
  *  - IPC event handles open only in the creating process (there is no
@@ -393,153 +404,4 @@ int emu_physical_devices(void)
 {
     INIT();
     return g_init_err ? -1 : g_nphys;
-}
-
-/* ------------------------------------------------------------------ devices */
-
-EXPORT cudaError_t cudaGetDeviceCount(int *count)
-{
-    RT_ENTER(cudaGetDeviceCount, cudaErrorUnknown);
-    if (!count) return fail(cudaErrorInvalidValue);
-    *count = g_ndev;
-    return g_ndev ? cudaSuccess : fail(cudaErrorNoDevice);
-}
-
-EXPORT cudaError_t cudaGetDevice(int *dev)
-{
-    RT_ENTER(cudaGetDevice, cudaErrorUnknown);
-    RT_NEED_DEVICE();
-    if (!dev) return fail(cudaErrorInvalidValue);
-    *dev = t_dev;
-    return cudaSuccess;
-}
-
-EXPORT cudaError_t cudaSetDevice(int dev)
-{
-    RT_ENTER(cudaSetDevice, cudaErrorUnknown);
-    RT_NEED_DEVICE();
-    if (dev < 0 || dev >= g_ndev) return fail(cudaErrorInvalidDevice);
-    t_dev = dev;
-    ensure_ctx(dev);
-    return cudaSuccess;
-}
-
-EXPORT cudaError_t cudaDeviceSynchronize(void)
-{
-    RT_ENTER(cudaDeviceSynchronize, cudaErrorUnknown);
-    RT_NEED_DEVICE();
-    if (t_in_hostfn) return fail(cudaErrorNotPermitted);
-    int dev = t_dev;
-    ensure_ctx(dev);
-    pthread_mutex_lock(&G);
-    size_t n = 0;
-    for (stream_t *s = g_devstreams[dev]; s; s = s->dnext) n += pending(s);
-    if (n) {
-        stream_t **ss = malloc(n * sizeof *ss);
-        uint64_t *tg = malloc(n * sizeof *tg);
-        if (!ss || !tg) {
-            free(ss);
-            free(tg);
-            pthread_mutex_unlock(&G);
-            return fail(cudaErrorMemoryAllocation);
-        }
-        size_t i = 0;
-        for (stream_t *s = g_devstreams[dev]; s; s = s->dnext) {
-            if (!pending(s)) continue;
-            ss[i] = s;
-            tg[i] = s->enq;
-            s->refs++;
-            i++;
-        }
-        for (i = 0; i < n; i++) wait_stream_release(ss[i], tg[i]);
-        free(ss);
-        free(tg);
-    }
-    pthread_mutex_unlock(&G);
-    return cudaSuccess;
-}
-
-EXPORT cudaError_t cudaDeviceGetStreamPriorityRange(int *least, int *greatest)
-{
-    RT_ENTER(cudaDeviceGetStreamPriorityRange, cudaErrorUnknown);
-    RT_NEED_DEVICE();
-    if (least) *least = PRIO_LEAST;
-    if (greatest) *greatest = PRIO_GREATEST;
-    return cudaSuccess;
-}
-
-/* --------------------------------------------------------- primary contexts */
-
-EXPORT CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, int *active)
-{
-    DRV_ENTER(cuDevicePrimaryCtxGetState);
-    if (!flags || !active) return CUDA_ERROR_INVALID_VALUE;
-    if (dev < 0 || dev >= g_ndev) return CUDA_ERROR_INVALID_DEVICE;
-    *flags = 0;
-    *active = atomic_load(&g_ctx[dev]);
-    return CUDA_SUCCESS;
-}
-
-EXPORT int accelEmuResetContexts(void)
-{
-    INIT();
-    for (int d = 0; d < MAX_DEVICES; d++) atomic_store(&g_ctx[d], 0);
-    return 0;
-}
-
-/* ----------------------------------------------------- device description */
-
-EXPORT cudaError_t cudaDeviceGetAttribute(int *value, int attr, int dev)
-{
-    RT_ENTER(cudaDeviceGetAttribute, cudaErrorUnknown);
-    RT_NEED_DEVICE();
-    if (!value) return fail(cudaErrorInvalidValue);
-    if (dev < 0 || dev >= g_ndev) return fail(cudaErrorInvalidDevice);
-    int v;
-    if (emu_device_attr(attr, g_phys[dev], &v)) return fail(cudaErrorInvalidValue);
-    *value = v;
-    return cudaSuccess;
-}
-
-/* The whole cudaDeviceProp in the CUDA 13 layout (emu_props.c); accel reads only its stable head. */
-static cudaError_t get_props(void *p, int dev)
-{
-    if (!p) return fail(cudaErrorInvalidValue);
-    if (dev < 0 || dev >= g_ndev) return fail(cudaErrorInvalidDevice);
-    emu_fill_props(p, g_phys[dev], g_mem_total);
-    return cudaSuccess;
-}
-
-EXPORT cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *p, int dev)
-{
-    RT_ENTER(cudaGetDeviceProperties, cudaErrorUnknown);
-    RT_NEED_DEVICE();
-    return get_props(p, dev);
-}
-
-EXPORT cudaError_t cudaGetDeviceProperties_v2(struct cudaDeviceProp *p, int dev)
-{
-    RT_ENTER(cudaGetDeviceProperties_v2, cudaErrorUnknown);
-    RT_NEED_DEVICE();
-    return get_props(p, dev);
-}
-
-EXPORT cudaError_t cudaDeviceCanAccessPeer(int *can, int dev, int peer)
-{
-    RT_ENTER(cudaDeviceCanAccessPeer, cudaErrorUnknown);
-    RT_NEED_DEVICE();
-    if (!can) return fail(cudaErrorInvalidValue);
-    if (dev < 0 || dev >= g_ndev || peer < 0 || peer >= g_ndev) return fail(cudaErrorInvalidDevice);
-    *can = dev != peer;
-    return cudaSuccess;
-}
-
-EXPORT cudaError_t cudaDeviceGetPCIBusId(char *buf, int len, int dev)
-{
-    RT_ENTER(cudaDeviceGetPCIBusId, cudaErrorUnknown);
-    RT_NEED_DEVICE();
-    if (!buf || len <= 0) return fail(cudaErrorInvalidValue);
-    if (dev < 0 || dev >= g_ndev) return fail(cudaErrorInvalidDevice);
-    snprintf(buf, (size_t)len, "00000000:%02X:00.0", emu_pci_bus(g_phys[dev]));
-    return cudaSuccess;
 }
