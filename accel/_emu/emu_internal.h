@@ -37,7 +37,8 @@ void emu_trace_unsupported(const char *name, atomic_int *seen);
 
 /* Every injectable exported symbol (ACCEL_EMU_FAIL="sym:n,...", accelEmuSetFail); the id indexes
  * the per-symbol call counters (emu_core.c).  String getters of the runtime cannot fail and are
- * absent. */
+ * absent.  EMU_SYMBOLS: the runtime library's; EMU_DRIVER_SYMBOLS: the driver layer's (emu_driver.c,
+ * in the stand-ins only: elsewhere they can be armed but are never called). */
 #define EMU_SYMBOLS(X) \
     X(cudaGetDeviceCount) X(cudaGetDevice) X(cudaSetDevice) X(cudaDeviceSynchronize) \
     X(cudaDriverGetVersion) X(cudaRuntimeGetVersion) X(cudaGetLastError) \
@@ -58,9 +59,21 @@ void emu_trace_unsupported(const char *name, atomic_int *seen);
     X(cudaMallocAsync) X(cudaFreeAsync) X(cudaDeviceGetDefaultMemPool) X(cudaDeviceGetMemPool) \
     X(cudaMemPoolGetAttribute) X(cudaMemPoolSetAttribute) X(cudaMemPoolTrimTo) X(cudaHostAlloc) \
     X(cudaFreeHost) X(cudaHostRegister) X(cudaHostUnregister)
+#define EMU_DRIVER_SYMBOLS(X) \
+    X(cuDeviceGetCount) X(cuDeviceGet) X(cuDeviceGetAttribute) X(cuDeviceGetName) X(cuDeviceGetUuid) \
+    X(cuDeviceGetUuid_v2) X(cuDeviceTotalMem_v2) X(cuDeviceGetPCIBusId) X(cuDeviceComputeCapability) \
+    X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease_v2) X(cuDevicePrimaryCtxSetFlags_v2) \
+    X(cuCtxGetCurrent) X(cuCtxSetCurrent) X(cuCtxPushCurrent_v2) X(cuCtxPopCurrent_v2) X(cuCtxGetDevice) \
+    X(cuCtxSynchronize) X(cuCtxGetApiVersion) X(cuCtxGetFlags) X(cuCtxGetId) X(cuCtxGetStreamPriorityRange) \
+    X(cuMemGetInfo_v2) X(cuStreamCreate) X(cuStreamCreateWithPriority) X(cuStreamDestroy_v2) \
+    X(cuStreamQuery) X(cuStreamSynchronize) X(cuStreamWaitEvent) X(cuStreamGetPriority) X(cuStreamGetFlags) \
+    X(cuStreamGetId) X(cuStreamGetDevice) X(cuStreamGetCtx) X(cuStreamGetCtx_v2) X(cuStreamIsCapturing) \
+    X(cuLaunchHostFunc) X(cuLaunchHostFunc_v2) X(cuEventCreate) X(cuEventDestroy_v2) X(cuEventRecord) \
+    X(cuEventRecordWithFlags) X(cuEventQuery) X(cuEventSynchronize) X(cuEventElapsedTime_v2) \
+    X(cuGetProcAddress) X(cuGetProcAddress_v2)
 
 #define X_ENUM(s) SYM_##s,
-enum { EMU_SYMBOLS(X_ENUM) SYM_COUNT };
+enum { EMU_SYMBOLS(X_ENUM) EMU_DRIVER_SYMBOLS(X_ENUM) SYM_COUNT };
 
 #define MAX_FAIL 64
 typedef struct { int sym; unsigned long long nth; } failpt_t;
