@@ -1,4 +1,4 @@
-/* The driver API of the libcuda.so.1 stand-in, on the emulator's one state (emu.c).
+/* The driver API of the libcuda.so.1 stand-in, on the emulator's one state (emu_runtime.h).
  *
  * Every function maps onto the emulated runtime: a primary context is its device, making it
  * current is cudaSetDevice, streams and events are the runtime's handles (CUstream == cudaStream_t,
@@ -15,7 +15,14 @@
  * cuGetProcAddress resolves names in this table only, by name and ABI version; a `_ptsz`/`_ptds`
  * name or the per-thread-default-stream flag gives the variant whose NULL stream is the calling
  * thread's per-thread stream.  Kernel, module and linker entry points return CUDA_ERROR_NOT_SUPPORTED
- * (their first call is logged with ACCEL_EMU_TRACE=1). */
+ * (their first call is logged with ACCEL_EMU_TRACE=1).
+ *
+ * Fault injection: every entry point that can fail has a hook armed by its exported name
+ * (ACCEL_EMU_FAIL="cuStreamCreate:1,...", accelEmuSetFail; EMU_DRIVER_SYMBOLS in emu_internal.h).
+ * The armed call fails before it changes anything, with CUDA_ERROR_OUT_OF_MEMORY when it creates a
+ * stream or an event and CUDA_ERROR_UNKNOWN otherwise.  A `_ptsz` variant, or the pointer
+ * cuGetProcAddress hands out, counts as the entry point it is a variant of; one call counts one
+ * driver name (the runtime calls it makes inside count their own runtime names, as before). */
 #include <stdint.h>
 #include <string.h>
 
@@ -30,11 +37,11 @@ typedef void *CUstream;
 typedef void *CUevent;
 typedef void (*CUhostFn)(void *);
 
-enum { CUDA_SUCCESS = 0, CUDA_ERROR_INVALID_VALUE = 1, CUDA_ERROR_NOT_INITIALIZED = 3,
+enum { CUDA_SUCCESS = 0, CUDA_ERROR_INVALID_VALUE = 1, CUDA_ERROR_OUT_OF_MEMORY = 2, CUDA_ERROR_NOT_INITIALIZED = 3,
        CUDA_ERROR_NO_DEVICE = 100, CUDA_ERROR_INVALID_DEVICE = 101, CUDA_ERROR_INVALID_CONTEXT = 201,
-       CUDA_ERROR_NOT_FOUND = 500, CUDA_ERROR_NOT_SUPPORTED = 801 };
+       CUDA_ERROR_NOT_FOUND = 500, CUDA_ERROR_NOT_SUPPORTED = 801, CUDA_ERROR_UNKNOWN = 999 };
 
-/* The runtime entry points used here (emu.c). */
+/* The runtime entry points used here (emu_device.c, emu_stream.c, emu_event.c, emu_memory.c). */
 int cudaGetDeviceCount(int *);
 int cudaGetDevice(int *);
 int cudaSetDevice(int);
@@ -72,8 +79,12 @@ CUresult cuGetErrorString(CUresult, const char **);
  * the emulated runtime returns have the same values in the driver API. */
 #define RT(call) __extension__({ int saved_ = t_last; int r_ = (call); t_last = saved_; r_; })
 
-/* Configuration errors (ACCEL_EMU_* malformed) read as "not initialised", as in emu.c. */
+/* Configuration errors (ACCEL_EMU_* malformed) read as "not initialised", as in emu_core.c. */
 #define DRV_INIT() do { if (accelEmuDeviceCount() < 0) return CUDA_ERROR_NOT_INITIALIZED; } while (0)
+
+/* Prologue of every entry point that can fail: the configuration check, then its fault hook. */
+#define DRV_ENTER(sym) do { DRV_INIT(); if (EMU_FAULT(sym)) return CUDA_ERROR_UNKNOWN; } while (0)
+#define DRV_ENTER_CREATE(sym) do { DRV_INIT(); if (EMU_FAULT(sym)) return CUDA_ERROR_OUT_OF_MEMORY; } while (0)
 
 /* ------------------------------------------------------------------ contexts */
 
@@ -112,7 +123,7 @@ static CUresult follow(CUcontext c)
 
 EXPORT CUresult cuDeviceGetCount(int *count)
 {
-    DRV_INIT();
+    DRV_ENTER(cuDeviceGetCount);
     if (!count) return CUDA_ERROR_INVALID_VALUE;
     *count = g_ndev;
     return CUDA_SUCCESS;
@@ -120,7 +131,7 @@ EXPORT CUresult cuDeviceGetCount(int *count)
 
 EXPORT CUresult cuDeviceGet(CUdevice *dev, int ordinal)
 {
-    DRV_INIT();
+    DRV_ENTER(cuDeviceGet);
     if (!dev) return CUDA_ERROR_INVALID_VALUE;
     if (ordinal < 0 || ordinal >= g_ndev) return CUDA_ERROR_INVALID_DEVICE;
     *dev = ordinal;
@@ -129,13 +140,12 @@ EXPORT CUresult cuDeviceGet(CUdevice *dev, int ordinal)
 
 EXPORT CUresult cuDeviceGetAttribute(int *value, int attrib, CUdevice dev)
 {
-    DRV_INIT();
+    DRV_ENTER(cuDeviceGetAttribute);
     return RT(cudaDeviceGetAttribute(value, attrib, dev));
 }
 
 static CUresult props(CUdevice dev, unsigned char *buf)
 {
-    DRV_INIT();
     if (dev < 0 || dev >= g_ndev) return CUDA_ERROR_INVALID_DEVICE;
     return RT(cudaGetDeviceProperties(buf, dev));
 }
@@ -143,6 +153,7 @@ static CUresult props(CUdevice dev, unsigned char *buf)
 EXPORT CUresult cuDeviceGetName(char *name, int len, CUdevice dev)
 {
     unsigned char buf[EMU_PROPS_SIZE];
+    DRV_ENTER(cuDeviceGetName);
     if (!name || len <= 0) return CUDA_ERROR_INVALID_VALUE;
     CUresult r = props(dev, buf);
     if (r) return r;
@@ -151,7 +162,7 @@ EXPORT CUresult cuDeviceGetName(char *name, int len, CUdevice dev)
     return CUDA_SUCCESS;
 }
 
-EXPORT CUresult cuDeviceGetUuid_v2(unsigned char *uuid, CUdevice dev)
+static CUresult device_uuid(unsigned char *uuid, CUdevice dev)
 {
     unsigned char buf[EMU_PROPS_SIZE];
     if (!uuid) return CUDA_ERROR_INVALID_VALUE;
@@ -160,11 +171,22 @@ EXPORT CUresult cuDeviceGetUuid_v2(unsigned char *uuid, CUdevice dev)
     return r;
 }
 
-EXPORT CUresult cuDeviceGetUuid(unsigned char *uuid, CUdevice dev) { return cuDeviceGetUuid_v2(uuid, dev); }
+EXPORT CUresult cuDeviceGetUuid_v2(unsigned char *uuid, CUdevice dev)
+{
+    DRV_ENTER(cuDeviceGetUuid_v2);
+    return device_uuid(uuid, dev);
+}
+
+EXPORT CUresult cuDeviceGetUuid(unsigned char *uuid, CUdevice dev)
+{
+    DRV_ENTER(cuDeviceGetUuid);
+    return device_uuid(uuid, dev);
+}
 
 EXPORT CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev)
 {
     unsigned char buf[EMU_PROPS_SIZE];
+    DRV_ENTER(cuDeviceTotalMem_v2);
     if (!bytes) return CUDA_ERROR_INVALID_VALUE;
     CUresult r = props(dev, buf);
     if (!r) memcpy(bytes, buf + 288, sizeof *bytes);
@@ -173,13 +195,13 @@ EXPORT CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev)
 
 EXPORT CUresult cuDeviceGetPCIBusId(char *buf, int len, CUdevice dev)
 {
-    DRV_INIT();
+    DRV_ENTER(cuDeviceGetPCIBusId);
     return RT(cudaDeviceGetPCIBusId(buf, len, dev));
 }
 
 EXPORT CUresult cuDeviceComputeCapability(int *major, int *minor, CUdevice dev)
 {
-    DRV_INIT();
+    DRV_ENTER(cuDeviceComputeCapability);
     if (!major || !minor) return CUDA_ERROR_INVALID_VALUE;
     CUresult r = RT(cudaDeviceGetAttribute(major, 75, dev));
     return r ? r : RT(cudaDeviceGetAttribute(minor, 76, dev));
@@ -187,7 +209,7 @@ EXPORT CUresult cuDeviceComputeCapability(int *major, int *minor, CUdevice dev)
 
 EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice dev)
 {
-    DRV_INIT();
+    DRV_ENTER(cuDevicePrimaryCtxRetain);
     if (!ctx) return CUDA_ERROR_INVALID_VALUE;
     if (dev < 0 || dev >= g_ndev) return CUDA_ERROR_INVALID_DEVICE;
     atomic_store(&g_ctx[dev], 1);
@@ -200,20 +222,20 @@ EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice dev)
  * refused like it (the emulator cannot tear down a device's streams and events under accel). */
 EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
 {
-    DRV_INIT();
+    DRV_ENTER(cuDevicePrimaryCtxRelease_v2);
     return dev < 0 || dev >= g_ndev ? CUDA_ERROR_INVALID_DEVICE : CUDA_SUCCESS;
 }
 
 EXPORT CUresult cuDevicePrimaryCtxSetFlags_v2(CUdevice dev, unsigned int flags)
 {
-    DRV_INIT();
+    DRV_ENTER(cuDevicePrimaryCtxSetFlags_v2);
     if (dev < 0 || dev >= g_ndev) return CUDA_ERROR_INVALID_DEVICE;
     return flags ? CUDA_ERROR_NOT_SUPPORTED : CUDA_SUCCESS;
 }
 
 EXPORT CUresult cuCtxGetCurrent(CUcontext *ctx)
 {
-    DRV_INIT();
+    DRV_ENTER(cuCtxGetCurrent);
     if (!ctx) return CUDA_ERROR_INVALID_VALUE;
     *ctx = current_ctx();
     return CUDA_SUCCESS;
@@ -221,7 +243,7 @@ EXPORT CUresult cuCtxGetCurrent(CUcontext *ctx)
 
 EXPORT CUresult cuCtxSetCurrent(CUcontext ctx)
 {
-    DRV_INIT();
+    DRV_ENTER(cuCtxSetCurrent);
     if (ctx && ctx_device(ctx) < 0) return CUDA_ERROR_INVALID_CONTEXT;
     if (!ctx) {                     /* pops the top; the context below becomes current */
         if (t_depth) t_depth--;
@@ -234,7 +256,7 @@ EXPORT CUresult cuCtxSetCurrent(CUcontext ctx)
 
 EXPORT CUresult cuCtxPushCurrent_v2(CUcontext ctx)
 {
-    DRV_INIT();
+    DRV_ENTER(cuCtxPushCurrent_v2);
     if (ctx_device(ctx) < 0) return CUDA_ERROR_INVALID_CONTEXT;
     if (t_depth == CTX_DEPTH) return CUDA_ERROR_INVALID_VALUE;
     t_stack[t_depth++] = ctx;
@@ -243,7 +265,7 @@ EXPORT CUresult cuCtxPushCurrent_v2(CUcontext ctx)
 
 EXPORT CUresult cuCtxPopCurrent_v2(CUcontext *out)
 {
-    DRV_INIT();
+    DRV_ENTER(cuCtxPopCurrent_v2);
     if (!t_depth) return CUDA_ERROR_INVALID_CONTEXT;
     CUcontext c = t_stack[--t_depth];
     if (out) *out = c;
@@ -252,7 +274,7 @@ EXPORT CUresult cuCtxPopCurrent_v2(CUcontext *out)
 
 EXPORT CUresult cuCtxGetDevice(CUdevice *dev)
 {
-    DRV_INIT();
+    DRV_ENTER(cuCtxGetDevice);
     if (!dev) return CUDA_ERROR_INVALID_VALUE;
     CUcontext c = current_ctx();
     if (!c) return CUDA_ERROR_INVALID_CONTEXT;
@@ -262,14 +284,14 @@ EXPORT CUresult cuCtxGetDevice(CUdevice *dev)
 
 EXPORT CUresult cuCtxSynchronize(void)
 {
-    DRV_INIT();
+    DRV_ENTER(cuCtxSynchronize);
     if (!current_ctx()) return CUDA_ERROR_INVALID_CONTEXT;
     return RT(cudaDeviceSynchronize());
 }
 
 EXPORT CUresult cuCtxGetApiVersion(CUcontext ctx, unsigned int *version)
 {
-    DRV_INIT();
+    DRV_ENTER(cuCtxGetApiVersion);
     if (!version) return CUDA_ERROR_INVALID_VALUE;
     if (!ctx) ctx = current_ctx();
     if (ctx_device(ctx) < 0) return CUDA_ERROR_INVALID_CONTEXT;
@@ -279,7 +301,7 @@ EXPORT CUresult cuCtxGetApiVersion(CUcontext ctx, unsigned int *version)
 
 EXPORT CUresult cuCtxGetFlags(unsigned int *flags)
 {
-    DRV_INIT();
+    DRV_ENTER(cuCtxGetFlags);
     if (!flags) return CUDA_ERROR_INVALID_VALUE;
     if (!current_ctx()) return CUDA_ERROR_INVALID_CONTEXT;
     *flags = 0;
@@ -288,7 +310,7 @@ EXPORT CUresult cuCtxGetFlags(unsigned int *flags)
 
 EXPORT CUresult cuCtxGetId(CUcontext ctx, unsigned long long *id)
 {
-    DRV_INIT();
+    DRV_ENTER(cuCtxGetId);
     if (!id) return CUDA_ERROR_INVALID_VALUE;
     if (!ctx) ctx = current_ctx();
     int dev = ctx_device(ctx);
@@ -299,14 +321,14 @@ EXPORT CUresult cuCtxGetId(CUcontext ctx, unsigned long long *id)
 
 EXPORT CUresult cuCtxGetStreamPriorityRange(int *least, int *greatest)
 {
-    DRV_INIT();
+    DRV_ENTER(cuCtxGetStreamPriorityRange);
     if (!current_ctx()) return CUDA_ERROR_INVALID_CONTEXT;
     return RT(cudaDeviceGetStreamPriorityRange(least, greatest));
 }
 
 EXPORT CUresult cuMemGetInfo_v2(size_t *freeb, size_t *total)
 {
-    DRV_INIT();
+    DRV_ENTER(cuMemGetInfo_v2);
     if (!current_ctx()) return CUDA_ERROR_INVALID_CONTEXT;
     return RT(cudaMemGetInfo(freeb, total));
 }
@@ -314,37 +336,46 @@ EXPORT CUresult cuMemGetInfo_v2(size_t *freeb, size_t *total)
 /* -------------------------------------------------------- streams and events */
 
 /* Work is created in the current context; none current is an error in the driver API. */
-#define NEED_CTX() do { DRV_INIT(); if (!current_ctx()) return CUDA_ERROR_INVALID_CONTEXT; } while (0)
+#define NEED_CTX() do { if (!current_ctx()) return CUDA_ERROR_INVALID_CONTEXT; } while (0)
 
-EXPORT CUresult cuStreamCreateWithPriority(CUstream *s, unsigned int flags, int prio)
+static CUresult stream_create(CUstream *s, unsigned int flags, int prio)
 {
     NEED_CTX();
     return RT(cudaStreamCreateWithPriority(s, flags, prio));
 }
 
-EXPORT CUresult cuStreamCreate(CUstream *s, unsigned int flags) { return cuStreamCreateWithPriority(s, flags, 0); }
-
-#define STREAM_FN(decl, call) EXPORT CUresult decl { DRV_INIT(); return RT(call); }
-STREAM_FN(cuStreamDestroy_v2(CUstream s), cudaStreamDestroy(s))
-STREAM_FN(cuStreamQuery(CUstream s), cudaStreamQuery(s))
-STREAM_FN(cuStreamSynchronize(CUstream s), cudaStreamSynchronize(s))
-STREAM_FN(cuStreamWaitEvent(CUstream s, CUevent e, unsigned int flags), cudaStreamWaitEvent(s, e, flags))
-STREAM_FN(cuStreamGetPriority(CUstream s, int *prio), cudaStreamGetPriority(s, prio))
-STREAM_FN(cuStreamGetFlags(CUstream s, unsigned int *flags), cudaStreamGetFlags(s, flags))
-STREAM_FN(cuStreamGetId(CUstream s, unsigned long long *id), cudaStreamGetId(s, id))
-STREAM_FN(cuStreamGetDevice(CUstream s, CUdevice *dev), cudaStreamGetDevice(s, dev))
-STREAM_FN(cuStreamIsCapturing(CUstream s, int *status), cudaStreamIsCapturing(s, status))
-STREAM_FN(cuLaunchHostFunc(CUstream s, CUhostFn fn, void *arg), cudaLaunchHostFunc(s, fn, arg))
-STREAM_FN(cuEventDestroy_v2(CUevent e), cudaEventDestroy(e))
-STREAM_FN(cuEventRecord(CUevent e, CUstream s), cudaEventRecordWithFlags(e, s, 0))
-STREAM_FN(cuEventRecordWithFlags(CUevent e, CUstream s, unsigned int flags), cudaEventRecordWithFlags(e, s, flags))
-STREAM_FN(cuEventQuery(CUevent e), cudaEventQuery(e))
-STREAM_FN(cuEventSynchronize(CUevent e), cudaEventSynchronize(e))
-STREAM_FN(cuEventElapsedTime_v2(float *ms, CUevent a, CUevent b), cudaEventElapsedTime(ms, a, b))
-
-EXPORT CUresult cuStreamGetCtx(CUstream s, CUcontext *ctx)
+EXPORT CUresult cuStreamCreateWithPriority(CUstream *s, unsigned int flags, int prio)
 {
-    DRV_INIT();
+    DRV_ENTER_CREATE(cuStreamCreateWithPriority);
+    return stream_create(s, flags, prio);
+}
+
+EXPORT CUresult cuStreamCreate(CUstream *s, unsigned int flags)
+{
+    DRV_ENTER_CREATE(cuStreamCreate);
+    return stream_create(s, flags, 0);
+}
+
+#define STREAM_FN(name, params, call) EXPORT CUresult name params { DRV_ENTER(name); return RT(call); }
+STREAM_FN(cuStreamDestroy_v2, (CUstream s), cudaStreamDestroy(s))
+STREAM_FN(cuStreamQuery, (CUstream s), cudaStreamQuery(s))
+STREAM_FN(cuStreamSynchronize, (CUstream s), cudaStreamSynchronize(s))
+STREAM_FN(cuStreamWaitEvent, (CUstream s, CUevent e, unsigned int flags), cudaStreamWaitEvent(s, e, flags))
+STREAM_FN(cuStreamGetPriority, (CUstream s, int *prio), cudaStreamGetPriority(s, prio))
+STREAM_FN(cuStreamGetFlags, (CUstream s, unsigned int *flags), cudaStreamGetFlags(s, flags))
+STREAM_FN(cuStreamGetId, (CUstream s, unsigned long long *id), cudaStreamGetId(s, id))
+STREAM_FN(cuStreamGetDevice, (CUstream s, CUdevice *dev), cudaStreamGetDevice(s, dev))
+STREAM_FN(cuStreamIsCapturing, (CUstream s, int *status), cudaStreamIsCapturing(s, status))
+STREAM_FN(cuLaunchHostFunc, (CUstream s, CUhostFn fn, void *arg), cudaLaunchHostFunc(s, fn, arg))
+STREAM_FN(cuEventDestroy_v2, (CUevent e), cudaEventDestroy(e))
+STREAM_FN(cuEventRecord, (CUevent e, CUstream s), cudaEventRecordWithFlags(e, s, 0))
+STREAM_FN(cuEventRecordWithFlags, (CUevent e, CUstream s, unsigned int flags), cudaEventRecordWithFlags(e, s, flags))
+STREAM_FN(cuEventQuery, (CUevent e), cudaEventQuery(e))
+STREAM_FN(cuEventSynchronize, (CUevent e), cudaEventSynchronize(e))
+STREAM_FN(cuEventElapsedTime_v2, (float *ms, CUevent a, CUevent b), cudaEventElapsedTime(ms, a, b))
+
+static CUresult stream_ctx(CUstream s, CUcontext *ctx)
+{
     int dev;
     if (!ctx) return CUDA_ERROR_INVALID_VALUE;
     CUresult r = RT(cudaStreamGetDevice(s, &dev));
@@ -352,8 +383,15 @@ EXPORT CUresult cuStreamGetCtx(CUstream s, CUcontext *ctx)
     return r;
 }
 
+EXPORT CUresult cuStreamGetCtx(CUstream s, CUcontext *ctx)
+{
+    DRV_ENTER(cuStreamGetCtx);
+    return stream_ctx(s, ctx);
+}
+
 EXPORT CUresult cuEventCreate(CUevent *e, unsigned int flags)
 {
+    DRV_ENTER_CREATE(cuEventCreate);
     NEED_CTX();
     return RT(cudaEventCreateWithFlags(e, flags));
 }
@@ -382,22 +420,25 @@ DRV_UNSUPPORTED(UNSUPPORTED)
 /* Newer ABIs of a name that cuGetProcAddress hands out by version. */
 EXPORT CUresult cuStreamGetCtx_v2(CUstream s, CUcontext *ctx, void **green)
 {
-    CUresult r = cuStreamGetCtx(s, ctx);
+    DRV_ENTER(cuStreamGetCtx_v2);
+    CUresult r = stream_ctx(s, ctx);
     if (!r && green) *green = NULL;             /* no green contexts */
     return r;
 }
 
 EXPORT CUresult cuLaunchHostFunc_v2(CUstream s, CUhostFn fn, void *arg, unsigned int flags)
 {
-    DRV_INIT();
+    DRV_ENTER(cuLaunchHostFunc_v2);
     return flags ? CUDA_ERROR_NOT_SUPPORTED : RT(cudaLaunchHostFunc(s, fn, arg));
 }
 
 CUresult cuGetProcAddress_v2(const char *, void **, int, unsigned long long, int *);
+static CUresult get_proc(const char *, void **, int, unsigned long long, int *);
 /* Before CUDA 12 a name not found was an error (CUDA_ERROR_NOT_FOUND); _v2 reports it in the status. */
 EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int version, unsigned long long flags)
 {
-    CUresult r = cuGetProcAddress_v2(symbol, pfn, version, flags, NULL);
+    DRV_ENTER(cuGetProcAddress);
+    CUresult r = get_proc(symbol, pfn, version, flags, NULL);
     return !r && !*pfn ? CUDA_ERROR_NOT_FOUND : r;
 }
 
@@ -496,12 +537,17 @@ void *emu_driver_proc(const char *name, int version, int per_thread)
 
 /* A name not found is CUDA_SUCCESS with *pfn NULL and status 1 (CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND),
  * as documented since CUDA 12; found: status 0. */
-EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version, unsigned long long flags,
-                                    int *status)
+static CUresult get_proc(const char *symbol, void **pfn, int version, unsigned long long flags, int *status)
 {
-    DRV_INIT();
     if (!symbol || !pfn) return CUDA_ERROR_INVALID_VALUE;
     *pfn = emu_driver_proc(symbol, version, (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0);
     if (status) *status = *pfn ? 0 : 1;
     return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version, unsigned long long flags,
+                                    int *status)
+{
+    DRV_ENTER(cuGetProcAddress_v2);
+    return get_proc(symbol, pfn, version, flags, status);
 }

@@ -1,17 +1,20 @@
-/* Emulator state that the stand-in layers (emu_standin.c: the libcudart.so.13 exports the emulator
- * does not implement itself; emu_driver.c: the driver API behind the libcuda.so.1 stand-in) share
- * with emu.c.  Hidden like everything not marked EXPORT; include after emu.c's typedefs or with
- * EMU_INTERNAL_TYPES defined. */
+/* Emulator state that every layer shares: the runtime's files (emu_runtime.h builds on this), the
+ * stand-in layers (emu_standin.c: the libcudart.so.13 exports the emulator does not implement
+ * itself; emu_driver.c: the driver API behind the libcuda.so.1 stand-in) and emu_props.c.
+ * Hidden like everything not marked EXPORT. */
 #ifndef ACCEL_EMU_INTERNAL_H
 #define ACCEL_EMU_INTERNAL_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include "emu_tables.h"
 
+#pragma GCC visibility push(hidden)
+
 #define EMU_CUDA_VERSION 13000      /* the runtime and driver version the emulator reports */
 
-/* emu.c (set once by its initialisation, which every exported runtime call runs first) */
+/* emu_core.c (set once by its initialisation, which every exported runtime call runs first) */
 extern int g_ndev;                              /* visible devices */
 extern int g_phys[EMU_MAX_DEVICES];             /* visible ordinal -> physical device */
 extern atomic_int g_ctx[EMU_MAX_DEVICES];       /* the device's primary context is active */
@@ -29,5 +32,74 @@ void *emu_driver_proc(const char *name, int version, int per_thread);
 
 /* emu_standin.c: the first call of an unsupported entry point is logged when ACCEL_EMU_TRACE=1. */
 void emu_trace_unsupported(const char *name, atomic_int *seen);
+
+/* --------------------------------------------------------------------------- fault injection */
+
+/* Every injectable exported symbol (ACCEL_EMU_FAIL="sym:n,...", accelEmuSetFail); the id indexes
+ * the per-symbol call counters (emu_core.c).  String getters of the runtime cannot fail and are
+ * absent.  EMU_SYMBOLS: the runtime library's; EMU_DRIVER_SYMBOLS: the driver layer's (emu_driver.c,
+ * in the stand-ins only: elsewhere they can be armed but are never called). */
+#define EMU_SYMBOLS(X) \
+    X(cudaGetDeviceCount) X(cudaGetDevice) X(cudaSetDevice) X(cudaDeviceSynchronize) \
+    X(cudaDriverGetVersion) X(cudaRuntimeGetVersion) X(cudaGetLastError) \
+    X(cudaPeekAtLastError) X(cudaDeviceGetStreamPriorityRange) X(cudaStreamCreate) \
+    X(cudaStreamCreateWithFlags) X(cudaStreamCreateWithPriority) X(cudaStreamDestroy) \
+    X(cudaStreamQuery) X(cudaStreamSynchronize) X(cudaStreamGetPriority) \
+    X(cudaStreamGetFlags) X(cudaStreamGetId) X(cudaStreamGetDevice) X(cudaStreamWaitEvent) \
+    X(cudaStreamIsCapturing) X(cudaThreadExchangeStreamCaptureMode) X(cudaEventCreate) \
+    X(cudaEventCreateWithFlags) X(cudaEventDestroy) X(cudaEventRecord) \
+    X(cudaEventRecordWithFlags) X(cudaEventQuery) X(cudaEventSynchronize) \
+    X(cudaEventElapsedTime) X(cudaIpcGetEventHandle) X(cudaIpcOpenEventHandle) \
+    X(cudaMalloc) X(cudaFree) X(cudaMemGetInfo) X(cudaMemcpyAsync) X(cudaMemsetAsync) \
+    X(cudaPointerGetAttributes) X(cudaLaunchHostFunc) X(cudaDeviceGetAttribute) \
+    X(cudaGetDeviceProperties) X(cudaGetDeviceProperties_v2) X(cudaDeviceCanAccessPeer) \
+    X(cudaDeviceGetPCIBusId) X(cuDevicePrimaryCtxGetState) X(cuGetErrorName) \
+    X(cuGetErrorString) X(cuDriverGetVersion) X(cuInit) \
+    X(cudaProfilerStart) X(cudaProfilerStop) \
+    X(cudaMallocAsync) X(cudaFreeAsync) X(cudaDeviceGetDefaultMemPool) X(cudaDeviceGetMemPool) \
+    X(cudaMemPoolGetAttribute) X(cudaMemPoolSetAttribute) X(cudaMemPoolTrimTo) X(cudaHostAlloc) \
+    X(cudaFreeHost) X(cudaHostRegister) X(cudaHostUnregister)
+#define EMU_DRIVER_SYMBOLS(X) \
+    X(cuDeviceGetCount) X(cuDeviceGet) X(cuDeviceGetAttribute) X(cuDeviceGetName) X(cuDeviceGetUuid) \
+    X(cuDeviceGetUuid_v2) X(cuDeviceTotalMem_v2) X(cuDeviceGetPCIBusId) X(cuDeviceComputeCapability) \
+    X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease_v2) X(cuDevicePrimaryCtxSetFlags_v2) \
+    X(cuCtxGetCurrent) X(cuCtxSetCurrent) X(cuCtxPushCurrent_v2) X(cuCtxPopCurrent_v2) X(cuCtxGetDevice) \
+    X(cuCtxSynchronize) X(cuCtxGetApiVersion) X(cuCtxGetFlags) X(cuCtxGetId) X(cuCtxGetStreamPriorityRange) \
+    X(cuMemGetInfo_v2) X(cuStreamCreate) X(cuStreamCreateWithPriority) X(cuStreamDestroy_v2) \
+    X(cuStreamQuery) X(cuStreamSynchronize) X(cuStreamWaitEvent) X(cuStreamGetPriority) X(cuStreamGetFlags) \
+    X(cuStreamGetId) X(cuStreamGetDevice) X(cuStreamGetCtx) X(cuStreamGetCtx_v2) X(cuStreamIsCapturing) \
+    X(cuLaunchHostFunc) X(cuLaunchHostFunc_v2) X(cuEventCreate) X(cuEventDestroy_v2) X(cuEventRecord) \
+    X(cuEventRecordWithFlags) X(cuEventQuery) X(cuEventSynchronize) X(cuEventElapsedTime_v2) \
+    X(cuGetProcAddress) X(cuGetProcAddress_v2)
+
+#define X_ENUM(s) SYM_##s,
+enum { EMU_SYMBOLS(X_ENUM) EMU_DRIVER_SYMBOLS(X_ENUM) SYM_COUNT };
+
+#define MAX_FAIL 64
+typedef struct { int sym; unsigned long long nth; } failpt_t;
+extern pthread_mutex_t g_fail_lock;
+extern failpt_t g_fail[MAX_FAIL];
+extern int g_nfail;
+extern unsigned long long g_calls[SYM_COUNT];
+/* Checked on every call without a lock: counting only starts once a spec is
+ * installed, which keeps the no-injection fast path to one relaxed load. */
+extern atomic_int g_fail_active;
+
+/* Counts a call of `sym`: 1 when this call is one the installed spec fails. */
+static inline int fail_hit(int sym)
+{
+    int hit = 0;
+    pthread_mutex_lock(&g_fail_lock);
+    unsigned long long c = ++g_calls[sym];
+    for (int i = 0; i < g_nfail; i++)
+        if (g_fail[i].sym == sym && g_fail[i].nth == c) hit = 1;
+    pthread_mutex_unlock(&g_fail_lock);
+    return hit;
+}
+
+#define EMU_FAULT(sym) \
+    (atomic_load_explicit(&g_fail_active, memory_order_relaxed) && fail_hit(SYM_##sym))
+
+#pragma GCC visibility pop
 
 #endif

@@ -1,10 +1,9 @@
 /*
- * Stream-ordered memory pools and pinned host memory of the emulated runtime.
- *
- * Part of emu.c's translation unit: emu.c #includes this file after its
- * allocation table and stream machinery, which it shares (the lock G, the
- * allocation table, the stream queues, RT_ENTER's fault hooks).  It is not
- * compiled on its own.
+ * Memory of the emulated runtime: the allocation table (device allocations are
+ * host memory, sorted by address), cudaMalloc/cudaFree/cudaMemGetInfo, queued
+ * copies and memsets (cudaMemcpyAsync, cudaMemsetAsync), stream-ordered memory
+ * pools, pinned host memory and cudaPointerGetAttributes.  Shared state and the
+ * stream machinery it queues work on are in emu_runtime.h.
  *
  * Model (documented choices where the emulator has to pick):
  *  - One pool per device: its default pool, which is also its current pool.
@@ -33,6 +32,201 @@
  *    every device (cudaFreeHost synchronises in CUDA too), so no queued copy
  *    can touch memory that is gone.
  */
+
+#include "emu_runtime.h"
+
+/* ------------------------------------------------------------- allocations */
+
+static void pool_block_back(alloc_t *a);
+
+static alloc_t **g_allocs;          /* sorted by base */
+size_t g_nallocs;
+static size_t g_cap_allocs;
+static size_t g_mem_used[MAX_DEVICES];
+
+/* Index of the last allocation whose base <= p, or -1. */
+static long alloc_floor(const void *p)
+{
+    long lo = 0, hi = (long)g_nallocs - 1, res = -1;
+    while (lo <= hi) {
+        long mid = (lo + hi) / 2;
+        if ((uintptr_t)g_allocs[mid]->base <= (uintptr_t)p) { res = mid; lo = mid + 1; }
+        else hi = mid - 1;
+    }
+    return res;
+}
+
+static alloc_t *alloc_containing(const void *p)
+{
+    long i = alloc_floor(p);
+    if (i < 0) return NULL;
+    alloc_t *a = g_allocs[i];
+    return (uintptr_t)p < (uintptr_t)a->base + a->size ? a : NULL;
+}
+
+void alloc_unref(alloc_t *a)
+{
+    if (a && --a->pending == 0 && a->freed) {
+        if (a->pool) pool_block_back(a);
+        else free(a->base);
+        free(a);
+    }
+}
+
+/* cudaFree and cudaFreeAsync: takes the allocation at table index i out of the table (G held) and
+ * returns it with a reference, for alloc_unref.  A cudaMalloc allocation's bytes are free for the
+ * device at once; a pool allocation's block goes back to its pool, which keeps the bytes reserved. */
+static alloc_t *alloc_detach(long i)
+{
+    alloc_t *a = g_allocs[i];
+    memmove(&g_allocs[i], &g_allocs[i + 1], (g_nallocs - (size_t)i - 1) * sizeof *g_allocs);
+    g_nallocs--;
+    if (!a->pool) g_mem_used[a->device] -= a->size;
+    a->freed = 1;
+    a->pending++;
+    return a;
+}
+
+/* ------------------------------------------------------------ memory (API) */
+
+EXPORT cudaError_t cudaMalloc(void **p, size_t n)
+{
+    RT_ENTER(cudaMalloc, cudaErrorMemoryAllocation);
+    RT_NEED_DEVICE();
+    if (!p) return fail(cudaErrorInvalidValue);
+    int dev = t_dev;
+    ensure_ctx(dev);
+    if (n == 0) { *p = NULL; return cudaSuccess; }
+    pthread_mutex_lock(&G);
+    int ok = n <= g_mem_total - g_mem_used[dev];
+    if (ok) g_mem_used[dev] += n;   /* reserve before the (unlocked) malloc */
+    pthread_mutex_unlock(&G);
+    if (!ok) return fail(cudaErrorMemoryAllocation);
+    alloc_t *a = calloc(1, sizeof *a);
+    void *mem = NULL;
+    if (!a || posix_memalign(&mem, 256, n)) mem = NULL;
+    pthread_mutex_lock(&G);
+    if (mem && g_nallocs == g_cap_allocs) {
+        size_t nc = g_cap_allocs ? g_cap_allocs * 2 : 64;
+        alloc_t **na = realloc(g_allocs, nc * sizeof *na);
+        if (na) { g_allocs = na; g_cap_allocs = nc; }
+    }
+    if (!mem || g_nallocs == g_cap_allocs) {
+        g_mem_used[dev] -= n;
+        pthread_mutex_unlock(&G);
+        free(mem);
+        free(a);
+        return fail(cudaErrorMemoryAllocation);
+    }
+    a->base = mem;
+    a->size = n;
+    a->device = dev;
+    long at = alloc_floor(mem) + 1;
+    memmove(&g_allocs[at + 1], &g_allocs[at], (g_nallocs - (size_t)at) * sizeof *g_allocs);
+    g_allocs[at] = a;
+    g_nallocs++;
+    pthread_mutex_unlock(&G);
+    *p = mem;
+    return cudaSuccess;
+}
+
+/* Unlike real cudaFree this does not synchronise the device: queued copies
+ * hold a reference, so the host memory outlives them instead. */
+EXPORT cudaError_t cudaFree(void *p)
+{
+    RT_ENTER(cudaFree, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    ensure_ctx(t_dev);
+    if (!p) return cudaSuccess;
+    pthread_mutex_lock(&G);
+    long i = alloc_floor(p);
+    alloc_t *a = (i >= 0 && g_allocs[i]->base == p) ? g_allocs[i] : NULL;
+    if (a) alloc_unref(alloc_detach(i));
+    pthread_mutex_unlock(&G);
+    return a ? cudaSuccess : fail(cudaErrorInvalidValue);
+}
+
+EXPORT cudaError_t cudaMemGetInfo(size_t *freeb, size_t *total)
+{
+    RT_ENTER(cudaMemGetInfo, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    if (!freeb || !total) return fail(cudaErrorInvalidValue);
+    ensure_ctx(t_dev);
+    pthread_mutex_lock(&G);
+    *total = g_mem_total;
+    *freeb = g_mem_total - g_mem_used[t_dev];
+    pthread_mutex_unlock(&G);
+    return cudaSuccess;
+}
+
+/* Resolves [p, p+n) against the allocations: 1 = inside one allocation
+ * (referenced into *out), 0 = not device memory, -1 = straddles an end. */
+static int dev_range(const void *p, size_t n, alloc_t **out)
+{
+    alloc_t *a = alloc_containing(p);
+    if (!a) return 0;
+    if (n > a->size - ((uintptr_t)p - (uintptr_t)a->base)) return -1;   /* no wrap-around for huge n */
+    a->pending++;
+    *out = a;
+    return 1;
+}
+
+/* Host memory is treated as pinned: the copy touches host buffers when the
+ * worker reaches it, so they must stay alive until the stream is synced. */
+EXPORT cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, int kind, cudaStream_t h)
+{
+    RT_ENTER(cudaMemcpyAsync, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    if (kind < 0 || kind > 4) return fail(cudaErrorInvalidMemcpyDirection);
+    if (n && (!dst || !src)) return fail(cudaErrorInvalidValue);
+    item_t *it = item_new(IT_COPY);
+    if (!it) return fail(cudaErrorMemoryAllocation);
+    it->dst = dst;
+    it->src = src;
+    it->n = n;
+    cudaError_t err = cudaSuccess;
+    pthread_mutex_lock(&G);
+    stream_t *s = get_stream(h, &err);
+    if (s && n) {
+        int dd = dev_range(dst, n, &it->a1), sd = dev_range(src, n, &it->a2);
+        int need_dst = kind == 1 || kind == 3, need_src = kind == 2 || kind == 3;
+        if (dd < 0 || sd < 0 || (need_dst && !dd) || (need_src && !sd)) err = cudaErrorInvalidValue;
+    }
+    if (!s || err || !n) {
+        item_free(it);
+        if (s) ensure_ctx(s->device);
+    } else {
+        err = submit(s, it);
+    }
+    pthread_mutex_unlock(&G);
+    return err ? fail(err) : cudaSuccess;
+}
+
+EXPORT cudaError_t cudaMemsetAsync(void *p, int value, size_t n, cudaStream_t h)
+{
+    RT_ENTER(cudaMemsetAsync, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    item_t *it = item_new(IT_SET);
+    if (!it) return fail(cudaErrorMemoryAllocation);
+    it->dst = p;
+    it->value = value;
+    it->n = n;
+    cudaError_t err = cudaSuccess;
+    pthread_mutex_lock(&G);
+    stream_t *s = get_stream(h, &err);
+    if (s && n && dev_range(p, n, &it->a1) != 1) err = cudaErrorInvalidValue;
+    if (!s || err || !n) {
+        item_free(it);
+        if (s) ensure_ctx(s->device);
+    } else {
+        err = submit(s, it);
+    }
+    pthread_mutex_unlock(&G);
+    return err ? fail(err) : cudaSuccess;
+}
+
+
+/* ------------------------------------------------- stream-ordered pools */
 
 #define POOL_HANDLE_BASE 0x5f0000000000ull
 #define TAG_POOL 0x7u
@@ -506,4 +700,27 @@ EXPORT cudaError_t cudaHostUnregister(void *p)
     if (!err) host_remove(i);
     pthread_mutex_unlock(&G);
     return err ? fail(err) : cudaSuccess;
+}
+
+/* ---------------------------------------------------- pointer attributes */
+
+
+/* Unregistered memory reports device -2 and no aliases (CUDA >= 11). */
+EXPORT cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *at, const void *p)
+{
+    RT_ENTER(cudaPointerGetAttributes, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    if (!at) return fail(cudaErrorInvalidValue);
+    pthread_mutex_lock(&G);
+    alloc_t *a = alloc_containing(p);
+    if (!a && host_attributes(p, at)) {
+        pthread_mutex_unlock(&G);
+        return cudaSuccess;
+    }
+    at->type = a ? 2 : 0;
+    at->device = a ? a->device : -2;
+    at->devicePointer = a ? (void *)p : NULL;
+    at->hostPointer = NULL;
+    pthread_mutex_unlock(&G);
+    return cudaSuccess;
 }

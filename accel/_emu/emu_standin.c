@@ -1,5 +1,5 @@
 /* The rest of the libcudart.so.13 stand-in: every runtime symbol torch's CUDA libraries import
- * (accel/_emu/torch_cudart13_imports.txt) that emu.c does not implement.
+ * (accel/_emu/torch_cudart13_imports.txt) that the emulated runtime does not implement.
  *
  *  - Load-time hooks (__cudaRegisterFatBinary and friends) run when a CUDA library is loaded: silent
  *    no-ops.  The launch configuration push/pop of a <<<...>>> launch works, so the launch itself

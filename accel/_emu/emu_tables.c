@@ -1,6 +1,6 @@
 /* Static tables of the emulated CUDA runtime: error names/texts and the
- * attributes of the emulated device.  Kept apart from emu.c, which holds
- * the behaviour. */
+ * attributes of the emulated device.  Kept apart from the runtime's files
+ * (emu_core.c and its neighbours), which hold the behaviour. */
 #include <stddef.h>
 
 #include "emu_tables.h"

@@ -20,7 +20,7 @@ void emu_uuid(int phys, unsigned char out[16]);
  * returns their count, -1 when out of memory. */
 int emu_visible_devices(const char *var, int nphys, int *phys);
 
-/* emu.c: the number of physical devices, -1 when the configuration is invalid. */
+/* emu_core.c: the number of physical devices, -1 when the configuration is invalid. */
 int emu_physical_devices(void);
 
 #endif

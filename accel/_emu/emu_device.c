@@ -1,0 +1,155 @@
+/* Devices of the emulated runtime: the device count, the calling thread's current device
+ * (cudaGetDevice/cudaSetDevice: a thread-local read and write, no lock), device-wide
+ * synchronisation, primary contexts (active once the runtime made the device current) and the
+ * device description (attributes, cudaDeviceProp from emu_props.c, peers, PCI bus ids).  The model
+ * is described in emu_core.c. */
+#include "emu_runtime.h"
+
+/* ------------------------------------------------------------------ devices */
+
+EXPORT cudaError_t cudaGetDeviceCount(int *count)
+{
+    RT_ENTER(cudaGetDeviceCount, cudaErrorUnknown);
+    if (!count) return fail(cudaErrorInvalidValue);
+    *count = g_ndev;
+    return g_ndev ? cudaSuccess : fail(cudaErrorNoDevice);
+}
+
+EXPORT cudaError_t cudaGetDevice(int *dev)
+{
+    RT_ENTER(cudaGetDevice, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    if (!dev) return fail(cudaErrorInvalidValue);
+    *dev = t_dev;
+    return cudaSuccess;
+}
+
+EXPORT cudaError_t cudaSetDevice(int dev)
+{
+    RT_ENTER(cudaSetDevice, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    if (dev < 0 || dev >= g_ndev) return fail(cudaErrorInvalidDevice);
+    t_dev = dev;
+    ensure_ctx(dev);
+    return cudaSuccess;
+}
+
+EXPORT cudaError_t cudaDeviceSynchronize(void)
+{
+    RT_ENTER(cudaDeviceSynchronize, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    if (t_in_hostfn) return fail(cudaErrorNotPermitted);
+    int dev = t_dev;
+    ensure_ctx(dev);
+    pthread_mutex_lock(&G);
+    size_t n = 0;
+    for (stream_t *s = g_devstreams[dev]; s; s = s->dnext) n += pending(s);
+    if (n) {
+        stream_t **ss = malloc(n * sizeof *ss);
+        uint64_t *tg = malloc(n * sizeof *tg);
+        if (!ss || !tg) {
+            free(ss);
+            free(tg);
+            pthread_mutex_unlock(&G);
+            return fail(cudaErrorMemoryAllocation);
+        }
+        size_t i = 0;
+        for (stream_t *s = g_devstreams[dev]; s; s = s->dnext) {
+            if (!pending(s)) continue;
+            ss[i] = s;
+            tg[i] = s->enq;
+            s->refs++;
+            i++;
+        }
+        for (i = 0; i < n; i++) wait_stream_release(ss[i], tg[i]);
+        free(ss);
+        free(tg);
+    }
+    pthread_mutex_unlock(&G);
+    return cudaSuccess;
+}
+
+EXPORT cudaError_t cudaDeviceGetStreamPriorityRange(int *least, int *greatest)
+{
+    RT_ENTER(cudaDeviceGetStreamPriorityRange, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    if (least) *least = PRIO_LEAST;
+    if (greatest) *greatest = PRIO_GREATEST;
+    return cudaSuccess;
+}
+
+/* --------------------------------------------------------- primary contexts */
+
+EXPORT CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, int *active)
+{
+    DRV_ENTER(cuDevicePrimaryCtxGetState);
+    if (!flags || !active) return CUDA_ERROR_INVALID_VALUE;
+    if (dev < 0 || dev >= g_ndev) return CUDA_ERROR_INVALID_DEVICE;
+    *flags = 0;
+    *active = atomic_load(&g_ctx[dev]);
+    return CUDA_SUCCESS;
+}
+
+EXPORT int accelEmuResetContexts(void)
+{
+    INIT();
+    for (int d = 0; d < MAX_DEVICES; d++) atomic_store(&g_ctx[d], 0);
+    return 0;
+}
+
+/* ----------------------------------------------------- device description */
+
+EXPORT cudaError_t cudaDeviceGetAttribute(int *value, int attr, int dev)
+{
+    RT_ENTER(cudaDeviceGetAttribute, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    if (!value) return fail(cudaErrorInvalidValue);
+    if (dev < 0 || dev >= g_ndev) return fail(cudaErrorInvalidDevice);
+    int v;
+    if (emu_device_attr(attr, g_phys[dev], &v)) return fail(cudaErrorInvalidValue);
+    *value = v;
+    return cudaSuccess;
+}
+
+/* The whole cudaDeviceProp in the CUDA 13 layout (emu_props.c); accel reads only its stable head. */
+static cudaError_t get_props(void *p, int dev)
+{
+    if (!p) return fail(cudaErrorInvalidValue);
+    if (dev < 0 || dev >= g_ndev) return fail(cudaErrorInvalidDevice);
+    emu_fill_props(p, g_phys[dev], g_mem_total);
+    return cudaSuccess;
+}
+
+EXPORT cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *p, int dev)
+{
+    RT_ENTER(cudaGetDeviceProperties, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    return get_props(p, dev);
+}
+
+EXPORT cudaError_t cudaGetDeviceProperties_v2(struct cudaDeviceProp *p, int dev)
+{
+    RT_ENTER(cudaGetDeviceProperties_v2, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    return get_props(p, dev);
+}
+
+EXPORT cudaError_t cudaDeviceCanAccessPeer(int *can, int dev, int peer)
+{
+    RT_ENTER(cudaDeviceCanAccessPeer, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    if (!can) return fail(cudaErrorInvalidValue);
+    if (dev < 0 || dev >= g_ndev || peer < 0 || peer >= g_ndev) return fail(cudaErrorInvalidDevice);
+    *can = dev != peer;
+    return cudaSuccess;
+}
+
+EXPORT cudaError_t cudaDeviceGetPCIBusId(char *buf, int len, int dev)
+{
+    RT_ENTER(cudaDeviceGetPCIBusId, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    if (!buf || len <= 0) return fail(cudaErrorInvalidValue);
+    if (dev < 0 || dev >= g_ndev) return fail(cudaErrorInvalidDevice);
+    snprintf(buf, (size_t)len, "00000000:%02X:00.0", emu_pci_bus(g_phys[dev]));
+    return cudaSuccess;
+}

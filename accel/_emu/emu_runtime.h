@@ -1,0 +1,297 @@
+/* The emulated runtime's shared state, types and hot-path helpers, for its own files:
+ *   emu_core.c    configuration and initialisation, fault injection, the handle registry (hash
+ *                 table), error and version queries, the runtime library's driver entry points,
+ *                 the emulator-only API (accelEmu*)
+ *   emu_device.c  devices, current device, primary contexts, device description
+ *   emu_stream.c  streams, records, the worker pool, host functions, fork and unload
+ *   emu_event.c   events, cross-stream waits, IPC event handles
+ *   emu_memory.c  allocations, copies and memsets, stream-ordered pools, pinned host memory
+ * The model and the documented choices are in emu_core.c's top comment.
+ *
+ * Everything declared here is hidden (not exported).  Helpers on the hot paths (the RT_ENTER
+ * prologue, fail(), handle lookup, record and item allocation) are macros or static inline so that
+ * cudaGetDevice/cudaSetDevice/cudaStreamQuery/cudaEventQuery/cudaEventRecord make no more calls
+ * than when the runtime was one file. */
+#ifndef ACCEL_EMU_RUNTIME_H
+#define ACCEL_EMU_RUNTIME_H
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define EXPORT __attribute__((visibility("default")))
+
+typedef int cudaError_t;
+typedef void *cudaStream_t;
+typedef void *cudaEvent_t;
+typedef int CUresult;
+typedef int CUdevice;
+typedef void (*cudaHostFn_t)(void *);
+typedef void *cudaMemPool_t;
+typedef struct { char reserved[64]; } cudaIpcEventHandle_t;
+struct cudaPointerAttributes { int type; int device; void *devicePointer; void *hostPointer; };
+struct cudaDeviceProp;
+
+enum {
+    cudaSuccess = 0, cudaErrorInvalidValue = 1, cudaErrorMemoryAllocation = 2,
+    cudaErrorInitializationError = 3, cudaErrorInvalidMemcpyDirection = 21,
+    cudaErrorNoDevice = 100, cudaErrorInvalidDevice = 101,
+    cudaErrorInvalidResourceHandle = 400, cudaErrorNotReady = 600,
+    cudaErrorNotPermitted = 800, cudaErrorUnknown = 999,
+};
+enum { CUDA_SUCCESS = 0, CUDA_ERROR_INVALID_VALUE = 1, CUDA_ERROR_NOT_INITIALIZED = 3,
+       CUDA_ERROR_INVALID_DEVICE = 101, CUDA_ERROR_UNKNOWN = 999 };
+
+#define EMU_VERSION 13000
+#define STREAM_NONBLOCKING 1u
+#define EV_BLOCKING_SYNC 1u
+#define EV_DISABLE_TIMING 2u
+#define EV_INTERPROCESS 4u
+#define PRIO_LEAST 0
+#define PRIO_GREATEST (-5)
+
+#include "emu_tables.h"
+#include "emu_internal.h"
+#define MAX_DEVICES EMU_MAX_DEVICES
+
+#pragma GCC visibility push(hidden)
+
+/* ------------------------------------------------------ global state (emu_core.c) */
+
+extern pthread_once_t g_once;
+extern cudaError_t g_init_err;      /* non-zero: bad configuration, every call fails */
+extern int g_nphys;                 /* the machine's devices (ACCEL_EMU_DEVICES) */
+extern size_t g_mem_total;          /* bytes per device (ACCEL_EMU_MEMORY) */
+
+/* The one lock over all mutable shared state, and its condition variables. */
+extern pthread_mutex_t G;
+extern pthread_cond_t g_done_cv;    /* any item completed */
+extern pthread_cond_t g_work_cv;    /* run queue non-empty */
+extern pthread_cond_t g_exit_cv;    /* a worker retired */
+extern int g_waiters;               /* threads blocked on g_done_cv */
+
+extern __thread int t_dev;          /* the calling thread's current device */
+extern __thread int t_capmode;      /* its stream capture mode */
+/* Non-NULL while this thread is a worker executing a host function: blocking
+ * calls from there would wait on themselves, so they are refused. */
+extern __thread void *t_in_hostfn;
+
+extern pthread_key_t g_tls_key;     /* per-thread default streams, freed at thread exit */
+extern int g_tls_key_made;
+
+void emu_init(void);
+int install_fail_spec(const char *spec);
+
+static inline cudaError_t fail(cudaError_t e) { t_last = e; return e; }
+
+#define INIT() pthread_once(&g_once, emu_init)
+
+/* Prologue of every runtime entry point: lazy init, configuration error,
+ * fault injection.  Failures are recorded as the thread's last error. */
+#define RT_ENTER(sym, ferr) do { \
+        INIT(); \
+        if (g_init_err) return fail(g_init_err); \
+        if (atomic_load_explicit(&g_fail_active, memory_order_relaxed) && fail_hit(SYM_##sym)) \
+            return fail(ferr); \
+    } while (0)
+#define RT_NEED_DEVICE() do { if (g_ndev == 0) return fail(cudaErrorNoDevice); } while (0)
+
+/* Driver entry points never touch the runtime's last error. */
+#define DRV_ENTER(sym) do { \
+        INIT(); \
+        if (g_init_err) return CUDA_ERROR_NOT_INITIALIZED; \
+        if (atomic_load_explicit(&g_fail_active, memory_order_relaxed) && fail_hit(SYM_##sym)) \
+            return CUDA_ERROR_UNKNOWN; \
+    } while (0)
+
+static inline void ensure_ctx(int dev)
+{
+    if (!atomic_load_explicit(&g_ctx[dev], memory_order_relaxed))
+        atomic_store(&g_ctx[dev], 1);
+}
+
+/* ------------------------------------------------------- hash table (emu_core.c) */
+
+/* Open addressing, linear probing, backward-shift deletion; key 0 = empty. */
+typedef struct { uint64_t *keys; void **vals; size_t cap, len; } htab_t;
+
+static inline size_t ht_home(uint64_t k, size_t mask)
+{
+    k ^= k >> 33;
+    k *= 0xff51afd7ed558ccdull;
+    k ^= k >> 33;
+    return (size_t)k & mask;
+}
+
+static inline void *ht_get(const htab_t *t, uint64_t k)
+{
+    if (!t->cap || !k) return NULL;
+    size_t mask = t->cap - 1;
+    for (size_t i = ht_home(k, mask);; i = (i + 1) & mask) {
+        if (t->keys[i] == k) return t->vals[i];
+        if (!t->keys[i]) return NULL;
+    }
+}
+
+int ht_put(htab_t *t, uint64_t k, void *v);
+void ht_del(htab_t *t, uint64_t k);
+
+/* ---------------------------------------------------------- objects (emu_core.c) */
+
+/* Handle = BASE + id*256 + tag.  Ids only grow, so a stale handle can never
+ * alias a newer object, and the tag rejects an event passed as a stream.  The
+ * low 4 bits are clear, as in the real runtime's (struct pointer) handles:
+ * torch tells a foreign cudaStream_t from its own stream ids by bit 0. */
+#define HANDLE_BASE 0x5e0000000000ull
+#define TAG_MASK 0xffu
+#define TAG_STREAM 0x30u
+#define TAG_EVENT 0x50u
+extern uint64_t g_next_id;
+extern htab_t g_handles;            /* handle -> stream_t* / event_t* */
+extern htab_t g_ipc;                /* ipc id -> evshared_t* */
+extern uint64_t g_next_ipc;
+extern int g_live_streams, g_live_events;
+
+static inline uint64_t new_handle(unsigned tag, uint64_t *id)
+{
+    *id = g_next_id++;
+    return HANDLE_BASE + (*id << 8) + tag;
+}
+
+typedef struct stream stream_t;
+
+/* A position in a stream's FIFO: reached (with its host timestamp) when the
+ * worker gets there.  Shared by the event that recorded it, by WAIT items of
+ * other streams, and by streams parked until it is reached. */
+typedef struct rec {
+    int refs;
+    int reached;
+    int64_t ts;
+    stream_t *waiters;
+} rec_t;
+
+static inline rec_t *rec_new(int refs)
+{
+    rec_t *r = calloc(1, sizeof *r);
+    if (r) r->refs = refs;
+    return r;
+}
+
+static inline void rec_unref(rec_t *r)
+{
+    if (r && --r->refs == 0) free(r);
+}
+
+/* ----------------------------------------------------- allocations (emu_memory.c) */
+
+typedef struct mempool mempool_t;
+typedef struct alloc {
+    char *base;
+    size_t size;
+    int device;
+    int pending;    /* queued copies/memsets that still touch it */
+    int freed;
+    mempool_t *pool;    /* cudaMallocAsync: the pool its block (of cap bytes) returns to */
+    size_t cap;
+} alloc_t;
+
+extern size_t g_nallocs;            /* live allocations */
+
+/* Drops a reference a queued copy or memset held; frees the allocation once freed and unused. */
+void alloc_unref(alloc_t *a);
+
+/* --------------------------------------------------------- streams (emu_stream.c) */
+
+enum { IT_HOSTFN, IT_RECORD, IT_WAIT, IT_COPY, IT_SET };
+typedef struct item {
+    struct item *next;
+    int kind;
+    rec_t *rec;
+    cudaHostFn_t fn;
+    void *arg;
+    void *dst;
+    const void *src;
+    size_t n;
+    int value;
+    alloc_t *a1, *a2;
+} item_t;
+
+enum { SK_USER, SK_LEGACY, SK_PERTHREAD };
+enum { ST_IDLE, ST_QUEUED, ST_RUNNING, ST_PARKED };
+
+struct stream {
+    uint64_t handle;    /* 0 for the legacy and per-thread streams */
+    unsigned long long id;
+    int kind, device, priority, state, destroyed, refs;
+    unsigned flags;
+    item_t *head, *tail;
+    uint64_t enq, done;
+    /* The record of the tail item if the tail is a record, else NULL: lets
+     * implicit synchronisation reuse it instead of adding a marker. */
+    rec_t *last_rec;
+    stream_t *link;                 /* run queue or record waiter list */
+    stream_t *dprev, *dnext;        /* per-device list */
+};
+
+extern stream_t *g_devstreams[MAX_DEVICES];
+
+static inline item_t *item_new(int kind)
+{
+    item_t *it = calloc(1, sizeof *it);
+    if (it) it->kind = kind;
+    return it;
+}
+
+static inline int pending(const stream_t *s) { return s->enq != s->done; }
+
+void item_free(item_t *it);
+void stream_maybe_free(stream_t *s);
+/* Appends `it` to s's FIFO as is (G held). */
+void enqueue_raw(stream_t *s, item_t *it);
+/* Adds the waits s's next item needs: the legacy stream waits for the device's blocking streams,
+ * a blocking stream for the legacy stream (G held); -1 when out of memory. */
+int implicit_sync(stream_t *s);
+/* Queues `it` on s after the implicit synchronisation s needs (G held); frees it on failure. */
+cudaError_t submit(stream_t *s, item_t *it);
+/* Resolves a stream handle under G (0/1: legacy, 2: per-thread stream of the current device). */
+stream_t *get_stream(cudaStream_t h, cudaError_t *err);
+/* Blocking waits, G held: until s has completed `target` items (the _release form drops a
+ * reference the caller took), until r is reached. */
+void wait_stream_release(stream_t *s, uint64_t target);
+void wait_stream(stream_t *s, uint64_t target);
+void wait_rec(rec_t *r);
+void stream_tls_destroy(void *p);
+void atfork_prepare(void);
+void atfork_parent(void);
+void atfork_child(void);
+
+/* ---------------------------------------------------------- events (emu_event.c) */
+
+typedef struct evshared {
+    int refs, device;
+    unsigned flags;
+    uint64_t ipc_id;
+    rec_t *latest;
+} evshared_t;
+
+typedef struct event {
+    uint64_t handle;
+    evshared_t *sh;
+} event_t;
+
+static inline event_t *get_event(cudaEvent_t h)
+{
+    uintptr_t v = (uintptr_t)h;
+    return (v & TAG_MASK) == TAG_EVENT ? ht_get(&g_handles, v) : NULL;
+}
+
+#pragma GCC visibility pop
+
+#endif
