@@ -3,7 +3,8 @@
 - tracing ``x = (x * 1.0001 + 0.5).relu()`` on 64x64 float32, per op (150 ops a call, graph dropped);
 - a training-loop-shaped step (those 150 ops, then mark_step) on a cached graph, at 64x64 and 1024x1024,
   against the same ops run eagerly in numpy (the floor);
-- mark_step of a cached 1e4-op graph against get_graph_hash of it (hashing share of the step).
+- mark_step of a cached 1e4-op graph against get_graph_hash of it (hashing share of the step), and torch
+  LTC's _get_graph_hash of the same graph.
 
 The accel rows run on the selected twin (``accel.backend``); run with ACCEL_BACKEND=python for the
 python twin's rows.
@@ -133,6 +134,17 @@ def test_graph_hash_1e4(bench):
     x = _lazy_input(8)
     y = _chain_1e4(x)
     bench(L.get_graph_hash, [y], iterations=20, rounds=20)
+
+
+@pytest.mark.benchmark(group="lazy mark_step of a cached 1e4-op graph (8x8)")
+def test_graph_hash_1e4_torch_ltc(bench, benchmark):
+    # the same graph traced by torch LTC, hashed by its own _get_graph_hash (CollectSyncTensors, post
+    # order, device-data dedup), as accel's get_graph_hash row does
+    x = _torch_input(8)
+    y = _chain_1e4(x)
+    benchmark.extra_info["peer"] = "torch LTC"
+    assert bench(torch._C._lazy._get_graph_hash, [y], iterations=20, rounds=20) == \
+        torch._C._lazy._get_graph_hash([y])
 
 
 @pytest.mark.benchmark(group="lazy mark_step of a cached 1e4-op graph (8x8)")
