@@ -84,7 +84,9 @@ def _targets(tr, benches):
     mine = [b for b in benches if not b.extra_info.get("peer") and "floor" not in b.name and "noop" not in b.name]
     for t in (b for b in benches if b.extra_info.get("peer") == "torch.cuda"):
         torch_ns = _per_op(t) * 1e9
-        for a in mine:
+        # a peer row's own parameters (e.g. same_device) pick the accel rows of the same case
+        case = [c for c in _param(t).split("-") if c != "torch.cuda"]
+        for a in (a for a in mine if all(c in a.name for c in case)):
             twin = _param(a)
             ns = _per_op(a) * 1e9
             raws = [f for f in benches if "floor_raw" in f.name and _param(f) == twin]
@@ -100,6 +102,11 @@ def _targets(tr, benches):
                                f"({raw_ns:.1f} ns) and accel is {ns / raw_ns:.2f}x it")
                 else:
                     verdict = f"MISSED: {x:.2f}x torch.cuda (target {TORCH_X:g}x)"
+                    noop = [f for f in benches if "floor_with" in f.name and _param(f) == twin]
+                    if noop and torch_ns / TORCH_X < _per_op(noop[0]) * 1e9:
+                        verdict += (f"; torch/{TORCH_X:g} = {torch_ns / TORCH_X:.1f} ns is below "
+                                    f"{noop[0].name.removeprefix('test_')} ({_per_op(noop[0]) * 1e9:.1f} ns: the "
+                                    f"with statement and the guard object, no CUDA call)")
             elif twin == "python":
                 verdict = (f"met: {torch_ns / ns:.2f}x faster than torch.cuda" if ns < torch_ns else
                            f"MISSED: {ns / torch_ns:.2f}x slower than torch.cuda ({torch_ns:.1f} ns)")
