@@ -283,6 +283,43 @@ print(json.dumps({"peer": peer, "calls": calls, "seen": seen, "s": s.value}))
     assert got["seen"] == [[got["s"], 0, 42]]
 
 
+def test_the_real_entry_points_have_fault_hooks(subprocess_python):
+    # the stand-in's own real entry points are armed by name like the runtime's: the armed call fails with
+    # cudaErrorUnknown before it changes anything (out-parameters, peer access, queued callbacks) and
+    # records it as the last error; the next call succeeds
+    got = _json(subprocess_python, """
+rt.accelEmuSetFail.argtypes = [c.c_char_p]
+fn, st, cid = c.c_void_p(), c.c_int(), c.c_ulonglong()
+seen = []
+CB = c.CFUNCTYPE(None, c.c_void_p, c.c_int, c.c_void_p)
+cb = CB(lambda s, status, arg: seen.append(arg))
+s = c.c_void_p(); rt.cudaStreamCreate(c.byref(s))
+calls = {
+    "cudaGetDriverEntryPointByVersion":
+        lambda: rt.cudaGetDriverEntryPointByVersion(b"cuInit", c.byref(fn), 13000, 0, c.byref(st)),
+    "cudaStreamGetCaptureInfo": lambda: rt.cudaStreamGetCaptureInfo(s, c.byref(st), c.byref(cid), None, None, None, None),
+    "cudaDeviceEnablePeerAccess": lambda: rt.cudaDeviceEnablePeerAccess(1, 0),     # again: 704 had the fault enabled it
+    "cudaStreamAddCallback": lambda: rt.cudaStreamAddCallback(s, cb, c.c_void_p(42), 0),
+}
+def state():
+    rt.cudaStreamSynchronize(s)
+    return [fn.value, st.value, cid.value, len(seen)]
+out = {}
+for name, call in calls.items():
+    fn.value, st.value, cid.value = 7, 7, 7
+    armed = rt.accelEmuSetFail(f"{name}:1".encode())
+    fault = call()
+    after = state() + [rt.cudaGetLastError()]
+    again = call()
+    out[name] = [armed, fault, after, again, state()[3]]
+    rt.accelEmuSetFail(None)
+print(json.dumps(out))
+""")
+    for name in ("cudaGetDriverEntryPointByVersion", "cudaStreamGetCaptureInfo", "cudaDeviceEnablePeerAccess"):
+        assert got[name] == [0, 999, [7, 7, 7, 0, 999], 0, 0], name
+    assert got["cudaStreamAddCallback"] == [0, 999, [7, 7, 7, 0, 999], 0, 1]
+
+
 def test_per_thread_default_stream_variants(subprocess_python):
     got = _json(subprocess_python, """
 addr = lambda f: c.cast(f, c.c_void_p).value

@@ -54,7 +54,8 @@
  *    something (stream/event create, cudaMalloc, cudaMallocAsync, cudaHostAlloc,
  *    cudaHostRegister, cudaIpcOpenEventHandle)
  *    and cudaErrorUnknown / CUDA_ERROR_UNKNOWN otherwise.  The stand-ins'
- *    driver layer (emu_driver.c) is armed by its own names the same way.
+ *    driver layer (emu_driver.c) and the libcudart.so.13 stand-in's real
+ *    entry points (emu_standin.c) are armed by their own names the same way.
  *  - Blocking calls (stream/event/device synchronise) made from inside a
  *    host function return cudaErrorNotPermitted instead of deadlocking.
  *  - Stream-ordered pools (cudaMallocAsync & co) and pinned host memory
@@ -75,7 +76,9 @@
 
 /* The injectable symbols and fail_hit() are in emu_internal.h. */
 #define X_NAME(s) #s,
-static const char *const sym_names[SYM_COUNT] = { EMU_SYMBOLS(X_NAME) EMU_DRIVER_SYMBOLS(X_NAME) };
+static const char *const sym_names[SYM_COUNT] = {
+    EMU_SYMBOLS(X_NAME) EMU_DRIVER_SYMBOLS(X_NAME) EMU_STANDIN_SYMBOLS(X_NAME)
+};
 
 pthread_mutex_t g_fail_lock = PTHREAD_MUTEX_INITIALIZER;
 failpt_t g_fail[MAX_FAIL];

@@ -37,8 +37,9 @@ void emu_trace_unsupported(const char *name, atomic_int *seen);
 
 /* Every injectable exported symbol (ACCEL_EMU_FAIL="sym:n,...", accelEmuSetFail); the id indexes
  * the per-symbol call counters (emu_core.c).  String getters of the runtime cannot fail and are
- * absent.  EMU_SYMBOLS: the runtime library's; EMU_DRIVER_SYMBOLS: the driver layer's (emu_driver.c,
- * in the stand-ins only: elsewhere they can be armed but are never called). */
+ * absent.  EMU_SYMBOLS: the runtime library's; EMU_DRIVER_SYMBOLS: the driver layer's (emu_driver.c) and
+ * EMU_STANDIN_SYMBOLS: the real runtime entry points of the libcudart.so.13 stand-in (emu_standin.c), both
+ * in the stand-ins only: elsewhere they can be armed but are never called. */
 #define EMU_SYMBOLS(X) \
     X(cudaGetDeviceCount) X(cudaGetDevice) X(cudaSetDevice) X(cudaDeviceSynchronize) \
     X(cudaDriverGetVersion) X(cudaRuntimeGetVersion) X(cudaGetLastError) \
@@ -72,8 +73,12 @@ void emu_trace_unsupported(const char *name, atomic_int *seen);
     X(cuEventRecordWithFlags) X(cuEventQuery) X(cuEventSynchronize) X(cuEventElapsedTime_v2) \
     X(cuGetProcAddress) X(cuGetProcAddress_v2)
 
+#define EMU_STANDIN_SYMBOLS(X) \
+    X(cudaGetDriverEntryPointByVersion) X(cudaStreamGetCaptureInfo) X(cudaDeviceEnablePeerAccess) \
+    X(cudaStreamAddCallback)
+
 #define X_ENUM(s) SYM_##s,
-enum { EMU_SYMBOLS(X_ENUM) EMU_DRIVER_SYMBOLS(X_ENUM) SYM_COUNT };
+enum { EMU_SYMBOLS(X_ENUM) EMU_DRIVER_SYMBOLS(X_ENUM) EMU_STANDIN_SYMBOLS(X_ENUM) SYM_COUNT };
 
 #define MAX_FAIL 64
 typedef struct { int sym; unsigned long long nth; } failpt_t;

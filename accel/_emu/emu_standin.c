@@ -6,7 +6,8 @@
  *    reaches cudaLaunchKernel and fails there, named.
  *  - Real where torch's device/stream/event paths need them: cudaGetDriverEntryPointByVersion (the
  *    driver layer of emu_driver.c), cudaStreamGetCaptureInfo ("not capturing"),
- *    cudaDeviceEnablePeerAccess, cudaStreamAddCallback.
+ *    cudaDeviceEnablePeerAccess, cudaStreamAddCallback; each has a fault hook armed by its name
+ *    (EMU_STANDIN_SYMBOLS in emu_internal.h), failing with cudaErrorUnknown.
  *  - Everything else (kernels, modules, graphs and capture, pool access, copies the emulator does
  *    not model) returns cudaErrorNotSupported, records it as the thread's last error and, with
  *    ACCEL_EMU_TRACE=1, logs its first call on stderr.  Those definitions are weak: a real
@@ -27,8 +28,8 @@ typedef void *cudaStream_t;
 typedef struct { unsigned int x, y, z; } dim3;
 
 enum { cudaSuccess = 0, cudaErrorInvalidValue = 1, cudaErrorMemoryAllocation = 2,
-       cudaErrorInvalidDevice = 101, cudaErrorPeerAccessAlreadyEnabled = 704,
-       cudaErrorNotSupported = 801 };
+       cudaErrorInitializationError = 3, cudaErrorInvalidDevice = 101,
+       cudaErrorPeerAccessAlreadyEnabled = 704, cudaErrorNotSupported = 801, cudaErrorUnknown = 999 };
 
 int cudaGetDevice(int *);
 int cudaStreamIsCapturing(cudaStream_t, int *);
@@ -79,12 +80,20 @@ EXPORT cudaError_t __cudaPopCallConfiguration(dim3 *grid, dim3 *block, size_t *s
 
 /* ------------------------------------------------------------------ real ones */
 
+/* Prologue of the real ones, as the runtime's: the configuration check (which initialises the emulator,
+ * installing ACCEL_EMU_FAIL), then the fault hook (EMU_STANDIN_SYMBOLS); a failure is the last error.  The
+ * runtime calls they make inside count their own names. */
+#define STANDIN_ENTER(sym) do { \
+        if (accelEmuDeviceCount() < 0) return t_last = cudaErrorInitializationError; \
+        if (EMU_FAULT(sym)) return t_last = cudaErrorUnknown; \
+    } while (0)
+
 /* status (cudaDriverEntryPointQueryResult): 0 found, 1 symbol not found.  A name the driver layer
  * does not have is reported through the status with cudaSuccess, as torch's lookups expect. */
 EXPORT cudaError_t cudaGetDriverEntryPointByVersion(const char *symbol, void **fn, unsigned int version,
                                                     unsigned long long flags, int *status)
 {
-    if (accelEmuDeviceCount() < 0) return t_last = 3;  /* cudaErrorInitializationError */
+    STANDIN_ENTER(cudaGetDriverEntryPointByVersion);
     if (!symbol || !fn) return t_last = cudaErrorInvalidValue;
     *fn = emu_driver_proc(symbol, (int)version, (flags & 2ull) != 0);    /* cudaEnablePerThreadDefaultStream */
     if (status) *status = *fn ? 0 : 1;
@@ -97,6 +106,7 @@ EXPORT cudaError_t cudaStreamGetCaptureInfo(cudaStream_t s, int *status, unsigne
                                             size_t *ndeps)
 {
     int capturing;
+    STANDIN_ENTER(cudaStreamGetCaptureInfo);
     if (!status) return t_last = cudaErrorInvalidValue;
     cudaError_t e = cudaStreamIsCapturing(s, &capturing);
     if (e) return e;
@@ -115,6 +125,7 @@ static unsigned char g_peer[EMU_MAX_DEVICES][EMU_MAX_DEVICES];   /* [dev][peer] 
 EXPORT cudaError_t cudaDeviceEnablePeerAccess(int peer, unsigned int flags)
 {
     int dev;
+    STANDIN_ENTER(cudaDeviceEnablePeerAccess);
     cudaError_t e = cudaGetDevice(&dev);
     if (e) return e;
     if (flags) return t_last = cudaErrorInvalidValue;
@@ -139,6 +150,7 @@ static void run_callback(void *p)
 /* A host function with the callback's signature (flags must be 0, as documented). */
 EXPORT cudaError_t cudaStreamAddCallback(cudaStream_t s, cudaStreamCallback_t cb, void *arg, unsigned int flags)
 {
+    STANDIN_ENTER(cudaStreamAddCallback);
     if (!cb || flags) return t_last = cudaErrorInvalidValue;
     callback_t *c = malloc(sizeof *c);
     if (!c) return t_last = cudaErrorMemoryAllocation;
