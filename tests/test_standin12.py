@@ -131,6 +131,24 @@ print(json.dumps(out))
     assert got == [1, 1, 101, 101, 2048]        # the last error is the one thread state both libraries share
 
 
+def test_a_fault_inside_the_properties_conversion_fails_the_call(subprocess_python):
+    # the fields CUDA 13 removed are read through cudaDeviceGetAttribute: a fault armed there fails the whole
+    # call (buffer untouched, the fault the last error), not a success with a zeroed field and a stale last
+    # error; the converted entry points count as the CUDA 13 ones they call
+    got = _json(subprocess_python, """
+rt13.accelEmuSetFail.argtypes = [c.c_char_p]
+buf, fn = c.create_string_buffer(2048), c.c_void_p()
+rt13.accelEmuSetFail(b"cudaDeviceGetAttribute:1")
+out = [rt12.cudaGetDeviceProperties_v2(buf, 0), buf.raw.count(0), rt12.cudaGetLastError()]
+out += [rt12.cudaGetDeviceProperties_v2(buf, 0), rt12.cudaGetLastError()]
+rt13.accelEmuSetFail(b"cudaGetDriverEntryPointByVersion:1")
+out += [rt12.cudaGetDriverEntryPoint(b"cuInit", c.byref(fn), 0, None), fn.value, rt12.cudaGetLastError(),
+        rt12.cudaGetDriverEntryPoint(b"cuInit", c.byref(fn), 0, None), fn.value is not None]
+print(json.dumps(out))
+""")
+    assert got == [999, 2048, 999, 0, 0] + [999, None, 999, 0, True]
+
+
 def test_versions(subprocess_python):
     got = _json(subprocess_python, """
 v = c.c_int()

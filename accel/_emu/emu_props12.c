@@ -112,18 +112,22 @@ _Static_assert(sizeof(struct emu_device_prop12) == EMU_PROPS12_SIZE, "sizeof(cud
     _Static_assert(sizeof q.f == sizeof p->f, #f); \
     memcpy(&q.f, &p->f, sizeof q.f);
 
-void emu_props12(void *out, const struct emu_device_prop *p, int (*attr)(int code, int dev), int dev)
+/* The fields CUDA 13 removed and their cudaDeviceAttr codes. */
+#define REMOVED_FIELDS(X) \
+    X(clockRate, 13) X(deviceOverlap, 15) X(kernelExecTimeoutEnabled, 17) X(computeMode, 20) \
+    X(maxTexture1DLinear, 69) X(memoryClockRate, 36) X(singleToDoublePrecisionPerfRatio, 87)
+
+#define READ(f, code) \
+    if ((e = attr(&q.f, code, dev)) != 0) return e;
+
+int emu_props12(void *out, const struct emu_device_prop *p, int (*attr)(int *value, int code, int dev), int dev)
 {
     struct emu_device_prop12 q;
+    int e;
     memset(&q, 0, sizeof q);
     COMMON_FIELDS(COPY)
-    q.clockRate = attr(13, dev);
-    q.deviceOverlap = attr(15, dev);
-    q.kernelExecTimeoutEnabled = attr(17, dev);
-    q.computeMode = attr(20, dev);
-    q.maxTexture1DLinear = attr(69, dev);
-    q.memoryClockRate = attr(36, dev);
-    q.singleToDoublePrecisionPerfRatio = attr(87, dev);
+    REMOVED_FIELDS(READ)
     q.cooperativeMultiDeviceLaunch = 0;     /* attribute 96, gone in CUDA 13: the emulator launches no kernels */
     memcpy(out, &q, sizeof q);
+    return 0;
 }

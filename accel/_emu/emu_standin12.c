@@ -113,19 +113,12 @@ EXPORT cudaError_t cudaRuntimeGetVersion(int *version)
     return e;
 }
 
-static int attr(int code, int dev)
-{
-    int v = 0;
-    return cudaDeviceGetAttribute_13(&v, code, dev) ? 0 : v;
-}
-
+/* The CUDA 13 properties, converted (a failed attribute query fails the call, as the last error it set). */
 EXPORT cudaError_t cudaGetDeviceProperties_v2(void *prop, int dev)
 {
     struct emu_device_prop p;
     cudaError_t e = cudaGetDeviceProperties_13(prop ? &p : NULL, dev);
-    if (e) return e;
-    emu_props12(prop, &p, attr, dev);
-    return 0;
+    return e ? e : emu_props12(prop, &p, cudaDeviceGetAttribute_13, dev);
 }
 
 /* CUDA 12's signature: no edge data (CUDA 13's cudaStreamGetCaptureInfo is 12's _v3). */
