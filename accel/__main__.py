@@ -122,18 +122,19 @@ def _emu_args(argv):
 def emu_main(argv):
     """Run COMMAND on the stand-ins (replaces this process); 2 on a usage error, 1 when the stand-ins
     are missing, 127 when COMMAND is not found."""
+    from accel import emu
+
     if argv[:1] in (["-h"], ["--help"]):
+        standins = ", ".join(os.path.basename(p) for p in emu._preloads())
         print(EMU_USAGE)
-        print("Runs COMMAND with accel's emulated CUDA runtime standing in for libcudart.so.13, "
-              "libcudart.so.12 and libcuda.so.1 (LD_PRELOAD); --devices sets the number of emulated devices "
-              "(default 4).")
+        print(f"Runs COMMAND with accel's emulated CUDA runtime standing in for {standins} (LD_PRELOAD); "
+              "--devices sets the number of emulated devices (default: ACCEL_EMU_DEVICES if set, else 4).")
         return 0
     try:
         devices, command = _emu_args(argv)
     except ValueError as exc:
         print(f"{EMU_USAGE}\nerror: {exc}", file=sys.stderr)
         return 2
-    from accel import emu
 
     try:
         env = emu.environ(devices)

@@ -92,6 +92,11 @@ def test_missing_standins_are_an_error_message_not_a_traceback(monkeypatch, tmp_
 def test_help():
     proc = accel_emu("--help")
     assert proc.returncode == 0 and proc.stdout.startswith("usage: python -m accel emu")
+    # it names the stand-ins this install preloads, and the default the child really gets
+    names = [os.path.basename(p) for p in emu.environ(base={})["LD_PRELOAD"].split()]
+    text = " ".join(proc.stdout.split())
+    assert f"standing in for {', '.join(names)} (LD_PRELOAD)" in text
+    assert "(default: ACCEL_EMU_DEVICES if set, else 4)" in text
 
 
 def test_environ_keeps_other_preloads_and_sets_devices():
