@@ -300,7 +300,7 @@ EXPORT cudaError_t cudaDriverGetVersion(int *v)
 {
     RT_ENTER(cudaDriverGetVersion, cudaErrorUnknown);
     if (!v) return fail(cudaErrorInvalidValue);
-    *v = EMU_VERSION;
+    *v = EMU_CUDA_VERSION;
     return cudaSuccess;
 }
 
@@ -308,7 +308,7 @@ EXPORT cudaError_t cudaRuntimeGetVersion(int *v)
 {
     RT_ENTER(cudaRuntimeGetVersion, cudaErrorUnknown);
     if (!v) return fail(cudaErrorInvalidValue);
-    *v = EMU_VERSION;
+    *v = EMU_CUDA_VERSION;
     return cudaSuccess;
 }
 
@@ -342,7 +342,7 @@ EXPORT CUresult cuDriverGetVersion(int *v)
 {
     DRV_ENTER(cuDriverGetVersion);
     if (!v) return CUDA_ERROR_INVALID_VALUE;
-    *v = EMU_VERSION;
+    *v = EMU_CUDA_VERSION;
     return CUDA_SUCCESS;
 }
 
