@@ -365,3 +365,31 @@ def test_torch_cu12_reads_the_cuda12_properties():
                           env=_clean_env(), capture_output=True, text=True, timeout=300, cwd=tempfile.gettempdir())
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "3 9 0 132 Emulated NVIDIA H100 80GB HBM3 (accel emu)"
+
+
+# --------------------------------------------------------------- tools/cudart_imports.py
+
+@pytest.mark.skipif(shutil.which("readelf") is None or shutil.which("nm") is None, reason="binutils is not installed")
+def test_the_import_list_tool_reads_a_wheels_libraries(tmp_path):
+    # a wheel-shaped zip whose torch/lib/ holds a library importing versioned runtime symbols (the 12 stand-in,
+    # which imports the 13 stand-in's): the tool lists them as nm sees them, under a header naming both
+    import zipfile
+    wheel = tmp_path / "torch-0.0-cp311-cp311-linux_x86_64.whl"
+    with zipfile.ZipFile(wheel, "w") as zf:
+        zf.write(emu.cudart12_path(), "torch/lib/libfake_cuda.so")
+        zf.write(emu.cudart12_path(), "torch/bin/libnot_a_torch_lib.so")     # outside torch/lib/: not read
+        zf.writestr("torch/lib/README.txt", "not a library")
+    out = tmp_path / "imports.txt"
+    proc = subprocess.run([sys.executable, str(REPO / "tools" / "cudart_imports.py"), str(wheel),
+                           "--soname", "libcudart.so.13", "-o", str(out)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    nm = subprocess.run(["nm", "-D", "--undefined-only", emu.cudart12_path()], capture_output=True, text=True).stdout
+    expected = sorted({line.split()[-1] for line in nm.splitlines() if line.endswith("@libcudart.so.13")},
+                      key=lambda n: n.split("@")[0])
+    lines = out.read_text().splitlines()
+    assert lines[:3] == ["# Runtime symbols (version libcudart.so.13) imported by the CUDA libraries of",
+                         f"# {wheel.name}: libfake_cuda.so.", f"# {len(expected)} names; produced by tools/cudart_imports.py."]
+    assert lines[3:] == expected and "cudaGetDeviceProperties@libcudart.so.13" in expected
+    none = subprocess.run([sys.executable, str(REPO / "tools" / "cudart_imports.py"), str(wheel)],
+                          capture_output=True, text=True)       # nothing imports from libcudart.so.12
+    assert none.returncode == 1 and "no library under torch/lib/ imports symbols of version libcudart.so.12" in none.stderr
