@@ -10,7 +10,9 @@
  * (events, IPC event handles), emu_memory.c (allocations, copies, pools,
  * pinned host memory); shared state and hot helpers in emu_runtime.h.  The
  * stand-ins add emu_driver.c (the libcuda.so.1 driver layer) and
- * emu_standin.c (the other libcudart.so.13 exports).
+ * emu_standin.c (the other libcudart.so.13 exports); the libcudart.so.12
+ * stand-in (emu_standin12.c, emu_props12.c) is a stateless layer over the
+ * libcudart.so.13 one.
  *
  * A drop-in stand-in for the subset of libcudart (plus a few libcuda driver
  * entry points) that accel binds, so that accel's real dlopen/dlsym/calling
