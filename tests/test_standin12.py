@@ -149,6 +149,19 @@ print(json.dumps(out))
     assert got == [999, 2048, 999, 0, 0] + [999, None, 999, 0, True]
 
 
+def test_pointer_attributes_stay_in_the_cuda12_struct(subprocess_python):
+    # forwarded as is: CUDA 13's struct cudaPointerAttributes is 64 bytes longer than CUDA 12's (24), and the
+    # emulator writes only the fields both have
+    got = _json(subprocess_python, """
+buf, p = c.create_string_buffer(b"\\xab" * 128, 128), c.c_void_p()
+out = [rt12.cudaSetDevice(2), rt12.cudaMalloc(c.byref(p), 64), rt12.cudaPointerGetAttributes(buf, c.c_void_p(p.value + 8))]
+out += [int.from_bytes(buf.raw[0:4], "little"), int.from_bytes(buf.raw[4:8], "little"),
+        int.from_bytes(buf.raw[8:16], "little") == p.value + 8, buf.raw[24:] == b"\\xab" * 104, rt12.cudaFree(p)]
+print(json.dumps(out))
+""")
+    assert got == [0, 0, 0, 2, 2, True, True, 0]
+
+
 def test_versions(subprocess_python):
     got = _json(subprocess_python, """
 v = c.c_int()

@@ -36,7 +36,10 @@ typedef int CUdevice;
 typedef void (*cudaHostFn_t)(void *);
 typedef void *cudaMemPool_t;
 typedef struct { char reserved[64]; } cudaIpcEventHandle_t;
+/* The fields CUDA 12's struct has (CUDA 13 appended 64 bytes, which the emulator leaves as they are): the
+ * libcudart.so.12 stand-in forwards cudaPointerGetAttributes to the CUDA 13 entry point as is. */
 struct cudaPointerAttributes { int type; int device; void *devicePointer; void *hostPointer; };
+_Static_assert(sizeof(struct cudaPointerAttributes) == 8 + 2 * sizeof(void *), "CUDA 12 cudaPointerAttributes");
 struct cudaDeviceProp;
 
 enum {

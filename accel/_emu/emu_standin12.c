@@ -7,7 +7,9 @@
  * through accel, or the libcuda.so.1 stand-in -- are the same objects.
  *  - Entry points whose ABI CUDA 13 kept (and the unsupported stubs, which ignore their arguments)
  *    are a single jump to the same name at version libcudart.so.13: no wrapper, no signature to
- *    restate, the callee's own argument checks, last-error and fault-injection behaviour.
+ *    restate, the callee's own argument checks, last-error and fault-injection behaviour.  (CUDA 13
+ *    grew struct cudaPointerAttributes by 64 bytes; the emulator writes only the CUDA 12 fields, see
+ *    emu_runtime.h, so cudaPointerGetAttributes is one of them.)
  *  - The ones whose ABI differs are converted here: cudaGetDeviceProperties_v2 (the CUDA 12
  *    cudaDeviceProp layout, emu_props12.c), cudaStreamGetCaptureInfo_v2 (no edge data),
  *    cudaGetDriverEntryPoint (gone in 13: driver entry points at the CUDA 12 ABI version), and
