@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "emu_internal.h"
+#include "emu_props.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -144,7 +145,7 @@ EXPORT CUresult cuDeviceGetAttribute(int *value, int attrib, CUdevice dev)
     return RT(cudaDeviceGetAttribute(value, attrib, dev));
 }
 
-static CUresult props(CUdevice dev, unsigned char *buf)
+static CUresult props(CUdevice dev, struct emu_device_prop *buf)
 {
     if (dev < 0 || dev >= g_ndev) return CUDA_ERROR_INVALID_DEVICE;
     return RT(cudaGetDeviceProperties(buf, dev));
@@ -152,22 +153,22 @@ static CUresult props(CUdevice dev, unsigned char *buf)
 
 EXPORT CUresult cuDeviceGetName(char *name, int len, CUdevice dev)
 {
-    unsigned char buf[EMU_PROPS_SIZE];
+    struct emu_device_prop p;
     DRV_ENTER(cuDeviceGetName);
     if (!name || len <= 0) return CUDA_ERROR_INVALID_VALUE;
-    CUresult r = props(dev, buf);
+    CUresult r = props(dev, &p);
     if (r) return r;
-    strncpy(name, (const char *)buf, (size_t)len - 1);
+    strncpy(name, p.name, (size_t)len - 1);
     name[len - 1] = 0;
     return CUDA_SUCCESS;
 }
 
 static CUresult device_uuid(unsigned char *uuid, CUdevice dev)
 {
-    unsigned char buf[EMU_PROPS_SIZE];
+    struct emu_device_prop p;
     if (!uuid) return CUDA_ERROR_INVALID_VALUE;
-    CUresult r = props(dev, buf);
-    if (!r) memcpy(uuid, buf + 256, 16);
+    CUresult r = props(dev, &p);
+    if (!r) memcpy(uuid, p.uuid, sizeof p.uuid);
     return r;
 }
 
@@ -185,11 +186,11 @@ EXPORT CUresult cuDeviceGetUuid(unsigned char *uuid, CUdevice dev)
 
 EXPORT CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev)
 {
-    unsigned char buf[EMU_PROPS_SIZE];
+    struct emu_device_prop p;
     DRV_ENTER(cuDeviceTotalMem_v2);
     if (!bytes) return CUDA_ERROR_INVALID_VALUE;
-    CUresult r = props(dev, buf);
-    if (!r) memcpy(bytes, buf + 288, sizeof *bytes);
+    CUresult r = props(dev, &p);
+    if (!r) *bytes = p.totalGlobalMem;
     return r;
 }
 

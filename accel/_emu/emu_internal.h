@@ -20,9 +20,8 @@ extern int g_phys[EMU_MAX_DEVICES];             /* visible ordinal -> physical d
 extern atomic_int g_ctx[EMU_MAX_DEVICES];       /* the device's primary context is active */
 extern __thread int t_last;                     /* the calling thread's last runtime error */
 
-/* emu_props.c: writes the whole cudaDeviceProp (CUDA 13 layout, EMU_PROPS_SIZE bytes) of a physical
- * device whose global memory is `total` bytes. */
-#define EMU_PROPS_SIZE 1008
+/* emu_props.c: writes the whole cudaDeviceProp (CUDA 13 layout: struct emu_device_prop, emu_props.h) of a
+ * physical device whose global memory is `total` bytes. */
 void emu_fill_props(void *out, int phys, size_t total);
 
 /* emu_driver.c: the driver entry point `name` in the ABI of CUDA `version` as cuGetProcAddress

@@ -1,6 +1,6 @@
 /* cudaDeviceProp of an emulated device, the whole struct in the CUDA 13 layout (what
  * cudaGetDeviceProperties fills; torch reads major/minor and more at their CUDA 13 offsets).  The
- * layout is declared here field by field; every value comes from the device attribute table
+ * layout is declared field by field in emu_props.h; every value comes from the device attribute table
  * (emu_tables.c) so cudaDeviceGetAttribute and the properties always agree. */
 #include <stddef.h>
 #include <stdio.h>
@@ -8,8 +8,6 @@
 
 #include "emu_internal.h"
 #include "emu_props.h"
-
-_Static_assert(sizeof(struct emu_device_prop) == EMU_PROPS_SIZE, "sizeof(cudaDeviceProp)");
 
 static int attr(int code, int phys)
 {
