@@ -4,8 +4,12 @@ The python twin calls cudaGetDevice, cudaSetDevice, cudaEventRecord and cudaEven
 (``_cudart._unprototyped``): ctypes converts nothing, so a wrong argument kind would be a wrong C value
 (an int where a pointer goes, a handle cut to 32 bits) rather than an exception.  These tests reach
 those calls from every kind of stream and event there is, and from many threads at once."""
+import dis
+import gc
 import importlib.util
+import linecache
 import pathlib
+import sys
 import threading
 
 import pytest
@@ -113,4 +117,72 @@ def test_threads_see_their_own_device(sm, dev):
     for t in threads:
         t.join()
     assert not errors, errors
+    assert dev.current_device() == 0
+
+
+# -- a collection between the call and the read -----------------------------------------------------
+# From Python 3.12 the cyclic collector runs at the interpreter's eval-breaker checks, one of which
+# follows every call: right after the python twin's cudaGetDevice wrote this thread's out buffer and
+# before the caller reads it.  A finalizer it runs that switches devices (accel's own Event.__del__,
+# destroying an event of another device) writes the same buffer.  A line tracer puts the collection
+# exactly there on any Python version.
+
+def _after_get_device(code, action):
+    """A tracer running ``action()`` once, on the first line that ``code`` executes after a line that
+    calls ``_get(vp)`` (the unprototyped cudaGetDevice); ``fired`` says whether it ran."""
+    lines = {ln for _, ln in dis.findlinestarts(code) if "_get(vp)" in linecache.getline(code.co_filename, ln)}
+    fired, last = [], [None]
+
+    def local(frame, event, arg):
+        if event == "line":
+            if last[0] in lines and not fired:
+                fired.append(True)
+                action()
+            last[0] = frame.f_lineno
+        return local
+
+    def tracer(frame, event, arg):
+        return local if frame.f_code is code else None
+    return tracer, fired
+
+
+def _garbage_event_on(sm, d):
+    """An event created on device ``d`` that only the cyclic collector frees (it sits in a cycle)."""
+    e = sm.Event()
+    e.record(sm.Stream(device=d))
+    e.synchronize()
+    box = [e]
+    box.append(box)
+
+
+def _traced(tracer, fn, *args):
+    sys.settrace(tracer)
+    try:
+        return fn(*args)
+    finally:
+        sys.settrace(None)
+
+
+def test_collection_after_get_device_keeps_current_device(sm, dev, twin):
+    dev.set_device(0)
+    code = getattr(dev.current_device, "__code__", None)  # None: compiled (a C local, nothing to trace)
+    gc.collect()
+    _garbage_event_on(sm, 1)
+    tracer, fired = _after_get_device(code, gc.collect)
+    assert _traced(tracer, dev.current_device) == 0
+    assert fired or twin.name == "native"
+    assert dev.current_device() == 0
+
+
+def test_collection_in_guard_exit_restores_the_device(sm, dev, twin):
+    dev.set_device(0)
+    g = dev.device(2)
+    exit_code = getattr(type(g).__exit__, "__code__", None)
+    gc.collect()
+    g.__enter__()
+    _garbage_event_on(sm, 0)  # its finalizer switches to 0 and back: the buffer's last value is 0
+    assert dev.current_device() == 2
+    tracer, fired = _after_get_device(exit_code, gc.collect)
+    _traced(tracer, g.__exit__, None, None, None)
+    assert fired or twin.name == "native"
     assert dev.current_device() == 0
