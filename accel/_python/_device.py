@@ -33,7 +33,8 @@ class _ThreadState(threading.local):
 
     def __init__(self):
         # This thread's out parameter for cudaGetDevice, and its address: ``v, vp = _tls.dev_out`` then
-        # ``_get(vp)`` and ``v.value``, with nothing in between (another thread has its own buffer).
+        # ``_get(vp)`` and ``v.value``, with no call in between (another thread has its own buffer; a
+        # collection that runs in between is undone by _keep_dev_out).
         v = c_int()
         self.dev_out = (v, byref(v))
 
