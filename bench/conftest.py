@@ -81,7 +81,9 @@ RAW_SLACK = 1.3  # torch / 5 is below the raw binding call(s) of the same functi
 def _targets(tr, benches):
     """The peer targets, evaluated in this run: native against torch.cuda (5x, or the raw-floor rule) and
     the python twin against torch.cuda (faster), each with the floor that bounds it."""
-    mine = [b for b in benches if not b.extra_info.get("peer") and "floor" not in b.name and "noop" not in b.name]
+    # accel's own rows, less the floors and current_raw_stream (an int, not torch.cuda.current_stream's Stream)
+    mine = [b for b in benches if not b.extra_info.get("peer") and "floor" not in b.name and "noop" not in b.name
+            and "raw" not in b.name]
     for t in (b for b in benches if b.extra_info.get("peer") == "torch.cuda"):
         torch_ns = _per_op(t) * 1e9
         # a peer row's own parameters (e.g. same_device) pick the accel rows of the same case

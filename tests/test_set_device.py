@@ -6,6 +6,7 @@ import pytest
 
 import accel.cuda as cuda
 from accel import _impl
+from accel._stream_common import CudaDevice
 from accel.errors import CudaError
 
 
@@ -120,3 +121,47 @@ def test_guard_construction_keeps_reference_counts(guard):
     with pytest.raises(ValueError, match="Overflow when unpacking DeviceIndex"):
         with guard(idx):
             pass
+
+
+def _outcome(fn, arg):
+    try:
+        g = fn(arg)
+    except Exception as exc:  # noqa: BLE001 - compared below
+        return type(exc), str(exc)
+    return type(g), g.idx, g.prev_idx
+
+
+@pytest.mark.parametrize("with_parser", [False, True], ids=["no_parser", "parser"])
+def test_guard_constructor_is_init_for_every_argument_kind(twin, with_parser):
+    mod = twin.mod("_device")
+    registered = _impl.module("_device") is mod  # the twin accel.cuda registered its parsers on
+
+    def init(arg):
+        g = mod.device.__new__(mod.device)
+        g.__init__(arg)
+        return g
+
+    def register(on):
+        if on:
+            mod.set_index_parser(lambda d: cuda._get_device_index(d, optional=True), strict=cuda._get_device_index)
+        else:
+            mod.set_index_parser(None)
+
+    register(with_parser)
+    try:
+        for arg in (0, 2, -1, 127, 128, -129, 10**20, None, True, False, "cuda:1", "cuda", "cpu", "x",
+                    Index(2), Index(True), 1.5, object(), CudaDevice(3)):
+            assert _outcome(mod.device, arg) == _outcome(init, arg), arg
+    finally:
+        register(registered)
+
+
+def test_guard_constructor_error_paths_keep_reference_counts(guard):
+    k = object()
+    before = sys.getrefcount(k)
+    for _ in range(1000):
+        for args, kwargs in (((k, k), {}), ((k,), {"device": k}), ((), {"other": k}), ((k,), {})):
+            with pytest.raises(TypeError):
+                guard(*args, **kwargs)
+    del args, kwargs
+    assert sys.getrefcount(k) == before

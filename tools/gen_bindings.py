@@ -448,6 +448,17 @@ class _Missing:
         raise NotImplementedError(f"{{self.name}} is not exported by {{self.path}}")
 
 
+def _exported(dll, symbols):
+    """The first of ``symbols`` (a table row's names, tried in order) that ``dll`` exports, or None."""
+    for symbol in symbols:
+        try:
+            getattr(dll, symbol)
+        except AttributeError:
+            continue
+        return symbol
+    return None
+
+
 def _bind(library, prototypes, fast):
     """Bind ``prototypes``: the raw table (argtypes as declared), and with ``fast`` also the wrappers' own
     table (unprototyped where every input is a C int, handles as c_void_p)."""
@@ -456,17 +467,13 @@ def _bind(library, prototypes, fast):
     holds_gil = ctypes.PyDLL(library.path, handle=library.handle)
     for name, (symbols, argtypes, fast_argtypes, restype, blocking, required) in prototypes.items():
         dll = library.cdll if blocking else holds_gil
-        for symbol in symbols:
-            try:
-                getattr(dll, symbol)
-            except AttributeError:
-                continue
+        symbol = _exported(dll, symbols)
+        if symbol is not None:
             fn = dll[symbol]
             fn.argtypes, fn.restype = argtypes, restype
             if fast:
                 q = dll[symbol]
                 q.argtypes, q.restype = fast_argtypes, restype
-            break
         else:
             if required and fast:
                 raise _lib.LibraryNotFoundError(
@@ -520,14 +527,12 @@ def _unprototyped(name):
     library = _lib.cudart()
     symbols, _, _, restype, blocking, _ = _PROTOTYPES[name]
     dll = library.cdll if blocking else ctypes.PyDLL(library.path, handle=library.handle)
-    for symbol in symbols:
-        try:
-            fn = dll[symbol]
-        except AttributeError:
-            continue
-        fn.restype = restype
-        return fn
-    raise NotImplementedError(f"{{name}} is not exported by {{library.path}}")
+    symbol = _exported(dll, symbols)
+    if symbol is None:
+        raise NotImplementedError(f"{{name}} is not exported by {{library.path}}")
+    fn = dll[symbol]  # a function object of its own: the tables' prototypes stay as they are
+    fn.restype = restype
+    return fn
 
 
 def _driver():

@@ -5,6 +5,7 @@ per-thread *target* instead of calling cudaSetDevice, so no context is ever crea
 ``current_device()`` honours a pending target.  Device indices are ints here; accel.cuda parses the
 other device arguments.  The ``_c_*`` functions mirror the native module's C-level API (_device.pxd).
 """
+import gc
 import threading
 import warnings
 from ctypes import byref, c_int, c_uint
@@ -32,12 +33,30 @@ class _ThreadState(threading.local):
 
     def __init__(self):
         # This thread's out parameter for cudaGetDevice, and its address: ``v, vp = _tls.dev_out`` then
-        # ``_get(vp)`` and ``v.value``, with nothing in between (another thread has its own buffer).
+        # ``_get(vp)`` and ``v.value``, with no call in between (another thread has its own buffer; a
+        # collection that runs in between is undone by _keep_dev_out).
         v = c_int()
         self.dev_out = (v, byref(v))
 
 
 _tls = _ThreadState()
+
+
+def _keep_dev_out(phase, info):
+    # A collection can run between ``_get(vp)`` and the read of ``v`` (from Python 3.12 the collector runs
+    # at the eval-breaker check that follows every call), and its finalizers can switch devices through
+    # the same buffer (Event.__del__ does): the collecting thread's buffer gets back its value.
+    try:
+        v = _tls.dev_out[0]
+        if phase == "start":
+            _tls.gc_saved = v.value
+        else:
+            v.value = _tls.gc_saved
+    except Exception:  # noqa: BLE001 - interpreter shutdown
+        pass
+
+
+gc.callbacks.append(_keep_dev_out)
 # True (for good) once any thread has recorded a pending target.  Each thread sets it before its first
 # ``_tls.target = d``, so while it is False no thread has a target and the hot paths skip the
 # thread-local lookup.
