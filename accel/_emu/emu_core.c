@@ -131,6 +131,7 @@ int install_fail_spec(const char *spec)
 /* ------------------------------------------------------------ global state */
 
 pthread_once_t g_once = PTHREAD_ONCE_INIT;
+atomic_int g_ready;
 cudaError_t g_init_err;             /* non-zero: bad configuration, every call fails */
 int g_ndev;                         /* visible devices (emu_internal.h) */
 int g_nphys;                        /* the machine's devices (ACCEL_EMU_DEVICES) */
@@ -174,6 +175,12 @@ static int parse_size(const char *s, unsigned long long *out)
 
 pthread_key_t g_tls_key;            /* per-thread default streams (emu_stream.c) */
 int g_tls_key_made;
+
+void emu_init_once(void)
+{
+    pthread_once(&g_once, emu_init);
+    atomic_store_explicit(&g_ready, 1, memory_order_release);
+}
 
 void emu_init(void)
 {

@@ -68,6 +68,7 @@ enum { CUDA_SUCCESS = 0, CUDA_ERROR_INVALID_VALUE = 1, CUDA_ERROR_NOT_INITIALIZE
 /* ------------------------------------------------------ global state (emu_core.c) */
 
 extern pthread_once_t g_once;
+extern atomic_int g_ready;          /* emu_init has run: the entry points' one-load fast check */
 extern cudaError_t g_init_err;      /* non-zero: bad configuration, every call fails */
 extern int g_nphys;                 /* the machine's devices (ACCEL_EMU_DEVICES) */
 extern size_t g_mem_total;          /* bytes per device (ACCEL_EMU_MEMORY) */
@@ -89,11 +90,15 @@ extern pthread_key_t g_tls_key;     /* per-thread default streams, freed at thre
 extern int g_tls_key_made;
 
 void emu_init(void);
+void emu_init_once(void);           /* pthread_once(emu_init), then g_ready */
 int install_fail_spec(const char *spec);
 
 static inline cudaError_t fail(cudaError_t e) { t_last = e; return e; }
 
-#define INIT() pthread_once(&g_once, emu_init)
+/* Lazy init: one acquire load once done (as a real runtime's initialised check), pthread_once before. */
+#define INIT() do { \
+        if (!atomic_load_explicit(&g_ready, memory_order_acquire)) emu_init_once(); \
+    } while (0)
 
 /* Prologue of every runtime entry point: lazy init, configuration error,
  * fault injection.  Failures are recorded as the thread's last error. */
