@@ -88,8 +88,8 @@ def _check_devices(devices):
 def _require_standins():
     for path in (cudart_path(), driver_path()):
         if not os.path.exists(path):
-            raise LibraryNotFoundError("accel's stand-in CUDA libraries",
-                                            [f"{path}: no such file (this accel was built with -Dnative=false)"])
+            raise LibraryNotFoundError("stand-in CUDA libraries of accel",
+                                       [f"{path}: no such file (this accel was built with -Dnative=false)"])
     for path in _preloads():
         if any(c in path for c in " :"):
             raise ValueError(f"the stand-ins' path {path!r} contains a space or a colon, which LD_PRELOAD "

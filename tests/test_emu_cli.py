@@ -85,7 +85,7 @@ def test_missing_standins_are_an_error_message_not_a_traceback(monkeypatch, tmp_
     monkeypatch.setattr(emu, "standin_dir", lambda: str(tmp_path / "absent"))
     assert cli.emu_main(["true"]) == 1
     err = capsys.readouterr().err
-    assert err.startswith("python -m accel emu: could not load the accel's stand-in CUDA libraries; searched:\n")
+    assert err.startswith("python -m accel emu: could not load the stand-in CUDA libraries of accel; searched:\n")
     assert "no such file (this accel was built with -Dnative=false)" in err
 
 

@@ -1,7 +1,7 @@
 /* The emulated runtime's shared state, types and hot-path helpers, for its own files:
  *   emu_core.c    configuration and initialisation, fault injection, the handle registry (hash
  *                 table), error and version queries, the runtime library's driver entry points,
- *                 the emulator-only API (accelEmu*)
+ *                 the emulator-only API (accelEmu*; accelEmuResetContexts is in emu_device.c)
  *   emu_device.c  devices, current device, primary contexts, device description
  *   emu_stream.c  streams, records, the worker pool, host functions, fork and unload
  *   emu_event.c   events, cross-stream waits, IPC event handles
