@@ -21,12 +21,13 @@ STREAM_NON_BLOCKING = 0x1
 NOT_READY = 600
 
 
-class CudaDevice:
-    """A CUDA device as ``Stream.device`` / ``Event.device`` return it: ``type == "cuda"`` and ``index``
-    like torch.device; usable wherever a device index is (``__index__``)."""
+class DeviceObject:
+    """A device as ``Stream.device`` / ``Event.device`` return it: ``type`` (the subclass's) and ``index``
+    like torch.device; usable wherever a device index is (``__index__``).  Shared by accel.cuda and
+    accel.mtia."""
 
     __slots__ = ("index",)
-    type = "cuda"
+    type = None
 
     def __init__(self, index):
         self.index = int(index)
@@ -39,16 +40,23 @@ class CudaDevice:
             return other == str(self)
         if isinstance(other, (int, float, bool)) or not hasattr(other, "index"):
             return NotImplemented
-        return getattr(other, "type", None) == "cuda" and other.index == self.index
+        return getattr(other, "type", None) == self.type and other.index == self.index
 
     def __hash__(self):
-        return hash(str(self))  # equal to the string "cuda:N", so hashed like it
+        return hash(str(self))  # equal to the string "type:N", so hashed like it
 
     def __str__(self):
-        return f"cuda:{self.index}"
+        return f"{self.type}:{self.index}"
 
     def __repr__(self):
-        return f"device(type='cuda', index={self.index})"
+        return f"device(type='{self.type}', index={self.index})"
+
+
+class CudaDevice(DeviceObject):
+    """A CUDA device as ``Stream.device`` / ``Event.device`` return it (``type == "cuda"``, ``index``)."""
+
+    __slots__ = ()
+    type = "cuda"
 
 
 def index_of(value, what):

@@ -410,3 +410,18 @@ def test_bad_stream_and_event_arguments_raise_type_error(subprocess_python):
                    ["TypeError", "expected an accel.mtia.Stream, got int: 3"],
                    ["TypeError", "expected an accel.mtia.Stream, got int: 3"],
                    ["TypeError", "expected an accel.mtia.Event, got int: 3"], None]
+
+
+def test_device_objects_compare_hash_and_print_like_torch_device():
+    """accel.mtia's and accel.cuda's device objects: equal to their own type's object and string of the
+    same index, never to the other type's, hashed like that string."""
+    from accel._stream_common import CudaDevice
+    from accel.mtia import MtiaDevice
+
+    m, c = MtiaDevice(1), CudaDevice(1)
+    assert (str(m), repr(m), m.type, m.__index__()) == ("mtia:1", "device(type='mtia', index=1)", "mtia", 1)
+    assert (str(c), repr(c), c.type, c.__index__()) == ("cuda:1", "device(type='cuda', index=1)", "cuda", 1)
+    assert m == MtiaDevice(1) and m == "mtia:1" and hash(m) == hash("mtia:1")
+    assert m != c and c != m and m != "cuda:1" and m != MtiaDevice(0)
+    assert m != 1 and c != 1 and m != 1.0 and c != True  # noqa: E712 - ints are not devices
+    assert {m, c, MtiaDevice(1), CudaDevice(1)} == {m, c}

@@ -14,33 +14,11 @@ DEVICE_TYPE_MTIA = 19  # c10::DeviceType::MTIA, what Stream.device_type reports 
 _state = _runtime.state
 
 
-class MtiaDevice:
+class MtiaDevice(_sc.DeviceObject):
     """An MTIA device as Stream.device / Event.device return it (``type == "mtia"``, ``index``)."""
 
-    __slots__ = ("index",)
+    __slots__ = ()
     type = "mtia"
-
-    def __init__(self, index):
-        self.index = int(index)
-
-    def __index__(self):
-        return self.index
-
-    def __eq__(self, other):
-        if isinstance(other, str):
-            return other == str(self)
-        if not hasattr(other, "index") or isinstance(other, (int, bool)):
-            return NotImplemented
-        return getattr(other, "type", None) == "mtia" and other.index == self.index
-
-    def __hash__(self):
-        return hash(str(self))
-
-    def __str__(self):
-        return f"mtia:{self.index}"
-
-    def __repr__(self):
-        return f"device(type='mtia', index={self.index})"
 
 
 # -- devices -----------------------------------------------------------------------------------------
