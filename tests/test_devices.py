@@ -1,26 +1,19 @@
 """Device selection on both twins (emulated runtime): per-thread target device, exchange semantics,
 guards (nested, interleaved, other threads), no context created on a guard's exit, argument errors."""
-import ctypes
+import importlib.util
+import pathlib
 import random
 import threading
 import warnings
 
 import pytest
 
-from accel import _lib
 from accel.errors import CudaError
 
-NDEV = 4
-
-
-@pytest.fixture
-def emu():
-    lib = _lib.cudart()
-    if not lib.emulated:
-        pytest.skip("needs the emulated runtime")
-    lib.cdll.accelEmuSetFail.argtypes = [ctypes.c_char_p]
-    yield lib.cdll
-    lib.cdll.accelEmuSetFail(None)
+_spec = importlib.util.spec_from_file_location("stream_fixtures", pathlib.Path(__file__).with_name("stream_fixtures.py"))
+_fx = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_fx)
+NDEV, emu = _fx.NDEV, _fx.emu
 
 
 def in_thread(fn, *args):

@@ -2,7 +2,9 @@
 consistently (fault injection on the emulator), device-count failures are not cached, and both twins
 treat bad device arguments and half-constructed objects alike (issue 12, items 3-8, 10, 13, 14)."""
 import ctypes
+import importlib.util
 import json
+import pathlib
 import textwrap
 import warnings
 
@@ -11,17 +13,10 @@ import pytest
 from accel import _lib
 from accel.errors import CudaDriverError, CudaError
 
-NDEV = 4
-
-
-@pytest.fixture
-def emu():
-    lib = _lib.cudart()
-    if not lib.emulated:
-        pytest.skip("needs the emulated runtime")
-    lib.cdll.accelEmuSetFail.argtypes = [ctypes.c_char_p]
-    yield lib.cdll
-    lib.cdll.accelEmuSetFail(None)
+_spec = importlib.util.spec_from_file_location("stream_fixtures", pathlib.Path(__file__).with_name("stream_fixtures.py"))
+_fx = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_fx)
+NDEV, emu = _fx.NDEV, _fx.emu
 
 
 @pytest.fixture
