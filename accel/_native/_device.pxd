@@ -21,3 +21,25 @@ cdef int c_checked_device_count() except -1       # the same, but the CudaError 
 cdef int c_ensure_init() except -1                # run the lazy-init hook if CUDA is not initialized
 cdef int c_get_sync_debug_mode() noexcept       # 0 default, 1 warn, 2 error (global, not per thread)
 cdef int c_warn_or_error_on_sync() except -1      # warn_or_error_on_sync §2.15: call before a synchronizing op
+
+# A device guard's entry / exit for the other native modules' internal guards (a stream's or a buffer's
+# device around one CUDA call), inline so that they make no C call of their own: c_enter_device skips the
+# switch when the runtime device already is ``d`` and returns the device to restore, or -1 when nothing
+# was switched; c_leave_device(orig) restores it (c_maybe_set_device: a failure records the target).
+from accel._native._cudart cimport Table, error
+
+
+cdef inline int c_enter_device(Table* t, int d) except -2:
+    cdef int r = 0
+    cdef int err = t.cudaGetDevice(&r)
+    if err:
+        raise error(err)
+    if r == d:
+        return -1
+    return c_exchange_device(d)
+
+
+cdef inline int c_leave_device(int orig) except -1:
+    if orig >= 0:
+        c_maybe_set_device(orig)
+    return 0

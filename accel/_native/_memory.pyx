@@ -17,8 +17,8 @@ from libc.string cimport memset
 import atexit
 
 from accel._native._cudart cimport Table, table, error, cudaStream_t
-from accel._native._device cimport (c_get_device, c_exchange_device, c_maybe_set_device,
-                                    c_checked_device_count, c_ensure_init)
+from accel._native._device cimport (c_get_device, c_enter_device, c_leave_device, c_checked_device_count,
+                                    c_ensure_init)
 from accel._native import _cudart
 from accel._native import _stream as _stream_mod
 from accel import _memory_common as _mc
@@ -81,22 +81,10 @@ cdef int _index(object device) except -2:
 
 cdef inline int _enter(int d, uintptr_t h) except -2:
     """Make ``d`` the runtime's current device when stream handle ``h`` means "this device's default
-    stream" (0, 1, 2); returns the device to restore, or -1."""
-    cdef int r = 0, err
+    stream" (0, 1, 2); returns the device to restore (c_leave_device), or -1."""
     if h > 2:
         return -1
-    err = table().cudaGetDevice(&r)
-    if err:
-        raise error(err)
-    if r == d:
-        return -1
-    return c_exchange_device(d)
-
-
-cdef inline int _leave(int orig) except -1:
-    if orig >= 0:
-        c_maybe_set_device(orig)
-    return 0
+    return c_enter_device(table(), d)
 
 
 cdef uintptr_t _pool(int d) except 0:
@@ -206,9 +194,9 @@ cdef class DeviceBuffer:
                 err = t.cudaFreeAsync(<void*>self._ptr, <cudaStream_t>self._h)
         except BaseException:
             self._live = True
-            _leave(orig)
+            c_leave_device(orig)
             raise
-        _leave(orig)
+        c_leave_device(orig)
         if err:
             self._live = True
             raise error(err)
@@ -312,14 +300,14 @@ def alloc(nbytes, *, device=None, stream=None):
                 try:
                     exc = _retry(d, h, n, pool, &p)
                 except BaseException:
-                    _leave(orig)
+                    c_leave_device(orig)
                     raise
             else:
                 exc = error(err)
             if exc is not None:
-                _leave(orig)
+                c_leave_device(orig)
                 raise exc
-        _leave(orig)
+        c_leave_device(orig)
         _c[d].bytes += n
         _c[d].bytes_alloc += n
         if _c[d].bytes > _c[d].bytes_peak:

@@ -23,7 +23,7 @@ import threading
 from accel._native._cudart cimport Table, table, error, cudaStream_t, cudaEvent_t, IpcEventHandle
 from accel._native._device cimport (c_get_device, c_set_device, c_maybe_set_device, c_exchange_device,
                                     c_restore_device, c_set_target_device, c_checked_device_count,
-                                    c_ensure_init, c_warn_or_error_on_sync)
+                                    c_ensure_init, c_warn_or_error_on_sync, c_enter_device, c_leave_device)
 from accel import _stream_common as _sc
 
 cdef extern from "Python.h":
@@ -183,24 +183,6 @@ cdef int _resolve(object device) except -1:
         if d >= _ndev:
             raise _sc.out_of_range(d, _ndev)
     return d
-
-
-cdef inline int _enter(int d) except -2:
-    """A device guard's entry that skips the switch when the runtime device already is ``d``: returns
-    the device to restore, or -1 when nothing was switched."""
-    cdef int r = 0
-    cdef int err = _t.cudaGetDevice(&r)
-    if err:
-        raise error(err)
-    if r == d:
-        return -1
-    return c_exchange_device(d)
-
-
-cdef inline int _leave(int orig) except -1:
-    if orig >= 0:
-        c_maybe_set_device(orig)
-    return 0
 
 
 cdef Stream _as_stream(object s):
@@ -442,9 +424,9 @@ cdef class Stream:
     def priority(self):
         """cudaStreamGetPriority, under a guard on the stream's device."""
         cdef int prio = 0, err
-        cdef int orig = _enter(self.device_index)
+        cdef int orig = c_enter_device(_t, self.device_index)
         err = _t.cudaStreamGetPriority(<cudaStream_t>self._ptr, &prio)
-        _leave(orig)
+        c_leave_device(orig)
         if err:
             raise error(err)
         return prio
@@ -456,11 +438,11 @@ cdef class Stream:
 
     def query(self):
         """True if all work on the stream is done, False if not; CudaError for a bad stream."""
-        cdef int orig = _enter(self.device_index)
+        cdef int orig = c_enter_device(_t, self.device_index)
         cdef int err = _t.cudaStreamQuery(<cudaStream_t>self._ptr)
         if err == NOT_READY:
             _t.cudaGetLastError()
-        _leave(orig)
+        c_leave_device(orig)
         if err == 0:
             return True
         if err == NOT_READY:
@@ -471,15 +453,15 @@ cdef class Stream:
         """Wait (GIL released) until all work on the stream is done (honours the sync debug mode)."""
         cdef int err
         c_warn_or_error_on_sync()
-        cdef int orig = _enter(self.device_index)
+        cdef int orig = c_enter_device(_t, self.device_index)
         cdef cudaStream_t s = <cudaStream_t>self._ptr
         with nogil:
             err = _t.cudaStreamSynchronize(s)
         if err:
             e = error(err)
-            _leave(orig)
+            c_leave_device(orig)
             raise e
-        _leave(orig)
+        c_leave_device(orig)
 
     def wait_event(self, event):
         """Make future work on this stream wait for ``event``'s latest record: ``event.wait(self)``, like
@@ -501,7 +483,7 @@ cdef class Stream:
         cdef uintptr_t h = st.events[src.device_index]
         cdef cudaEvent_t e
         cdef cudaStream_t a = <cudaStream_t>src._ptr, b = <cudaStream_t>self._ptr
-        orig = _enter(src.device_index)
+        orig = c_enter_device(_t, src.device_index)
         if h == 0:
             with nogil:
                 err = _t.cudaEventCreateWithFlags(<cudaEvent_t*>&h, DISABLE_TIMING)
@@ -513,18 +495,18 @@ cdef class Stream:
                 err = _t.cudaEventRecord(e, a)
         if err:
             ex = error(err)
-            _leave(orig)
+            c_leave_device(orig)
             raise ex
         if self.device_index != src.device_index:
-            _leave(orig)
-            orig = _enter(self.device_index)
+            c_leave_device(orig)
+            orig = c_enter_device(_t, self.device_index)
         with nogil:
             err = _t.cudaStreamWaitEvent(b, e, 0)
         if err:
             ex = error(err)
-            _leave(orig)
+            c_leave_device(orig)
             raise ex
-        _leave(orig)
+        c_leave_device(orig)
 
     def record_event(self, event=None):
         """Record ``event`` (a new Event if None) on this stream and return it."""
@@ -544,7 +526,7 @@ cdef class Stream:
         if _host_closing:
             raise RuntimeError(_sc.HOST_FUNC_AT_EXIT)
         cdef int err
-        cdef int orig = _enter(self.device_index)
+        cdef int orig = c_enter_device(_t, self.device_index)
         cdef cudaStream_t s = <cudaStream_t>self._ptr
         Py_INCREF(fn)
         accel_host_launched()
@@ -554,9 +536,9 @@ cdef class Stream:
             accel_host_finished()
             Py_DECREF(fn)
             e = error(err)
-            _leave(orig)
+            c_leave_device(orig)
             raise e
-        _leave(orig)
+        c_leave_device(orig)
 
     def __enter__(self):
         if self._ctx is not None:

@@ -20,12 +20,12 @@ cdef class Event:
         cdef uintptr_t h = 0
         cdef int err
         cdef unsigned int flags = self._flags
-        cdef int orig = _enter(d)
+        cdef int orig = c_enter_device(_t, d)
         with nogil:
             err = _t.cudaEventCreateWithFlags(<cudaEvent_t*>&h, flags)
         if err:
             e = error(err)
-            _leave(orig)
+            c_leave_device(orig)
             raise e
         if self._created:
             if _t.cudaEventDestroy(<cudaEvent_t>h):
@@ -34,7 +34,7 @@ cdef class Event:
             self._h = h
             self._dev = d
             self._created = True
-        _leave(orig)
+        c_leave_device(orig)
         return 0
 
     def record(self, stream=None):
@@ -55,16 +55,16 @@ cdef class Event:
                 raise RuntimeError(f"Event device {self._dev} does not match recording stream's device {d}.")
         elif self._dev != d:
             raise RuntimeError(f"Event device {self._dev} does not match recording stream's device {d}.")
-        cdef int orig = -1 if here else _enter(d)
+        cdef int orig = -1 if here else c_enter_device(_t, d)
         cdef cudaEvent_t e = <cudaEvent_t>self._h
         cdef cudaStream_t p = <cudaStream_t>s._ptr
         with nogil:
             err = _t.cudaEventRecord(e, p)
         if err:
             ex = error(err)
-            _leave(orig)
+            c_leave_device(orig)
             raise ex
-        _leave(orig)
+        c_leave_device(orig)
 
     def wait(self, stream=None):
         """Make future work on ``stream`` (None: the current stream) wait for the latest record; a
@@ -80,16 +80,16 @@ cdef class Event:
         if not self._created:
             return
         cdef int err
-        cdef int orig = -1 if here else _enter(s.device_index)
+        cdef int orig = -1 if here else c_enter_device(_t, s.device_index)
         cdef cudaEvent_t e = <cudaEvent_t>self._h
         cdef cudaStream_t p = <cudaStream_t>s._ptr
         with nogil:
             err = _t.cudaStreamWaitEvent(p, e, 0)
         if err:
             ex = error(err)
-            _leave(orig)
+            c_leave_device(orig)
             raise ex
-        _leave(orig)
+        c_leave_device(orig)
 
     def query(self):
         """True if the latest record was reached (or the event was never recorded), else False."""
@@ -127,13 +127,13 @@ cdef class Event:
         if not (self.query() and other.query()):
             raise RuntimeError("Both events must be completed before calculating elapsed time.")
         cdef float ms = 0
-        cdef int orig = _enter(self._dev)
+        cdef int orig = c_enter_device(_t, self._dev)
         cdef int err = _t.cudaEventElapsedTime(&ms, <cudaEvent_t>self._h, <cudaEvent_t>other._h)
         if err:
             ex = error(err)
-            _leave(orig)
+            c_leave_device(orig)
             raise ex
-        _leave(orig)
+        c_leave_device(orig)
         return ms
 
     def ipc_handle(self):
@@ -142,13 +142,13 @@ cdef class Event:
         cdef IpcEventHandle h
         if not self._created:
             self._create(_resolve(None))
-        cdef int orig = _enter(self._dev)
+        cdef int orig = c_enter_device(_t, self._dev)
         cdef int err = _t.cudaIpcGetEventHandle(&h, <cudaEvent_t>self._h)
         if err:
             ex = error(err)
-            _leave(orig)
+            c_leave_device(orig)
             raise ex
-        _leave(orig)
+        c_leave_device(orig)
         return PyBytes_FromStringAndSize(h.reserved, _sc.IPC_HANDLE_SIZE)
 
     @classmethod
@@ -163,17 +163,17 @@ cdef class Event:
         memcpy(h.reserved, <const char*>raw, _sc.IPC_HANDLE_SIZE)
         cdef Event ev = cls.__new__(cls)
         ev._flags = DISABLE_TIMING | INTERPROCESS
-        cdef int orig = _enter(d)
+        cdef int orig = c_enter_device(_t, d)
         with nogil:
             err = _t.cudaIpcOpenEventHandle(<cudaEvent_t*>&e, h)
         if err:
             ex = error(err)
-            _leave(orig)
+            c_leave_device(orig)
             raise ex
         ev._h = e
         ev._dev = d
         ev._created = True
-        _leave(orig)
+        c_leave_device(orig)
         return ev
 
     @property
