@@ -18,10 +18,8 @@ from accel import _memory_common as _mc
 from accel import _memory_interop as _mi
 from accel import _stream_common as _sc
 from accel._python import _cudart
-from accel._python import _device as _dm
 from accel._python import _stream as _stream_mod
-from accel._python._device import (_c_checked_device_count, _c_ensure_init, _c_exchange_device, _c_get_device,
-                                   _c_maybe_set_device)
+from accel._python._device import _c_checked_device_count, _c_ensure_init, _c_get_device
 
 __all__ = ["DeviceBuffer", "alloc", "memory_allocated", "max_memory_allocated", "counters", "pool_handle",
            "reset_peak", "reset_accumulated", "set_limit", "get_limit", "set_index_parser", "wrap"]
@@ -81,25 +79,15 @@ def _index(device):
     return d
 
 
-def _runtime_device():
-    v, vp = _dm._tls.dev_out
-    err = _dm._get(vp)  # the device twin's unprototyped cudaGetDevice, on this thread's buffer
-    if err:
-        raise _cudart._error(err)
-    return v.value
+_device_enter, _leave = _stream_mod._enter, _stream_mod._leave  # the stream twin's internal device guard
 
 
 def _enter(d, h):
+    """Make ``d`` the runtime's current device when stream handle ``h`` means "this device's default
+    stream" (0, 1, 2); returns the device to restore (_leave), or -1."""
     if h > 2:
         return -1
-    if _runtime_device() == d:
-        return -1
-    return _c_exchange_device(d)
-
-
-def _leave(orig):
-    if orig >= 0:
-        _c_maybe_set_device(orig)
+    return _device_enter(d)
 
 
 def _pool(d):
