@@ -608,35 +608,6 @@ static int host_attributes(const void *p, struct cudaPointerAttributes *at)
     return 1;
 }
 
-/* Waits (G held) for all work queued so far on every stream of every device. */
-static cudaError_t wait_all_streams(void)
-{
-    size_t n = 0;
-    for (int d = 0; d < g_ndev; d++)
-        for (stream_t *s = g_devstreams[d]; s; s = s->dnext) n += pending(s);
-    if (!n) return cudaSuccess;
-    stream_t **ss = malloc(n * sizeof *ss);
-    uint64_t *tg = malloc(n * sizeof *tg);
-    if (!ss || !tg) {
-        free(ss);
-        free(tg);
-        return cudaErrorMemoryAllocation;
-    }
-    size_t k = 0;
-    for (int d = 0; d < g_ndev; d++)
-        for (stream_t *s = g_devstreams[d]; s; s = s->dnext) {
-            if (!pending(s)) continue;
-            ss[k] = s;
-            tg[k] = s->enq;
-            s->refs++;
-            k++;
-        }
-    for (k = 0; k < n; k++) wait_stream_release(ss[k], tg[k]);
-    free(ss);
-    free(tg);
-    return cudaSuccess;
-}
-
 EXPORT cudaError_t cudaHostAlloc(void **p, size_t n, unsigned int flags)
 {
     RT_ENTER(cudaHostAlloc, cudaErrorMemoryAllocation);
@@ -664,7 +635,7 @@ EXPORT cudaError_t cudaFreeHost(void *p)
     if (!p) return cudaSuccess;
     if (t_in_hostfn) return fail(cudaErrorNotPermitted);
     pthread_mutex_lock(&G);
-    cudaError_t err = host_exact(p, 0) < 0 ? cudaErrorInvalidValue : wait_all_streams();
+    cudaError_t err = host_exact(p, 0) < 0 ? cudaErrorInvalidValue : wait_device_streams(0, g_ndev);
     long i = err ? -1 : host_exact(p, 0);   /* looked up again: the wait dropped G */
     if (!err && i < 0) err = cudaErrorInvalidValue;
     if (!err) host_remove(i);
@@ -694,7 +665,7 @@ EXPORT cudaError_t cudaHostUnregister(void *p)
     RT_NEED_DEVICE();
     if (t_in_hostfn) return fail(cudaErrorNotPermitted);
     pthread_mutex_lock(&G);
-    cudaError_t err = host_exact(p, 1) < 0 ? cudaErrorHostMemoryNotRegistered : wait_all_streams();
+    cudaError_t err = host_exact(p, 1) < 0 ? cudaErrorHostMemoryNotRegistered : wait_device_streams(0, g_ndev);
     long i = err ? -1 : host_exact(p, 1);
     if (!err && i < 0) err = cudaErrorHostMemoryNotRegistered;
     if (!err) host_remove(i);

@@ -274,6 +274,9 @@ stream_t *get_stream(cudaStream_t h, cudaError_t *err);
 void wait_stream_release(stream_t *s, uint64_t target);
 void wait_stream(stream_t *s, uint64_t target);
 void wait_rec(rec_t *r);
+/* Waits (G held) for all work queued so far on every stream of devices first .. last-1;
+ * cudaErrorMemoryAllocation, having waited for nothing, when out of memory. */
+cudaError_t wait_device_streams(int first, int last);
 void stream_tls_destroy(void *p);
 void atfork_prepare(void);
 void atfork_parent(void);
