@@ -454,24 +454,28 @@ EXPORT cudaError_t cudaFreeAsync(void *ptr, cudaStream_t h)
     return cudaSuccess;
 }
 
-EXPORT cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t *out, int dev)
+/* The pool of device `dev` into *out: its default pool, which is also its current one (the emulator
+ * has no cudaDeviceSetMemPool). */
+static cudaError_t device_pool(cudaMemPool_t *out, int dev)
 {
-    RT_ENTER(cudaDeviceGetDefaultMemPool, cudaErrorUnknown);
-    RT_NEED_DEVICE();
     if (!out) return fail(cudaErrorInvalidValue);
     if (dev < 0 || dev >= g_ndev) return fail(cudaErrorInvalidDevice);
     *out = pool_handle(dev);
     return cudaSuccess;
 }
 
+EXPORT cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t *out, int dev)
+{
+    RT_ENTER(cudaDeviceGetDefaultMemPool, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    return device_pool(out, dev);
+}
+
 EXPORT cudaError_t cudaDeviceGetMemPool(cudaMemPool_t *out, int dev)
 {
     RT_ENTER(cudaDeviceGetMemPool, cudaErrorUnknown);
     RT_NEED_DEVICE();
-    if (!out) return fail(cudaErrorInvalidValue);
-    if (dev < 0 || dev >= g_ndev) return fail(cudaErrorInvalidDevice);
-    *out = pool_handle(dev);
-    return cudaSuccess;
+    return device_pool(out, dev);
 }
 
 EXPORT cudaError_t cudaMemPoolGetAttribute(cudaMemPool_t h, int attr, void *value)
