@@ -6,6 +6,7 @@ context change, out-parameters untouched, the runtime's last error kept); the ne
 The stand-ins run in fresh interpreters (a library with the soname libcudart.so.13 loaded into the
 test process would be found by every later dlopen of that soname).
 """
+import importlib.util
 import json
 import os
 import pathlib
@@ -19,14 +20,11 @@ import pytest
 
 from accel import emu
 
-pytestmark = pytest.mark.skipif(not os.path.exists(emu.cudart_path()),
-                                reason="the stand-ins are not part of this install (-Dnative=false)")
+_spec = importlib.util.spec_from_file_location("standin_fixtures", pathlib.Path(__file__).with_name("standin_fixtures.py"))
+_fx = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_fx)
 
-try:
-    import cuda.core  # noqa: F401
-    HAVE_CUDA_CORE = True
-except ImportError:
-    HAVE_CUDA_CORE = False
+pytestmark = _fx.needs_standins
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 OOM, UNKNOWN = 2, 999   # CUDA_ERROR_OUT_OF_MEMORY (what creating calls fail with), CUDA_ERROR_UNKNOWN
@@ -229,7 +227,7 @@ def test_only_entry_points_that_can_fail_are_armable():
     assert got[0] != 0 and got[1] != 0 and got[2:] == [0, 0]
 
 
-@pytest.mark.skipif(not HAVE_CUDA_CORE, reason="cuda-core is not installed")
+@_fx.needs_cuda_core
 def test_cuda_core_sees_a_driver_fault_as_a_cuda_error():
     code = f"""
 import json, ctypes as c
