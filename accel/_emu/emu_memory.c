@@ -171,6 +171,17 @@ static int dev_range(const void *p, size_t n, alloc_t **out)
     return 1;
 }
 
+/* Queues the copy/set `it` on s (G held), unless resolving the stream or checking the range failed
+ * (err) or it moves no bytes: then it is dropped, and the stream's device still gets its context, as
+ * on every call on a stream.  Returns the error to report. */
+static cudaError_t queue_transfer(stream_t *s, item_t *it, cudaError_t err)
+{
+    if (s && !err && it->n) return submit(s, it);
+    item_free(it);
+    if (s) ensure_ctx(s->device);
+    return err;
+}
+
 /* Host memory is treated as pinned: the copy touches host buffers when the
  * worker reaches it, so they must stay alive until the stream is synced. */
 EXPORT cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, int kind, cudaStream_t h)
@@ -192,12 +203,7 @@ EXPORT cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, int kin
         int need_dst = kind == 1 || kind == 3, need_src = kind == 2 || kind == 3;
         if (dd < 0 || sd < 0 || (need_dst && !dd) || (need_src && !sd)) err = cudaErrorInvalidValue;
     }
-    if (!s || err || !n) {
-        item_free(it);
-        if (s) ensure_ctx(s->device);
-    } else {
-        err = submit(s, it);
-    }
+    err = queue_transfer(s, it, err);
     pthread_mutex_unlock(&G);
     return err ? fail(err) : cudaSuccess;
 }
@@ -215,12 +221,7 @@ EXPORT cudaError_t cudaMemsetAsync(void *p, int value, size_t n, cudaStream_t h)
     pthread_mutex_lock(&G);
     stream_t *s = get_stream(h, &err);
     if (s && n && dev_range(p, n, &it->a1) != 1) err = cudaErrorInvalidValue;
-    if (!s || err || !n) {
-        item_free(it);
-        if (s) ensure_ctx(s->device);
-    } else {
-        err = submit(s, it);
-    }
+    err = queue_transfer(s, it, err);
     pthread_mutex_unlock(&G);
     return err ? fail(err) : cudaSuccess;
 }
