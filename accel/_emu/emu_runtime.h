@@ -105,8 +105,7 @@ static inline cudaError_t fail(cudaError_t e) { t_last = e; return e; }
 #define RT_ENTER(sym, ferr) do { \
         INIT(); \
         if (g_init_err) return fail(g_init_err); \
-        if (atomic_load_explicit(&g_fail_active, memory_order_relaxed) && fail_hit(SYM_##sym)) \
-            return fail(ferr); \
+        if (EMU_FAULT(sym)) return fail(ferr); \
     } while (0)
 #define RT_NEED_DEVICE() do { if (g_ndev == 0) return fail(cudaErrorNoDevice); } while (0)
 
@@ -114,8 +113,7 @@ static inline cudaError_t fail(cudaError_t e) { t_last = e; return e; }
 #define DRV_ENTER(sym) do { \
         INIT(); \
         if (g_init_err) return CUDA_ERROR_NOT_INITIALIZED; \
-        if (atomic_load_explicit(&g_fail_active, memory_order_relaxed) && fail_hit(SYM_##sym)) \
-            return CUDA_ERROR_UNKNOWN; \
+        if (EMU_FAULT(sym)) return CUDA_ERROR_UNKNOWN; \
     } while (0)
 
 static inline void ensure_ctx(int dev)
