@@ -1,6 +1,8 @@
 """`python -m accel emu` and accel.emu.activate(): other programs (and cuda.core, when installed) on
 the emulated runtime's stand-ins, sharing one state with accel."""
+import importlib.util
 import os
+import pathlib
 import shutil
 import subprocess
 import sys
@@ -10,15 +12,12 @@ import pytest
 
 from accel import emu
 
-pytestmark = pytest.mark.skipif(not os.path.exists(emu.cudart_path()),
-                                reason="the stand-ins are not part of this install (-Dnative=false)")
+_spec = importlib.util.spec_from_file_location("standin_fixtures", pathlib.Path(__file__).with_name("standin_fixtures.py"))
+_fx = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_fx)
 
-try:
-    import cuda.core  # noqa: F401
-    HAVE_CUDA_CORE = True
-except ImportError:
-    HAVE_CUDA_CORE = False
-needs_cuda_core = pytest.mark.skipif(not HAVE_CUDA_CORE, reason="cuda-core is not installed")
+pytestmark = _fx.needs_standins
+needs_cuda_core = _fx.needs_cuda_core
 
 
 def _env(**extra):

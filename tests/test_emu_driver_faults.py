@@ -6,6 +6,7 @@ context change, out-parameters untouched, the runtime's last error kept); the ne
 The stand-ins run in fresh interpreters (a library with the soname libcudart.so.13 loaded into the
 test process would be found by every later dlopen of that soname).
 """
+import importlib.util
 import json
 import os
 import pathlib
@@ -19,14 +20,11 @@ import pytest
 
 from accel import emu
 
-pytestmark = pytest.mark.skipif(not os.path.exists(emu.cudart_path()),
-                                reason="the stand-ins are not part of this install (-Dnative=false)")
+_spec = importlib.util.spec_from_file_location("standin_fixtures", pathlib.Path(__file__).with_name("standin_fixtures.py"))
+_fx = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_fx)
 
-try:
-    import cuda.core  # noqa: F401
-    HAVE_CUDA_CORE = True
-except ImportError:
-    HAVE_CUDA_CORE = False
+pytestmark = _fx.needs_standins
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 OOM, UNKNOWN = 2, 999   # CUDA_ERROR_OUT_OF_MEMORY (what creating calls fail with), CUDA_ERROR_UNKNOWN
@@ -229,7 +227,37 @@ def test_only_entry_points_that_can_fail_are_armable():
     assert got[0] != 0 and got[1] != 0 and got[2:] == [0, 0]
 
 
-@pytest.mark.skipif(not HAVE_CUDA_CORE, reason="cuda-core is not installed")
+
+def test_a_context_change_the_runtime_refuses_leaves_the_context_stack_as_it_was():
+    # the driver makes the runtime follow the stack's top (cudaSetDevice); when that call fails, the
+    # push, pop or set fails with its error and the stack, the popped-out parameter and the runtime's
+    # device are as they were
+    got = _run("""
+        ctx0, ctx1, out = c.c_void_p(), c.c_void_p(), c.c_void_p(0xAB)
+        assert cu.cuInit(0) == 0 and cu.cuDevicePrimaryCtxRetain(c.byref(ctx0), 0) == 0
+        assert cu.cuDevicePrimaryCtxRetain(c.byref(ctx1), 1) == 0
+        def device():
+            d = c.c_int(); assert rt.cudaGetDevice(c.byref(d)) == 0; return d.value
+        def depth():       # pops the whole stack, counting
+            n = 0
+            while cu.cuCtxPopCurrent_v2(None) == 0: n += 1
+            return n
+        def refused(call):
+            assert rt.accelEmuSetFail(b"cudaSetDevice:1") == 0
+            r = call()
+            rt.accelEmuSetFail(None)
+            return r
+        got = [refused(lambda: cu.cuCtxSetCurrent(ctx1)), device(), depth()]        # empty stack
+        assert cu.cuCtxPushCurrent_v2(ctx0) == 0
+        got += [refused(lambda: cu.cuCtxPushCurrent_v2(ctx1)), device(), depth()]   # [ctx0]
+        assert cu.cuCtxPushCurrent_v2(ctx0) == 0 and cu.cuCtxPushCurrent_v2(ctx1) == 0
+        got += [refused(lambda: cu.cuCtxPopCurrent_v2(c.byref(out))), out.value, device()]
+        got += [refused(lambda: cu.cuCtxSetCurrent(None)), device(), depth()]      # [ctx0, ctx1]
+        print(json.dumps(got))
+        """, ACCEL_EMU_DEVICES="2")
+    assert got == [UNKNOWN, 0, 0, UNKNOWN, 0, 1, UNKNOWN, 0xAB, 1, UNKNOWN, 1, 2]
+
+@_fx.needs_cuda_core
 def test_cuda_core_sees_a_driver_fault_as_a_cuda_error():
     code = f"""
 import json, ctypes as c

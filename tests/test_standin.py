@@ -5,8 +5,8 @@ cuda.core make, and the unsupported rest.
 Each check runs in a fresh interpreter: a library with the soname libcudart.so.13 loaded into the test
 process would be found by every later dlopen of that soname.
 """
+import importlib.util
 import json
-import os
 import pathlib
 import shutil
 import subprocess
@@ -18,8 +18,11 @@ from accel import emu
 REPO = pathlib.Path(__file__).resolve().parent.parent
 DATA = REPO / "accel" / "_emu"
 
-pytestmark = pytest.mark.skipif(not os.path.exists(emu.cudart_path()),
-                                reason="the stand-ins are not part of this install (-Dnative=false)")
+_spec = importlib.util.spec_from_file_location("standin_fixtures", pathlib.Path(__file__).with_name("standin_fixtures.py"))
+_fx = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_fx)
+
+pytestmark = _fx.needs_standins
 
 # Loads both stand-ins the way accel.emu.activate does, without accel: `rt`, `cu` and `c` (ctypes) in scope.
 PRELUDE = f"""
@@ -34,14 +37,7 @@ def _names(filename):
     return [line.strip() for line in (DATA / filename).read_text().splitlines() if line.strip()]
 
 
-def _run(subprocess_python, code, env=None):
-    proc = subprocess_python(PRELUDE + code, env={"ACCEL_EMU_DEVICES": "4", "ACCEL_EMU_TRACE": None, **(env or {})})
-    assert proc.returncode == 0, proc.stderr
-    return proc
-
-
-def _json(subprocess_python, code, env=None):
-    return json.loads(_run(subprocess_python, code, env).stdout.strip().splitlines()[-1])
+_run, _json = _fx.runners(PRELUDE)
 
 
 def test_committed_import_lists_are_well_formed():

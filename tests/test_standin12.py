@@ -5,6 +5,7 @@ the libcudart.so.13 stand-in and accel, a C program linked against it by soname,
 Each check runs in a fresh interpreter (a stand-in loaded into the test process would be found by every
 later dlopen of its soname).
 """
+import importlib.util
 import json
 import os
 import pathlib
@@ -21,9 +22,12 @@ from accel import emu
 REPO = pathlib.Path(__file__).resolve().parent.parent
 IMPORTS = REPO / "accel" / "_emu" / "torch_cudart12_imports.txt"
 
+_spec = importlib.util.spec_from_file_location("standin_fixtures", pathlib.Path(__file__).with_name("standin_fixtures.py"))
+_fx = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_fx)
+
 pytestmark = [
-    pytest.mark.skipif(not os.path.exists(emu.cudart_path()),
-                       reason="the stand-ins are not part of this install (-Dnative=false)"),
+    _fx.needs_standins,
     pytest.mark.skipif(platform.machine() not in ("x86_64", "aarch64"),
                        reason=f"the libcudart.so.12 stand-in is built for x86_64 and aarch64, not {platform.machine()}"),
 ]
@@ -44,14 +48,7 @@ def _names():
     return [line.strip() for line in IMPORTS.read_text().splitlines() if line.strip() and not line.startswith("#")]
 
 
-def _run(subprocess_python, code, env=None):
-    proc = subprocess_python(PRELUDE + code, env={"ACCEL_EMU_DEVICES": "4", "ACCEL_EMU_TRACE": None, **(env or {})})
-    assert proc.returncode == 0, proc.stderr
-    return proc
-
-
-def _json(subprocess_python, code, env=None):
-    return json.loads(_run(subprocess_python, code, env).stdout.strip().splitlines()[-1])
+_run, _json = _fx.runners(PRELUDE)
 
 
 def test_committed_import_list_is_well_formed():

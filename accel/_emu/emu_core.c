@@ -289,8 +289,7 @@ EXPORT cudaError_t cudaGetLastError(void)
 {
     INIT();
     if (g_init_err) return g_init_err;
-    if (atomic_load_explicit(&g_fail_active, memory_order_relaxed) && fail_hit(SYM_cudaGetLastError))
-        return cudaErrorUnknown;
+    if (EMU_FAULT(cudaGetLastError)) return cudaErrorUnknown;
     cudaError_t e = t_last;
     t_last = cudaSuccess;
     return e;
@@ -300,8 +299,7 @@ EXPORT cudaError_t cudaPeekAtLastError(void)
 {
     INIT();
     if (g_init_err) return g_init_err;
-    if (atomic_load_explicit(&g_fail_active, memory_order_relaxed) && fail_hit(SYM_cudaPeekAtLastError))
-        return cudaErrorUnknown;
+    if (EMU_FAULT(cudaPeekAtLastError)) return cudaErrorUnknown;
     return t_last;
 }
 

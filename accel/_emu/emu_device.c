@@ -42,31 +42,9 @@ EXPORT cudaError_t cudaDeviceSynchronize(void)
     int dev = t_dev;
     ensure_ctx(dev);
     pthread_mutex_lock(&G);
-    size_t n = 0;
-    for (stream_t *s = g_devstreams[dev]; s; s = s->dnext) n += pending(s);
-    if (n) {
-        stream_t **ss = malloc(n * sizeof *ss);
-        uint64_t *tg = malloc(n * sizeof *tg);
-        if (!ss || !tg) {
-            free(ss);
-            free(tg);
-            pthread_mutex_unlock(&G);
-            return fail(cudaErrorMemoryAllocation);
-        }
-        size_t i = 0;
-        for (stream_t *s = g_devstreams[dev]; s; s = s->dnext) {
-            if (!pending(s)) continue;
-            ss[i] = s;
-            tg[i] = s->enq;
-            s->refs++;
-            i++;
-        }
-        for (i = 0; i < n; i++) wait_stream_release(ss[i], tg[i]);
-        free(ss);
-        free(tg);
-    }
+    cudaError_t err = wait_device_streams(dev, dev + 1);
     pthread_mutex_unlock(&G);
-    return cudaSuccess;
+    return err ? fail(err) : cudaSuccess;
 }
 
 EXPORT cudaError_t cudaDeviceGetStreamPriorityRange(int *least, int *greatest)

@@ -116,7 +116,8 @@ static CUcontext current_ctx(void)
     return atomic_load(&g_ctx[dev]) ? primary(dev) : NULL;
 }
 
-/* Makes c's device the runtime's current one (c is a valid context or NULL). */
+/* Makes c's device the runtime's current one (c is a valid context or NULL).  The stack changes
+ * only once it succeeded, so a refused change leaves the stack and the runtime's device as they were. */
 static CUresult follow(CUcontext c)
 {
     return c ? RT(cudaSetDevice(ctx_device(c))) : CUDA_SUCCESS;
@@ -247,12 +248,15 @@ EXPORT CUresult cuCtxSetCurrent(CUcontext ctx)
     DRV_ENTER(cuCtxSetCurrent);
     if (ctx && ctx_device(ctx) < 0) return CUDA_ERROR_INVALID_CONTEXT;
     if (!ctx) {                     /* pops the top; the context below becomes current */
-        if (t_depth) t_depth--;
-        return t_depth ? follow(t_stack[t_depth - 1]) : CUDA_SUCCESS;
+        CUresult r = t_depth > 1 ? follow(t_stack[t_depth - 2]) : CUDA_SUCCESS;
+        if (!r && t_depth) t_depth--;
+        return r;
     }
+    CUresult r = follow(ctx);
+    if (r) return r;
     if (t_depth) t_stack[t_depth - 1] = ctx;
     else t_stack[t_depth++] = ctx;
-    return follow(ctx);
+    return CUDA_SUCCESS;
 }
 
 EXPORT CUresult cuCtxPushCurrent_v2(CUcontext ctx)
@@ -260,17 +264,20 @@ EXPORT CUresult cuCtxPushCurrent_v2(CUcontext ctx)
     DRV_ENTER(cuCtxPushCurrent_v2);
     if (ctx_device(ctx) < 0) return CUDA_ERROR_INVALID_CONTEXT;
     if (t_depth == CTX_DEPTH) return CUDA_ERROR_INVALID_VALUE;
-    t_stack[t_depth++] = ctx;
-    return follow(ctx);
+    CUresult r = follow(ctx);
+    if (!r) t_stack[t_depth++] = ctx;
+    return r;
 }
 
 EXPORT CUresult cuCtxPopCurrent_v2(CUcontext *out)
 {
     DRV_ENTER(cuCtxPopCurrent_v2);
     if (!t_depth) return CUDA_ERROR_INVALID_CONTEXT;
+    CUresult r = t_depth > 1 ? follow(t_stack[t_depth - 2]) : CUDA_SUCCESS;
+    if (r) return r;
     CUcontext c = t_stack[--t_depth];
     if (out) *out = c;
-    return t_depth ? follow(t_stack[t_depth - 1]) : CUDA_SUCCESS;
+    return CUDA_SUCCESS;
 }
 
 EXPORT CUresult cuCtxGetDevice(CUdevice *dev)

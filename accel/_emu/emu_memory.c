@@ -171,6 +171,17 @@ static int dev_range(const void *p, size_t n, alloc_t **out)
     return 1;
 }
 
+/* Queues the copy/set `it` on s (G held), unless resolving the stream or checking the range failed
+ * (err) or it moves no bytes: then it is dropped, and the stream's device still gets its context, as
+ * on every call on a stream.  Returns the error to report. */
+static cudaError_t queue_transfer(stream_t *s, item_t *it, cudaError_t err)
+{
+    if (s && !err && it->n) return submit(s, it);
+    item_free(it);
+    if (s) ensure_ctx(s->device);
+    return err;
+}
+
 /* Host memory is treated as pinned: the copy touches host buffers when the
  * worker reaches it, so they must stay alive until the stream is synced. */
 EXPORT cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, int kind, cudaStream_t h)
@@ -192,12 +203,7 @@ EXPORT cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, int kin
         int need_dst = kind == 1 || kind == 3, need_src = kind == 2 || kind == 3;
         if (dd < 0 || sd < 0 || (need_dst && !dd) || (need_src && !sd)) err = cudaErrorInvalidValue;
     }
-    if (!s || err || !n) {
-        item_free(it);
-        if (s) ensure_ctx(s->device);
-    } else {
-        err = submit(s, it);
-    }
+    err = queue_transfer(s, it, err);
     pthread_mutex_unlock(&G);
     return err ? fail(err) : cudaSuccess;
 }
@@ -215,12 +221,7 @@ EXPORT cudaError_t cudaMemsetAsync(void *p, int value, size_t n, cudaStream_t h)
     pthread_mutex_lock(&G);
     stream_t *s = get_stream(h, &err);
     if (s && n && dev_range(p, n, &it->a1) != 1) err = cudaErrorInvalidValue;
-    if (!s || err || !n) {
-        item_free(it);
-        if (s) ensure_ctx(s->device);
-    } else {
-        err = submit(s, it);
-    }
+    err = queue_transfer(s, it, err);
     pthread_mutex_unlock(&G);
     return err ? fail(err) : cudaSuccess;
 }
@@ -454,24 +455,28 @@ EXPORT cudaError_t cudaFreeAsync(void *ptr, cudaStream_t h)
     return cudaSuccess;
 }
 
-EXPORT cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t *out, int dev)
+/* The pool of device `dev` into *out: its default pool, which is also its current one (the emulator
+ * has no cudaDeviceSetMemPool). */
+static cudaError_t device_pool(cudaMemPool_t *out, int dev)
 {
-    RT_ENTER(cudaDeviceGetDefaultMemPool, cudaErrorUnknown);
-    RT_NEED_DEVICE();
     if (!out) return fail(cudaErrorInvalidValue);
     if (dev < 0 || dev >= g_ndev) return fail(cudaErrorInvalidDevice);
     *out = pool_handle(dev);
     return cudaSuccess;
 }
 
+EXPORT cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t *out, int dev)
+{
+    RT_ENTER(cudaDeviceGetDefaultMemPool, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    return device_pool(out, dev);
+}
+
 EXPORT cudaError_t cudaDeviceGetMemPool(cudaMemPool_t *out, int dev)
 {
     RT_ENTER(cudaDeviceGetMemPool, cudaErrorUnknown);
     RT_NEED_DEVICE();
-    if (!out) return fail(cudaErrorInvalidValue);
-    if (dev < 0 || dev >= g_ndev) return fail(cudaErrorInvalidDevice);
-    *out = pool_handle(dev);
-    return cudaSuccess;
+    return device_pool(out, dev);
 }
 
 EXPORT cudaError_t cudaMemPoolGetAttribute(cudaMemPool_t h, int attr, void *value)
@@ -608,35 +613,6 @@ static int host_attributes(const void *p, struct cudaPointerAttributes *at)
     return 1;
 }
 
-/* Waits (G held) for all work queued so far on every stream of every device. */
-static cudaError_t wait_all_streams(void)
-{
-    size_t n = 0;
-    for (int d = 0; d < g_ndev; d++)
-        for (stream_t *s = g_devstreams[d]; s; s = s->dnext) n += pending(s);
-    if (!n) return cudaSuccess;
-    stream_t **ss = malloc(n * sizeof *ss);
-    uint64_t *tg = malloc(n * sizeof *tg);
-    if (!ss || !tg) {
-        free(ss);
-        free(tg);
-        return cudaErrorMemoryAllocation;
-    }
-    size_t k = 0;
-    for (int d = 0; d < g_ndev; d++)
-        for (stream_t *s = g_devstreams[d]; s; s = s->dnext) {
-            if (!pending(s)) continue;
-            ss[k] = s;
-            tg[k] = s->enq;
-            s->refs++;
-            k++;
-        }
-    for (k = 0; k < n; k++) wait_stream_release(ss[k], tg[k]);
-    free(ss);
-    free(tg);
-    return cudaSuccess;
-}
-
 EXPORT cudaError_t cudaHostAlloc(void **p, size_t n, unsigned int flags)
 {
     RT_ENTER(cudaHostAlloc, cudaErrorMemoryAllocation);
@@ -664,7 +640,7 @@ EXPORT cudaError_t cudaFreeHost(void *p)
     if (!p) return cudaSuccess;
     if (t_in_hostfn) return fail(cudaErrorNotPermitted);
     pthread_mutex_lock(&G);
-    cudaError_t err = host_exact(p, 0) < 0 ? cudaErrorInvalidValue : wait_all_streams();
+    cudaError_t err = host_exact(p, 0) < 0 ? cudaErrorInvalidValue : wait_device_streams(0, g_ndev);
     long i = err ? -1 : host_exact(p, 0);   /* looked up again: the wait dropped G */
     if (!err && i < 0) err = cudaErrorInvalidValue;
     if (!err) host_remove(i);
@@ -694,7 +670,7 @@ EXPORT cudaError_t cudaHostUnregister(void *p)
     RT_NEED_DEVICE();
     if (t_in_hostfn) return fail(cudaErrorNotPermitted);
     pthread_mutex_lock(&G);
-    cudaError_t err = host_exact(p, 1) < 0 ? cudaErrorHostMemoryNotRegistered : wait_all_streams();
+    cudaError_t err = host_exact(p, 1) < 0 ? cudaErrorHostMemoryNotRegistered : wait_device_streams(0, g_ndev);
     long i = err ? -1 : host_exact(p, 1);
     if (!err && i < 0) err = cudaErrorHostMemoryNotRegistered;
     if (!err) host_remove(i);

@@ -105,8 +105,7 @@ static inline cudaError_t fail(cudaError_t e) { t_last = e; return e; }
 #define RT_ENTER(sym, ferr) do { \
         INIT(); \
         if (g_init_err) return fail(g_init_err); \
-        if (atomic_load_explicit(&g_fail_active, memory_order_relaxed) && fail_hit(SYM_##sym)) \
-            return fail(ferr); \
+        if (EMU_FAULT(sym)) return fail(ferr); \
     } while (0)
 #define RT_NEED_DEVICE() do { if (g_ndev == 0) return fail(cudaErrorNoDevice); } while (0)
 
@@ -114,8 +113,7 @@ static inline cudaError_t fail(cudaError_t e) { t_last = e; return e; }
 #define DRV_ENTER(sym) do { \
         INIT(); \
         if (g_init_err) return CUDA_ERROR_NOT_INITIALIZED; \
-        if (atomic_load_explicit(&g_fail_active, memory_order_relaxed) && fail_hit(SYM_##sym)) \
-            return CUDA_ERROR_UNKNOWN; \
+        if (EMU_FAULT(sym)) return CUDA_ERROR_UNKNOWN; \
     } while (0)
 
 static inline void ensure_ctx(int dev)
@@ -274,6 +272,9 @@ stream_t *get_stream(cudaStream_t h, cudaError_t *err);
 void wait_stream_release(stream_t *s, uint64_t target);
 void wait_stream(stream_t *s, uint64_t target);
 void wait_rec(rec_t *r);
+/* Waits (G held) for all work queued so far on every stream of devices first .. last-1;
+ * cudaErrorMemoryAllocation, having waited for nothing, when out of memory. */
+cudaError_t wait_device_streams(int first, int last);
 void stream_tls_destroy(void *p);
 void atfork_prepare(void);
 void atfork_parent(void);

@@ -47,29 +47,28 @@ CUDA13(cudaError_t, cudaGetDriverEntryPointByVersion, (const char *, void **, un
 #else
 #define LANDING_PAD ""
 #endif
-#define FORWARD(name) __asm__( \
-    ".symver " #name "_13, " #name "@libcudart.so.13\n" \
-    ".pushsection .text\n.globl " #name "\n.type " #name ", @function\n.p2align 4\n" #name ":\n" \
-    LANDING_PAD \
-    "    jmp *" #name "_13@GOTPCREL(%rip)\n" \
-    ".size " #name ", .-" #name "\n.popsection\n");
+#define FUNCTION_TYPE "@function"
+#define JUMP(name) "    jmp *" #name "_13@GOTPCREL(%rip)\n"
 #elif defined(__aarch64__)
 #if defined(__ARM_FEATURE_BTI_DEFAULT)
 #define LANDING_PAD "    hint 34\n"     /* bti c */
 #else
 #define LANDING_PAD ""
 #endif
-#define FORWARD(name) __asm__( \
-    ".symver " #name "_13, " #name "@libcudart.so.13\n" \
-    ".pushsection .text\n.globl " #name "\n.type " #name ", %function\n.p2align 4\n" #name ":\n" \
-    LANDING_PAD \
+#define FUNCTION_TYPE "%function"
+#define JUMP(name) \
     "    adrp x16, :got:" #name "_13\n" \
     "    ldr x16, [x16, :got_lo12:" #name "_13]\n" \
-    "    br x16\n" \
-    ".size " #name ", .-" #name "\n.popsection\n");
+    "    br x16\n"
 #else
 #error "the libcudart.so.12 stand-in's forwarders are written for x86_64 and aarch64"
 #endif
+#define FORWARD(name) __asm__( \
+    ".symver " #name "_13, " #name "@libcudart.so.13\n" \
+    ".pushsection .text\n.globl " #name "\n.type " #name ", " FUNCTION_TYPE "\n.p2align 4\n" #name ":\n" \
+    LANDING_PAD \
+    JUMP(name) \
+    ".size " #name ", .-" #name "\n.popsection\n");
 
 /* load-time hooks and launch configuration */
 FORWARD(__cudaInitModule) FORWARD(__cudaPopCallConfiguration) FORWARD(__cudaPushCallConfiguration)

@@ -320,6 +320,34 @@ void wait_stream(stream_t *s, uint64_t target)
     wait_stream_release(s, target);
 }
 
+cudaError_t wait_device_streams(int first, int last)
+{
+    size_t n = 0;
+    for (int d = first; d < last; d++)
+        for (stream_t *s = g_devstreams[d]; s; s = s->dnext) n += pending(s);
+    if (!n) return cudaSuccess;
+    stream_t **ss = malloc(n * sizeof *ss);
+    uint64_t *tg = malloc(n * sizeof *tg);
+    if (!ss || !tg) {
+        free(ss);
+        free(tg);
+        return cudaErrorMemoryAllocation;
+    }
+    size_t k = 0;
+    for (int d = first; d < last; d++)
+        for (stream_t *s = g_devstreams[d]; s; s = s->dnext) {
+            if (!pending(s)) continue;
+            ss[k] = s;
+            tg[k] = s->enq;
+            s->refs++;
+            k++;
+        }
+    for (k = 0; k < n; k++) wait_stream_release(ss[k], tg[k]);
+    free(ss);
+    free(tg);
+    return cudaSuccess;
+}
+
 void wait_rec(rec_t *r)
 {
     r->refs++;
