@@ -126,8 +126,8 @@ def _peer_cuda_core():
 
 def _peer_cupy():
     if _lib.cudart().emulated:
-        raise RuntimeError("CuPy links the CUDA runtime statically and needs NVIDIA's private driver export "
-                           "tables: it runs only on a real GPU")
+        from accel import emu
+        raise RuntimeError(emu.CUPY_UNSUPPORTED)
     import cupy
     ev = cupy.cuda.Event()
     ev.record()

@@ -35,10 +35,15 @@ import os
 from accel import _lib
 from accel.errors import LibraryNotFoundError
 
-__all__ = ["standin_dir", "cudart_path", "cudart12_path", "driver_path", "environ", "activate", "MAX_DEVICES"]
+__all__ = ["standin_dir", "cudart_path", "cudart12_path", "driver_path", "environ", "activate", "MAX_DEVICES",
+           "CUPY_UNSUPPORTED"]
 
 #: The most devices the emulator models (ACCEL_EMU_DEVICES is 0..MAX_DEVICES).
 MAX_DEVICES = 256
+
+#: Why CuPy cannot run on the emulator (the bench and ``python -m accel bench`` skip it with this).
+CUPY_UNSUPPORTED = ("CuPy links the CUDA runtime statically and needs NVIDIA's private driver export tables: "
+                    "it runs only on a real GPU")
 
 _CUDART = "libcudart.so.13"
 _CUDART12 = "libcudart.so.12"

@@ -57,8 +57,8 @@ def _cuda_core():
 
 def _cupy():
     if _lib.cudart().emulated:
-        return None, ("CuPy links the CUDA runtime statically and needs NVIDIA's private driver export "
-                      "tables: it runs only on a real GPU")
+        from accel import emu
+        return None, emu.CUPY_UNSUPPORTED
     try:
         import cupy
     except ImportError:
