@@ -220,6 +220,25 @@ def check_latest_graph_text():
     text = L.get_latest_computation_graph()
     assert text.startswith("def run(P):") and "_matmul" in text
 
+def check_bool_subtraction_is_refused():
+    # torch's sub_check, for every spelling of a subtraction (rsub included): two bools, or one bool operand
+    L.mark_step()
+    b = L.tensor(np.array([True, False]))
+    i = L.tensor(np.array([1, 2]))
+    two = "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or `logical_xor()` operator instead."
+    one = ("Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a mask, "
+           "use the `~` or `logical_not()` operator instead.")
+    n0, m0 = cv("lazy::sub"), cv("DeviceDataCacheMiss")
+    for fn, text in ((lambda: b - b, two), (lambda: b - True, two), (lambda: True - b, two),
+                     (lambda: b - i, one), (lambda: i - b, one), (lambda: b - 1, one), (lambda: 1 - b, one),
+                     (lambda: b - 0.5, one), (lambda: 2.5 - b, one), (lambda: i - True, one),
+                     (lambda: False - i, one), (lambda: L.sub(i, b, alpha=2), one)):
+        assert str(raises(RuntimeError, fn)) == text
+    assert (cv("lazy::sub"), cv("DeviceDataCacheMiss")) == (n0, m0)     # nothing traced, no scalar data made
+    assert (b + True).numpy().tolist() == [True, True] and (i - 1).numpy().tolist() == [0, 1]
+    L.mark_step()
+
+
 def check_errors_name_values():
     a, b = L.tensor(np.zeros((2, 3), np.float32)), L.tensor(np.zeros((4, 3), np.float32))
     raises(RuntimeError, lambda: a + b, "The size of tensor a (2) must match the size of tensor b (4) at "
