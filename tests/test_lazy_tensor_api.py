@@ -239,6 +239,25 @@ def check_bool_subtraction_is_refused():
     L.mark_step()
 
 
+def check_narrow_int_scalars_wrap_around():
+    # a Python int (or 0-dim integer tensor) operand outside a narrower integer result dtype is cast to it
+    # with wrap-around, as torch's add / sub / mul do; the step runs instead of failing in the backend
+    L.mark_step()
+    u8 = np.array([0, 1, 200], np.uint8)
+    i8 = np.array([-100, 1, 100], np.int8)
+    u, i = L.tensor(u8), L.tensor(i8)
+    cases = [(u + -1, u8 + np.uint8(255)), (-1 + u, u8 + np.uint8(255)), (u - -1, u8 + np.uint8(1)),
+             (u * -1, u8 * np.uint8(255)), (-1 * u, u8 * np.uint8(255)), (i * 200, i8 * np.int8(-56)),
+             (i - 300, i8 - np.int8(44)), (u.add(-1, alpha=2), u8 + np.uint8(254)),
+             (i + L.tensor(np.array(1000, np.int16)), i8 + np.int8(-24)),
+             (L.tensor(np.array(7, np.uint8)) + -1, np.array(6, np.uint8))]
+    with np.errstate(over="ignore"):
+        for got, want in cases:
+            assert got.dtype == want.dtype, (got.dtype, want.dtype)
+            assert got.numpy().tolist() == want.tolist(), (got.numpy(), want)
+    L.mark_step()
+
+
 def check_errors_name_values():
     a, b = L.tensor(np.zeros((2, 3), np.float32)), L.tensor(np.zeros((4, 3), np.float32))
     raises(RuntimeError, lambda: a + b, "The size of tensor a (2) must match the size of tensor b (4) at "
