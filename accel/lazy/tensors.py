@@ -566,10 +566,16 @@ def _unary_impl(name, a):
     return _emit("aten::" + name, (a._ir(),), code, s.sizes)
 
 
+def _unary_keep(name):
+    """The input dtypes unary op ``name`` keeps (its one-node case): floats for the float-only ops, else all
+    but bool."""
+    return frozenset(D.FLOATS) if name in _UNARY_FLOAT else frozenset(D.CODE_TO_NP) - {D.BOOL}
+
+
 def _make_unary(name):
     op = _op("aten::" + name)
     cell = _fn_counter(name)
-    keep = frozenset(D.FLOATS) if name in _UNARY_FLOAT else frozenset(D.CODE_TO_NP) - {D.BOOL}
+    keep = _unary_keep(name)
 
     def f(a):
         s = a._shape
@@ -651,8 +657,7 @@ def _bind_fast_methods():
         assert (_WRAPPED_RESULT[(c, D.INT64)] == c) == (c in int_ok)
     for name in ("neg", "abs", "exp", "log", "sqrt", "rsqrt", "cos", "tanh", "sigmoid", "relu", "reciprocal"):
         slow = _UNARIES.get(name) or _UNARIES.setdefault(name, _make_unary(name))
-        keep = frozenset(D.FLOATS) if name in _UNARY_FLOAT else frozenset(D.CODE_TO_NP) - {D.BOOL}
-        f = F.unary(Node, _op("aten::" + name), _fn_counter(name), keep, _ME, slow)
+        f = F.unary(Node, _op("aten::" + name), _fn_counter(name), _unary_keep(name), _ME, slow)
         setattr(LazyTensor, name, f)
         if name in ("neg", "abs"):
             setattr(LazyTensor, f"__{name}__", f)
