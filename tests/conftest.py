@@ -125,3 +125,20 @@ def run_python(code, env=None, timeout=120):
 @pytest.fixture(scope="session")
 def subprocess_python():
     return run_python
+
+
+@pytest.fixture
+def ir(twin):
+    """The twin's IR module (``_ir``), for the accel.lazy IR tests."""
+    return twin.mod("_ir")
+
+
+@pytest.fixture(scope="session")
+def rss_growth():
+    """``rss_growth(twin, body, n)`` of tests/lazy_rss.py (the lazy IR cycle tests' RSS check) in a fresh
+    interpreter (loaded by path: the suite runs with --import-mode=importlib)."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("lazy_rss", pathlib.Path(__file__).with_name("lazy_rss.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return lambda twin, body, n: mod.rss_growth(run_python, twin, body, n)

@@ -7,11 +7,6 @@ import accel.lazy as lazy
 from accel.lazy import dump
 
 
-@pytest.fixture
-def ir(twin):
-    return twin.mod("_ir")
-
-
 def _err(fn, *args):
     try:
         fn(*args)

@@ -2,21 +2,10 @@
 are DAGs), decides exactly like a plain reachability check however many edges were rewired before, and data
 handles (or devices) that refer back to their node, or to nodes built on it, are freed by the garbage collector."""
 import gc
-import importlib.util
-import pathlib
 import random
 import weakref
 
 import pytest
-
-_spec = importlib.util.spec_from_file_location("lazy_rss", pathlib.Path(__file__).with_name("lazy_rss.py"))
-_rss = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(_rss)
-
-
-@pytest.fixture
-def ir(twin):
-    return twin.mod("_ir")
 
 
 def _loop_msg(target, node):
@@ -281,6 +270,7 @@ class Ref:
 s = ir.Shape(6, [2])
 leaf = ir.device_data(s, 0)
 
+
 def attempt(i):
     x = ir.Node("aten::neg", [leaf], [s])
     y = ir.Node("aten::add", [x, leaf], [s])
@@ -294,8 +284,8 @@ def attempt(i):
 """
 
 
-def test_rejected_loops_and_handle_cycles_leave_rss_flat(twin, subprocess_python):
+def test_rejected_loops_and_handle_cycles_leave_rss_flat(twin, rss_growth):
     n = 100_000
-    grown = _rss.rss_growth(subprocess_python, twin, ATTEMPT, n)
+    grown = rss_growth(twin, ATTEMPT, n)
     # 1e5 leaked attempts would hold 1e5 x (4 nodes, a handle, its dict) > 40 MB
     assert grown < 4 * 2**20, f"RSS grew by {grown / 2**20:.1f} MiB over {n} attempts"

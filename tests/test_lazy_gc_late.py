@@ -4,20 +4,9 @@ Shape subclass added by add_computed_shape — and whose new handle, operand or 
 earlier users.  The garbage collector must free all of it (the native twin tracks nodes only when they may
 cycle, so the earlier users must become tracked then too)."""
 import gc
-import importlib.util
-import pathlib
 import weakref
 
 import pytest
-
-_spec = importlib.util.spec_from_file_location("lazy_rss", pathlib.Path(__file__).with_name("lazy_rss.py"))
-_rss = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(_rss)
-
-
-@pytest.fixture
-def ir(twin):
-    return twin.mod("_ir")
 
 
 class Ref:
@@ -156,6 +145,7 @@ class Ref:
 s = ir.Shape(6, [2])
 leaf = ir.device_data(s, 0)
 
+
 def attempt(i):
     a = ir.device_data(s, 0)
     b = ir.Node("aten::neg", [a, leaf], [s])
@@ -168,8 +158,8 @@ def attempt(i):
 """
 
 
-def test_late_cycles_leave_rss_flat(twin, subprocess_python):
+def test_late_cycles_leave_rss_flat(twin, rss_growth):
     n = 100_000
-    grown = _rss.rss_growth(subprocess_python, twin, ATTEMPT, n)
+    grown = rss_growth(twin, ATTEMPT, n)
     # 1e5 leaked attempts would hold 1e5 x (5 nodes, 2 Outputs, 2 handles, their dicts) > 80 MB
     assert grown < 4 * 2**20, f"RSS grew by {grown / 2**20:.1f} MiB over {n} attempts"

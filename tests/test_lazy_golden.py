@@ -23,11 +23,6 @@ def h(s):
 
 
 @pytest.fixture
-def ir(twin):
-    return twin.mod("_ir")
-
-
-@pytest.fixture
 def hs(twin):
     return twin.mod("_hash")
 

@@ -7,11 +7,6 @@ import pytest
 import accel.lazy as lazy
 
 
-@pytest.fixture
-def ir(twin):
-    return twin.mod("_ir")
-
-
 def _public(mod):
     return {n for n in dir(mod) if not n.startswith("_") and not inspect.ismodule(getattr(mod, n))}
 

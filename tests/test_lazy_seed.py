@@ -9,11 +9,6 @@ import pytest
 BIG = 2**100 + 12345
 
 
-@pytest.fixture
-def ir(twin):
-    return twin.mod("_ir")
-
-
 def _seeds(ir):
     """(label, seed object) in a fixed order: reused objects, equal values from distinct objects, the default
     seed, values across the 64-bit boundary and an int subclass."""

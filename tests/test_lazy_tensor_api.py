@@ -220,6 +220,44 @@ def check_latest_graph_text():
     text = L.get_latest_computation_graph()
     assert text.startswith("def run(P):") and "_matmul" in text
 
+def check_bool_subtraction_is_refused():
+    # torch's sub_check, for every spelling of a subtraction (rsub included): two bools, or one bool operand
+    L.mark_step()
+    b = L.tensor(np.array([True, False]))
+    i = L.tensor(np.array([1, 2]))
+    two = "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or `logical_xor()` operator instead."
+    one = ("Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a mask, "
+           "use the `~` or `logical_not()` operator instead.")
+    n0, m0 = cv("lazy::sub"), cv("DeviceDataCacheMiss")
+    for fn, text in ((lambda: b - b, two), (lambda: b - True, two), (lambda: True - b, two),
+                     (lambda: b - i, one), (lambda: i - b, one), (lambda: b - 1, one), (lambda: 1 - b, one),
+                     (lambda: b - 0.5, one), (lambda: 2.5 - b, one), (lambda: i - True, one),
+                     (lambda: False - i, one), (lambda: L.sub(i, b, alpha=2), one)):
+        assert str(raises(RuntimeError, fn)) == text
+    assert (cv("lazy::sub"), cv("DeviceDataCacheMiss")) == (n0, m0)     # nothing traced, no scalar data made
+    assert (b + True).numpy().tolist() == [True, True] and (i - 1).numpy().tolist() == [0, 1]
+    L.mark_step()
+
+
+def check_narrow_int_scalars_wrap_around():
+    # a Python int (or 0-dim integer tensor) operand outside a narrower integer result dtype is cast to it
+    # with wrap-around, as torch's add / sub / mul do; the step runs instead of failing in the backend
+    L.mark_step()
+    u8 = np.array([0, 1, 200], np.uint8)
+    i8 = np.array([-100, 1, 100], np.int8)
+    u, i = L.tensor(u8), L.tensor(i8)
+    cases = [(u + -1, u8 + np.uint8(255)), (-1 + u, u8 + np.uint8(255)), (u - -1, u8 + np.uint8(1)),
+             (u * -1, u8 * np.uint8(255)), (-1 * u, u8 * np.uint8(255)), (i * 200, i8 * np.int8(-56)),
+             (i - 300, i8 - np.int8(44)), (u.add(-1, alpha=2), u8 + np.uint8(254)),
+             (i + L.tensor(np.array(1000, np.int16)), i8 + np.int8(-24)),
+             (L.tensor(np.array(7, np.uint8)) + -1, np.array(6, np.uint8))]
+    with np.errstate(over="ignore"):
+        for got, want in cases:
+            assert got.dtype == want.dtype, (got.dtype, want.dtype)
+            assert got.numpy().tolist() == want.tolist(), (got.numpy(), want)
+    L.mark_step()
+
+
 def check_errors_name_values():
     a, b = L.tensor(np.zeros((2, 3), np.float32)), L.tensor(np.zeros((4, 3), np.float32))
     raises(RuntimeError, lambda: a + b, "The size of tensor a (2) must match the size of tensor b (4) at "

@@ -61,6 +61,15 @@ try:
     out["setup_partial"] = "no error"
 except KeyError as e:
     out["setup_partial"] = repr(e)
+# a malformed scalar kind or a cache without move_to_end: the same error on both twins, nothing changed
+bad_kinds = {float: (T._SCALAR_KIND[float][0],), int: T._SCALAR_KIND[int], bool: T._SCALAR_KIND[bool]}
+out["setup_bad"] = []
+for cache, kinds in ((T._data_cache, bad_kinds), (None, T._SCALAR_KIND)):
+    try:
+        lt.setup(T.LazyTensor, T._c_create, T._c_destroy, cache, T._device_data, T.DEVICE, kinds)
+        out["setup_bad"].append("no error")
+    except (ValueError, AttributeError) as e:
+        out["setup_bad"].append(type(e).__name__ + (": " + str(e) if cache is None else ""))
 x * 2.5
 out["setup_kept"] = type(lt.scalar_node(2.5)).__name__
 
@@ -171,6 +180,7 @@ def test_setup_checks_the_tensor_class(out):
 
 def test_setup_missing_a_scalar_kind_fails_and_changes_nothing(out):
     assert out["setup_partial"] == "KeyError(<class 'float'>)"
+    assert out["setup_bad"] == ["ValueError", "AttributeError: 'NoneType' object has no attribute 'move_to_end'"]
     assert out["setup_kept"] == "Node"
 
 

@@ -8,11 +8,6 @@ import threading
 import pytest
 
 
-@pytest.fixture
-def ir(twin):
-    return twin.mod("_ir")
-
-
 def _graph(ir, n, seed, handles=50, width=4):
     """A random DAG (every kind of operand count, repeats, shared device data); returns its last Output."""
     rnd = random.Random(seed)

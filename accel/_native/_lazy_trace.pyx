@@ -122,8 +122,8 @@ def set_reuse(flag):
     _reuse = bool(flag)
 
 
-def wrap(node, shape):
-    """A new registered tensor holding ``node`` (None: no IR yet) of ``shape``."""
+cdef inline object _new(node, shape):
+    # a new registered tensor of ``_cls`` (wrap, and _wrap without a hook)
     global _next
     cdef TensorBase t = TensorBase.__new__(_cls)
     t._node = node
@@ -133,6 +133,11 @@ def wrap(node, shape):
     _link(t)
     _create[0] = _create[0] + 1
     return t
+
+
+def wrap(node, shape):
+    """A new registered tensor holding ``node`` (None: no IR yet) of ``shape``."""
+    return _new(node, shape)
 
 
 def scalar_node(v):
@@ -178,17 +183,9 @@ def set_wrap_hook(hook):
 
 
 cdef inline object _wrap(node, shape):
-    global _next
     if _hook is not None:
         return _hook(node, shape)
-    cdef TensorBase t = TensorBase.__new__(_cls)
-    t._node = node
-    t._shape = shape
-    _next += 1
-    t._id = _next
-    _link(t)
-    _create[0] = _create[0] + 1
-    return t
+    return _new(node, shape)
 
 
 cdef inline object _ir_of(TensorBase a):

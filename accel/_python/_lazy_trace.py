@@ -39,9 +39,13 @@ def setup(cls, create_cell, destroy_cell, data_cache, device_data, device, scala
     global _cls, _create, _destroy, _cache_get, _touch, _device_data, _device, _icode, _ishape
     if not (isinstance(cls, type) and issubclass(cls, TensorBase)):
         raise TypeError(f"setup cls must be a subclass of TensorBase, got {cls!r}")
-    kinds = {t: scalar_shapes[t] for t in (float, int, bool)}    # all read before anything changes
-    icode, ishape = kinds[int]
-    get, touch = data_cache.get, data_cache.move_to_end
+    fk, ik, bk = scalar_shapes[float], scalar_shapes[int], scalar_shapes[bool]   # all read before anything changes
+    fcode, fshape = fk
+    icode, ishape = ik
+    bcode, bshape = bk
+    kinds = {float: (fcode, fshape), int: (icode, ishape), bool: (bcode, bshape)}
+    touch = data_cache.move_to_end
+    get = data_cache.get
     _cls, _create, _destroy = cls, create_cell, destroy_cell
     _cache_get, _touch = get, touch
     _device_data, _device = device_data, device

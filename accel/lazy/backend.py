@@ -41,10 +41,17 @@ def _astype(x, dt):
     return _np.asarray(x).astype(dt)
 
 
+def _wrap_int(v, dt):
+    """A 0-dim integer parameter's Python int as a scalar of the narrower integer dtype ``dt``, wrapping
+    around as torch casts a wrapped number (numpy refuses an out-of-range Python int)."""
+    return _np.array(v, _np.int64).astype(dt)[()]
+
+
 _GLOBALS = {"_" + n: getattr(_np, n) for n in set(_UFUNC.values()) | {
     "add", "subtract", "clip", "sum", "mean", "matmul", "reshape", "transpose", "broadcast_to", "concatenate",
     "asarray"}}
-_GLOBALS.update({"_softmax": _softmax, "_log_softmax": _log_softmax, "_astype": _astype})
+_GLOBALS.update({"_softmax": _softmax, "_log_softmax": _log_softmax, "_astype": _astype, "_wrap_int": _wrap_int})
+_NARROW_INTS = frozenset((D.UINT8, D.INT8, D.INT16, D.INT32))
 for _c, _dt in D.CODE_TO_NP.items():
     _GLOBALS[f"_d{_c}"] = _dt
 
@@ -194,6 +201,10 @@ class _Compiler:
                 kw += f", dtype={dt}"
             if buf is not None:
                 kw = f", out={buf}" + kw
+            if code in _NARROW_INTS and kind in ("aten::add", "aten::sub", "aten::mul"):
+                # integer parameters read as Python ints (self and other; alpha is torch's checked Scalar)
+                ins = [f"_wrap_int({v}, {dt})" if k < 2 and self.index[m] in param_of and not m.shapes[0].sizes
+                       and m.shapes[0].dtype in D.INTS else v for k, (v, m) in enumerate(zip(ins, opnodes))]
         L = self.lines.append
         x = ins[0] if ins else None
         if kind in _UFUNC:

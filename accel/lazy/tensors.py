@@ -566,10 +566,16 @@ def _unary_impl(name, a):
     return _emit("aten::" + name, (a._ir(),), code, s.sizes)
 
 
+def _unary_keep(name):
+    """The input dtypes unary op ``name`` keeps (its one-node case): floats for the float-only ops, else all
+    but bool."""
+    return frozenset(D.FLOATS) if name in _UNARY_FLOAT else frozenset(D.CODE_TO_NP) - {D.BOOL}
+
+
 def _make_unary(name):
     op = _op("aten::" + name)
     cell = _fn_counter(name)
-    keep = frozenset(D.FLOATS) if name in _UNARY_FLOAT else frozenset(D.CODE_TO_NP) - {D.BOOL}
+    keep = _unary_keep(name)
 
     def f(a):
         s = a._shape
@@ -651,8 +657,7 @@ def _bind_fast_methods():
         assert (_WRAPPED_RESULT[(c, D.INT64)] == c) == (c in int_ok)
     for name in ("neg", "abs", "exp", "log", "sqrt", "rsqrt", "cos", "tanh", "sigmoid", "relu", "reciprocal"):
         slow = _UNARIES.get(name) or _UNARIES.setdefault(name, _make_unary(name))
-        keep = frozenset(D.FLOATS) if name in _UNARY_FLOAT else frozenset(D.CODE_TO_NP) - {D.BOOL}
-        f = F.unary(Node, _op("aten::" + name), _fn_counter(name), keep, _ME, slow)
+        f = F.unary(Node, _op("aten::" + name), _fn_counter(name), _unary_keep(name), _ME, slow)
         setattr(LazyTensor, name, f)
         if name in ("neg", "abs"):
             setattr(LazyTensor, f"__{name}__", f)
@@ -687,6 +692,16 @@ def _binary_tt(name, a, b):
     return _emit("aten::" + name, (x, y), code, sizes)
 
 
+def _sub_check(code_a, code_b):
+    """torch's sub_check on the dtype codes of a subtraction's operands (a Python number's code for a number)."""
+    if code_a == D.BOOL and code_b == D.BOOL:
+        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. "
+                           "Use the `^` or `logical_xor()` operator instead.")
+    if code_a == D.BOOL or code_b == D.BOOL:
+        raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported. "
+                           "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.")
+
+
 def _add_sub_impl(name, a, b, alpha):
     """add/sub(self, other, alpha): other and alpha become operands (Python numbers through the data cache)."""
     if type(a) is not LazyTensor:                  # 2 + t reaches here as __radd__ with the tensor in a
@@ -697,8 +712,8 @@ def _add_sub_impl(name, a, b, alpha):
     if type(b) is LazyTensor:
         sa, sb = a._shape, b._shape
         sizes = _broadcast(sa.sizes, sb.sizes)
-        code = sa.dtype if sa.dtype == sb.dtype else D.result_type(((sa.dtype, _prio(a)), (sb.dtype, _prio(b))))
-        y = b._node if b._node is not None else b._ir()
+        vb = sb.dtype
+        code = sa.dtype if sa.dtype == vb else D.result_type(((sa.dtype, _prio(a)), (vb, _prio(b))))
     else:
         v = _as_number(b)
         if v is None:
@@ -706,15 +721,17 @@ def _add_sub_impl(name, a, b, alpha):
                             f"{type(b).__name__}: {b!r}")
         sa = a._shape
         sizes = sa.sizes
-        vc = _scalar_code(v)
-        code = sa.dtype if vc == sa.dtype else D.result_type(((sa.dtype, _prio(a)), (vc, D.WRAPPED)))
-        y = _scalar_node(v)
-    if code == D.BOOL and name == "sub":
-        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. "
-                           "Use the `^` or `logical_xor()` operator instead.")
+        vb = _scalar_code(v)
+        code = sa.dtype if vb == sa.dtype else D.result_type(((sa.dtype, _prio(a)), (vb, D.WRAPPED)))
+    if name == "sub":
+        _sub_check(sa.dtype, vb)
     if type(av) is float and code not in D.FLOATS:
         raise RuntimeError(f"For integral input tensors, argument alpha must not be a floating point number "
                            f"(got alpha={av!r})")
+    if type(b) is LazyTensor:                      # made after the checks: a refused op changes nothing
+        y = b._node if b._node is not None else b._ir()
+    else:
+        y = _scalar_node(v)
     _fn_counter(name)[0] += 1
     x = a._node if a._node is not None else a._ir()
     operands = (x, y, _scalar_node(av))
@@ -774,6 +791,7 @@ def _rsub(a, other):
         raise TypeError(f"rsub(): expected a Python number, got {type(other).__name__}: {other!r}")
     s = a._shape
     vc = _scalar_code(v)
+    _sub_check(vc, s.dtype)
     code = s.dtype if vc == s.dtype else D.result_type(((s.dtype, _prio(a)), (vc, D.WRAPPED)))
     _fn_counter("sub")[0] += 1
     return _emit("aten::sub", (_scalar_node(v), a._ir(), _scalar_node(1)), code, s.sizes)
