@@ -1,9 +1,13 @@
-"""``python -m accel``: the environment report (backend, CUDA runtime, driver, devices, NVML).
+"""The ``accel`` command (the console script of pyproject.toml) and ``python -m accel``: one program.
 
-``python -m accel bench``: the hot-path timing table (see accel/_benchtable.py).
+``accel``: the environment report (backend, CUDA runtime, driver, devices, NVML).
 
-``python -m accel emu [--devices N] [--] COMMAND [ARGS...]``: COMMAND on the emulated runtime's
-stand-in libraries (see accel/emu.py).
+``accel bench``: the hot-path timing table (see accel/_benchtable.py).
+
+``accel emu [--devices N] [--] COMMAND [ARGS...]``: COMMAND on the emulated runtime's stand-in
+libraries (see accel/emu.py).
+
+``python -m accel`` typed in the checkout's root runs the installed build too (accel/_checkout.py).
 """
 import os
 import sys
@@ -47,7 +51,7 @@ def _nvml_line():
     try:
         import pynvml  # noqa: F401  (the nvidia-ml-py distribution)
     except ImportError:
-        return "NVML: nvidia-ml-py is not installed (pip install 'accel[nvml]')"
+        return "NVML: nvidia-ml-py is not installed (pip install nvidia-ml-py, or pip install '.[nvml]' in accel's checkout)"
     try:
         lib = _lib.nvml()
     except LibraryNotFoundError as exc:
@@ -55,7 +59,14 @@ def _nvml_line():
     return f"NVML: nvidia-ml-py installed, library {lib.path}"
 
 
-def report(out=sys.stdout):
+def _emulator_hint(prog):
+    """The line that tells a user without a usable GPU how to run on the bundled emulator (if installed)."""
+    if not os.path.exists(_lib.emu_path()):
+        return "no usable GPU; this install has no emulated runtime (it was built with -Dnative=false)"
+    return f"no usable GPU: `ACCEL_CUDART=emu {prog}` shows the bundled emulated runtime instead"
+
+
+def report(out=sys.stdout, prog="python -m accel"):
     """Print the environment report; returns 0 (a machine without CUDA is a valid environment)."""
     p = lambda *a: print(*a, file=out)  # noqa: E731
     p(f"accel {accel.__version__} ({os.path.dirname(accel.__file__)})")
@@ -67,6 +78,7 @@ def report(out=sys.stdout):
         p(f"CUDA runtime: not found; {exc}")
         p("devices: 0 (no CUDA runtime)")
         p(_nvml_line())
+        p(_emulator_hint(prog))
         return 0
     lib = _lib.cudart()
     emulated = " (the bundled EMULATED runtime, no GPU involved)" if lib.emulated else ""
@@ -78,6 +90,8 @@ def report(out=sys.stdout):
     except CudaError as exc:
         p(f"devices: 0 ({exc.name}: {exc.string})")
         p(_nvml_line())
+        if not lib.emulated:
+            p(_emulator_hint(prog))
         return 0
     p(f"devices: {count}")
     for i in range(count):
@@ -90,7 +104,18 @@ def report(out=sys.stdout):
     return 0
 
 
-EMU_USAGE = "usage: python -m accel emu [--devices N] [--] COMMAND [ARGS...]"
+def usage(prog):
+    """The program's help text; ``prog`` is how it was run (``accel`` or ``python -m accel``)."""
+    return (f"usage: {prog} [-h | --help] [bench | emu ...]\n"
+            f"  {prog}                 the environment report: backend, CUDA runtime, devices, NVML\n"
+            f"  {prog} bench           a quick hot-path timing table (on the emulator when no GPU is usable)\n"
+            f"  {prog} emu [--devices N] [--] COMMAND [ARGS...]\n"
+            f"  {'':{len(prog)}}                 run COMMAND on the emulated CUDA runtime ({prog} emu --help)\n"
+            "`accel` and `python -m accel` are the same program.")
+
+
+def emu_usage(prog):
+    return f"usage: {prog} emu [--devices N] [--] COMMAND [ARGS...]"
 
 
 def _emu_args(argv):
@@ -119,53 +144,73 @@ def _emu_args(argv):
     return devices, argv[i:]
 
 
-def emu_main(argv):
+def emu_main(argv, prog="python -m accel"):
     """Run COMMAND on the stand-ins (replaces this process); 2 on a usage error, 1 when the stand-ins
     are missing, 127 when COMMAND is not found."""
     from accel import emu
 
     if argv[:1] in (["-h"], ["--help"]):
         standins = ", ".join(os.path.basename(p) for p in emu._preloads())
-        print(EMU_USAGE)
+        print(emu_usage(prog))
         print(f"Runs COMMAND with accel's emulated CUDA runtime standing in for {standins} (LD_PRELOAD); "
               "--devices sets the number of emulated devices (default: ACCEL_EMU_DEVICES if set, else 4).")
         return 0
     try:
         devices, command = _emu_args(argv)
     except ValueError as exc:
-        print(f"{EMU_USAGE}\nerror: {exc}", file=sys.stderr)
+        print(f"{emu_usage(prog)}\nerror: {exc}", file=sys.stderr)
         return 2
 
     try:
         env = emu.environ(devices)
     except (LibraryNotFoundError, ValueError) as exc:     # no stand-ins, or a path LD_PRELOAD cannot carry
-        print(f"python -m accel emu: {exc}", file=sys.stderr)
+        print(f"{prog} emu: {exc}", file=sys.stderr)
         return 1
     sys.stdout.flush()
     sys.stderr.flush()
     try:
         os.execvpe(command[0], command, env)
     except OSError as exc:
-        print(f"python -m accel emu: cannot run {command[0]!r}: {exc.strerror}", file=sys.stderr)
+        print(f"{prog} emu: cannot run {command[0]!r}: {exc.strerror}", file=sys.stderr)
         return 127 if isinstance(exc, FileNotFoundError) else 126
 
 
-def main(argv=None):
+def main(argv=None, prog="python -m accel"):
     argv = sys.argv[1:] if argv is None else argv
     if not argv:
-        return report()
+        return report(prog=prog)
+    if argv[0] in ("-h", "--help"):
+        print(usage(prog))
+        return 0
     if argv[0] == "bench":
+        if argv[1:2] in (["-h"], ["--help"]):
+            print(f"usage: {prog} bench\nTimes accel's hot paths on both twins (and torch.cuda, cuda.core, CuPy "
+                  "when importable) with timeit; on the emulated runtime when no GPU is usable, and it says so.")
+            return 0
+        if argv[1:]:
+            print(f"usage: {prog} bench\nerror: unexpected argument {argv[1]!r}", file=sys.stderr)
+            return 2
         from accel import _benchtable
-        return _benchtable.main(argv[1:])
+        return _benchtable.main([])
     if argv[0] == "emu":
-        return emu_main(argv[1:])
-    print(f"usage: python -m accel [bench | emu ...]  (unknown argument {argv[0]!r})", file=sys.stderr)
+        return emu_main(argv[1:], prog)
+    print(f"{usage(prog)}\nerror: unknown argument {argv[0]!r}", file=sys.stderr)
     return 2
 
 
-if __name__ == "__main__":
+def run(prog="python -m accel"):
+    """Exit with main()'s status; a closed stdout (``accel | head``) ends quietly, as other CLI tools do."""
     try:
-        sys.exit(main())
-    except BrokenPipeError:  # e.g. `python -m accel | head`: stop quietly like other CLI tools
+        sys.exit(main(prog=prog))
+    except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         sys.exit(1)
+
+
+def console():
+    """The ``accel`` console script ([project.scripts] in pyproject.toml)."""
+    run("accel")
+
+
+if __name__ == "__main__":
+    run()

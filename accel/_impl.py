@@ -9,10 +9,9 @@ import os
 
 try:
     from accel import _build_config
-except ImportError:  # pragma: no cover - only in an unbuilt checkout
-    raise ImportError(
-        f"accel is being imported from an unbuilt source tree ({os.path.dirname(os.path.abspath(__file__))}): "
-        "install it with `pip install .` and run from outside the checkout") from None
+except ImportError:  # only in an unbuilt checkout: hand `python -m accel` off to the installed build, or say why not
+    from accel import _checkout
+    raise _checkout.unbuilt() from None
 
 # The twin modules; both packages define every one of them with the same public surface.
 MODULES = ("_cudart", "_device", "_hash", "_ir", "_lazy_trace", "_memory", "_stream")
