@@ -1,0 +1,236 @@
+"""The README as a newcomer without a GPU reads it, and the command line it teaches (issue 23).
+
+Every command the README gives (fenced, or inline in backticks) is either run by .ci/run (the fenced
+"Install and run" and "Tests" commands, verbatim, from the clone's root) or run here, from the checkout's
+root where a newcomer types it. A command added to the README without a check fails
+test_every_command_is_checked. `python -m accel` typed in the checkout's root must run the installed
+build (accel/_checkout.py); what cannot work says what to type instead.
+"""
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+import accel
+
+REPO = pathlib.Path(__file__).resolve().parent.parent
+README = REPO / "README.md"
+BIN = os.path.dirname(sys.executable)          # where this environment's `python` and `accel` live
+INSTALLED = os.path.dirname(accel.__file__)
+needs_checkout = pytest.mark.skipif(not (README.exists() and (REPO / "accel" / "_impl.py").exists()),
+                                    reason="no checkout next to the tests")
+pytestmark = needs_checkout
+
+_COMMAND = re.compile(r"^(?:[A-Z_]+=\S+ )*(?:pip|pytest|python|accel)(?: |$)")
+
+
+def fenced_blocks():
+    """[(heading, info string, text)] of the README's fenced blocks."""
+    out, heading, block = [], None, None
+    for line in README.read_text().splitlines():
+        if block is not None:
+            if line.startswith("```"):
+                out.append((heading, block[0], "\n".join(block[1:])))
+                block = None
+            else:
+                block.append(line)
+        elif line.startswith("```"):
+            block = [line[3:].strip()]
+        elif line.startswith("## "):
+            heading = line[3:].strip()
+    return out
+
+
+def inline_commands():
+    """Every inline code span of the README's prose (tables excluded) that is a shell command."""
+    text, spans = README.read_text(), set()
+    prose = re.sub(r"```.*?```", "", text, flags=re.S)
+    prose = "\n".join(ln for ln in prose.splitlines() if not ln.startswith("|"))
+    for span in re.findall(r"`([^`\n]+)`", prose.replace("\n", " ")):
+        if _COMMAND.match(span):
+            spans.add(span)
+    return spans
+
+
+def shell(command, timeout=120, **env):
+    """``command`` in bash from the checkout's root, with this environment's bin first on PATH."""
+    full = {k: v for k, v in os.environ.items() if k not in ("ACCEL_CUDART", "ACCEL_EMU_DEVICES", "LD_PRELOAD")}
+    full["PATH"] = BIN + os.pathsep + full.get("PATH", "")
+    full.update(env)
+    return subprocess.run(["bash", "-c", command], cwd=REPO, env=full, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def _report_ok(proc):
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[0] == f"accel {accel.__version__} ({INSTALLED})"
+    assert "backend:" in proc.stdout and "devices:" in proc.stdout
+
+
+def check_report(command):
+    _report_ok(shell(command))
+
+
+def check_emulated_report(command):
+    proc = shell(command)
+    _report_ok(proc)
+    assert "EMULATED" in proc.stdout and "devices: 4" in proc.stdout
+
+
+def check_help(command):
+    proc = shell(command)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("usage: accel [-h | --help] [bench | emu ...]")
+
+
+def check_emu_synopsis(command):
+    proc = shell("accel emu --help")
+    assert proc.returncode == 0 and proc.stdout.splitlines()[0] == f"usage: {command}", proc.stdout
+
+
+def check_collects(command):
+    """A pytest command of the README (a benchmark run): it collects what it names, from the checkout."""
+    proc = shell(command + " --collect-only -q")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert re.search(r"^\d+(/\d+)? tests? (collected|selected)", proc.stdout, re.M), proc.stdout
+
+
+def check_torch_on_emulator(command):
+    probe = shell("python -c 'import torch; assert torch.version.cuda'")
+    if probe.returncode:
+        pytest.skip("needs torch's CUDA wheel (tests/test_standin_torch.py covers it where installed)")
+    proc = shell(command, timeout=300)
+    assert proc.returncode == 0 and proc.stdout.strip() == "2", proc.stdout + proc.stderr
+
+
+def check_pure_python_install(command, tmp_path):
+    """Built into a target directory, without build isolation (the suite may have no network)."""
+    if shell("python -c 'import mesonpy'").returncode:
+        pytest.skip("needs meson-python in the test environment (the build runs without isolation)")
+    assert command.startswith("pip install . ")
+    target = tmp_path / "site"
+    proc = shell(f"pip install --quiet --no-deps --no-build-isolation --target {target} "
+                 f"-Cbuild-dir={tmp_path / 'build'} {command[len('pip install '):]}", timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    probe = subprocess.run([sys.executable, "-c", "import accel; print(accel.backend, accel.__file__)"],
+                           cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(target)}, capture_output=True,
+                           text=True, timeout=60)
+    assert probe.stdout.split() == ["python", str(target / "accel" / "__init__.py")], probe.stderr
+
+
+def check_nvml_extra(command):
+    """The extra exists and names the distribution accel's NVML support imports (pynvml)."""
+    assert command == "pip install '.[nvml]'"
+    text = (REPO / "pyproject.toml").read_text()
+    assert re.search(r'^nvml = \["nvidia-ml-py[>=<\d.]*"\]$', text, re.M), "pyproject.toml lost the [nvml] extra"
+
+
+# command -> how it is checked: "ci" (.ci/run runs it verbatim), a check above, or the test that runs it
+CHECKS = {
+    "pip install . && accel": "ci",
+    'pip install ".[test]" && pytest': "ci",
+    "accel": check_report,
+    "python -m accel": check_report,
+    "ACCEL_CUDART=emu accel": check_emulated_report,
+    "accel --help": check_help,
+    "accel bench": "tests/test_foundation.py::test_cli_bench_table",
+    "accel emu": "tests/test_emu_cli.py",
+    "accel emu [--devices N] [--] COMMAND [ARGS...]": check_emu_synopsis,
+    'accel emu --devices 2 -- python -c "import torch; print(torch.cuda.device_count())"': check_torch_on_emulator,
+    "pip install . -Csetup-args=-Dnative=false": check_pure_python_install,
+    "pip install '.[nvml]'": check_nvml_extra,
+    "pytest bench/ --benchmark-only": check_collects,
+    "pytest bench/test_bench_lazy_tensor.py": check_collects,
+    "ACCEL_BACKEND=python pytest bench/test_bench_lazy_tensor.py": check_collects,
+    "pytest bench/test_bench_stream.py -k record --benchmark-only": check_collects,
+    "python -m pytest": "tests/test_foundation.py::test_suite_refuses_source_tree",   # the README warns against it
+    "python tools/gen_bindings.py accel/_cudart_table.py readme": "tests/test_bindings_table.py::test_readme_lists_exactly_the_table",
+}
+CI_SECTIONS = ("Install and run", "Tests")
+# code spans that look like commands but are words in a sentence
+MENTIONS = {"pytest", "python", "python -m", "accel / peer"}
+
+
+def test_every_command_is_checked():
+    shell_blocks = {(h, text) for h, info, text in fenced_blocks() if info == "" and _COMMAND.match(text)}
+    assert shell_blocks == {(h, c) for c, how in CHECKS.items() if how == "ci" for h in CI_SECTIONS
+                            if (h, c) in shell_blocks} and len(shell_blocks) == len(CI_SECTIONS), (
+        f"the README's fenced commands are not the ones .ci/run runs: {sorted(shell_blocks)}")
+    ci = (REPO / ".ci" / "run").read_text()
+    assert all(f'"{h}"' in ci for h in CI_SECTIONS), ".ci/run no longer runs the README's sections"
+    unchecked = sorted(inline_commands() - set(CHECKS) - MENTIONS)
+    assert not unchecked, f"README commands nobody runs (add a check in {__file__}): {unchecked}"
+    stale = sorted(c for c, how in CHECKS.items() if how != "ci" and c not in inline_commands())
+    assert not stale, f"checks of commands the README no longer gives: {stale}"
+    for how in CHECKS.values():
+        if isinstance(how, str) and how != "ci":
+            path, _, name = how.partition("::")
+            assert (REPO / path).exists() and (not name or f"def {name}(" in (REPO / path).read_text()), how
+
+
+@pytest.mark.parametrize("command", [c for c, how in CHECKS.items() if callable(how)])
+def test_readme_command(command, tmp_path):
+    check = CHECKS[command]
+    if "tmp_path" in check.__code__.co_varnames[:check.__code__.co_argcount]:
+        check(command, tmp_path)
+    else:
+        check(command)
+
+
+def test_readme_python_example_runs_on_the_emulator():
+    (code,) = [text for _, info, text in fenced_blocks() if info == "python"]
+    proc = subprocess.run([sys.executable, "-c", code], cwd="/", capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "ACCEL_CUDART": "emu", "ACCEL_EMU_DEVICES": "4"})
+    assert proc.returncode == 0, proc.stderr
+
+
+# -- the command line ---------------------------------------------------------------------------------
+
+def test_python_m_accel_in_the_checkout_runs_the_installed_build():
+    """Issue 23: `python -m accel` typed in the checkout's root imported the unbuilt source tree."""
+    _report_ok(shell("python -m accel"))
+    proc = shell("python -m accel emu --devices 2 -- python -c 'import os; print(os.environ[\"ACCEL_EMU_DEVICES\"])'")
+    assert proc.returncode == 0 and proc.stdout == "2\n", proc.stderr
+    # interpreter options survive the hand-off
+    proc = shell("python -O -W error::UserWarning -m accel --help && python -O -m accel.emu_probe_x", )
+    assert proc.stdout.startswith("usage: python -m accel "), proc.stderr
+    assert "No module named accel.emu_probe_x" in proc.stderr and "unbuilt" not in proc.stderr
+
+
+def test_import_in_the_checkout_says_what_to_type():
+    proc = shell("python -c 'import accel'")
+    assert proc.returncode == 1
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"ImportError: accel is being imported from its unbuilt source tree ({REPO / 'accel'})")
+    assert f"accel is installed ({INSTALLED}); run your program from another directory (e.g. `cd ~`)" in last
+    assert "During handling" not in proc.stderr
+
+
+def test_python_m_accel_without_an_install_says_what_to_type():
+    # -S: no site-packages, so the only accel on sys.path is the checkout's
+    proc = shell("python -S -m accel")
+    assert proc.returncode == 1
+    last = proc.stderr.strip().splitlines()[-1]
+    python = os.path.join(BIN, "python")
+    assert f"accel is not installed in this interpreter ({python}): run " \
+           f"`{python} -m pip install {os.path.realpath(REPO)}`" in last, proc.stderr
+
+
+@pytest.mark.parametrize("prog", ["accel", "python -m accel"])
+def test_help_and_usage_errors(prog):
+    proc = shell(f"{prog} --help")
+    assert proc.returncode == 0 and proc.stdout.splitlines()[0] == f"usage: {prog} [-h | --help] [bench | emu ...]"
+    assert f"{prog} emu [--devices N] [--] COMMAND [ARGS...]" in proc.stdout
+    assert shell(f"{prog} -h").stdout == proc.stdout
+    proc = shell(f"{prog} emu --help")
+    assert proc.returncode == 0 and proc.stdout.startswith(f"usage: {prog} emu [--devices N]"), proc.stderr
+    proc = shell(f"{prog} bench --help")
+    assert proc.returncode == 0 and proc.stdout.startswith(f"usage: {prog} bench\n"), proc.stderr
+    for args, error in ((["--frob"], "unknown argument '--frob'"), (["bench", "x"], "unexpected argument 'x'")):
+        proc = shell(f"{prog} {' '.join(args)}")
+        assert proc.returncode == 2 and proc.stdout == "", proc.stdout
+        assert proc.stderr.splitlines()[-1] == f"error: {error}"
