@@ -126,6 +126,27 @@ def _foreign_cuda_libraries():
     return found
 
 
+# The emulator's configuration variables, in the order of accelEmuCheckConfig's arguments, and what each expects.
+_CONFIG = (("ACCEL_EMU_DEVICES", f"an integer from 0 to {MAX_DEVICES}"),
+           ("CUDA_VISIBLE_DEVICES", "a comma-separated list of device ordinals or GPU-/MIG- UUID prefixes"),
+           ("ACCEL_EMU_MEMORY", "a byte count, optionally with a K, M, G or T suffix (e.g. 16G)"),
+           ("ACCEL_EMU_FAIL", "symbol:n[,symbol:n...] with n >= 1 and a symbol the emulator can fail"))
+
+
+def _check_config(env):
+    """ValueError naming the variable of ``env`` the emulated runtime would reject, and what it expects;
+    asks the emulator's own parser (accelEmuCheckConfig of the bundled runtime, loaded privately: no
+    stand-in is loaded and no state changes)."""
+    check = ctypes.CDLL(_lib.emu_path()).accelEmuCheckConfig
+    check.restype = ctypes.c_int
+    check.argtypes = [ctypes.c_char_p] * len(_CONFIG)
+    values = [env.get(name) for name, _ in _CONFIG]
+    bad = check(*[None if v is None else os.fsencode(v) for v in values])
+    if bad:
+        name, expected = _CONFIG[bad - 1]
+        raise ValueError(f"{name}={values[bad - 1]!r} is malformed: the emulated runtime expects {expected}")
+
+
 def activate(devices=None):
     """Load the stand-ins into this process (``RTLD_GLOBAL``) so that a CUDA library imported afterwards
     (torch, cuda.core, ...) and accel itself run on the emulated runtime.  ``devices`` sets the number
@@ -149,15 +170,28 @@ def activate(devices=None):
     if opened is not None and os.path.realpath(opened.path) != os.path.realpath(cudart_path()):
         raise RuntimeError(f"accel already uses the CUDA runtime {opened.path}; call accel.emu.activate() "
                            "before the first CUDA call")
+    settings = {"ACCEL_CUDART": cudart_path()}
     if devices is not None:
-        os.environ["ACCEL_EMU_DEVICES"] = str(devices)
-    os.environ["ACCEL_CUDART"] = cudart_path()
-    for path in _preloads():
-        _handles.append(ctypes.CDLL(path, mode=os.RTLD_NOW | os.RTLD_GLOBAL))
-    count = _handles[0].accelEmuDeviceCount()
-    if count < 0:
-        raise ValueError(f"the emulated runtime rejected its configuration (ACCEL_EMU_DEVICES="
-                         f"{os.environ.get('ACCEL_EMU_DEVICES')!r}, ACCEL_EMU_MEMORY, ACCEL_EMU_FAIL or "
-                         "CUDA_VISIBLE_DEVICES is malformed)")
+        settings["ACCEL_EMU_DEVICES"] = str(devices)
+    _check_config({**os.environ, **settings})     # before anything changes: a failed activation changes nothing
+    saved = {name: os.environ.get(name) for name in settings}
+    os.environ.update(settings)
+    loaded = len(_handles)
+    try:
+        for path in _preloads():
+            _handles.append(ctypes.CDLL(path, mode=os.RTLD_NOW | os.RTLD_GLOBAL))
+        count = _handles[0].accelEmuDeviceCount()
+        if count < 0:   # the stand-ins were already loaded (LD_PRELOAD) and read another configuration
+            raise ValueError("the emulated runtime already loaded in this process rejected its configuration "
+                             "(ACCEL_EMU_DEVICES, ACCEL_EMU_MEMORY, ACCEL_EMU_FAIL or CUDA_VISIBLE_DEVICES was "
+                             "malformed when it first read them)")
+    except BaseException:
+        del _handles[loaded:]
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        raise
     _active = count if devices is None else devices
     return cudart_path()

@@ -164,11 +164,39 @@ def test_activate_refuses_when_a_real_runtime_is_loaded(tmp_path):
         "before importing the library that loads it (or run the program with `python -m accel emu -- ...`)")
 
 
-def test_activate_reports_a_malformed_configuration():
-    proc = run_python("import accel.emu as e; e.activate()", ACCEL_EMU_MEMORY="lots")
+@pytest.mark.parametrize("name, value, expected", [
+    ("ACCEL_EMU_MEMORY", "lots", "a byte count, optionally with a K, M, G or T suffix (e.g. 16G)"),
+    ("ACCEL_EMU_DEVICES", "two", "an integer from 0 to 256"),
+    ("ACCEL_EMU_FAIL", "cudaNoSuchCall:1", "symbol:n[,symbol:n...] with n >= 1 and a symbol the emulator can fail"),
+])
+def test_activate_reports_a_malformed_configuration(name, value, expected):
+    proc = run_python("import accel.emu as e; e.activate()", **{name: value})
     assert proc.returncode == 1
-    assert proc.stderr.strip().splitlines()[-1].startswith(
-        "ValueError: the emulated runtime rejected its configuration")
+    assert proc.stderr.strip().splitlines()[-1] == (
+        f"ValueError: {name}={value!r} is malformed: the emulated runtime expects {expected}")
+
+
+def test_a_failed_activate_changes_nothing_and_a_retry_after_the_fix_works():
+    """Issue 17 C: the failed call had loaded the stand-ins and set ACCEL_CUDART, and the emulator had
+    latched the bad value, so the retry called the valid value malformed."""
+    code = ("import os, accel.emu as e, accel.cuda as c; from accel import _lib\n"
+            "before = dict(os.environ)\n"
+            "try:\n    e.activate()\nexcept ValueError as exc:\n    print('refused', exc)\n"
+            "print(dict(os.environ) == before, e._active, e._handles, _lib._loaded_in_process('libcudart.so'),\n"
+            "      _lib._loaded_in_process('libcuda.so'))\n"
+            "os.environ['ACCEL_EMU_DEVICES'] = '3'\n"
+            "print(e.activate() == e.cudart_path(), c.device_count(), e._active)\n")
+    proc = run_python(code, ACCEL_EMU_DEVICES="3x")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == [
+        "refused ACCEL_EMU_DEVICES='3x' is malformed: the emulated runtime expects an integer from 0 to 256",
+        "True None [] [] []", "True 3 3"]
+    # activate(devices=N) checks the value it would set, and leaves the variable as it was when refused
+    proc = run_python("import os, accel.emu as e; e._check_config = None\n"
+                      "try:\n    e.activate(2)\nexcept TypeError:\n    pass\n"
+                      "print(os.environ.get('ACCEL_EMU_DEVICES'), os.environ.get('ACCEL_CUDART'))",
+                      ACCEL_EMU_DEVICES="5")
+    assert proc.stdout.split() == ["5", "None"], proc.stderr
 
 
 CUDA_CORE_SHARED = """

@@ -114,17 +114,22 @@ static int parse_fail_spec(const char *spec, failpt_t *out, int *nout)
     return 0;
 }
 
+static void set_fail_points(const failpt_t *f, int n)
+{
+    pthread_mutex_lock(&g_fail_lock);
+    memcpy(g_fail, f, sizeof(failpt_t) * (size_t)n);
+    g_nfail = n;
+    memset(g_calls, 0, sizeof g_calls);
+    atomic_store(&g_fail_active, n > 0);
+    pthread_mutex_unlock(&g_fail_lock);
+}
+
 int install_fail_spec(const char *spec)
 {
     failpt_t tmp[MAX_FAIL];
     int n = 0;
     if (spec && *spec && parse_fail_spec(spec, tmp, &n)) return 1;
-    pthread_mutex_lock(&g_fail_lock);
-    memcpy(g_fail, tmp, sizeof(failpt_t) * (size_t)n);
-    g_nfail = n;
-    memset(g_calls, 0, sizeof g_calls);
-    atomic_store(&g_fail_active, n > 0);
-    pthread_mutex_unlock(&g_fail_lock);
+    set_fail_points(tmp, n);
     return 0;
 }
 
@@ -182,31 +187,66 @@ void emu_init_once(void)
     atomic_store_explicit(&g_ready, 1, memory_order_release);
 }
 
-void emu_init(void)
+/* The configuration parsed from the variables' values (NULL: unset). */
+typedef struct {
+    int nphys, ndev;
+    int phys[MAX_DEVICES];
+    size_t mem;
+    failpt_t fail[MAX_FAIL];
+    int nfail;
+} emu_config_t;
+
+/* 0 when the configuration is valid, else the first malformed variable (EMU_CONFIG_* of
+ * accelEmuCheckConfig).  Touches no global state: emu_init and accelEmuCheckConfig share it. */
+static int parse_config(const char *devices, const char *visible, const char *memory, const char *fail,
+                        emu_config_t *c)
 {
     unsigned long long v;
-    const char *s = getenv("ACCEL_EMU_DEVICES");
-    g_ndev = 4;
-    if (s && *s) {
-        if (parse_size(s, &v) || v > MAX_DEVICES || (s[strlen(s) - 1] < '0' || s[strlen(s) - 1] > '9'))
-            g_init_err = cudaErrorInitializationError;
+    int bad = 0;
+    c->nphys = 4;
+    if (devices && *devices) {
+        size_t n = strlen(devices);
+        if (parse_size(devices, &v) || v > MAX_DEVICES || devices[n - 1] < '0' || devices[n - 1] > '9')
+            bad = 1;
         else
-            g_ndev = (int)v;
+            c->nphys = (int)v;
     }
-    g_nphys = g_ndev;
-    g_ndev = emu_visible_devices(getenv("CUDA_VISIBLE_DEVICES"), g_nphys, g_phys);
-    if (g_ndev < 0) {
-        g_ndev = 0;
+    c->ndev = emu_visible_devices(visible, c->nphys, c->phys);
+    if (c->ndev < 0) {
+        c->ndev = 0;
+        if (!bad) bad = 2;
+    }
+    c->mem = (size_t)80 << 30;
+    if (memory && *memory) {
+        if (parse_size(memory, &v)) { if (!bad) bad = 3; }
+        else c->mem = (size_t)v;
+    }
+    c->nfail = 0;
+    if (fail && *fail && parse_fail_spec(fail, c->fail, &c->nfail) && !bad) bad = 4;
+    return bad;
+}
+
+/* Whether the emulator would accept this configuration (the values of ACCEL_EMU_DEVICES,
+ * CUDA_VISIBLE_DEVICES, ACCEL_EMU_MEMORY, ACCEL_EMU_FAIL; NULL: unset), without reading or changing
+ * any state: 0 when valid, else 1, 2, 3 or 4 for the first malformed one in that order.  accel.emu
+ * checks with it before it loads the stand-ins, so a malformed value changes nothing. */
+EXPORT int accelEmuCheckConfig(const char *devices, const char *visible, const char *memory, const char *fail)
+{
+    emu_config_t c;
+    return parse_config(devices, visible, memory, fail, &c);
+}
+
+void emu_init(void)
+{
+    static emu_config_t c;              /* emu_init runs once */
+    if (parse_config(getenv("ACCEL_EMU_DEVICES"), getenv("CUDA_VISIBLE_DEVICES"), getenv("ACCEL_EMU_MEMORY"),
+                     getenv("ACCEL_EMU_FAIL"), &c))
         g_init_err = cudaErrorInitializationError;
-    }
-    g_mem_total = (size_t)80 << 30;
-    s = getenv("ACCEL_EMU_MEMORY");
-    if (s && *s) {
-        if (parse_size(s, &v)) g_init_err = cudaErrorInitializationError;
-        else g_mem_total = (size_t)v;
-    }
-    s = getenv("ACCEL_EMU_FAIL");
-    if (s && *s && install_fail_spec(s)) g_init_err = cudaErrorInitializationError;
+    g_nphys = c.nphys;
+    g_ndev = c.ndev;
+    memcpy(g_phys, c.phys, sizeof g_phys);
+    g_mem_total = c.mem;
+    if (!g_init_err) set_fail_points(c.fail, c.nfail);
     g_tls_key_made = pthread_key_create(&g_tls_key, stream_tls_destroy) == 0;
     pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 }
