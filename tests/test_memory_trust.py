@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 from accel import _memory_interop as _mi
-from accel.errors import CudaError, OutOfMemoryError
+from accel.errors import CudaError
 
 pytestmark = pytest.mark.skipif(os.environ.get("ACCEL_CUDART") != "emu", reason="needs the emulated runtime")
 
