@@ -77,6 +77,21 @@ def oom_error(cudart, d, nbytes, allocated, limit, pool):
     return OutOfMemoryError(msg)
 
 
+def copy_refused(obj):
+    """The TypeError of copy.copy / deepcopy / pickle of an object that owns a CUDA resource (as Stream's)."""
+    return TypeError(f"cannot pickle {obj!r}: it owns a CUDA resource of this process that a copy would "
+                     f"release twice")
+
+
+def sync_and_trim(cudart, d, pool):
+    """The out-of-memory retry's preparation (torch's): wait for all work of device ``d``, so that the frees
+    queued on any of its streams have returned their blocks to the pool, then release the pool's unused
+    memory to the device."""
+    with _Guard(cudart, d):
+        cudart.cudaDeviceSynchronize()
+    cudart.cudaMemPoolTrimTo(pool, 0)
+
+
 def wait_uses(cudart, uses, handle, d):
     """record_stream at free time: make stream ``handle`` (device ``d``, current) wait for the work queued
     so far on every stream in ``uses`` (events, no host synchronisation)."""
@@ -151,6 +166,8 @@ def _host_view(array, what, writable):
     import numpy as np
 
     if isinstance(array, np.ndarray):
+        if array.dtype.hasobject:
+            raise TypeError(f"{what} must not hold Python objects, got dtype {array.dtype}")
         if not array.flags.c_contiguous:
             raise ValueError(f"{what} must be C-contiguous, got a non-contiguous array of shape {array.shape}")
         if writable and not array.flags.writeable:
@@ -161,6 +178,8 @@ def _host_view(array, what, writable):
     except TypeError:
         raise TypeError(f"{what} must be a host array (numpy array or another buffer), "
                         f"got {type(array).__name__}") from None
+    if "O" in mv.format:
+        raise TypeError(f"{what} must not hold Python objects, got a buffer of format {mv.format!r}")
     if not mv.c_contiguous:
         raise ValueError(f"{what} must be C-contiguous, got a non-contiguous array of shape {mv.shape}")
     if writable and mv.readonly:
@@ -177,20 +196,30 @@ def _check_size(buf, nbytes, what):
 
 
 def _stream_of(buf, stream):
+    """The stream of a copy / memset (validated; recorded on the buffer by _use once the call is queued)."""
     if stream is None:
         return buf.stream
     if not (hasattr(stream, "cuda_stream") and hasattr(stream, "device_index")) or isinstance(stream, type):
         raise bad_stream(stream)
     if stream.device_index != buf.device.index:
         raise stream_device_mismatch(stream, buf.device.index)
-    if stream != buf.stream:
-        buf.record_stream(stream)
     return stream
+
+
+def _use(buf, s):
+    """record_stream for work queued on ``s`` (nothing for the buffer's own stream)."""
+    if s is not buf.stream:
+        buf.record_stream(s)
 
 
 def _live(buf):
     if buf.closed:
         raise ValueError("the DeviceBuffer was freed")
+
+
+def _writable(buf):
+    if buf.readonly:
+        raise ValueError("the DeviceBuffer is read-only")
 
 
 def _pinned(cudart, addr):
@@ -201,14 +230,17 @@ def copy_from_host(cudart, buf, array, stream):
     """H2D: asynchronous on the stream from pinned memory; from pageable memory the stream is synchronised
     before returning (the host buffer may then be reused at once, as CUDA's pageable copies allow)."""
     _live(buf)
+    _writable(buf)
     flat, addr, n = _host_view(array, "array", False)
     _check_size(buf, n, "array")
     s = _stream_of(buf, stream)
     if not n:
         return
+    pinned = _pinned(cudart, addr)      # before queuing: a failed query must leave no copy behind
     with _Guard(cudart, buf.device.index, s.cuda_stream):
         cudart.cudaMemcpyAsync(buf.ptr, addr, n, H2D, s.cuda_stream)
-    if not _pinned(cudart, addr):
+    _use(buf, s)
+    if not pinned:
         s.synchronize()
     del flat
 
@@ -226,9 +258,11 @@ def copy_to_host(cudart, buf, out, stream):
     _check_size(buf, n, "out")
     s = _stream_of(buf, stream)
     if n:
+        pinned = _pinned(cudart, addr)  # before queuing: a failed query must leave no copy behind
         with _Guard(cudart, buf.device.index, s.cuda_stream):
             cudart.cudaMemcpyAsync(addr, buf.ptr, n, D2H, s.cuda_stream)
-        if not _pinned(cudart, addr):
+        _use(buf, s)
+        if not pinned:
             s.synchronize()
     del flat
     return out
@@ -240,18 +274,19 @@ def copy_from(cudart, buf, other, stream):
         raise TypeError(f"other must be a DeviceBuffer, got {type(other).__name__}")
     _live(buf)
     _live(other)
+    _writable(buf)
     _check_size(buf, other.nbytes, "other")
     s = _stream_of(buf, stream)
     if not buf.nbytes:
         return
     h = s.cuda_stream
     d = buf.device.index
-    if other.stream != s:
-        other.record_stream(s)
     with _Guard(cudart, d, h):
         if other.stream != s:
             wait_uses(cudart, [other.stream], h, d)
         cudart.cudaMemcpyAsync(buf.ptr, other.ptr, buf.nbytes, D2D, h)
+    _use(buf, s)
+    _use(other, s)
 
 
 def memset(cudart, buf, value, stream):
@@ -261,8 +296,10 @@ def memset(cudart, buf, value, stream):
     if not 0 <= value <= 255:
         raise ValueError(f"value must be a byte (0-255), got {value}")
     _live(buf)
+    _writable(buf)
     s = _stream_of(buf, stream)
     if buf.nbytes:
         with _Guard(cudart, buf.device.index, s.cuda_stream):
             cudart.cudaMemsetAsync(buf.ptr, value, buf.nbytes, s.cuda_stream)
+        _use(buf, s)
 

@@ -8,11 +8,11 @@ capsule dies); an explicit ``free()`` of the buffer while a consumer still uses 
 as with any explicit free.
 """
 import ctypes as _ct
-import importlib
 
-from accel._memory_common import _Guard, _live, wait_uses
+from accel._memory_common import _Guard, _live, copy_refused, wait_uses
 
 KDLCUDA = 2           # DLDeviceType kDLCUDA
+_FLAG_READ_ONLY = 1   # DLPACK_FLAG_BITMASK_READ_ONLY (DLManagedTensorVersioned.flags)
 _KDLUINT = 1          # DLDataTypeCode kDLUInt
 DLPACK_VERSION = (1, 0)
 
@@ -24,7 +24,7 @@ def _cai_stream(h):
 
 def cuda_array_interface(buf):
     _live(buf)
-    return {"shape": (buf.nbytes,), "typestr": "|u1", "data": (buf.ptr, False), "strides": None,
+    return {"shape": (buf.nbytes,), "typestr": "|u1", "data": (buf.ptr, buf.readonly), "strides": None,
             "version": 3, "stream": _cai_stream(buf.stream.cuda_stream)}
 
 
@@ -100,7 +100,8 @@ _DESTRUCTORS = {True: _capsule_destructor(True), False: _capsule_destructor(Fals
 
 def _consumer_wait(cudart, buf, stream):
     """Make the consumer's ``stream`` (DLPack's int: None / 1 legacy, 2 per-thread, -1 none) wait for the
-    work queued on the buffer's stream; the buffer then also counts as used there (record_stream)."""
+    work queued on the buffer's stream (an event, as the standard asks).  The buffer is not tied to the
+    consumer's stream: the consumer orders its own use before the deleter, and may destroy its stream."""
     if stream == -1:
         return
     if stream is None:
@@ -114,9 +115,6 @@ def _consumer_wait(cudart, buf, stream):
         return
     with _Guard(cudart, d, h):
         wait_uses(cudart, [buf.stream], h, d)
-    if h > 2:     # the twin's own ExternalStream (the buffer's stream module)
-        ext = importlib.import_module(type(buf.stream).__module__).ExternalStream
-        buf.record_stream(ext(h, device=d))
 
 
 def dlpack(cudart, buf, stream, max_version, dl_device, copy):
@@ -126,6 +124,9 @@ def dlpack(cudart, buf, stream, max_version, dl_device, copy):
     if copy:
         raise BufferError("a DeviceBuffer is exported without copying (copy=True is not supported)")
     versioned = max_version is not None and tuple(max_version)[0] >= 1
+    if buf.readonly and not versioned:
+        raise BufferError("a read-only DeviceBuffer needs a versioned DLPack capsule (max_version >= (1, 0)): "
+                          "a legacy capsule cannot say read-only")
     _consumer_wait(cudart, buf, stream)
     shape = (_ct.c_int64 * 1)(buf.nbytes)
     m = (_DLManagedVersioned if versioned else _DLManaged)()
@@ -140,7 +141,7 @@ def dlpack(cudart, buf, stream, max_version, dl_device, copy):
     m.deleter = _ct.cast(_export_deleter, _ct.c_void_p).value
     if versioned:
         m.version.major, m.version.minor = DLPACK_VERSION
-        m.flags = 0
+        m.flags = _FLAG_READ_ONLY if buf.readonly else 0
     addr = _ct.addressof(m)
     m.manager_ctx = addr
     _exports[addr] = (m, shape, buf)
@@ -159,6 +160,9 @@ class _DLOwner:
         if self.deleter:
             _DELETER(self.deleter)(self.addr)
             self.deleter = None
+
+    def __reduce__(self):
+        raise copy_refused(self)
 
 
 def _contiguous_nbytes(shape, strides, itemsize, what):
@@ -205,9 +209,13 @@ def from_dlpack(mem, stream_mod, obj):
     strides = [t.strides[i] * ((t.dtype.bits * t.dtype.lanes + 7) // 8) for i in range(t.ndim)] \
         if t.strides else None
     nbytes = _contiguous_nbytes(shape, strides, (t.dtype.bits * t.dtype.lanes + 7) // 8, "the DLPack tensor")
+    if not t.data and nbytes:
+        raise BufferError(f"the DLPack tensor's data pointer is NULL but its shape {tuple(shape)} holds "
+                          f"{nbytes} bytes")
+    readonly = versioned and bool(m.flags & _FLAG_READ_ONLY)
     _api.PyCapsule_SetName(cap, used)       # consumed: from now on the owner calls the deleter
     owner = _DLOwner(addr, m.deleter, obj)
-    return mem.wrap((t.data or 0) + t.byte_offset, nbytes, t.device.device_id, s, owner)
+    return mem.wrap((t.data or 0) + t.byte_offset, nbytes, t.device.device_id, s, owner, readonly)
 
 
 def _itemsize(typestr):
@@ -228,21 +236,28 @@ def as_buffer(cudart, mem, stream_mod, obj):
     cai = getattr(obj, "__cuda_array_interface__", None)
     if cai is None:
         return from_dlpack(mem, stream_mod, obj)
-    ptr = cai["data"][0] or 0
-    itemsize = _itemsize(cai["typestr"])
-    shape = tuple(cai["shape"])
-    nbytes = _contiguous_nbytes(shape, cai.get("strides"), itemsize, "the CUDA array")
-    d = cudart.cudaPointerGetAttributes(ptr)[1] if ptr else cudart.cudaGetDevice()
-    if d < 0:
-        raise BufferError(f"the CUDA array's pointer {ptr:#x} is not device memory")
-    s = stream_mod.current_stream(d)
     producer = cai.get("stream")
     if producer is not None and (isinstance(producer, bool) or not isinstance(producer, int)):
         raise TypeError(f"the CUDA array's stream must be an int or None, got {type(producer).__name__}: "
                         f"{producer!r}")
+    if producer == 0:
+        raise ValueError("the CUDA array's stream must not be 0 (CUDA Array Interface v3: 1 is the legacy default "
+                         "stream, 2 the per-thread default stream, None no synchronisation)")
+    data = cai["data"]
+    ptr = data[0] or 0
+    readonly = bool(data[1])
+    itemsize = _itemsize(cai["typestr"])
+    shape = tuple(cai["shape"])
+    nbytes = _contiguous_nbytes(shape, cai.get("strides"), itemsize, "the CUDA array")
+    if not ptr and nbytes:
+        raise ValueError(f"the CUDA array's data pointer is 0 but its shape {shape} holds {nbytes} bytes")
+    d = cudart.cudaPointerGetAttributes(ptr)[1] if ptr else cudart.cudaGetDevice()
+    if d < 0:
+        raise BufferError(f"the CUDA array's pointer {ptr:#x} is not device memory")
+    s = stream_mod.current_stream(d)
     if producer is not None and cai.get("version", 0) >= 3 and producer != _cai_stream(s.cuda_stream):
         ph = 0 if producer == 1 else producer
         with _Guard(cudart, d, s.cuda_stream):
             wait_uses(cudart, [stream_mod.ExternalStream(ph, device=d)] if ph > 2 else
                       [stream_mod.default_stream(d)], s.cuda_stream, d)
-    return mem.wrap(ptr, nbytes, d, s, obj)
+    return mem.wrap(ptr, nbytes, d, s, obj, readonly)

@@ -6,6 +6,16 @@ import threading
 import pytest
 
 HOSTFN = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+RESERVED, USED = 5, 7     # cudaMemPoolAttrReservedMemCurrent, cudaMemPoolAttrUsedMemCurrent
+
+
+def emu_lib():
+    """The emulator's library with its test API typed (accelEmuSetFail, accelEmuLiveAllocations)."""
+    from accel import _lib
+    cdll = _lib.cudart().cdll
+    cdll.accelEmuSetFail.argtypes = [ctypes.c_char_p]
+    cdll.accelEmuLiveAllocations.restype = ctypes.c_size_t
+    return cdll
 
 
 class Gate:
@@ -41,3 +51,11 @@ def rt(twin):
 @pytest.fixture
 def streams(twin):
     return twin.mod("_stream")
+
+
+@pytest.fixture
+def emu():
+    """The emulator's test API; an armed fault is cleared after the test."""
+    cdll = emu_lib()
+    yield cdll
+    cdll.accelEmuSetFail(None)

@@ -3,7 +3,6 @@
 Counters are process-wide per twin, so the tests compare deltas.  Pool-level checks use the twin's raw
 bindings (``_cudart``) on the same device pool.
 """
-import ctypes
 import importlib.util
 import os
 import pathlib
@@ -22,23 +21,8 @@ pytestmark = pytest.mark.skipif(os.environ.get("ACCEL_CUDART") != "emu", reason=
 _spec = importlib.util.spec_from_file_location("memory_fixtures", pathlib.Path(__file__).with_name("memory_fixtures.py"))
 _fx = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_fx)
-Gate, mem, rt, streams = _fx.Gate, _fx.mem, _fx.rt, _fx.streams
-RESERVED, USED = 5, 7
-
-
-def _emu_lib():
-    from accel import _lib
-    cdll = _lib.cudart().cdll
-    cdll.accelEmuSetFail.argtypes = [ctypes.c_char_p]
-    cdll.accelEmuLiveAllocations.restype = ctypes.c_size_t
-    return cdll
-
-
-@pytest.fixture
-def emu():
-    cdll = _emu_lib()
-    yield cdll
-    cdll.accelEmuSetFail(None)
+Gate, mem, rt, streams, emu = _fx.Gate, _fx.mem, _fx.rt, _fx.streams, _fx.emu
+RESERVED, USED = _fx.RESERVED, _fx.USED
 
 
 DTYPES = ["uint8", "int8", "int16", "uint16", "int32", "int64", "float16", "float32", "float64", "complex64",

@@ -218,6 +218,7 @@ def test_faults_while_warming_the_pool(subprocess_python, backend):
 
 BAD_DEVICE_READS = """
 import accel.cuda as c
+c.init()          # before initialisation the counter reads answer 0 for any device, as torch's (issue 17 A5)
 for f in (c.get_per_process_memory_fraction, c.memory_summary, c.memory_allocated):
     for bad in (99, "cuda:99", -1):
         try:

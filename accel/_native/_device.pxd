@@ -19,6 +19,9 @@ cdef bint c_has_primary_context(int d) except -1  # hasPrimaryContext §2.12 (va
 cdef int c_device_count() except -1               # cudaGetDeviceCount, cached once it succeeds; 0 on error
 cdef int c_checked_device_count() except -1       # the same, but the CudaError on error
 cdef int c_ensure_init() except -1                # run the lazy-init hook if CUDA is not initialized
+cdef bint c_uninitialized() noexcept              # a lazy-init hook is set and CUDA is not initialized
+                                                  # (never used yet, or a forked child): c_ensure_init
+                                                  # would run it
 cdef int c_get_sync_debug_mode() noexcept       # 0 default, 1 warn, 2 error (global, not per thread)
 cdef int c_warn_or_error_on_sync() except -1      # warn_or_error_on_sync §2.15: call before a synchronizing op
 

@@ -119,6 +119,10 @@ cdef int c_ensure_init() except -1:
     return 0
 
 
+cdef bint c_uninitialized() noexcept:
+    return not _initialized and _init_hook is not None
+
+
 cdef object _device_error(int err, int d):
     """The CudaError for ``err`` from cudaSetDevice(d); an invalid ordinal also names d and the count."""
     exc = error(err)

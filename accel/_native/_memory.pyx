@@ -6,11 +6,19 @@ cudaMallocAsync on a stream (the current stream of the device unless one is give
 (also its context manager exit and its deallocation) returns them with cudaFreeAsync on that same stream,
 after making it wait for every stream the buffer was recorded on (``record_stream``).  On the first use
 of a device accel sets its pool's release threshold to keep freed memory cached (a warm pool).  An
-allocation that fails for lack of memory is retried once after synchronising the stream and trimming the
-pool; then it raises OutOfMemoryError.  The counters (torch's ``allocated_bytes``, ``allocation``, ...)
+allocation that fails for lack of memory is retried once after synchronising the device (frees queued on
+any of its streams complete) and trimming the pool; then it raises OutOfMemoryError.  The counters (torch's ``allocated_bytes``, ``allocation``, ...)
 count what accel allocated; the reserved bytes are the pool's own.  Device indices are ints here;
 accel.cuda registers a parser for the other device arguments (``set_index_parser``).
+
+A buffer collected in a cycle releases its memory correctly in any collection order: DeviceBuffer is
+``no_gc_clear`` (the collector never clears its fields; a cycle through it always has another member
+that can be cleared: a dict, a list, a slot), the recorded streams are a tuple (which the collector
+cannot clear either) whose Streams keep their handles in C fields, and what a view is (``_foreign``)
+is a C field.  So ``__dealloc__`` still sees the owner of a view and every recorded stream.  In a forked child of a process
+that used CUDA every buffer operation raises torch's "Cannot re-initialize CUDA" error (the init hook's).
 """
+cimport cython
 from libc.stdint cimport uintptr_t
 from libc.string cimport memset
 
@@ -18,7 +26,7 @@ import atexit
 
 from accel._native._cudart cimport Table, table, error, cudaStream_t
 from accel._native._device cimport (c_get_device, c_enter_device, c_leave_device, c_checked_device_count,
-                                    c_ensure_init)
+                                    c_ensure_init, c_uninitialized)
 from accel._native import _cudart
 from accel._native import _stream as _stream_mod
 from accel import _memory_common as _mc
@@ -63,8 +71,7 @@ cdef int _count() except -1:
 
 
 cdef int _index(object device) except -2:
-    """The device index of ``device`` (None: -1), validated."""
-    cdef int d
+    """The device index of ``device`` (None: -1), validated (as a Python int: any size is a ValueError)."""
     if device is None:
         return -1
     if type(device) is int and 0 <= device < _ndev:
@@ -98,13 +105,19 @@ cdef uintptr_t _pool(int d) except 0:
     return p
 
 
+cdef inline int _ready() except -1:
+    """In a forked child (or before the first use): run the init hook, which raises torch's fork error."""
+    if c_uninitialized():
+        c_ensure_init()
+    return 0
+
+
 cdef object _retry(int d, uintptr_t h, size_t n, uintptr_t pool, void** out):
-    """After cudaErrorMemoryAllocation: synchronise the stream, trim the pool, try once more."""
+    """After cudaErrorMemoryAllocation: synchronise the device, trim the pool, try once more."""
     cdef int err
     cdef Table* t = table()
     _c[d].retries += 1
-    _cudart.cudaStreamSynchronize(h)
-    _cudart.cudaMemPoolTrimTo(pool, 0)
+    _mc.sync_and_trim(_cudart, d, pool)
     with nogil:
         err = t.cudaMallocAsync(out, n, <cudaStream_t>h)
     if err == ERR_OOM:
@@ -116,6 +129,8 @@ cdef object _retry(int d, uintptr_t h, size_t n, uintptr_t pool, void** out):
     return None
 
 
+@cython.auto_pickle(False)
+@cython.no_gc_clear
 cdef class DeviceBuffer:
     """``nbytes`` of device memory from ``alloc``, freed stream-ordered on its stream by ``free()``, by
     leaving a ``with`` block, or when it is garbage collected."""
@@ -124,9 +139,11 @@ cdef class DeviceBuffer:
     cdef int _dev
     cdef uintptr_t _h
     cdef object _stream
-    cdef list _uses
+    cdef tuple _uses        # the distinct streams recorded with record_stream (None: none)
     cdef bint _live
-    cdef object _owner      # wrap(): the foreign owner of the memory (nothing is freed, nothing counted)
+    cdef bint _foreign      # wrap(): memory of another owner (nothing is freed, nothing counted)
+    cdef bint _readonly     # wrap() of a read-only CUDA array / DLPack tensor: writes are refused
+    cdef object _owner      # wrap(): the foreign owner of the memory, kept alive until free
     cdef object __weakref__
 
     def __init__(self, *args, **kwargs):
@@ -156,16 +173,26 @@ cdef class DeviceBuffer:
         """True once the buffer was freed."""
         return not self._live
 
+    @property
+    def readonly(self):
+        """True for a view of a read-only CUDA array / DLPack tensor: copies into it and memset are refused."""
+        return self._readonly
+
     def record_stream(self, stream):
         """Mark the buffer as used by the work queued on ``stream`` so far and later: its memory is not
-        reused before that work is done (torch's Tensor.record_stream; events, no host synchronisation)."""
+        reused before that work is done (torch's Tensor.record_stream; events, no host synchronisation).
+        The streams are a set; the buffer's own stream is not recorded."""
         if not isinstance(stream, _Stream):
             raise _mc.bad_stream(stream)
         if not self._live:
             raise ValueError("record_stream on a freed DeviceBuffer")
+        _ready()
+        if stream is self._stream or stream == self._stream:
+            return
         if self._uses is None:
-            self._uses = []
-        self._uses.append(stream)
+            self._uses = (stream,)
+        elif stream not in self._uses:
+            self._uses += (stream,)
 
     def free(self):
         """Return the memory to the pool, stream-ordered on the buffer's stream (a second call does nothing)."""
@@ -174,8 +201,10 @@ cdef class DeviceBuffer:
         cdef Table* t
         if not self._live:
             return
+        if c_uninitialized():
+            c_ensure_init()
         self._live = False
-        if self._owner is not None:
+        if self._foreign:
             self._owner = None
             self._uses = None
             return
@@ -213,37 +242,46 @@ cdef class DeviceBuffer:
         self.free()
 
     def __dealloc__(self):
-        if not self._live or _closing or self._n == 0 or self._owner is not None:
+        if not self._live or _closing or self._n == 0 or self._foreign:
             return
         try:
             self.free()
         except BaseException:  # noqa: BLE001 - nothing to raise to; the memory stays with the pool
             pass
 
+    def __reduce__(self):
+        raise _mc.copy_refused(self)
+
     def copy_from_host(self, array, stream=None):
         """Copy a C-contiguous host array of exactly ``nbytes`` into the buffer (see accel.cuda)."""
+        _ready()
         return _mc.copy_from_host(_cudart, self, array, stream)
 
     def copy_to_host(self, out=None, stream=None):
         """The buffer's bytes in a host array (see accel.cuda)."""
+        _ready()
         return _mc.copy_to_host(_cudart, self, out, stream)
 
     def copy_from(self, other, stream=None):
         """Copy another DeviceBuffer of the same size into this one (see accel.cuda)."""
+        _ready()
         return _mc.copy_from(_cudart, self, other, stream)
 
     def memset(self, value, stream=None):
         """Set every byte to ``value`` (0-255), stream-ordered."""
+        _ready()
         return _mc.memset(_cudart, self, value, stream)
 
     @property
     def __cuda_array_interface__(self):
         """CUDA Array Interface v3: a 1-d uint8 array of ``nbytes``, with the buffer's stream."""
+        _ready()
         return _mi.cuda_array_interface(self)
 
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
         """A DLPack capsule (versioned 1.x when ``max_version`` allows it) of a 1-d uint8 tensor; ``stream``
         (the consumer's) is made to wait for the work queued on the buffer's stream."""
+        _ready()
         return _mi.dlpack(_cudart, self, stream, max_version, dl_device, copy)
 
     def __dlpack_device__(self):
@@ -264,6 +302,8 @@ def alloc(nbytes, *, device=None, stream=None):
     cdef void* p = NULL
     cdef DeviceBuffer b
     cdef Table* t
+    if c_uninitialized():
+        c_ensure_init()
     if type(nbytes) is int and 0 <= nbytes < 0x8000000000000000:
         n = nbytes
     else:
@@ -336,12 +376,17 @@ cdef int _dev_arg(object device) except -1:
 
 
 def memory_allocated(device=None):
-    """Bytes currently allocated by accel on ``device`` (a counter read)."""
+    """Bytes currently allocated by accel on ``device`` (a counter read); 0 while CUDA is not initialised
+    (nothing checked or initialised then, as torch)."""
+    if c_uninitialized():
+        return 0
     return _c[_dev_arg(device)].bytes
 
 
 def max_memory_allocated(device=None):
-    """Peak of memory_allocated since the start or the last reset_peak."""
+    """Peak of memory_allocated since the start or the last reset_peak (0 while CUDA is not initialised)."""
+    if c_uninitialized():
+        return 0
     return _c[_dev_arg(device)].bytes_peak
 
 
@@ -396,9 +441,9 @@ def set_index_parser(parser):
     _parse_index = parser
 
 
-def wrap(ptr, nbytes, device, stream, owner):
+def wrap(ptr, nbytes, device, stream, owner, readonly=False):
     """A DeviceBuffer over foreign device memory that ``owner`` keeps alive (for from_dlpack / as_buffer):
-    freeing it only drops ``owner``; it is not counted in the statistics."""
+    freeing it only drops ``owner``; it is not counted in the statistics.  ``readonly``: refuse writes."""
     cdef DeviceBuffer b = DeviceBuffer.__new__(DeviceBuffer)
     b._ptr = ptr
     b._n = _mc.nbytes_arg(nbytes)
@@ -407,5 +452,7 @@ def wrap(ptr, nbytes, device, stream, owner):
     b._stream = stream
     b._uses = None
     b._live = True
+    b._foreign = True
+    b._readonly = bool(readonly)
     b._owner = owner
     return b

@@ -93,6 +93,11 @@ _get, _set = _bind_get, _bind_set
 
 # -- mirror of the native C-level API ---------------------------------------------------------------
 
+def _c_uninitialized():
+    """A lazy-init hook is set and CUDA is not initialized (never used yet, or a forked child)."""
+    return not _initialized and _init_hook is not None
+
+
 def _c_ensure_init():
     global _initialized
     if _initialized or _init_hook is None:

@@ -5,10 +5,12 @@ cudaMallocAsync on a stream (the current stream of the device unless one is give
 (also its context manager exit and its garbage collection) returns them with cudaFreeAsync on that same
 stream, after making it wait for every stream the buffer was recorded on (``record_stream``).  On the
 first use of a device accel sets its pool's release threshold to keep freed memory cached (a warm pool).
-An allocation that fails for lack of memory is retried once after synchronising the stream and trimming
-the pool; then it raises OutOfMemoryError.  The counters (torch's ``allocated_bytes``, ``allocation``, ...)
+An allocation that fails for lack of memory is retried once after synchronising the device (frees queued
+on any of its streams complete) and trimming the pool; then it raises OutOfMemoryError.  The counters (torch's ``allocated_bytes``, ``allocation``, ...)
 count what accel allocated; the reserved bytes are the pool's own.  Device indices are ints here;
 accel.cuda registers a parser for the other device arguments (``set_index_parser``).
+In a forked child of a process that used CUDA every buffer operation raises torch's "Cannot
+re-initialize CUDA" error (the init hook's).
 """
 import atexit
 import threading
@@ -18,8 +20,9 @@ from accel import _memory_common as _mc
 from accel import _memory_interop as _mi
 from accel import _stream_common as _sc
 from accel._python import _cudart
+from accel._python import _device as _dev
 from accel._python import _stream as _stream_mod
-from accel._python._device import _c_checked_device_count, _c_ensure_init, _c_get_device
+from accel._python._device import _c_checked_device_count, _c_ensure_init, _c_get_device, _c_uninitialized
 
 __all__ = ["DeviceBuffer", "alloc", "memory_allocated", "max_memory_allocated", "counters", "pool_handle",
            "reset_peak", "reset_accumulated", "set_limit", "get_limit", "set_index_parser", "wrap"]
@@ -103,12 +106,17 @@ def _pool(d):
     return p
 
 
+def _ready():
+    """In a forked child (or before the first use): run the init hook, which raises torch's fork error."""
+    if _c_uninitialized():
+        _c_ensure_init()
+
+
 def _retry(d, h, n, pool, out):
     c = _c[d]
     with _lock:
         c.retries += 1
-    _cudart.cudaStreamSynchronize(h)
-    _cudart.cudaMemPoolTrimTo(pool, 0)
+    _mc.sync_and_trim(_cudart, d, pool)
     err = _T.cudaMallocAsync(byref(out), n, h)
     if err == _ERR_OOM:
         _T.cudaGetLastError()
@@ -124,7 +132,8 @@ class DeviceBuffer:
     """``nbytes`` of device memory from ``alloc``, freed stream-ordered on its stream by ``free()``, by
     leaving a ``with`` block, or when it is garbage collected."""
 
-    __slots__ = ("_ptr", "_n", "_dev", "_h", "_stream", "_uses", "_live", "_owner", "__weakref__")
+    __slots__ = ("_ptr", "_n", "_dev", "_h", "_stream", "_uses", "_live", "_foreign", "_readonly", "_owner",
+                 "__weakref__")
 
     def __init__(self, *args, **kwargs):
         raise TypeError("DeviceBuffer cannot be created directly: use accel.cuda.alloc(nbytes)")
@@ -153,24 +162,36 @@ class DeviceBuffer:
         """True once the buffer was freed."""
         return not self._live
 
+    @property
+    def readonly(self):
+        """True for a view of a read-only CUDA array / DLPack tensor: copies into it and memset are refused."""
+        return self._readonly
+
     def record_stream(self, stream):
         """Mark the buffer as used by the work queued on ``stream`` so far and later: its memory is not
-        reused before that work is done (torch's Tensor.record_stream; events, no host synchronisation)."""
+        reused before that work is done (torch's Tensor.record_stream; events, no host synchronisation).
+        The streams are a set; the buffer's own stream is not recorded."""
         if not isinstance(stream, _Stream):
             raise _mc.bad_stream(stream)
         if not self._live:
             raise ValueError("record_stream on a freed DeviceBuffer")
+        _ready()
+        if stream is self._stream or stream == self._stream:
+            return
         if self._uses is None:
-            self._uses = []
-        self._uses.append(stream)
+            self._uses = (stream,)
+        elif stream not in self._uses:
+            self._uses += (stream,)
 
     def free(self):
         """Return the memory to the pool, stream-ordered on the buffer's stream (a second call does nothing)."""
+        if not _dev._initialized and self._live:
+            _ready()
         with _lock:     # test-and-clear in one step: two threads freeing one buffer free it once
             if not self._live:
                 return
             self._live = False
-        if self._owner is not None:
+        if self._foreign:
             self._owner = None
             self._uses = None
             return
@@ -210,37 +231,46 @@ class DeviceBuffer:
         self.free()
 
     def __del__(self):
-        if not getattr(self, "_live", False) or _closing or self._n == 0 or self._owner is not None:
+        if not getattr(self, "_live", False) or _closing or self._n == 0 or self._foreign:
             return
         try:
             self.free()
         except BaseException:  # noqa: BLE001 - nothing to raise to; the memory stays with the pool
             pass
 
+    def __reduce__(self):
+        raise _mc.copy_refused(self)
+
     def copy_from_host(self, array, stream=None):
         """Copy a C-contiguous host array of exactly ``nbytes`` into the buffer (see accel.cuda)."""
+        _ready()
         return _mc.copy_from_host(_cudart, self, array, stream)
 
     def copy_to_host(self, out=None, stream=None):
         """The buffer's bytes in a host array (see accel.cuda)."""
+        _ready()
         return _mc.copy_to_host(_cudart, self, out, stream)
 
     def copy_from(self, other, stream=None):
         """Copy another DeviceBuffer of the same size into this one (see accel.cuda)."""
+        _ready()
         return _mc.copy_from(_cudart, self, other, stream)
 
     def memset(self, value, stream=None):
         """Set every byte to ``value`` (0-255), stream-ordered."""
+        _ready()
         return _mc.memset(_cudart, self, value, stream)
 
     @property
     def __cuda_array_interface__(self):
         """CUDA Array Interface v3: a 1-d uint8 array of ``nbytes``, with the buffer's stream."""
+        _ready()
         return _mi.cuda_array_interface(self)
 
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
         """A DLPack capsule (versioned 1.x when ``max_version`` allows it) of a 1-d uint8 tensor; ``stream``
         (the consumer's) is made to wait for the work queued on the buffer's stream."""
+        _ready()
         return _mi.dlpack(_cudart, self, stream, max_version, dl_device, copy)
 
     def __dlpack_device__(self):
@@ -258,6 +288,8 @@ _new = object.__new__
 def alloc(nbytes, *, device=None, stream=None):
     """``nbytes`` of device memory, allocated stream-ordered on ``stream`` (default: the current stream of
     ``device``, default the current device).  OutOfMemoryError when the pool cannot supply it."""
+    if not _dev._initialized:      # one attribute read on the hot path; _ready checks for the hook
+        _ready()
     if type(nbytes) is int and 0 <= nbytes < 0x8000000000000000:
         n = nbytes
     else:
@@ -318,6 +350,7 @@ def alloc(nbytes, *, device=None, stream=None):
     b._stream = s
     b._uses = None
     b._live = True
+    b._foreign = b._readonly = False
     b._owner = None
     return b
 
@@ -332,12 +365,17 @@ def _dev_arg(device):
 
 
 def memory_allocated(device=None):
-    """Bytes currently allocated by accel on ``device`` (a counter read)."""
+    """Bytes currently allocated by accel on ``device`` (a counter read); 0 while CUDA is not initialised
+    (nothing checked or initialised then, as torch)."""
+    if _c_uninitialized():
+        return 0
     return _c[_dev_arg(device)].bytes
 
 
 def max_memory_allocated(device=None):
-    """Peak of memory_allocated since the start or the last reset_peak."""
+    """Peak of memory_allocated since the start or the last reset_peak (0 while CUDA is not initialised)."""
+    if _c_uninitialized():
+        return 0
     return _c[_dev_arg(device)].bytes_peak
 
 
@@ -390,9 +428,9 @@ def set_index_parser(parser):
     _parse_index = parser
 
 
-def wrap(ptr, nbytes, device, stream, owner):
+def wrap(ptr, nbytes, device, stream, owner, readonly=False):
     """A DeviceBuffer over foreign device memory that ``owner`` keeps alive (for from_dlpack / as_buffer):
-    freeing it only drops ``owner``; it is not counted in the statistics."""
+    freeing it only drops ``owner``; it is not counted in the statistics.  ``readonly``: refuse writes."""
     b = _new(DeviceBuffer)
     b._ptr = ptr
     b._n = _mc.nbytes_arg(nbytes)
@@ -401,5 +439,7 @@ def wrap(ptr, nbytes, device, stream, owner):
     b._stream = stream
     b._uses = None
     b._live = True
+    b._foreign = True
+    b._readonly = bool(readonly)
     b._owner = owner
     return b

@@ -24,6 +24,7 @@ import warnings
 from accel import _impl
 from accel import _memory_common as _mc
 from accel import _memory_interop as _mi
+from accel.cuda._init import is_initialized
 from accel.cuda._utils import _get_device_index
 from accel.errors import OutOfMemoryError
 
@@ -95,12 +96,18 @@ def as_buffer(obj):
 
 
 def memory_reserved(device=None):
-    """Bytes the device's pool holds from the device (in use or cached): cudaMemPoolAttrReservedMemCurrent."""
+    """Bytes the device's pool holds from the device (in use or cached): cudaMemPoolAttrReservedMemCurrent.
+    0 while CUDA is not initialised (nothing checked or initialised then, as torch)."""
+    if not is_initialized():
+        return 0
     return _cudart().cudaMemPoolGetAttribute(_memory.pool_handle(device), _mc.ATTR_RESERVED)
 
 
 def max_memory_reserved(device=None):
-    """Peak of memory_reserved (cudaMemPoolAttrReservedMemHigh) since the last reset_peak_memory_stats."""
+    """Peak of memory_reserved (cudaMemPoolAttrReservedMemHigh) since the last reset_peak_memory_stats; 0
+    while CUDA is not initialised."""
+    if not is_initialized():
+        return 0
     return _cudart().cudaMemPoolGetAttribute(_memory.pool_handle(device), _mc.ATTR_RESERVED_HIGH)
 
 
@@ -121,7 +128,10 @@ def reset_accumulated_memory_stats(device=None):
 def memory_stats(device=None):
     """torch.cuda.memory_stats's keys for what accel knows, sorted: ``allocated_bytes.all.*`` /
     ``requested_bytes.all.*`` (bytes accel allocated), ``allocation.all.*`` (buffers),
-    ``reserved_bytes.all.current`` / ``.peak`` (the pool's), ``num_alloc_retries``, ``num_ooms``."""
+    ``reserved_bytes.all.current`` / ``.peak`` (the pool's), ``num_alloc_retries``, ``num_ooms``.
+    ``{}`` while CUDA is not initialised (nothing checked or initialised then, as torch)."""
+    if not is_initialized():
+        return {}
     pool = _memory.pool_handle(device)
     rt = _cudart()
     return _mc.stats_dict(_memory.counters(device), rt.cudaMemPoolGetAttribute(pool, _mc.ATTR_RESERVED),
@@ -195,8 +205,10 @@ def memory_summary(device=None, abbreviated=False):
 
 
 def empty_cache():
-    """Release the memory the current device's pool holds unused (cudaMemPoolTrimTo(pool, 0))."""
-    _cudart().cudaMemPoolTrimTo(_memory.pool_handle(None), 0)
+    """Release the memory the current device's pool holds unused (cudaMemPoolTrimTo(pool, 0)); nothing while
+    CUDA is not initialised (as torch)."""
+    if is_initialized():
+        _cudart().cudaMemPoolTrimTo(_memory.pool_handle(None), 0)
 
 
 def set_per_process_memory_fraction(fraction, device=None):
@@ -225,16 +237,23 @@ def get_per_process_memory_fraction(device=None):
 # -- pinned host memory ------------------------------------------------------------------------------------
 
 class _PinnedHost:
-    """Owns a cudaHostAlloc block; numpy arrays over it keep it alive (their ``base``)."""
+    """Owns a cudaHostAlloc block of ``nbytes``, exposed as a 1-d uint8 array; numpy arrays over it keep it
+    alive (their ``base``)."""
 
     __slots__ = ("ptr", "nbytes", "__array_interface__", "__weakref__")
 
-    def __init__(self, shape, dtype, nbytes):
+    def __init__(self, nbytes):
         self.ptr = 0
         self.ptr = _cudart().cudaHostAlloc(nbytes, 0) if nbytes else 0
         self.nbytes = nbytes
-        self.__array_interface__ = {"shape": shape, "typestr": dtype.str, "descr": dtype.descr,
-                                    "data": (self.ptr, False), "version": 3}
+        self.__array_interface__ = {"shape": (nbytes,), "typestr": "|u1", "data": (self.ptr, False),
+                                    "version": 3}
+
+    def __repr__(self):
+        return f"<accel.cuda._PinnedHost nbytes={self.nbytes} ptr={self.ptr:#x}>"
+
+    def __reduce__(self):
+        raise _mc.copy_refused(self)
 
     def __del__(self):
         ptr, self.ptr = self.ptr, 0
@@ -270,7 +289,9 @@ def pinned_empty(shape, dtype="uint8"):
         n *= s
     if n == 0:
         return np.empty(shape, dtype)
-    return np.asarray(_PinnedHost(shape, dtype, n))
+    # numpy lays out the dtype (a subarray dtype adds dimensions, an aligned struct keeps its padding) over
+    # the raw block exactly as np.empty would
+    return np.ndarray(shape, dtype, buffer=np.asarray(_PinnedHost(n)))
 
 
 def _shape_entry(x):
@@ -286,14 +307,17 @@ class HostRegistration:
     """An existing host array page-locked with cudaHostRegister (from ``host_register``); unregistered by
     ``unregister()``, by leaving a ``with`` block, or when garbage collected.  Keeps the array alive."""
 
-    __slots__ = ("array", "ptr", "nbytes", "__weakref__")
+    __slots__ = ("array", "ptr", "nbytes", "_export", "__weakref__")
 
     def __init__(self, array):
+        self.ptr = 0
         keep, ptr, n = _mc._host_view(array, "array", False)
         if n == 0:
             raise ValueError("host_register needs a non-empty array")
         _cudart().cudaHostRegister(ptr, n, 0)
-        self.array, self.ptr, self.nbytes = array, ptr, n
+        # the buffer export (numpy's view of it) is held while registered: the memory cannot be resized
+        # or released under the registration (a bytearray refuses to resize while exported)
+        self.array, self.ptr, self.nbytes, self._export = array, ptr, n, keep
 
     @property
     def registered(self):
@@ -304,6 +328,14 @@ class HostRegistration:
         if self.ptr:
             _impl.cudart.cudaHostUnregister(self.ptr)
             self.ptr = 0
+            self._export = None
+
+    def __repr__(self):
+        state = f"ptr={self.ptr:#x}" if self.ptr else "unregistered"
+        return f"<accel.cuda.HostRegistration nbytes={getattr(self, 'nbytes', 0)} {state}>"
+
+    def __reduce__(self):
+        raise _mc.copy_refused(self)
 
     def __enter__(self):
         return self
