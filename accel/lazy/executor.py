@@ -1,5 +1,6 @@
 """LTC's LazyGraphExecutor for lazy tensors: graph hash, IR text, sync / mark_step with the computation
 cache, and execution on the selected backend (numpy by default)."""
+import os
 import threading
 
 import numpy as _np
@@ -16,7 +17,26 @@ _ir = _impl.module("_ir")
 _hash = _impl.module("_hash")
 
 COMPILATION_CACHE_SIZE = 1024          # FLAGS_torch_lazy_compilation_cache_size
-_cache = ComputationCache(COMPILATION_CACHE_SIZE)
+
+
+def _cache_bytes_setting(default=1 << 30):
+    """ACCEL_LAZY_CACHE_BYTES: the computation cache's byte budget (default 1 GiB; 'none': unbounded)."""
+    v = os.environ.get("ACCEL_LAZY_CACHE_BYTES", "").strip()
+    if not v:
+        return default
+    if v.lower() == "none":
+        return None
+    try:
+        n = int(v)
+    except ValueError:
+        n = -1
+    if n < 0:
+        raise ValueError(f"ACCEL_LAZY_CACHE_BYTES={v!r} is not valid: expected a number of bytes >= 0 or 'none'")
+    return n
+
+
+COMPILATION_CACHE_BYTES = _cache_bytes_setting()
+_cache = ComputationCache(COMPILATION_CACHE_SIZE, COMPILATION_CACHE_BYTES)
 _backend = NumpyBackend()
 _latest = [None]
 # LTC's device lock: one sync / compute at a time (collecting the tensors, compiling, running a program
@@ -48,7 +68,9 @@ def set_backend(backend):
 
 
 def computation_cache():
-    """The ComputationCache (LRU keyed by graph hash) that sync and mark_step use."""
+    """The ComputationCache (LRU keyed by graph hash) that sync and mark_step use: at most
+    COMPILATION_CACHE_SIZE programs holding at most ``max_bytes`` (ACCEL_LAZY_CACHE_BYTES, default 1 GiB;
+    settable) of scratch buffers and source."""
     return _cache
 
 
