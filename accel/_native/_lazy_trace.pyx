@@ -169,8 +169,9 @@ cdef object _scalar_node(v):
     d = PyDict_GetItem(_cache, key)
     if d is NULL:
         return None
+    h = <object>d           # a strong reference before the touch (the cache may drop its own)
     _touch(key)
-    return _device_data(shape, <object>d, _device)
+    return _device_data(shape, h, _device)
 
 
 cdef object _hook = None

@@ -2,13 +2,14 @@
 class (its slots, registration among the live tensors, the Create/DestroyLtcTensor counters), ``wrap``
 (a node and its shape into a new tensor) and ``scalar_node`` (a Python number whose device data is in the
 data cache into a new device-data node).  accel.lazy.tensors configures it once with ``setup``."""
+from itertools import count as _count
 from weakref import ref as _ref
 
 _live = {}                  # id -> weak reference, for every registered tensor not yet finalized
 _cls = _create = _destroy = _cache_get = _touch = _device_data = _device = None
 _shapes = {}
 _icode = _ishape = None
-_next = [0]
+_next_id = _count(1).__next__     # atomic under the GIL: threads never share an id
 _reuse = [False]
 
 
@@ -57,8 +58,9 @@ def setup(cls, create_cell, destroy_cell, data_cache, device_data, device, scala
 def live_tensors():
     """The live tensors, in ascending id."""
     out = []
-    for i in sorted(_live):
-        t = _live[i]()
+    live = _live.copy()     # one snapshot (a C-level copy): tensors of other threads come and go meanwhile
+    for i in sorted(live):
+        t = live[i]()
         if t is not None:
             out.append(t)
     return out
@@ -82,8 +84,7 @@ def wrap(node, shape):
     t._src = None
     t._base = None
     t._shape = shape
-    _next[0] = i = _next[0] + 1
-    t._id = i
+    t._id = i = _next_id()
     _live[i] = _ref(t)
     _create[0] += 1
     return t
@@ -100,7 +101,10 @@ def scalar_node(v):
     d = _cache_get(key)
     if d is None:
         return None
-    _touch(key)
+    try:
+        _touch(key)
+    except KeyError:     # another thread evicted it since the get; d stays valid
+        pass
     return _device_data(k[1], d, _device)
 
 
@@ -129,8 +133,7 @@ def unary(node_type, op, cell, keep, seed, slow):
         t._node = n
         t._handle = t._src = t._base = None
         t._shape = s
-        _next[0] = i = _next[0] + 1
-        t._id = i
+        t._id = i = _next_id()
         _live[i] = _ref(t)
         _create[0] += 1
         return t
@@ -159,7 +162,10 @@ def binary_scalar(node_type, op, cell, float_ok, int_ok, seed, slow):
         d = _cache_get(key)
         if d is None:
             return slow(a, b)
-        _touch(key)
+        try:
+            _touch(key)
+        except KeyError:     # another thread evicted it since the get; d stays valid
+            pass
         cell[0] += 1
         n = node_type(op, (x, _device_data(k[1], d, _device)), (s,), 1, seed)
         if _hook[0] is not None:
@@ -168,8 +174,7 @@ def binary_scalar(node_type, op, cell, float_ok, int_ok, seed, slow):
         t._node = n
         t._handle = t._src = t._base = None
         t._shape = s
-        _next[0] = i = _next[0] + 1
-        t._id = i
+        t._id = i = _next_id()
         _live[i] = _ref(t)
         _create[0] += 1
         return t
@@ -202,13 +207,19 @@ def add_sub(node_type, op, cell, float_ok, int_ok, seed, slow):
             d = _cache_get(key)
             if d is None:
                 return slow(a, b, alpha)
-            _touch(key)
+            try:
+                _touch(key)
+            except KeyError:     # another thread evicted it since the get; d stays valid
+                pass
             y = _device_data(k[1], d, _device)
         key = (_icode, alpha)
         d = _cache_get(key)
         if d is None:
             return slow(a, b, alpha)
-        _touch(key)
+        try:
+            _touch(key)
+        except KeyError:     # another thread evicted it since the get; d stays valid
+            pass
         z = _device_data(_ishape, d, _device)
         cell[0] += 1
         x = a._node
@@ -219,8 +230,7 @@ def add_sub(node_type, op, cell, float_ok, int_ok, seed, slow):
         t._node = n
         t._handle = t._src = t._base = None
         t._shape = s
-        _next[0] = i = _next[0] + 1
-        t._id = i
+        t._id = i = _next_id()
         _live[i] = _ref(t)
         _create[0] += 1
         return t

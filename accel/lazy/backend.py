@@ -65,14 +65,17 @@ def _sample(node, is_param):
 
 
 class Program:
-    """A compiled graph: ``run(params)`` returns the roots' arrays; ``text`` is the generated source."""
-    __slots__ = ("run", "text", "num_params", "graph_size")
+    """A compiled graph: ``run(params)`` returns the roots' arrays; ``text`` is the generated source;
+    ``nbytes`` the host memory it keeps (its scratch buffers and its source text), which the
+    computation cache's byte budget counts."""
+    __slots__ = ("run", "text", "num_params", "graph_size", "nbytes")
 
-    def __init__(self, run, text, num_params, graph_size):
+    def __init__(self, run, text, num_params, graph_size, nbytes=0):
         self.run = run
         self.text = text
         self.num_params = num_params
         self.graph_size = graph_size
+        self.nbytes = nbytes
 
 
 class NumpyBackend:
@@ -171,7 +174,9 @@ class _Compiler:
         src = f"def run(P):\n{body}\n    return ({', '.join(rets)}{',' if len(rets) == 1 else ''})\n"
         code = compile(src, "<accel.lazy graph>", "exec")
         exec(code, self.ns)
-        return Program(self.ns["run"], src, len(handles), n)
+        run = self.ns.pop("run")        # no cycle through the globals: an evicted program is freed at once
+        scratch = sum(self.ns[f"_b{k}"].nbytes for k in range(self.nbuf))
+        return Program(run, src, len(handles), n, scratch + len(src))
 
     def _release(self, i, node, base, last, owned, pool):
         for o in node.operands:

@@ -1,5 +1,6 @@
 """LTC's LRU ``Cache`` (cache.h) as ComputationCache, and the device-data cache that dedups constants."""
 import collections
+import operator
 import threading
 
 import numpy as _np
@@ -9,26 +10,61 @@ from accel.lazy import _hash, metrics
 
 class ComputationCache:
     """LTC's LRU cache keyed by graph hash: add() of an existing key keeps and returns the OLD value;
-    maxsize 0 disables the cache (nothing is stored, get() is always None)."""
+    maxsize 0 disables the cache (nothing is stored, get() is always None).
 
-    def __init__(self, maxsize=1024):
+    Beyond LTC, ``max_bytes`` (None: no limit) bounds the bytes the cached values hold, each value's
+    ``nbytes`` (0 when it has none; a compiled program's scratch buffers and source): past it the least
+    recent entries are evicted as past ``maxsize``, except the most recent one, which always stays (a
+    program larger than the budget is still reused from step to step)."""
+
+    def __init__(self, maxsize=1024, max_bytes=None):
         if isinstance(maxsize, bool) or not isinstance(maxsize, int) or maxsize < 0:
             raise ValueError(f"ComputationCache maxsize must be an int >= 0, got {maxsize!r}")
         self.maxsize = maxsize
+        self._max_bytes = _check_max_bytes(max_bytes)
         self._items = collections.OrderedDict()   # last = most recent
+        self._sizes = {}                          # key -> the value's nbytes when added
+        self._nbytes = 0
         self._lock = threading.Lock()
 
+    @property
+    def max_bytes(self):
+        """The byte budget of the cached values (None: unbounded); setting it evicts down to it now."""
+        return self._max_bytes
+
+    @max_bytes.setter
+    def max_bytes(self, value):
+        value = _check_max_bytes(value)
+        with self._lock:
+            self._max_bytes = value
+            self._evict()
+
+    @property
+    def nbytes(self):
+        """The bytes the cached values hold (the sum of their ``nbytes`` when added)."""
+        return self._nbytes
+
+    def _evict(self):
+        items, sizes = self._items, self._sizes
+        while len(items) > self.maxsize or (
+                self._max_bytes is not None and self._nbytes > self._max_bytes and len(items) > 1):
+            key, _ = items.popitem(last=False)
+            self._nbytes -= sizes.pop(key)
+
     def add(self, key, value):
-        """Insert ``value`` (evicting the least recent entry past maxsize); returns the value now cached."""
+        """Insert ``value`` (evicting the least recent entries past maxsize or max_bytes); returns the value
+        now cached."""
         if self.maxsize == 0:
             return value
+        size = _nbytes_of(value)
         with self._lock:
             if key in self._items:
                 self._items.move_to_end(key)
                 return self._items[key]
             self._items[key] = value
-            if len(self._items) > self.maxsize:
-                self._items.popitem(last=False)
+            self._sizes[key] = size
+            self._nbytes += size
+            self._evict()
             return value
 
     def get(self, key):
@@ -53,11 +89,16 @@ class ComputationCache:
         if self.maxsize == 0:
             return False
         with self._lock:
-            return self._items.pop(key, _MISSING) is not _MISSING
+            if self._items.pop(key, _MISSING) is _MISSING:
+                return False
+            self._nbytes -= self._sizes.pop(key)
+            return True
 
     def clear(self):
         with self._lock:
             self._items.clear()
+            self._sizes.clear()
+            self._nbytes = 0
 
     def numel(self):
         """Number of cached entries (0 when disabled)."""
@@ -67,6 +108,26 @@ class ComputationCache:
 
     def __contains__(self, key):
         return self.maxsize != 0 and key in self._items
+
+
+def _check_max_bytes(value):
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+        raise ValueError(f"ComputationCache max_bytes must be None or an int >= 0, got {value!r}")
+    return value
+
+
+def _nbytes_of(value):
+    n = getattr(value, "nbytes", 0)
+    try:
+        if isinstance(n, bool):
+            raise TypeError
+        n = operator.index(n)
+    except TypeError:
+        n = -1
+    if n < 0:
+        raise TypeError(f"a ComputationCache value's nbytes must be an int >= 0, got "
+                        f"{getattr(value, 'nbytes', 0)!r} from {type(value).__name__}")
+    return n
 
 
 _MISSING = object()

@@ -1,5 +1,6 @@
 """LTC's LazyGraphExecutor for lazy tensors: graph hash, IR text, sync / mark_step with the computation
 cache, and execution on the selected backend (numpy by default)."""
+import os
 import threading
 
 import numpy as _np
@@ -16,10 +17,32 @@ _ir = _impl.module("_ir")
 _hash = _impl.module("_hash")
 
 COMPILATION_CACHE_SIZE = 1024          # FLAGS_torch_lazy_compilation_cache_size
-_cache = ComputationCache(COMPILATION_CACHE_SIZE)
+
+
+def _cache_bytes_setting(default=1 << 30):
+    """ACCEL_LAZY_CACHE_BYTES: the computation cache's byte budget (default 1 GiB; 'none': unbounded)."""
+    v = os.environ.get("ACCEL_LAZY_CACHE_BYTES", "").strip()
+    if not v:
+        return default
+    if v.lower() == "none":
+        return None
+    try:
+        n = int(v)
+    except ValueError:
+        n = -1
+    if n < 0:
+        raise ValueError(f"ACCEL_LAZY_CACHE_BYTES={v!r} is not valid: expected a number of bytes >= 0 or 'none'")
+    return n
+
+
+COMPILATION_CACHE_BYTES = _cache_bytes_setting()
+_cache = ComputationCache(COMPILATION_CACHE_SIZE, COMPILATION_CACHE_BYTES)
 _backend = NumpyBackend()
 _latest = [None]
-_run_lock = threading.Lock()    # programs own reusable buffers: one run at a time (LTC's device lock)
+# LTC's device lock: one sync / compute at a time (collecting the tensors, compiling, running a program
+# that owns reusable buffers, and handing the results to the tensors), so that threads syncing the same
+# tensors see each one either holding IR or holding its data.  Tracing takes no lock.
+_device_lock = threading.RLock()
 
 _c = _t._cell
 _c_synced = _c("SyncedTensorsWithIR")
@@ -38,13 +61,16 @@ def set_backend(backend):
     if not callable(getattr(backend, "compile", None)):
         raise TypeError(f"set_backend needs an object with a compile(post, roots) method, got {backend!r}")
     global _backend
-    prev, _backend = _backend, backend
-    _cache.clear()
+    with _device_lock:
+        prev, _backend = _backend, backend
+        _cache.clear()
     return prev
 
 
 def computation_cache():
-    """The ComputationCache (LRU keyed by graph hash) that sync and mark_step use."""
+    """The ComputationCache (LRU keyed by graph hash) that sync and mark_step use: at most
+    COMPILATION_CACHE_SIZE programs holding at most ``max_bytes`` (ACCEL_LAZY_CACHE_BYTES, default 1 GiB;
+    settable) of scratch buffers and source."""
     return _cache
 
 
@@ -105,17 +131,19 @@ def _graph_key(nodes, force_ltc_data=True):
 def get_graph_hash(tensors):
     """torch._C._lazy._get_graph_hash: the 16-byte computation-cache key of syncing ``tensors``."""
     tensors = _check_tensors(tensors, "get_graph_hash")
-    roots = _collect(tensors)
-    if not roots and tensors:
-        # CollectSyncTensors started from MHash(true), then the empty parameter sequence
-        h = _hash.hash_combine(_MHASH_TRUE, _hash.container_hash([]))
-        return h.to_bytes(16, "little")
-    _c_synced[0] += len(roots)        # CollectSyncTensors counts them here too
-    return _ir.graph_hash([t._node for t in roots])
+    with _device_lock:
+        roots = _collect(tensors)
+        if not roots and tensors:
+            # CollectSyncTensors started from MHash(true), then the empty parameter sequence
+            h = _hash.hash_combine(_MHASH_TRUE, _hash.container_hash([]))
+            return h.to_bytes(16, "little")
+        _c_synced[0] += len(roots)        # CollectSyncTensors counts them here too
+        return _ir.graph_hash([t._node for t in roots])
 
 
 def _execute(nodes, key):
-    """Post-order, cache lookup (compile on a miss), run; returns the roots' arrays."""
+    """Post-order, cache lookup (compile on a miss), run; returns the roots' arrays.  The caller holds
+    the device lock."""
     post = _ir.post_order(nodes)
     params = _params(post)
     if _ir.dynamic_shapes_enabled():
@@ -132,22 +160,23 @@ def _execute(nodes, key):
         _c_cached[0] += 1
     _latest[0] = prog
     _m_graph_size.add_sample(len(post))
-    with _run_lock, _np.errstate(all="ignore"):     # torch gives inf/nan silently, as numpy then does
+    with _np.errstate(all="ignore"):     # torch gives inf/nan silently, as numpy then does
         return prog.run(params)
 
 
 def sync_tensors(tensors):
     """SyncTensorsGraph: compute every given tensor that holds IR and replace its IR by device data."""
-    roots = _collect(tensors)
-    if not roots:
-        return
-    _c_synced[0] += len(roots)
-    nodes = [t._node for t in roots]
-    outs = _execute(nodes, _ir.graph_hash(nodes))
-    for t, a in zip(roots, outs):
-        t._handle = Data(a)
-        t._node = None
-        t._src = None
+    with _device_lock:
+        roots = _collect(tensors)
+        if not roots:
+            return
+        _c_synced[0] += len(roots)
+        nodes = [t._node for t in roots]
+        outs = _execute(nodes, _ir.graph_hash(nodes))
+        for t, a in zip(roots, outs):
+            t._handle = Data(a)         # data first: a tracing thread reading _node then _handle sees one
+            t._node = None
+            t._src = None
 
 
 def sync_multi(tensors, devices=None):
@@ -159,8 +188,9 @@ def sync_multi(tensors, devices=None):
 
 def mark_step(device="", wait=False):
     """SyncLiveTensorsGraph then MarkStep: sync every live tensor (ascending id), reset the IR trie."""
-    sync_tensors(_t.live_tensors())
-    _c_markstep[0] += 1
+    with _device_lock:
+        sync_tensors(_t.live_tensors())
+        _c_markstep[0] += 1
     from accel.lazy.trie import TrieCache
     TrieCache.get().reset_current()
 
@@ -172,25 +202,28 @@ def wait_device_ops(devices=None):
 
 def compute_nodes(nodes):
     """Values of IR nodes without touching any tensor (LTC GetTensors with force_ltc_data=false)."""
-    return list(_execute(list(nodes), _graph_key(nodes, False)))
+    nodes = list(nodes)
+    with _device_lock:
+        return list(_execute(nodes, _graph_key(nodes, False)))
 
 
 def compute_values(tensors):
     """Values of tensors without changing their IR (used by eager fallbacks)."""
     out = [None] * len(tensors)
     pending = []
-    for i, t in enumerate(tensors):
-        if t._handle is not None:
-            out[i] = t._handle.array
-        elif t._node is None:
-            out[i] = t._src.array
-        else:
-            pending.append(i)
-    if pending:
-        _c_synced[0] += len(pending)
-        vals = compute_nodes([tensors[i]._node for i in pending])
-        for i, v in zip(pending, vals):
-            out[i] = v
+    with _device_lock:
+        for i, t in enumerate(tensors):
+            if t._handle is not None:
+                out[i] = t._handle.array
+            elif t._node is None:
+                out[i] = t._src.array
+            else:
+                pending.append(i)
+        if pending:
+            _c_synced[0] += len(pending)
+            vals = compute_nodes([tensors[i]._node for i in pending])
+            for i, v in zip(pending, vals):
+                out[i] = v
     return out
 
 
@@ -201,9 +234,12 @@ def tensor_value(t):
     it, as it has data)."""
     h = t._handle
     if h is None:
-        if t._node is None:
-            return t._src.array
-        h = t._handle = Data(compute_values([t])[0])
+        with _device_lock:
+            h = t._handle
+            if h is None:
+                if t._node is None:
+                    return t._src.array
+                h = t._handle = Data(compute_values([t])[0])
     return h.array
 
 
@@ -221,8 +257,8 @@ def run_cached_graph(hash_bytes, inputs):
     if len(inputs) != prog.num_params:
         raise RuntimeError(f"the cached computation takes {prog.num_params} inputs, got {len(inputs)}")
     params = [Data(_np.asarray(tensor_value(x) if isinstance(x, LazyTensor) else x)) for x in inputs]
-    _latest[0] = prog
-    with _run_lock, _np.errstate(all="ignore"):
+    with _device_lock, _np.errstate(all="ignore"):
+        _latest[0] = prog
         outs = prog.run(params)
     return [_t.tensor(a) for a in outs]
 

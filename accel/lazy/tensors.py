@@ -8,6 +8,7 @@ GetIrValueForScalar does.  Execution is in accel.lazy.executor; the numpy kernel
 import collections
 import operator
 import struct
+import threading
 import weakref
 
 import numpy as _np
@@ -62,25 +63,41 @@ def _fn_counter(name):
 
 
 # ---- the device-data cache (DataCacheArena): equal scalars / 0-dim arrays share one handle ----
+# Threads: hits read and touch it without a lock (a touch of an entry another thread just evicted is
+# skipped: the handle read stays valid); inserts and evictions take _data_lock.
 _data_cache = collections.OrderedDict()
+_data_lock = threading.Lock()
 _pack_d = struct.Struct("<d").pack
+
+
+def _touch_data(key, _touch=_data_cache.move_to_end):
+    try:
+        _touch(key)
+    except KeyError:            # evicted by another thread since it was read
+        pass
 
 
 def _cached_data(key, make):
     d = _data_cache.get(key)
-    if d is None:
-        _c_ddmiss[0] += 1
-        d = _data_cache[key] = Data(make())
-        if len(_data_cache) > DATA_CACHE_SIZE:
-            _data_cache.popitem(last=False)
-    else:
-        _data_cache.move_to_end(key)
+    if d is not None:
+        _touch_data(key)
+        return d
+    with _data_lock:
+        d = _data_cache.get(key)
+        if d is None:
+            _c_ddmiss[0] += 1
+            d = _data_cache[key] = Data(make())
+            while len(_data_cache) > DATA_CACHE_SIZE:
+                _data_cache.popitem(last=False)
+        else:
+            _data_cache.move_to_end(key)
     return d
 
 
 def clear_data_cache():
     """Drop every cached scalar handle (nodes that hold one keep it)."""
-    _data_cache.clear()
+    with _data_lock:
+        _data_cache.clear()
 
 
 # ---- shapes ----
@@ -96,7 +113,8 @@ def _shape(code, sizes):
     if s is None:
         if len(_shapes) >= SHAPE_CACHE_SIZE:
             _shapes.clear()         # bounded; dropping entries only costs a fast path, never a result
-        s = _shapes[(code, sizes)] = Shape(code, sizes)
+        # setdefault: threads making the same shape at once share the first one stored
+        s = _shapes.setdefault((code, sizes), Shape(code, sizes))
     return s
 
 
@@ -127,7 +145,7 @@ def _scalar_node(v, _fast=_lt.scalar_node):
     return _scalar_node_slow(v)
 
 
-def _scalar_node_slow(v, _kinds=_SCALAR_KIND, _get=_data_cache.get, _touch=_data_cache.move_to_end):
+def _scalar_node_slow(v, _kinds=_SCALAR_KIND, _get=_data_cache.get, _touch=_touch_data):
     k = _kinds.get(type(v))
     if k is None:
         raise TypeError(f"expected a lazy tensor or a Python number, got {type(v).__name__}: {v!r}")
@@ -309,7 +327,7 @@ _K = {}
 def _op(name):
     k = _K.get(name)
     if k is None:
-        k = _K[name] = _OpKind(name)
+        k = _K.setdefault(name, _OpKind(name))
     return k
 
 
@@ -359,10 +377,8 @@ class LazyTensor(_lt.TensorBase):
         if n is not None:
             return n
         h = self._handle
-        if h is None:
-            src = self._src
-            if src is None:
-                raise RuntimeError("lazy tensor has neither IR nor data")
+        src = self._src if h is None else None
+        if src is not None:
             a = src.array
             if a.ndim == 0:
                 code = self._shape.dtype
@@ -370,9 +386,11 @@ class LazyTensor(_lt.TensorBase):
                 h = _cached_data(_scalar_key(code, v), lambda: a)
             else:
                 h = src
-            n = _dd(self._shape, h)
-        else:
-            n = _dd(self._shape, h)
+        elif h is None:
+            h = self._handle            # another thread's sync moved the source data to _handle meanwhile
+            if h is None:
+                raise RuntimeError("lazy tensor has neither IR nor data")
+        n = _dd(self._shape, h)
         self._node = n
         return n
 
