@@ -20,7 +20,9 @@ _UFUNC = {"aten::neg": "negative", "aten::abs": "absolute", "aten::exp": "exp", 
           "aten::sqrt": "sqrt", "aten::cos": "cos", "aten::tanh": "tanh", "aten::mul": "multiply",
           "aten::div": "true_divide", "aten::maximum": "maximum", "aten::minimum": "minimum",
           "aten::pow": "power"}
-_EWISE = set(_UFUNC) | {"aten::add", "aten::sub", "aten::relu", "aten::sigmoid", "aten::rsqrt",
+_COMPARE = {"aten::eq": "equal", "aten::ne": "not_equal", "aten::lt": "less", "aten::le": "less_equal",
+            "aten::gt": "greater", "aten::ge": "greater_equal"}
+_EWISE = set(_UFUNC) | set(_COMPARE) | {"aten::add", "aten::sub", "aten::relu", "aten::sigmoid", "aten::rsqrt",
                         "aten::reciprocal", "aten::clamp"}
 _VIEWS = {"reshape", "permute", "expand", "aten::t_copy"}
 
@@ -47,9 +49,9 @@ def _wrap_int(v, dt):
     return _np.array(v, _np.int64).astype(dt)[()]
 
 
-_GLOBALS = {"_" + n: getattr(_np, n) for n in set(_UFUNC.values()) | {
+_GLOBALS = {"_" + n: getattr(_np, n) for n in set(_UFUNC.values()) | set(_COMPARE.values()) | {
     "add", "subtract", "clip", "sum", "mean", "matmul", "reshape", "transpose", "broadcast_to", "concatenate",
-    "asarray"}}
+    "asarray", "full", "zeros"}}
 _GLOBALS.update({"_softmax": _softmax, "_log_softmax": _log_softmax, "_astype": _astype, "_wrap_int": _wrap_int})
 _NARROW_INTS = frozenset((D.UINT8, D.INT8, D.INT16, D.INT32))
 for _c, _dt in D.CODE_TO_NP.items():
@@ -255,6 +257,17 @@ class _Compiler:
             L(f"{out} = {kind[6:]}({x}, {attrs[1]})")
         elif kind == "aten::_to_copy":
             L(f"{out} = _astype({x}, {dt})")
+        elif kind in _COMPARE:
+            # compared in torch's promoted dtype (numpy would promote int64 with float32 to float64)
+            cmp = D.CODE_TO_NP[attrs[1]]
+            samples = [_sample(m, self.index[m] in param_of) for m in opnodes]
+            if _np.result_type(*samples) != cmp:
+                ins = [f"_astype({v}, _d{attrs[1]})" for v in ins]
+            L(f"{out} = _{_COMPARE[kind]}({ins[0]}, {ins[1]}{', out=' + buf if buf else ''})")
+        elif kind == "aten::zero":
+            L(f"{out} = _zeros({tuple(shape.sizes)!r}, {dt})")
+        elif kind == "fill":
+            L(f"{out} = _full({tuple(shape.sizes)!r}, {x}, {dt})")
         elif kind == "lazy_tensors::tensor_list":
             L(f"{out} = ({', '.join(ins)},)")
         elif kind == "aten::cat":
@@ -276,4 +289,6 @@ def eager(name, args):
         return _np.power(args[1], x.astype(_np.float64) if x.dtype.kind == "f" else x)
     if name == "dot":
         return _np.dot(args[0], args[1])
+    if name == "copy":                       # dst.copy_(src): src broadcast to dst's shape (cast by the caller)
+        return _np.broadcast_to(args[1], _np.shape(args[0]))
     raise NotImplementedError(f"no eager kernel for {name!r}")

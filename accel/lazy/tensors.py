@@ -362,6 +362,8 @@ class LazyTensor(_lt.TensorBase):
         if h is None:
             src = self._src
             if src is None:
+                if self._base is not None and _inplace.sync(self):    # stale alias: regenerate it
+                    return self._ir()
                 raise RuntimeError("lazy tensor has neither IR nor data")
             a = src.array
             if a.ndim == 0:
@@ -428,7 +430,98 @@ class LazyTensor(_lt.TensorBase):
         return f"<LazyTensor id={self._id} {_dtype_name(self._shape.dtype)}{list(self._shape.sizes)} {state}>"
 
     def __bool__(self):
-        raise RuntimeError("the truth value of a lazy tensor is ambiguous; call .item() or .numpy()")
+        """torch's Tensor.__bool__: the truth value of a one-element tensor (computed now, as .item())."""
+        n = self.numel()
+        if n != 1:
+            raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous" if n else
+                               "Boolean value of Tensor with no values is ambiguous")
+        from accel.lazy import executor
+        _c_local_scalar[0] += 1
+        _c_to_copy[0] += 1
+        return bool(executor.tensor_value(self).reshape(-1)[0])
+
+    # tensors stay hashable by identity although == is elementwise (as torch's)
+    __hash__ = _lt.TensorBase.__hash__
+
+    # ---- comparisons (aten::eq/ne/lt/le/gt/ge, Bool results); reflected forms come through Python's swap ----
+    def __eq__(self, other):
+        return _compare("eq", self, other, True)
+
+    def __ne__(self, other):
+        return _compare("ne", self, other, True)
+
+    def __lt__(self, other):
+        return _compare("lt", self, other, True)
+
+    def __le__(self, other):
+        return _compare("le", self, other, True)
+
+    def __gt__(self, other):
+        return _compare("gt", self, other, True)
+
+    def __ge__(self, other):
+        return _compare("ge", self, other, True)
+
+    def eq(self, other):
+        return _compare("eq", self, other)
+
+    def ne(self, other):
+        return _compare("ne", self, other)
+
+    def lt(self, other):
+        return _compare("lt", self, other)
+
+    def le(self, other):
+        return _compare("le", self, other)
+
+    def gt(self, other):
+        return _compare("gt", self, other)
+
+    def ge(self, other):
+        return _compare("ge", self, other)
+
+    # ---- in-place ops (functionalised as torch records them for LTC: accel.lazy.inplace) ----
+    def add_(self, other, alpha=1):
+        return _inplace.add_(self, other, alpha)
+
+    def sub_(self, other, alpha=1):
+        return _inplace.sub_(self, other, alpha)
+
+    def mul_(self, other):
+        return _inplace.mul_(self, other)
+
+    def div_(self, other):
+        return _inplace.div_(self, other)
+
+    def pow_(self, exponent):
+        return _inplace.pow_(self, exponent)
+
+    def __iadd__(self, other):
+        return _inplace.add_(self, other)
+
+    def __isub__(self, other):
+        return _inplace.sub_(self, other)
+
+    def __imul__(self, other):
+        return _inplace.mul_(self, other)
+
+    def __itruediv__(self, other):
+        return _inplace.div_(self, other)
+
+    def __ipow__(self, other):
+        return _inplace.pow_(self, other)
+
+    def clamp_(self, min=None, max=None):
+        return _inplace.clamp_(self, min, max)
+
+    def zero_(self):
+        return _inplace.zero_(self)
+
+    def fill_(self, value):
+        return _inplace.fill_(self, value)
+
+    def copy_(self, src):
+        return _inplace.copy_(self, src)
 
     # ---- arithmetic (add, sub, mul, div, pow, their operators, and the unary ops are bound after the
     # class from per-op closures: see _bind_fast_methods) ----
@@ -516,6 +609,20 @@ class LazyTensor(_lt.TensorBase):
     def to(self, dtype):
         return _to(self, dtype)
 
+
+def _make_unary_(name):
+    def f(self):
+        return _inplace.unary_(self, name)
+    f.__name__ = f.__qualname__ = name + "_"
+    f.__doc__ = f"In-place {name} (functionalised: {name}, cast back to the tensor's dtype if needed)."
+    return f
+
+
+for _n in ("neg", "abs", "exp", "log", "sqrt", "rsqrt", "sin", "cos", "tanh", "sigmoid", "relu", "reciprocal"):
+    setattr(LazyTensor, _n + "_", _make_unary_(_n))
+del _n
+
+_c_local_scalar = _cell("aten::_local_scalar_dense")
 
 _lt.setup(LazyTensor, _c_create, _c_destroy, _data_cache, _device_data, DEVICE, _SCALAR_KIND)
 
@@ -784,6 +891,33 @@ def _add_sub(name, a, b, alpha):
 _bind_fast_methods()
 
 
+def _compare(name, a, b, operator=False):
+    """aten::eq / ne / lt / le / gt / ge of a tensor and a tensor (broadcast) or a Python number: a Bool
+    tensor; both operands are compared in their promoted dtype (kept for the kernel).  An operator given
+    something that is neither answers NotImplemented (``t == None`` is False, as torch's)."""
+    _check_tensor(a, f"{name}() input")
+    s = a._shape
+    if type(b) is LazyTensor:
+        sb = b._shape
+        sizes = _broadcast(s.sizes, sb.sizes)
+        code = s.dtype if s.dtype == sb.dtype else D.result_type(((s.dtype, _prio(a)), (sb.dtype, _prio(b))))
+        y = None
+    else:
+        v = _as_number(b)
+        if v is None:
+            if operator:
+                return NotImplemented
+            raise TypeError(f"{name}(): expected a lazy tensor or a Python number as 'other', got "
+                            f"{type(b).__name__}: {b!r}")
+        sizes = s.sizes
+        code = D.result_type(((s.dtype, _prio(a)), (_scalar_code(v), D.WRAPPED)))
+        y = v
+    _fn_counter(name)[0] += 1
+    x = a._ir()
+    y = b._ir() if y is None else _scalar_node(y)
+    return _emit("aten::" + name, (x, y), D.BOOL, sizes, None, "aten::" + name, code)
+
+
 def _rsub(a, other):
     """other - a for a Python number: sub(scalar, a, alpha) (LTC records the wrapped number first)."""
     v = _as_number(other)
@@ -889,3 +1023,4 @@ def get_reuse_ir():
 from accel.lazy.ops import (  # noqa: E402,F401
     _amax, _clamp, _expand, _permute, _reduce, _softmax, _squeeze, _t, _to, _transpose, _unsqueeze, _view, bmm,
     cat, matmul, mm)
+from accel.lazy import inplace as _inplace  # noqa: E402
