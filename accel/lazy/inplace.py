@@ -255,7 +255,6 @@ def zero_(t):
     return commit(t, T._emit("aten::zero", (t._ir(),), s.dtype, s.sizes))
 
 
-_INT_NAMES = {D.UINT8: "uint8_t", D.INT8: "int8_t", D.INT16: "int16_t", D.INT32: "int", D.INT64: "int64_t"}
 _FLOAT_NAMES = {D.FLOAT16: "c10::Half", D.FLOAT32: "float", D.FLOAT64: "double"}
 
 
@@ -271,7 +270,7 @@ def _fill_value(v, code):
             raise OverflowError("int too big to convert")
         f = v if type(v) is not float else (math.trunc(v) if math.isfinite(v) else None)
         if f is None or not info.min <= f <= info.max:
-            raise RuntimeError(f"value cannot be converted to type {_INT_NAMES[code]} without overflow")
+            raise RuntimeError(f"value cannot be converted to type {T._INT_C_NAMES[code]} without overflow")
         return int(f)
     f = float(v)
     if math.isfinite(f) and not math.isfinite(float(np.array(f, D.CODE_TO_NP[code]))):

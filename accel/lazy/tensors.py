@@ -643,6 +643,8 @@ def tensor(data, dtype=None):
             a = a.astype(_np.float32)          # torch.tensor(1.5) is Float
     else:
         a = _np.array(data, dtype=None if dtype is None else D.CODE_TO_NP[D.to_code(dtype)], copy=True)
+        if dtype is None and a.dtype == _np.float64 and not isinstance(data, (_np.ndarray, _np.generic)):
+            a = a.astype(_np.float32)          # torch.tensor([1.5]) is Float (the default dtype)
     code = D.NP_TO_CODE.get(a.dtype.newbyteorder("=") if a.dtype.byteorder == ">" else a.dtype)
     if code is None:
         raise TypeError(f"tensor() got numpy dtype {a.dtype}; supported: "
@@ -666,6 +668,8 @@ def _unary_impl(name, a):
     if name in _UNARY_FLOAT:
         if code not in D.FLOATS:
             code = D.DEFAULT_FLOAT
+    elif code == D.BOOL and name == "relu":
+        raise RuntimeError("Boolean inputs not supported for relu")
     elif code == D.BOOL and name == "neg":
         raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. "
                            "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.")
@@ -716,6 +720,7 @@ def _make_binary(name):
     op = _op("aten::" + name)
     cell = _fn_counter(name)
     is_div = name == "div"
+    is_pow = name == "pow"
 
     def f(a, b):
         tb = type(b)
@@ -732,6 +737,8 @@ def _make_binary(name):
         code = _WRAPPED_RESULT[(s.dtype, vc)]
         if is_div and code not in D.FLOATS:
             code = D.DEFAULT_FLOAT
+        elif is_pow and code in D.INTS and vc != D.FLOAT64:
+            _check_int_exponent(b, code)
         cell[0] += 1
         x = a._node
         operands = (x if x is not None else a._ir(), _scalar_node(b))
@@ -740,6 +747,18 @@ def _make_binary(name):
         return _emit(op.qualified_name, operands, code, s.sizes)
     f.__name__ = f.__qualname__ = name
     return f
+
+
+_INT_C_NAMES = {D.UINT8: "uint8_t", D.INT8: "int8_t", D.INT16: "int16_t", D.INT32: "int", D.INT64: "int64_t"}
+
+
+def _check_int_exponent(e, code):
+    """torch's checks of a Python-number exponent of an integral pow (raised at the call, as torch does)."""
+    if e < 0:
+        raise RuntimeError("Integers to negative integer powers are not allowed.")
+    info = _np.iinfo(D.CODE_TO_NP[code])
+    if e > info.max:
+        raise RuntimeError(f"value cannot be converted to type {_INT_C_NAMES[code]} without overflow")
 
 
 _mul = _make_binary("mul")
@@ -770,7 +789,8 @@ def _bind_fast_methods():
             setattr(LazyTensor, f"__{name}__", f)
     mul = F.binary_scalar(Node, _op("aten::mul"), _fn_counter("mul"), float_ok, int_ok, _ME, _mul)
     div = F.binary_scalar(Node, _op("aten::div"), _fn_counter("div"), float_ok, float_ok, _ME, _div)
-    pow_ = F.binary_scalar(Node, _op("aten::pow"), _fn_counter("pow"), float_ok, int_ok, _ME, _pow)
+    # integral pow goes to the closure, which checks the exponent (negative / out of range) as torch does
+    pow_ = F.binary_scalar(Node, _op("aten::pow"), _fn_counter("pow"), float_ok, float_ok, _ME, _pow)
     add = F.add_sub(Node, _op("aten::add"), _fn_counter("add"), float_ok, int_ok, _ME, _ADD_SUB["add"])
     sub = F.add_sub(Node, _op("aten::sub"), _fn_counter("sub"), float_ok, int_ok, _ME, _ADD_SUB["sub"])
     LazyTensor.__mul__ = LazyTensor.__rmul__ = LazyTensor.mul = mul
@@ -791,6 +811,8 @@ def _binary_tt(name, a, b):
         code = D.result_type(((sa.dtype, _prio(a)), (sb.dtype, _prio(b))))
     if name == "div" and code not in D.FLOATS:
         code = D.DEFAULT_FLOAT
+    elif name == "pow" and code == D.BOOL:
+        raise NotImplementedError("\"pow\" not implemented for 'Bool'")
     _fn_counter(name)[0] += 1
     x = a._node if a._node is not None else a._ir()
     y = b._node if b._node is not None else b._ir()
