@@ -63,8 +63,10 @@ def register_view(a, t, meta):
     """Make ``t`` (just traced from ``a``) a view of ``a``: same storage, ``a``'s view chain plus ``meta``."""
     al = _alias_of(a)
     s = al.storage
-    t._base = Alias(s, al.metas + (meta,), s.gen, a if al.root is None else al.root, a)
+    t._base = Alias(s, al.metas + (meta,), al.gen, a if al.root is None else al.root, a)
     s.members.append(weakref.ref(t))
+    if al.stale is not None:         # a view of a stale alias views its old value and is stale itself
+        _make_stale(t)
     return t
 
 

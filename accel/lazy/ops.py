@@ -4,6 +4,7 @@ clamp, the matmul family (as torch decomposes matmul), reductions, the functiona
 import operator
 
 from accel.lazy import _dtypes as D
+from accel.lazy import inplace as _inplace
 from accel.lazy.tensors import (  # noqa: F401
     LazyTensor, Node, _NULL, _as_number, _check_tensor, _dim_list, _dtype_hash, _dtype_name, _emit, _fallback,
     _fmt_size, _fn_counter, _hash, _int_list, _norm_dim, _op, _prio, _scalar_code, _scalar_node, _seed)
@@ -160,12 +161,20 @@ def _amax(a, dim, keepdim):
 
 
 # ---------------------------------------------------------------- views (functionalised *_copy ops)
+def _view_input(a, alias):
+    """The IR a view op reads: functionalisation's view kernels do not regenerate a stale alias, they view
+    its old value (the new view is stale too, and regenerated when used); internal views (alias False:
+    temporaries, view replays) read the current value."""
+    if alias:
+        return _inplace.current(a)._ir()
+    return a._ir()
+
+
 def _view_of(a, t, fwd, rev):
     """Register ``t`` as a view of ``a`` (functionalisation: an in-place op on either updates the other).
     ``fwd(x)`` replays the view on x, ``rev(base, mutated)`` writes a mutated view back into its base, as
     torch's ViewMeta forward / reverse functions (FunctionalInverses) do."""
-    from accel.lazy.inplace import register_view
-    return register_view(a, t, (fwd, rev))
+    return _inplace.register_view(a, t, (fwd, rev))
 
 
 def _infer_size(shape, numel):
@@ -192,7 +201,7 @@ def _view(a, shape, counter, alias=True):
     s = a._shape
     out = _infer_size(size, _numel(s.sizes))
     _fn_counter(counter)[0] += 1
-    t = _emit("aten::view_copy", (a._ir(),), s.dtype, out, _seed(size), "reshape", None, "size=" + _dim_list(size))
+    t = _emit("aten::view_copy", (_view_input(a, alias),), s.dtype, out, _seed(size), "reshape", None, "size=" + _dim_list(size))
     if alias and counter != "_unsafe_view":    # torch's _unsafe_view (inside matmul) makes no view
         t = _view_of(a, t, lambda x: _view(x, size, counter, False),
                      lambda base, m: _view(m, base._shape.sizes, counter, False))
@@ -205,7 +214,7 @@ def _t(a, alias=True):
     if len(s.sizes) > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {len(s.sizes)}D")
     _fn_counter("t_copy")[0] += 1
-    t = _emit("aten::t_copy", (a._ir(),), s.dtype, tuple(reversed(s.sizes)), None, "aten::t_copy")
+    t = _emit("aten::t_copy", (_view_input(a, alias),), s.dtype, tuple(reversed(s.sizes)), None, "aten::t_copy")
     if not alias:
         return t
     return _view_of(a, t, _t_raw, lambda base, m: _t_raw(m))
@@ -228,7 +237,7 @@ def _transpose(a, d0, d1, alias=True):
         perm[i], perm[j] = perm[j], perm[i]
     _fn_counter("transpose_copy")[0] += 1
     d0, d1 = operator.index(d0), operator.index(d1)
-    t = _emit("aten::transpose_copy", (a._ir(),), s.dtype, tuple(sizes), _seed(d0, d1), "permute", tuple(perm),
+    t = _emit("aten::transpose_copy", (_view_input(a, alias),), s.dtype, tuple(sizes), _seed(d0, d1), "permute", tuple(perm),
               f"dim0={d0}, dim1={d1}")
     if not alias:
         return t
@@ -248,7 +257,7 @@ def _permute(a, dims, alias=True):
     if len(set(perm)) != nd:
         raise RuntimeError(f"permute(): duplicate dims are not allowed, got {dims}")
     _fn_counter("permute_copy")[0] += 1
-    t = _emit("aten::permute_copy", (a._ir(),), s.dtype, tuple(s.sizes[p] for p in perm), _seed(dims), "permute",
+    t = _emit("aten::permute_copy", (_view_input(a, alias),), s.dtype, tuple(s.sizes[p] for p in perm), _seed(dims), "permute",
               perm, "dims=" + _dim_list(dims))
     if not alias:
         return t
@@ -268,7 +277,7 @@ def _unsqueeze(a, dim, alias=True):
     pos = d + nd + 1 if d < 0 else d
     sizes = s.sizes[:pos] + (1,) + s.sizes[pos:]
     _fn_counter("unsqueeze_copy")[0] += 1
-    t = _emit("aten::unsqueeze_copy", (a._ir(),), s.dtype, sizes, _seed(d), "reshape", None, f"dim={d}")
+    t = _emit("aten::unsqueeze_copy", (_view_input(a, alias),), s.dtype, sizes, _seed(d), "reshape", None, f"dim={d}")
     if not alias:
         return t
     return _view_of(a, t, lambda x: _unsqueeze(x, d, False), lambda base, m: _squeeze(m, d, False))
@@ -280,13 +289,13 @@ def _squeeze(a, dim=None, alias=True):
     if dim is None:
         _fn_counter("squeeze_copy")[0] += 1
         sizes = tuple(n for n in s.sizes if n != 1)
-        t = _emit("aten::squeeze_copy", (a._ir(),), s.dtype, sizes, None, "reshape")
+        t = _emit("aten::squeeze_copy", (_view_input(a, alias),), s.dtype, sizes, None, "reshape")
     else:
         d = operator.index(dim)
         pos = _norm_dim(d, len(s.sizes))
         _fn_counter("squeeze_copy")[0] += 1
         sizes = s.sizes if not s.sizes or s.sizes[pos] != 1 else s.sizes[:pos] + s.sizes[pos + 1:]
-        t = _emit("aten::squeeze_copy", (a._ir(),), s.dtype, sizes, _seed(d), "reshape", None, f"dim={d}")
+        t = _emit("aten::squeeze_copy", (_view_input(a, alias),), s.dtype, sizes, _seed(d), "reshape", None, f"dim={d}")
     if not alias:
         return t
     return _view_of(a, t, lambda x: _squeeze(x, dim, False), lambda base, m: _unsqueeze_to(m, base._shape.sizes, dim))
@@ -328,7 +337,7 @@ def _expand(a, sizes, alias=True):
                                f"{_fmt_size(s.sizes)}")
         out.append(want)
     _fn_counter("expand_copy_symint")[0] += 1
-    t = _emit("aten::expand_copy", (a._ir(),), s.dtype, tuple(out), _seed(size, False), "expand", None,
+    t = _emit("aten::expand_copy", (_view_input(a, alias),), s.dtype, tuple(out), _seed(size, False), "expand", None,
               f"size={_dim_list(size)}, implicit=0")
     if not alias:
         return t
