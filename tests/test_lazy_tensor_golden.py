@@ -26,7 +26,7 @@ for i, p in enumerate(doc["programs"]):
     why = []
     try:
         arrays = gen.make_inputs(p["inputs"], i)
-        out = gen.run_program(L, p["code"], [L.tensor(a) for a in arrays])
+        out = gen.run_program(L, p["code"], [L.tensor(a) for a in arrays], L.mark_step)
         text = L.get_tensors_text(out)
         if text != p["text"]:
             why.append("text:\n" + text + "expected:\n" + p["text"])

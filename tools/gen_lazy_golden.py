@@ -216,6 +216,84 @@ def random_programs(count, seed=7):
 
 PROGRAMS += random_programs(48)
 
+# In-place ops, views updated in place, aliases, several mark_steps (the code may call mark_step(); eager
+# runs make it a no-op), comparisons and bool(t) (issue 17 B1), and the dtype fixes of B2-B6.  Where eager
+# torch refuses a program that LTC runs (in-place on an expanded view, an in-place cast to an integer dtype)
+# the values are LTC's own ("values_from": "ltc").
+PROGRAMS += [
+    ("ip_add_s", "f32[2,3]", "x0.add_(1)\nout = [x0]"),
+    ("ip_add_t", "f32[2,3] f32[3]", "x0.add_(x1, alpha=2)\nout = [x0]"),
+    ("ip_sub_f", "f32[2,3]", "x0.sub_(0.5)\nout = [x0]"),
+    ("ip_mul_div", "f32[2,3] pf32[2,3]", "x0.mul_(x1)\nx0.div_(4)\nx0.div_(x1)\nout = [x0]"),
+    ("ip_pow", "pf32[2,3]", "x0.pow_(2)\nout = [x0]"),
+    ("ip_ops", "f32[2,3] f32[2,3]", "x0 += 1\nx0 -= x1\nx0 *= 2\nx0 /= 4\nx0 **= 2\nout = [x0]"),
+    ("ip_cast_f64", "f32[2,3] f64[2,3]", "x0.add_(x1)\nout = [x0]"),
+    ("ip_cast_i32", "i32[2,3] i64[2,3]", "x0 += x1\nout = [x0]"),
+    ("ip_cast_i64_mul_f", "i64[2,3] f32[2,3]", "x0 *= x1\nx0.mul_(1.5)\nout = [x0]"),
+    ("ip_bool_mul", "b[2,3] f32[2,3]", "x0.mul_(True)\nx0.mul_(x1)\nout = [x0]"),
+    ("ip_u8_wrap", "u8[2,3]", "x0.add_(300)\nx0 *= 3\nout = [x0]"),
+    ("ip_zero_fill", "f32[2,3] i64[2,3] b[3]", "x0.zero_()\nx1.fill_(2.7)\nx2.fill_(0.5)\nout = [x0, x1, x2]"),
+    ("ip_fill_f", "f32[2,3] f32[]", "x0.fill_(7.25)\nx1.fill_(3)\nout = [x0, x1, x0 + x1]"),
+    ("ip_clamp", "f32[2,3] i64[2,3]", "x0.clamp_(-0.5, 0.5)\nx1.clamp_(min=0)\nout = [x0, x1]"),
+    ("ip_unary", "f32[2,3] pf32[2,3] i64[2,3]",
+     "x0.relu_().neg_().exp_()\nx1.sqrt_().log_()\nx1.sigmoid_()\nx2.abs_()\nx0.tanh_().cos_()\n"
+     "x1.reciprocal_().rsqrt_()\nx1.sin_()\nout = [x0, x1, x2]"),
+    ("ip_copy", "f32[2,3] f32[3] i64[2,3]", "y = x0 * 2\nx0.copy_(x1)\nz = x0 + y\nx0.copy_(x2)\nout = [x0, z, y]"),
+    ("ip_copy_ir", "f32[2,3] f32[2,3]", "e = x1 * 2\nx0.copy_(e)\nout = [x0, e]"),
+    ("ip_alias", "f32[2,3]", "b = x0\nx0 += 1\nout = [b]"),
+    ("ip_chain_uses", "f32[2,3]", "y = x0 * 2\nx0.add_(1)\nz = x0 * y\nx0.mul_(z)\nout = [x0, y, z]"),
+    ("ipv_view_base", "f32[2,3]", "v = x0.view(6)\nv.add_(1)\nout = [x0, v]"),
+    ("ipv_view_base_used", "f32[2,3]", "v = x0.view(6)\nv.add_(1)\nw = x0 * 1\nout = [w, x0, v]"),
+    ("ipv_base_then_view", "f32[2,3]", "v = x0.view(6)\nx0.add_(1)\nout = [x0, v]"),
+    ("ipv_base_then_view_used", "f32[2,3]", "v = x0.view(6)\nx0.add_(1)\nw = v + 0\nout = [w, v, x0]"),
+    ("ipv_t", "f32[2,3]", "v = x0.t()\nv.mul_(2)\nout = [v, x0]"),
+    ("ipv_t_zero", "f32[2,3]", "v = x0.t()\nv.zero_()\nout = [v, x0 + 1]"),
+    ("ipv_t_fill", "f32[2,3]", "v = x0.t()\nv.fill_(2)\nout = [v, x0]"),
+    ("ipv_permute", "f32[2,3,4]", "v = x0.permute(2, 0, 1)\nv.mul_(2)\nout = [v, x0 * 1]"),
+    ("ipv_transpose", "f32[2,3,4]", "v = x0.transpose(0, -1)\nv.sub_(1)\nout = [v, x0 + 0]"),
+    ("ipv_unsqueeze", "f32[2,3]", "v = x0.unsqueeze(-1)\nv.mul_(2)\nout = [v, x0 * 1]"),
+    ("ipv_squeeze", "f32[2,1,3,1]", "v = x0.squeeze()\nv.mul_(2)\nout = [v, x0 * 1]"),
+    ("ipv_squeeze_dim", "f32[2,1,3]", "v = x0.squeeze(-2)\nv.add_(3)\nout = [v, x0 * 1]"),
+    ("ipv_squeeze_noop", "f32[2,3]", "v = x0.squeeze(0)\nv.add_(3)\nout = [v, x0 * 1]"),
+    ("ipv_expand", "f32[3]", "v = x0.expand(2, 3)\nv.mul_(2)\nout = [v, x0 * 1]"),
+    ("ipv_expand_1", "f32[1,3]", "v = x0.expand(4, 3)\nv.add_(1)\nout = [v, x0 * 1]"),
+    ("ipv_reshape", "f32[2,3]", "v = x0.reshape(3, -1)\nv.mul_(2)\nout = [v, x0 * 1]"),
+    ("ipv_view_of_view", "f32[2,3]", "v = x0.view(6)\nw = v.view(3, 2)\nw.mul_(2)\nout = [w, v, x0]"),
+    ("ipv_view_of_view_used", "f32[2,3]",
+     "v = x0.view(6)\nw = v.view(3, 2)\nw.mul_(2)\nz = v + 0\nq = x0 + 0\n"
+     "out = [z, q, w]"),
+    ("ipv_two_views", "f32[2,3]", "v = x0.t()\nw = x0.view(6)\nv.add_(1)\nw.mul_(2)\nout = [x0 + 0, v, w]"),
+    ("ipv_copy", "f32[2,3] f32[2,3]", "v = x0.t()\nv.copy_(x1.t())\nout = [v, x0 + 0]"),
+    ("ipv_clamp_cast", "f32[2,3] f64[3,2]", "v = x0.t()\nv.clamp_(max=0.5)\nv.add_(x1)\nout = [v, x0 * 1]"),
+    ("ipv_iop", "f32[2,3]", "v = x0.unsqueeze(0)\nv += 1\nv *= v\nout = [x0 + 0, v]"),
+    ("step_inplace", "f32[2,3]", "x0.add_(1)\nmark_step()\nx0.mul_(2)\nmark_step()\nx0 -= 1\nout = [x0]"),
+    ("step_view_inplace", "f32[2,3]",
+     "v = x0.view(6)\nv.add_(1)\nmark_step()\nv.mul_(2)\nmark_step()\nw = x0 + 0\nout = [w, v, x0]"),
+    ("step_stale_base", "f32[2,3]", "v = x0.t()\nv.add_(1)\nmark_step()\nout = [x0, v]"),
+    ("sgd_loop", "f32[4,3] f32[3,2] f32[4,2]",
+     "w = x1\nfor i in range(3):\n    g = x0.t() @ ((x0 @ w) - x2)\n    w -= 0.1 * g\n    mark_step()\n"
+     "out = [w, x1]"),
+    ("sgd_fn", "f32[4,3] f32[3,2] f32[4,2]",
+     "def sgd(p, g, lr=0.05):\n    p -= lr * g\nw = x1 * 1\nfor i in range(2):\n"
+     "    sgd(w, x0.t() @ ((x0 @ w) - x2))\nout = [w]"),
+    ("cmp_ops", "f32[2,3] f32[2,3]", "out = [x0 == x1, x0 != x1, x0 < x1, x0 <= x1, x0 > x1, x0 >= x1]"),
+    ("cmp_methods", "f32[2,3] f32[3]", "out = [x0.eq(x1), x0.ne(x1), x0.lt(x1), x0.le(x1), x0.gt(x1), x0.ge(x1)]"),
+    ("cmp_fns", "f32[2,3] f32[2,3]", "out = [T.eq(x0, x1), T.ne(x0, 0), T.lt(x0, 0.5), T.le(x0, x1), T.gt(x0, 1), "
+                                     "T.ge(x0, x1)]"),
+    ("cmp_scalar", "f32[2,3]", "out = [x0 == 1, x0 != 0.5, x0 < 0, x0 <= 1.25, x0 > -1, x0 >= 2]"),
+    ("cmp_reflected", "f32[2,3]", "out = [1 == x0, 0.5 != x0, 0 < x0, 1.25 <= x0, -1 > x0, 2 >= x0]"),
+    ("cmp_promote", "i64[2,3] f32[2,3]", "out = [x0 <= x1, x0 == x1, x0 < 2.5, x0 > 1]"),
+    ("cmp_0dim", "f32[2,3] f64[]", "out = [x0 == x1, x0 > x1]"),
+    ("cmp_bool", "b[3] b[3]", "out = [x0 == x1, x0 != True, x0 < 0.5]"),
+    ("cmp_use", "f32[2,3]", "m = x0 > 0\nout = [m * x0, (x0 < 0).sum(), (x0 == x0).to(T.float32).mean()]"),
+    ("cmp_bool_value", "f32[2,3]", "s = x0.sum()\nk = 2 if bool(s > 0) else 3\nout = [x0 * k]"),
+    ("f16_mean", "f16[70000]", "h = x0 * 0 + 1\nout = [h.mean(), h.mean(0), h.sum()]"),
+    ("f16_sum", "f16[5000]", "h = x0 * 0 + 1\nout = [h.sum(), h.sum(0, keepdim=True)]"),
+    ("int_pow_neg", "i64[5] i64[5]", "e = x1.clamp(-3, 2)\nout = [x0 ** e, x0.pow(e), 2 ** e]"),
+    ("bool_pow", "b[4]", "out = [x0 ** 2, x0 ** 1.5]"),
+    ("softmax_empty", "f32[2,0] f32[0,3]", "out = [x0.softmax(1), x1.log_softmax(1), x1.softmax(0)]"),
+]
+
 DOT_EVERY = 5                 # _get_tensors_dot is recorded for every 5th program (it is long)
 # Counter scenarios: the code sees T, tensor(array), mark_step(), graph_hash(ts), sync_multi(ts),
 # to_numpy(t), record(ts) (takes the IR text of ts), reuse(flag) (set_reuse_ir) and np; the LTC counters
@@ -276,10 +354,32 @@ for i in range(3):
 reuse(False)
 """),
 ]
+COUNTER_SCENARIOS += [
+    ("inplace_views", """
+a = tensor(np.ones((2, 3), np.float32)); b = tensor(np.full((3,), 2.0, np.float32))
+v = a.t(); v.mul_(2)
+w = a.view(6); w.add_(1)
+record([a, v, w])
+a.add_(b)
+record([a, v])
+mark_step()
+a.fill_(3); a.zero_(); c = a == 0
+e = a * 2; a.copy_(e)
+record([a, c, v])
+"""),
+    ("sgd_steps", """
+x = tensor(np.ones((4, 3), np.float32)); p = tensor(np.ones((3, 2), np.float32))
+for i in range(3):
+    p -= 0.1 * (x @ p).sum()
+    mark_step()
+to_numpy(p)
+"""),
+]
 COUNTERS_SKIPPED = ("CreateLtcTensor", "DestroyLtcTensor")
 
-_DTYPES = {"f32": "float32", "f64": "float64", "i32": "int32", "i64": "int64", "b": "bool"}
-_SPEC = re.compile(r"^(p?)(f32|f64|i32|i64|b)\[([0-9,]*)\]$")
+_DTYPES = {"f16": "float16", "f32": "float32", "f64": "float64", "u8": "uint8", "i32": "int32", "i64": "int64",
+           "b": "bool"}
+_SPEC = re.compile(r"^(p?)(f16|f32|f64|u8|i32|i64|b)\[([0-9,]*)\]$")
 
 
 def make_inputs(spec, index):
@@ -296,6 +396,8 @@ def make_inputs(spec, index):
             a = rng.integers(0, 2, shape).astype(bool)
         elif dt.startswith("i"):
             a = rng.integers(-5, 6, shape).astype(_DTYPES[dt])
+        elif dt == "u8":
+            a = rng.integers(0, 256, shape).astype(np.uint8)
         else:
             q = rng.integers(1, 9, shape) if positive else rng.integers(-8, 9, shape)
             a = (q / 4.0).astype(_DTYPES[dt])
@@ -303,8 +405,9 @@ def make_inputs(spec, index):
     return out
 
 
-def run_program(T, code, inputs):
-    env = {"T": T}
+def run_program(T, code, inputs, mark_step=None):
+    """Run a program's code; ``mark_step`` is what the code's mark_step() calls (eager runs: nothing)."""
+    env = {"T": T, "mark_step": mark_step or (lambda: None)}
     for i, x in enumerate(inputs):
         env[f"x{i}"] = x
     exec(code, env)
@@ -339,7 +442,8 @@ def main(path):
             raise ValueError(f"duplicate program name {name}")
         names.add(name)
         arrays = make_inputs(spec, index)
-        lazy = run_program(torch, code, [torch.from_numpy(a.copy()).to("lazy") for a in arrays])
+        lazy = run_program(torch, code, [torch.from_numpy(a.copy()).to("lazy") for a in arrays],
+                           torch._lazy.mark_step)
         text = strip.sub("", torch._C._lazy._get_tensors_text(lazy))
         ghash = torch._C._lazy._get_graph_hash(lazy).hex()
         dot = None
@@ -349,9 +453,16 @@ def main(path):
             except IndexError:        # torch's ToDot reads shape(0) of tensor_list nodes, which have none
                 pass
         torch._lazy.mark_step()
-        eager = run_program(torch, code, [torch.from_numpy(a.copy()) for a in arrays])
+        values_from = None
+        try:
+            eager = [t.numpy() for t in run_program(torch, code, [torch.from_numpy(a.copy()) for a in arrays])]
+        except RuntimeError:          # eager torch refuses what LTC runs: LTC's values
+            eager = [t.cpu().numpy() for t in lazy]
+            values_from = "ltc"
         entry = {"name": name, "inputs": spec, "code": code, "text": text, "hash": ghash,
-                 "values": [_encode(t.numpy()) for t in eager]}
+                 "values": [_encode(t) for t in eager]}
+        if values_from:
+            entry["values_from"] = values_from
         if dot is not None:
             entry["dot"] = dot
         programs.append(entry)

@@ -20,21 +20,41 @@ _UFUNC = {"aten::neg": "negative", "aten::abs": "absolute", "aten::exp": "exp", 
           "aten::sqrt": "sqrt", "aten::cos": "cos", "aten::tanh": "tanh", "aten::mul": "multiply",
           "aten::div": "true_divide", "aten::maximum": "maximum", "aten::minimum": "minimum",
           "aten::pow": "power"}
-_EWISE = set(_UFUNC) | {"aten::add", "aten::sub", "aten::relu", "aten::sigmoid", "aten::rsqrt",
+_COMPARE = {"aten::eq": "equal", "aten::ne": "not_equal", "aten::lt": "less", "aten::le": "less_equal",
+            "aten::gt": "greater", "aten::ge": "greater_equal"}
+_EWISE = set(_UFUNC) | set(_COMPARE) | {"aten::add", "aten::sub", "aten::relu", "aten::sigmoid", "aten::rsqrt",
                         "aten::reciprocal", "aten::clamp"}
 _VIEWS = {"reshape", "permute", "expand", "aten::t_copy"}
 
 
 def _softmax(x, axis):
+    if _np.size(x) == 0:                 # torch returns the empty result (numpy's max refuses a 0-size axis)
+        return _np.empty_like(x)
     e = _np.exp(x - _np.max(x, axis=axis, keepdims=True))
     e /= _np.sum(e, axis=axis, keepdims=True)
     return e
 
 
 def _log_softmax(x, axis):
+    if _np.size(x) == 0:
+        return _np.empty_like(x)
     s = x - _np.max(x, axis=axis, keepdims=True)
     s -= _np.log(_np.sum(_np.exp(s), axis=axis, keepdims=True))
     return s
+
+
+def _ipow(x, y, dt):
+    """pow with an integral or bool result as torch computes it: a negative exponent gives 1 for base 1, +-1
+    for base -1 and 0 otherwise (numpy refuses negative integer powers); bool ** bool is ``x or not y``."""
+    x, y = _np.asarray(x), _np.asarray(y)
+    if dt == _np.bool_:
+        return _np.logical_or(x, _np.logical_not(y))
+    neg = y < 0
+    if not neg.any():
+        return _np.power(x, y, dtype=dt)
+    r = _np.power(x, _np.where(neg, 0, y), dtype=dt)
+    alt = _np.where(x == 1, 1, _np.where(x == -1, _np.where(y % 2 == 0, 1, -1), 0))
+    return _np.where(neg, alt, r).astype(dt)
 
 
 def _astype(x, dt):
@@ -47,10 +67,11 @@ def _wrap_int(v, dt):
     return _np.array(v, _np.int64).astype(dt)[()]
 
 
-_GLOBALS = {"_" + n: getattr(_np, n) for n in set(_UFUNC.values()) | {
+_GLOBALS = {"_" + n: getattr(_np, n) for n in set(_UFUNC.values()) | set(_COMPARE.values()) | {
     "add", "subtract", "clip", "sum", "mean", "matmul", "reshape", "transpose", "broadcast_to", "concatenate",
-    "asarray"}}
-_GLOBALS.update({"_softmax": _softmax, "_log_softmax": _log_softmax, "_astype": _astype, "_wrap_int": _wrap_int})
+    "asarray", "full", "zeros"}}
+_GLOBALS.update({"_softmax": _softmax, "_log_softmax": _log_softmax, "_astype": _astype, "_wrap_int": _wrap_int,
+                 "_ipow": _ipow})
 _NARROW_INTS = frozenset((D.UINT8, D.INT8, D.INT16, D.INT32))
 for _c, _dt in D.CODE_TO_NP.items():
     _GLOBALS[f"_d{_c}"] = _dt
@@ -212,7 +233,9 @@ class _Compiler:
                        and m.shapes[0].dtype in D.INTS else v for k, (v, m) in enumerate(zip(ins, opnodes))]
         L = self.lines.append
         x = ins[0] if ins else None
-        if kind in _UFUNC:
+        if kind == "aten::pow" and code not in D.FLOATS:
+            L(f"{out} = _ipow({ins[0]}, {ins[1]}, {dt})")
+        elif kind in _UFUNC:
             L(f"{out} = _{_UFUNC[kind]}({', '.join(ins)}{kw})")
         elif kind in ("aten::add", "aten::sub"):
             f = "_add" if kind == "aten::add" else "_subtract"
@@ -241,11 +264,17 @@ class _Compiler:
             L(f"{out} = _clip({x}, {lo}, {hi}{kw})")
         elif kind in ("aten::sum.all", "aten::mean.all"):
             f = "_sum" if kind == "aten::sum.all" else "_mean"
-            L(f"{out} = {f}({x}, dtype={dt})")
+            if code == D.FLOAT16:         # torch accumulates float16 in float32
+                L(f"{out} = {f}({x}, dtype=_d{D.FLOAT32}).astype({dt})")
+            else:
+                L(f"{out} = {f}({x}, dtype={dt})")
         elif kind in ("aten::sum.dim", "aten::mean.dim"):
             f = "_sum" if kind == "aten::sum.dim" else "_mean"
             axes, keep = attrs[1]
-            L(f"{out} = {f}({x}, axis={axes!r}, keepdims={keep}, dtype={dt})")
+            if code == D.FLOAT16:
+                L(f"{out} = {f}({x}, axis={axes!r}, keepdims={keep}, dtype=_d{D.FLOAT32}).astype({dt})")
+            else:
+                L(f"{out} = {f}({x}, axis={axes!r}, keepdims={keep}, dtype={dt})")
         elif kind in ("aten::mm", "aten::bmm", "aten::mv"):
             L(f"{out} = _matmul({ins[0]}, {ins[1]})")
         elif kind == "reshape":
@@ -260,6 +289,17 @@ class _Compiler:
             L(f"{out} = {kind[6:]}({x}, {attrs[1]})")
         elif kind == "aten::_to_copy":
             L(f"{out} = _astype({x}, {dt})")
+        elif kind in _COMPARE:
+            # compared in torch's promoted dtype (numpy would promote int64 with float32 to float64)
+            cmp = D.CODE_TO_NP[attrs[1]]
+            samples = [_sample(m, self.index[m] in param_of) for m in opnodes]
+            if _np.result_type(*samples) != cmp:
+                ins = [f"_astype({v}, _d{attrs[1]})" for v in ins]
+            L(f"{out} = _{_COMPARE[kind]}({ins[0]}, {ins[1]}{', out=' + buf if buf else ''})")
+        elif kind == "aten::zero":
+            L(f"{out} = _zeros({tuple(shape.sizes)!r}, {dt})")
+        elif kind == "fill":
+            L(f"{out} = _full({tuple(shape.sizes)!r}, {x}, {dt})")
         elif kind == "lazy_tensors::tensor_list":
             L(f"{out} = ({', '.join(ins)},)")
         elif kind == "aten::cat":
@@ -278,7 +318,13 @@ def eager(name, args):
         return _np.sin(x if x.dtype.kind == "f" else x.astype(_np.float32))
     if name == "rpow":                       # number ** tensor
         x = _np.asarray(args[0])
-        return _np.power(args[1], x.astype(_np.float64) if x.dtype.kind == "f" else x)
+        if x.dtype.kind == "f":
+            return _np.power(args[1], x.astype(_np.float64))
+        if type(args[1]) is float:
+            return _np.power(args[1], x)
+        return _ipow(args[1], x, _np.result_type(x, args[1]) if x.dtype.kind != "b" else _np.int64)
     if name == "dot":
         return _np.dot(args[0], args[1])
+    if name == "copy":                       # dst.copy_(src): src broadcast to dst's shape (cast by the caller)
+        return _np.broadcast_to(args[1], _np.shape(args[0]))
     raise NotImplementedError(f"no eager kernel for {name!r}")

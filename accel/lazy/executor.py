@@ -11,6 +11,7 @@ from accel.lazy import metrics as _metrics
 from accel.lazy import tensors as _t
 from accel.lazy.backend import NumpyBackend
 from accel.lazy.cache import ComputationCache
+from accel.lazy.inplace import current as _current
 from accel.lazy.tensors import Data, LazyTensor
 
 _ir = _impl.module("_ir")
@@ -84,7 +85,7 @@ def _check_tensors(tensors, what):
     for i, t in enumerate(tensors):
         if type(t) is not LazyTensor:
             raise TypeError(f"{what}: tensors[{i}] must be a lazy tensor, got {type(t).__name__}: {t!r}")
-    return tensors
+    return [_current(t) for t in tensors]
 
 
 def _collect(tensors):
@@ -173,7 +174,9 @@ def sync_tensors(tensors):
         _c_synced[0] += len(roots)
         nodes = [t._node for t in roots]
         outs = _execute(nodes, _ir.graph_hash(nodes))
-        for t, a in zip(roots, outs):
+        for t, n, a in zip(roots, nodes, outs):
+            if t._node is not n:        # an in-place op on another thread gave it a newer value meanwhile
+                continue
             t._handle = Data(a)         # data first: a tracing thread reading _node then _handle sees one
             t._node = None
             t._src = None
@@ -183,7 +186,7 @@ def sync_multi(tensors, devices=None):
     """torch._lazy.sync_multi: sync the given lazy tensors (others are ignored, as torch filters them)."""
     if isinstance(tensors, LazyTensor):
         tensors = [tensors]
-    sync_tensors([t for t in tensors if type(t) is LazyTensor])
+    sync_tensors([_current(t) for t in tensors if type(t) is LazyTensor])
 
 
 def mark_step(device="", wait=False):
@@ -238,6 +241,9 @@ def tensor_value(t):
             h = t._handle
             if h is None:
                 if t._node is None:
+                    if t._src is None:      # a stale alias (accel.lazy.inplace): regenerate it first
+                        t._ir()
+                        return tensor_value(t)
                     return t._src.array
                 h = t._handle = Data(compute_values([t])[0])
     return h.array

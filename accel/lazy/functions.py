@@ -39,6 +39,22 @@ def minimum(input, other):
     return _input(input, "minimum").minimum(other)
 
 
+def _compare(name):
+    def f(input, other):
+        return getattr(_input(input, name), name)(other)
+    f.__name__ = f.__qualname__ = name
+    f.__doc__ = f"torch.{name} on a lazy tensor (a Bool tensor)."
+    return f
+
+
+eq = _compare("eq")
+ne = _compare("ne")
+lt = _compare("lt")
+le = _compare("le")
+gt = _compare("gt")
+ge = _compare("ge")
+
+
 def _unary(name):
     def f(input):
         return getattr(_input(input, name), name)()
@@ -108,4 +124,5 @@ def clamp(input, min=None, max=None):
 
 __all__ = ["add", "sub", "mul", "div", "pow", "maximum", "minimum", "matmul", "mm", "bmm", "neg", "abs", "exp",
            "log", "sqrt", "rsqrt", "sin", "cos", "tanh", "sigmoid", "relu", "reciprocal", "sum", "mean", "amax",
-           "reshape", "t", "transpose", "permute", "unsqueeze", "squeeze", "softmax", "log_softmax", "clamp", "cat"]
+           "reshape", "t", "transpose", "permute", "unsqueeze", "squeeze", "softmax", "log_softmax", "clamp", "cat",
+           "eq", "ne", "lt", "le", "gt", "ge"]

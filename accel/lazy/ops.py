@@ -4,6 +4,7 @@ clamp, the matmul family (as torch decomposes matmul), reductions, the functiona
 import operator
 
 from accel.lazy import _dtypes as D
+from accel.lazy import inplace as _inplace
 from accel.lazy.tensors import (  # noqa: F401
     LazyTensor, Node, _NULL, _as_number, _check_tensor, _dim_list, _dtype_hash, _dtype_name, _emit, _fallback,
     _fmt_size, _fn_counter, _hash, _int_list, _norm_dim, _op, _prio, _scalar_code, _scalar_node, _seed)
@@ -88,9 +89,7 @@ def matmul(a, b):
     if da == 2 and db == 1:
         return _mv(a, b)
     if da == 1 and db == 2:
-        t = _squeeze(mm(_unsqueeze(a, 0), b), 0)
-        t._base = None                     # torch squeezes in place (squeeze_): no view of the product
-        return t
+        return _squeeze(mm(_unsqueeze(a, 0, False), b), 0, False)   # torch squeezes in place: no view
     if da >= 3 and db == 2:
         if sa[-1] != sb[0]:
             raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied "
@@ -102,8 +101,8 @@ def matmul(a, b):
             raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
                                f"[{_numel(sa[:-2])}, {sa[-1]}] but got: [{_numel(sb[:-2])}, {sb[-2]}].")
         batch = _numel(sa[:-2])
-        x = _view(_expand(a, sa), (batch,) + sa[-2:], "view_copy_symint")
-        y = _view(_expand(b, sb), (batch,) + sb[-2:], "view_copy_symint")
+        x = _view(_expand(a, sa, False), (batch,) + sa[-2:], "view_copy_symint", False)
+        y = _view(_expand(b, sb, False), (batch,) + sb[-2:], "view_copy_symint", False)
         return _view(bmm(x, y), sa[:-2] + (sa[-2], sb[-1]), "_unsafe_view")
     raise NotImplementedError(f"matmul of shapes {_fmt_size(sa)} and {_fmt_size(sb)} is not supported by accel.lazy "
                               "(supported: 1-D/2-D operands, N-D @ 2-D, and N-D @ N-D with equal batch sizes)")
@@ -162,9 +161,20 @@ def _amax(a, dim, keepdim):
 
 
 # ---------------------------------------------------------------- views (functionalised *_copy ops)
-def _view_of(a, t):
-    t._base = a
-    return t
+def _view_input(a, alias):
+    """The IR a view op reads: functionalisation's view kernels do not regenerate a stale alias, they view
+    its old value (the new view is stale too, and regenerated when used); internal views (alias False:
+    temporaries, view replays) read the current value."""
+    if alias:
+        return _inplace.current(a)._ir()
+    return a._ir()
+
+
+def _view_of(a, t, fwd, rev):
+    """Register ``t`` as a view of ``a`` (functionalisation: an in-place op on either updates the other).
+    ``fwd(x)`` replays the view on x, ``rev(base, mutated)`` writes a mutated view back into its base, as
+    torch's ViewMeta forward / reverse functions (FunctionalInverses) do."""
+    return _inplace.register_view(a, t, (fwd, rev))
 
 
 def _infer_size(shape, numel):
@@ -185,28 +195,36 @@ def _infer_size(shape, numel):
     return tuple(shape)
 
 
-def _view(a, shape, counter):
+def _view(a, shape, counter, alias=True):
     _check_tensor(a, "view() input")
     size = _int_list(shape, "view() size")
     s = a._shape
     out = _infer_size(size, _numel(s.sizes))
     _fn_counter(counter)[0] += 1
-    t = _emit("aten::view_copy", (a._ir(),), s.dtype, out, _seed(size), "reshape", None, "size=" + _dim_list(size))
-    if counter != "_unsafe_view":          # torch's _unsafe_view (inside matmul) makes no view
-        t._base = a
+    t = _emit("aten::view_copy", (_view_input(a, alias),), s.dtype, out, _seed(size), "reshape", None, "size=" + _dim_list(size))
+    if alias and counter != "_unsafe_view":    # torch's _unsafe_view (inside matmul) makes no view
+        t = _view_of(a, t, lambda x: _view(x, size, counter, False),
+                     lambda base, m: _view(m, base._shape.sizes, counter, False))
     return t
 
 
-def _t(a):
+def _t(a, alias=True):
     _check_tensor(a, "t() input")
     s = a._shape
     if len(s.sizes) > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {len(s.sizes)}D")
     _fn_counter("t_copy")[0] += 1
-    return _view_of(a, _emit("aten::t_copy", (a._ir(),), s.dtype, tuple(reversed(s.sizes)), None, "aten::t_copy"))
+    t = _emit("aten::t_copy", (_view_input(a, alias),), s.dtype, tuple(reversed(s.sizes)), None, "aten::t_copy")
+    if not alias:
+        return t
+    return _view_of(a, t, _t_raw, lambda base, m: _t_raw(m))
 
 
-def _transpose(a, d0, d1):
+def _t_raw(x):
+    return _t(x, False)
+
+
+def _transpose(a, d0, d1, alias=True):
     _check_tensor(a, "transpose() input")
     s = a._shape
     nd = len(s.sizes)
@@ -219,11 +237,14 @@ def _transpose(a, d0, d1):
         perm[i], perm[j] = perm[j], perm[i]
     _fn_counter("transpose_copy")[0] += 1
     d0, d1 = operator.index(d0), operator.index(d1)
-    return _view_of(a, _emit("aten::transpose_copy", (a._ir(),), s.dtype, tuple(sizes), _seed(d0, d1),
-                             "permute", tuple(perm), f"dim0={d0}, dim1={d1}"))
+    t = _emit("aten::transpose_copy", (_view_input(a, alias),), s.dtype, tuple(sizes), _seed(d0, d1), "permute", tuple(perm),
+              f"dim0={d0}, dim1={d1}")
+    if not alias:
+        return t
+    return _view_of(a, t, lambda x: _transpose(x, d0, d1, False), lambda base, m: _transpose(m, d0, d1, False))
 
 
-def _permute(a, dims):
+def _permute(a, dims, alias=True):
     _check_tensor(a, "permute() input")
     dims = _int_list(dims, "permute() dims")
     s = a._shape
@@ -236,11 +257,17 @@ def _permute(a, dims):
     if len(set(perm)) != nd:
         raise RuntimeError(f"permute(): duplicate dims are not allowed, got {dims}")
     _fn_counter("permute_copy")[0] += 1
-    return _view_of(a, _emit("aten::permute_copy", (a._ir(),), s.dtype, tuple(s.sizes[p] for p in perm),
-                             _seed(dims), "permute", perm, "dims=" + _dim_list(dims)))
+    t = _emit("aten::permute_copy", (_view_input(a, alias),), s.dtype, tuple(s.sizes[p] for p in perm), _seed(dims), "permute",
+              perm, "dims=" + _dim_list(dims))
+    if not alias:
+        return t
+    inverse = [0] * nd
+    for i, p in enumerate(perm):
+        inverse[p] = i
+    return _view_of(a, t, lambda x: _permute(x, dims, False), lambda base, m: _permute(m, inverse, False))
 
 
-def _unsqueeze(a, dim):
+def _unsqueeze(a, dim, alias=True):
     _check_tensor(a, "unsqueeze() input")
     s = a._shape
     nd = len(s.sizes)
@@ -250,23 +277,43 @@ def _unsqueeze(a, dim):
     pos = d + nd + 1 if d < 0 else d
     sizes = s.sizes[:pos] + (1,) + s.sizes[pos:]
     _fn_counter("unsqueeze_copy")[0] += 1
-    return _view_of(a, _emit("aten::unsqueeze_copy", (a._ir(),), s.dtype, sizes, _seed(d), "reshape", None, f"dim={d}"))
+    t = _emit("aten::unsqueeze_copy", (_view_input(a, alias),), s.dtype, sizes, _seed(d), "reshape", None, f"dim={d}")
+    if not alias:
+        return t
+    return _view_of(a, t, lambda x: _unsqueeze(x, d, False), lambda base, m: _squeeze(m, d, False))
 
 
-def _squeeze(a, dim=None):
+def _squeeze(a, dim=None, alias=True):
     _check_tensor(a, "squeeze() input")
     s = a._shape
-    _fn_counter("squeeze_copy")[0] += 1
     if dim is None:
+        _fn_counter("squeeze_copy")[0] += 1
         sizes = tuple(n for n in s.sizes if n != 1)
-        return _view_of(a, _emit("aten::squeeze_copy", (a._ir(),), s.dtype, sizes, None, "reshape"))
-    d = operator.index(dim)
-    pos = _norm_dim(d, len(s.sizes))
-    sizes = s.sizes if not s.sizes or s.sizes[pos] != 1 else s.sizes[:pos] + s.sizes[pos + 1:]
-    return _view_of(a, _emit("aten::squeeze_copy", (a._ir(),), s.dtype, sizes, _seed(d), "reshape", None, f"dim={d}"))
+        t = _emit("aten::squeeze_copy", (_view_input(a, alias),), s.dtype, sizes, None, "reshape")
+    else:
+        d = operator.index(dim)
+        pos = _norm_dim(d, len(s.sizes))
+        _fn_counter("squeeze_copy")[0] += 1
+        sizes = s.sizes if not s.sizes or s.sizes[pos] != 1 else s.sizes[:pos] + s.sizes[pos + 1:]
+        t = _emit("aten::squeeze_copy", (_view_input(a, alias),), s.dtype, sizes, _seed(d), "reshape", None, f"dim={d}")
+    if not alias:
+        return t
+    return _view_of(a, t, lambda x: _squeeze(x, dim, False), lambda base, m: _unsqueeze_to(m, base._shape.sizes, dim))
 
 
-def _expand(a, sizes):
+def _unsqueeze_to(m, sizes, dim):
+    """torch's unsqueeze_copy_to (the inverse of squeeze): unsqueeze_copy at each squeezed size-1 dim of ``sizes``."""
+    if dim is None:
+        dims = range(len(sizes))
+    else:
+        dims = (_norm_dim(dim, len(sizes)),) if sizes else ()
+    for d in dims:
+        if sizes[d] == 1:
+            m = _unsqueeze(m, d, False)
+    return m
+
+
+def _expand(a, sizes, alias=True):
     _check_tensor(a, "expand() input")
     size = _int_list(sizes, "expand() size")
     s = a._shape
@@ -290,8 +337,26 @@ def _expand(a, sizes):
                                f"{_fmt_size(s.sizes)}")
         out.append(want)
     _fn_counter("expand_copy_symint")[0] += 1
-    return _view_of(a, _emit("aten::expand_copy", (a._ir(),), s.dtype, tuple(out), _seed(size, False), "expand",
-                             None, f"size={_dim_list(size)}, implicit=0"))
+    t = _emit("aten::expand_copy", (_view_input(a, alias),), s.dtype, tuple(out), _seed(size, False), "expand", None,
+              f"size={_dim_list(size)}, implicit=0")
+    if not alias:
+        return t
+    return _view_of(a, t, lambda x: _expand(x, size, False), _expand_inverse)
+
+
+def _expand_inverse(base, m):
+    """torch's expand inverse (FunctionalInverses, NeverView): base + sum_to(mutated - base, base.sizes)."""
+    bs, ms = base._shape.sizes, m._shape.sizes
+    diff = m.sub(base)
+    if not bs:
+        return base.add(_reduce("sum", diff, None, False))
+    lead = len(ms) - len(bs)
+    dims = list(range(lead)) + [i for i in range(lead, len(ms)) if bs[i - lead] == 1 and ms[i] != 1]
+    if dims:
+        diff = _reduce("sum", diff, dims, True)
+    if lead > 0:
+        diff = _view(diff, bs, "view_copy_symint", False)
+    return base.add(diff)
 
 
 # ---------------------------------------------------------------- others
@@ -310,17 +375,23 @@ def _softmax(opname, a, dim):
 _TO_COPY_NULLS = (_NULL, _NULL, _NULL)
 
 
-def _to(a, dtype):
+_STRIDED = _hash.hash_scalar(0, "int8")        # c10::Layout::Strided
+
+
+def _to(a, dtype, layout=False):
+    """a.to(dtype): aten::_to_copy; ``layout``: with layout=Strided, as functionalisation casts an in-place
+    op's result back to the tensor's dtype."""
     _check_tensor(a, "to() input")
     code = D.to_code(dtype, "to() dtype")
     s = a._shape
     if code == s.dtype:
         return a
     _fn_counter("_to_copy")[0] += 1
-    seed = _hash.mhash_hashes((_dtype_hash(code),) + _TO_COPY_NULLS + (_hash.hash_value(False), _NULL))
+    nulls = (_STRIDED, _NULL, _NULL) if layout else _TO_COPY_NULLS
+    seed = _hash.mhash_hashes((_dtype_hash(code),) + nulls + (_hash.hash_value(False), _NULL))
     return _emit("aten::_to_copy", (a._ir(),), code, s.sizes, seed, "aten::_to_copy", None,
-                 f"dtype={_dtype_name(code)}, layout=null, device=null, pin_memory=null, non_blocking=0, "
-                 "memory_format=null")
+                 f"dtype={_dtype_name(code)}, layout={'Strided' if layout else 'null'}, device=null, "
+                 "pin_memory=null, non_blocking=0, memory_format=null")
 
 
 def cat(tensors, dim=0):

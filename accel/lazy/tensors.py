@@ -389,6 +389,8 @@ class LazyTensor(_lt.TensorBase):
         elif h is None:
             h = self._handle            # another thread's sync moved the source data to _handle meanwhile
             if h is None:
+                if self._base is not None and _inplace.sync(self):    # stale alias: regenerate it
+                    return self._ir()
                 raise RuntimeError("lazy tensor has neither IR nor data")
         n = _dd(self._shape, h)
         self._node = n
@@ -446,7 +448,98 @@ class LazyTensor(_lt.TensorBase):
         return f"<LazyTensor id={self._id} {_dtype_name(self._shape.dtype)}{list(self._shape.sizes)} {state}>"
 
     def __bool__(self):
-        raise RuntimeError("the truth value of a lazy tensor is ambiguous; call .item() or .numpy()")
+        """torch's Tensor.__bool__: the truth value of a one-element tensor (computed now, as .item())."""
+        n = self.numel()
+        if n != 1:
+            raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous" if n else
+                               "Boolean value of Tensor with no values is ambiguous")
+        from accel.lazy import executor
+        _c_local_scalar[0] += 1
+        _c_to_copy[0] += 1
+        return bool(executor.tensor_value(self).reshape(-1)[0])
+
+    # tensors stay hashable by identity although == is elementwise (as torch's)
+    __hash__ = _lt.TensorBase.__hash__
+
+    # ---- comparisons (aten::eq/ne/lt/le/gt/ge, Bool results); reflected forms come through Python's swap ----
+    def __eq__(self, other):
+        return _compare("eq", self, other, True)
+
+    def __ne__(self, other):
+        return _compare("ne", self, other, True)
+
+    def __lt__(self, other):
+        return _compare("lt", self, other, True)
+
+    def __le__(self, other):
+        return _compare("le", self, other, True)
+
+    def __gt__(self, other):
+        return _compare("gt", self, other, True)
+
+    def __ge__(self, other):
+        return _compare("ge", self, other, True)
+
+    def eq(self, other):
+        return _compare("eq", self, other)
+
+    def ne(self, other):
+        return _compare("ne", self, other)
+
+    def lt(self, other):
+        return _compare("lt", self, other)
+
+    def le(self, other):
+        return _compare("le", self, other)
+
+    def gt(self, other):
+        return _compare("gt", self, other)
+
+    def ge(self, other):
+        return _compare("ge", self, other)
+
+    # ---- in-place ops (functionalised as torch records them for LTC: accel.lazy.inplace) ----
+    def add_(self, other, alpha=1):
+        return _inplace.add_(self, other, alpha)
+
+    def sub_(self, other, alpha=1):
+        return _inplace.sub_(self, other, alpha)
+
+    def mul_(self, other):
+        return _inplace.mul_(self, other)
+
+    def div_(self, other):
+        return _inplace.div_(self, other)
+
+    def pow_(self, exponent):
+        return _inplace.pow_(self, exponent)
+
+    def __iadd__(self, other):
+        return _inplace.add_(self, other)
+
+    def __isub__(self, other):
+        return _inplace.sub_(self, other)
+
+    def __imul__(self, other):
+        return _inplace.mul_(self, other)
+
+    def __itruediv__(self, other):
+        return _inplace.div_(self, other)
+
+    def __ipow__(self, other):
+        return _inplace.pow_(self, other)
+
+    def clamp_(self, min=None, max=None):
+        return _inplace.clamp_(self, min, max)
+
+    def zero_(self):
+        return _inplace.zero_(self)
+
+    def fill_(self, value):
+        return _inplace.fill_(self, value)
+
+    def copy_(self, src):
+        return _inplace.copy_(self, src)
 
     # ---- arithmetic (add, sub, mul, div, pow, their operators, and the unary ops are bound after the
     # class from per-op closures: see _bind_fast_methods) ----
@@ -535,6 +628,20 @@ class LazyTensor(_lt.TensorBase):
         return _to(self, dtype)
 
 
+def _make_unary_(name):
+    def f(self):
+        return _inplace.unary_(self, name)
+    f.__name__ = f.__qualname__ = name + "_"
+    f.__doc__ = f"In-place {name} (functionalised: {name}, cast back to the tensor's dtype if needed)."
+    return f
+
+
+for _n in ("neg", "abs", "exp", "log", "sqrt", "rsqrt", "sin", "cos", "tanh", "sigmoid", "relu", "reciprocal"):
+    setattr(LazyTensor, _n + "_", _make_unary_(_n))
+del _n
+
+_c_local_scalar = _cell("aten::_local_scalar_dense")
+
 _lt.setup(LazyTensor, _c_create, _c_destroy, _data_cache, _device_data, DEVICE, _SCALAR_KIND)
 
 
@@ -554,6 +661,8 @@ def tensor(data, dtype=None):
             a = a.astype(_np.float32)          # torch.tensor(1.5) is Float
     else:
         a = _np.array(data, dtype=None if dtype is None else D.CODE_TO_NP[D.to_code(dtype)], copy=True)
+        if dtype is None and a.dtype == _np.float64 and not isinstance(data, (_np.ndarray, _np.generic)):
+            a = a.astype(_np.float32)          # torch.tensor([1.5]) is Float (the default dtype)
     code = D.NP_TO_CODE.get(a.dtype.newbyteorder("=") if a.dtype.byteorder == ">" else a.dtype)
     if code is None:
         raise TypeError(f"tensor() got numpy dtype {a.dtype}; supported: "
@@ -577,6 +686,8 @@ def _unary_impl(name, a):
     if name in _UNARY_FLOAT:
         if code not in D.FLOATS:
             code = D.DEFAULT_FLOAT
+    elif code == D.BOOL and name == "relu":
+        raise RuntimeError("Boolean inputs not supported for relu")
     elif code == D.BOOL and name == "neg":
         raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. "
                            "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.")
@@ -627,6 +738,7 @@ def _make_binary(name):
     op = _op("aten::" + name)
     cell = _fn_counter(name)
     is_div = name == "div"
+    is_pow = name == "pow"
 
     def f(a, b):
         tb = type(b)
@@ -643,6 +755,8 @@ def _make_binary(name):
         code = _WRAPPED_RESULT[(s.dtype, vc)]
         if is_div and code not in D.FLOATS:
             code = D.DEFAULT_FLOAT
+        elif is_pow and code in D.INTS and vc != D.FLOAT64:
+            _check_int_exponent(b, code)
         cell[0] += 1
         x = a._node
         operands = (x if x is not None else a._ir(), _scalar_node(b))
@@ -651,6 +765,18 @@ def _make_binary(name):
         return _emit(op.qualified_name, operands, code, s.sizes)
     f.__name__ = f.__qualname__ = name
     return f
+
+
+_INT_C_NAMES = {D.UINT8: "uint8_t", D.INT8: "int8_t", D.INT16: "int16_t", D.INT32: "int", D.INT64: "int64_t"}
+
+
+def _check_int_exponent(e, code):
+    """torch's checks of a Python-number exponent of an integral pow (raised at the call, as torch does)."""
+    if e < 0:
+        raise RuntimeError("Integers to negative integer powers are not allowed.")
+    info = _np.iinfo(D.CODE_TO_NP[code])
+    if e > info.max:
+        raise RuntimeError(f"value cannot be converted to type {_INT_C_NAMES[code]} without overflow")
 
 
 _mul = _make_binary("mul")
@@ -681,7 +807,8 @@ def _bind_fast_methods():
             setattr(LazyTensor, f"__{name}__", f)
     mul = F.binary_scalar(Node, _op("aten::mul"), _fn_counter("mul"), float_ok, int_ok, _ME, _mul)
     div = F.binary_scalar(Node, _op("aten::div"), _fn_counter("div"), float_ok, float_ok, _ME, _div)
-    pow_ = F.binary_scalar(Node, _op("aten::pow"), _fn_counter("pow"), float_ok, int_ok, _ME, _pow)
+    # integral pow goes to the closure, which checks the exponent (negative / out of range) as torch does
+    pow_ = F.binary_scalar(Node, _op("aten::pow"), _fn_counter("pow"), float_ok, float_ok, _ME, _pow)
     add = F.add_sub(Node, _op("aten::add"), _fn_counter("add"), float_ok, int_ok, _ME, _ADD_SUB["add"])
     sub = F.add_sub(Node, _op("aten::sub"), _fn_counter("sub"), float_ok, int_ok, _ME, _ADD_SUB["sub"])
     LazyTensor.__mul__ = LazyTensor.__rmul__ = LazyTensor.mul = mul
@@ -702,6 +829,8 @@ def _binary_tt(name, a, b):
         code = D.result_type(((sa.dtype, _prio(a)), (sb.dtype, _prio(b))))
     if name == "div" and code not in D.FLOATS:
         code = D.DEFAULT_FLOAT
+    elif name == "pow" and code == D.BOOL:
+        raise NotImplementedError("\"pow\" not implemented for 'Bool'")
     _fn_counter(name)[0] += 1
     x = a._node if a._node is not None else a._ir()
     y = b._node if b._node is not None else b._ir()
@@ -800,6 +929,33 @@ def _add_sub(name, a, b, alpha):
 
 
 _bind_fast_methods()
+
+
+def _compare(name, a, b, operator=False):
+    """aten::eq / ne / lt / le / gt / ge of a tensor and a tensor (broadcast) or a Python number: a Bool
+    tensor; both operands are compared in their promoted dtype (kept for the kernel).  An operator given
+    something that is neither answers NotImplemented (``t == None`` is False, as torch's)."""
+    _check_tensor(a, f"{name}() input")
+    s = a._shape
+    if type(b) is LazyTensor:
+        sb = b._shape
+        sizes = _broadcast(s.sizes, sb.sizes)
+        code = s.dtype if s.dtype == sb.dtype else D.result_type(((s.dtype, _prio(a)), (sb.dtype, _prio(b))))
+        y = None
+    else:
+        v = _as_number(b)
+        if v is None:
+            if operator:
+                return NotImplemented
+            raise TypeError(f"{name}(): expected a lazy tensor or a Python number as 'other', got "
+                            f"{type(b).__name__}: {b!r}")
+        sizes = s.sizes
+        code = D.result_type(((s.dtype, _prio(a)), (_scalar_code(v), D.WRAPPED)))
+        y = v
+    _fn_counter(name)[0] += 1
+    x = a._ir()
+    y = b._ir() if y is None else _scalar_node(y)
+    return _emit("aten::" + name, (x, y), D.BOOL, sizes, None, "aten::" + name, code)
 
 
 def _rsub(a, other):
@@ -907,3 +1063,4 @@ def get_reuse_ir():
 from accel.lazy.ops import (  # noqa: E402,F401
     _amax, _clamp, _expand, _permute, _reduce, _softmax, _squeeze, _t, _to, _transpose, _unsqueeze, _view, bmm,
     cat, matmul, mm)
+from accel.lazy import inplace as _inplace  # noqa: E402

@@ -1,0 +1,314 @@
+"""In-place ops on lazy tensors, functionalised as torch 2.13 records them for LTC.
+
+torch wraps every lazy tensor in a FunctionalTensorWrapper: an in-place op computes the out-of-place result
+(cast back with ``_to_copy`` when its dtype differs), makes it the tensor's new value, writes it back into
+the storage's base through the inverse view ops of the tensor's view chain (``commit_update``) and
+regenerates the tensor from the new base.  Every other alias of the storage (the base, its other views)
+is stale from then on: its IR text still shows the value it had (what LTC's ``_get_tensors_text`` prints),
+and the first op that reads it regenerates it from the base first.
+
+Here: a tensor that is a view, or has views, has an ``Alias`` in its ``_base`` slot (storage, view metas
+from the root, generation).  A stale tensor's own fields are empty (so every op, fast paths included,
+reaches ``LazyTensor._ir`` and regenerates it); the value it had lives on in a hidden tensor (``stale``),
+which is what get_tensors_text / get_graph_hash / sync_multi see and mark_step syncs, as LTC syncs the
+wrapper's old inner tensor.  The storage's base is the root tensor itself while that is up to date, else a
+hidden tensor holding the newest base.
+"""
+import weakref
+
+from accel.lazy import _dtypes as D
+from accel.lazy import tensors as T
+
+
+class _Storage:
+    """FunctionalStorageImpl: ``base`` (None: the root tensor's own value; else a hidden tensor), ``gen``
+    (bumped by each update) and weak references to the tensors sharing it."""
+    __slots__ = ("base", "gen", "members")
+
+    def __init__(self):
+        self.base = None
+        self.gen = 0
+        self.members = []
+
+
+class Alias:
+    """A tensor's place in a storage: ``metas`` ((forward, reverse) per view op from the root), ``gen`` (the
+    storage generation its value reflects), ``stale`` (hidden tensor with the value it had, while stale),
+    ``root`` (the root tensor; None for the root) and ``parent`` (the tensor the view was taken of: a view
+    keeps it alive, as torch's functionalised views do, so mark_step syncs it too)."""
+    __slots__ = ("storage", "metas", "gen", "stale", "root", "parent")
+
+    def __init__(self, storage, metas, gen, root, parent):
+        self.storage = storage
+        self.metas = metas
+        self.gen = gen
+        self.stale = None
+        self.root = root
+        self.parent = parent
+
+    def __repr__(self):
+        return f"<Alias of {self.root!r}, {len(self.metas)} view op(s){', stale' if self.stale is not None else ''}>"
+
+
+def _alias_of(a):
+    al = a._base
+    if type(al) is not Alias:
+        s = _Storage()
+        al = a._base = Alias(s, (), 0, None, None)
+        s.members.append(weakref.ref(a))
+    return al
+
+
+def register_view(a, t, meta):
+    """Make ``t`` (just traced from ``a``) a view of ``a``: same storage, ``a``'s view chain plus ``meta``."""
+    al = _alias_of(a)
+    s = al.storage
+    t._base = Alias(s, al.metas + (meta,), al.gen, a if al.root is None else al.root, a)
+    s.members.append(weakref.ref(t))
+    if al.stale is not None:         # a view of a stale alias views its old value and is stale itself
+        _make_stale(t)
+    return t
+
+
+def current(t):
+    """The tensor whose fields hold ``t``'s value as LTC's text / hash / sync see it (no regeneration)."""
+    al = t._base
+    if type(al) is Alias and al.stale is not None:
+        return al.stale
+    return t
+
+
+def _take(t, x):
+    t._node, t._handle, t._src = x._node, x._handle, x._src
+
+
+def sync(t):
+    """Regenerate ``t`` from its storage's base if an update to an alias made it stale; True if it did."""
+    al = t._base
+    if type(al) is not Alias:
+        return False
+    s = al.storage
+    if al.gen == s.gen:
+        return False
+    x = s.base if s.base is not None else al.root
+    for fwd, _ in al.metas:
+        x = fwd(x)
+    _take(t, x)
+    al.gen = s.gen
+    al.stale = None
+    if not al.metas:                 # the root holds the base again
+        s.base = None
+    return True
+
+
+def _make_stale(m):
+    h = T._wrap_plain(m._node, m._shape)
+    h._handle, h._src = m._handle, m._src
+    m._node = m._handle = m._src = None
+    m._base.stale = h
+
+
+def commit(t, r):
+    """Make ``r`` (the out-of-place result, of ``t``'s sizes) the new value of ``t`` and of its aliases."""
+    if r._shape.dtype != t._shape.dtype:
+        r = T._to(r, t.dtype, layout=True)
+    al = t._base
+    if type(al) is not Alias:
+        _take(t, r)
+        return t
+    s = al.storage
+    metas = al.metas
+    if metas:
+        base = s.base if s.base is not None else al.root
+        tmp = [base]
+        for fwd, _ in metas[:-1]:
+            tmp.append(fwd(tmp[-1]))
+        x = r
+        for i in range(len(metas) - 1, -1, -1):
+            x = metas[i][1](tmp[i], x)
+    s.gen += 1
+    live = []
+    for ref in s.members:
+        m = ref()
+        if m is None:
+            continue
+        live.append(ref)
+        ma = m._base
+        if m is not t and type(ma) is Alias and ma.storage is s and ma.stale is None:
+            _make_stale(m)
+    s.members = live
+    if metas:
+        s.base = x
+        sync(t)
+    else:
+        _take(t, r)
+        s.base = None
+        al.gen = s.gen
+        al.stale = None
+    return t
+
+
+# ---------------------------------------------------------------- the ops
+def _tname(code):
+    return "torch." + str(D.CODE_TO_NP[code])
+
+
+def _check_sizes(t, sizes):
+    if tuple(sizes) != tuple(t._shape.sizes):
+        out = tuple(sizes)
+        raise RuntimeError(f"output with shape torch.Size({list(t._shape.sizes)}) doesn't match the broadcast "
+                           f"shape {out!r}")
+
+
+def _other_info(t, other, what):
+    """(broadcast sizes, result dtype code) of ``t op other`` (a tensor or a Python number)."""
+    s = t._shape
+    if type(other) is T.LazyTensor:
+        sizes = T._broadcast(s.sizes, other._shape.sizes)
+        code = D.result_type(((s.dtype, T._prio(t)), (other._shape.dtype, T._prio(other))))
+        return sizes, code, other._shape.dtype
+    v = T._as_number(other)
+    if v is None:
+        raise TypeError(f"{what}(): expected a lazy tensor or a Python number as 'other', got "
+                        f"{type(other).__name__}: {other!r}")
+    vc = T._scalar_code(v)
+    return s.sizes, D.result_type(((s.dtype, T._prio(t)), (vc, D.WRAPPED))), vc
+
+
+def _unsafe_cast(t, code):
+    tc = t._shape.dtype
+    if D.category(code) > D.category(tc):
+        raise RuntimeError(f"Attempting to cast from {_tname(code)} to out tensor with dtype {_tname(tc)}, but "
+                           "this can't be cast because it is not safe!")
+
+
+def _begin(t, what):
+    T._check_tensor(t, f"{what}() self")
+    sync(t)
+
+
+def add_(t, other, alpha=1, name="add"):
+    _begin(t, name + "_")
+    sizes, code, _ = _other_info(t, other, name + "_")
+    _check_sizes(t, sizes)
+    tc = t._shape.dtype
+    if tc == D.BOOL and code != D.BOOL:
+        raise RuntimeError("Promotion of bool.add/sub_(others) in in-place ops are not possible due to element "
+                           "size change.")
+    if tc in D.INTS and code in D.FLOATS:
+        raise RuntimeError("Promotion of int.add/sub_(float) in in-place ops are not possible due to element "
+                           "size change.")
+    r = t.add(other, alpha=alpha) if name == "add" else t.sub(other, alpha=alpha)
+    return commit(t, r)
+
+
+def sub_(t, other, alpha=1):
+    return add_(t, other, alpha, "sub")
+
+
+def mul_(t, other):
+    _begin(t, "mul_")
+    sizes, _, _ = _other_info(t, other, "mul_")
+    _check_sizes(t, sizes)
+    return commit(t, t.mul(other))
+
+
+def div_(t, other):
+    _begin(t, "div_")
+    sizes, code, _ = _other_info(t, other, "div_")
+    _check_sizes(t, sizes)
+    tc = t._shape.dtype
+    if tc not in D.FLOATS:
+        code = code if code in D.FLOATS else D.DEFAULT_FLOAT
+        raise RuntimeError(f"result type {_tname(code)} can't be cast to the desired output type {_tname(tc)}")
+    return commit(t, t.div(other))
+
+
+def pow_(t, other):
+    _begin(t, "pow_")
+    sizes, code, _ = _other_info(t, other, "pow_")
+    _check_sizes(t, sizes)
+    _unsafe_cast(t, code)
+    return commit(t, t.pow(other))
+
+
+def clamp_(t, min=None, max=None):
+    _begin(t, "clamp_")
+    r = t.clamp(min, max)
+    _unsafe_cast(t, r._shape.dtype)          # a refused clamp_ leaves t as it was (r is dropped)
+    return commit(t, r)
+
+
+def unary_(t, name):
+    _begin(t, name + "_")
+    code = t._shape.dtype
+    if name == "relu" and code == D.BOOL:
+        raise RuntimeError("Boolean inputs not supported for relu")
+    if name in T._UNARY_FLOAT or name == "sin":
+        if code not in D.FLOATS:
+            _unsafe_cast(t, D.DEFAULT_FLOAT)
+    return commit(t, getattr(t, name)())
+
+
+def zero_(t):
+    _begin(t, "zero_")
+    T._fn_counter("zero")[0] += 1
+    s = t._shape
+    return commit(t, T._emit("aten::zero", (t._ir(),), s.dtype, s.sizes))
+
+
+_FLOAT_NAMES = {D.FLOAT16: "c10::Half", D.FLOAT32: "float", D.FLOAT64: "double"}
+
+
+def _fill_value(v, code):
+    """``v`` converted to dtype ``code`` as torch converts a fill value (errors as torch's)."""
+    import math
+    import numpy as np
+    if code == D.BOOL:
+        return bool(v)
+    if code in D.INTS:
+        info = np.iinfo(D.CODE_TO_NP[code])
+        if type(v) is int and not -(1 << 63) <= v < (1 << 64):
+            raise OverflowError("int too big to convert")
+        f = v if type(v) is not float else (math.trunc(v) if math.isfinite(v) else None)
+        if f is None or not info.min <= f <= info.max:
+            raise RuntimeError(f"value cannot be converted to type {T._INT_C_NAMES[code]} without overflow")
+        return int(f)
+    f = float(v)
+    if math.isfinite(f) and not math.isfinite(float(np.array(f, D.CODE_TO_NP[code]))):
+        raise RuntimeError(f"value cannot be converted to type {_FLOAT_NAMES[code]} without overflow")
+    return float(np.array(f, D.CODE_TO_NP[code]))
+
+
+def fill_(t, value):
+    _begin(t, "fill_")
+    v = T._as_number(value)
+    if v is None:
+        raise TypeError(f"fill_(): value must be a Python number, got {type(value).__name__}: {value!r}")
+    s = t._shape
+    code = s.dtype
+    v = _fill_value(v, code)
+    T._fn_counter("fill_")[0] += 1
+    key = T._scalar_key(code, v)
+    import numpy as np
+    d = T._cached_data(key, lambda: np.array(v, D.CODE_TO_NP[code]))
+    x = T._dd(T._shape(code, ()), d)
+    if not s.sizes:                  # GetIrValueForExpandedScalar: a 0-dim tensor takes the scalar itself
+        return commit(t, T._wrap(x, s))
+    sizes = list(s.sizes)
+    # LTC's hand-written Expand node: a TsNode hashed before its shape is computed (the shape is not hashed)
+    n = T.Node(T._op("aten::expand"), (x,), (), 1, T._seed(sizes, True))
+    n.add_computed_shape(s)
+    T.set_attrs(n, "fill", None, f"size={T._dim_list(sizes)}, is_scalar_expand=1")
+    return commit(t, T._wrap(n, s))
+
+
+def copy_(t, src):
+    """copy_(src): torch's functionalisation turns it into aten::copy, which LTC runs eagerly (CPU fallback)."""
+    _begin(t, "copy_")
+    T._check_tensor(src, "copy_() src")
+    sizes = T._broadcast(t._shape.sizes, src._shape.sizes)
+    if tuple(sizes) != tuple(t._shape.sizes):
+        raise RuntimeError(f"output with shape {T._fmt_size(t._shape.sizes)} doesn't match the broadcast shape "
+                           f"{T._fmt_size(sizes)}")
+    return commit(t, T._fallback("aten::copy", "copy", [t, src], t._shape.dtype))
