@@ -25,6 +25,9 @@ _COMPARE = {"aten::eq": "equal", "aten::ne": "not_equal", "aten::lt": "less", "a
 _EWISE = set(_UFUNC) | set(_COMPARE) | {"aten::add", "aten::sub", "aten::relu", "aten::sigmoid", "aten::rsqrt",
                         "aten::reciprocal", "aten::clamp"}
 _VIEWS = {"reshape", "permute", "expand", "aten::t_copy"}
+# ops whose 0-dim parameters numpy reads as Python numbers (weakly typed, as torch's wrapped numbers)
+_WEAK = {"aten::add", "aten::sub", "aten::mul", "aten::div", "aten::pow", "aten::maximum", "aten::minimum",
+         "aten::clamp"}
 
 
 def _softmax(x, axis):
@@ -68,8 +71,8 @@ def _wrap_int(v, dt):
 
 
 _GLOBALS = {"_" + n: getattr(_np, n) for n in set(_UFUNC.values()) | set(_COMPARE.values()) | {
-    "add", "subtract", "clip", "sum", "mean", "matmul", "reshape", "transpose", "broadcast_to", "concatenate",
-    "asarray", "full", "zeros"}}
+    "add", "subtract", "logical_or", "logical_and", "clip", "sum", "mean", "matmul", "reshape", "transpose",
+    "broadcast_to", "concatenate", "asarray", "full", "zeros"}}
 _GLOBALS.update({"_softmax": _softmax, "_log_softmax": _log_softmax, "_astype": _astype, "_wrap_int": _wrap_int,
                  "_ipow": _ipow})
 _NARROW_INTS = frozenset((D.UINT8, D.INT8, D.INT16, D.INT32))
@@ -213,8 +216,15 @@ class _Compiler:
         opnodes = [o.node for o in node.operands]
         # numpy's own result dtype for these inputs; pass dtype= only when torch's differs
         kw = ""
+        weak = kind in _WEAK
+        if not weak:
+            # a 0-dim parameter is read as a Python number only where numpy's weak typing stands for torch's
+            # wrapped-number / 0-dim priority; elsewhere (views, unary ops, reductions) it is its array
+            for k, m in enumerate(opnodes):
+                if self.index[m] in param_of and not m.shapes[0].sizes:
+                    ins[k] = f"P[{param_of[self.index[m]]}].array"
         if kind in _EWISE:
-            samples = [_sample(m, self.index[m] in param_of) for m in opnodes]
+            samples = [_sample(m, weak and self.index[m] in param_of) for m in opnodes]
             if kind in ("aten::add", "aten::sub"):
                 natural = _np.result_type(*samples[:2])
             elif kind == "aten::clamp":
@@ -224,12 +234,15 @@ class _Compiler:
             else:
                 natural = _np.result_type(*samples)
             if natural is None or natural != D.CODE_TO_NP[code]:
-                kw += f", dtype={dt}"
+                # torch casts every operand to the result dtype (a 0-dim Long into a Byte result wraps)
+                kw += f", dtype={dt}, casting='unsafe'"
             if buf is not None:
                 kw = f", out={buf}" + kw
-            if code in _NARROW_INTS and kind in ("aten::add", "aten::sub", "aten::mul"):
-                # integer parameters read as Python ints (self and other; alpha is torch's checked Scalar)
-                ins = [f"_wrap_int({v}, {dt})" if k < 2 and self.index[m] in param_of and not m.shapes[0].sizes
+            if code in _NARROW_INTS and weak:
+                # integer parameters read as Python ints wrap around to the narrow dtype, as torch casts them
+                # (every operand but add/sub's alpha, torch's checked Scalar)
+                last = 2 if kind in ("aten::add", "aten::sub") else len(ins)
+                ins = [f"_wrap_int({v}, {dt})" if k < last and self.index[m] in param_of and not m.shapes[0].sizes
                        and m.shapes[0].dtype in D.INTS else v for k, (v, m) in enumerate(zip(ins, opnodes))]
         L = self.lines.append
         x = ins[0] if ins else None
@@ -237,10 +250,14 @@ class _Compiler:
             L(f"{out} = _ipow({ins[0]}, {ins[1]}, {dt})")
         elif kind in _UFUNC:
             L(f"{out} = _{_UFUNC[kind]}({', '.join(ins)}{kw})")
+        elif kind == "aten::add" and code == D.BOOL:
+            # bool + bool * alpha: alpha counts as a bool (numpy refuses to cast its int product to bool)
+            L(f"{out} = _logical_or({x}, _logical_and({ins[1]}, {ins[2]} != 0){kw})")
         elif kind in ("aten::add", "aten::sub"):
             f = "_add" if kind == "aten::add" else "_subtract"
             y, a = ins[1], ins[2]
-            L(f"{out} = {f}({x}, {y}{kw}) if {a} == 1 else {f}({x}, _multiply({y}, {a}, dtype={dt}){kw})")
+            L(f"{out} = {f}({x}, {y}{kw}) if {a} == 1 else "
+              f"{f}({x}, _multiply({y}, {a}, dtype={dt}, casting='unsafe'){kw})")
         elif kind == "aten::relu":
             L(f"{out} = _maximum({x}, 0{kw})")
         elif kind == "aten::reciprocal":

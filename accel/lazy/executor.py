@@ -218,7 +218,7 @@ def compute_values(tensors):
         for i, t in enumerate(tensors):
             if t._handle is not None:
                 out[i] = t._handle.array
-            elif t._node is None:
+            elif t._src is not None:
                 out[i] = t._src.array
             else:
                 pending.append(i)
@@ -240,11 +240,11 @@ def tensor_value(t):
         with _device_lock:
             h = t._handle
             if h is None:
-                if t._node is None:
-                    if t._src is None:      # a stale alias (accel.lazy.inplace): regenerate it first
-                        t._ir()
-                        return tensor_value(t)
+                if t._src is not None:      # LTC's ToTensor returns the tensor's data first: no handle, still a root
                     return t._src.array
+                if t._node is None:         # a stale alias (accel.lazy.inplace): regenerate it first
+                    t._ir()
+                    return tensor_value(t)
                 h = t._handle = Data(compute_values([t])[0])
     return h.array
 

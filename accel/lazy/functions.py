@@ -1,6 +1,6 @@
 """Module-level functions of the lazy tensor ops (torch.exp, torch.matmul, ...), as torch names them."""
 from accel.lazy.ops import bmm, cat, matmul, mm  # noqa: F401
-from accel.lazy.tensors import LazyTensor
+from accel.lazy.tensors import ALL_DIMS, LazyTensor
 
 
 def _input(x, name):
@@ -78,11 +78,11 @@ reciprocal = _unary("reciprocal")
 t = _unary("t")
 
 
-def sum(input, dim=None, keepdim=False):
+def sum(input, dim=ALL_DIMS, keepdim=False):
     return _input(input, "sum").sum(dim, keepdim)
 
 
-def mean(input, dim=None, keepdim=False):
+def mean(input, dim=ALL_DIMS, keepdim=False):
     return _input(input, "mean").mean(dim, keepdim)
 
 

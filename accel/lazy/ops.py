@@ -6,7 +6,7 @@ import operator
 from accel.lazy import _dtypes as D
 from accel.lazy import inplace as _inplace
 from accel.lazy.tensors import (  # noqa: F401
-    LazyTensor, Node, _NULL, _as_number, _check_tensor, _dim_list, _dtype_hash, _dtype_name, _emit, _fallback,
+    ALL_DIMS, LazyTensor, Node, _NULL, _as_number, _check_tensor, _dim_list, _dtype_hash, _dtype_name, _emit, _fallback,
     _fmt_size, _fn_counter, _hash, _int_list, _norm_dim, _op, _prio, _scalar_code, _scalar_node, _seed)
 
 
@@ -83,6 +83,8 @@ def matmul(a, b):
         if sa[0] != sb[0]:
             raise RuntimeError(f"inconsistent tensor size, expected tensor [{sa[0]}] and src [{sb[0]}] to have "
                                f"the same number of elements, but got {sa[0]} and {sb[0]} elements respectively")
+        if a._shape.dtype == D.BOOL:
+            raise NotImplementedError('"dot" not implemented for \'Bool\'')
         return _fallback("aten::dot", "dot", [a, b], a._shape.dtype)
     if da == 2 and db == 2:
         return mm(a, b)
@@ -128,9 +130,11 @@ def _reduce(name, a, dim, keepdim):
     elif code not in D.FLOATS:
         raise RuntimeError(f"mean(): could not infer output dtype. Input dtype must be either a floating point "
                            f"or complex dtype. Got: {_dtype_name(code)}")
+    if dim is ALL_DIMS and keepdim:
+        raise TypeError(f"{name}(): keepdim=True needs dim (torch's {name}() without dim takes no keepdim)")
     _fn_counter(name)[0] += 1
     nd = len(s.sizes)
-    if dim is None and not keepdim:
+    if dim is ALL_DIMS:
         return _emit("aten::" + name, (a._ir(),), code, (), _seed(None), "aten::" + name + ".all", None,
                      "dtype=null")
     if dim is None:
@@ -154,9 +158,17 @@ def _amax(a, dim, keepdim):
     _check_tensor(a, "amax() input")
     nd = a.ndim
     dims = [dim] if not isinstance(dim, (tuple, list)) else list(dim)
-    axes = tuple(_norm_dim(d, nd) for d in _int_list(dims, "amax() dim")) or tuple(range(nd))
+    axes = tuple(_norm_dim(d, nd) for d in _int_list(dims, "amax() dim"))
     if type(keepdim) is not bool:
         raise TypeError(f"amax(): keepdim must be a bool, got {type(keepdim).__name__}: {keepdim!r}")
+    sizes = a._shape.sizes
+    if not axes and 0 in sizes:
+        raise RuntimeError("amax(): Expected reduction dim to be specified for input.numel() == 0. Specify the "
+                           "reduction dim with the 'dim' argument.")
+    for d in axes:
+        if sizes and sizes[d] == 0:
+            raise IndexError(f"amax(): Expected reduction dim {d} to have non-zero size.")
+    axes = axes or tuple(range(nd))
     return _fallback("aten::amax", ("amax", axes, keepdim), [a], a._shape.dtype)
 
 

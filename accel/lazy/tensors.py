@@ -297,6 +297,13 @@ def _int_list(values, what):
     return out
 
 
+def _needs_args(args, fn, what):
+    """torch's methods taking ``*sizes`` need at least one argument (``()`` for none)."""
+    if not args:
+        raise TypeError(f'{fn}() missing 1 required positional arguments: "{what}"')
+    return args
+
+
 def _broadcast(sa, sb):
     if sa == sb:
         return sa
@@ -319,6 +326,17 @@ def _broadcast(sa, sb):
 def _prio(t):
     return D.DIM if t._shape.sizes else D.ZERO_DIM
 
+
+class _AllDims:
+    """The default ``dim`` of sum / mean: torch's ``sum()`` overload (aten::sum, all dims), which LTC records
+    differently from ``sum(dim=None)`` (aten::sum.dim_IntList with dim=null)."""
+    __slots__ = ()
+
+    def __repr__(self):
+        return "ALL_DIMS"
+
+
+ALL_DIMS = _AllDims()
 
 # OpKinds and hash seeds used on the hot path.
 _K = {}
@@ -580,10 +598,10 @@ class LazyTensor(_lt.TensorBase):
         return _fallback_unary("sin", self)
 
     # ---- reductions ----
-    def sum(self, dim=None, keepdim=False):
+    def sum(self, dim=ALL_DIMS, keepdim=False):
         return _reduce("sum", self, dim, keepdim)
 
-    def mean(self, dim=None, keepdim=False):
+    def mean(self, dim=ALL_DIMS, keepdim=False):
         return _reduce("mean", self, dim, keepdim)
 
     def amax(self, dim=(), keepdim=False):
@@ -591,10 +609,10 @@ class LazyTensor(_lt.TensorBase):
 
     # ---- shapes ----
     def view(self, *shape):
-        return _view(self, shape, "view_copy_symint")
+        return _view(self, _needs_args(shape, "view", "size"), "view_copy_symint")
 
     def reshape(self, *shape):
-        return _view(self, shape, "view_copy_symint")
+        return _view(self, _needs_args(shape, "reshape", "shape"), "view_copy_symint")
 
     def t(self):
         return _t(self)
@@ -603,7 +621,7 @@ class LazyTensor(_lt.TensorBase):
         return _transpose(self, dim0, dim1)
 
     def permute(self, *dims):
-        return _permute(self, dims)
+        return _permute(self, _needs_args(dims, "permute", "dims"))
 
     def unsqueeze(self, dim):
         return _unsqueeze(self, dim)
@@ -612,7 +630,7 @@ class LazyTensor(_lt.TensorBase):
         return _squeeze(self, dim)
 
     def expand(self, *sizes):
-        return _expand(self, sizes)
+        return _expand(self, _needs_args(sizes, "expand", "size"))
 
     # ---- others ----
     def softmax(self, dim):
