@@ -378,6 +378,7 @@ cdef class Stream:
     cdef uintptr_t _ptr
     cdef object _owner    # the foreign object an ExternalStream came from (kept alive)
     cdef object _ctx      # (device, previous stream) while used as ``with stream:``
+    cdef object __weakref__   # weak references, as torch's Stream
 
     def __init__(self, device=None, priority=0, *, stream_id=None, device_index=None, device_type=None):
         cdef Stream s
@@ -423,6 +424,7 @@ cdef class Stream:
     @property
     def priority(self):
         """cudaStreamGetPriority, under a guard on the stream's device."""
+        c_ensure_init()  # the fork check (as every method that calls CUDA)
         cdef int prio = 0, err
         cdef int orig = c_enter_device(_t, self.device_index)
         err = _t.cudaStreamGetPriority(<cudaStream_t>self._ptr, &prio)
@@ -438,6 +440,7 @@ cdef class Stream:
 
     def query(self):
         """True if all work on the stream is done, False if not; CudaError for a bad stream."""
+        c_ensure_init()
         cdef int orig = c_enter_device(_t, self.device_index)
         cdef int err = _t.cudaStreamQuery(<cudaStream_t>self._ptr)
         if err == NOT_READY:
@@ -452,6 +455,7 @@ cdef class Stream:
     def synchronize(self):
         """Wait (GIL released) until all work on the stream is done (honours the sync debug mode)."""
         cdef int err
+        c_ensure_init()
         c_warn_or_error_on_sync()
         cdef int orig = c_enter_device(_t, self.device_index)
         cdef cudaStream_t s = <cudaStream_t>self._ptr
@@ -477,6 +481,7 @@ cdef class Stream:
     def wait_stream(self, stream):
         """Make future work on this stream wait for the work queued on ``stream`` so far (through a
         cached per-thread event, no event churn)."""
+        c_ensure_init()
         cdef Stream src = _as_stream(stream)
         cdef _ThreadState st = _tstate()
         cdef int err = 0, orig
@@ -526,6 +531,7 @@ cdef class Stream:
         if _host_closing:
             raise RuntimeError(_sc.HOST_FUNC_AT_EXIT)
         cdef int err
+        c_ensure_init()
         cdef int orig = c_enter_device(_t, self.device_index)
         cdef cudaStream_t s = <cudaStream_t>self._ptr
         Py_INCREF(fn)

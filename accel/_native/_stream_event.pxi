@@ -9,6 +9,7 @@ cdef class Event:
     cdef int _dev          # the event's device once created
     cdef unsigned int _flags
     cdef bint _created
+    cdef object __weakref__   # weak references, as torch's Event
 
     def __init__(self, enable_timing=False, blocking=False, interprocess=False):
         self._flags = ((_sc.EVENT_BLOCKING_SYNC if blocking else 0) |
@@ -49,6 +50,8 @@ cdef class Event:
         else:
             s = _as_stream(stream)
         cdef int d = s.device_index, err
+        if not here:
+            c_ensure_init()  # the fork check (current_stream() made it when ``here``)
         if not self._created:
             self._create(d)
             if self._dev != d:  # another thread created it first, on another device
@@ -79,6 +82,8 @@ cdef class Event:
             s = _as_stream(stream)
         if not self._created:
             return
+        if not here:
+            c_ensure_init()
         cdef int err
         cdef int orig = -1 if here else c_enter_device(_t, s.device_index)
         cdef cudaEvent_t e = <cudaEvent_t>self._h
@@ -95,6 +100,7 @@ cdef class Event:
         """True if the latest record was reached (or the event was never recorded), else False."""
         if not self._created:
             return True
+        c_ensure_init()
         cdef int err = _t.cudaEventQuery(<cudaEvent_t>self._h)
         if err == 0:
             return True
@@ -107,6 +113,7 @@ cdef class Event:
         """Wait (GIL released) until the latest record is reached; no-op if never recorded."""
         if not self._created:
             return
+        c_ensure_init()
         cdef int err
         cdef cudaEvent_t e = <cudaEvent_t>self._h
         with nogil:

@@ -353,7 +353,7 @@ class Stream:
     # zeroed fields: what a bare ``Stream.__new__(Stream)`` reads (the legacy stream of device 0), and
     # _owner / _ctx until set.  (A __dict__ rather than slots: a slot has no default, and __getattr__ would
     # slow down every attribute read.)
-    __slots__ = ("__dict__",)
+    __slots__ = ("__dict__", "__weakref__")   # weak references, as torch's Stream
     device_index = stream_id = _ptr = 0
     _owner = _ctx = None
     _pp = None  # _ptr as a c_void_p (None for 0), what the unprototyped hot-path calls take
@@ -428,6 +428,8 @@ class Stream:
     @property
     def priority(self):
         """cudaStreamGetPriority, under a guard on the stream's device."""
+        if not _dm._initialized and _dm._init_hook is not None:
+            _c_ensure_init()  # the fork check (as every method that calls CUDA)
         prio = c_int()
         orig = _enter(self.device_index)
         _check(_T.cudaStreamGetPriority(self._ptr, prio), orig)
@@ -440,6 +442,8 @@ class Stream:
 
     def query(self):
         """True if all work on the stream is done, False if not; CudaError for a bad stream."""
+        if not _dm._initialized and _dm._init_hook is not None:
+            _c_ensure_init()  # the fork check (as every method that calls CUDA)
         orig = _enter(self.device_index)
         err = _T.cudaStreamQuery(self._ptr)
         if err == _NOT_READY:
@@ -451,6 +455,8 @@ class Stream:
 
     def synchronize(self):
         """Wait (GIL released) until all work on the stream is done (honours the sync debug mode)."""
+        if not _dm._initialized and _dm._init_hook is not None:
+            _c_ensure_init()  # the fork check (as every method that calls CUDA)
         _c_warn_or_error_on_sync()
         orig = _enter(self.device_index)
         _check(_T.cudaStreamSynchronize(self._ptr), orig)
@@ -469,6 +475,8 @@ class Stream:
     def wait_stream(self, stream):
         """Make future work on this stream wait for the work queued on ``stream`` so far (through a
         cached per-thread event, no event churn)."""
+        if not _dm._initialized and _dm._init_hook is not None:
+            _c_ensure_init()  # the fork check (as every method that calls CUDA)
         src = _as_stream(stream)
         if _tls.cur is None:
             _tstate_cur()
@@ -508,6 +516,8 @@ class Stream:
             raise TypeError(f"fn must be callable, got {type(fn).__name__}: {fn!r}")
         if _host_closing:
             raise RuntimeError(_sc.HOST_FUNC_AT_EXIT)
+        if not _dm._initialized and _dm._init_hook is not None:
+            _c_ensure_init()  # the fork check (as every method that calls CUDA)
         key = next(_host_keys)
         _host_pending[key] = fn
         _host_devices.add(self.device_index)

@@ -112,6 +112,8 @@ class Event:
             s = cur[d]
         else:
             s = stream if isinstance(stream, _Stream) else _s._as_stream(stream)
+            if not _dm._initialized and _dm._init_hook is not None:
+                _c_ensure_init()  # the fork check (current_stream() made it when ``here``)
         d = s.device_index
         if not self._created:
             self._create(d)
@@ -139,6 +141,8 @@ class Event:
         s = _current_stream() if here else stream if isinstance(stream, _Stream) else _s._as_stream(stream)
         if not self._created:
             return
+        if not here and not _dm._initialized and _dm._init_hook is not None:
+            _c_ensure_init()
         orig = -1 if here else _enter(s.device_index)
         _check(_s._T.cudaStreamWaitEvent(s._ptr, self._h, 0), orig)
 
@@ -146,6 +150,8 @@ class Event:
         """True if the latest record was reached (or the event was never recorded), else False."""
         if not self._created:
             return True
+        if not _dm._initialized and _dm._init_hook is not None:
+            _c_ensure_init()
         err = _query(self._hp)
         if err == 0:
             return True
@@ -158,6 +164,8 @@ class Event:
         """Wait (GIL released) until the latest record is reached; no-op if never recorded."""
         if not self._created:
             return
+        if not _dm._initialized and _dm._init_hook is not None:
+            _c_ensure_init()
         err = _s._T.cudaEventSynchronize(self._h)
         if err:
             raise _cudart._error(err)
