@@ -49,15 +49,6 @@ _spec.loader.exec_module(F)
 DEV, N = F.DEV, F.N
 
 
-def _mem_xfail(item, why):
-    return pytest.mark.xfail(strict=True, reason=f"issue 17 {item}: fixed on branch h-mem ({why})")
-
-
-A1 = _mem_xfail("A1", "copy / deepcopy / pickle make a second owner")
-A2 = _mem_xfail("A2", "native tp_clear before __dealloc__")
-A4 = _mem_xfail("A4", "buffer ops in a forked child hang")
-
-
 def _params(names, marks=None):
     marks = marks or {}
     return [pytest.param(n, id=n, marks=marks.get(n, ())) for n in names]
@@ -124,13 +115,9 @@ def _check(watch, ignore=()):
 # -- copy, deepcopy, pickle ----------------------------------------------------------------------------------
 
 COPIERS = {"copy": copy.copy, "deepcopy": copy.deepcopy, "pickle": lambda o: pickle.loads(pickle.dumps(o))}
-# A copy.copy of a view is another view of the same producer (no second owner: a view frees nothing).
-_COPY_XFAIL = {(k, op) for k in ("buffer", "view_cai", "view_dlpack", "host_registration") for op in COPIERS}
-_COPY_XFAIL -= {("view_cai", "copy"), ("view_dlpack", "copy")}
 
 
-@pytest.mark.parametrize("kind, op", [pytest.param(k.name, op, id=f"{k.name}-{op}",
-                                                   marks=A1 if (k.name, op) in _COPY_XFAIL else ())
+@pytest.mark.parametrize("kind, op", [pytest.param(k.name, op, id=f"{k.name}-{op}")
                                       for k in F.KINDS for op in COPIERS])
 @_frameless
 def test_copy_deepcopy_pickle(ctx, watch, kind, op):
@@ -318,11 +305,7 @@ def test_gc_cycle(ctx, watch, twin, kind, order):
     """The object in a reference cycle with its owner / producer / stream, collected by gc.collect() with
     either end cleared first: everything it owns is released exactly once, what it does not own (the
     producer's memory) is untouched, and record_stream's waits hold."""
-    if twin.name == "native" and order == "reversed" and kind in ("buffer", "view_cai"):
-        _strict_xfail("issue 17 A2: fixed on branch h-mem (native tp_clear before __dealloc__)",
-                      lambda: _gc_cycle(ctx, watch, kind, order))
-    else:
-        _gc_cycle(ctx, watch, kind, order)
+    _gc_cycle(ctx, watch, kind, order)
 
 
 def _gc_cycle(ctx, watch, kind, order):
@@ -861,13 +844,9 @@ def _subprocess(twin_name):
     return _runs[twin_name]
 
 
-_FORK_XFAIL = {k: A4 for k in ("buffer", "view_cai", "view_dlpack")}
-_FORK_XFAIL.update({k: pytest.mark.xfail(strict=True, reason=(
+_FORK_XFAIL = {k: pytest.mark.xfail(strict=True, reason=(
     "new defect: host_register / pinned_empty / HostRegistration.unregister in a forked child call CUDA "
-    "without the fork check (accel/cuda/_memory_api.py calls the raw bindings)")) for k in ("host_registration", "pinned")})
-_FORK_XFAIL["external_stream"] = pytest.mark.xfail(strict=True, reason=(
-    "new defect: alloc(n, stream=ExternalStream(...)) in a forked child allocates (no fork check in the "
-    "memory twins' alloc when the stream is given)"))
+    "without the fork check (accel/cuda/_memory_api.py calls the raw bindings)")) for k in ("host_registration", "pinned")}
 
 
 @pytest.mark.parametrize("kind", _params([k.name for k in F.KINDS], _FORK_XFAIL))
@@ -907,10 +886,7 @@ def test_lazy_tensors(twin, case):
             assert isinstance(res, dict) and set(res.values()) == {"refused"}, res
         else:
             assert res == "ok", res
-    if case == "threads":
-        _strict_xfail("issue 17 B7: fixed on branch h-lazyt (mark_step from several threads)", check)
-    else:
-        check()
+    check()
 
 
 # -- controls: each check of Watch sees a change -------------------------------------------------------------
