@@ -101,23 +101,17 @@ def wait_uses(cudart, uses, handle, d):
         if key in seen or key == (d, handle):
             continue
         seen.add(key)
-        prev = cudart.cudaGetDevice()
-        if prev != s.device_index:
-            cudart.cudaSetDevice(s.device_index)
-        try:
+        with _Guard(cudart, s.device_index):
             ev = cudart.cudaEventCreateWithFlags(EVENT_DISABLE_TIMING)
             try:
                 cudart.cudaEventRecord(ev, s.cuda_stream)
-            finally:
-                if prev != s.device_index:
-                    cudart.cudaSetDevice(prev)
-            try:
-                cudart.cudaStreamWaitEvent(handle, ev, 0)
-            finally:
+            except BaseException:
                 cudart.cudaEventDestroy(ev)
+                raise
+        try:
+            cudart.cudaStreamWaitEvent(handle, ev, 0)
         finally:
-            if cudart.cudaGetDevice() != prev:
-                cudart.cudaSetDevice(prev)
+            cudart.cudaEventDestroy(ev)
 
 
 def stats_dict(c, reserved, reserved_high):
@@ -138,9 +132,20 @@ def stats_dict(c, reserved, reserved_high):
     return dict(sorted(out.items()))
 
 
+# cudart module of a twin -> that twin's internal-guard restore (accel._<twin>._device._guard_restore):
+# registered by each memory twin at import
+_RESTORE = {}
+
+
+def register_guard_restore(cudart, restore):
+    _RESTORE[cudart] = restore
+
+
 class _Guard:
     """Makes device ``d`` the runtime's current device for a call on stream handle ``h`` when ``h`` is a
-    default-stream handle (0, 1, 2: "the current device's"); restores it after."""
+    default-stream handle (0, 1, 2: "the current device's"); restores it after as c10's internal guards
+    do: a failed restore is a RuntimeWarning and the previous device is recorded as the thread's target
+    (the logical current device never changes, and the guarded call's outcome stands)."""
 
     __slots__ = ("cudart", "d", "prev")
 
@@ -157,7 +162,11 @@ class _Guard:
 
     def __exit__(self, *exc):
         if self.prev >= 0:
-            self.cudart.cudaSetDevice(self.prev)
+            restore = _RESTORE.get(self.cudart)
+            if restore is None:
+                self.cudart.cudaSetDevice(self.prev)
+            else:
+                restore(self.prev)
 
 
 def _host_view(array, what, writable):

@@ -8,6 +8,7 @@ capsule dies); an explicit ``free()`` of the buffer while a consumer still uses 
 as with any explicit free.
 """
 import ctypes as _ct
+import threading as _threading
 
 from accel._memory_common import _Guard, _live, copy_refused, wait_uses
 
@@ -192,6 +193,14 @@ def from_dlpack(mem, stream_mod, obj):
         cap = obj.__dlpack__(stream=h, max_version=DLPACK_VERSION)
     except TypeError:
         cap = obj.__dlpack__(stream=h)   # a producer from before DLPack 1.0
+    with _consume_lock:     # the check and the rename as one step: two threads cannot both consume it
+        return _consume(mem, obj, cap, s)
+
+
+_consume_lock = _threading.Lock()
+
+
+def _consume(mem, obj, cap, s):
     for versioned in (True, False):
         name, used = _NAMES[versioned]
         if _api.PyCapsule_IsValid(cap, name):

@@ -16,8 +16,7 @@ bytes, memory_allocated, the DLPack export table, the current device and streams
 CUDA error and the bytes of canary buffers (device and pinned) with their values before the case; the
 ``test_control_*`` cases show that each of those checks sees a change.
 
-Cases that fail because of a defect being fixed on another branch are strict xfails naming it (issue 17
-A<n> / B7), so that merging the fix turns them into failures until the mark is removed.
+A defect found here is first a strict xfail naming it, then fixed with the mark removed (none is left).
 """
 import copy
 import functools
@@ -90,20 +89,6 @@ def _frameless(test):
         F.collect()
         raise AssertionError(msg) from None
     return run
-
-
-def _strict_xfail(reason, body):
-    """Run ``body``: a failure is the expected one (xfail); a pass is XPASS(strict), a failure of the suite
-    telling the lead to remove the mark once ``reason``'s fix is merged (for marks that depend on the twin,
-    which a parametrize mark cannot name)."""
-    try:
-        body()
-    except Exception as e:      # noqa: BLE001 - the expected failure
-        msg = f"{type(e).__name__}: {e}"
-    else:
-        pytest.fail(f"XPASS(strict) {reason}: remove the mark")
-    F.collect()
-    pytest.xfail(f"{reason} ({msg[:200]})")
 
 
 def _check(watch, ignore=()):
@@ -404,6 +389,7 @@ def _race_at(code, text, first, second):
     import inspect
     lines, start = inspect.getsourcelines(code)
     hits = [start + i for i, line in enumerate(lines) if text in line]
+    assert hits, f"{text!r} is not in {code.co_name}: the race would not be held at its window"
     reached, go = threading.Event(), threading.Event()
 
     def local(frame, event, arg):
@@ -439,17 +425,7 @@ def _race_at(code, text, first, second):
     return out["first"], out["second"]
 
 
-_WINDOW = {
-    "host_registration": ("new defect: HostRegistration.unregister tests and clears .ptr in two steps: two "
-                          "threads both call cudaHostUnregister, one gets 'pointer does not correspond to a "
-                          "registered memory region'"),
-    "capsule": ("new defect: _memory_interop.from_dlpack checks the capsule's name and renames it in two steps: "
-                "two threads both consume one capsule (two owners; the producer's deleter runs twice)"),
-}
-
-
-@pytest.mark.parametrize("kind", [pytest.param(k, id=k, marks=pytest.mark.xfail(strict=True, reason=why))
-                                  for k, why in _WINDOW.items()])
+@pytest.mark.parametrize("kind", ["host_registration", "capsule"])
 @_frameless
 def test_race_at_the_window(ctx, watch, kind):
     """Two threads release (unregister) / consume (from_dlpack) the same object, one held inside the
@@ -464,7 +440,7 @@ def test_race_at_the_window(ctx, watch, kind):
         assert not o.obj.registered
     else:
         take = lambda: ctx.from_dlpack(F.CapsuleProducer(o.obj, DEV))   # noqa: E731
-        a, b = _race_at(_mi.from_dlpack.__code__, "PyCapsule_SetName(", take, take)
+        a, b = _race_at(_mi._consume.__code__, "PyCapsule_SetName(", take, take)
         views = [v for v in (a, b) if not isinstance(v, BaseException)]
         errs = [v for v in (a, b) if isinstance(v, BaseException)]
         assert len(views) == 1 and len(errs) == 1 and isinstance(errs[0], BufferError), (a, b)
@@ -524,7 +500,7 @@ def _sweep(ctx, watch, kind, phase, only=None):
     emu = ctx.emu
     hit = set()
     for sym in _symbols(ctx):
-        if (only is None and (kind, phase, sym) in _KNOWN) or (only is not None and sym not in only):
+        if only is not None and sym not in only:
             continue
         for nth in (1, 2, 3):
             start = watch.state(canaries=False)
@@ -569,20 +545,6 @@ def _sweep(ctx, watch, kind, phase, only=None):
     return hit
 
 
-# Faults whose handling is a defect in the memory layer (accel/_memory_common.py, which other helpers are
-# editing): swept by test_fault_injection_known_defects as strict xfails, skipped by the main sweep.
-_GUARD = ("new defect: a fault in the device restore of _memory_common._Guard.__exit__ leaves the current "
-          "device switched (the stream twins' guards keep the logical device)")
-_WAIT = ("new defect: _memory_common.wait_uses leaks its event when cudaEventRecord (or the device switch "
-         "around it) fails: the destroy is not in a finally around the record")
-_KNOWN = {}
-for _k in ("buffer", "view_cai", "view_dlpack", "host_registration", "pinned"):
-    _KNOWN[(_k, "use", "cudaSetDevice")] = _GUARD
-for _k in ("view_cai", "view_dlpack", "capsule", "capsule_consumed"):
-    _KNOWN[(_k, "make", "cudaEventRecord")] = _WAIT
-    _KNOWN[(_k, "make", "cudaSetDevice")] = _GUARD
-
-
 # a fault in a guard's device restore is a RuntimeWarning by design (the device is recorded as the target)
 _RESTORE_WARNING = pytest.mark.filterwarnings("ignore:could not restore CUDA device:RuntimeWarning")
 
@@ -597,16 +559,6 @@ def test_fault_injection(ctx, watch, kind, phase):
     k = F.BY_NAME[kind]
     hit = _sweep(ctx, watch, kind, phase)
     assert bool(hit) == (phase in k.calls), f"C calls hit by faults in the {phase} of {kind}: {sorted(hit)}"
-    _check(watch)
-
-
-@pytest.mark.parametrize("kind, phase, sym", [
-    pytest.param(*key, id="-".join(key), marks=pytest.mark.xfail(strict=True, reason=why))
-    for key, why in _KNOWN.items()])
-@_RESTORE_WARNING
-@_frameless
-def test_fault_injection_known_defects(ctx, watch, kind, phase, sym):
-    assert _sweep(ctx, watch, kind, phase, only={sym}) == {sym}
     _check(watch)
 
 
@@ -844,12 +796,7 @@ def _subprocess(twin_name):
     return _runs[twin_name]
 
 
-_FORK_XFAIL = {k: pytest.mark.xfail(strict=True, reason=(
-    "new defect: host_register / pinned_empty / HostRegistration.unregister in a forked child call CUDA "
-    "without the fork check (accel/cuda/_memory_api.py calls the raw bindings)")) for k in ("host_registration", "pinned")}
-
-
-@pytest.mark.parametrize("kind", _params([k.name for k in F.KINDS], _FORK_XFAIL))
+@pytest.mark.parametrize("kind", [k.name for k in F.KINDS])
 def test_fork(twin, kind):
     """After a fork the parent's object keeps working; in the child every operation on it that needs CUDA
     raises torch's "Cannot re-initialize CUDA in forked subprocess" (none hangs), and dropping it is silent."""

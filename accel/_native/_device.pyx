@@ -445,6 +445,12 @@ def set_index_parser(parser, strict=None):
     _parse_strict = strict
 
 
+def _guard_restore(int d):
+    """An internal guard's exit for the shared memory code (accel._memory_common._Guard): as
+    c_maybe_set_device."""
+    c_maybe_set_device(d)
+
+
 def raw_device_count():
     """cudaGetDeviceCount, cached once it succeeds; 0 (not cached) when it fails."""
     return c_device_count()

@@ -32,6 +32,9 @@ from accel._native import _stream as _stream_mod
 from accel import _memory_common as _mc
 from accel import _memory_interop as _mi
 from accel import _stream_common as _sc
+from accel._native import _device as _dev_mod
+
+_mc.register_guard_restore(_cudart, _dev_mod._guard_restore)
 
 __all__ = ["DeviceBuffer", "alloc", "memory_allocated", "max_memory_allocated", "counters", "pool_handle",
            "reset_peak", "reset_accumulated", "set_limit", "get_limit", "set_index_parser", "wrap"]

@@ -214,6 +214,12 @@ def _c_maybe_set_device(d):
         _warn_fallback(d, _device_error(err, d))
 
 
+def _guard_restore(d):
+    """An internal guard's exit for the shared memory code (accel._memory_common._Guard): as
+    _c_maybe_set_device."""
+    _c_maybe_set_device(d)
+
+
 def _warn_fallback(d, exc):
     _record_target(d)
     warnings.warn(f"could not restore CUDA device {d} after a guarded call ({type(exc).__name__}: "

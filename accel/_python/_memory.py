@@ -24,6 +24,8 @@ from accel._python import _device as _dev
 from accel._python import _stream as _stream_mod
 from accel._python._device import _c_checked_device_count, _c_ensure_init, _c_get_device, _c_uninitialized
 
+_mc.register_guard_restore(_cudart, _dev._guard_restore)
+
 __all__ = ["DeviceBuffer", "alloc", "memory_allocated", "max_memory_allocated", "counters", "pool_handle",
            "reset_peak", "reset_accumulated", "set_limit", "get_limit", "set_index_parser", "wrap"]
 

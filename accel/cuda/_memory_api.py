@@ -19,12 +19,13 @@ Host arrays must be C-contiguous (any dtype) and exactly ``buf.nbytes`` long.
 """
 import atexit
 import operator
+import threading
 import warnings
 
 from accel import _impl
 from accel import _memory_common as _mc
 from accel import _memory_interop as _mi
-from accel.cuda._init import is_initialized
+from accel.cuda._init import _lazy_init, is_initialized
 from accel.cuda._utils import _get_device_index
 from accel.errors import OutOfMemoryError
 
@@ -54,6 +55,13 @@ def _cudart():
     mod = _impl.cudart
     mod.load()
     return mod
+
+
+def _host_cudart():
+    """The runtime for a page-locked host memory call, after torch's lazy init (which refuses a forked child
+    of a process that used CUDA with torch's error, as pinned memory does in torch)."""
+    _lazy_init()
+    return _impl.cudart
 
 
 def _device(device):
@@ -244,7 +252,7 @@ class _PinnedHost:
 
     def __init__(self, nbytes):
         self.ptr = 0
-        self.ptr = _cudart().cudaHostAlloc(nbytes, 0) if nbytes else 0
+        self.ptr = _host_cudart().cudaHostAlloc(nbytes, 0) if nbytes else 0
         self.nbytes = nbytes
         self.__array_interface__ = {"shape": (nbytes,), "typestr": "|u1", "data": (self.ptr, False),
                                     "version": 3}
@@ -314,7 +322,7 @@ class HostRegistration:
         keep, ptr, n = _mc._host_view(array, "array", False)
         if n == 0:
             raise ValueError("host_register needs a non-empty array")
-        _cudart().cudaHostRegister(ptr, n, 0)
+        _host_cudart().cudaHostRegister(ptr, n, 0)
         # the buffer export (numpy's view of it) is held while registered: the memory cannot be resized
         # or released under the registration (a bytearray refuses to resize while exported)
         self.array, self.ptr, self.nbytes, self._export = array, ptr, n, keep
@@ -325,10 +333,11 @@ class HostRegistration:
 
     def unregister(self):
         """cudaHostUnregister (a second call does nothing; after a failed one the array stays registered)."""
-        if self.ptr:
-            _impl.cudart.cudaHostUnregister(self.ptr)
-            self.ptr = 0
-            self._export = None
+        with _host_lock:    # the test and the clear as one step: threads racing here unregister once
+            if self.ptr:
+                _host_cudart().cudaHostUnregister(self.ptr)
+                self.ptr = 0
+                self._export = None
 
     def __repr__(self):
         state = f"ptr={self.ptr:#x}" if self.ptr else "unregistered"
@@ -349,6 +358,9 @@ class HostRegistration:
                 self.unregister()
             except Exception:  # noqa: BLE001
                 pass
+
+
+_host_lock = threading.RLock()     # RLock: a collection inside unregister may unregister another one
 
 
 def host_register(array):
