@@ -132,13 +132,15 @@ def stats_dict(c, reserved, reserved_high):
     return dict(sorted(out.items()))
 
 
-# cudart module of a twin -> that twin's internal-guard restore (accel._<twin>._device._guard_restore):
-# registered by each memory twin at import
+# cudart module of a twin -> that twin's internal-guard restore (accel._<twin>._device._guard_restore) and
+# its Stream class: registered by each memory twin at import
 _RESTORE = {}
+_STREAM = {}
 
 
-def register_guard_restore(cudart, restore):
-    _RESTORE[cudart] = restore
+def register_twin(cudart, guard_restore, stream_type):
+    _RESTORE[cudart] = guard_restore
+    _STREAM[cudart] = stream_type
 
 
 class _Guard:
@@ -175,6 +177,8 @@ def _host_view(array, what, writable):
     import numpy as np
 
     if isinstance(array, np.ndarray):
+        # a subclass's properties (nbytes, ctypes, flags, dtype) are its own code: read the base class's
+        array = np.ndarray.view(array, np.ndarray)
         if array.dtype.hasobject:
             raise TypeError(f"{what} must not hold Python objects, got dtype {array.dtype}")
         if not array.flags.c_contiguous:
@@ -204,11 +208,12 @@ def _check_size(buf, nbytes, what):
         raise ValueError(f"{what} has {nbytes} bytes but the DeviceBuffer has {buf.nbytes}: sizes must match")
 
 
-def _stream_of(buf, stream):
-    """The stream of a copy / memset (validated; recorded on the buffer by _use once the call is queued)."""
+def _stream_of(cudart, buf, stream):
+    """The stream of a copy / memset (validated as record_stream validates it, before anything is queued;
+    recorded on the buffer by _use once the call is queued)."""
     if stream is None:
         return buf.stream
-    if not (hasattr(stream, "cuda_stream") and hasattr(stream, "device_index")) or isinstance(stream, type):
+    if not isinstance(stream, _STREAM[cudart]):
         raise bad_stream(stream)
     if stream.device_index != buf.device.index:
         raise stream_device_mismatch(stream, buf.device.index)
@@ -242,10 +247,11 @@ def copy_from_host(cudart, buf, array, stream):
     _writable(buf)
     flat, addr, n = _host_view(array, "array", False)
     _check_size(buf, n, "array")
-    s = _stream_of(buf, stream)
+    s = _stream_of(cudart, buf, stream)
     if not n:
         return
     pinned = _pinned(cudart, addr)      # before queuing: a failed query must leave no copy behind
+    _live(buf)                          # again: reading the host array may have run code that freed it
     with _Guard(cudart, buf.device.index, s.cuda_stream):
         cudart.cudaMemcpyAsync(buf.ptr, addr, n, H2D, s.cuda_stream)
     _use(buf, s)
@@ -265,9 +271,10 @@ def copy_to_host(cudart, buf, out, stream):
         out = np.empty(buf.nbytes, dtype=np.uint8)
     flat, addr, n = _host_view(out, "out", True)
     _check_size(buf, n, "out")
-    s = _stream_of(buf, stream)
+    s = _stream_of(cudart, buf, stream)
     if n:
         pinned = _pinned(cudart, addr)  # before queuing: a failed query must leave no copy behind
+        _live(buf)                      # again: reading ``out`` may have run code that freed it
         with _Guard(cudart, buf.device.index, s.cuda_stream):
             cudart.cudaMemcpyAsync(addr, buf.ptr, n, D2H, s.cuda_stream)
         _use(buf, s)
@@ -285,7 +292,7 @@ def copy_from(cudart, buf, other, stream):
     _live(other)
     _writable(buf)
     _check_size(buf, other.nbytes, "other")
-    s = _stream_of(buf, stream)
+    s = _stream_of(cudart, buf, stream)
     if not buf.nbytes:
         return
     h = s.cuda_stream
@@ -306,7 +313,7 @@ def memset(cudart, buf, value, stream):
         raise ValueError(f"value must be a byte (0-255), got {value}")
     _live(buf)
     _writable(buf)
-    s = _stream_of(buf, stream)
+    s = _stream_of(cudart, buf, stream)
     if buf.nbytes:
         with _Guard(cudart, buf.device.index, s.cuda_stream):
             cudart.cudaMemsetAsync(buf.ptr, value, buf.nbytes, s.cuda_stream)

@@ -8,6 +8,7 @@ capsule dies); an explicit ``free()`` of the buffer while a consumer still uses 
 as with any explicit free.
 """
 import ctypes as _ct
+import operator as _operator
 import threading as _threading
 
 from accel._memory_common import _Guard, _live, copy_refused, wait_uses
@@ -118,13 +119,28 @@ def _consumer_wait(cudart, buf, stream):
         wait_uses(cudart, [buf.stream], h, d)
 
 
+def _int_pair(v, what):
+    """``v`` as a tuple of two ints (DLPack's max_version / dl_device), else a TypeError naming it."""
+    try:
+        t = tuple(v)
+    except TypeError:
+        t = None
+    if t is None or len(t) != 2 or not all(isinstance(x, int) and not isinstance(x, bool) for x in t):
+        raise TypeError(f"{what} must be None or a tuple of two ints, got {type(v).__name__}: {v!r}")
+    return t
+
+
 def dlpack(cudart, buf, stream, max_version, dl_device, copy):
     _live(buf)
-    if dl_device is not None and tuple(dl_device) != (KDLCUDA, buf.device.index):
+    if max_version is not None:
+        max_version = _int_pair(max_version, "max_version")
+    if dl_device is not None:
+        dl_device = _int_pair(dl_device, "dl_device")
+    if dl_device is not None and dl_device != (KDLCUDA, buf.device.index):
         raise BufferError(f"dl_device {tuple(dl_device)} is not the buffer's device {(KDLCUDA, buf.device.index)}")
     if copy:
         raise BufferError("a DeviceBuffer is exported without copying (copy=True is not supported)")
-    versioned = max_version is not None and tuple(max_version)[0] >= 1
+    versioned = max_version is not None and max_version[0] >= 1
     if buf.readonly and not versioned:
         raise BufferError("a read-only DeviceBuffer needs a versioned DLPack capsule (max_version >= (1, 0)): "
                           "a legacy capsule cannot say read-only")
@@ -166,7 +182,31 @@ class _DLOwner:
         raise copy_refused(self)
 
 
+def _ints(seq):
+    """``seq`` as a tuple of ints (``__index__`` objects accepted, bools refused), or None."""
+    out = []
+    for x in seq:
+        if isinstance(x, bool) or not hasattr(type(x), "__index__"):
+            return None
+        out.append(_operator.index(x))
+    return tuple(out)
+
+
 def _contiguous_nbytes(shape, strides, itemsize, what):
+    shape = tuple(shape)
+    ints = _ints(shape)
+    if ints is None or any(s < 0 for s in ints):
+        raise ValueError(f"{what}'s shape must hold non-negative ints, got {shape}")
+    shape = ints
+    if strides is not None:
+        strides = tuple(strides)
+        if len(strides) != len(shape):
+            raise ValueError(f"{what}'s strides {strides} must have one entry per dimension of its shape "
+                             f"{shape}")
+        ints = _ints(strides)
+        if ints is None:
+            raise ValueError(f"{what}'s strides must hold ints, got {strides}")
+        strides = ints
     n = itemsize
     for s in shape:
         n *= s

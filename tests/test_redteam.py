@@ -46,8 +46,6 @@ except (TypeError, ValueError) as e:
 
 
 @needs_emu
-@pytest.mark.xfail(strict=True, reason="red team: an ndarray subclass whose nbytes lies makes copy_to_host / "
-                                       "copy_from_host / to_device overrun the host array (segfault)")
 def test_host_array_subclass_nbytes_is_not_trusted(subprocess_python, twin):
     r = subprocess_python(_SUBCLASS_NBYTES, env=_backend_env(twin), timeout=60)
     assert r.returncode == 0, f"rc={r.returncode} (crashed) {r.stderr[-500:]}"
@@ -56,9 +54,6 @@ def test_host_array_subclass_nbytes_is_not_trusted(subprocess_python, twin):
 
 @needs_emu
 @pytest.mark.parametrize("method", ["copy_from_host", "copy_to_host"])
-@pytest.mark.xfail(strict=True, reason="red team: a host array whose attribute access frees the DeviceBuffer "
-                                       "mid-copy makes the copy write / read freed memory that another live "
-                                       "buffer now owns (the freed check runs before the host array is read)")
 def test_buffer_freed_while_reading_the_host_array(mem, method):
     n = 4096
     victim = mem.alloc(n)
@@ -76,21 +71,24 @@ def test_buffer_freed_while_reading_the_host_array(mem, method):
 
     host = np.full(n, 0x11, np.uint8).view(Evil)
     try:
-        with pytest.raises(ValueError, match="freed"):
+        try:
             getattr(victim, method)(host)
-        victim.stream.synchronize()
-        other = state["other"]
-        assert (other.copy_to_host() == 0xAA).all(), "the copy wrote into another live buffer"
+        except ValueError as e:          # the buffer was freed under the call: refused before queuing
+            assert "freed" in str(e), e
+        else:                            # the subclass's code never ran: the copy was the victim's own
+            assert "other" not in state, "the subclass freed the buffer and the copy still went ahead"
+            victim.stream.synchronize()
+        if "other" in state:
+            other = state["other"]
+            assert (other.copy_to_host() == 0xAA).all(), "the copy wrote into another live buffer"
     finally:
         if "other" in state:
             state["other"].free()
+        victim.free()
 
 
 @needs_emu
 @pytest.mark.parametrize("op", ["copy_from_host", "copy_to_host", "memset"])
-@pytest.mark.xfail(strict=True, reason="red team: a copy / memset given a stream object that is not an "
-                                       "accel.cuda.Stream is queued and runs, then raises TypeError (the stream "
-                                       "is checked only when recorded on the buffer, after the call)")
 def test_non_stream_object_is_refused_before_the_copy(mem, streams, op):
     buf = mem.alloc(16)
     buf.memset(0)
@@ -145,9 +143,6 @@ del p
 
 
 @needs_emu
-@pytest.mark.xfail(strict=True, reason="red team: a forked child that drops a pinned_empty array calls cudaFreeHost "
-                                       "without the fork check (_PinnedHost.__del__): it hangs when the parent had "
-                                       "work in flight at the fork")
 def test_forked_child_drops_pinned_array(subprocess_python, twin):
     r = subprocess_python(_FORK_PINNED, env=_backend_env(twin), timeout=60)
     assert r.returncode == 0, r.stderr[-500:]
@@ -156,9 +151,6 @@ def test_forked_child_drops_pinned_array(subprocess_python, twin):
 
 @needs_emu
 @pytest.mark.parametrize("kwargs", [{"max_version": 5}, {"dl_device": 5}], ids=["max_version", "dl_device"])
-@pytest.mark.xfail(strict=True, reason="red team: __dlpack__ with a non-tuple max_version / dl_device raises "
-                                       "Python's bare \"'int' object is not iterable\", naming neither the "
-                                       "argument nor what was expected")
 def test_dlpack_bad_argument_is_named(mem, kwargs):
     buf = mem.alloc(16)
     (name,) = kwargs
@@ -174,9 +166,6 @@ class _CAI:
 
 @needs_emu
 @pytest.mark.parametrize("shape, strides", [((-2, -3), None), ((2, 4), (1,))], ids=["negative_dims", "short_strides"])
-@pytest.mark.xfail(strict=True, reason="red team: as_buffer accepts a CUDA Array Interface with negative "
-                                       "dimensions (two of them multiply to a positive size) or a strides tuple "
-                                       "shorter than the shape")
 def test_as_buffer_refuses_malformed_shape(mem, rt, streams, shape, strides):
     buf = mem.alloc(64)
     cai = {"shape": shape, "typestr": "|u1", "data": (buf.ptr, False), "version": 3, "stream": None,

@@ -34,7 +34,6 @@ from accel import _memory_interop as _mi
 from accel import _stream_common as _sc
 from accel._native import _device as _dev_mod
 
-_mc.register_guard_restore(_cudart, _dev_mod._guard_restore)
 
 __all__ = ["DeviceBuffer", "alloc", "memory_allocated", "max_memory_allocated", "counters", "pool_handle",
            "reset_peak", "reset_accumulated", "set_limit", "get_limit", "set_index_parser", "wrap"]
@@ -54,6 +53,7 @@ cdef int _ndev = -1
 cdef bint _closing = False
 _parse_index = None
 _Stream = _stream_mod.Stream
+_mc.register_twin(_cudart, _dev_mod._guard_restore, _Stream)
 _current_stream = _stream_mod.current_stream
 
 

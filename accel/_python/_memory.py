@@ -24,7 +24,6 @@ from accel._python import _device as _dev
 from accel._python import _stream as _stream_mod
 from accel._python._device import _c_checked_device_count, _c_ensure_init, _c_get_device, _c_uninitialized
 
-_mc.register_guard_restore(_cudart, _dev._guard_restore)
 
 __all__ = ["DeviceBuffer", "alloc", "memory_allocated", "max_memory_allocated", "counters", "pool_handle",
            "reset_peak", "reset_accumulated", "set_limit", "get_limit", "set_index_parser", "wrap"]
@@ -50,6 +49,7 @@ _T = None          # the raw ctypes table, bound when a pool is first used
 _closing = False
 _parse_index = None
 _Stream = _stream_mod.Stream
+_mc.register_twin(_cudart, _dev._guard_restore, _Stream)
 _current_stream = _stream_mod.current_stream
 
 

@@ -25,7 +25,7 @@ import warnings
 from accel import _impl
 from accel import _memory_common as _mc
 from accel import _memory_interop as _mi
-from accel.cuda._init import _lazy_init, is_initialized
+from accel.cuda._init import _is_in_bad_fork, _lazy_init, is_initialized
 from accel.cuda._utils import _get_device_index
 from accel.errors import OutOfMemoryError
 
@@ -265,7 +265,9 @@ class _PinnedHost:
 
     def __del__(self):
         ptr, self.ptr = self.ptr, 0
-        if ptr and not _at_exit():
+        # in a forked child the block is the parent's: CUDA cannot be used there (the emulator's
+        # cudaFreeHost would wait for streams whose workers the child does not have)
+        if ptr and not _at_exit() and not _is_in_bad_fork():
             try:
                 _impl.cudart.cudaFreeHost(ptr)
             except Exception:  # noqa: BLE001 - nothing to raise to at garbage collection
