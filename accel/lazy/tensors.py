@@ -380,8 +380,8 @@ def _emit(opname, operands, code, sizes, seed=None, kind=None, args=None, tags=N
 
 class LazyTensor(_lt.TensorBase):
     """A tensor on the lazy device: ops trace LTC IR; mark_step / sync_multi run it; ``numpy()`` returns values."""
-    # the slots are TensorBase's; _base (set on view results only): the tensor a view was taken of, kept
-    # alive as torch's functionalised views keep theirs (so mark_step syncs it too)
+    # the slots are TensorBase's; _base: the tensor's functionalisation state (None for a plain tensor; an
+    # Alias of its storage for a view or a tensor with views: see accel.lazy.inplace)
     __slots__ = ()
     __array_priority__ = 1000          # numpy scalars on the left defer to our reflected operators
 
