@@ -228,6 +228,31 @@ def check_source_data_dropped_after_a_read_of_its_ir():
     OUT(H([a, u, d]))
     d2 = a @ a
     OUT(H([a, u, d, d2])); OUT(V(d2))
+
+def check_amax_gives_the_positive_nan():
+    # fuzz p1454 (in part): torch's max reduction gives the positive quiet NaN whatever NaN it met; 0-dim
+    # data is deduplicated by its bytes, so the NaN's sign shows in the graph hash
+    x = L.tensor(np.array(-4, np.int64))
+    n = x.rsqrt()
+    m = n.amax()
+    c = n.abs()
+    c.copy_(n)
+    OUT(V(n)); OUT(V(m)); OUT(V(c))
+    X([x, n, m, c])
+    OUT(H([x, n, m, c]))
+    OUT(V(L.tensor(np.array([[4.0, -2.0], [9.0, 0.25]], np.float32)).sqrt().amax(1)))
+
+def check_float_pow_half_of_negative_infinity():
+    # a fresh fuzz corpus: numpy computes x ** 0.5 as sqrt(x); torch's pow gives +inf for -inf, +0.0 for -0.0
+    a = L.tensor(np.array([-np.inf, -0.0, 4.0, -8.0], np.float32))
+    OUT(V(a ** 0.5)); OUT(V(a ** L.tensor(np.array([0.5], np.float32)))); OUT(V(a.to(L.float64) ** 0.5))
+    OUT(V(a ** 2)); OUT(V(a ** -1)); OUT(V(0.5 ** a)); OUT(V((-0.0) ** L.tensor(np.array([0.5], np.float32))))
+
+def check_half_softmax_in_float():
+    # a fresh fuzz corpus: torch computes float16 softmax / log_softmax in float, with its kernels' own
+    # roundings to half (accel computed in half: up to 54 ulps off); compared within 1 ulp
+    x = L.tensor(np.array([[1.284, 4.48, 0.1353, 7.39], [5.754, 1.648, 0.7788, 2.719]], np.float16))
+    OUT(V(x.log_softmax(1))); OUT(V(x.softmax(0))); OUT(V(x.log_softmax(0))); OUT(V(x.softmax(1)))
 '''
 
 ORACLE_NAMES = re.findall(r"^def (check_\w+)\(", ORACLE, re.M)
