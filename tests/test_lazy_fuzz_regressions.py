@@ -242,11 +242,47 @@ def check_amax_gives_the_positive_nan():
     OUT(H([x, n, m, c]))
     OUT(V(L.tensor(np.array([[4.0, -2.0], [9.0, 0.25]], np.float32)).sqrt().amax(1)))
 
+def check_integral_scalar_pow():
+    # fuzz p2167 / p1187: a Python int ** a uint8 / bool tensor
+    x = L.tensor(np.array([[0, 3, 8, 9]], np.uint8))
+    OUT(V(2 ** x)); OUT(V((-1) ** x)); OUT(V(3 ** (x > 3)))
+    OUT(V(2 ** L.tensor(np.zeros((3, 0), np.uint8))))
+
 def check_float_pow_half_of_negative_infinity():
     # a fresh fuzz corpus: numpy computes x ** 0.5 as sqrt(x); torch's pow gives +inf for -inf, +0.0 for -0.0
     a = L.tensor(np.array([-np.inf, -0.0, 4.0, -8.0], np.float32))
     OUT(V(a ** 0.5)); OUT(V(a ** L.tensor(np.array([0.5], np.float32)))); OUT(V(a.to(L.float64) ** 0.5))
     OUT(V(a ** 2)); OUT(V(a ** -1)); OUT(V(0.5 ** a)); OUT(V((-0.0) ** L.tensor(np.array([0.5], np.float32))))
+
+def check_checked_scalar_conversions():
+    # fuzz p124 / p213 / p651: a negative Python int down to -255 wraps around in uint8 (c10's checked
+    # conversion of a fill value or alpha); a float must be in range before truncation
+    x = L.tensor(np.array([1, 2, 200], np.uint8))
+    OUT(V(L.sub(x, x, alpha=-1))); OUT(V(L.add(x, x, alpha=-255))); OUT(V(x.add(3, alpha=-1)))
+    y = L.tensor(np.array([1, 2, 200], np.uint8))
+    y.sub_(x, alpha=-1)
+    OUT(V(y))
+    for dt, vals in ((np.uint8, (-1, -255, -256, 255, 256, -0.5, 255.5, -1.0, 3.75, True, float("inf"),
+                                 float("nan"), 2 ** 64, -2 ** 63 - 1)),
+                     (np.int8, (127, 128, -128, -129, 127.5, -128.5)),
+                     (np.int64, (2 ** 63, -2 ** 63)), (np.float32, (2 ** 64, -2 ** 63 - 1, 1e39)),
+                     (np.bool_, (2 ** 64, -2))):
+        for v in vals:
+            t = L.tensor(np.zeros(2, dt))
+            err = E(lambda: t.fill_(v))
+            OUT([str(np.dtype(dt)), repr(v), err or V(t)])
+    z = L.tensor(np.array([1, 2], np.uint8))
+    bad = L.add(z, z, alpha=256)
+    OUT(E(lambda: V(bad))[0])      # traced; the run fails (torch: inside its TorchScript error)
+
+def check_comparisons_wrap_integer_scalars():
+    # a fresh fuzz corpus: torch compares in the promoted dtype, so an out-of-range int wraps around
+    for dt, vals in ((np.uint8, (-1, -2, 256, 300, -256, 1.5, -1.5)), (np.int8, (200, -200, 128)),
+                     (np.int16, (40000,)), (np.int32, (2 ** 31, 2 ** 33))):
+        x = L.tensor(np.array([0, 1, 5, 100], dt))
+        for v in vals:
+            OUT([str(np.dtype(dt)), v, [V(getattr(x, op)(v))[2] for op in ("lt", "le", "gt", "ge", "eq", "ne")]])
+        OUT(V(x < L.tensor(np.array(vals[0]))))
 
 def check_half_softmax_in_float():
     # a fresh fuzz corpus: torch computes float16 softmax / log_softmax in float, with its kernels' own

@@ -72,6 +72,8 @@ def _ipow(x, y, dt):
     """pow with an integral or bool result as torch computes it: a negative exponent gives 1 for base 1, +-1
     for base -1 and 0 otherwise (numpy refuses negative integer powers); bool ** bool is ``x or not y``."""
     x, y = _np.asarray(x), _np.asarray(y)
+    if x.dtype != dt and x.dtype.kind != "b" and dt != _np.bool_:
+        x = x.astype(dt)            # a Python int base in a narrower result dtype wraps around, as torch casts it
     if dt == _np.bool_:
         return _np.logical_or(x, _np.logical_not(y))
     neg = y < 0
@@ -110,7 +112,7 @@ _GLOBALS = {"_" + n: getattr(_np, n) for n in set(_UFUNC.values()) | set(_COMPAR
     "add", "subtract", "logical_or", "logical_and", "clip", "sum", "mean", "matmul", "reshape", "transpose",
     "broadcast_to", "concatenate", "asarray", "full", "zeros"}}
 _GLOBALS.update({"_softmax": _softmax, "_log_softmax": _log_softmax, "_astype": _astype, "_wrap_int": _wrap_int,
-                 "_ipow": _ipow, "_fpow": _fpow})
+                 "_ipow": _ipow, "_fpow": _fpow, "_checked_int": D.checked_int})
 _NARROW_INTS = frozenset((D.UINT8, D.INT8, D.INT16, D.INT32))
 for _c, _dt in D.CODE_TO_NP.items():
     _GLOBALS[f"_d{_c}"] = _dt
@@ -295,7 +297,9 @@ class _Compiler:
         elif kind in ("aten::add", "aten::sub"):
             f = "_add" if kind == "aten::add" else "_subtract"
             y, a = ins[1], ins[2]
-            L(f"{out} = {f}({x}, {y}{kw}) if {a} == 1 else "
+            if code in _NARROW_INTS:
+                a = f"_checked_int({a}, {code})"        # torch's checked conversion of alpha, at run time
+            L(f"{out} = {f}({x}, {y}{kw}) if {ins[2]} == 1 else "
               f"{f}({x}, _multiply({y}, {a}, dtype={dt}, casting='unsafe'){kw})")
         elif kind == "aten::relu":
             L(f"{out} = _maximum({x}, 0{kw})")
@@ -351,6 +355,11 @@ class _Compiler:
             samples = [_sample(m, self.index[m] in param_of) for m in opnodes]
             if _np.result_type(*samples) != cmp:
                 ins = [f"_astype({v}, _d{attrs[1]})" for v in ins]
+            elif attrs[1] in _NARROW_INTS:
+                # an integer read as a Python int wraps around to the compared dtype, as torch casts it
+                # (uint8 t < -2 is t < 254)
+                ins = [f"_wrap_int({v}, _d{attrs[1]})" if self.index[m] in param_of and not m.shapes[0].sizes
+                       and m.shapes[0].dtype in D.INTS else v for v, m in zip(ins, opnodes)]
             L(f"{out} = _{_COMPARE[kind]}({ins[0]}, {ins[1]}{', out=' + buf if buf else ''})")
         elif kind == "aten::zero":
             L(f"{out} = _zeros({tuple(shape.sizes)!r}, {dt})")

@@ -321,20 +321,18 @@ def _fill_value(v, code):
     """``v`` converted to dtype ``code`` as torch converts a fill value (errors as torch's)."""
     import math
     import numpy as np
+    if type(v) is int and not -(1 << 63) <= v < (1 << 64):       # torch's Python-int-to-Scalar conversion
+        raise OverflowError("int too big to convert" if v > 0 else "can't convert negative int to unsigned")
     if code == D.BOOL:
         return bool(v)
     if code in D.INTS:
-        info = np.iinfo(D.CODE_TO_NP[code])
-        if type(v) is int and not -(1 << 63) <= v < (1 << 64):
-            raise OverflowError("int too big to convert")
-        f = v if type(v) is not float else (math.trunc(v) if math.isfinite(v) else None)
-        if f is None or not info.min <= f <= info.max:
-            raise RuntimeError(f"value cannot be converted to type {T._INT_C_NAMES[code]} without overflow")
-        return int(f)
+        return D.checked_int(v, code)
     f = float(v)
-    if math.isfinite(f) and not math.isfinite(float(np.array(f, D.CODE_TO_NP[code]))):
+    with np.errstate(over="ignore"):
+        c = float(np.array(f, D.CODE_TO_NP[code]))
+    if math.isfinite(f) and not math.isfinite(c):
         raise RuntimeError(f"value cannot be converted to type {_FLOAT_NAMES[code]} without overflow")
-    return float(np.array(f, D.CODE_TO_NP[code]))
+    return c
 
 
 def fill_(t, value):

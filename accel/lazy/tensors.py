@@ -785,16 +785,13 @@ def _make_binary(name):
     return f
 
 
-_INT_C_NAMES = {D.UINT8: "uint8_t", D.INT8: "int8_t", D.INT16: "int16_t", D.INT32: "int", D.INT64: "int64_t"}
-
-
 def _check_int_exponent(e, code):
     """torch's checks of a Python-number exponent of an integral pow (raised at the call, as torch does)."""
     if e < 0:
         raise RuntimeError("Integers to negative integer powers are not allowed.")
     info = _np.iinfo(D.CODE_TO_NP[code])
     if e > info.max:
-        raise RuntimeError(f"value cannot be converted to type {_INT_C_NAMES[code]} without overflow")
+        raise RuntimeError(f"value cannot be converted to type {D.INT_C_NAMES[code]} without overflow")
 
 
 _mul = _make_binary("mul")
