@@ -242,6 +242,14 @@ def check_amax_gives_the_positive_nan():
     OUT(H([x, n, m, c]))
     OUT(V(L.tensor(np.array([[4.0, -2.0], [9.0, 0.25]], np.float32)).sqrt().amax(1)))
 
+def check_integer_softmax_of_empty_tensor():
+    # fuzz p41 / p638: LTC traces softmax of an integer or bool tensor; an empty one runs
+    for dt in (np.bool_, np.uint8, np.int8, np.int16, np.int32, np.int64):
+        x = L.tensor(np.zeros((2, 0), dt))
+        y = x.softmax(1)
+        z = x.log_softmax(0)
+        OUT(X([y, z])); OUT(H([y, z])); OUT(V(y)); OUT(V(z))
+
 def check_integral_scalar_pow():
     # fuzz p2167 / p1187: a Python int ** a uint8 / bool tensor
     x = L.tensor(np.array([[0, 3, 8, 9]], np.uint8))
@@ -284,11 +292,37 @@ def check_comparisons_wrap_integer_scalars():
             OUT([str(np.dtype(dt)), v, [V(getattr(x, op)(v))[2] for op in ("lt", "le", "gt", "ge", "eq", "ne")]])
         OUT(V(x < L.tensor(np.array(vals[0]))))
 
+def check_cat_skips_legacy_empty_tensors():
+    # a fresh fuzz corpus: torch.cat skips 1-D empty tensors (they count for the dtype only)
+    a = L.tensor(np.array([[1.0], [2.0]], np.float64))
+    e = L.tensor(np.zeros(0, np.float32))
+    e2 = L.tensor(np.zeros(0, np.int64))
+    c1 = L.cat((a, a, e), -1)
+    c2 = L.cat((e, a), 0)
+    c3 = L.cat((e, e2), 0)
+    c4 = L.cat((e,), 1)
+    OUT(X([c1, c2, c3, c4])); OUT(H([c1, c2, c3, c4]))
+    OUT(V(c1)); OUT(V(c2)); OUT(V(c3)); OUT(V(c4))
+    OUT(E(lambda: L.cat((e, a), 5)))
+    OUT(E(lambda: L.cat((a, L.tensor(np.array(1.0))), 0)))
+    OUT(E(lambda: L.cat((a, e.unsqueeze(0)), 0)))
+
 def check_half_softmax_in_float():
     # a fresh fuzz corpus: torch computes float16 softmax / log_softmax in float, with its kernels' own
     # roundings to half (accel computed in half: up to 54 ulps off); compared within 1 ulp
     x = L.tensor(np.array([[1.284, 4.48, 0.1353, 7.39], [5.754, 1.648, 0.7788, 2.719]], np.float16))
     OUT(V(x.log_softmax(1))); OUT(V(x.softmax(0))); OUT(V(x.log_softmax(0))); OUT(V(x.softmax(1)))
+
+def check_matmul_batch_of_one():
+    # fuzz p108 / p900: equal batch sizes of one take the batched (bmm) path
+    a = L.tensor(np.ones((1, 3, 2), np.float32))
+    b = L.tensor(np.full((1, 2, 3), 0.5, np.float32))
+    c = L.tensor(np.ones((1, 1, 2, 1), np.float32))
+    d = L.tensor(np.ones((1, 1, 1, 2), np.float32))
+    r, r2 = a @ b, c @ d
+    OUT(X([r, r2])); OUT(H([r, r2])); OUT(V(r)); OUT(V(r2))
+    r.add_(1)
+    OUT(X([r]))
 '''
 
 ORACLE_NAMES = re.findall(r"^def (check_\w+)\(", ORACLE, re.M)

@@ -368,7 +368,13 @@ class _Compiler:
         elif kind == "lazy_tensors::tensor_list":
             L(f"{out} = ({', '.join(ins)},)")
         elif kind == "aten::cat":
-            L(f"{out} = _concatenate({x}, axis={attrs[1][0]}, dtype={dt}, casting='same_kind')")
+            axis, keep = attrs[1]
+            if keep is not None:         # legacy empty 1-D operands take no part
+                x = f"({''.join(f'{x}[{k}], ' for k in keep)})"
+            if keep == ():
+                L(f"{out} = _zeros((0,), {dt})")
+            else:
+                L(f"{out} = _concatenate({x}, axis={axis}, dtype={dt}, casting='same_kind')")
         else:
             raise NotImplementedError(f"the numpy backend has no kernel for {node}")
 

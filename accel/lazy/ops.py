@@ -101,7 +101,7 @@ def matmul(a, b):
                                f"({_numel(sa[:-1])}x{sa[-1]} and {sb[0]}x{sb[1]})")
         folded = _internal_view(a, lambda x: _view(x, (_numel(sa[:-1]), sa[-1]), "_unsafe_view", False))
         return _unsafe_view(mm(folded, b), sa[:-1] + (sb[1],))
-    if da >= 3 and db >= 3 and sa[:-2] == sb[:-2] and _numel(sb[:-2]) != 1:
+    if da >= 3 and db >= 3 and sa[:-2] == sb[:-2]:
         if sa[-1] != sb[-2]:
             raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
                                f"[{_numel(sa[:-2])}, {sa[-1]}] but got: [{_numel(sb[:-2])}, {sb[-2]}].")
@@ -400,7 +400,8 @@ def _expand_inverse(base, m):
 def _softmax(opname, a, dim):
     _check_tensor(a, f"{opname[1:]}() input")
     s = a._shape
-    if s.dtype not in D.FLOATS:
+    if s.dtype not in D.FLOATS and _numel(s.sizes):
+        # LTC traces it and the run fails at mark_step; an empty one runs (an empty result of the input's dtype)
         raise RuntimeError(f"{opname[1:]}(): expected a floating point input, got {_dtype_name(s.dtype)}")
     d = operator.index(dim)
     axis = _norm_dim(d, len(s.sizes))
@@ -439,24 +440,30 @@ def cat(tensors, dim=0):
         raise RuntimeError("torch.cat(): expected a non-empty list of Tensors")
     for i, t in enumerate(tensors):
         _check_tensor(t, f"cat() tensors[{i}]")
-    first = tensors[0]._shape.sizes
-    nd = len(first)
-    if nd == 0:
-        raise RuntimeError("zero-dimensional tensor (at position 0) cannot be concatenated")
+        if not t._shape.sizes:
+            raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be concatenated")
+    # torch's legacy rule: a 1-D empty tensor ([0]) takes part in the dtype only (no shape checks; skipped)
+    keep = [i for i, t in enumerate(tensors) if t._shape.sizes != (0,)]
     d = operator.index(dim)
-    axis = _norm_dim(d, nd)
-    total = 0
-    for i, t in enumerate(tensors):
-        sz = t._shape.sizes
-        if len(sz) != nd:
-            raise RuntimeError(f"Tensors must have same number of dimensions: got {nd} and {len(sz)}")
-        for k in range(nd):
-            if k != axis and sz[k] != first[k]:
-                raise RuntimeError(f"Sizes of tensors must match except in dimension {axis}. Expected size "
-                                   f"{first[k]} but got size {sz[k]} for tensor number {i} in the list.")
-        total += sz[axis]
+    if keep:
+        first = tensors[keep[0]]._shape.sizes
+        nd = len(first)
+        axis = _norm_dim(d, nd)
+        total = 0
+        for i in keep:
+            sz = tensors[i]._shape.sizes
+            if len(sz) != nd:
+                raise RuntimeError(f"Tensors must have same number of dimensions: got {nd} and {len(sz)}")
+            for k in range(nd):
+                if k != axis and sz[k] != first[k]:
+                    raise RuntimeError(f"Sizes of tensors must match except in dimension {axis}. Expected size "
+                                       f"{first[k]} but got size {sz[k]} for tensor number {i} in the list.")
+            total += sz[axis]
+        sizes = first[:axis] + (total,) + first[axis + 1:]
+    else:                            # only legacy empty tensors: dim is not even checked
+        axis, sizes = 0, (0,)
     code = D.result_type([(t._shape.dtype, D.DIM) for t in tensors])
     _fn_counter("cat")[0] += 1
     lst = Node(_op("lazy_tensors::tensor_list"), [t._ir() for t in tensors], ())
-    sizes = first[:axis] + (total,) + first[axis + 1:]
-    return _emit("aten::cat", (lst,), code, sizes, _seed(d), "aten::cat", (axis,), f"dim={d}")
+    keep = None if len(keep) == len(tensors) else tuple(keep)
+    return _emit("aten::cat", (lst,), code, sizes, _seed(d), "aten::cat", (axis, keep), f"dim={d}")
