@@ -9,9 +9,9 @@ says why).
 
 ISSUE17_B: the tags of the ops and behaviours fixed by issue 17 B1-B6 (in-place ops, comparisons, bool(t),
 float16 reductions, integer pow, relu(bool), softmax over an empty dim, float data in tensor()); the corpus
-must cover each.  KNOWN names the differences found by the fuzzer and not fixed yet: those programs are
-reported as xfail (not strict).  Every other program must pass (tests/test_lazy_fuzz_regressions.py holds
-the minimised failures that were fixed).
+must cover each.  KNOWN names the programs whose difference is a documented deviation (README.md's table),
+with the reason: they are reported as xfail (not strict).  Every other program must pass
+(tests/test_lazy_fuzz_regressions.py holds the minimised failures that were fixed).
 """
 import json
 import pathlib
@@ -34,18 +34,12 @@ ISSUE17_B = frozenset({
     "tensor_float_list",                                                        # B6 tensor([1.5]), tensor([])
 })
 
-# Programs of known, not yet fixed differences (see the README's deviations / the fuzz report), by tag:
-KNOWN = frozenset({
-    "dot",             # torch's dot fallback syncs an operand that holds IR (graph hash differs afterwards)
-    "matmul_batch1",   # N-D @ N-D with a batch of one: accel.lazy raises NotImplementedError
-})
-
-# Programs that differ since issue 17 B1-B6 met the fuzzer (functionalisation corners of in-place ops on
-# views, integer softmax of empty tensors, integral scalar ** tensor, out-of-range scalars in unsigned ops):
-# being fixed; this set must be empty before issue 17 is resolved.
-UNFIXED = frozenset("""p41 p70 p86 p124 p159 p213 p331 p419 p638 p651 p765 p1187 p1218 p1301 p1377 p1431 p1444 p1454
-p1455 p1529 p1803 p1839 p1841 p2128 p2167 p2170 p2208 p2227 p2253 p2276 p2291 p2359 p2373 p2376 p2512 p2641 p2703
-p2745 p2772 p2834 p2870 p2922 p2927 p2937 p3059""".split())
+# Programs whose difference from torch is a documented deviation (README.md), by name, with the reason:
+KNOWN = {
+    # softmax of a 0-dim -NaN: torch's kernel keeps the NaN's sign, numpy's float32 exp gives +NaN; the
+    # values compare equal, but 0-dim data is deduplicated by its bytes, so the graph hash differs
+    "p1454": "NaN bits",
+}
 
 REPLAY = r'''
 import importlib.util, json, sys
@@ -88,7 +82,7 @@ def replayed(request, subprocess_python):
 
 
 def _pending(program):
-    return bool(KNOWN & set(program["tags"])) or program["name"] in UNFIXED
+    return program["name"] in KNOWN
 
 
 def _report(corpus, fails, names):
@@ -127,8 +121,7 @@ def test_programs_match_torch(corpus, replayed):
     assert not bad, _report(corpus, fails, bad)
 
 
-@pytest.mark.xfail(bool(KNOWN), reason="KNOWN differences, not fixed yet",
-                   strict=False)
+@pytest.mark.xfail(bool(KNOWN), reason="KNOWN differences (documented deviations)", strict=False)
 def test_pending_programs_match_torch(corpus, replayed):
     fails = replayed["fails"]
     bad = [p["name"] for p in corpus["programs"] if p["name"] in fails and _pending(p)]

@@ -59,7 +59,9 @@ def check_views_keep_their_base_alive():
     a = L.tensor(arr(3, 3)); L.mark_step()
     cases = ((lambda: a * 2, 1), (lambda: (a * 2).reshape(9), 2), (lambda: (a * 2).reshape(9).reshape(3, 3).t(), 4),
              (lambda: a.t(), 1), (lambda: (a * 2).transpose(0, 1) + 1, 1), (lambda: (a * 2).sum(0).expand(2, 3), 2),
-             (lambda: L.tensor(arr(3)) @ a, 1))
+             # matmul's result is a view (squeeze_ / _unsafe_view) of its mm / bmm output, which is kept (torch 2.13)
+             (lambda: L.tensor(arr(3)) @ a, 2), (lambda: L.tensor(arr(2, 3, 3)) @ a, 2),
+             (lambda: L.tensor(arr(2, 3, 3)) @ L.tensor(arr(2, 3, 3)), 2))
     for make, n in cases:
         M.reset()
         y = make()

@@ -11,6 +11,26 @@ FLOATS = frozenset((FLOAT16, FLOAT32, FLOAT64))
 INTS = frozenset((UINT8, INT8, INT16, INT32, INT64))
 DEFAULT_FLOAT = FLOAT32
 
+# C++ names of the integral dtypes in c10's conversion errors.
+INT_C_NAMES = {UINT8: "uint8_t", INT8: "int8_t", INT16: "int16_t", INT32: "int", INT64: "int64_t"}
+
+
+def checked_int(v, code):
+    """A Python number converted to integral dtype ``code`` as c10's checked Scalar conversion does (a fill
+    value, add / sub's alpha): an int must be in the dtype's range, except that a negative one down to -max
+    wraps around in an unsigned dtype (uint8: -1 is 255, as ``a - b`` is ``a + 255 * b``); a float must be
+    in the range before truncation (uint8: -0.5 and 255.5 are refused; inf and NaN too)."""
+    info = _np.iinfo(CODE_TO_NP[code])
+    if type(v) is float:
+        if info.min <= v <= info.max:
+            return int(v)
+    elif info.min <= v <= info.max:
+        return int(v)
+    elif info.min == 0 and -info.max <= v < 0:
+        return int(v) + info.max + 1
+    raise RuntimeError(f"value cannot be converted to type {INT_C_NAMES[code]} without overflow")
+
+
 # Priorities of an operand in torch's result_type: a tensor with dims, a 0-dim tensor, a Python number.
 DIM, ZERO_DIM, WRAPPED = 2, 1, 0
 

@@ -33,6 +33,8 @@ _WEAK = {"aten::add", "aten::sub", "aten::mul", "aten::div", "aten::pow", "aten:
 def _softmax(x, axis):
     if _np.size(x) == 0:                 # torch returns the empty result (numpy's max refuses a 0-size axis)
         return _np.empty_like(x)
+    if x.dtype == _np.float16:
+        return _half_softmax(x, axis, False)
     e = _np.exp(x - _np.max(x, axis=axis, keepdims=True))
     e /= _np.sum(e, axis=axis, keepdims=True)
     return e
@@ -41,15 +43,37 @@ def _softmax(x, axis):
 def _log_softmax(x, axis):
     if _np.size(x) == 0:
         return _np.empty_like(x)
+    if x.dtype == _np.float16:
+        return _half_softmax(x, axis, True)
     s = x - _np.max(x, axis=axis, keepdims=True)
     s -= _np.log(_np.sum(_np.exp(s), axis=axis, keepdims=True))
     return s
+
+
+def _half_softmax(x, axis, log):
+    """float16 (log_)softmax as torch's CPU kernels compute it: in float, with the roundings to half of its
+    two kernels (the last dim's keeps the sum and its log in half; the other dims' rounds exp(x - max))."""
+    f32, f16 = _np.float32, _np.float16
+    xf = x.astype(f32)
+    s = xf - _np.max(xf, axis=axis, keepdims=True)
+    e = _np.exp(s)
+    total = _np.sum(e, axis=axis, keepdims=True)
+    last = axis == x.ndim - 1
+    if log:
+        if last:
+            return (s - _np.log(total.astype(f16).astype(f32)).astype(f16).astype(f32)).astype(f16)
+        return (s - _np.log(total)).astype(f16)
+    if not last:
+        e = e.astype(f16).astype(f32)
+    return (e / total).astype(f16)
 
 
 def _ipow(x, y, dt):
     """pow with an integral or bool result as torch computes it: a negative exponent gives 1 for base 1, +-1
     for base -1 and 0 otherwise (numpy refuses negative integer powers); bool ** bool is ``x or not y``."""
     x, y = _np.asarray(x), _np.asarray(y)
+    if x.dtype != dt and x.dtype.kind != "b" and dt != _np.bool_:
+        x = x.astype(dt)            # a Python int base in a narrower result dtype wraps around, as torch casts it
     if dt == _np.bool_:
         return _np.logical_or(x, _np.logical_not(y))
     neg = y < 0
@@ -58,6 +82,20 @@ def _ipow(x, y, dt):
     r = _np.power(x, _np.where(neg, 0, y), dtype=dt)
     alt = _np.where(x == 1, 1, _np.where(x == -1, _np.where(y % 2 == 0, 1, -1), 0))
     return _np.where(neg, alt, r).astype(dt)
+
+
+def _fpow(x, y, **kw):
+    """Floating pow as torch's kernel (C's pow) computes it: numpy takes ``x ** 0.5`` (a single-element
+    exponent) as ``sqrt(x)``, which gives NaN for -inf and -0.0 for -0.0 where pow gives +inf and +0.0."""
+    r = _np.power(x, y, **kw)
+    if _np.size(y) == 1 and _np.asarray(y).reshape(-1)[0] == 0.5:
+        r = _np.asarray(r)
+        fixed = _np.where(_np.isneginf(x), _np.asarray(_np.inf, r.dtype), r) + _np.asarray(0.0, r.dtype)
+        if r.ndim:
+            r[...] = fixed               # (r may be the out= buffer)
+        else:
+            r = fixed
+    return r
 
 
 def _astype(x, dt):
@@ -74,7 +112,7 @@ _GLOBALS = {"_" + n: getattr(_np, n) for n in set(_UFUNC.values()) | set(_COMPAR
     "add", "subtract", "logical_or", "logical_and", "clip", "sum", "mean", "matmul", "reshape", "transpose",
     "broadcast_to", "concatenate", "asarray", "full", "zeros"}}
 _GLOBALS.update({"_softmax": _softmax, "_log_softmax": _log_softmax, "_astype": _astype, "_wrap_int": _wrap_int,
-                 "_ipow": _ipow})
+                 "_ipow": _ipow, "_fpow": _fpow, "_checked_int": D.checked_int})
 _NARROW_INTS = frozenset((D.UINT8, D.INT8, D.INT16, D.INT32))
 for _c, _dt in D.CODE_TO_NP.items():
     _GLOBALS[f"_d{_c}"] = _dt
@@ -246,8 +284,11 @@ class _Compiler:
                        and m.shapes[0].dtype in D.INTS else v for k, (v, m) in enumerate(zip(ins, opnodes))]
         L = self.lines.append
         x = ins[0] if ins else None
-        if kind == "aten::pow" and code not in D.FLOATS:
-            L(f"{out} = _ipow({ins[0]}, {ins[1]}, {dt})")
+        if kind == "aten::pow":
+            if code in D.FLOATS:
+                L(f"{out} = _fpow({', '.join(ins)}{kw})")
+            else:
+                L(f"{out} = _ipow({ins[0]}, {ins[1]}, {dt})")
         elif kind in _UFUNC:
             L(f"{out} = _{_UFUNC[kind]}({', '.join(ins)}{kw})")
         elif kind == "aten::add" and code == D.BOOL:
@@ -256,7 +297,9 @@ class _Compiler:
         elif kind in ("aten::add", "aten::sub"):
             f = "_add" if kind == "aten::add" else "_subtract"
             y, a = ins[1], ins[2]
-            L(f"{out} = {f}({x}, {y}{kw}) if {a} == 1 else "
+            if code in _NARROW_INTS:
+                a = f"_checked_int({a}, {code})"        # torch's checked conversion of alpha, at run time
+            L(f"{out} = {f}({x}, {y}{kw}) if {ins[2]} == 1 else "
               f"{f}({x}, _multiply({y}, {a}, dtype={dt}, casting='unsafe'){kw})")
         elif kind == "aten::relu":
             L(f"{out} = _maximum({x}, 0{kw})")
@@ -312,6 +355,11 @@ class _Compiler:
             samples = [_sample(m, self.index[m] in param_of) for m in opnodes]
             if _np.result_type(*samples) != cmp:
                 ins = [f"_astype({v}, _d{attrs[1]})" for v in ins]
+            elif attrs[1] in _NARROW_INTS:
+                # an integer read as a Python int wraps around to the compared dtype, as torch casts it
+                # (uint8 t < -2 is t < 254)
+                ins = [f"_wrap_int({v}, _d{attrs[1]})" if self.index[m] in param_of and not m.shapes[0].sizes
+                       and m.shapes[0].dtype in D.INTS else v for v, m in zip(ins, opnodes)]
             L(f"{out} = _{_COMPARE[kind]}({ins[0]}, {ins[1]}{', out=' + buf if buf else ''})")
         elif kind == "aten::zero":
             L(f"{out} = _zeros({tuple(shape.sizes)!r}, {dt})")
@@ -320,7 +368,13 @@ class _Compiler:
         elif kind == "lazy_tensors::tensor_list":
             L(f"{out} = ({', '.join(ins)},)")
         elif kind == "aten::cat":
-            L(f"{out} = _concatenate({x}, axis={attrs[1][0]}, dtype={dt}, casting='same_kind')")
+            axis, keep = attrs[1]
+            if keep is not None:         # legacy empty 1-D operands take no part
+                x = f"({''.join(f'{x}[{k}], ' for k in keep)})"
+            if keep == ():
+                L(f"{out} = _zeros((0,), {dt})")
+            else:
+                L(f"{out} = _concatenate({x}, axis={axis}, dtype={dt}, casting='same_kind')")
         else:
             raise NotImplementedError(f"the numpy backend has no kernel for {node}")
 
@@ -329,14 +383,17 @@ class _Compiler:
 def eager(name, args):
     """Run fallback op ``name`` (sin, rpow, dot, or ("amax", axes, keepdim)) on numpy values now."""
     if isinstance(name, tuple) and name[0] == "amax":
-        return _np.amax(args[0], axis=name[1], keepdims=name[2])
+        r = _np.asarray(_np.amax(args[0], axis=name[1], keepdims=name[2]))
+        if r.dtype.kind == "f":              # torch's max gives the positive quiet NaN, whatever NaN it met
+            r = _np.where(_np.isnan(r), _np.array(_np.nan, r.dtype), r)
+        return r
     if name == "sin":
         x = _np.asarray(args[0])
         return _np.sin(x if x.dtype.kind == "f" else x.astype(_np.float32))
     if name == "rpow":                       # number ** tensor
         x = _np.asarray(args[0])
         if x.dtype.kind == "f":
-            return _np.power(args[1], x.astype(_np.float64))
+            return _fpow(args[1], x.astype(_np.float64))
         if type(args[1]) is float:
             return _np.power(args[1], x)
         return _ipow(args[1], x, _np.result_type(x, args[1]) if x.dtype.kind != "b" else _np.int64)

@@ -234,14 +234,19 @@ def tensor_value(t):
     """The array of one tensor (the returned array must not be written).  Like LTC's ``.cpu()``
     (LazyTensor::ToTensor): a tensor holding IR is computed once (GetTensors, force_ltc_data=false) and
     gets the result as its device data while keeping its IR (later ops still build on the IR; syncs skip
-    it, as it has data)."""
+    it, as it has data).  A tensor still holding its source data returns that (no handle: still a root), and
+    once an op has read it as IR, drops it (``.cpu()`` is ToTensor(detached=true): the IR is authoritative),
+    so that the next read computes it and gives it a handle."""
     h = t._handle
     if h is None:
         with _device_lock:
             h = t._handle
             if h is None:
-                if t._src is not None:      # LTC's ToTensor returns the tensor's data first: no handle, still a root
-                    return t._src.array
+                src = t._src
+                if src is not None:
+                    if t._node is not None:
+                        t._src = None
+                    return src.array
                 if t._node is None:         # a stale alias (accel.lazy.inplace): regenerate it first
                     t._ir()
                     return tensor_value(t)

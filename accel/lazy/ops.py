@@ -90,24 +90,49 @@ def matmul(a, b):
         return mm(a, b)
     if da == 2 and db == 1:
         return _mv(a, b)
+    # torch's views inside matmul (unsqueeze, reshape, expand) read a regenerated value of an alias whose
+    # storage was updated (_internal_view); its result is a view of the mm / bmm output (pending_view)
     if da == 1 and db == 2:
-        return _squeeze(mm(_unsqueeze(a, 0, False), b), 0, False)   # torch squeezes in place: no view
+        out = mm(_internal_view(a, _unsqueeze0), b)
+        return _inplace.pending_view(_squeeze(out, 0, False), out, _squeeze_meta, 0)   # torch's squeeze_(0)
     if da >= 3 and db == 2:
         if sa[-1] != sb[0]:
             raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied "
                                f"({_numel(sa[:-1])}x{sa[-1]} and {sb[0]}x{sb[1]})")
-        folded = _view(a, (_numel(sa[:-1]), sa[-1]), "_unsafe_view")
-        return _view(mm(folded, b), sa[:-1] + (sb[1],), "_unsafe_view")
-    if da >= 3 and db >= 3 and sa[:-2] == sb[:-2] and _numel(sb[:-2]) != 1:
+        folded = _internal_view(a, lambda x: _view(x, (_numel(sa[:-1]), sa[-1]), "_unsafe_view", False))
+        return _unsafe_view(mm(folded, b), sa[:-1] + (sb[1],))
+    if da >= 3 and db >= 3 and sa[:-2] == sb[:-2]:
         if sa[-1] != sb[-2]:
             raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
                                f"[{_numel(sa[:-2])}, {sa[-1]}] but got: [{_numel(sb[:-2])}, {sb[-2]}].")
         batch = _numel(sa[:-2])
-        x = _view(_expand(a, sa, False), (batch,) + sa[-2:], "view_copy_symint", False)
-        y = _view(_expand(b, sb, False), (batch,) + sb[-2:], "view_copy_symint", False)
-        return _view(bmm(x, y), sa[:-2] + (sa[-2], sb[-1]), "_unsafe_view")
+        x = _internal_view(a, lambda t: _view(_expand(t, sa, False), (batch,) + sa[-2:], "view_copy_symint", False))
+        y = _internal_view(b, lambda t: _view(_expand(t, sb, False), (batch,) + sb[-2:], "view_copy_symint", False))
+        return _unsafe_view(bmm(x, y), sa[:-2] + (sa[-2], sb[-1]))
     raise NotImplementedError(f"matmul of shapes {_fmt_size(sa)} and {_fmt_size(sb)} is not supported by accel.lazy "
                               "(supported: 1-D/2-D operands, N-D @ 2-D, and N-D @ N-D with equal batch sizes)")
+
+
+def _internal_view(a, view):
+    return view(a) if a._base is None else _inplace.internal_view(a, view)
+
+
+def _unsqueeze0(x):
+    return _unsqueeze(x, 0, False)
+
+
+def _squeeze_meta(dim):
+    return (lambda x: _squeeze(x, dim, False), lambda base, m: _unsqueeze_to(m, base._shape.sizes, dim))
+
+
+def _unsafe_view_meta(size):
+    return (lambda x: _view(x, size, "_unsafe_view", False),
+            lambda base, m: _view(m, base._shape.sizes, "_unsafe_view", False))
+
+
+def _unsafe_view(out, size):
+    """torch's ``_unsafe_view`` of a fresh mm / bmm output: functionalised as a view of it."""
+    return _inplace.pending_view(_view(out, size, "_unsafe_view", False), out, _unsafe_view_meta, size)
 
 
 def _numel(sizes):
@@ -214,7 +239,7 @@ def _view(a, shape, counter, alias=True):
     out = _infer_size(size, _numel(s.sizes))
     _fn_counter(counter)[0] += 1
     t = _emit("aten::view_copy", (_view_input(a, alias),), s.dtype, out, _seed(size), "reshape", None, "size=" + _dim_list(size))
-    if alias and counter != "_unsafe_view":    # torch's _unsafe_view (inside matmul) makes no view
+    if alias:
         t = _view_of(a, t, lambda x: _view(x, size, counter, False),
                      lambda base, m: _view(m, base._shape.sizes, counter, False))
     return t
@@ -361,7 +386,7 @@ def _expand_inverse(base, m):
     bs, ms = base._shape.sizes, m._shape.sizes
     diff = m.sub(base)
     if not bs:
-        return base.add(_reduce("sum", diff, None, False))
+        return base.add(_reduce("sum", diff, ALL_DIMS, False))   # at::sum_to to a 0-dim size: sum()
     lead = len(ms) - len(bs)
     dims = list(range(lead)) + [i for i in range(lead, len(ms)) if bs[i - lead] == 1 and ms[i] != 1]
     if dims:
@@ -375,7 +400,8 @@ def _expand_inverse(base, m):
 def _softmax(opname, a, dim):
     _check_tensor(a, f"{opname[1:]}() input")
     s = a._shape
-    if s.dtype not in D.FLOATS:
+    if s.dtype not in D.FLOATS and _numel(s.sizes):
+        # LTC traces it and the run fails at mark_step; an empty one runs (an empty result of the input's dtype)
         raise RuntimeError(f"{opname[1:]}(): expected a floating point input, got {_dtype_name(s.dtype)}")
     d = operator.index(dim)
     axis = _norm_dim(d, len(s.sizes))
@@ -414,24 +440,30 @@ def cat(tensors, dim=0):
         raise RuntimeError("torch.cat(): expected a non-empty list of Tensors")
     for i, t in enumerate(tensors):
         _check_tensor(t, f"cat() tensors[{i}]")
-    first = tensors[0]._shape.sizes
-    nd = len(first)
-    if nd == 0:
-        raise RuntimeError("zero-dimensional tensor (at position 0) cannot be concatenated")
+        if not t._shape.sizes:
+            raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be concatenated")
+    # torch's legacy rule: a 1-D empty tensor ([0]) takes part in the dtype only (no shape checks; skipped)
+    keep = [i for i, t in enumerate(tensors) if t._shape.sizes != (0,)]
     d = operator.index(dim)
-    axis = _norm_dim(d, nd)
-    total = 0
-    for i, t in enumerate(tensors):
-        sz = t._shape.sizes
-        if len(sz) != nd:
-            raise RuntimeError(f"Tensors must have same number of dimensions: got {nd} and {len(sz)}")
-        for k in range(nd):
-            if k != axis and sz[k] != first[k]:
-                raise RuntimeError(f"Sizes of tensors must match except in dimension {axis}. Expected size "
-                                   f"{first[k]} but got size {sz[k]} for tensor number {i} in the list.")
-        total += sz[axis]
+    if keep:
+        first = tensors[keep[0]]._shape.sizes
+        nd = len(first)
+        axis = _norm_dim(d, nd)
+        total = 0
+        for i in keep:
+            sz = tensors[i]._shape.sizes
+            if len(sz) != nd:
+                raise RuntimeError(f"Tensors must have same number of dimensions: got {nd} and {len(sz)}")
+            for k in range(nd):
+                if k != axis and sz[k] != first[k]:
+                    raise RuntimeError(f"Sizes of tensors must match except in dimension {axis}. Expected size "
+                                       f"{first[k]} but got size {sz[k]} for tensor number {i} in the list.")
+            total += sz[axis]
+        sizes = first[:axis] + (total,) + first[axis + 1:]
+    else:                            # only legacy empty tensors: dim is not even checked
+        axis, sizes = 0, (0,)
     code = D.result_type([(t._shape.dtype, D.DIM) for t in tensors])
     _fn_counter("cat")[0] += 1
     lst = Node(_op("lazy_tensors::tensor_list"), [t._ir() for t in tensors], ())
-    sizes = first[:axis] + (total,) + first[axis + 1:]
-    return _emit("aten::cat", (lst,), code, sizes, _seed(d), "aten::cat", (axis,), f"dim={d}")
+    keep = None if len(keep) == len(tensors) else tuple(keep)
+    return _emit("aten::cat", (lst,), code, sizes, _seed(d), "aten::cat", (axis, keep), f"dim={d}")

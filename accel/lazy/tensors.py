@@ -380,8 +380,8 @@ def _emit(opname, operands, code, sizes, seed=None, kind=None, args=None, tags=N
 
 class LazyTensor(_lt.TensorBase):
     """A tensor on the lazy device: ops trace LTC IR; mark_step / sync_multi run it; ``numpy()`` returns values."""
-    # the slots are TensorBase's; _base (set on view results only): the tensor a view was taken of, kept
-    # alive as torch's functionalised views keep theirs (so mark_step syncs it too)
+    # the slots are TensorBase's; _base: the tensor's functionalisation state (None for a plain tensor; an
+    # Alias of its storage for a view or a tensor with views: see accel.lazy.inplace)
     __slots__ = ()
     __array_priority__ = 1000          # numpy scalars on the left defer to our reflected operators
 
@@ -785,16 +785,13 @@ def _make_binary(name):
     return f
 
 
-_INT_C_NAMES = {D.UINT8: "uint8_t", D.INT8: "int8_t", D.INT16: "int16_t", D.INT32: "int", D.INT64: "int64_t"}
-
-
 def _check_int_exponent(e, code):
     """torch's checks of a Python-number exponent of an integral pow (raised at the call, as torch does)."""
     if e < 0:
         raise RuntimeError("Integers to negative integer powers are not allowed.")
     info = _np.iinfo(D.CODE_TO_NP[code])
     if e > info.max:
-        raise RuntimeError(f"value cannot be converted to type {_INT_C_NAMES[code]} without overflow")
+        raise RuntimeError(f"value cannot be converted to type {D.INT_C_NAMES[code]} without overflow")
 
 
 _mul = _make_binary("mul")
