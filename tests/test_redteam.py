@@ -1,9 +1,9 @@
 """Red-team findings (issue 17 D3): hostile use of accel.cuda's device memory and of accel.lazy through the
 public API, on both twins.
 
-Every test here reproduces one open defect and is a strict xfail: it fails today, and the fix turns it
-into an XPASS failure, so whoever fixes the defect removes the mark.  Crashes, hangs and thread races
-run in a fresh interpreter per twin (ACCEL_BACKEND), each with its own short timeout.
+Every test here reproduced a defect before its fix (each was committed as a strict xfail first, and the
+fix removed the mark).  Crashes, hangs and thread races run in a fresh interpreter per twin
+(ACCEL_BACKEND), each with its own short timeout.
 """
 import importlib.util
 import json
@@ -210,14 +210,24 @@ def _pause_in_data_handoff(target):
     return th, done
 
 
+def _add_on_thread(t):
+    """``t.add_(1.0)`` on a thread of its own, given half a second: it either completes meanwhile or waits
+    for the paused sync (the device lock), which the caller then resumes."""
+    th = threading.Thread(target=lambda: t.add_(1.0))
+    th.start()
+    th.join(0.5)
+    return th
+
+
 def check_inplace_during_mark_step():
     t = L.tensor(np.zeros(4, np.float32))
     L.mark_step()
     t.add_(1.0)
     th, done = _pause_in_data_handoff(L.mark_step)
-    t.add_(1.0)              # another thread's in-place op while the sync hands value 1 to t
+    op = _add_on_thread(t)   # another thread's in-place op while the sync hands value 1 to t
     done.set()
     th.join()
+    op.join()
     L.mark_step()
     assert t.numpy()[0] == 2.0, f"lost update: {t.numpy()[0]}"
 
@@ -227,9 +237,10 @@ def check_inplace_during_numpy():
     L.mark_step()
     t.add_(1.0)
     th, done = _pause_in_data_handoff(t.numpy)
-    t.add_(1.0)              # another thread's in-place op while numpy() stores value 1 as t's data
+    op = _add_on_thread(t)   # another thread's in-place op while numpy() stores value 1 as t's data
     done.set()
     th.join()
+    op.join()
     L.mark_step()
     assert t.numpy()[0] == 2.0, f"stale value: {t.numpy()[0]}"
 
@@ -255,10 +266,39 @@ def check_reuse_ir_keeps_values_of_computed_tensors():
         L.set_reuse_ir(False)
 
 
+def check_reuse_ir_keeps_device_data_of_tensors():
+    # a tensor's own device-data node, kept as its IR across steps (as in LTC), is reused by a later step's
+    # trace for another tensor's data (SetData): the tensor must keep reading its own data (torch 2.13 LTC
+    # reads the other tensor's: 10.0 for 1.0)
+    L.set_reuse_ir(True)
+    try:
+        a = L.tensor(np.full((2, 2), 1, np.float32))
+        L.mark_step()
+        z = a * 1.0              # a's data becomes a device-data node in the trie, held by a
+        L.mark_step()
+        c = L.tensor(np.full((2, 2), 10, np.float32))
+        L.mark_step()
+        w = c * 1.0              # c's device data reuses a's node
+        L.mark_step()
+        v = a * 1.0
+        L.mark_step()
+        assert v.numpy()[0, 0] == 1.0, f"a's IR now reads c: {v.numpy()[0, 0]}"
+        assert w.numpy()[0, 0] == 10.0 and z.numpy()[0, 0] == 1.0
+    finally:
+        L.set_reuse_ir(False)
+
+
 def check_bool_dim_refused():
     t = L.tensor(np.arange(6, dtype=np.float32).reshape(2, 3))
     for name, call in [("softmax", lambda: t.softmax(True)), ("sum", lambda: t.sum(dim=True)),
-                       ("transpose", lambda: t.transpose(True, 0)), ("unsqueeze", lambda: t.unsqueeze(True))]:
+                       ("transpose", lambda: t.transpose(True, 0)), ("unsqueeze", lambda: t.unsqueeze(True)),
+                       ("transpose dim1", lambda: t.transpose(0, True)), ("size", lambda: t.size(True)),
+                       ("cat", lambda: L.cat([t, t], True)), ("reshape", lambda: t.reshape(True, 6)),
+                       ("view", lambda: t.view(True, 6)), ("permute", lambda: t.permute(True, 0)),
+                       ("expand", lambda: t.expand(True, 2, 3)), ("amax", lambda: t.amax(True)),
+                       ("mean", lambda: t.mean(True)), ("squeeze", lambda: t.squeeze(True)),
+                       ("log_softmax", lambda: t.log_softmax(True)), ("sum list", lambda: t.sum([0, True])),
+                       ("numpy bool", lambda: t.softmax(np.True_))]:
         try:
             call()
         except TypeError as e:
@@ -302,36 +342,27 @@ def lazy_results(request, subprocess_python):
     return out["results"]
 
 
-@pytest.mark.xfail(strict=True, reason="red team: an in-place op on one thread while mark_step on another "
-                                       "hands the tensor its old value: the update is lost (the sync's 'IR "
-                                       "unchanged' test and its store are not atomic against tracing)")
 def test_lazy_inplace_during_mark_step_is_not_lost(lazy_results):
     assert lazy_results["inplace_during_mark_step"] == "ok", lazy_results["inplace_during_mark_step"]
 
 
-@pytest.mark.xfail(strict=True, reason="red team: an in-place op on one thread while numpy() on another "
-                                       "leaves the tensor with new IR and the old data handle: mark_step skips "
-                                       "it and numpy() returns the old value from then on")
 def test_lazy_inplace_during_numpy_is_not_lost(lazy_results):
     assert lazy_results["inplace_during_numpy"] == "ok", lazy_results["inplace_during_numpy"]
 
 
-@pytest.mark.xfail(strict=True, reason="red team: with set_reuse_ir(True), a tensor that kept its IR after "
-                                       "numpy() reads another step's inputs once the trie reuses its device-data "
-                                       "nodes (torch 2.13 LTC gives the same wrong value: 30.0 for 3.0)")
 def test_lazy_reuse_ir_keeps_values_of_computed_tensors(lazy_results):
     r = lazy_results["reuse_ir_keeps_values_of_computed_tensors"]
     assert r == "ok", r
 
 
-@pytest.mark.xfail(strict=True, reason="red team: lazy ops take a bool as a dim (softmax(True) is dim 1); "
-                                       "torch refuses it with TypeError")
+def test_lazy_reuse_ir_keeps_device_data_of_tensors(lazy_results):
+    r = lazy_results["reuse_ir_keeps_device_data_of_tensors"]
+    assert r == "ok", r
+
+
 def test_lazy_bool_dim_refused(lazy_results):
     assert lazy_results["bool_dim_refused"] == "ok", lazy_results["bool_dim_refused"]
 
 
-@pytest.mark.xfail(strict=True, reason="red team: expand to an overflowing size raises numpy's bare "
-                                       "'ValueError: iterator is too large' (torch: RuntimeError numel: integer "
-                                       "multiplication overflow)")
 def test_lazy_expand_overflow_message(lazy_results):
     assert lazy_results["expand_overflow_message"] == "ok", lazy_results["expand_overflow_message"]

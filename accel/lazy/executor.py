@@ -1,7 +1,6 @@
 """LTC's LazyGraphExecutor for lazy tensors: graph hash, IR text, sync / mark_step with the computation
 cache, and execution on the selected backend (numpy by default)."""
 import os
-import threading
 
 import numpy as _np
 
@@ -40,10 +39,7 @@ COMPILATION_CACHE_BYTES = _cache_bytes_setting()
 _cache = ComputationCache(COMPILATION_CACHE_SIZE, COMPILATION_CACHE_BYTES)
 _backend = NumpyBackend()
 _latest = [None]
-# LTC's device lock: one sync / compute at a time (collecting the tensors, compiling, running a program
-# that owns reusable buffers, and handing the results to the tensors), so that threads syncing the same
-# tensors see each one either holding IR or holding its data.  Tracing takes no lock.
-_device_lock = threading.RLock()
+_device_lock = _t.device_lock
 
 _c = _t._cell
 _c_synced = _c("SyncedTensorsWithIR")
@@ -193,9 +189,30 @@ def mark_step(device="", wait=False):
     """SyncLiveTensorsGraph then MarkStep: sync every live tensor (ascending id), reset the IR trie."""
     with _device_lock:
         sync_tensors(_t.live_tensors())
+        if _t._reuse[0]:
+            _drop_kept_ir()
         _c_markstep[0] += 1
     from accel.lazy.trie import TrieCache
     TrieCache.get().reset_current()
+
+
+def _drop_kept_ir():
+    """With IR reuse on, a tensor that kept its IR after a read (numpy(), as LTC's ``.cpu()``) drops it at
+    mark_step and keeps its data.  Its IR's device-data nodes belong to the trie, which hands them new data
+    (DeviceData::SetData) when a later step traces an equal graph; IR kept across the step would then read
+    that step's inputs (torch 2.13 LTC does: a kept ``a + b`` reads the next step's tensors).  Later ops on
+    the tensor read its data as a device-data node instead: the IR text differs from LTC's there, the
+    values are right.  A tensor whose IR is the device-data node of its own data keeps it, as in LTC (the
+    trie's counters stay LTC's), and drops it only if a later trace reuses that node for other data."""
+    from accel.lazy import trie
+    trie.release_all()
+    for t in _t.live_tensors():
+        n, h = t._node, t._handle
+        if h is not None and n is not None:
+            if n.is_device_data and n.handle is h:
+                trie.hold(n, t)
+            else:
+                t._node = None
 
 
 def wait_device_ops(devices=None):

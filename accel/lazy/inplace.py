@@ -141,8 +141,13 @@ def _take(t, x):
 def sync(t):
     """Regenerate ``t`` from its storage's base if an update to an alias made it stale; True if it did."""
     al = t._base
-    if type(al) is not Alias:
+    if type(al) is not Alias or al.gen == al.storage.gen:
         return False
+    with T.device_lock:
+        return _sync(t, al)
+
+
+def _sync(t, al):
     s = al.storage
     if al.gen == s.gen:
         return False
@@ -163,9 +168,16 @@ def _make_stale(m):
 
 
 def commit(t, r):
-    """Make ``r`` (the out-of-place result, of ``t``'s sizes) the new value of ``t`` and of its aliases."""
+    """Make ``r`` (the out-of-place result, of ``t``'s sizes) the new value of ``t`` and of its aliases.
+    Under the device lock: a sync on another thread (mark_step, numpy()) tests that a tensor's IR is the
+    one it computed and then hands it the value; an update must not fall between the two."""
     if r._shape.dtype != t._shape.dtype:
         r = T._to(r, t.dtype, layout=True)
+    with T.device_lock:
+        return _commit(t, r)
+
+
+def _commit(t, r):
     al = t._base
     if type(al) is not Alias:
         if type(al) is not tuple:
@@ -196,7 +208,7 @@ def commit(t, r):
     s.members = live
     if metas:
         s.base = x
-        sync(t)
+        _sync(t, al)
     else:
         _take(t, r)
         s.base = None

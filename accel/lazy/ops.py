@@ -1,13 +1,12 @@
 """The lazy tensor ops beyond elementwise arithmetic, traced as LTC's TorchScript backend records them:
 clamp, the matmul family (as torch decomposes matmul), reductions, the functionalised view ops
 (``*_copy``), softmax / log_softmax, ``_to_copy`` and cat."""
-import operator
 
 from accel.lazy import _dtypes as D
 from accel.lazy import inplace as _inplace
 from accel.lazy.tensors import (  # noqa: F401
     ALL_DIMS, LazyTensor, Node, _NULL, _as_number, _check_tensor, _dim_list, _dtype_hash, _dtype_name, _emit, _fallback,
-    _fmt_size, _fn_counter, _hash, _int_list, _norm_dim, _op, _prio, _scalar_code, _scalar_node, _seed)
+    _fmt_size, _fn_counter, _hash, _index, _int_list, _norm_dim, _op, _prio, _scalar_code, _scalar_node, _seed)
 
 
 def _clamp(a, lo, hi):
@@ -142,6 +141,19 @@ def _numel(sizes):
     return n
 
 
+def _check_numel(sizes):
+    """c10's safe_compute_numel: the product of ``sizes`` taken in uint64 with a sticky overflow flag (so a
+    later zero does not hide it), then checked against int64's maximum."""
+    prod, overflow = 1, False
+    for n in sizes:
+        prod *= n
+        if prod >= 1 << 64:
+            overflow = True
+            prod &= (1 << 64) - 1
+    if overflow or prod >= 1 << 63:
+        raise RuntimeError("numel: integer multiplication overflow")
+
+
 # ---------------------------------------------------------------- reductions
 def _reduce(name, a, dim, keepdim):
     _check_tensor(a, f"{name}() input")
@@ -273,7 +285,7 @@ def _transpose(a, d0, d1, alias=True):
     if nd:
         perm[i], perm[j] = perm[j], perm[i]
     _fn_counter("transpose_copy")[0] += 1
-    d0, d1 = operator.index(d0), operator.index(d1)
+    d0, d1 = _index(d0, "dim0"), _index(d1, "dim1")
     t = _emit("aten::transpose_copy", (_view_input(a, alias),), s.dtype, tuple(sizes), _seed(d0, d1), "permute", tuple(perm),
               f"dim0={d0}, dim1={d1}")
     if not alias:
@@ -308,7 +320,7 @@ def _unsqueeze(a, dim, alias=True):
     _check_tensor(a, "unsqueeze() input")
     s = a._shape
     nd = len(s.sizes)
-    d = operator.index(dim)
+    d = _index(dim, "unsqueeze(): dim")
     if not -(nd + 1) <= d <= nd:
         raise IndexError(f"Dimension out of range (expected to be in range of [{-(nd + 1)}, {nd}], but got {d})")
     pos = d + nd + 1 if d < 0 else d
@@ -328,7 +340,7 @@ def _squeeze(a, dim=None, alias=True):
         sizes = tuple(n for n in s.sizes if n != 1)
         t = _emit("aten::squeeze_copy", (_view_input(a, alias),), s.dtype, sizes, None, "reshape")
     else:
-        d = operator.index(dim)
+        d = _index(dim, "squeeze(): dim")
         pos = _norm_dim(d, len(s.sizes))
         _fn_counter("squeeze_copy")[0] += 1
         sizes = s.sizes if not s.sizes or s.sizes[pos] != 1 else s.sizes[:pos] + s.sizes[pos + 1:]
@@ -373,6 +385,7 @@ def _expand(a, sizes, alias=True):
                                f"non-singleton dimension {i}.  Target sizes: {_fmt_size(size)}.  Tensor sizes: "
                                f"{_fmt_size(s.sizes)}")
         out.append(want)
+    _check_numel(out)
     _fn_counter("expand_copy_symint")[0] += 1
     t = _emit("aten::expand_copy", (_view_input(a, alias),), s.dtype, tuple(out), _seed(size, False), "expand", None,
               f"size={_dim_list(size)}, implicit=0")
@@ -403,7 +416,7 @@ def _softmax(opname, a, dim):
     if s.dtype not in D.FLOATS and _numel(s.sizes):
         # LTC traces it and the run fails at mark_step; an empty one runs (an empty result of the input's dtype)
         raise RuntimeError(f"{opname[1:]}(): expected a floating point input, got {_dtype_name(s.dtype)}")
-    d = operator.index(dim)
+    d = _index(dim, f"{opname[1:]}(): dim")
     axis = _norm_dim(d, len(s.sizes))
     _fn_counter(opname)[0] += 1
     return _emit("aten::" + opname, (a._ir(),), s.dtype, s.sizes, _seed(d, False), "aten::" + opname, axis,
@@ -444,7 +457,7 @@ def cat(tensors, dim=0):
             raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be concatenated")
     # torch's legacy rule: a 1-D empty tensor ([0]) takes part in the dtype only (no shape checks; skipped)
     keep = [i for i, t in enumerate(tensors) if t._shape.sizes != (0,)]
-    d = operator.index(dim)
+    d = _index(dim, "cat(): dim")
     if keep:
         first = tensors[keep[0]]._shape.sizes
         nd = len(first)

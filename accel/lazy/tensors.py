@@ -129,6 +129,13 @@ def _scalar_key(code, v):
     return (code, _pack_d(v) if type(v) is float else v)
 
 
+# LTC's device lock: one sync / compute at a time (collecting the tensors, compiling, running a program
+# that owns reusable buffers, and handing the results to the tensors), so that threads syncing the same
+# tensors see each one either holding IR or holding its data.  An in-place update (accel.lazy.inplace)
+# takes it too, so that it never falls between a sync's "IR unchanged" test and its store.  Tracing
+# out-of-place ops takes no lock.
+device_lock = threading.RLock()
+
 _SCALAR_NP = {D.INT64: _np.int64, D.FLOAT64: _np.float64, D.BOOL: _np.bool_}
 
 
@@ -273,12 +280,21 @@ def _dim_list(v):
     return " ".join(str(x) for x in v)
 
 
+def _index(v, what="dim"):
+    """``v`` as a Python int (``__index__``), refusing bools as torch's argument parser does."""
+    if type(v) is int:
+        return v
+    if isinstance(v, (bool, _np.bool_)):
+        raise TypeError(f"{what} must be int, not bool: {v!r}")
+    try:
+        return operator.index(v)
+    except TypeError:
+        raise TypeError(f"{what} must be an int, got {type(v).__name__}: {v!r}") from None
+
+
 def _norm_dim(dim, ndim, what="dim"):
     if type(dim) is not int:
-        try:
-            dim = operator.index(dim)
-        except TypeError:
-            raise TypeError(f"{what} must be an int, got {type(dim).__name__}: {dim!r}") from None
+        dim = _index(dim, what)
     n = ndim if ndim > 0 else 1
     if not -n <= dim < n:
         raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
@@ -290,10 +306,15 @@ def _int_list(values, what):
         values = values[0]
     out = []
     for v in values:
-        try:
-            out.append(operator.index(v))
-        except TypeError:
-            raise TypeError(f"{what} must be ints, got {type(v).__name__}: {v!r}") from None
+        if type(v) is int:
+            out.append(v)
+        elif isinstance(v, (bool, _np.bool_)):
+            raise TypeError(f"{what} must be ints, not bool: {v!r}")
+        else:
+            try:
+                out.append(operator.index(v))
+            except TypeError:
+                raise TypeError(f"{what} must be ints, got {type(v).__name__}: {v!r}") from None
     return out
 
 
@@ -1058,6 +1079,9 @@ def set_reuse_ir(flag):
     from an earlier step is reused (counters IrNodeReused_*, TrieForked); off by default, as in LTC."""
     if type(flag) is not bool:
         raise TypeError(f"set_reuse_ir needs a bool, got {type(flag).__name__}: {flag!r}")
+    if not flag:
+        from accel.lazy import trie
+        trie.release_all()
     _reuse[0] = flag
     _lt.set_reuse(flag)
     _select_wrap()

@@ -1,9 +1,40 @@
 """LTC's TrieCache (trie.h/.cpp): reuse IR nodes across identical traced steps, with hit counters."""
 import threading
+import weakref
 
 from accel.lazy import HASH_SEED, Node, OpKind, device_data, metrics
 
 _ids = threading.local()
+
+# Device-data nodes that live tensors kept as their IR across a mark_step (id(node) -> (node, [weakref to
+# tensor])), registered by the executor at mark_step while IR reuse is on.  When a later step's trace
+# reuses such a node for other data (DeviceData::SetData), the tensors holding it drop it and keep their
+# own data: LTC lets them read the new data instead.
+_held = {}
+
+
+def hold(node, tensor):
+    e = _held.get(id(node))
+    if e is None:
+        _held[id(node)] = (node, [weakref.ref(tensor)])
+    else:
+        e[1].append(weakref.ref(tensor))
+
+
+def release_all():
+    _held.clear()
+
+
+def _retarget(node, handle):
+    """``node.set_data(handle)``, first detaching the tensors that kept ``node`` for their own data."""
+    if node.handle is not handle:
+        e = _held.pop(id(node), None)
+        if e is not None:
+            for ref in e[1]:
+                t = ref()
+                if t is not None and t._node is node and t._handle is not None:
+                    t._node = None
+    node.set_data(handle)
 
 
 def _next_id():
@@ -85,7 +116,7 @@ class TrieCache:
         for i, entry in enumerate(self.current.successors):
             n = entry.ir_node
             if n.op is dd and n.is_device_data and n.shapes[0] == shape:
-                n.set_data(handle)
+                _retarget(n, handle)
                 return self._hit(i, counter_name)
         return self.insert(device_data(shape, handle, device))
 
