@@ -24,7 +24,8 @@ cdef PyObject *_last = NULL
 
 cdef class TensorBase:
     """The slots of a lazy tensor: ``_node`` (IR), ``_handle`` (device data after a sync), ``_src`` (source
-    data), ``_shape``, ``_id`` (0 until registered), ``_base`` (the tensor a view was taken of)."""
+    data), ``_shape``, ``_id`` (0 until registered), ``_base`` (accel.lazy.inplace's slot: None, an
+    ``Alias``, the ``_MUTATED`` marker or a pending view)."""
     cdef public object _node
     cdef public object _handle
     cdef public object _src

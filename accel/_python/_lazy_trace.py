@@ -15,7 +15,8 @@ _reuse = [False]
 
 class TensorBase:
     """The slots of a lazy tensor: ``_node`` (IR), ``_handle`` (device data after a sync), ``_src`` (source
-    data), ``_shape``, ``_id`` (0 until registered), ``_base`` (the tensor a view was taken of)."""
+    data), ``_shape``, ``_id`` (0 until registered), ``_base`` (accel.lazy.inplace's slot: None, an
+    ``Alias``, the ``_MUTATED`` marker or a pending view)."""
     __slots__ = ("_node", "_handle", "_src", "_shape", "_id", "_base", "__weakref__")
 
     def __reduce_ex__(self, protocol):
