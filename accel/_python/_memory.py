@@ -369,14 +369,14 @@ def _dev_arg(device):
 def memory_allocated(device=None):
     """Bytes currently allocated by accel on ``device`` (a counter read); 0 while CUDA is not initialised
     (nothing checked or initialised then, as torch)."""
-    if _c_uninitialized():
+    if not _dev._initialized and _dev._init_hook is not None:     # _c_uninitialized(), inlined: a hot read
         return 0
     return _c[_dev_arg(device)].bytes
 
 
 def max_memory_allocated(device=None):
     """Peak of memory_allocated since the start or the last reset_peak (0 while CUDA is not initialised)."""
-    if _c_uninitialized():
+    if not _dev._initialized and _dev._init_hook is not None:     # _c_uninitialized(), inlined: a hot read
         return 0
     return _c[_dev_arg(device)].bytes_peak
 
