@@ -137,11 +137,14 @@ def _basic_key(key):
     for k in items:
         if k is None or k is Ellipsis or isinstance(k, slice):
             out.append(k)
-        elif not isinstance(k, bool) and hasattr(type(k), "__index__"):
-            out.append(operator.index(k))
         else:
-            raise TypeError(f"a DeviceArray takes basic indices only (ints, slices, ..., None), got "
-                            f"{type(k).__name__}: {k!r}")
+            try:
+                if isinstance(k, bool) or not hasattr(type(k), "__index__"):
+                    raise TypeError
+                out.append(operator.index(k))       # an int, numpy's integers and 0-d integer arrays
+            except TypeError:
+                raise TypeError(f"a DeviceArray takes basic indices only (ints, slices, ..., None), got "
+                                f"{type(k).__name__}: {k!r}") from None
     return tuple(out)
 
 
