@@ -126,6 +126,42 @@ def test_basic_indexing_is_numpys(mem, key):
     a.free()
 
 
+def _random_key(rng, nd):
+    def one():
+        r = rng.random()
+        if r < 0.35:
+            return int(rng.integers(-8, 8))
+        if r < 0.9:
+            pick = lambda: None if rng.random() < 0.3 else int(rng.integers(-9, 9))   # noqa: E731
+            step = None if rng.random() < 0.3 else int(rng.choice([-3, -2, -1, 1, 2, 3]))
+            return slice(pick(), pick(), step)
+        return None if r < 0.95 else Ellipsis
+    key = tuple(one() for _ in range(int(rng.integers(0, nd + 2))))
+    if sum(k is Ellipsis for k in key) > 1:
+        key = tuple(k for k in key if k is not Ellipsis)
+    return key if len(key) != 1 or rng.random() < 0.5 else key[0]
+
+
+def test_random_basic_indexing_matches_numpy(mem):
+    """500 random keys (ints, slices of any step, None, Ellipsis; the fast paths and the general one) on a
+    (4, 5, 6) array: the same view as numpy, or the same exception and message."""
+    rng = np.random.default_rng(21)
+    x = np.arange(4 * 5 * 6, dtype=np.int32).reshape(4, 5, 6)
+    a = _dev(mem, x)
+    for _ in range(500):
+        key = _random_key(rng, 3)
+        k = key if isinstance(key, tuple) else (key,)
+        try:
+            e = x[k if any(i is Ellipsis for i in k) else k + (Ellipsis,)]
+        except IndexError as exc:
+            with pytest.raises(IndexError) as got:
+                a[key]
+            assert str(got.value) == str(exc), key
+            continue
+        _same_view(a[key], e, a, x)
+    a.free()
+
+
 def test_views_of_views_keep_the_layout(mem):
     x = np.arange(6 * 8, dtype=np.float64).reshape(6, 8)
     a = _dev(mem, x)

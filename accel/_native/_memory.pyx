@@ -585,9 +585,15 @@ cdef class DeviceArray:
             st = self._strides[0]
             if -FAST < step < FAST and -FAST < st < FAST:
                 n = PySlice_AdjustIndices(shape[0], &start, &stop, step)
-                return _make(self._buf, <uintptr_t>(<Py_ssize_t>self._ptr + (start * st if n else 0)),
+                if not n:
+                    start, step = 0, 1      # numpy's empty slice: element 0 at the start, the axis's stride
+                return _make(self._buf, <uintptr_t>(<Py_ssize_t>self._ptr + start * st),
                              self._dtype, (n,) + shape[1:] if nd > 1 else (n,),
                              (st * step,) + self._strides[1:] if nd > 1 else (st * step,), self._itemsize)
+        elif nd and type(key) is tuple and len(<tuple>key) <= nd:
+            view = _tuple_view(self, <tuple>key)
+            if view is not None:
+                return view
         off, shape, strides = _ma.index(shape, self._strides, self._itemsize, key)
         return _make(self._buf, <uintptr_t>(<Py_ssize_t>self._ptr + <Py_ssize_t>off), self._dtype, shape, strides,
                      self._itemsize)
@@ -662,6 +668,46 @@ cdef class DeviceArray:
         state = "freed" if not self._buf._live else f"ptr={self._ptr:#x}"
         return (f"<accel.cuda.DeviceArray shape={self._shape} dtype={self._dtype} device=cuda:{self._buf._dev} "
                 f"{state}>")
+
+
+cdef object _tuple_view(DeviceArray a, tuple key):
+    """``a[key]`` for a tuple of ints and slices (no more than ``a.ndim``), or None for the general path (another
+    index, an int beyond a C long long, a step or stride too large for the fast arithmetic)."""
+    cdef Py_ssize_t k, nk = len(key), start, stop, step, n, st, dim, off = 0
+    cdef long long i
+    cdef int overflow = 0
+    for item in key:
+        if type(item) is not int and type(item) is not slice:
+            return None
+    shape = []
+    strides = []
+    for k in range(nk):
+        item = key[k]
+        dim = a._shape[k]
+        st = a._strides[k]
+        if type(item) is int:
+            i = PyLong_AsLongLongAndOverflow(item, &overflow)
+            if overflow:
+                return None
+            if i < 0:
+                i += dim
+            if not 0 <= i < dim:
+                raise _ma.out_of_bounds(item, k, dim)
+            off += <Py_ssize_t>i * st
+        else:
+            PySlice_Unpack(item, &start, &stop, &step)
+            if not (-FAST < step < FAST and -FAST < st < FAST):
+                return None
+            n = PySlice_AdjustIndices(dim, &start, &stop, step)
+            if not n:
+                start, step = 0, 1
+            off += start * st
+            shape.append(n)
+            strides.append(st * step)
+    if nk < len(a._shape):
+        shape.extend(a._shape[nk:])
+        strides.extend(a._strides[nk:])
+    return _make(a._buf, <uintptr_t>(<Py_ssize_t>a._ptr + off), a._dtype, tuple(shape), tuple(strides), a._itemsize)
 
 
 cdef inline DeviceArray _make(DeviceBuffer buf, uintptr_t ptr, object dtype, tuple shape, tuple strides,

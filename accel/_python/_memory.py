@@ -551,8 +551,14 @@ class DeviceArray:
             st = self._strides[0]
             if -_FAST < step < _FAST and -_FAST < st < _FAST:
                 n = len(range(start, stop, step))
-                return _make(self._buf, self._ptr + (start * st if n else 0), self._dtype, (n,) + shape[1:],
+                if not n:
+                    start, step = 0, 1      # numpy's empty slice: element 0 at the start, the axis's stride
+                return _make(self._buf, self._ptr + start * st, self._dtype, (n,) + shape[1:],
                              (st * step,) + self._strides[1:], self._itemsize)
+        elif nd and type(key) is tuple and len(key) <= nd:
+            view = _tuple_view(self, key)
+            if view is not None:
+                return view
         off, shape, strides = _ma.index(shape, self._strides, self._itemsize, key)
         return _make(self._buf, self._ptr + off, self._dtype, shape, strides, self._itemsize)
 
@@ -626,6 +632,40 @@ class DeviceArray:
         state = "freed" if not self._buf._live else f"ptr={self._ptr:#x}"
         return (f"<accel.cuda.DeviceArray shape={self._shape} dtype={self._dtype} device=cuda:{self._buf._dev} "
                 f"{state}>")
+
+
+def _tuple_view(a, key):
+    """``a[key]`` for a tuple of ints and slices (no more than ``a.ndim``), or None for the general path (the
+    native twin's rules: another index, an int beyond a C long long, a step or stride of 2**31 or more)."""
+    for item in key:
+        if type(item) is not int and type(item) is not slice:
+            return None
+    shape = []
+    strides = []
+    off = 0
+    for k, item in enumerate(key):
+        dim = a._shape[k]
+        st = a._strides[k]
+        if type(item) is int:
+            if not -_LL <= item < _LL:
+                return None
+            i = item + dim if item < 0 else item
+            if not 0 <= i < dim:
+                raise _ma.out_of_bounds(item, k, dim)
+            off += i * st
+        else:
+            start, stop, step = item.indices(dim)
+            if not (-_FAST < step < _FAST and -_FAST < st < _FAST):
+                return None
+            n = len(range(start, stop, step))
+            if not n:
+                start, step = 0, 1
+            off += start * st
+            shape.append(n)
+            strides.append(st * step)
+    nk = len(key)
+    return _make(a._buf, a._ptr + off, a._dtype, tuple(shape) + a._shape[nk:], tuple(strides) + a._strides[nk:],
+                 a._itemsize)
 
 
 def _make(buf, ptr, dtype, shape, strides, itemsize):
