@@ -295,12 +295,15 @@ def copy_from_host(cudart, arr, array, stream):
     flat, addr, n = _mc._host_view(array, "array", False)
     s = _mc._stream_of(cudart, arr, stream)
     pos = 0
-    with _mc._Guard(cudart, arr.device.index, s.cuda_stream):
-        for off, nb in _runs(arr.shape, arr.strides, arr.itemsize):
-            cudart.cudaMemcpyAsync(arr.ptr + off, addr + pos, nb, _mc.H2D, s.cuda_stream)
-            pos += nb
-    _mc._use(arr, s)
-    s.synchronize()
+    try:
+        with _mc._Guard(cudart, arr.device.index, s.cuda_stream):
+            for off, nb in _runs(arr.shape, arr.strides, arr.itemsize):
+                cudart.cudaMemcpyAsync(arr.ptr + off, addr + pos, nb, _mc.H2D, s.cuda_stream)
+                pos += nb
+    finally:
+        if pos:
+            _mc._use(arr, s)      # the runs queued before a failure are recorded too
+            s.synchronize()       # and done before the host array may go
     del flat
 
 

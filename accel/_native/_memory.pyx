@@ -19,6 +19,9 @@ is a C field.  So ``__dealloc__`` still sees the owner of a view and every recor
 that used CUDA every buffer operation raises torch's "Cannot re-initialize CUDA" error (the init hook's).
 """
 cimport cython
+from cpython.long cimport PyLong_FromSsize_t
+from cpython.ref cimport Py_INCREF
+from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 from libc.stdint cimport uintptr_t
 from libc.string cimport memset
 
@@ -631,11 +634,17 @@ cdef class DeviceArray:
         """The elements in a host array of the same dtype and shape (``out``: C-contiguous, same dtype and
         number of elements); see accel.cuda."""
         _ready()
+        if out is None and self._buf._live and _whole(self):
+            # the whole buffer, C-contiguous: the buffer's copy into an array of the right type
+            return self._buf.copy_to_host(_np().empty(self._shape, self._dtype), stream)
         return _ma.copy_to_host(_cudart, self, out, stream)
 
     def copy_from_host(self, array, stream=None):
         """Copy a host array of the same dtype and shape into the array (see accel.cuda)."""
         _ready()
+        if (self._buf._live and not self._buf._readonly and type(array) is _np().ndarray and _whole(self)
+                and array.shape == self._shape and array.dtype == self._dtype):
+            return self._buf.copy_from_host(array, stream)
         return _ma.copy_from_host(_cudart, self, array, stream)
 
     def copy_from(self, other, stream=None):
@@ -670,17 +679,43 @@ cdef class DeviceArray:
                 f"{state}>")
 
 
+_numpy = None
+
+
+cdef object _np():
+    global _numpy
+    if _numpy is None:
+        import numpy
+        _numpy = numpy
+    return _numpy
+
+
+cdef bint _whole(DeviceArray a):
+    """C-contiguous and exactly its buffer (to_device's, empty's): copies are the buffer's own."""
+    cdef Py_ssize_t k, dim, expect = a._itemsize
+    if a._ptr != a._buf._ptr:
+        return False
+    for k in range(len(a._shape) - 1, -1, -1):
+        dim = a._shape[k]
+        if dim != 1 and a._strides[k] != expect:
+            return False
+        expect *= dim
+    return <size_t>expect == a._buf._n
+
+
 cdef object _tuple_view(DeviceArray a, tuple key):
     """``a[key]`` for a tuple of ints and slices (no more than ``a.ndim``), or None for the general path (another
-    index, an int beyond a C long long, a step or stride too large for the fast arithmetic)."""
-    cdef Py_ssize_t k, nk = len(key), start, stop, step, n, st, dim, off = 0
+    index, an int beyond a C long long, a step or stride too large for the fast arithmetic, over 32 dims)."""
+    cdef Py_ssize_t k, m = 0, nk = len(key), nd = len(a._shape), start, stop, step, n, st, dim, off = 0
+    cdef Py_ssize_t shp[32]
+    cdef Py_ssize_t strd[32]
     cdef long long i
     cdef int overflow = 0
+    if nd > 32:
+        return None
     for item in key:
         if type(item) is not int and type(item) is not slice:
             return None
-    shape = []
-    strides = []
     for k in range(nk):
         item = key[k]
         dim = a._shape[k]
@@ -702,12 +737,29 @@ cdef object _tuple_view(DeviceArray a, tuple key):
             if not n:
                 start, step = 0, 1
             off += start * st
-            shape.append(n)
-            strides.append(st * step)
-    if nk < len(a._shape):
-        shape.extend(a._shape[nk:])
-        strides.extend(a._strides[nk:])
-    return _make(a._buf, <uintptr_t>(<Py_ssize_t>a._ptr + off), a._dtype, tuple(shape), tuple(strides), a._itemsize)
+            shp[m] = n
+            strd[m] = st * step
+            m += 1
+    shape = PyTuple_New(m + nd - nk)
+    strides = PyTuple_New(m + nd - nk)
+    for k in range(m):
+        _set(shape, k, shp[k])
+        _set(strides, k, strd[k])
+    for k in range(nk, nd):
+        _set_obj(shape, m + k - nk, a._shape[k])
+        _set_obj(strides, m + k - nk, a._strides[k])
+    return _make(a._buf, <uintptr_t>(<Py_ssize_t>a._ptr + off), a._dtype, shape, strides, a._itemsize)
+
+
+cdef inline void _set(tuple t, Py_ssize_t k, Py_ssize_t v):
+    o = PyLong_FromSsize_t(v)
+    Py_INCREF(o)
+    PyTuple_SET_ITEM(t, k, o)
+
+
+cdef inline void _set_obj(tuple t, Py_ssize_t k, object o):
+    Py_INCREF(o)
+    PyTuple_SET_ITEM(t, k, o)
 
 
 cdef inline DeviceArray _make(DeviceBuffer buf, uintptr_t ptr, object dtype, tuple shape, tuple strides,
@@ -725,8 +777,24 @@ cdef inline DeviceArray _make(DeviceBuffer buf, uintptr_t ptr, object dtype, tup
 def as_array(buf, dtype, shape, strides=None, offset=0):
     """A DeviceArray of ``dtype`` / ``shape`` / byte ``strides`` (None: C-contiguous) viewing ``buf``'s memory
     from byte ``offset`` (element 0's); ValueError when the layout reaches outside the buffer."""
+    cdef Py_ssize_t k, n
     if type(buf) is not DeviceBuffer:
         raise TypeError(f"buf must be a DeviceBuffer, got {type(buf).__name__}")
+    if strides is None and type(offset) is int and offset == 0 and type(shape) is tuple:
+        # to_device's and empty's case, checked in C: a numpy dtype, a tuple of ints, C-contiguous
+        dt = dtype
+        if isinstance(dt, _np().dtype) and dt.itemsize and not dt.hasobject and dt.subdtype is None:
+            n = dt.itemsize
+            st = [0] * len(<tuple>shape)
+            for k in range(len(<tuple>shape) - 1, -1, -1):
+                d = (<tuple>shape)[k]
+                if type(d) is not int or d < 0 or d >= FAST or (d and <size_t>n > (<DeviceBuffer>buf)._n // <size_t>d):
+                    break           # the general path says what is wrong (or that it does not fit)
+                st[k] = n
+                n *= <Py_ssize_t>d
+            else:
+                if <size_t>n <= (<DeviceBuffer>buf)._n:
+                    return _make(buf, (<DeviceBuffer>buf)._ptr, dt, shape, tuple(st), dt.itemsize)
     dt = _ma.dtype_arg(dtype)
     shape = _ma.shape_arg(shape)
     strides = _ma.c_strides(shape, dt.itemsize) if strides is None else _ma.strides_arg(strides)

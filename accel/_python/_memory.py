@@ -595,11 +595,17 @@ class DeviceArray:
         """The elements in a host array of the same dtype and shape (``out``: C-contiguous, same dtype and
         number of elements); see accel.cuda."""
         _ready()
+        if out is None and self._buf._live and _whole(self):
+            # the whole buffer, C-contiguous: the buffer's copy into an array of the right type
+            return self._buf.copy_to_host(_np().empty(self._shape, self._dtype), stream)
         return _ma.copy_to_host(_cudart, self, out, stream)
 
     def copy_from_host(self, array, stream=None):
         """Copy a host array of the same dtype and shape into the array (see accel.cuda)."""
         _ready()
+        if (self._buf._live and not self._buf._readonly and type(array) is _np().ndarray and _whole(self)
+                and array.shape == self._shape and array.dtype == self._dtype):
+            return self._buf.copy_from_host(array, stream)
         return _ma.copy_from_host(_cudart, self, array, stream)
 
     def copy_from(self, other, stream=None):
@@ -632,6 +638,29 @@ class DeviceArray:
         state = "freed" if not self._buf._live else f"ptr={self._ptr:#x}"
         return (f"<accel.cuda.DeviceArray shape={self._shape} dtype={self._dtype} device=cuda:{self._buf._dev} "
                 f"{state}>")
+
+
+_numpy = None
+
+
+def _np():
+    global _numpy
+    if _numpy is None:
+        import numpy
+        _numpy = numpy
+    return _numpy
+
+
+def _whole(a):
+    """C-contiguous and exactly its buffer (to_device's, empty's): copies are the buffer's own."""
+    if a._ptr != a._buf._ptr:
+        return False
+    expect = a._itemsize
+    for dim, st in zip(reversed(a._shape), reversed(a._strides)):
+        if dim != 1 and st != expect:
+            return False
+        expect *= dim
+    return expect == a._buf._n
 
 
 def _tuple_view(a, key):
@@ -684,6 +713,21 @@ def as_array(buf, dtype, shape, strides=None, offset=0):
     from byte ``offset`` (element 0's); ValueError when the layout reaches outside the buffer."""
     if type(buf) is not DeviceBuffer:
         raise TypeError(f"buf must be a DeviceBuffer, got {type(buf).__name__}")
+    if strides is None and type(offset) is int and offset == 0 and type(shape) is tuple:
+        # to_device's and empty's case: a numpy dtype, a tuple of ints, C-contiguous (as the native twin)
+        dt = dtype
+        if isinstance(dt, _np().dtype) and dt.itemsize and not dt.hasobject and dt.subdtype is None:
+            n = dt.itemsize
+            st = [0] * len(shape)
+            for k in range(len(shape) - 1, -1, -1):
+                d = shape[k]
+                if type(d) is not int or d < 0 or d >= _FAST:
+                    break
+                st[k] = n
+                n *= d
+            else:
+                if n <= buf._n:
+                    return _make(buf, buf._ptr, dt, shape, tuple(st), dt.itemsize)
     dt = _ma.dtype_arg(dtype)
     shape = _ma.shape_arg(shape)
     strides = _ma.c_strides(shape, dt.itemsize) if strides is None else _ma.strides_arg(strides)
