@@ -1,21 +1,26 @@
 """Device memory: torch.cuda.memory's names over CUDA's stream-ordered allocator (accel._impl's twin).
 
-``alloc`` / ``DeviceBuffer`` and the counter reads are the twin's own objects (no wrapper layer).
-Copies are DeviceBuffer methods:
+``alloc`` / ``DeviceBuffer`` / ``DeviceArray`` and the counter reads are the twin's own objects (no wrapper
+layer).  A ``DeviceBuffer`` is bytes; a ``DeviceArray`` (from ``to_device``, ``empty``, ``zeros``,
+``empty_like``, ``from_dlpack``, ``as_buffer``) is a typed view over one: numpy dtype, shape and byte strides,
+views by basic indexing / ``reshape`` / ``view(dtype)`` / ``.T``, exported with its layout over DLPack and the
+CUDA Array Interface.  Copies are methods of both:
 
-- ``buf.copy_from_host(array, stream=None)``: host -> device.  Asynchronous on the stream when ``array``
+- ``copy_from_host(array, stream=None)``: host -> device.  Asynchronous on the stream when ``array``
   is pinned (``pinned_empty``, ``host_register``); from pageable memory it synchronises the stream
-  before returning, so the array may be reused at once.
-- ``buf.copy_to_host(out=None, stream=None)``: device -> host.  With ``out=None`` a new uint8 numpy array
-  is returned after the copy is done (synchronous result).  Into a given pinned ``out`` the copy is
-  asynchronous: synchronise the stream before reading it; into a pageable ``out`` it is synchronous.
-- ``buf.copy_from(other, stream=None)``: device -> device, also across devices, ordered after the work
-  queued so far on ``other``'s stream.
-- ``buf.memset(byte, stream=None)``.
+  before returning, so the array may be reused at once.  A DeviceBuffer takes any C-contiguous array of
+  exactly ``nbytes``; a DeviceArray one of its dtype and shape (into a strided view: one copy per
+  contiguous run, synchronised).
+- ``copy_to_host(out=None, stream=None)``: device -> host.  With ``out=None`` a new numpy array (uint8 for a
+  buffer; the array's dtype and shape for a DeviceArray) is returned after the copy is done.  Into a given
+  pinned ``out`` the copy is asynchronous: synchronise the stream before reading it; into a pageable
+  ``out`` it is synchronous.  A strided DeviceArray reads the bytes it spans and gathers them (synchronous).
+- ``copy_from(other, stream=None)``: device -> device, also across devices, ordered after the work
+  queued so far on ``other``'s stream (DeviceArrays: the same dtype and shape, both C-contiguous).
+- ``memset(byte, stream=None)`` (a DeviceArray: C-contiguous).
 
 ``stream`` defaults to the buffer's own stream (the one it was allocated on); a copy on another stream
 records that stream on the buffer (``record_stream``), so the memory is not reused before the copy ran.
-Host arrays must be C-contiguous (any dtype) and exactly ``buf.nbytes`` long.
 """
 import atexit
 import operator
