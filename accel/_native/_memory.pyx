@@ -713,9 +713,6 @@ cdef object _tuple_view(DeviceArray a, tuple key):
     cdef int overflow = 0
     if nd > 32:
         return None
-    for item in key:
-        if type(item) is not int and type(item) is not slice:
-            return None
     for k in range(nk):
         item = key[k]
         dim = a._shape[k]
@@ -729,7 +726,7 @@ cdef object _tuple_view(DeviceArray a, tuple key):
             if not 0 <= i < dim:
                 raise _ma.out_of_bounds(item, k, dim)
             off += <Py_ssize_t>i * st
-        else:
+        elif type(item) is slice:
             PySlice_Unpack(item, &start, &stop, &step)
             if not (-FAST < step < FAST and -FAST < st < FAST):
                 return None
@@ -740,6 +737,8 @@ cdef object _tuple_view(DeviceArray a, tuple key):
             shp[m] = n
             strd[m] = st * step
             m += 1
+        else:
+            return None     # (the items before it were ints and slices: an error so far named numpy's axis)
     shape = PyTuple_New(m + nd - nk)
     strides = PyTuple_New(m + nd - nk)
     for k in range(m):

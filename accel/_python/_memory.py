@@ -666,9 +666,6 @@ def _whole(a):
 def _tuple_view(a, key):
     """``a[key]`` for a tuple of ints and slices (no more than ``a.ndim``), or None for the general path (the
     native twin's rules: another index, an int beyond a C long long, a step or stride of 2**31 or more)."""
-    for item in key:
-        if type(item) is not int and type(item) is not slice:
-            return None
     shape = []
     strides = []
     off = 0
@@ -682,7 +679,7 @@ def _tuple_view(a, key):
             if not 0 <= i < dim:
                 raise _ma.out_of_bounds(item, k, dim)
             off += i * st
-        else:
+        elif type(item) is slice:
             start, stop, step = item.indices(dim)
             if not (-_FAST < step < _FAST and -_FAST < st < _FAST):
                 return None
@@ -692,6 +689,8 @@ def _tuple_view(a, key):
             off += start * st
             shape.append(n)
             strides.append(st * step)
+        else:
+            return None     # (the items before it were ints and slices: an error so far named numpy's axis)
     nk = len(key)
     return _make(a._buf, a._ptr + off, a._dtype, tuple(shape) + a._shape[nk:], tuple(strides) + a._strides[nk:],
                  a._itemsize)
