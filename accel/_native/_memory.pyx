@@ -475,6 +475,7 @@ def wrap(ptr, nbytes, device, stream, owner, readonly=False):
 @cython.auto_pickle(False)
 @cython.no_gc_clear
 @cython.final
+@cython.freelist(64)    # views are made and dropped at a high rate: reuse their memory
 cdef class DeviceArray:
     """A typed view (numpy dtype, shape, byte strides) over the memory of a DeviceBuffer, which it keeps
     alive: what ``to_device`` / ``empty`` / ``from_dlpack`` return, exported with its dtype, shape and
