@@ -9,13 +9,11 @@ matrix (copies refused, weak references, cycles, threads, fork, exit); consumers
 cuda.core's StridedMemoryView both ways (a fresh interpreter on the stand-ins).
 """
 import copy
-import ctypes
 import gc
 import importlib.util
 import os
 import pathlib
 import pickle
-import textwrap
 import threading
 import weakref
 
