@@ -139,7 +139,7 @@ CHECKS = {
     "accel --help": check_help,
     "accel bench": "tests/test_foundation.py::test_cli_bench_table",
     "accel emu": "tests/test_emu_cli.py",
-    "accel emu [--devices N] [--] COMMAND [ARGS...]": check_emu_synopsis,
+    "accel emu [--devices N] [--profile P] [--] COMMAND [ARGS...]": check_emu_synopsis,
     'accel emu --devices 2 -- python -c "import torch; print(torch.cuda.device_count())"': check_torch_on_emulator,
     "pip install . -Csetup-args=-Dnative=false": check_pure_python_install,
     "pip install '.[nvml]'": check_nvml_extra,
@@ -224,7 +224,7 @@ def test_python_m_accel_without_an_install_says_what_to_type():
 def test_help_and_usage_errors(prog):
     proc = shell(f"{prog} --help")
     assert proc.returncode == 0 and proc.stdout.splitlines()[0] == f"usage: {prog} [-h | --help] [bench | emu ...]"
-    assert f"{prog} emu [--devices N] [--] COMMAND [ARGS...]" in proc.stdout
+    assert f"{prog} emu [--devices N] [--profile P] [--] COMMAND [ARGS...]" in proc.stdout
     assert shell(f"{prog} -h").stdout == proc.stdout
     proc = shell(f"{prog} emu --help")
     assert proc.returncode == 0 and proc.stdout.startswith(f"usage: {prog} emu [--devices N]"), proc.stderr
