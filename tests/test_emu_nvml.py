@@ -108,6 +108,16 @@ nvmlDeviceGetDisplayActive      h i
 nvmlDeviceIsMigDeviceHandle     h u
 nvmlDeviceGetEccMode            h i i
 nvmlDeviceGetMigMode            h u u               3
+nvmlDeviceGetModuleId           h u
+nvmlDeviceGetNumaNodeId         h u                 3
+nvmlDeviceGetAutoBoostedClocksEnabled h i i         3
+nvmlDeviceGetMaxCustomerBoostClock h val0 u
+nvmlDeviceGetMinMaxClockOfPState h val1 val0 u u
+nvmlDeviceGetPcieReplayCounter  h u
+nvmlDeviceGetPcieThroughput     h val1 u
+nvmlDeviceGetMarginTemperature  h margin
+nvmlDeviceGetMaxMigDeviceCount  h u
+nvmlDeviceGetP2PStatus          h h val0 i
 """
 
 SWEEP = r"""
@@ -124,18 +134,22 @@ class Pci(c.Structure): _fields_ = [("busIdLegacy", c.c_char * 16), ("domain", U
                                     ("pciDeviceId", U), ("pciSubSystemId", U), ("busId", c.c_char * 32)]
 class PciExt(c.Structure): _fields_ = [("version", U), ("domain", U), ("bus", U), ("device", U), ("pciDeviceId", U),
                                        ("pciSubSystemId", U), ("baseClass", U), ("subClass", U), ("busId", c.c_char * 32)]
+class Margin(c.Structure): _fields_ = [("version", U), ("margin", I)]
 class Branch(c.Structure): _fields_ = [("version", U), ("branch", c.c_char * 80)]
 class Proc(c.Structure): _fields_ = [("pid", U), ("used", ULL), ("gi", U), ("ci", U)]
 VERSIONED = {"mem2": (Mem2, 0x02000028), "temp": (Temp, 0x0100000C), "pciext": (PciExt, 0x01000040),
-             "branch": (Branch, 0x01000054)}
+             "branch": (Branch, 0x01000054), "margin": (Margin, 0x01000008)}
 PLAIN = {"mem1": Mem1, "util": Util, "pci": Pci}
+
+hpos = []     # where build() put the handles
 
 def build(tokens, handle, uuid, busid):
     # [(ctypes args, pointer positions, buffer-length position or None, struct-version position or None)]
     args, ptrs, short, version = [], [], None, None
+    hpos.clear()
     for t in tokens:
         if t == "h":
-            args.append(c.c_void_p(handle))
+            hpos.append(len(args)); args.append(c.c_void_p(handle))
         elif t in ("u", "i", "ull"):
             ptrs.append(len(args)); args.append(c.byref({"u": U, "i": I, "ull": ULL}[t](0xA5A5)))
         elif t == "hout":
@@ -165,8 +179,24 @@ def build(tokens, handle, uuid, busid):
 specs = [ln.split() for ln in os.environ["ENTRY_POINTS"].strip().splitlines()]
 out = {"uninit": {}, "ok": {}, "null": {}, "badhandle": {}, "short": {}, "version": {}, "after": {}}
 
-def call(name, args):
-    return getattr(lib, name)(*args)
+def objects(args):
+    # the ctypes objects an entry point may write: out values, buffers, structs, arrays
+    objs = []
+    for a in args:
+        obj = getattr(a, "_obj", a)
+        if isinstance(obj, (c.Structure, c.Array, c._SimpleCData)) and not isinstance(obj, (c.c_char_p, c.c_void_p)):
+            objs.append(obj)
+    return objs
+
+wrote = []
+
+def call(name, args, expect_failure=True):
+    before = [bytes(c.string_at(c.addressof(o), c.sizeof(o))) for o in objects(args)]
+    rc = getattr(lib, name)(*args)
+    after = [bytes(c.string_at(c.addressof(o), c.sizeof(o))) for o in objects(args)]
+    if expect_failure and rc != 0 and before != after and not name.endswith(("Processes", "Processes_v2", "Processes_v3")):
+        wrote.append(name)
+    return rc
 
 for name, *tokens in specs:
     ok = int(tokens.pop()) if tokens[-1].isdigit() else 0
@@ -181,14 +211,14 @@ pci = Pci(); assert lib.nvmlDeviceGetPciInfo_v3(handle, c.byref(pci)) == 0
 for name, *tokens in specs:
     want = int(tokens.pop()) if tokens[-1].isdigit() else 0
     args, ptrs, short, version = build(tokens, h, uuid.value, pci.busId)
-    out["ok"][name] = [call(name, args), want]
+    out["ok"][name] = [call(name, args, expect_failure=False), want]
     for p in ptrs:                       # each pointer NULL
         bad = list(args); bad[p] = None
         out["null"][f"{name}#{p}"] = call(name, bad)
-    if "h" in tokens:
+    for at in list(hpos):
         for junk in (None, 0x10, h + 1000, h + 1, h - 3):   # past the last device, before the first
-            bad = list(args); bad[tokens.index("h")] = c.c_void_p(junk)
-            out["badhandle"][f"{name}@{junk and junk - h}"] = call(name, bad)
+            bad = list(args); bad[at] = c.c_void_p(junk)
+            out["badhandle"][f"{name}#{at}@{junk and junk - h}"] = call(name, bad)
     if short is not None:
         bad = list(args); bad[short] = U(1)
         out["short"][name] = call(name, bad)
@@ -203,6 +233,7 @@ for name, *tokens in specs:
     out["after"][name] = call(name, args)
 out["rc"] = rc
 out["strings"] = {str(e): lib.nvmlErrorString(e).decode() for e in (0, 1, 2, 3, 6, 7, 25, 999, 12345, -1)}
+out["wrote"] = wrote
 out["cudaver"] = [lib.nvmlSystemGetCudaDriverVersion(c.byref(I())), lib.nvmlSystemGetCudaDriverVersion(None)]
 print(json.dumps(out))
 """
@@ -223,8 +254,9 @@ def test_every_entry_point_checks_its_arguments(subprocess_python):
     assert out["badhandle"] and set(out["badhandle"].values()) == {2}
     assert out["short"].pop("nvmlSystemGetProcessName") == 0             # a process name is truncated
     assert out["short"] and set(out["short"].values()) == {7}            # NVML_ERROR_INSUFFICIENT_SIZE
-    assert sorted(out["version"]) == ["nvmlDeviceGetMemoryInfo_v2", "nvmlDeviceGetPciInfoExt",
-                                      "nvmlDeviceGetTemperatureV", "nvmlSystemGetDriverBranch"]
+    assert sorted(out["version"]) == ["nvmlDeviceGetMarginTemperature", "nvmlDeviceGetMemoryInfo_v2",
+                                      "nvmlDeviceGetPciInfoExt", "nvmlDeviceGetTemperatureV",
+                                      "nvmlSystemGetDriverBranch"]
     assert set(out["version"].values()) == {25}                          # NVML_ERROR_ARGUMENT_VERSION_MISMATCH
     assert out["after"] == {n: 1 for n in names}
     assert out["rc"] == [0, 0, 0, 0, 0, 0, 1]                            # three inits, three shutdowns, one too many
@@ -233,6 +265,7 @@ def test_every_entry_point_checks_its_arguments(subprocess_python):
                               "25": "The provided version is invalid/unsupported", "999": "Unknown Error",
                               "12345": "Unknown Error", "-1": "Unknown Error"}
     assert out["cudaver"] == [0, 2]     # works without nvmlInit, as the real one
+    assert out["wrote"] == []           # a failed call leaves every output as it was
 
 
 @needs_standins

@@ -700,3 +700,102 @@ EXPORT nvmlReturn_t nvmlDeviceGetMigMode(nvml_device_t *h, unsigned *current, un
     *current = *pending = 0;            /* NVML_DEVICE_MIG_DISABLE */
     return NVML_SUCCESS;
 }
+
+/* --------------------------------------------- what cuda.core's system.Device reads besides */
+
+EXPORT nvmlReturn_t nvmlDeviceGetModuleId(nvml_device_t *h, unsigned *id)
+{
+    DEVICE(h, d);
+    if (!id) return NVML_ERROR_INVALID_ARGUMENT;
+    *id = (unsigned)d + 1;              /* the board's slot, counted from 1 */
+    return NVML_SUCCESS;
+}
+
+/* Not a NUMA-attached GPU (cudaDevAttrNumaConfig is 0). */
+EXPORT nvmlReturn_t nvmlDeviceGetNumaNodeId(nvml_device_t *h, unsigned *node)
+{
+    DEVICE(h, d);
+    (void)d;
+    if (!node) return NVML_ERROR_INVALID_ARGUMENT;
+    return NVML_ERROR_NOT_SUPPORTED;
+}
+
+/* Data-center boards have no auto boost setting. */
+EXPORT nvmlReturn_t nvmlDeviceGetAutoBoostedClocksEnabled(nvml_device_t *h, int *enabled, int *default_enabled)
+{
+    DEVICE(h, d);
+    (void)d;
+    if (!enabled || !default_enabled) return NVML_ERROR_INVALID_ARGUMENT;
+    return NVML_ERROR_NOT_SUPPORTED;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetMaxCustomerBoostClock(nvml_device_t *h, int type, unsigned *mhz)
+{
+    return clock_of(h, type, mhz);
+}
+
+/* P0 only: from a quarter of the maximum (memory: its one speed) to the maximum. */
+EXPORT nvmlReturn_t nvmlDeviceGetMinMaxClockOfPState(nvml_device_t *h, int type, int pstate, unsigned *min,
+                                                     unsigned *max)
+{
+    DEVICE(h, d);
+    int c = clock_mhz(d, type);
+    if (c < 0 || !min || !max) return NVML_ERROR_INVALID_ARGUMENT;
+    if (pstate != 0) return NVML_ERROR_NOT_SUPPORTED;
+    *min = (unsigned)(type == 2 ? c : c / 4);
+    *max = (unsigned)c;
+    return NVML_SUCCESS;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetPcieReplayCounter(nvml_device_t *h, unsigned *count)
+{
+    DEVICE(h, d);
+    (void)d;
+    if (!count) return NVML_ERROR_INVALID_ARGUMENT;
+    *count = 0;
+    return NVML_SUCCESS;
+}
+
+/* NVML_PCIE_UTIL_TX_BYTES / RX_BYTES in KB/s: nothing moves over a bus. */
+EXPORT nvmlReturn_t nvmlDeviceGetPcieThroughput(nvml_device_t *h, int counter, unsigned *kbps)
+{
+    DEVICE(h, d);
+    (void)d;
+    if ((counter != 0 && counter != 1) || !kbps) return NVML_ERROR_INVALID_ARGUMENT;
+    *kbps = 0;
+    return NVML_SUCCESS;
+}
+
+typedef struct { unsigned version; int marginTemperature; } nvmlMarginTemperature_t;
+
+/* Degrees below the slowdown threshold (87 C on these boards' data sheets' class). */
+EXPORT nvmlReturn_t nvmlDeviceGetMarginTemperature(nvml_device_t *h, nvmlMarginTemperature_t *margin)
+{
+    DEVICE(h, d);
+    (void)d;
+    if (!margin) return NVML_ERROR_INVALID_ARGUMENT;
+    if (margin->version != NVML_VERSIONED(nvmlMarginTemperature_t, 1)) return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+    margin->marginTemperature = 87 - TEMPERATURE_C;
+    return NVML_SUCCESS;
+}
+
+/* MIG is disabled on every emulated board: no MIG devices. */
+EXPORT nvmlReturn_t nvmlDeviceGetMaxMigDeviceCount(nvml_device_t *h, unsigned *count)
+{
+    DEVICE(h, d);
+    (void)d;
+    if (!count) return NVML_ERROR_INVALID_ARGUMENT;
+    *count = 0;
+    return NVML_SUCCESS;
+}
+
+/* Every pair of distinct devices is peer-capable (cudaDeviceCanAccessPeer says so): NVML_P2P_STATUS_OK;
+ * a device with itself: NVML_P2P_STATUS_NOT_SUPPORTED.  Capability indices 0..5 (read .. unknown). */
+EXPORT nvmlReturn_t nvmlDeviceGetP2PStatus(nvml_device_t *h1, nvml_device_t *h2, int index, int *status)
+{
+    ENTER();
+    int d1 = device_of(h1), d2 = device_of(h2);
+    if (d1 < 0 || d2 < 0 || index < 0 || index > 5 || !status) return NVML_ERROR_INVALID_ARGUMENT;
+    *status = d1 == d2 ? 5 : 0;
+    return NVML_SUCCESS;
+}
