@@ -381,6 +381,28 @@ def test_memory_and_processes_follow_the_runtime(subprocess_python):
     assert out["after"][0]["used"] == g - out["cuda_after"][0]
 
 
+@needs_emu
+def test_accel_counts_devices_through_the_emulators_nvml(subprocess_python):
+    """ACCEL_CUDART=emu and no ACCEL_NVML: accel's NVML-based count (torch's rules) uses the emulator's NVML."""
+    code = ("import json, ctypes; from accel import _lib; from accel.cuda import _visible; "
+            "u = _visible._raw_device_uuid_nvml(); import os; os.environ['CUDA_VISIBLE_DEVICES'] = u[2][:12] + ',' + u[0]; "
+            "print(json.dumps([_lib.nvml().emulated, _visible._raw_device_count_nvml(), _visible._device_count_nvml()]))")
+    assert _json(subprocess_python, code, ACCEL_CUDART="emu", ACCEL_EMU_DEVICES="3") == [True, 3, 2]
+
+
+@needs_standins
+def test_the_soname_torch_opens_is_the_standin(subprocess_python):
+    """torch's _raw_device_count_nvml: ctypes.CDLL("libnvidia-ml.so.1"), nvmlInit_v2, nvmlDeviceGetCount_v2."""
+    code = ("import ctypes; lib = ctypes.CDLL('libnvidia-ml.so.1'); n = ctypes.c_uint(); "
+            "print(lib.nvmlInit_v2(), lib.nvmlDeviceGetCount_v2(ctypes.byref(n)), n.value, "
+            "hasattr(lib, 'accelEmuDeviceCount'))")
+    proc = subprocess.run([sys.executable, "-m", "accel", "emu", "--devices", "5", "--", sys.executable, "-c", code],
+                          capture_output=True, text=True, timeout=120, cwd="/",
+                          env={k: v for k, v in os.environ.items() if k not in CLEAN and k != "ACCEL_CUDART"})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["0", "0", "5", "True"]
+
+
 # -- peers -----------------------------------------------------------------------------------------------
 
 PYNVML = r"""
