@@ -8,7 +8,9 @@
  * emu_device.c (devices, primary contexts, device description), emu_stream.c
  * (streams, the worker pool, host functions, fork/unload), emu_event.c
  * (events, IPC event handles), emu_memory.c (allocations, copies, pools,
- * pinned host memory); shared state and hot helpers in emu_runtime.h.  The
+ * pinned host memory), emu_profiles.c (what board each device is),
+ * emu_nvml.c and emu_nvml_device.c (NVML over the physical devices);
+ * shared state and hot helpers in emu_runtime.h.  The
  * stand-ins add emu_driver.c (the libcuda.so.1 driver layer) and
  * emu_standin.c (the other libcudart.so.13 exports); the libcudart.so.12
  * stand-in (emu_standin12.c, emu_props12.c) is a stateless layer over the
