@@ -9,7 +9,9 @@
  *    Guide, "Technical Specifications per Compute Capability" and the 8.x / 9.0 / 10.0 sections;
  *  - per board (SM count, boost clock, memory clock, bus width, L2 size, memory size, TDP, PCI device
  *    id): NVIDIA's data sheets and the boards' deviceQuery / nvidia-smi reports.  Memory is the
- *    board's nominal size in GiB (a real driver reports a few hundred MiB less).
+ *    board's nominal size in GiB (a real driver reports a few hundred MiB less).  The B200's bus width is
+ *    what its driver reports (7680 bits, not the 8192 of early data sheets; its L2, SM count, per-SM
+ *    limits and 3996 MHz memory clock as queried on one: pytorch/ao#4002).
  *  - persisting-L2 limit: 3/4 of L2 where no board report was at hand (the A100's ratio, 30 of 40 MB);
  *    none before 8.0 (no L2 access-policy windows on 7.x).
  */
@@ -30,7 +32,7 @@ static const emu_profile_t profiles[] = {
              1536, 24, 102400, 101376, 1024, 2, 64, 0x27b8, 0x16ca, 8, 14, 128, 72, 4, 0},
     {"t4",   "Tesla T4",                     7, 5, 40,  16ull << 30, 1590000, 5001000, 256,  4194304,  0,
              1024, 16, 65536,  65536,  0,    3, 32, 0x1eb8, 0x12a2, 6, 2, 64, 70, 3, 0},
-    {"b200", "NVIDIA B200",                 10, 0, 148, 180ull << 30, 1965000, 3996000, 8192, 132644864, 99483648,
+    {"b200", "NVIDIA B200",                 10, 0, 148, 180ull << 30, 1965000, 3996000, 7680, 132644864, 99483648,
              2048, 32, 233472, 232448, 1024, 3, 2, 0x2901, 0x1999, 10, 14, 128, 1000, 5, 1},
 };
 
