@@ -403,6 +403,39 @@ def test_the_soname_torch_opens_is_the_standin(subprocess_python):
     assert proc.stdout.split() == ["0", "0", "5", "True"]
 
 
+THREADS = r"""
+import ctypes as c, json, threading
+import accel.cuda as cuda
+from accel import _lib
+lib = _lib.nvml().cdll
+class Mem(c.Structure): _fields_ = [("total", c.c_ulonglong), ("free", c.c_ulonglong), ("used", c.c_ulonglong)]
+assert lib.nvmlInit_v2() == 0
+bad = []
+def nvml_user():
+    for _ in range(300):
+        if lib.nvmlInit_v2() != 0: bad.append("init")
+        h = c.c_void_p(); lib.nvmlDeviceGetHandleByIndex_v2(1, c.byref(h))
+        m = Mem()
+        if lib.nvmlDeviceGetMemoryInfo(h, c.byref(m)) != 0 or m.used + m.free != m.total: bad.append("mem")
+        n = c.c_uint(4); procs = (c.c_ubyte * 96)()
+        if lib.nvmlDeviceGetComputeRunningProcesses_v3(h, c.byref(n), procs) != 0: bad.append("procs")
+        if lib.nvmlShutdown() != 0: bad.append("shutdown")
+def allocator():
+    for _ in range(300):
+        cuda.alloc(1 << 16, device=1).free()
+ts = [threading.Thread(target=nvml_user) for _ in range(4)] + [threading.Thread(target=allocator) for _ in range(2)]
+[t.start() for t in ts]; [t.join() for t in ts]
+print(json.dumps([bad, lib.nvmlShutdown(), lib.nvmlShutdown()]))
+"""
+
+
+@needs_emu
+def test_nvml_under_threads_and_allocations(subprocess_python):
+    """Init/shutdown counting and memory reads race allocations on other threads: every call succeeds,
+    used + free == total at every read, and the count ends where it started."""
+    assert _json(subprocess_python, THREADS, ACCEL_CUDART="emu", ACCEL_EMU_DEVICES="2") == [[], 0, 1]
+
+
 # -- peers -----------------------------------------------------------------------------------------------
 
 PYNVML = r"""
