@@ -94,7 +94,7 @@ static cudaError_t get_props(void *p, int dev)
 {
     if (!p) return fail(cudaErrorInvalidValue);
     if (dev < 0 || dev >= g_ndev) return fail(cudaErrorInvalidDevice);
-    emu_fill_props(p, g_phys[dev], g_mem_total);
+    emu_fill_props(p, g_phys[dev], g_mem_total[dev]);
     return cudaSuccess;
 }
 

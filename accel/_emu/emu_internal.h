@@ -19,10 +19,17 @@ extern int g_ndev;                              /* visible devices */
 extern int g_phys[EMU_MAX_DEVICES];             /* visible ordinal -> physical device */
 extern atomic_int g_ctx[EMU_MAX_DEVICES];       /* the device's primary context is active */
 extern __thread int t_last;                     /* the calling thread's last runtime error */
+extern size_t g_mem_total[EMU_MAX_DEVICES];     /* visible device -> its memory in bytes */
+extern size_t g_phys_mem[EMU_MAX_DEVICES];      /* physical device -> its memory in bytes (the profile's,
+                                                   or ACCEL_EMU_MEMORY) */
+
+/* emu_memory.c: the bytes visible device `dev` has allocated (cudaMalloc and pools' reservations). */
+size_t emu_mem_used(int dev);
 
 /* emu_props.c: writes the whole cudaDeviceProp (CUDA 13 layout: struct emu_device_prop, emu_props.h) of a
  * physical device whose global memory is `total` bytes. */
 void emu_fill_props(void *out, int phys, size_t total);
+void emu_device_name(int phys, char *out, size_t len);
 
 /* emu_driver.c: the driver entry point `name` in the ABI of CUDA `version` as cuGetProcAddress
  * resolves it (NULL when the emulator has none); `per_thread`: the per-thread-default-stream

@@ -44,6 +44,14 @@ size_t g_nallocs;
 static size_t g_cap_allocs;
 static size_t g_mem_used[MAX_DEVICES];
 
+size_t emu_mem_used(int dev)
+{
+    pthread_mutex_lock(&G);
+    size_t n = g_mem_used[dev];
+    pthread_mutex_unlock(&G);
+    return n;
+}
+
 /* Index of the last allocation whose base <= p, or -1. */
 static long alloc_floor(const void *p)
 {
@@ -98,7 +106,7 @@ EXPORT cudaError_t cudaMalloc(void **p, size_t n)
     ensure_ctx(dev);
     if (n == 0) { *p = NULL; return cudaSuccess; }
     pthread_mutex_lock(&G);
-    int ok = n <= g_mem_total - g_mem_used[dev];
+    int ok = n <= g_mem_total[dev] - g_mem_used[dev];
     if (ok) g_mem_used[dev] += n;   /* reserve before the (unlocked) malloc */
     pthread_mutex_unlock(&G);
     if (!ok) return fail(cudaErrorMemoryAllocation);
@@ -153,8 +161,8 @@ EXPORT cudaError_t cudaMemGetInfo(size_t *freeb, size_t *total)
     if (!freeb || !total) return fail(cudaErrorInvalidValue);
     ensure_ctx(t_dev);
     pthread_mutex_lock(&G);
-    *total = g_mem_total;
-    *freeb = g_mem_total - g_mem_used[t_dev];
+    *total = g_mem_total[t_dev];
+    *freeb = g_mem_total[t_dev] - g_mem_used[t_dev];
     pthread_mutex_unlock(&G);
     return cudaSuccess;
 }
@@ -373,7 +381,7 @@ EXPORT cudaError_t cudaMallocAsync(void **p, size_t n, cudaStream_t h)
         *p = NULL;
         return cudaSuccess;
     }
-    if (n > g_mem_total || n > SIZE_MAX - POOL_ROUND) {
+    if (n > g_mem_total[dev] || n > SIZE_MAX - POOL_ROUND) {
         pthread_mutex_unlock(&G);
         return fail(cudaErrorMemoryAllocation);
     }
@@ -381,7 +389,7 @@ EXPORT cudaError_t cudaMallocAsync(void **p, size_t n, cudaStream_t h)
     mempool_t *mp = pool_of(dev);
     block_t b;
     if (!pool_take(mp, need, &b)) {
-        if (need > g_mem_total - g_mem_used[dev]) {
+        if (need > g_mem_total[dev] - g_mem_used[dev]) {
             pthread_mutex_unlock(&G);
             return fail(cudaErrorMemoryAllocation);
         }

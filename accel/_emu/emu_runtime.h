@@ -71,7 +71,6 @@ extern pthread_once_t g_once;
 extern atomic_int g_ready;          /* emu_init has run: the entry points' one-load fast check */
 extern cudaError_t g_init_err;      /* non-zero: bad configuration, every call fails */
 extern int g_nphys;                 /* the machine's devices (ACCEL_EMU_DEVICES) */
-extern size_t g_mem_total;          /* bytes per device (ACCEL_EMU_MEMORY) */
 
 /* The one lock over all mutable shared state, and its condition variables. */
 extern pthread_mutex_t G;
