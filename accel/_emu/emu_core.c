@@ -154,6 +154,7 @@ atomic_int g_ctx[MAX_DEVICES];      /* primary context exists (emu_internal.h) *
 __thread int t_dev;                 /* the thread's current device */
 __thread int t_capmode;
 __thread cudaError_t t_last;        /* emu_internal.h */
+__thread unsigned t_binds;          /* emu_internal.h */
 __thread void *t_in_hostfn;         /* emu_runtime.h */
 
 static int parse_size(const char *s, unsigned long long *out)
@@ -343,9 +344,14 @@ EXPORT cudaError_t cudaPeekAtLastError(void)
     return t_last;
 }
 
+/* The version queries do not initialise the emulator, as a real runtime's load no device list: a
+ * CUDA_VISIBLE_DEVICES set after them still applies (numba-cuda and cuda.bindings ask for versions at
+ * import).  Once the emulator is initialised they check its configuration and faults like every call. */
+#define VERSION_ENTER(sym) do { if (atomic_load(&g_ready)) RT_ENTER(sym, cudaErrorUnknown); } while (0)
+
 EXPORT cudaError_t cudaDriverGetVersion(int *v)
 {
-    RT_ENTER(cudaDriverGetVersion, cudaErrorUnknown);
+    VERSION_ENTER(cudaDriverGetVersion);
     if (!v) return fail(cudaErrorInvalidValue);
     *v = EMU_CUDA_VERSION;
     return cudaSuccess;
@@ -353,7 +359,7 @@ EXPORT cudaError_t cudaDriverGetVersion(int *v)
 
 EXPORT cudaError_t cudaRuntimeGetVersion(int *v)
 {
-    RT_ENTER(cudaRuntimeGetVersion, cudaErrorUnknown);
+    VERSION_ENTER(cudaRuntimeGetVersion);
     if (!v) return fail(cudaErrorInvalidValue);
     *v = EMU_CUDA_VERSION;
     return cudaSuccess;
@@ -387,7 +393,7 @@ EXPORT CUresult cuInit(unsigned int flags)
 
 EXPORT CUresult cuDriverGetVersion(int *v)
 {
-    DRV_ENTER(cuDriverGetVersion);
+    if (atomic_load(&g_ready)) DRV_ENTER(cuDriverGetVersion);      /* as VERSION_ENTER */
     if (!v) return CUDA_ERROR_INVALID_VALUE;
     *v = EMU_CUDA_VERSION;
     return CUDA_SUCCESS;
