@@ -52,7 +52,9 @@ SIGS = dict(
     cuMemPoolCreate=[P(VP), P(Props)], cuMemPoolDestroy=[VP], cuMemPoolGetAttribute=[VP, I, VP],
     cuMemPoolSetAttribute=[VP, I, VP], cuMemPoolTrimTo=[VP, SZ], cuMemPoolSetAccess=[VP, P(Access), SZ],
     cuMemPoolGetAccess=[P(I), VP, P(Location)], cuDeviceGetMemPool=[P(VP), I], cuDeviceGetDefaultMemPool=[P(VP), I],
-    cuDeviceSetMemPool=[I, VP], cuMemcpy=[D, D, SZ], cuMemcpyAsync=[D, D, SZ, VP], cuMemcpyHtoD_v2=[D, VP, SZ],
+    cuDeviceSetMemPool=[I, VP], cuMemGetMemPool=[P(VP), P(Location), I], cuMemSetMemPool=[P(Location), I, VP],
+    cuMemGetDefaultMemPool=[P(VP), P(Location), I],
+    cuMemcpy=[D, D, SZ], cuMemcpyAsync=[D, D, SZ, VP], cuMemcpyHtoD_v2=[D, VP, SZ],
     cuMemcpyDtoH_v2=[VP, D, SZ], cuMemcpyDtoD_v2=[D, D, SZ], cuMemcpyHtoDAsync_v2=[D, VP, SZ, VP],
     cuMemcpyDtoHAsync_v2=[VP, D, SZ, VP], cuMemcpyDtoDAsync_v2=[D, D, SZ, VP], cuMemcpyPeer=[D, VP, D, VP, SZ],
     cuMemcpyPeerAsync=[D, VP, D, VP, SZ, VP], cuMemcpy2D_v2=[P(Copy2D)], cuMemcpy2DAsync_v2=[P(Copy2D), VP],
@@ -183,8 +185,17 @@ assert cu.cuMemPoolDestroy(pool) == 0
 assert cu.cuDeviceGetMemPool(R(cur), 1) == 0
 r["after_destroy"] = [cur.value == dflt.value, cu.cuMemPoolDestroy(pool), cu.cuMemPoolGetAttribute(pool, 7, R(used)),
                       cu.cuMemAllocFromPoolAsync(R(d), 64, pool, s), cu.cuDeviceSetMemPool(1, pool)]
-r["bad"] = [cu.cuMemPoolCreate(R(pool), R(props(9))), cu.cuMemPoolCreate(R(pool), R(Props(2, 0, 1, 0))),
+got_pool = VP()
+r["location"] = [cu.cuMemGetMemPool(R(got_pool), R(Location(1, 1)), 1), got_pool.value == dflt.value,
+                 cu.cuMemSetMemPool(R(Location(1, 1)), 1, dflt), cu.cuMemGetMemPool(R(got_pool), R(Location(2, 0)), 1),
+                 cu.cuMemGetMemPool(R(got_pool), R(Location(1, 0)), 2), cu.cuMemGetMemPool(R(got_pool), None, 1),
+                 cu.cuMemGetMemPool(R(got_pool), R(Location(1, 0)), 3), cu.cuMemGetDefaultMemPool(R(got_pool), R(Location(0, 0)), 2),
+                 cu.cuMemGetDefaultMemPool(R(got_pool), R(Location(1, 0)), 1),
+                 cu.cuMemGetMemPool(R(got_pool), R(Location(1, 9)), 1), cu.cuMemPoolCreate(R(pool), R(Props(1, 0, 2, 0))),
+                 cu.cuMemPoolCreate(R(pool), R(Props(2, 0, 1, 0)))]
+r["bad"] = [cu.cuMemPoolCreate(R(pool), R(props(9))), cu.cuMemPoolCreate(R(pool), R(Props(5, 0, 1, 0))),
             cu.cuMemPoolCreate(None, R(props())), cu.cuMemPoolCreate(R(pool), None),
+            cu.cuMemPoolCreate(R(pool), R(Props(1, 0, 7, 0))),
             cu.cuDeviceGetMemPool(R(cur), 9), cu.cuDeviceGetMemPool(None, 0), cu.cuMemPoolTrimTo(VP(0x1234), 0),
             cu.cuMemAllocAsync(None, 64, s), cu.cuMemFreeAsync(0x1234, s), cu.cuMemFreeAsync(0, s)]
 out(r)
@@ -194,8 +205,9 @@ out(r)
                    "access": [OK, 0, OK, OK, 3, INVALID_VALUE, INVALID_DEVICE, INVALID_VALUE],
                    "attrs": [OK, INVALID_VALUE, OK, INVALID_VALUE],
                    "after_destroy": [True, INVALID_VALUE, INVALID_VALUE, INVALID_VALUE, INVALID_VALUE],
-                   "bad": [INVALID_DEVICE, INVALID_VALUE, INVALID_VALUE, INVALID_VALUE, INVALID_DEVICE, INVALID_VALUE,
-                           INVALID_VALUE, INVALID_VALUE, INVALID_VALUE, INVALID_VALUE]}
+                   "location": [OK, True, OK, NOT_SUPPORTED, NOT_SUPPORTED, INVALID_VALUE, INVALID_VALUE, NOT_SUPPORTED,
+                                OK, INVALID_DEVICE, NOT_SUPPORTED, NOT_SUPPORTED],
+                   "bad": [INVALID_DEVICE] + [INVALID_VALUE] * 4 + [INVALID_DEVICE] + [INVALID_VALUE] * 5}
 
 
 def test_pinned_and_managed_memory(subprocess_python):

@@ -402,7 +402,8 @@ EXPORT CUresult cuMemGetInfo_v2(size_t *freeb, size_t *total)
 /* Created contexts are contexts of their device like its primary one: the emulator keeps streams,
  * events and memory per device, so they share the device's work and memory (a real driver gives each
  * context its own).  Creating pushes the context on the calling thread's stack; destroying removes it
- * from the calling thread's stack (other threads that still hold it see it as invalid). */
+ * from the calling thread's stack and makes its handle invalid (another thread that still has it on top
+ * of its stack finds its device's primary context there instead). */
 #define CTX_CREATE_FLAGS 0x1fu      /* scheduling (0-7), MAP_HOST, LMEM_RESIZE_TO_MAX */
 
 static CUresult ctx_create(CUcontext *out, unsigned int flags, CUdevice dev)

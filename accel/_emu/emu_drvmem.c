@@ -147,6 +147,42 @@ POOL_FN(cuDeviceGetMemPool, (CUmemoryPool *pool, CUdevice dev), cudaDeviceGetMem
 POOL_FN(cuDeviceGetDefaultMemPool, (CUmemoryPool *pool, CUdevice dev), cudaDeviceGetDefaultMemPool(pool, dev))
 POOL_FN(cuDeviceSetMemPool, (CUdevice dev, CUmemoryPool pool), cudaDeviceSetMemPool(dev, pool))
 
+/* CUDA 13's pool of a location and allocation type: device locations are cuDeviceGet/SetMemPool; pools of
+ * host or managed memory are not modelled (CUDA_ERROR_NOT_SUPPORTED, logged with ACCEL_EMU_TRACE=1). */
+typedef struct { int type, id; } CUmemLocation;
+enum { LOC_DEVICE = 1, ALLOC_PINNED = 1 };
+
+static CUresult location_pool(const CUmemLocation *loc, int type)
+{
+    static atomic_int seen;
+    if (!loc || type < 1 || type > 2) return CUDA_ERROR_INVALID_VALUE;
+    if (loc->type == LOC_DEVICE && type == ALLOC_PINNED) return CUDA_SUCCESS;
+    if (type == ALLOC_PINNED && loc->type < 1) return CUDA_ERROR_INVALID_VALUE;
+    emu_trace_unsupported("cuMemGetMemPool / cuMemSetMemPool (host or managed memory pools)", &seen);
+    return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+EXPORT CUresult cuMemGetMemPool(CUmemoryPool *pool, const CUmemLocation *loc, int type)
+{
+    DRV_ENTER(cuMemGetMemPool);
+    CUresult r = location_pool(loc, type);
+    return r ? r : RT(cudaDeviceGetMemPool(pool, loc->id));
+}
+
+EXPORT CUresult cuMemGetDefaultMemPool(CUmemoryPool *pool, const CUmemLocation *loc, int type)
+{
+    DRV_ENTER(cuMemGetDefaultMemPool);
+    CUresult r = location_pool(loc, type);
+    return r ? r : RT(cudaDeviceGetDefaultMemPool(pool, loc->id));
+}
+
+EXPORT CUresult cuMemSetMemPool(const CUmemLocation *loc, int type, CUmemoryPool pool)
+{
+    DRV_ENTER(cuMemSetMemPool);
+    CUresult r = location_pool(loc, type);
+    return r ? r : RT(cudaDeviceSetMemPool(loc->id, pool));
+}
+
 /* ------------------------------------------------------------ copies and sets */
 
 enum { KIND_H2D = 1, KIND_D2H = 2, KIND_D2D = 3, KIND_DEFAULT = 4 };
@@ -446,7 +482,8 @@ const proc_t emu_drvmem_procs[] = {
     PROC(cuMemAllocFromPoolAsync) PROC(cuMemFreeAsync) PROC_V("cuMemGetAddressRange", 0, cuMemGetAddressRange_v2)
     PROC(cuMemPoolCreate) PROC(cuMemPoolDestroy) PROC(cuMemPoolGetAttribute) PROC(cuMemPoolSetAttribute)
     PROC(cuMemPoolTrimTo) PROC(cuMemPoolSetAccess) PROC(cuMemPoolGetAccess) PROC(cuDeviceGetMemPool)
-    PROC(cuDeviceGetDefaultMemPool) PROC(cuDeviceSetMemPool)
+    PROC(cuDeviceGetDefaultMemPool) PROC(cuDeviceSetMemPool) PROC(cuMemGetMemPool) PROC(cuMemSetMemPool)
+    PROC(cuMemGetDefaultMemPool)
     PROC(cuMemcpy) PROC(cuMemcpyAsync) PROC_V("cuMemcpyHtoD", 0, cuMemcpyHtoD_v2)
     PROC_V("cuMemcpyDtoH", 0, cuMemcpyDtoH_v2) PROC_V("cuMemcpyDtoD", 0, cuMemcpyDtoD_v2)
     PROC_V("cuMemcpyHtoDAsync", 0, cuMemcpyHtoDAsync_v2) PROC_V("cuMemcpyDtoHAsync", 0, cuMemcpyDtoHAsync_v2)

@@ -105,7 +105,8 @@ void emu_trace_unsupported(const char *name, atomic_int *seen);
     X(cuMemAllocFromPoolAsync) X(cuMemFreeAsync) X(cuMemGetAddressRange_v2) X(cuMemPoolCreate) \
     X(cuMemPoolDestroy) X(cuMemPoolGetAttribute) X(cuMemPoolSetAttribute) X(cuMemPoolTrimTo) \
     X(cuMemPoolSetAccess) X(cuMemPoolGetAccess) X(cuDeviceGetMemPool) X(cuDeviceGetDefaultMemPool) \
-    X(cuDeviceSetMemPool) X(cuMemcpy) X(cuMemcpyAsync) X(cuMemcpyHtoD_v2) X(cuMemcpyDtoH_v2) \
+    X(cuDeviceSetMemPool) X(cuMemGetMemPool) X(cuMemSetMemPool) \
+    X(cuMemGetDefaultMemPool) X(cuMemcpy) X(cuMemcpyAsync) X(cuMemcpyHtoD_v2) X(cuMemcpyDtoH_v2) \
     X(cuMemcpyDtoD_v2) X(cuMemcpyHtoDAsync_v2) X(cuMemcpyDtoHAsync_v2) X(cuMemcpyDtoDAsync_v2) \
     X(cuMemcpyPeer) X(cuMemcpyPeerAsync) X(cuMemcpy2D_v2) X(cuMemcpy2DUnaligned_v2) X(cuMemcpy2DAsync_v2) \
     X(cuMemsetD8_v2) X(cuMemsetD8Async) X(cuMemsetD16_v2) X(cuMemsetD16Async) X(cuMemsetD32_v2) \

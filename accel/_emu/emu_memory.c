@@ -827,8 +827,8 @@ struct cudaMemPoolProps_head { int allocType, handleTypes, locType, locId; };
 enum { cudaMemAllocationTypePinned = 1, cudaMemLocationTypeDevice = 1,
        cudaMemAccessFlagsProtNone = 0, cudaMemAccessFlagsProtReadWrite = 3 };
 
-/* Pinned device memory on one device (the only kind there is).  maxSize and the export handle types
- * are accepted and not enforced.  A destroyed pool's handle is invalid at once; its free blocks are
+/* Pinned device memory on one device (pools of host or managed memory are not modelled:
+ * cudaErrorNotSupported).  maxSize and the export handle types are accepted and not enforced.  A destroyed pool's handle is invalid at once; its free blocks are
  * released, and the blocks of allocations still live are released as they are freed (its release
  * threshold becomes 0); its small bookkeeping record stays allocated. */
 EXPORT cudaError_t cudaMemPoolCreate(cudaMemPool_t *out, const void *props)
@@ -838,6 +838,8 @@ EXPORT cudaError_t cudaMemPoolCreate(cudaMemPool_t *out, const void *props)
     if (!out || !props) return fail(cudaErrorInvalidValue);
     struct cudaMemPoolProps_head pr;
     memcpy(&pr, props, sizeof pr);
+    if (pr.allocType == 2 || (pr.allocType == cudaMemAllocationTypePinned && pr.locType >= 2 && pr.locType <= 4))
+        return fail(cudaErrorNotSupported);    /* managed memory; host, host NUMA node, current host NUMA node */
     if (pr.allocType != cudaMemAllocationTypePinned || pr.locType != cudaMemLocationTypeDevice)
         return fail(cudaErrorInvalidValue);
     if (pr.locId < 0 || pr.locId >= g_ndev) return fail(cudaErrorInvalidDevice);
