@@ -463,3 +463,29 @@ print(json.dumps([buf.size, int(buf.handle) != 0, buf.device_id]))
 buf.close(); other.close()
 """)
     assert got == [1024, True, 0]
+
+
+def test_per_thread_default_stream_variants(subprocess_python):
+    # cuGetProcAddress with CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM (or a `_ptsz` name) gives the
+    # stream-ordered memory calls whose NULL stream is the calling thread's per-thread stream; a variant
+    # counts as the entry point it is a variant of for fault injection
+    got = _json(subprocess_python, """
+cu.cuGetProcAddress_v2.argtypes = [c.c_char_p, P(VP), I, c.c_ulonglong, VP]
+legacy, perthread, byname = VP(), VP(), VP()
+assert cu.cuGetProcAddress_v2(b"cuMemsetD8Async", R(legacy), 13000, 0, None) == 0
+assert cu.cuGetProcAddress_v2(b"cuMemsetD8Async", R(perthread), 13000, 2, None) == 0
+assert cu.cuGetProcAddress_v2(b"cuMemsetD8Async_ptsz", R(byname), 13000, 0, None) == 0
+memset = c.CFUNCTYPE(I, D, c.c_ubyte, SZ, VP)(perthread.value)
+a = alloc(64)
+r = [legacy.value != perthread.value, perthread.value == byname.value, memset(a, 3, 64, None),
+     rt.cudaStreamSynchronize(VP(2)), read(a, 4).hex()]
+assert rt.accelEmuSetFail(b"cuMemsetD8Async:1") == 0
+r += [memset(a, 4, 64, None), memset(a, 5, 64, None), rt.cudaStreamSynchronize(VP(2)), read(a, 2).hex()]
+rt.accelEmuSetFail(None)
+names = ["cuMemAllocAsync", "cuMemAllocFromPoolAsync", "cuMemFreeAsync", "cuMemcpyAsync", "cuMemcpyHtoDAsync_v2",
+         "cuMemcpyDtoHAsync_v2", "cuMemcpyDtoDAsync_v2", "cuMemcpy2DAsync_v2", "cuMemcpyPeerAsync", "cuMemsetD16Async",
+         "cuMemsetD32Async"]
+r.append([n for n in names if not hasattr(cu, n + "_ptsz")])
+out(r)
+""")
+    assert got == [True, True, OK, OK, "03030303", 999, OK, OK, "0505", []]

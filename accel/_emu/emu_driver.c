@@ -695,7 +695,6 @@ EXPORT CUresult cuEventRecordWithFlags_ptsz(CUevent e, CUstream s, unsigned int 
     return cuEventRecordWithFlags(e, ptds(s), f);
 }
 
-typedef struct { const char *symbol; void *fn; } variant_t;
 #define PTSZ(fn) { #fn, (void *)fn##_ptsz },
 static const variant_t ptsz[] = {
     PTSZ(cuStreamQuery) PTSZ(cuStreamSynchronize) PTSZ(cuStreamWaitEvent) PTSZ(cuStreamGetPriority)
@@ -768,6 +767,8 @@ void *emu_driver_proc(const char *name, int version, int per_thread)
     if (!best) return NULL;
     for (size_t i = 0; per_thread && i < sizeof ptsz / sizeof *ptsz; i++)
         if (!strcmp(ptsz[i].symbol, best->symbol)) return ptsz[i].fn;
+    for (size_t i = 0; per_thread && i < emu_drvmem_nptsz; i++)
+        if (!strcmp(emu_drvmem_ptsz[i].symbol, best->symbol)) return emu_drvmem_ptsz[i].fn;
     return best->fn;             /* no stream argument: the same function in both variants */
 }
 

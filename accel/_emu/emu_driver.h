@@ -60,6 +60,11 @@ CUcontext ctx_primary(int dev);
 typedef struct { const char *name; int since; const char *symbol; void *fn; } proc_t;
 extern const proc_t emu_drvmem_procs[];
 extern const size_t emu_drvmem_nprocs;
+/* The per-thread-default-stream variant of an entry point (its NULL stream is the calling thread's
+ * per-thread stream), by the symbol it is a variant of. */
+typedef struct { const char *symbol; void *fn; } variant_t;
+extern const variant_t emu_drvmem_ptsz[];
+extern const size_t emu_drvmem_nptsz;
 
 #pragma GCC visibility pop
 

@@ -499,3 +499,54 @@ const proc_t emu_drvmem_procs[] = {
     PROC(cuPointerGetAttribute) PROC(cuPointerGetAttributes)
 };
 const size_t emu_drvmem_nprocs = sizeof emu_drvmem_procs / sizeof *emu_drvmem_procs;
+
+/* The per-thread-default-stream variants of the stream-ordered calls (`_ptsz`, as libcuda exports them). */
+static CUstream ptds(CUstream s) { return s ? s : (CUstream)(uintptr_t)2; }
+
+EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr *d, size_t n, CUstream s) { return cuMemAllocAsync(d, n, ptds(s)); }
+EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *d, size_t n, CUmemoryPool p, CUstream s)
+{
+    return cuMemAllocFromPoolAsync(d, n, p, ptds(s));
+}
+EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr d, CUstream s) { return cuMemFreeAsync(d, ptds(s)); }
+EXPORT CUresult cuMemcpyAsync_ptsz(CUdeviceptr d, CUdeviceptr src, size_t n, CUstream s)
+{
+    return cuMemcpyAsync(d, src, n, ptds(s));
+}
+EXPORT CUresult cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr d, const void *src, size_t n, CUstream s)
+{
+    return cuMemcpyHtoDAsync_v2(d, src, n, ptds(s));
+}
+EXPORT CUresult cuMemcpyDtoHAsync_v2_ptsz(void *d, CUdeviceptr src, size_t n, CUstream s)
+{
+    return cuMemcpyDtoHAsync_v2(d, src, n, ptds(s));
+}
+EXPORT CUresult cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr d, CUdeviceptr src, size_t n, CUstream s)
+{
+    return cuMemcpyDtoDAsync_v2(d, src, n, ptds(s));
+}
+EXPORT CUresult cuMemcpy2DAsync_v2_ptsz(const CUDA_MEMCPY2D *c, CUstream s) { return cuMemcpy2DAsync_v2(c, ptds(s)); }
+EXPORT CUresult cuMemcpyPeerAsync_ptsz(CUdeviceptr d, CUcontext dc, CUdeviceptr src, CUcontext sc, size_t n, CUstream s)
+{
+    return cuMemcpyPeerAsync(d, dc, src, sc, n, ptds(s));
+}
+EXPORT CUresult cuMemsetD8Async_ptsz(CUdeviceptr d, unsigned char v, size_t n, CUstream s)
+{
+    return cuMemsetD8Async(d, v, n, ptds(s));
+}
+EXPORT CUresult cuMemsetD16Async_ptsz(CUdeviceptr d, unsigned short v, size_t n, CUstream s)
+{
+    return cuMemsetD16Async(d, v, n, ptds(s));
+}
+EXPORT CUresult cuMemsetD32Async_ptsz(CUdeviceptr d, unsigned int v, size_t n, CUstream s)
+{
+    return cuMemsetD32Async(d, v, n, ptds(s));
+}
+
+#define PTSZ(fn) { #fn, (void *)fn##_ptsz },
+const variant_t emu_drvmem_ptsz[] = {
+    PTSZ(cuMemAllocAsync) PTSZ(cuMemAllocFromPoolAsync) PTSZ(cuMemFreeAsync) PTSZ(cuMemcpyAsync)
+    PTSZ(cuMemcpyHtoDAsync_v2) PTSZ(cuMemcpyDtoHAsync_v2) PTSZ(cuMemcpyDtoDAsync_v2) PTSZ(cuMemcpy2DAsync_v2)
+    PTSZ(cuMemcpyPeerAsync) PTSZ(cuMemsetD8Async) PTSZ(cuMemsetD16Async) PTSZ(cuMemsetD32Async)
+};
+const size_t emu_drvmem_nptsz = sizeof emu_drvmem_ptsz / sizeof *emu_drvmem_ptsz;
