@@ -9,7 +9,7 @@
  * (streams, the worker pool, host functions, fork/unload), emu_event.c
  * (events, IPC event handles), emu_memory.c (allocations, copies, pools,
  * pinned host memory); shared state and hot helpers in emu_runtime.h.  The
- * stand-ins add emu_driver.c (the libcuda.so.1 driver layer) and
+ * stand-ins add emu_driver.c and emu_drvmem.c (the libcuda.so.1 driver layer) and
  * emu_standin.c (the other libcudart.so.13 exports); the libcudart.so.12
  * stand-in (emu_standin12.c, emu_props12.c) is a stateless layer over the
  * libcudart.so.13 one.

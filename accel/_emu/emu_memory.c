@@ -6,8 +6,9 @@
  * stream machinery it queues work on are in emu_runtime.h.
  *
  * Model (documented choices where the emulator has to pick):
- *  - One pool per device: its default pool, which is also its current pool.
- *    The pool owns blocks of host memory.  A live allocation is an alloc_t in
+ *  - One default pool per device, its current pool until cudaDeviceSetMemPool
+ *    names a pool made by cudaMemPoolCreate (device memory only).
+ *    A pool owns blocks of host memory.  A live allocation is an alloc_t in
  *    the allocation table (with ->pool set), so copies, memsets and pointer
  *    attributes check it exactly like a cudaMalloc allocation.
  *  - Sizes are rounded up to 512 bytes for the pool (reserved / used bytes);
@@ -30,7 +31,11 @@
  *    table, for cudaPointerGetAttributes (type 1, host) and to validate frees.
  *    cudaFreeHost and cudaHostUnregister first wait for all queued work of
  *    every device (cudaFreeHost synchronises in CUDA too), so no queued copy
- *    can touch memory that is gone.
+ *    can touch memory that is gone.  Pinned memory is mapped: copies and sets
+ *    accept it where device memory is expected (unified addressing).
+ *  - Managed memory (cudaMallocManaged) is an allocation like cudaMalloc's,
+ *    marked managed; synchronous copies and sets (cudaMemcpy, cudaMemset, the
+ *    driver's) are queued on the legacy stream and waited for.
  */
 
 #include "emu_runtime.h"
