@@ -9,8 +9,8 @@ accel ships stand-in libraries built from its emulator (``accel/_emu/standin``):
   ``cudaDeviceProp`` in the CUDA 12 layout and runtime version 12080; it holds no state of its own but
   calls into ``libcudart.so.13``, so both runtimes in one process are the same emulated devices;
 - ``libcuda.so.1``: the driver API (``cuGetProcAddress_v2``, ``cuInit``, devices and attributes,
-  primary contexts with a per-thread context stack, streams, events, error names), found through its
-  dependency on the runtime stand-in, so both share the emulator's one state;
+  primary and created contexts with a per-thread context stack, streams, events, memory, error names),
+  found through its dependency on the runtime stand-in, so both share the emulator's one state;
 - ``libnvidia-ml.so.1``: NVML (``nvmlInit``, device count and handles by index, UUID or PCI bus id, name,
   UUID, serial, memory info that follows the emulator's allocations, utilisation, temperature, power,
   clocks, PCI info, compute and MIG mode, running processes, versions, error strings), what
@@ -25,8 +25,10 @@ What works on them: devices (count, current device, properties in the CUDA 13 la
 PCI ids, UUIDs), streams (create/destroy/query/synchronize, priorities, flags, ids, waits, host
 functions, callbacks), events (create/record/query/synchronize/elapsed time, IPC handles within the
 process), memory accounting (cudaMalloc/cudaFree/cudaMemGetInfo, async copies and sets on emulated
-memory), stream-ordered pools (cudaMallocAsync & co), pinned host memory (cudaHostAlloc,
-cudaHostRegister), driver contexts.  What does not: kernels, modules, libraries, graphs and stream
+memory, synchronous, 2D and peer copies), stream-ordered pools (cudaMallocAsync & co, created pools),
+pinned host memory (cudaHostAlloc, cudaHostRegister), managed memory (host memory), IPC memory handles
+within the process, and the driver API's memory and contexts on the same state (numba-cuda's driver
+tests run on it).  What does not: kernels, modules, libraries, graphs and stream
 capture, and the memory calls the emulator does not model -- they return cudaErrorNotSupported
 (driver: CUDA_ERROR_NOT_SUPPORTED), and with ``ACCEL_EMU_TRACE=1`` the first call of each is named on
 stderr.  Libraries that link the CUDA runtime statically (CuPy, ``cuda.bindings.runtime``) reach the

@@ -157,6 +157,8 @@ CHECKS = {
     "accel emu --profile t4,a100,h100,b200 -- pytest": check_profile_machine,
     'accel emu --devices 2 -- python -c "import torch; print(torch.cuda.device_count())"': check_torch_on_emulator,
     "pip install . -Csetup-args=-Dnative=false": check_pure_python_install,
+    "ACCEL_EMU_MEMORY=2G accel emu --devices 4 -- python -m numba.runtests numba.cuda.tests.cudadrv":
+        "tests/test_standin_numba.py::test_numba_cuda_driver_tests_on_the_emulator",
     "pip install '.[nvml]'": check_nvml_extra,
     "pytest bench/ --benchmark-only": check_collects,
     "pytest bench/test_bench_lazy_tensor.py": check_collects,

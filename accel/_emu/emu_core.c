@@ -11,7 +11,7 @@
  * pinned host memory), emu_profiles.c (what board each device is),
  * emu_nvml.c and emu_nvml_device.c (NVML over the physical devices);
  * shared state and hot helpers in emu_runtime.h.  The
- * stand-ins add emu_driver.c (the libcuda.so.1 driver layer) and
+ * stand-ins add emu_driver.c and emu_drvmem.c (the libcuda.so.1 driver layer) and
  * emu_standin.c (the other libcudart.so.13 exports); the libcudart.so.12
  * stand-in (emu_standin12.c, emu_props12.c) is a stateless layer over the
  * libcudart.so.13 one.
@@ -160,6 +160,7 @@ atomic_int g_ctx[MAX_DEVICES];      /* primary context exists (emu_internal.h) *
 __thread int t_dev;                 /* the thread's current device */
 __thread int t_capmode;
 __thread cudaError_t t_last;        /* emu_internal.h */
+__thread unsigned t_binds;          /* emu_internal.h */
 __thread void *t_in_hostfn;         /* emu_runtime.h */
 
 static int parse_size(const char *s, unsigned long long *out)
@@ -374,9 +375,14 @@ EXPORT cudaError_t cudaPeekAtLastError(void)
     return t_last;
 }
 
+/* The version queries do not initialise the emulator, as a real runtime's load no device list: a
+ * CUDA_VISIBLE_DEVICES set after them still applies (numba-cuda and cuda.bindings ask for versions at
+ * import).  Once the emulator is initialised they check its configuration and faults like every call. */
+#define VERSION_ENTER(sym) do { if (atomic_load(&g_ready)) RT_ENTER(sym, cudaErrorUnknown); } while (0)
+
 EXPORT cudaError_t cudaDriverGetVersion(int *v)
 {
-    RT_ENTER(cudaDriverGetVersion, cudaErrorUnknown);
+    VERSION_ENTER(cudaDriverGetVersion);
     if (!v) return fail(cudaErrorInvalidValue);
     *v = EMU_CUDA_VERSION;
     return cudaSuccess;
@@ -384,7 +390,7 @@ EXPORT cudaError_t cudaDriverGetVersion(int *v)
 
 EXPORT cudaError_t cudaRuntimeGetVersion(int *v)
 {
-    RT_ENTER(cudaRuntimeGetVersion, cudaErrorUnknown);
+    VERSION_ENTER(cudaRuntimeGetVersion);
     if (!v) return fail(cudaErrorInvalidValue);
     *v = EMU_CUDA_VERSION;
     return cudaSuccess;
@@ -418,7 +424,7 @@ EXPORT CUresult cuInit(unsigned int flags)
 
 EXPORT CUresult cuDriverGetVersion(int *v)
 {
-    DRV_ENTER(cuDriverGetVersion);
+    if (atomic_load(&g_ready)) DRV_ENTER(cuDriverGetVersion);      /* as VERSION_ENTER */
     if (!v) return CUDA_ERROR_INVALID_VALUE;
     *v = EMU_CUDA_VERSION;
     return CUDA_SUCCESS;

@@ -47,7 +47,7 @@ enum {
     cudaErrorInitializationError = 3, cudaErrorInvalidMemcpyDirection = 21,
     cudaErrorNoDevice = 100, cudaErrorInvalidDevice = 101,
     cudaErrorInvalidResourceHandle = 400, cudaErrorNotReady = 600,
-    cudaErrorNotPermitted = 800, cudaErrorUnknown = 999,
+    cudaErrorNotPermitted = 800, cudaErrorNotSupported = 801, cudaErrorUnknown = 999,
 };
 enum { CUDA_SUCCESS = 0, CUDA_ERROR_INVALID_VALUE = 1, CUDA_ERROR_NOT_INITIALIZED = 3,
        CUDA_ERROR_INVALID_DEVICE = 101, CUDA_ERROR_UNKNOWN = 999 };
@@ -204,6 +204,7 @@ typedef struct alloc {
     int freed;
     mempool_t *pool;    /* cudaMallocAsync: the pool its block (of cap bytes) returns to */
     size_t cap;
+    int managed;        /* cudaMallocManaged / cuMemAllocManaged (host memory like every allocation) */
 } alloc_t;
 
 extern size_t g_nallocs;            /* live allocations */
@@ -225,6 +226,10 @@ typedef struct item {
     size_t n;
     int value;
     alloc_t *a1, *a2;
+    /* IT_COPY of rows > 1: `rows` rows of n bytes, dst and src advancing by dpitch and spitch.
+     * IT_SET: elem is the pattern's width (0 or 1: bytes; 2, 4: n elements of that size). */
+    size_t rows, dpitch, spitch;
+    int elem;
 } item_t;
 
 enum { SK_USER, SK_LEGACY, SK_PERTHREAD };
