@@ -425,6 +425,53 @@ static int pool_device(cudaMemPool_t h)
     return dev < (uint64_t)g_ndev ? (int)dev : -1;
 }
 
+/* Spare free-list records, so that the steady state (a block taken and returned over and over) does not
+ * call malloc and free for them each time: at most SPARE_MAX of each kind are kept.  G held. */
+#define SPARE_MAX 64
+static fblock_t *g_spare_fb;        /* linked through next_same */
+static bucket_t *g_spare_bk;        /* linked through head (cast) */
+static int g_nspare_fb, g_nspare_bk;
+
+static fblock_t *fblock_new(void)
+{
+    fblock_t *f = g_spare_fb;
+    if (!f) return malloc(sizeof *f);
+    g_spare_fb = f->next_same;
+    g_nspare_fb--;
+    return f;
+}
+
+static void fblock_drop(fblock_t *f)
+{
+    if (g_nspare_fb >= SPARE_MAX) {
+        free(f);
+        return;
+    }
+    f->next_same = g_spare_fb;
+    g_spare_fb = f;
+    g_nspare_fb++;
+}
+
+static bucket_t *bucket_new(void)
+{
+    bucket_t *bk = g_spare_bk;
+    if (!bk) return malloc(sizeof *bk);
+    g_spare_bk = (bucket_t *)(void *)bk->head;
+    g_nspare_bk--;
+    return bk;
+}
+
+static void bucket_drop(bucket_t *bk)
+{
+    if (g_nspare_bk >= SPARE_MAX) {
+        free(bk);
+        return;
+    }
+    bk->head = (fblock_t *)(void *)g_spare_bk;
+    g_spare_bk = bk;
+    g_nspare_bk++;
+}
+
 /* Takes free block f, the newest of its bucket bk, out of the pool's structures and frees f.  G held. */
 static block_t pool_unlink(mempool_t *mp, bucket_t *bk, fblock_t *f)
 {
@@ -432,13 +479,13 @@ static block_t pool_unlink(mempool_t *mp, bucket_t *bk, fblock_t *f)
     bk->head = f->next_same;
     if (!bk->head) {
         mp->sizes = tree_remove(mp->sizes, bk->node.key);
-        free(bk);
+        bucket_drop(bk);
     }
     if (f->newer) f->newer->older = f->older;
     else mp->newest = f->older;
     if (f->older) f->older->newer = f->newer;
     mp->nblocks--;
-    free(f);
+    fblock_drop(f);
     return b;
 }
 
@@ -463,10 +510,10 @@ static void pool_block_back(alloc_t *a)
     int dev = a->device;
     mp->used -= a->cap;
     tnode_t *n = tree_find(mp->sizes, a->cap);
-    bucket_t *bk = n ? TREE_ENTRY(n, bucket_t, node) : malloc(sizeof *bk);
-    fblock_t *f = bk ? malloc(sizeof *f) : NULL;
+    bucket_t *bk = n ? TREE_ENTRY(n, bucket_t, node) : bucket_new();
+    fblock_t *f = bk ? fblock_new() : NULL;
     if (!f) {               /* cannot keep it: release it */
-        if (bk && !n) free(bk);
+        if (bk && !n) bucket_drop(bk);
         range_release(a->base);
         free(a->base);
         mp->reserved -= a->cap;
