@@ -26,6 +26,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "emu_tree.h"
+
 #define EXPORT __attribute__((visibility("default")))
 
 typedef int cudaError_t;
@@ -205,6 +207,8 @@ typedef struct alloc {
     mempool_t *pool;    /* cudaMallocAsync: the pool its block (of cap bytes) returns to */
     size_t cap;
     int managed;        /* cudaMallocManaged / cuMemAllocManaged (host memory like every allocation) */
+    struct arange *range;   /* its entry in the address lookups, while live */
+    long slot;          /* its index in the allocation table, while live */
 } alloc_t;
 
 extern size_t g_nallocs;            /* live allocations */
