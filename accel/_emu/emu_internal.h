@@ -58,7 +58,11 @@ void emu_trace_unsupported(const char *name, atomic_int *seen);
     X(cudaProfilerStart) X(cudaProfilerStop) \
     X(cudaMallocAsync) X(cudaFreeAsync) X(cudaDeviceGetDefaultMemPool) X(cudaDeviceGetMemPool) \
     X(cudaMemPoolGetAttribute) X(cudaMemPoolSetAttribute) X(cudaMemPoolTrimTo) X(cudaHostAlloc) \
-    X(cudaFreeHost) X(cudaHostRegister) X(cudaHostUnregister)
+    X(cudaFreeHost) X(cudaHostRegister) X(cudaHostUnregister) \
+    X(cudaStreamBeginCapture) X(cudaStreamEndCapture) X(cudaStreamGetCaptureInfo) X(cudaGraphCreate) \
+    X(cudaGraphAddEmptyNode) X(cudaGraphDestroy) X(cudaGraphGetNodes) X(cudaGraphNodeGetType) \
+    X(cudaGraphDebugDotPrint) X(cudaGraphInstantiate) X(cudaGraphInstantiateWithFlags) \
+    X(cudaGraphExecDestroy) X(cudaGraphLaunch) X(cudaGraphUpload)
 #define EMU_DRIVER_SYMBOLS(X) \
     X(cuDeviceGetCount) X(cuDeviceGet) X(cuDeviceGetAttribute) X(cuDeviceGetName) X(cuDeviceGetUuid) \
     X(cuDeviceGetUuid_v2) X(cuDeviceTotalMem_v2) X(cuDeviceGetPCIBusId) X(cuDeviceComputeCapability) \
@@ -73,7 +77,7 @@ void emu_trace_unsupported(const char *name, atomic_int *seen);
     X(cuGetProcAddress) X(cuGetProcAddress_v2)
 
 #define EMU_STANDIN_SYMBOLS(X) \
-    X(cudaGetDriverEntryPointByVersion) X(cudaStreamGetCaptureInfo) X(cudaDeviceEnablePeerAccess) \
+    X(cudaGetDriverEntryPointByVersion) X(cudaDeviceEnablePeerAccess) \
     X(cudaStreamAddCallback)
 
 #define X_ENUM(s) SYM_##s,

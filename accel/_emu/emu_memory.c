@@ -94,6 +94,8 @@ EXPORT cudaError_t cudaMalloc(void **p, size_t n)
     RT_ENTER(cudaMalloc, cudaErrorMemoryAllocation);
     RT_NEED_DEVICE();
     if (!p) return fail(cudaErrorInvalidValue);
+    cudaError_t cerr = capture_unsafe();     /* emu_graph.c: prohibited during capture */
+    if (cerr) return fail(cerr);
     int dev = t_dev;
     ensure_ctx(dev);
     if (n == 0) { *p = NULL; return cudaSuccess; }
@@ -136,6 +138,8 @@ EXPORT cudaError_t cudaFree(void *p)
 {
     RT_ENTER(cudaFree, cudaErrorUnknown);
     RT_NEED_DEVICE();
+    cudaError_t cerr = capture_unsafe();     /* emu_graph.c: prohibited during capture */
+    if (cerr) return fail(cerr);
     ensure_ctx(t_dev);
     if (!p) return cudaSuccess;
     pthread_mutex_lock(&G);
@@ -368,6 +372,10 @@ EXPORT cudaError_t cudaMallocAsync(void **p, size_t n, cudaStream_t h)
     }
     int dev = s->device;
     ensure_ctx(dev);
+    if (s->cap && capture_invalidated(s)) {   /* emu_graph.c */
+        pthread_mutex_unlock(&G);
+        return fail(cudaErrorStreamCaptureInvalidated);
+    }
     if (n == 0) {
         pthread_mutex_unlock(&G);
         *p = NULL;
@@ -417,6 +425,11 @@ EXPORT cudaError_t cudaMallocAsync(void **p, size_t n, cudaStream_t h)
     a->pool = mp;
     a->cap = b.cap;
     alloc_table_insert(a);
+    if (s->cap && (err = capture_mem_alloc(s, a))) {    /* emu_graph.c: a graph allocation */
+        alloc_unref(alloc_detach(alloc_floor(a->base)));
+        pthread_mutex_unlock(&G);
+        return fail(err);
+    }
     pthread_mutex_unlock(&G);
     *p = b.base;
     return cudaSuccess;
@@ -435,6 +448,12 @@ EXPORT cudaError_t cudaFreeAsync(void *ptr, cudaStream_t h)
     long i = alloc_floor(ptr);
     alloc_t *a = (i >= 0 && g_allocs[i]->base == ptr) ? g_allocs[i] : NULL;
     if (s && !a) err = cudaErrorInvalidValue;
+    else if (s && s->cap) {                     /* emu_graph.c: a free node, the graph keeps the memory */
+        err = capture_mem_free(s, a);
+        pthread_mutex_unlock(&G);
+        free(it);
+        return err ? fail(err) : cudaSuccess;
+    }
     if (s && a && implicit_sync(s)) err = cudaErrorMemoryAllocation;
     if (err) {
         pthread_mutex_unlock(&G);
@@ -699,4 +718,20 @@ EXPORT cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *at, co
     at->hostPointer = NULL;
     pthread_mutex_unlock(&G);
     return cudaSuccess;
+}
+
+/* ------------------------------------------------------- hooks for graphs */
+
+int emu_mem_range(const void *p, size_t n, alloc_t **out)
+{
+    return n ? dev_range(p, n, out) : 0;
+}
+
+void emu_mem_release(alloc_t *a)
+{
+    if (!a->freed) {
+        long i = alloc_floor(a->base);
+        if (i >= 0 && g_allocs[i] == a) alloc_unref(alloc_detach(i));
+    }
+    alloc_unref(a);
 }

@@ -5,8 +5,7 @@
  *    no-ops.  The launch configuration push/pop of a <<<...>>> launch works, so the launch itself
  *    reaches cudaLaunchKernel and fails there, named.
  *  - Real where torch's device/stream/event paths need them: cudaGetDriverEntryPointByVersion (the
- *    driver layer of emu_driver.c), cudaStreamGetCaptureInfo ("not capturing"),
- *    cudaDeviceEnablePeerAccess, cudaStreamAddCallback; each has a fault hook armed by its name
+ *    driver layer of emu_driver.c), cudaDeviceEnablePeerAccess, cudaStreamAddCallback; each has a fault hook armed by its name
  *    (EMU_STANDIN_SYMBOLS in emu_internal.h), failing with cudaErrorUnknown.
  *  - Everything else (kernels, modules, graphs and capture, pool access, copies the emulator does
  *    not model) returns cudaErrorNotSupported, records it as the thread's last error and, with
@@ -32,7 +31,6 @@ enum { cudaSuccess = 0, cudaErrorInvalidValue = 1, cudaErrorMemoryAllocation = 2
        cudaErrorPeerAccessAlreadyEnabled = 704, cudaErrorNotSupported = 801, cudaErrorUnknown = 999 };
 
 int cudaGetDevice(int *);
-int cudaStreamIsCapturing(cudaStream_t, int *);
 int cudaLaunchHostFunc(cudaStream_t, void (*)(void *), void *);
 int accelEmuDeviceCount(void);
 
@@ -97,25 +95,6 @@ EXPORT cudaError_t cudaGetDriverEntryPointByVersion(const char *symbol, void **f
     if (!symbol || !fn) return t_last = cudaErrorInvalidValue;
     *fn = emu_driver_proc(symbol, (int)version, (flags & 2ull) != 0);    /* cudaEnablePerThreadDefaultStream */
     if (status) *status = *fn ? 0 : 1;
-    return cudaSuccess;
-}
-
-/* The emulator never captures: status cudaStreamCaptureStatusNone, no graph, no dependencies. */
-EXPORT cudaError_t cudaStreamGetCaptureInfo(cudaStream_t s, int *status, unsigned long long *id,
-                                            void **graph, const void **deps, const void **edges,
-                                            size_t *ndeps)
-{
-    int capturing;
-    STANDIN_ENTER(cudaStreamGetCaptureInfo);
-    if (!status) return t_last = cudaErrorInvalidValue;
-    cudaError_t e = cudaStreamIsCapturing(s, &capturing);
-    if (e) return e;
-    *status = capturing;
-    if (id) *id = 0;
-    if (graph) *graph = NULL;
-    if (deps) *deps = NULL;
-    if (edges) *edges = NULL;
-    if (ndeps) *ndeps = 0;
     return cudaSuccess;
 }
 
