@@ -99,7 +99,7 @@ print(json.dumps([h != 0, rt.cudaGetLastError(), rt.cudaLaunchKernel(), rt.cudaL
 
 
 def test_unsupported_calls_are_quiet_without_the_trace(subprocess_python):
-    proc = _run(subprocess_python, "print(rt.cudaGraphLaunch(), rt.cudaStreamBeginCapture(), cu.cuModuleLoad())")
+    proc = _run(subprocess_python, "print(rt.cudaGraphAddNode(), rt.cudaStreamBeginCaptureToGraph(), cu.cuModuleLoad())")
     assert proc.stdout.split() == ["801", "801", "801"] and proc.stderr == ""
 
 
