@@ -870,8 +870,8 @@ EXPORT cudaError_t cudaGraphLaunch(cudaGraphExec_t xh, cudaStream_t sh)
     if (!err) ensure_ctx(s->device);
     for (size_t i = 0; i < k; i++) {
         item_t *it = items[i];
-        event_t *e = it->kind == IT_RECORD ? it->arg : NULL;
-        it->arg = NULL;
+        event_t *e = NULL;
+        if (it->kind == IT_RECORD) { e = it->arg; it->arg = NULL; }
         enqueue_raw(s, it);
         if (e) {
             rec_unref(e->sh->latest);
