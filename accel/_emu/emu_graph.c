@@ -23,10 +23,12 @@
  *
  * Documented choices:
  *  - Graph memory: cudaMallocAsync in capture allocates from the stream's pool at once (its address is
- *    fixed for every launch) and the graph owns the allocation until the graph and every executable
- *    graph instantiated from it are destroyed (CUDA maps it at launch and may unmap it at a free node;
- *    the emulator keeps it mapped).  A free node only orders.  cudaFreeAsync in capture of memory that
- *    is not a graph allocation of the same capture is cudaErrorInvalidValue.
+ *    fixed for every launch; CUDA maps it at launch, the emulator keeps it mapped).  An allocation the
+ *    graph frees (a free node, which only orders) goes back to the pool once the graph and every
+ *    executable graph of it are destroyed; one it does not free stays the user's, as in CUDA, until a
+ *    cudaFreeAsync / cudaFree outside the graph (its block is reused only once the graph is gone too; a
+ *    launch touching it after that free is cudaErrorInvalidValue).  cudaFreeAsync in capture of memory
+ *    that is not a graph allocation of the same capture is cudaErrorInvalidValue.
  *  - Kernel nodes cannot arise (the emulator launches no kernels); cudaGraphLaunch of a graph into a
  *    capturing stream (a child graph) is refused with cudaErrorStreamCaptureUnsupported.
  *  - An event last recorded in a capture that has ended stands for no work (queries succeed, waits are
@@ -46,9 +48,9 @@ enum { MODE_GLOBAL = 0, MODE_THREAD_LOCAL = 1, MODE_RELAXED = 2 };
 
 typedef struct graph graph_t;
 
-/* Graph memory: the allocations a graph's alloc nodes made, shared by the graph, its clones' nothing (a
- * graph with memory nodes cannot be cloned) and its executable graphs. */
-typedef struct { int refs; alloc_t **a; size_t n, cap; } gmem_t;
+/* Graph memory: the allocations a graph's alloc nodes made, shared by the graph and its executable graphs;
+ * freed[i]: the graph has a free node for a[i]. */
+typedef struct { int refs; alloc_t **a; unsigned char *freed; size_t n, cap; } gmem_t;
 
 typedef struct gnode {
     uint64_t handle;
@@ -148,8 +150,14 @@ static void deps_free(gdeps_t *d)
 static void gmem_unref(gmem_t *m)
 {
     if (!m || --m->refs) return;
-    for (size_t i = 0; i < m->n; i++) emu_mem_release(m->a[i]);
+    /* What the graph frees goes back to the pool; an allocation it never frees stays the user's (as in CUDA:
+     * freed with cudaFreeAsync / cudaFree), its block held only until then. */
+    for (size_t i = 0; i < m->n; i++) {
+        if (m->freed[i]) emu_mem_release(m->a[i]);
+        else alloc_unref(m->a[i]);
+    }
     free(m->a);
+    free(m->freed);
     free(m);
 }
 
@@ -394,8 +402,10 @@ cudaError_t capture_mem_alloc(stream_t *s, alloc_t *a)
     if (m->n == m->cap) {
         size_t nc = m->cap ? m->cap * 2 : 8;
         alloc_t **na = realloc(m->a, nc * sizeof *na);
-        if (!na) return cudaErrorMemoryAllocation;
-        m->a = na;
+        if (na) m->a = na;
+        unsigned char *nf = na ? realloc(m->freed, nc) : NULL;
+        if (!nf) return cudaErrorMemoryAllocation;
+        m->freed = nf;
         m->cap = nc;
     }
     gnode_t *nd = capture_node(s, GN_MEM_ALLOC, &err);
@@ -403,7 +413,8 @@ cudaError_t capture_mem_alloc(stream_t *s, alloc_t *a)
     nd->mem = a;
     nd->dst = a->base;
     nd->n = a->size;
-    a->pending++;                       /* the graph's reference (emu_mem_release drops it) */
+    a->pending++;                       /* the graph's reference (gmem_unref drops it) */
+    m->freed[m->n] = 0;
     m->a[m->n++] = a;
     return cudaSuccess;
 }
@@ -420,6 +431,7 @@ cudaError_t capture_mem_free(stream_t *s, alloc_t *a)
     if (!nd) return err;
     nd->mem = a;
     nd->dst = a->base;
+    m->freed[i] = 1;
     return cudaSuccess;
 }
 

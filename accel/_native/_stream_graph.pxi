@@ -10,6 +10,8 @@ cdef int _relaxed_destroy(bint exec_, uintptr_t h) noexcept:
     cdef int mode = 2    # cudaStreamCaptureModeRelaxed
     cdef int err
     cdef bint swapped = not _t.cudaThreadExchangeStreamCaptureMode(&mode)
+    if not swapped:
+        _t.cudaGetLastError()
     with nogil:
         if exec_:
             err = _t.cudaGraphExecDestroy(<cudaGraphExec_t>h)
@@ -103,7 +105,9 @@ cdef class CUDAGraph:
         self._graph = <uintptr_t>g
         self._has_graph = True
         self._ended = True
-        if not _t.cudaGraphGetNodes(<cudaGraph_t>g, NULL, &n) and n == 0:
+        if _t.cudaGraphGetNodes(<cudaGraph_t>g, NULL, &n):
+            _t.cudaGetLastError()        # only for the empty-graph warning
+        elif n == 0:
             _gc.warn(_gc.EMPTY)
         if not self._keep:
             self.instantiate()

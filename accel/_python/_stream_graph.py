@@ -28,6 +28,8 @@ def _relaxed_destroy(fn, handle):
     t = _s._T
     mode = c_int(_gc.MODE_RELAXED)
     swapped = not t.cudaThreadExchangeStreamCaptureMode(mode)
+    if not swapped:
+        t.cudaGetLastError()
     err = getattr(t, fn)(handle)
     if err:
         t.cudaGetLastError()
@@ -106,7 +108,9 @@ class CUDAGraph:
         _osa(self, "_has_graph", True)
         _osa(self, "_ended", True)
         n = c_size_t(0)
-        if not t.cudaGraphGetNodes(g.value, None, n) and n.value == 0:
+        if t.cudaGraphGetNodes(g.value, None, n):
+            t.cudaGetLastError()         # only for the empty-graph warning
+        elif n.value == 0:
             _gc.warn(_gc.EMPTY)
         if not self._keep:
             self.instantiate()
