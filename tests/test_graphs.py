@@ -625,3 +625,76 @@ def test_emulator_event_recorded_in_capture(sm, emu):
     assert L.cudaEventQuery(P(e.cuda_event)) == 0                      # stands for no work once it ended
     assert L.cudaGraphDestroy(out) == 0
     L.cudaGetLastError()
+
+
+def _pool_used(rt, mem, d=0):
+    gc.collect()
+    rt.cudaDeviceSynchronize()                      # earlier buffers' stream-ordered frees have landed
+    return rt.cudaMemPoolGetAttribute(mem.pool_handle(d), 7)      # cudaMemPoolAttrUsedMemCurrent
+
+
+@pytest.mark.parametrize("order", ["free_then_reset", "reset_then_free"])
+def test_graph_memory_is_released_once_freed_and_reset(sm, mem, rt, live, order):
+    s = sm.Stream()
+    s.synchronize()
+    before = live()
+    used0 = _pool_used(rt, mem)
+    g = sm.CUDAGraph()
+    held = []
+    _capture(sm, g, s, lambda: held.append(mem.alloc(4096, stream=s)))
+    assert _pool_used(rt, mem) > used0
+    if order == "free_then_reset":
+        held.pop().free()
+        s.synchronize()
+        assert _pool_used(rt, mem) > used0          # the graph still holds the block
+        g.reset()
+    else:
+        g.reset()
+        assert (held[0].memset(1, stream=s), s.synchronize()) and True   # still the buffer's memory
+        held.pop().free()
+    s.synchronize()
+    assert _pool_used(rt, mem) == used0 and live() == before
+
+
+def test_replay_touching_a_freed_buffer_raises_and_queues_nothing(sm, mem, rt):
+    s = sm.Stream()
+    hout = np.full(N, 1, np.uint8)
+    held = []
+
+    def body():
+        b = mem.alloc(N, stream=s)
+        held.append(b)
+        b.memset(9, stream=s)
+        b.copy_to_host(hout, stream=s)
+    g = sm.CUDAGraph()
+    _capture(sm, g, s, body)
+    held.pop().free()
+    s.synchronize()
+    with sm.stream(s):
+        with pytest.raises(CudaError) as exc:
+            g.replay()
+        assert exc.value.code == 1 and sm.current_stream() == s
+    s.synchronize()
+    assert (hout == 1).all()                        # nothing ran
+
+
+def test_buffer_freed_inside_the_capture_belongs_to_the_graph(sm, mem, rt, live):
+    s = sm.Stream()
+    s.synchronize()
+    before = live()
+    used0 = _pool_used(rt, mem)
+    hout = np.zeros(N, np.uint8)
+
+    def body():
+        b = mem.alloc(N, stream=s)
+        b.memset(4, stream=s)
+        b.copy_to_host(hout, stream=s)
+        b.free()                                    # a free node: the graph owns the memory now
+    g = sm.CUDAGraph()
+    _capture(sm, g, s, body)
+    with sm.stream(s):
+        g.replay()
+    s.synchronize()
+    assert (hout == 4).all() and _pool_used(rt, mem) > used0
+    g.reset()
+    assert _pool_used(rt, mem) == used0 and live() == before
