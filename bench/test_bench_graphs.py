@@ -45,10 +45,10 @@ def _captured(twin, nodes):
 
 
 def _pedantic(benchmark, fn, s, iterations=500, rounds=60, per=1):
+    """``iterations`` calls of ``fn`` per round, reported per call (``per``); the stream is synchronised
+    before each round, outside the timing."""
     benchmark.extra_info["per"] = per
-    return benchmark.pedantic(fn, setup=s.synchronize, iterations=1, rounds=rounds * 4, warmup_rounds=2) \
-        if iterations == 1 else benchmark.pedantic(_looped(fn, iterations), setup=s.synchronize,
-                                                   rounds=rounds, warmup_rounds=2)
+    return benchmark.pedantic(_looped(fn, iterations), setup=s.synchronize, rounds=rounds, warmup_rounds=2)
 
 
 def _looped(fn, n):

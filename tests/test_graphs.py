@@ -464,13 +464,15 @@ def test_destruction_while_a_replay_is_queued(sm, mem, rt):
 
 
 def test_capture_replay_reset_cycles_are_flat(sm, mem, live):
+    """10^4 capture / replay / reset cycles of one instance: graph, executable and capture counts and
+    allocations flat."""
     s = sm.Stream()
     hin, hout, bufs, body = _pipeline(sm, mem, s)
     g = sm.CUDAGraph()
     _capture(sm, g, s, body)
     g.reset()
     before = live()
-    for k in range(2000):
+    for k in range(10000):
         _capture(sm, g, s, body)
         with sm.stream(s):
             g.replay()
@@ -698,3 +700,112 @@ def test_buffer_freed_inside_the_capture_belongs_to_the_graph(sm, mem, rt, live)
     assert (hout == 4).all() and _pool_used(rt, mem) > used0
     g.reset()
     assert _pool_used(rt, mem) == used0 and live() == before
+
+
+def _raw_graph(L, s):
+    """Begin / a memset / end on stream ``s`` through the emulator's C API: (graph, buffer) or raises."""
+    P = ctypes.c_void_p
+    buf = P()
+    assert L.cudaMalloc(ctypes.byref(buf), 64) == 0
+    try:
+        err = L.cudaStreamBeginCapture(P(s), 0)
+        assert err == 0, err
+        L.cudaMemsetAsync(buf, 1, 64, P(s))
+        g = P()
+        err = L.cudaStreamEndCapture(P(s), ctypes.byref(g))
+        assert err == 0, err
+        return g, buf
+    except BaseException:
+        L.cudaFree(buf)
+        raise
+
+
+_ENTRY_POINTS = ["cudaStreamBeginCapture", "cudaStreamEndCapture", "cudaStreamGetCaptureInfo", "cudaGraphCreate",
+                 "cudaGraphAddEmptyNode", "cudaGraphGetNodes", "cudaGraphNodeGetType", "cudaGraphDebugDotPrint",
+                 "cudaGraphInstantiate", "cudaGraphInstantiateWithFlags", "cudaGraphUpload", "cudaGraphLaunch",
+                 "cudaGraphExecDestroy", "cudaGraphDestroy"]
+
+
+@pytest.mark.parametrize("sym", _ENTRY_POINTS)
+def test_fault_injection_on_every_emulator_graph_entry_point(sm, emu, live, sym, tmp_path):
+    """Each entry point armed to fail: it returns its fault code, records it as the last error, changes
+    nothing (no capture left open, no handle leaked beyond the one a failed destroy keeps), and the same
+    call succeeds once disarmed."""
+    L, P = emu, ctypes.c_void_p
+    s = sm.Stream().cuda_stream
+    st, n, t = ctypes.c_int(), ctypes.c_size_t(), ctypes.c_int()
+    g, buf = _raw_graph(L, s)
+    nodes = (P * 1)()
+    n.value = 1
+    assert L.cudaGraphGetNodes(g, nodes, ctypes.byref(n)) == 0
+    x = P()
+    assert L.cudaGraphInstantiate(ctypes.byref(x), g, ctypes.c_ulonglong(0)) == 0
+    capturing = sym == "cudaStreamEndCapture"      # ending needs a capture, which the failed end keeps
+    if capturing:
+        assert L.cudaStreamBeginCapture(P(s), 0) == 0
+    before = live()
+    new_g, node, new_x = P(), P(), P()
+    calls = {
+        "cudaStreamBeginCapture": lambda: L.cudaStreamBeginCapture(P(s), 0),
+        "cudaStreamEndCapture": lambda: L.cudaStreamEndCapture(P(s), ctypes.byref(new_g)),
+        "cudaStreamGetCaptureInfo": lambda: L.cudaStreamGetCaptureInfo(P(s), ctypes.byref(st), None, None, None,
+                                                                       None, None),
+        "cudaGraphCreate": lambda: L.cudaGraphCreate(ctypes.byref(new_g), 0),
+        "cudaGraphAddEmptyNode": lambda: L.cudaGraphAddEmptyNode(ctypes.byref(node), g, None, 0),
+        "cudaGraphGetNodes": lambda: L.cudaGraphGetNodes(g, None, ctypes.byref(n)),
+        "cudaGraphNodeGetType": lambda: L.cudaGraphNodeGetType(P(nodes[0]), ctypes.byref(t)),
+        "cudaGraphDebugDotPrint": lambda: L.cudaGraphDebugDotPrint(g, str(tmp_path / "x.dot").encode(), 0),
+        "cudaGraphInstantiate": lambda: L.cudaGraphInstantiate(ctypes.byref(new_x), g, ctypes.c_ulonglong(0)),
+        "cudaGraphInstantiateWithFlags": lambda: L.cudaGraphInstantiateWithFlags(ctypes.byref(new_x), g,
+                                                                                ctypes.c_ulonglong(1)),
+        "cudaGraphUpload": lambda: L.cudaGraphUpload(x, P(s)),
+        "cudaGraphLaunch": lambda: L.cudaGraphLaunch(x, P(s)),
+        "cudaGraphExecDestroy": lambda: L.cudaGraphExecDestroy(x),
+        "cudaGraphDestroy": lambda: L.cudaGraphDestroy(g),
+    }
+    L.cudaGetLastError()
+    assert L.accelEmuSetFail(f"{sym}:1".encode()) == 0
+    err = calls[sym]()
+    L.accelEmuSetFail(None)
+    assert err in (2, 999) and L.cudaGetLastError() == err
+    assert live() == before and L.cudaStreamIsCapturing(P(s), ctypes.byref(st)) == 0 and st.value == capturing
+    assert calls[sym]() == 0                        # works once disarmed
+    if sym == "cudaStreamBeginCapture":
+        assert L.cudaStreamEndCapture(P(s), ctypes.byref(new_g)) == 0
+    for h, destroy in ((new_x, L.cudaGraphExecDestroy), (new_g, L.cudaGraphDestroy)):
+        if h.value:
+            assert destroy(h) == 0
+    if sym != "cudaGraphExecDestroy":
+        assert L.cudaGraphExecDestroy(x) == 0
+    if sym != "cudaGraphDestroy":
+        assert L.cudaGraphDestroy(g) == 0
+    L.cudaStreamSynchronize(P(s))
+    assert L.cudaFree(buf) == 0
+    L.cudaGetLastError()
+
+
+def test_concurrent_replays_from_many_threads(sm, mem):
+    """One graph replayed from 8 threads at once, each onto its own stream: every replay runs, none is
+    lost or corrupted."""
+    s = sm.Stream()
+    hin, hout, bufs, body = _pipeline(sm, mem, s)
+    g = sm.CUDAGraph()
+    _capture(sm, g, s, body)
+    hin[:] = 3
+    errors = []
+
+    def worker():
+        try:
+            mine = sm.Stream()
+            with sm.stream(mine):
+                for _ in range(200):
+                    g.replay()
+            mine.synchronize()
+        except Exception as e:   # noqa: BLE001 - reported below
+            errors.append(repr(e))
+    threads = [threading.Thread(target=worker) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert errors == [] and (hout == 3).all()

@@ -1,6 +1,6 @@
 """CUDAGraph of accel._python._stream (it needs Stream, the guard helpers and the current-stream state);
 twin of accel/_native/_stream_graph.pxi.  Import it through accel._python._stream."""
-from ctypes import byref, c_int, c_size_t, c_void_p, create_string_buffer, addressof
+from ctypes import addressof, c_int, c_size_t, c_void_p, create_string_buffer
 
 from accel import _graph_common as _gc
 from accel._python import _cudart
