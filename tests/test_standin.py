@@ -279,6 +279,21 @@ print(json.dumps({"peer": peer, "calls": calls, "seen": seen, "s": s.value}))
     assert got["seen"] == [[got["s"], 0, 42]]
 
 
+def test_stream_callbacks_are_not_captured(subprocess_python):
+    """cudaStreamAddCallback is not capturable (CUDA captures cudaLaunchHostFunc): refused on a capturing
+    stream, which goes on capturing."""
+    got = _json(subprocess_python, """
+CB = c.CFUNCTYPE(None, c.c_void_p, c.c_int, c.c_void_p)
+cb = CB(lambda s, status, arg: None)
+s = c.c_void_p(); rt.cudaStreamCreate(c.byref(s))
+out = [rt.cudaStreamBeginCapture(s, 0), rt.cudaStreamAddCallback(s, cb, None, 0), rt.cudaGetLastError()]
+st = c.c_int(); rt.cudaStreamIsCapturing(s, c.byref(st)); out.append(st.value)
+g = c.c_void_p(); out += [rt.cudaStreamEndCapture(s, c.byref(g)), rt.cudaGraphDestroy(g)]
+print(json.dumps(out))
+""")
+    assert got == [0, 900, 900, 1, 0, 0]
+
+
 def test_the_real_entry_points_have_fault_hooks(subprocess_python):
     # the stand-in's own real entry points are armed by name like the runtime's: the armed call fails with
     # cudaErrorUnknown before it changes anything (out-parameters, peer access, queued callbacks) and

@@ -6,6 +6,8 @@
  *   emu_stream.c  streams, records, the worker pool, host functions, fork and unload
  *   emu_event.c   events, cross-stream waits, IPC event handles
  *   emu_memory.c  allocations, copies and memsets, stream-ordered pools, pinned host memory
+ *   emu_capture.c stream capture (modes, fork / join, prohibited calls); emu_graph.c graphs, executable
+ *                 graphs, launch (their shared types: emu_graph.h)
  * The model and the documented choices are in emu_core.c's top comment.
  *
  * Everything declared here is hidden (not exported).  Helpers on the hot paths (the RT_ENTER
@@ -318,7 +320,7 @@ static inline event_t *get_event(cudaEvent_t h)
     return (v & TAG_MASK) == TAG_EVENT ? ht_get(&g_handles, v) : NULL;
 }
 
-/* ---------------------------------------------------------- graphs (emu_graph.c) */
+/* ------------------------------------------- capture and graphs (emu_capture.c, emu_graph.c) */
 
 /* Captures under way (active or invalidated, not yet ended): 0 keeps every check below one load. */
 extern atomic_int g_ncap;

@@ -28,9 +28,11 @@ typedef struct { unsigned int x, y, z; } dim3;
 
 enum { cudaSuccess = 0, cudaErrorInvalidValue = 1, cudaErrorMemoryAllocation = 2,
        cudaErrorInitializationError = 3, cudaErrorInvalidDevice = 101,
-       cudaErrorPeerAccessAlreadyEnabled = 704, cudaErrorNotSupported = 801, cudaErrorUnknown = 999 };
+       cudaErrorPeerAccessAlreadyEnabled = 704, cudaErrorNotSupported = 801,
+       cudaErrorStreamCaptureUnsupported = 900, cudaErrorUnknown = 999 };
 
 int cudaGetDevice(int *);
+int cudaStreamIsCapturing(cudaStream_t, int *);
 int cudaLaunchHostFunc(cudaStream_t, void (*)(void *), void *);
 int accelEmuDeviceCount(void);
 
@@ -126,17 +128,22 @@ static void run_callback(void *p)
     c.cb(c.stream, cudaSuccess, c.arg);
 }
 
-/* A host function with the callback's signature (flags must be 0, as documented). */
+/* A host function with the callback's signature (flags must be 0, as documented).  Not capturable (CUDA
+ * captures cudaLaunchHostFunc only): on a capturing stream it is cudaErrorStreamCaptureUnsupported. */
 EXPORT cudaError_t cudaStreamAddCallback(cudaStream_t s, cudaStreamCallback_t cb, void *arg, unsigned int flags)
 {
+    int capturing = 0;
     STANDIN_ENTER(cudaStreamAddCallback);
     if (!cb || flags) return t_last = cudaErrorInvalidValue;
+    cudaError_t e = cudaStreamIsCapturing(s, &capturing);
+    if (e) return e;
+    if (capturing) return t_last = cudaErrorStreamCaptureUnsupported;
     callback_t *c = malloc(sizeof *c);
     if (!c) return t_last = cudaErrorMemoryAllocation;
     c->cb = cb;
     c->stream = s;
     c->arg = arg;
-    cudaError_t e = cudaLaunchHostFunc(s, run_callback, c);
+    e = cudaLaunchHostFunc(s, run_callback, c);
     if (e) free(c);
     return e;
 }
