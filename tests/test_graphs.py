@@ -809,3 +809,23 @@ def test_concurrent_replays_from_many_threads(sm, mem):
     for t in threads:
         t.join(60)
     assert errors == [] and (hout == 3).all()
+
+
+def test_the_legacy_stream_cannot_join_a_capture(sm, emu):
+    """A wait of the legacy default stream on an event recorded in a capture would fork the capture into
+    the stream every blocking stream synchronises with: cudaErrorStreamCaptureImplicit, capture invalidated."""
+    L, P = emu, ctypes.c_void_p
+    s = sm.Stream()
+    e = sm.Event()
+    e.record(s)                                     # creates the event, outside the capture
+    s.synchronize()
+    g, st = P(), ctypes.c_int()
+    assert L.cudaStreamBeginCapture(P(s.cuda_stream), 0) == 0
+    try:
+        assert L.cudaEventRecord(P(e.cuda_event), P(s.cuda_stream)) == 0
+        assert L.cudaStreamWaitEvent(P(0), P(e.cuda_event), 0) == 906
+        assert L.cudaStreamIsCapturing(P(s.cuda_stream), ctypes.byref(st)) == 0 and st.value == 2
+        assert L.cudaStreamIsCapturing(P(0), ctypes.byref(st)) == 0 and st.value == 0
+    finally:
+        assert L.cudaStreamEndCapture(P(s.cuda_stream), ctypes.byref(g)) == 901 and not g.value
+        L.cudaGetLastError()

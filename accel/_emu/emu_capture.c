@@ -177,6 +177,10 @@ cudaError_t capture_wait(stream_t *s, event_t *e, unsigned flags)
     }
     if (!ce) return cudaSuccess;        /* recorded in a capture that has ended: no work */
     if (ce->status != CAP_ACTIVE) return cudaErrorStreamCaptureInvalidated;
+    if (s->kind == SK_LEGACY) {         /* the legacy stream never captures (it syncs with every stream) */
+        capture_invalidate(ce);
+        return cudaErrorStreamCaptureImplicit;
+    }
     /* Fork: s joins the capture, depending on what the event stands for. */
     if (deps_copy(&s->capdeps, &e->sh->capdeps) || capture_add_stream(ce, s)) {
         deps_free(&s->capdeps);

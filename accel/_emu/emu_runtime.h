@@ -54,6 +54,7 @@ enum {
     cudaErrorStreamCaptureUnsupported = 900, cudaErrorStreamCaptureInvalidated = 901,
     cudaErrorStreamCaptureMerge = 902, cudaErrorStreamCaptureUnmatched = 903,
     cudaErrorStreamCaptureUnjoined = 904, cudaErrorStreamCaptureIsolation = 905,
+    cudaErrorStreamCaptureImplicit = 906,
     cudaErrorCapturedEvent = 907, cudaErrorStreamCaptureWrongThread = 908,
 };
 enum { CUDA_SUCCESS = 0, CUDA_ERROR_INVALID_VALUE = 1, CUDA_ERROR_NOT_INITIALIZED = 3,
