@@ -829,3 +829,61 @@ def test_the_legacy_stream_cannot_join_a_capture(sm, emu):
     finally:
         assert L.cudaStreamEndCapture(P(s.cuda_stream), ctypes.byref(g)) == 901 and not g.value
         L.cudaGetLastError()
+
+
+try:
+    import cuda.bindings as _bindings  # noqa: F401  (as: the name cuda stays accel.cuda)
+    HAVE_BINDINGS = True
+except ImportError:
+    HAVE_BINDINGS = False
+
+DRIVER_CAPTURE = """
+import numpy as np
+from cuda.bindings import driver as d
+import accel.cuda as ac
+
+def ok(res):
+    res = res if isinstance(res, tuple) else (res,)
+    assert int(res[0]) == 0, res
+    return res[1] if len(res) == 2 else res[1:]
+
+ok(d.cuInit(0))
+ok(d.cuCtxSetCurrent(ok(d.cuDevicePrimaryCtxRetain(ok(d.cuDeviceGet(0))))))
+s = ok(d.cuStreamCreate(1))
+cs = ac.ExternalStream(int(s))                  # accel queues the work, the driver API captures it
+buf, host = ac.alloc(256, stream=cs), np.zeros(256, np.uint8)
+ok(d.cuStreamBeginCapture(s, d.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_GLOBAL))
+status, cid, g0 = ok(d.cuStreamGetCaptureInfo(s))[:3]
+buf.memset(7, stream=cs)
+buf.copy_to_host(host, stream=cs)
+g = ok(d.cuStreamEndCapture(s))
+nodes = ok(d.cuGraphGetNodes(g))[1]
+params = d.CUDA_GRAPH_INSTANTIATE_PARAMS()
+x = ok(d.cuGraphInstantiateWithParams(g, params))
+out = [int(status), int(g) == int(g0), nodes, int(params.result_out)]
+for _ in range(3):
+    host[:] = 0
+    ok(d.cuGraphLaunch(x, s))
+    ok(d.cuStreamSynchronize(s))
+    out.append(int(host.sum()))
+err = d.cuGraphLaunch(x, s)[0]                 # ACCEL_EMU_FAIL arms its 4th call
+out += [int(err), ac.cudart().cudaPeekAtLastError()]
+ok(d.cuGraphExecDestroy(x)); ok(d.cuGraphDestroy(g))
+print(out)
+"""
+
+
+@pytest.mark.skipif(not HAVE_BINDINGS, reason="cuda-bindings is not installed")
+def test_driver_api_capture_through_cuda_bindings():
+    """The libcuda.so.1 stand-in's capture and graph entry points (found by cuGetProcAddress, as
+    cuda.bindings resolves them): begin / capture info / end, instantiate with params, launch, with accel
+    queuing the captured work on the same stream; a fault hook by name; the runtime's last error untouched."""
+    import subprocess
+    import sys
+    import tempfile
+    env = {k: v for k, v in os.environ.items() if k not in ("ACCEL_CUDART", "LD_PRELOAD")}
+    env["ACCEL_EMU_FAIL"] = "cuGraphLaunch:4"
+    proc = subprocess.run([sys.executable, "-m", "accel", "emu", "--", sys.executable, "-c", DRIVER_CAPTURE],
+                          env=env, capture_output=True, text=True, timeout=120, cwd=tempfile.gettempdir())
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[1, True, 2, 0, 1792, 1792, 1792, 999, 0]"

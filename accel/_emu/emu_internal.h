@@ -29,6 +29,10 @@ void emu_fill_props(void *out, int phys, size_t total);
  * variant was asked for. */
 void *emu_driver_proc(const char *name, int version, int per_thread);
 
+/* emu_graph_driver.c: the driver entry point of capture and graphs named `name` in the ABI of CUDA `version`
+ * (NULL when none). */
+void *emu_graph_driver_proc(const char *name, int version);
+
 /* emu_standin.c: the first call of an unsupported entry point is logged when ACCEL_EMU_TRACE=1. */
 void emu_trace_unsupported(const char *name, atomic_int *seen);
 
@@ -80,8 +84,16 @@ void emu_trace_unsupported(const char *name, atomic_int *seen);
     X(cudaGetDriverEntryPointByVersion) X(cudaDeviceEnablePeerAccess) \
     X(cudaStreamAddCallback)
 
+/* The driver layer's stream capture and graphs (emu_graph_driver.c, in the stand-ins). */
+#define EMU_GRAPH_DRIVER_SYMBOLS(X) \
+    X(cuStreamBeginCapture_v2) X(cuStreamEndCapture) X(cuStreamGetCaptureInfo_v2) X(cuStreamGetCaptureInfo_v3) \
+    X(cuThreadExchangeStreamCaptureMode) X(cuGraphCreate) X(cuGraphDestroy) X(cuGraphGetNodes) \
+    X(cuGraphNodeGetType) X(cuGraphAddEmptyNode) X(cuGraphDebugDotPrint) X(cuGraphInstantiateWithFlags) \
+    X(cuGraphInstantiateWithParams) X(cuGraphUpload) X(cuGraphLaunch) X(cuGraphExecDestroy)
+
 #define X_ENUM(s) SYM_##s,
-enum { EMU_SYMBOLS(X_ENUM) EMU_DRIVER_SYMBOLS(X_ENUM) EMU_STANDIN_SYMBOLS(X_ENUM) SYM_COUNT };
+enum { EMU_SYMBOLS(X_ENUM) EMU_DRIVER_SYMBOLS(X_ENUM) EMU_STANDIN_SYMBOLS(X_ENUM) EMU_GRAPH_DRIVER_SYMBOLS(X_ENUM)
+       SYM_COUNT };
 
 #define MAX_FAIL 64
 typedef struct { int sym; unsigned long long nth; } failpt_t;
