@@ -535,7 +535,7 @@ void *emu_driver_proc(const char *name, int version, int per_thread)
             best = &procs[i];
     for (size_t i = 0; !best && i < NPROCS; i++)
         if (strlen(procs[i].symbol) == len && !memcmp(procs[i].symbol, name, len)) best = &procs[i];
-    if (!best) return per_thread ? NULL : emu_graph_driver_proc(name, version);   /* capture and graphs */
+    if (!best) return emu_graph_driver_proc(name, len, version, per_thread);   /* capture and graphs */
     for (size_t i = 0; per_thread && i < sizeof ptsz / sizeof *ptsz; i++)
         if (!strcmp(ptsz[i].symbol, best->symbol)) return ptsz[i].fn;
     return best->fn;             /* no stream argument: the same function in both variants */

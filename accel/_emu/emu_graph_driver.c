@@ -2,8 +2,8 @@
  * runtime's (emu_capture.c, emu_graph.c), whose error codes have the same values as CUresult's here
  * (1, 2, 400, 401, 900-908).  As every driver entry point, they keep the runtime's last error as it was
  * and have a fault hook by name (EMU_GRAPH_DRIVER_SYMBOLS, emu_internal.h).  cuGetProcAddress finds them
- * through emu_graph_driver_proc (asked by emu_driver.c's table when it has no entry of the name).
- * Per-thread-default-stream variants (_ptsz) are not provided: the default stream is the legacy one. */
+ * through emu_graph_driver_proc (asked by emu_driver.c's table when it has no entry of the name), in the
+ * per-thread-default-stream flavour too (_ptsz: stream 0 is the calling thread's default stream). */
 #include <stdint.h>
 #include <string.h>
 
@@ -158,34 +158,60 @@ EXPORT CUresult cuGraphExecDestroy(CUgraphExec x)
     return RT(cudaGraphExecDestroy(x));
 }
 
-/* cuGetProcAddress's view: the base name, the CUDA version from which it has that ABI, the function. */
-typedef struct { const char *name; int since; void *fn; } graph_proc_t;
+/* The per-thread default stream variants of the entry points that take a stream. */
+static CUstream ptds(CUstream s) { return s ? s : (CUstream)(uintptr_t)2; }
+EXPORT CUresult cuStreamBeginCapture_v2_ptsz(CUstream s, int mode) { return cuStreamBeginCapture_v2(ptds(s), mode); }
+EXPORT CUresult cuStreamEndCapture_ptsz(CUstream s, CUgraph *g) { return cuStreamEndCapture(ptds(s), g); }
+EXPORT CUresult cuStreamGetCaptureInfo_v2_ptsz(CUstream s, int *st, unsigned long long *id, CUgraph *g,
+                                               const CUgraphNode **deps, size_t *n)
+{
+    return cuStreamGetCaptureInfo_v2(ptds(s), st, id, g, deps, n);
+}
+EXPORT CUresult cuStreamGetCaptureInfo_v3_ptsz(CUstream s, int *st, unsigned long long *id, CUgraph *g,
+                                               const CUgraphNode **deps, const void **edges, size_t *n)
+{
+    return cuStreamGetCaptureInfo_v3(ptds(s), st, id, g, deps, edges, n);
+}
+EXPORT CUresult cuGraphInstantiateWithParams_ptsz(CUgraphExec *x, CUgraph g, graph_instantiate_params_t *p)
+{
+    if (p) p->hUploadStream = ptds(p->hUploadStream);
+    return cuGraphInstantiateWithParams(x, g, p);
+}
+EXPORT CUresult cuGraphUpload_ptsz(CUgraphExec x, CUstream s) { return cuGraphUpload(x, ptds(s)); }
+EXPORT CUresult cuGraphLaunch_ptsz(CUgraphExec x, CUstream s) { return cuGraphLaunch(x, ptds(s)); }
+
+/* cuGetProcAddress's view: the base name, the CUDA version from which it has that ABI, the function and its
+ * per-thread-default-stream variant (the function itself when it takes no stream). */
+typedef struct { const char *name; int since; void *fn, *ptsz; } graph_proc_t;
+#define SAME(fn) (void *)fn, (void *)fn
+#define PTSZ(fn) (void *)fn, (void *)fn##_ptsz
 static const graph_proc_t graph_procs[] = {
-    { "cuStreamBeginCapture", 10010, (void *)cuStreamBeginCapture_v2 },
-    { "cuStreamEndCapture", 0, (void *)cuStreamEndCapture },
-    { "cuStreamGetCaptureInfo", 11030, (void *)cuStreamGetCaptureInfo_v2 },
-    { "cuStreamGetCaptureInfo", 12030, (void *)cuStreamGetCaptureInfo_v3 },
-    { "cuThreadExchangeStreamCaptureMode", 0, (void *)cuThreadExchangeStreamCaptureMode },
-    { "cuGraphCreate", 0, (void *)cuGraphCreate },
-    { "cuGraphDestroy", 0, (void *)cuGraphDestroy },
-    { "cuGraphGetNodes", 0, (void *)cuGraphGetNodes },
-    { "cuGraphNodeGetType", 0, (void *)cuGraphNodeGetType },
-    { "cuGraphAddEmptyNode", 0, (void *)cuGraphAddEmptyNode },
-    { "cuGraphDebugDotPrint", 0, (void *)cuGraphDebugDotPrint },
-    { "cuGraphInstantiate", 12000, (void *)cuGraphInstantiateWithFlags },
-    { "cuGraphInstantiateWithFlags", 0, (void *)cuGraphInstantiateWithFlags },
-    { "cuGraphInstantiateWithParams", 0, (void *)cuGraphInstantiateWithParams },
-    { "cuGraphUpload", 0, (void *)cuGraphUpload },
-    { "cuGraphLaunch", 0, (void *)cuGraphLaunch },
-    { "cuGraphExecDestroy", 0, (void *)cuGraphExecDestroy },
+    { "cuStreamBeginCapture", 10010, PTSZ(cuStreamBeginCapture_v2) },
+    { "cuStreamEndCapture", 0, PTSZ(cuStreamEndCapture) },
+    { "cuStreamGetCaptureInfo", 11030, PTSZ(cuStreamGetCaptureInfo_v2) },
+    { "cuStreamGetCaptureInfo", 12030, PTSZ(cuStreamGetCaptureInfo_v3) },
+    { "cuThreadExchangeStreamCaptureMode", 0, SAME(cuThreadExchangeStreamCaptureMode) },
+    { "cuGraphCreate", 0, SAME(cuGraphCreate) },
+    { "cuGraphDestroy", 0, SAME(cuGraphDestroy) },
+    { "cuGraphGetNodes", 0, SAME(cuGraphGetNodes) },
+    { "cuGraphNodeGetType", 0, SAME(cuGraphNodeGetType) },
+    { "cuGraphAddEmptyNode", 0, SAME(cuGraphAddEmptyNode) },
+    { "cuGraphDebugDotPrint", 0, SAME(cuGraphDebugDotPrint) },
+    { "cuGraphInstantiate", 12000, SAME(cuGraphInstantiateWithFlags) },
+    { "cuGraphInstantiateWithFlags", 0, SAME(cuGraphInstantiateWithFlags) },
+    { "cuGraphInstantiateWithParams", 0, PTSZ(cuGraphInstantiateWithParams) },
+    { "cuGraphUpload", 0, PTSZ(cuGraphUpload) },
+    { "cuGraphLaunch", 0, PTSZ(cuGraphLaunch) },
+    { "cuGraphExecDestroy", 0, SAME(cuGraphExecDestroy) },
 };
 
-void *emu_graph_driver_proc(const char *name, int version)
+void *emu_graph_driver_proc(const char *name, size_t len, int version, int per_thread)
 {
     const graph_proc_t *best = NULL;
     for (size_t i = 0; i < sizeof graph_procs / sizeof *graph_procs; i++)
-        if (!strcmp(graph_procs[i].name, name) && graph_procs[i].since <= version &&
+        if (strlen(graph_procs[i].name) == len && !memcmp(graph_procs[i].name, name, len) &&
+            graph_procs[i].since <= version &&
             (!best || graph_procs[i].since > best->since))
             best = &graph_procs[i];
-    return best ? best->fn : NULL;
+    return !best ? NULL : per_thread ? best->ptsz : best->fn;
 }

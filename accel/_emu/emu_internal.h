@@ -29,9 +29,9 @@ void emu_fill_props(void *out, int phys, size_t total);
  * variant was asked for. */
 void *emu_driver_proc(const char *name, int version, int per_thread);
 
-/* emu_graph_driver.c: the driver entry point of capture and graphs named `name` in the ABI of CUDA `version`
- * (NULL when none). */
-void *emu_graph_driver_proc(const char *name, int version);
+/* emu_graph_driver.c: the driver entry point of capture and graphs whose base name is name[0..len) in the ABI
+ * of CUDA `version`, its per-thread-default-stream variant with `per_thread` (NULL when none). */
+void *emu_graph_driver_proc(const char *name, size_t len, int version, int per_thread);
 
 /* emu_standin.c: the first call of an unsupported entry point is logged when ACCEL_EMU_TRACE=1. */
 void emu_trace_unsupported(const char *name, atomic_int *seen);
