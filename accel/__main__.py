@@ -4,8 +4,8 @@
 
 ``accel bench``: the hot-path timing table (see accel/_benchtable.py).
 
-``accel emu [--devices N] [--] COMMAND [ARGS...]``: COMMAND on the emulated runtime's stand-in
-libraries (see accel/emu.py).
+``accel emu [--devices N] [--profile P] [--] COMMAND [ARGS...]``: COMMAND on the emulated runtime's
+stand-in libraries (see accel/emu.py).
 
 ``python -m accel`` typed in the checkout's root runs the installed build too (accel/_checkout.py).
 """
@@ -60,10 +60,13 @@ def _nvml_line():
 
 
 def _emulator_hint(prog):
-    """The line that tells a user without a usable GPU how to run on the bundled emulator (if installed)."""
+    """The lines that tell a user without a usable GPU how to try everything on the bundled emulator."""
     if not os.path.exists(_lib.emu_path()):
         return "no usable GPU; this install has no emulated runtime (it was built with -Dnative=false)"
-    return f"no usable GPU: `ACCEL_CUDART=emu {prog}` shows the bundled emulated runtime instead"
+    return (f"no usable GPU: `ACCEL_CUDART=emu {prog}` shows the bundled emulated runtime instead;\n"
+            f"  `{prog} emu -- python your_program.py` runs any program (torch, cuda.core, nvidia-ml-py, a test\n"
+            f"  suite) on emulated GPUs; `{prog} emu --profile a100 -- ...` picks the kind of GPU "
+            f"({prog} emu --help)")
 
 
 def report(out=sys.stdout, prog="python -m accel"):
@@ -109,18 +112,24 @@ def usage(prog):
     return (f"usage: {prog} [-h | --help] [bench | emu ...]\n"
             f"  {prog}                 the environment report: backend, CUDA runtime, devices, NVML\n"
             f"  {prog} bench           a quick hot-path timing table (on the emulator when no GPU is usable)\n"
-            f"  {prog} emu [--devices N] [--] COMMAND [ARGS...]\n"
+            f"  {prog} emu [--devices N] [--profile P] [--] COMMAND [ARGS...]\n"
             f"  {'':{len(prog)}}                 run COMMAND on the emulated CUDA runtime ({prog} emu --help)\n"
-            "`accel` and `python -m accel` are the same program.")
+            "`accel` and `python -m accel` are the same program.  No GPU?  "
+            f"`ACCEL_CUDART=emu {prog}` reports the emulated\n"
+            f"devices and `{prog} emu -- COMMAND` runs any CUDA program on them.\n"
+            "Environment: ACCEL_BACKEND (auto | native | python), ACCEL_CUDART (a libcudart path, or emu),\n"
+            "ACCEL_EMU_DEVICES, ACCEL_EMU_PROFILE, ACCEL_EMU_MEMORY, ACCEL_EMU_FAIL, ACCEL_EMU_TRACE\n"
+            "(the README's Configuration).")
 
 
 def emu_usage(prog):
-    return f"usage: {prog} emu [--devices N] [--] COMMAND [ARGS...]"
+    return f"usage: {prog} emu [--devices N] [--profile P] [--] COMMAND [ARGS...]"
 
 
 def _emu_args(argv):
-    """(devices or None, command list) from the arguments after ``emu``; ValueError says what is wrong."""
-    devices = None
+    """(devices or None, profile or None, command list) from the arguments after ``emu``; ValueError says
+    what is wrong."""
+    devices = profile = None
     i = 0
     while i < len(argv) and argv[i].startswith("-"):
         arg = argv[i]
@@ -138,10 +147,18 @@ def _emu_args(argv):
                 raise ValueError(f"--devices expects an integer from 0 to 256, got {value!r}")
             devices = int(value)
             continue
+        if arg == "--profile" or arg.startswith("--profile="):
+            if arg == "--profile":
+                if i + 1 == len(argv):
+                    raise ValueError("--profile needs a value (a GPU profile such as a100, or h100:2,a100:2)")
+                profile, i = argv[i + 1], i + 2
+            else:
+                profile, i = arg.split("=", 1)[1], i + 1
+            continue
         raise ValueError(f"unknown option {arg!r}")
     if i == len(argv):
         raise ValueError("no COMMAND given")
-    return devices, argv[i:]
+    return devices, profile, argv[i:]
 
 
 def emu_main(argv, prog="python -m accel"):
@@ -151,18 +168,28 @@ def emu_main(argv, prog="python -m accel"):
 
     if argv[:1] in (["-h"], ["--help"]):
         standins = ", ".join(os.path.basename(p) for p in emu._preloads())
+        profiles = "\n".join(f"  {key:6} {board} (compute capability {cc[0]}.{cc[1]})"
+                             for key, (board, cc) in emu.PROFILES.items())
         print(emu_usage(prog))
         print(f"Runs COMMAND with accel's emulated CUDA runtime standing in for {standins} (LD_PRELOAD); "
-              "--devices sets the number of emulated devices (default: ACCEL_EMU_DEVICES if set, else 4).")
+              "--devices sets the number of emulated devices (default: ACCEL_EMU_DEVICES if set, else 4).\n"
+              "--profile sets what they are (ACCEL_EMU_PROFILE; default h100): one of\n"
+              f"{profiles}\n"
+              "or a mixed machine such as h100:2,a100:2 (PROFILE:COUNT,...; --devices, if given, must equal "
+              "its total).\nProperties, attributes, NVML and cudaMemGetInfo follow the profile; "
+              "ACCEL_EMU_MEMORY overrides its memory size.\n"
+              f"Example: {prog} emu --profile t4 -- python -c \"import torch; "
+              "print(torch.cuda.get_device_capability())\"")
         return 0
     try:
-        devices, command = _emu_args(argv)
+        devices, profile, command = _emu_args(argv)
     except ValueError as exc:
         print(f"{emu_usage(prog)}\nerror: {exc}", file=sys.stderr)
         return 2
 
     try:
-        env = emu.environ(devices)
+        env = emu.environ(devices, profile=profile)
+        emu._check_config(env)
     except (LibraryNotFoundError, ValueError) as exc:     # no stand-ins, or a path LD_PRELOAD cannot carry
         print(f"{prog} emu: {exc}", file=sys.stderr)
         return 1

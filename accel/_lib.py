@@ -174,6 +174,18 @@ def _open_driver():
 
 
 def _open_nvml():
+    # On the emulated runtime NVML is the emulator's (the same devices and allocations), unless ACCEL_NVML
+    # names a library.  The runtime is consulted only when it is already open or ACCEL_CUDART names one:
+    # NVML must not be what first searches for (and caches) the runtime.
+    if not os.environ.get("ACCEL_NVML", "").strip():
+        rt = cudart._result
+        if rt is None and os.environ.get("ACCEL_CUDART", "").strip():
+            try:
+                rt = cudart()
+            except LibraryNotFoundError:
+                rt = None
+        if rt is not None and rt.emulated:
+            return Library(rt.path, "the emulated runtime's NVML", rt.cdll, emulated=True)
     return _open("NVML library (libnvidia-ml)", NVML_SONAMES, "ACCEL_NVML")
 
 
@@ -181,5 +193,5 @@ def _open_nvml():
 cudart = _Once(search_cudart)
 #: The CUDA driver ``Library`` (the emulator itself when the runtime is emulated).
 driver = _Once(_open_driver)
-#: The NVML ``Library``.
+#: The NVML ``Library`` (the emulator's NVML when the runtime is emulated).
 nvml = _Once(_open_nvml)

@@ -11,6 +11,7 @@ import ctypes as _ct
 import operator as _operator
 import threading as _threading
 
+from accel import _memory_array as _ma
 from accel._memory_common import _Guard, _live, copy_refused, wait_uses
 
 KDLCUDA = 2           # DLDeviceType kDLCUDA
@@ -28,6 +29,66 @@ def cuda_array_interface(buf):
     _live(buf)
     return {"shape": (buf.nbytes,), "typestr": "|u1", "data": (buf.ptr, buf.readonly), "strides": None,
             "version": 3, "stream": _cai_stream(buf.stream.cuda_stream)}
+
+
+def array_interface(arr):
+    """CUDA Array Interface v3 of a DeviceArray: its dtype's typestr, shape, byte strides (None when
+    C-contiguous), the address of element 0, read-only flag and its buffer's stream."""
+    if arr.closed:
+        raise ValueError("the DeviceArray was freed")
+    strides = None if _ma.is_c_contiguous(arr.shape, arr.strides, arr.itemsize) else arr.strides
+    return {"shape": arr.shape, "typestr": arr.dtype.str, "data": (arr.ptr, arr.readonly), "strides": strides,
+            "version": 3, "stream": _cai_stream(arr.stream.cuda_stream)}
+
+
+# DLDataTypeCode: kDLInt, kDLUInt, kDLFloat, kDLBfloat, kDLComplex, kDLBool
+_KDLINT, _KDLFLOAT, _KDLBFLOAT, _KDLCOMPLEX, _KDLBOOL = 0, 2, 4, 5, 6
+_DL_KIND = {"i": _KDLINT, "u": _KDLUINT, "b": _KDLBOOL}
+
+
+def dl_dtype(dt):
+    """(code, bits, lanes) of numpy dtype ``dt`` in DLPack, else a BufferError naming it."""
+    if dt.isnative and dt.names is None and dt.subdtype is None:
+        kind, bits = dt.kind, dt.itemsize * 8
+        if kind in _DL_KIND:
+            return _DL_KIND[kind], bits, 1
+        if kind == "f" and bits in (16, 32, 64):
+            return _KDLFLOAT, bits, 1
+        if kind == "c" and bits in (64, 128):
+            return _KDLCOMPLEX, bits, 1
+        if dt.name == "bfloat16" and bits == 16:     # ml_dtypes' (JAX's) bfloat16
+            return _KDLBFLOAT, 16, 1
+    raise BufferError(f"DLPack cannot express dtype {dt} (it has bool, int, uint, float16/32/64, bfloat16 and "
+                      f"complex64/128 in native byte order)")
+
+
+def np_dtype(code, bits, lanes):
+    """The numpy dtype of a DLPack (code, bits, lanes), else a BufferError naming it."""
+    import numpy as np
+
+    name = None
+    if lanes == 1:
+        if code == _KDLINT and bits in (8, 16, 32, 64):
+            name = f"int{bits}"
+        elif code == _KDLUINT and bits in (8, 16, 32, 64):
+            name = f"uint{bits}"
+        elif code == _KDLFLOAT and bits in (16, 32, 64):
+            name = f"float{bits}"
+        elif code == _KDLCOMPLEX and bits in (64, 128):
+            name = f"complex{bits}"
+        elif code == _KDLBOOL and bits == 8:
+            name = "bool"
+        elif code == _KDLBFLOAT and bits == 16:
+            try:
+                import ml_dtypes
+            except ImportError:
+                raise BufferError("the DLPack tensor is bfloat16, which numpy has only with ml_dtypes "
+                                  "(not importable)") from None
+            return np.dtype(ml_dtypes.bfloat16)
+    if name is None:
+        raise BufferError(f"the DLPack tensor's dtype (code {code}, bits {bits}, lanes {lanes}) has no numpy "
+                          f"dtype")
+    return np.dtype(name)
 
 
 class _DLDevice(_ct.Structure):
@@ -130,8 +191,26 @@ def _int_pair(v, what):
     return t
 
 
-def dlpack(cudart, buf, stream, max_version, dl_device, copy):
-    _live(buf)
+def dlpack(cudart, buf, stream, max_version, dl_device, copy, typed=False):
+    """A DLPack capsule of ``buf``: a DeviceBuffer (1-d uint8), or with ``typed`` a DeviceArray (its dtype,
+    shape and strides in items; a dtype or stride DLPack cannot express is a BufferError before anything
+    else happens)."""
+    what = type(buf).__name__
+    if typed:
+        if buf.closed:
+            raise ValueError("the DeviceArray was freed")
+        code, bits, lanes = dl_dtype(buf.dtype)
+        dims = buf.shape
+        elem = []
+        for st in buf.strides:
+            if st % buf.itemsize:
+                raise BufferError(f"DLPack strides count items: the DeviceArray's byte strides {buf.strides} are "
+                                  f"not multiples of its item size {buf.itemsize}")
+            elem.append(st // buf.itemsize)
+    else:
+        _live(buf)
+        code, bits, lanes = _KDLUINT, 8, 1
+        dims, elem = (buf.nbytes,), None
     if max_version is not None:
         max_version = _int_pair(max_version, "max_version")
     if dl_device is not None:
@@ -139,21 +218,23 @@ def dlpack(cudart, buf, stream, max_version, dl_device, copy):
     if dl_device is not None and dl_device != (KDLCUDA, buf.device.index):
         raise BufferError(f"dl_device {tuple(dl_device)} is not the buffer's device {(KDLCUDA, buf.device.index)}")
     if copy:
-        raise BufferError("a DeviceBuffer is exported without copying (copy=True is not supported)")
+        raise BufferError(f"a {what} is exported without copying (copy=True is not supported)")
     versioned = max_version is not None and max_version[0] >= 1
     if buf.readonly and not versioned:
-        raise BufferError("a read-only DeviceBuffer needs a versioned DLPack capsule (max_version >= (1, 0)): "
+        raise BufferError(f"a read-only {what} needs a versioned DLPack capsule (max_version >= (1, 0)): "
                           "a legacy capsule cannot say read-only")
     _consumer_wait(cudart, buf, stream)
-    shape = (_ct.c_int64 * 1)(buf.nbytes)
+    nd = len(dims)
+    shape = (_ct.c_int64 * max(nd, 1))(*dims)
+    strides = None if elem is None else (_ct.c_int64 * max(nd, 1))(*elem)
     m = (_DLManagedVersioned if versioned else _DLManaged)()
     t = m.dl_tensor
     t.data = buf.ptr or None
     t.device.device_type, t.device.device_id = KDLCUDA, buf.device.index
-    t.ndim = 1
-    t.dtype.code, t.dtype.bits, t.dtype.lanes = _KDLUINT, 8, 1
+    t.ndim = nd
+    t.dtype.code, t.dtype.bits, t.dtype.lanes = code, bits, lanes
     t.shape = _ct.cast(shape, _ct.POINTER(_ct.c_int64))
-    t.strides = None
+    t.strides = None if strides is None else _ct.cast(strides, _ct.POINTER(_ct.c_int64))
     t.byte_offset = 0
     m.deleter = _ct.cast(_export_deleter, _ct.c_void_p).value
     if versioned:
@@ -161,7 +242,7 @@ def dlpack(cudart, buf, stream, max_version, dl_device, copy):
         m.flags = _FLAG_READ_ONLY if buf.readonly else 0
     addr = _ct.addressof(m)
     m.manager_ctx = addr
-    _exports[addr] = (m, shape, buf)
+    _exports[addr] = (m, shape, strides, buf)
     return _api.PyCapsule_New(addr, _NAMES[versioned][0], _ct.cast(_DESTRUCTORS[versioned], _ct.c_void_p))
 
 
@@ -192,7 +273,10 @@ def _ints(seq):
     return tuple(out)
 
 
-def _contiguous_nbytes(shape, strides, itemsize, what):
+def _layout(shape, strides, itemsize, what, typed):
+    """(shape, byte strides or None, nbytes, lowest, end) of an imported array: its shape and strides
+    checked; ``lowest`` / ``end`` are the byte offsets from element 0 of the memory it spans.  Without
+    ``typed`` (a DeviceBuffer of its bytes) it must be C-contiguous."""
     shape = tuple(shape)
     ints = _ints(shape)
     if ints is None or any(s < 0 for s in ints):
@@ -210,17 +294,26 @@ def _contiguous_nbytes(shape, strides, itemsize, what):
     n = itemsize
     for s in shape:
         n *= s
-    if strides is not None and n:
+    if strides is None or not n:
+        return shape, strides, n, 0, n
+    if not typed:
         expect = itemsize
         for dim, st in zip(reversed(shape), reversed(strides)):
             if dim != 1 and st != expect:
                 raise BufferError(f"{what} is not C-contiguous (shape {tuple(shape)}, strides {tuple(strides)})")
             expect *= dim
-    return n
+        return shape, strides, n, 0, n
+    lo, hi = _ma.span(shape, strides, itemsize)
+    return shape, strides, n, lo, hi
 
 
-def from_dlpack(mem, stream_mod, obj):
-    """A DeviceBuffer over ``obj``'s device memory through DLPack (keeps ``obj``'s tensor alive)."""
+def _contiguous_nbytes(shape, strides, itemsize, what):
+    return _layout(shape, strides, itemsize, what, False)[2]
+
+
+def from_dlpack(mem, stream_mod, obj, typed=False):
+    """A DeviceBuffer over ``obj``'s device memory through DLPack (keeps ``obj``'s tensor alive); with
+    ``typed`` a DeviceArray of the tensor's dtype, shape and strides over it."""
     if not hasattr(obj, "__dlpack__") or not hasattr(obj, "__dlpack_device__"):
         raise TypeError(f"from_dlpack needs an object with __dlpack__ and __dlpack_device__, "
                         f"got {type(obj).__name__}")
@@ -234,13 +327,13 @@ def from_dlpack(mem, stream_mod, obj):
     except TypeError:
         cap = obj.__dlpack__(stream=h)   # a producer from before DLPack 1.0
     with _consume_lock:     # the check and the rename as one step: two threads cannot both consume it
-        return _consume(mem, obj, cap, s)
+        return _consume(mem, obj, cap, s, typed)
 
 
 _consume_lock = _threading.Lock()
 
 
-def _consume(mem, obj, cap, s):
+def _consume(mem, obj, cap, s, typed):
     for versioned in (True, False):
         name, used = _NAMES[versioned]
         if _api.PyCapsule_IsValid(cap, name):
@@ -254,17 +347,27 @@ def _consume(mem, obj, cap, s):
     t = m.dl_tensor
     if t.device.device_type != KDLCUDA:
         raise BufferError(f"the capsule's tensor is not CUDA memory (device type {t.device.device_type})")
+    if t.ndim < 0:
+        raise BufferError(f"the DLPack tensor's ndim must be >= 0, got {t.ndim}")
+    if typed:
+        dtype = np_dtype(t.dtype.code, t.dtype.bits, t.dtype.lanes)
+        itemsize = dtype.itemsize
+    else:
+        itemsize = (t.dtype.bits * t.dtype.lanes + 7) // 8
     shape = [t.shape[i] for i in range(t.ndim)]
-    strides = [t.strides[i] * ((t.dtype.bits * t.dtype.lanes + 7) // 8) for i in range(t.ndim)] \
-        if t.strides else None
-    nbytes = _contiguous_nbytes(shape, strides, (t.dtype.bits * t.dtype.lanes + 7) // 8, "the DLPack tensor")
+    strides = [t.strides[i] * itemsize for i in range(t.ndim)] if t.strides else None
+    shape, strides, nbytes, lo, hi = _layout(shape, strides, itemsize, "the DLPack tensor", typed)
     if not t.data and nbytes:
         raise BufferError(f"the DLPack tensor's data pointer is NULL but its shape {tuple(shape)} holds "
                           f"{nbytes} bytes")
     readonly = versioned and bool(m.flags & _FLAG_READ_ONLY)
     _api.PyCapsule_SetName(cap, used)       # consumed: from now on the owner calls the deleter
     owner = _DLOwner(addr, m.deleter, obj)
-    return mem.wrap((t.data or 0) + t.byte_offset, nbytes, t.device.device_id, s, owner, readonly)
+    ptr = (t.data or 0) + t.byte_offset
+    if not typed:
+        return mem.wrap(ptr, nbytes, t.device.device_id, s, owner, readonly)
+    buf = mem.wrap(ptr + lo if nbytes else ptr, hi - lo, t.device.device_id, s, owner, readonly)
+    return mem.as_array(buf, dtype, shape, strides, -lo)
 
 
 def _itemsize(typestr):
@@ -279,12 +382,26 @@ def _itemsize(typestr):
     return int(size)
 
 
-def as_buffer(cudart, mem, stream_mod, obj):
+def _typestr_dtype(typestr):
+    """The numpy dtype of a CUDA Array Interface typestr (its size already checked by _itemsize)."""
+    import numpy as np
+
+    try:
+        dt = np.dtype(typestr)
+    except (TypeError, ValueError):
+        raise ValueError(f"the CUDA array's typestr {typestr!r} is not a dtype numpy knows") from None
+    if dt.hasobject:
+        raise TypeError(f"the CUDA array's typestr {typestr!r} holds Python objects")
+    return dt
+
+
+def as_buffer(cudart, mem, stream_mod, obj, typed=False):
     """A DeviceBuffer over ``obj``'s device memory: through ``__cuda_array_interface__`` (keeping ``obj``
-    alive; its ``stream`` is waited for on the current stream), else DLPack."""
+    alive; its ``stream`` is waited for on the current stream), else DLPack.  With ``typed`` a DeviceArray
+    of its dtype, shape and strides."""
     cai = getattr(obj, "__cuda_array_interface__", None)
     if cai is None:
-        return from_dlpack(mem, stream_mod, obj)
+        return from_dlpack(mem, stream_mod, obj, typed)
     producer = cai.get("stream")
     if producer is not None and (isinstance(producer, bool) or not isinstance(producer, int)):
         raise TypeError(f"the CUDA array's stream must be an int or None, got {type(producer).__name__}: "
@@ -296,8 +413,8 @@ def as_buffer(cudart, mem, stream_mod, obj):
     ptr = data[0] or 0
     readonly = bool(data[1])
     itemsize = _itemsize(cai["typestr"])
-    shape = tuple(cai["shape"])
-    nbytes = _contiguous_nbytes(shape, cai.get("strides"), itemsize, "the CUDA array")
+    dtype = _typestr_dtype(cai["typestr"]) if typed else None
+    shape, strides, nbytes, lo, hi = _layout(cai["shape"], cai.get("strides"), itemsize, "the CUDA array", typed)
     if not ptr and nbytes:
         raise ValueError(f"the CUDA array's data pointer is 0 but its shape {shape} holds {nbytes} bytes")
     d = cudart.cudaPointerGetAttributes(ptr)[1] if ptr else cudart.cudaGetDevice()
@@ -309,4 +426,7 @@ def as_buffer(cudart, mem, stream_mod, obj):
         with _Guard(cudart, d, s.cuda_stream):
             wait_uses(cudart, [stream_mod.ExternalStream(ph, device=d)] if ph > 2 else
                       [stream_mod.default_stream(d)], s.cuda_stream, d)
-    return mem.wrap(ptr, nbytes, d, s, obj, readonly)
+    if not typed:
+        return mem.wrap(ptr, nbytes, d, s, obj, readonly)
+    buf = mem.wrap(ptr + lo if nbytes else ptr, hi - lo, d, s, obj, readonly)
+    return mem.as_array(buf, dtype, shape, strides, -lo)

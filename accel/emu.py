@@ -9,25 +9,36 @@ accel ships stand-in libraries built from its emulator (``accel/_emu/standin``):
   ``cudaDeviceProp`` in the CUDA 12 layout and runtime version 12080; it holds no state of its own but
   calls into ``libcudart.so.13``, so both runtimes in one process are the same emulated devices;
 - ``libcuda.so.1``: the driver API (``cuGetProcAddress_v2``, ``cuInit``, devices and attributes,
-  primary contexts with a per-thread context stack, streams, events, error names), found through its
-  dependency on the runtime stand-in, so both share the emulator's one state.
+  primary and created contexts with a per-thread context stack, streams, events, memory, error names),
+  found through its dependency on the runtime stand-in, so both share the emulator's one state;
+- ``libnvidia-ml.so.1``: NVML (``nvmlInit``, device count and handles by index, UUID or PCI bus id, name,
+  UUID, serial, memory info that follows the emulator's allocations, utilisation, temperature, power,
+  clocks, PCI info, compute and MIG mode, running processes, versions, error strings), what
+  nvidia-ml-py, cuda.core's ``system`` and torch call; also found through the runtime stand-in.  It sees
+  the machine's physical devices whatever ``CUDA_VISIBLE_DEVICES`` says, as the real NVML does.
+
+What kind of GPU the devices are: ``ACCEL_EMU_PROFILE`` (``PROFILES``: h100, the default, a100, a10, l4,
+t4, b200) for all of them, or a mixed machine such as ``h100:2,a100:2``.  Properties, attributes, NVML
+and ``cudaMemGetInfo`` follow the profile.
 
 What works on them: devices (count, current device, properties in the CUDA 13 layout, attributes,
 PCI ids, UUIDs), streams (create/destroy/query/synchronize, priorities, flags, ids, waits, host
 functions, callbacks), events (create/record/query/synchronize/elapsed time, IPC handles within the
 process), memory accounting (cudaMalloc/cudaFree/cudaMemGetInfo, async copies and sets on emulated
-memory), stream-ordered pools (cudaMallocAsync & co), pinned host memory (cudaHostAlloc,
-cudaHostRegister), driver contexts.  What does not: kernels, modules, libraries, graphs and stream
+memory, synchronous, 2D and peer copies), stream-ordered pools (cudaMallocAsync & co, created pools),
+pinned host memory (cudaHostAlloc, cudaHostRegister), managed memory (host memory), IPC memory handles
+within the process, and the driver API's memory and contexts on the same state (numba-cuda's driver
+tests run on it).  What does not: kernels, modules, libraries, graphs and stream
 capture, and the memory calls the emulator does not model -- they return cudaErrorNotSupported
 (driver: CUDA_ERROR_NOT_SUPPORTED), and with ``ACCEL_EMU_TRACE=1`` the first call of each is named on
 stderr.  Libraries that link the CUDA runtime statically (CuPy, ``cuda.bindings.runtime``) reach the
 driver through NVIDIA's private export tables (``cuGetExportTable``), which the emulator does not
 have: they do not run on it.
 
-Use: ``python -m accel emu [--devices N] [--] COMMAND [ARGS...]`` runs COMMAND with the stand-ins
-preloaded (``LD_PRELOAD`` beats the DT_RPATH in torch's libraries) and ``ACCEL_CUDART`` pointing at
-the same library, so accel in that process shares the runtime.  In-process, ``activate(devices=N)``
-does the same before the CUDA library is imported.
+Use: ``python -m accel emu [--devices N] [--profile P] [--] COMMAND [ARGS...]`` runs COMMAND with the
+stand-ins preloaded (``LD_PRELOAD`` beats the DT_RPATH in torch's libraries) and ``ACCEL_CUDART``
+pointing at the same library, so accel in that process shares the runtime.  In-process,
+``activate(devices=N, profile=P)`` does the same before the CUDA library is imported.
 """
 import ctypes
 import os
@@ -35,11 +46,16 @@ import os
 from accel import _lib
 from accel.errors import LibraryNotFoundError
 
-__all__ = ["standin_dir", "cudart_path", "cudart12_path", "driver_path", "environ", "activate", "MAX_DEVICES",
-           "CUPY_UNSUPPORTED"]
+__all__ = ["standin_dir", "cudart_path", "cudart12_path", "driver_path", "nvml_path", "environ", "activate",
+           "MAX_DEVICES", "PROFILES", "CUPY_UNSUPPORTED"]
 
 #: The most devices the emulator models (ACCEL_EMU_DEVICES is 0..MAX_DEVICES).
 MAX_DEVICES = 256
+
+#: The device profiles of ACCEL_EMU_PROFILE (accel/_emu/emu_profiles.c): name -> (board, compute capability).
+PROFILES = {"h100": ("NVIDIA H100 80GB HBM3", (9, 0)), "a100": ("NVIDIA A100-SXM4-80GB", (8, 0)),
+            "a10": ("NVIDIA A10", (8, 6)), "l4": ("NVIDIA L4", (8, 9)), "t4": ("Tesla T4", (7, 5)),
+            "b200": ("NVIDIA B200", (10, 0))}
 
 #: Why CuPy cannot run on the emulator (the bench and ``python -m accel bench`` skip it with this).
 CUPY_UNSUPPORTED = ("CuPy links the CUDA runtime statically and needs NVIDIA's private driver export tables: "
@@ -48,7 +64,9 @@ CUPY_UNSUPPORTED = ("CuPy links the CUDA runtime statically and needs NVIDIA's p
 _CUDART = "libcudart.so.13"
 _CUDART12 = "libcudart.so.12"
 _DRIVER = "libcuda.so.1"
+_NVML = "libnvidia-ml.so.1"
 _active = None      # the device count activate() configured (None: not activated)
+_active_profile = None  # and the profile
 _handles = []       # the stand-ins' ctypes handles, kept open for the life of the process
 
 
@@ -72,11 +90,18 @@ def driver_path():
     return os.path.join(standin_dir(), _DRIVER)
 
 
+def nvml_path():
+    """Path of the ``libnvidia-ml.so.1`` stand-in."""
+    return os.path.join(standin_dir(), _NVML)
+
+
 def _preloads():
     """The stand-ins to load, in this order: libcudart.so.13 ahead of libcudart.so.12, so that a lookup
     without a version (dlsym(RTLD_DEFAULT), an unversioned import) finds the CUDA 13 entry points."""
     paths = [cudart_path(), driver_path()]
-    return paths + [cudart12_path()] if os.path.exists(cudart12_path()) else paths
+    if os.path.exists(cudart12_path()):
+        paths.append(cudart12_path())
+    return paths + [nvml_path()]
 
 
 def _check_devices(devices):
@@ -90,8 +115,15 @@ def _check_devices(devices):
     return devices
 
 
+def _check_profile(profile):
+    if profile is not None and not isinstance(profile, str):
+        raise TypeError(f"profile must be a str (one of {', '.join(PROFILES)}, or a machine such as "
+                        f"'h100:2,a100:2') or None, got {type(profile).__name__} {profile!r}")
+    return profile
+
+
 def _require_standins():
-    for path in (cudart_path(), driver_path()):
+    for path in (cudart_path(), driver_path(), nvml_path()):
         if not os.path.exists(path):
             raise LibraryNotFoundError("stand-in CUDA libraries of accel",
                                        [f"{path}: no such file (this accel was built with -Dnative=false)"])
@@ -101,11 +133,12 @@ def _require_standins():
                              "cannot carry; install accel elsewhere")
 
 
-def environ(devices=None, base=None):
+def environ(devices=None, base=None, profile=None):
     """The environment (a new dict from ``base``, default ``os.environ``) that runs a child process on
-    the stand-ins: ``LD_PRELOAD`` gets them first, ``ACCEL_CUDART`` names the runtime stand-in, and
-    ``ACCEL_EMU_DEVICES`` is set when ``devices`` is given."""
+    the stand-ins: ``LD_PRELOAD`` gets them first, ``ACCEL_CUDART`` names the runtime stand-in,
+    ``ACCEL_EMU_DEVICES`` is set when ``devices`` is given and ``ACCEL_EMU_PROFILE`` when ``profile`` is."""
     devices = _check_devices(devices)
+    profile = _check_profile(profile)
     _require_standins()
     env = dict(os.environ if base is None else base)
     preload = _preloads()
@@ -114,14 +147,16 @@ def environ(devices=None, base=None):
     env["ACCEL_CUDART"] = cudart_path()
     if devices is not None:
         env["ACCEL_EMU_DEVICES"] = str(devices)
+    if profile is not None:
+        env["ACCEL_EMU_PROFILE"] = profile
     return env
 
 
 def _foreign_cuda_libraries():
     """Mapped CUDA runtime/driver files of this process that are not the stand-ins."""
-    ours = {os.path.realpath(p) for p in (cudart_path(), cudart12_path(), driver_path())}
+    ours = {os.path.realpath(p) for p in (cudart_path(), cudart12_path(), driver_path(), nvml_path())}
     found = []
-    for stem in ("libcudart.so", "libcuda.so"):
+    for stem in ("libcudart.so", "libcuda.so", "libnvidia-ml.so"):
         found += [p for p in _lib._loaded_in_process(stem) if os.path.realpath(p) not in ours]
     return found
 
@@ -130,7 +165,9 @@ def _foreign_cuda_libraries():
 _CONFIG = (("ACCEL_EMU_DEVICES", f"an integer from 0 to {MAX_DEVICES}"),
            ("CUDA_VISIBLE_DEVICES", "a comma-separated list of device ordinals or GPU-/MIG- UUID prefixes"),
            ("ACCEL_EMU_MEMORY", "a byte count, optionally with a K, M, G or T suffix (e.g. 16G)"),
-           ("ACCEL_EMU_FAIL", "symbol:n[,symbol:n...] with n >= 1 and a symbol the emulator can fail"))
+           ("ACCEL_EMU_FAIL", "symbol:n[,symbol:n...] with n >= 1 and a symbol the emulator can fail"),
+           ("ACCEL_EMU_PROFILE", f"one of {', '.join(PROFILES)}, or a machine such as h100:2,a100:2 (name:count, "
+                                 "...; ACCEL_EMU_DEVICES unset or equal to its total)"))
 
 
 def _check_config(env):
@@ -147,18 +184,24 @@ def _check_config(env):
         raise ValueError(f"{name}={values[bad - 1]!r} is malformed: the emulated runtime expects {expected}")
 
 
-def activate(devices=None):
+def activate(devices=None, profile=None):
     """Load the stand-ins into this process (``RTLD_GLOBAL``) so that a CUDA library imported afterwards
-    (torch, cuda.core, ...) and accel itself run on the emulated runtime.  ``devices`` sets the number
-    of emulated devices (``ACCEL_EMU_DEVICES``; default: that variable, else 4).  Returns the runtime
-    stand-in's path.  Raises RuntimeError when a real CUDA runtime or driver is already loaded, or when
-    accel already opened another runtime; calling it again is a no-op unless ``devices`` differs."""
-    global _active
+    (torch, cuda.core, nvidia-ml-py, ...) and accel itself run on the emulated runtime.  ``devices`` sets
+    the number of emulated devices (``ACCEL_EMU_DEVICES``; default: that variable, else 4), ``profile``
+    what they are (``ACCEL_EMU_PROFILE``: a name of ``PROFILES`` or a machine such as ``"h100:2,a100:2"``).
+    Returns the runtime stand-in's path.  Raises RuntimeError when a real CUDA runtime, driver or NVML is
+    already loaded, or when accel already opened another runtime; calling it again is a no-op unless
+    ``devices`` or ``profile`` differs."""
+    global _active, _active_profile
     devices = _check_devices(devices)
+    profile = _check_profile(profile)
     if _active is not None:
         if devices is not None and devices != _active:
             raise RuntimeError(f"accel.emu is already active with {_active} devices; the emulated runtime "
                                f"reads its configuration once, so it cannot switch to {devices}")
+        if profile is not None and profile != _active_profile:
+            raise RuntimeError(f"accel.emu is already active with profile {_active_profile!r}; the emulated "
+                               f"runtime reads its configuration once, so it cannot switch to {profile!r}")
         return cudart_path()
     _require_standins()
     foreign = _foreign_cuda_libraries()
@@ -173,6 +216,8 @@ def activate(devices=None):
     settings = {"ACCEL_CUDART": cudart_path()}
     if devices is not None:
         settings["ACCEL_EMU_DEVICES"] = str(devices)
+    if profile is not None:
+        settings["ACCEL_EMU_PROFILE"] = profile
     _check_config({**os.environ, **settings})     # before anything changes: a failed activation changes nothing
     saved = {name: os.environ.get(name) for name in settings}
     os.environ.update(settings)
@@ -183,7 +228,7 @@ def activate(devices=None):
         count = _handles[0].accelEmuDeviceCount()
         if count < 0:   # the stand-ins were already loaded (LD_PRELOAD) and read another configuration
             raise ValueError("the emulated runtime already loaded in this process rejected its configuration "
-                             "(ACCEL_EMU_DEVICES, ACCEL_EMU_MEMORY, ACCEL_EMU_FAIL or CUDA_VISIBLE_DEVICES was "
+                             "(ACCEL_EMU_DEVICES, ACCEL_EMU_PROFILE, ACCEL_EMU_MEMORY, ACCEL_EMU_FAIL or CUDA_VISIBLE_DEVICES was "
                              "malformed when it first read them)")
     except BaseException:
         del _handles[loaded:]
@@ -194,4 +239,5 @@ def activate(devices=None):
                 os.environ[name] = value
         raise
     _active = count if devices is None else devices
+    _active_profile = os.environ.get("ACCEL_EMU_PROFILE") or "h100"
     return cudart_path()

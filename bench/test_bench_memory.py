@@ -4,6 +4,9 @@ Targets (issue 13): ``alloc(4096)`` + ``free()`` from a warm pool <= 3x the two 
 (cudaMallocAsync + cudaFreeAsync) on the native twin; ``memory_allocated()`` <= 1.5 no-op Python calls;
 256 MiB host->device and device->host copies from pinned memory >= 50% of a plain memcpy of the same
 bytes (on the emulator).  torch's caching allocator and CuPy's pool are measured when importable.
+Issue 21: a typed round trip (DeviceArray: to_device + copy_to_host of a float32 (64, 64)) costs what the
+bytes path (DeviceBuffer: alloc + copy_from_host + copy_to_host) costs, within noise; creating a view
+(``a[2:6]``, ``a[:, ::2]``, ``a[3]``, ``a.T``) <= 3 no-op Python calls on the native twin.
 """
 import ctypes
 import importlib.util
@@ -148,3 +151,83 @@ def test_d2h_pinned_256MiB(bench, twin, pinned):
     buf.memset(1)
     bench(_d2h, buf, pinned[1], iterations=1, rounds=8)
     buf.free()
+
+
+# -- typed arrays (issue 21) ---------------------------------------------------------------------------
+
+HOST = np.arange(64 * 64, dtype=np.float32).reshape(64, 64)
+
+
+def _round_trip_bytes(mem, x):
+    for _ in range(10):
+        b = mem.alloc(x.nbytes)
+        b.copy_from_host(x)
+        b.copy_to_host()
+        b.free()
+
+
+def _round_trip_typed(mem, x):
+    for _ in range(10):
+        a = mem.as_array(mem.alloc(x.nbytes), x.dtype, x.shape)
+        a.copy_from_host(x)
+        a.copy_to_host()
+        a.free()
+
+
+def _round_trip_to_device(x):
+    for _ in range(10):
+        a = cuda.to_device(x)
+        a.copy_to_host()
+        a.free()
+
+
+@pytest.mark.benchmark(group="round_trip_16KiB")
+@pytest.mark.parametrize("twin", ["native", "python"])
+def test_round_trip_bytes(bench, twin):
+    bench(_round_trip_bytes, TWINS[twin], HOST, iterations=200, rounds=40, per=10)
+
+
+@pytest.mark.benchmark(group="round_trip_16KiB")
+@pytest.mark.parametrize("twin", ["native", "python"])
+def test_round_trip_typed(bench, twin):
+    bench(_round_trip_typed, TWINS[twin], HOST, iterations=200, rounds=40, per=10)
+
+
+@pytest.mark.benchmark(group="round_trip_16KiB")
+def test_round_trip_to_device_public(bench):
+    bench(_round_trip_to_device, HOST, iterations=200, rounds=40, per=10)
+
+
+@pytest.fixture(scope="module")
+def arrays():
+    return {t: (m.as_array(m.alloc(HOST.nbytes), HOST.dtype, HOST.shape),
+                m.as_array(m.alloc(4096), np.float32, (1024,))) for t, m in TWINS.items()}
+
+
+def _slice_1d(a):
+    return a[2:6]
+
+
+def _slice_2d(a):
+    return a[:, ::2]
+
+
+def _index_int(a):
+    return a[3]
+
+
+def _transpose(a):
+    return a.T
+
+
+@pytest.mark.benchmark(group="view")
+def test_noop_python_call_view(bench):
+    bench(_noop, None)
+
+
+@pytest.mark.benchmark(group="view")
+@pytest.mark.parametrize("twin", ["native", "python"])
+@pytest.mark.parametrize("op", [_slice_1d, _slice_2d, _index_int, _transpose], ids=lambda f: f.__name__[1:])
+def test_view(bench, arrays, twin, op):
+    two_d, one_d = arrays[twin]
+    bench(op, one_d if op is _slice_1d else two_d)

@@ -377,6 +377,45 @@ class DLPackViewKind(CAIViewKind):
         return ctx.from_dlpack(keep["producer"])
 
 
+class ArrayKind(BufferKind):
+    """A DeviceArray over a buffer of its own (what to_device / empty return), used through its views."""
+    name = "array"
+    shape = (16, N // 16)
+
+    def create(self, ctx, keep):
+        return ctx.mem.as_array(ctx.mem.alloc(N, device=DEV), np.uint8, self.shape)
+
+    def ops(self, ctx, a, keep):
+        a.memset(FILL)
+        a.copy_from_host(keep["src"].reshape(self.shape))
+        a.copy_to_host()
+        a[::2, 1::3].copy_to_host()                               # a strided view: its span read and gathered
+        a[1::2, ::-1].copy_from_host(np.full((8, N // 16), FILL, np.uint8))   # one copy per contiguous run
+        a.record_stream(keep["side"])
+        a.memset(FILL, stream=keep["side"])
+        keep["side"].synchronize()
+        a.T.__cuda_array_interface__
+        a.T.__dlpack__(max_version=(1, 0))                        # an export never consumed
+
+    def check(self, ctx, a, keep):
+        assert not a.closed and a.shape == self.shape and _bytes_ok(a, FILL)
+
+
+class ArrayDLPackKind(ArrayKind):
+    """A DeviceArray over a typed producer's memory through DLPack (from_dlpack of a DeviceArray)."""
+    name = "array_dlpack"
+    calls = ("make", "use")    # its free only drops the producer
+
+    def prepare(self, ctx):
+        keep = BufferKind.prepare(self, ctx)
+        keep["inner"] = _filled(ctx, keep["side"])     # on another stream: the import waits for it
+        keep["producer"] = DLPackProducer(ctx.mem.as_array(keep["inner"], np.uint8, self.shape))
+        return keep
+
+    def create(self, ctx, keep):
+        return _mi.from_dlpack(ctx.mem, ctx.sm, keep["producer"], True)
+
+
 class HostRegistrationKind(Kind):
     name = "host_registration"
 
@@ -514,7 +553,8 @@ class ConsumedCapsuleKind(CapsuleKind):
 
 
 KINDS = [StreamKind(), ExternalStreamKind(), EventKind(), RecordedEventKind(), BufferKind(), CAIViewKind(),
-         DLPackViewKind(), HostRegistrationKind(), PinnedKind(), CapsuleKind(), ConsumedCapsuleKind(), GraphKind()]
+         DLPackViewKind(), ArrayKind(), ArrayDLPackKind(), HostRegistrationKind(), PinnedKind(), CapsuleKind(),
+         ConsumedCapsuleKind(), GraphKind()]
 BY_NAME = {k.name: k for k in KINDS}
 
 

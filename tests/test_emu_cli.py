@@ -68,7 +68,7 @@ def test_exit_status_and_default_device_count():
 def test_usage_errors(args, message):
     proc = accel_emu(*args)
     assert proc.returncode == 2
-    assert proc.stderr.splitlines() == ["usage: python -m accel emu [--devices N] [--] COMMAND [ARGS...]",
+    assert proc.stderr.splitlines() == ["usage: python -m accel emu [--devices N] [--profile P] [--] COMMAND [ARGS...]",
                                         f"error: {message}"]
 
 
@@ -101,6 +101,7 @@ def test_help():
 def test_environ_keeps_other_preloads_and_sets_devices():
     env = emu.environ(5, base={"LD_PRELOAD": "/x/libfoo.so:/y/libbar.so", "PATH": "/bin"})
     ours = [emu.cudart_path(), emu.driver_path()] + ([emu.cudart12_path()] if os.path.exists(emu.cudart12_path()) else [])
+    ours.append(emu.nvml_path())
     assert env["LD_PRELOAD"].split() == ours + ["/x/libfoo.so", "/y/libbar.so"]
     assert env["ACCEL_CUDART"] == emu.cudart_path() and env["ACCEL_EMU_DEVICES"] == "5" and env["PATH"] == "/bin"
     assert "ACCEL_EMU_DEVICES" not in emu.environ(base={})

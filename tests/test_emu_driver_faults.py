@@ -82,6 +82,80 @@ CASES = {
     "cuEventElapsedTime_v2": ("cu.cuEventElapsedTime_v2(ob, t0, t1)",),
     "cuGetProcAddress": ("cu.cuGetProcAddress(b'cuInit', ob, 13000, c.c_ulonglong(0))",),
     "cuGetProcAddress_v2": ("cu.cuGetProcAddress_v2(b'cuInit', ob, 13000, c.c_ulonglong(0), ob2)",),
+    # contexts (issue 18): probes are extra state a case's setup adds
+    "cuDevicePrimaryCtxReset_v2": ("cu.cuDevicePrimaryCtxReset_v2(2)", "cu.cuDevicePrimaryCtxRetain(ob, 2)"),
+    "cuCtxCreate_v2": ("cu.cuCtxCreate_v2(ob, 0, 1)", "", "cu.cuCtxDestroy_v2(out_ptr())", OOM),
+    "cuCtxCreate_v3": ("cu.cuCtxCreate_v3(ob, None, 0, 0, 1)", "", "cu.cuCtxDestroy_v2(out_ptr())", OOM),
+    "cuCtxCreate_v4": ("cu.cuCtxCreate_v4(ob, None, 0, 1)", "", "cu.cuCtxDestroy_v2(out_ptr())", OOM),
+    "cuCtxDestroy_v2": ("cu.cuCtxDestroy_v2(cx)", "cx = new_ctx(); probes = [lambda: api_version(cx)]"),
+    "cuCtxSetLimit": ("cu.cuCtxSetLimit(1, c.c_size_t(4096))", "probes = [lambda: limit(1)]",
+                      "cu.cuCtxSetLimit(1, c.c_size_t(1 << 20))"),
+    "cuCtxGetLimit": ("cu.cuCtxGetLimit(ob, 0)",),
+    "cuCtxSetCacheConfig": ("cu.cuCtxSetCacheConfig(2)", "probes = [cache_config]", "cu.cuCtxSetCacheConfig(0)"),
+    "cuCtxGetCacheConfig": ("cu.cuCtxGetCacheConfig(ob)",),
+    "cuCtxEnablePeerAccess": ("cu.cuCtxEnablePeerAccess(ctx1, 0)",),
+    "cuDeviceCanAccessPeer": ("cu.cuDeviceCanAccessPeer(ob, 0, 1)",),
+    "cuProfilerStart": ("cu.cuProfilerStart()",),
+    "cuProfilerStop": ("cu.cuProfilerStop()",),
+    "cuStreamAddCallback": ("cu.cuStreamAddCallback(s0, callback, None, 0)",),
+    # memory (issue 18): ddst/hdst are cleared before each case and part of the state; dsrc/hsrc hold data
+    "cuMemAlloc_v2": ("cu.cuMemAlloc_v2(ob, 4096)", "", "rt.cudaFree(out_ptr())", OOM),
+    "cuMemAllocPitch_v2": ("cu.cuMemAllocPitch_v2(ob, ob2, 100, 3, 4)", "", "rt.cudaFree(out_ptr())", OOM),
+    "cuMemFree_v2": ("cu.cuMemFree_v2(dm)", "dm = new_dev()"),
+    "cuMemAllocManaged": ("cu.cuMemAllocManaged(ob, 4096, 1)", "", "rt.cudaFree(out_ptr())", OOM),
+    "cuMemAllocAsync": ("cu.cuMemAllocAsync(ob, 4096, s0)", "", "rt.cudaFreeAsync(out_ptr(), s0)", OOM),
+    "cuMemAllocFromPoolAsync": ("cu.cuMemAllocFromPoolAsync(ob, 4096, upool, s0)", "",
+                                "rt.cudaFreeAsync(out_ptr(), s0)", OOM),
+    "cuMemFreeAsync": ("cu.cuMemFreeAsync(da, s0)", "da = new_async()"),
+    "cuMemGetAddressRange_v2": ("cu.cuMemGetAddressRange_v2(ob, ob2, dsrc)",),
+    "cuMemPoolCreate": ("cu.cuMemPoolCreate(ob, pool_props)", "", "rt.cudaMemPoolDestroy(out_ptr())", OOM),
+    "cuMemPoolDestroy": ("cu.cuMemPoolDestroy(pd)", "pd = new_pool(); probes = [lambda: pool_attr(pd, 5)]"),
+    "cuMemPoolGetAttribute": ("cu.cuMemPoolGetAttribute(upool, 7, ob)",),
+    "cuMemPoolSetAttribute": ("cu.cuMemPoolSetAttribute(upool, 4, c.byref(c.c_uint64(1 << 20)))", "",
+                              "rt.cudaMemPoolSetAttribute(upool, 4, c.byref(c.c_uint64(0)))"),
+    "cuMemPoolTrimTo": ("cu.cuMemPoolTrimTo(upool, c.c_size_t(0))", "fill_pool()",
+                        "rt.cudaMemPoolSetAttribute(upool, 4, c.byref(c.c_uint64(0)))"),
+    "cuMemPoolSetAccess": ("cu.cuMemPoolSetAccess(upool, c.byref(access(1, 3)), 1)", "",
+                           "cu.cuMemPoolSetAccess(upool, c.byref(access(1, 0)), 1)"),
+    "cuMemPoolGetAccess": ("cu.cuMemPoolGetAccess(ob, upool, c.byref(location(1)))",),
+    "cuDeviceGetMemPool": ("cu.cuDeviceGetMemPool(ob, 0)",),
+    "cuDeviceGetDefaultMemPool": ("cu.cuDeviceGetDefaultMemPool(ob, 0)",),
+    "cuDeviceSetMemPool": ("cu.cuDeviceSetMemPool(0, upool)", "", "cu.cuDeviceSetMemPool(0, dpool0)"),
+    "cuMemGetMemPool": ("cu.cuMemGetMemPool(ob, c.byref(location(0)), 1)",),
+    "cuMemGetDefaultMemPool": ("cu.cuMemGetDefaultMemPool(ob, c.byref(location(0)), 1)",),
+    "cuMemSetMemPool": ("cu.cuMemSetMemPool(c.byref(location(0)), 1, upool)", "", "cu.cuDeviceSetMemPool(0, dpool0)"),
+    "cuMemcpy": ("cu.cuMemcpy(ddst, hsrc_p, 256)",),
+    "cuMemcpyAsync": ("cu.cuMemcpyAsync(ddst, hsrc_p, 256, s0)",),
+    "cuMemcpyHtoD_v2": ("cu.cuMemcpyHtoD_v2(ddst, hsrc, 256)",),
+    "cuMemcpyDtoH_v2": ("cu.cuMemcpyDtoH_v2(hdst, dsrc, 256)",),
+    "cuMemcpyDtoD_v2": ("cu.cuMemcpyDtoD_v2(ddst, dsrc, 256)",),
+    "cuMemcpyHtoDAsync_v2": ("cu.cuMemcpyHtoDAsync_v2(ddst, hsrc, 256, s0)",),
+    "cuMemcpyDtoHAsync_v2": ("cu.cuMemcpyDtoHAsync_v2(hdst, dsrc, 256, s0)",),
+    "cuMemcpyDtoDAsync_v2": ("cu.cuMemcpyDtoDAsync_v2(ddst, dsrc, 256, s0)",),
+    "cuMemcpyPeer": ("cu.cuMemcpyPeer(ddst, ctx0, dsrc1, ctx1, 256)",),
+    "cuMemcpyPeerAsync": ("cu.cuMemcpyPeerAsync(ddst, ctx0, dsrc1, ctx1, 256, s0)",),
+    "cuMemcpy2D_v2": ("cu.cuMemcpy2D_v2(c.byref(copy2d))",),
+    "cuMemcpy2DUnaligned_v2": ("cu.cuMemcpy2DUnaligned_v2(c.byref(copy2d))",),
+    "cuMemcpy2DAsync_v2": ("cu.cuMemcpy2DAsync_v2(c.byref(copy2d), s0)",),
+    "cuMemsetD8_v2": ("cu.cuMemsetD8_v2(ddst, 7, 256)",),
+    "cuMemsetD8Async": ("cu.cuMemsetD8Async(ddst, 7, 256, s0)",),
+    "cuMemsetD16_v2": ("cu.cuMemsetD16_v2(ddst, 0x1234, 128)",),
+    "cuMemsetD16Async": ("cu.cuMemsetD16Async(ddst, 0x1234, 128, s0)",),
+    "cuMemsetD32_v2": ("cu.cuMemsetD32_v2(ddst, c.c_uint(0xdeadbeef), 64)",),
+    "cuMemsetD32Async": ("cu.cuMemsetD32Async(ddst, c.c_uint(0xdeadbeef), 64, s0)",),
+    "cuMemHostAlloc": ("cu.cuMemHostAlloc(ob, 4096, 0)", "", "rt.cudaFreeHost(out_ptr())", OOM),
+    "cuMemAllocHost_v2": ("cu.cuMemAllocHost_v2(ob, 4096)", "", "rt.cudaFreeHost(out_ptr())", OOM),
+    "cuMemFreeHost": ("cu.cuMemFreeHost(ph)", "ph = new_pinned(); probes = [lambda: pointer_type(ph)]"),
+    "cuMemHostRegister_v2": ("cu.cuMemHostRegister_v2(hreg, 4096, 0)", "probes = [lambda: pointer_type(hreg)]",
+                             "rt.cudaHostUnregister(hreg)"),
+    "cuMemHostUnregister": ("cu.cuMemHostUnregister(hreg)",
+                            "rt.cudaHostRegister(hreg, 4096, 0); probes = [lambda: pointer_type(hreg)]"),
+    "cuMemHostGetDevicePointer_v2": ("cu.cuMemHostGetDevicePointer_v2(ob, pin, 0)",),
+    "cuIpcGetMemHandle": ("cu.cuIpcGetMemHandle(ob, dsrc)",),
+    "cuIpcOpenMemHandle_v2": ("cu.cuIpcOpenMemHandle_v2(ob, ipc, 0)", "", "rt.cudaIpcCloseMemHandle(out_ptr())", OOM),
+    "cuIpcCloseMemHandle": ("cu.cuIpcCloseMemHandle(dsrc)", "assert rt.cudaIpcOpenMemHandle(c.byref(c.c_void_p()), ipc, 0) == 0"),
+    "cuPointerGetAttribute": ("cu.cuPointerGetAttribute(ob, 2, dsrc)",),
+    "cuPointerGetAttributes": ("cu.cuPointerGetAttributes(2, attrs, datas, dsrc)",),
 }
 
 SCRIPT = """
@@ -92,7 +166,7 @@ rt.accelEmuSetFail.argtypes = [c.c_char_p]
 cases = {cases!r}
 
 ob, ob2 = c.create_string_buffer(64), c.create_string_buffer(64)
-out_ptr = lambda: c.c_void_p.from_buffer(ob).value
+out_ptr = lambda: c.c_void_p(c.c_void_p.from_buffer(ob).value)
 def new_stream():
     p = c.c_void_p(); assert rt.cudaStreamCreate(c.byref(p)) == 0; return p
 def new_event(flags=0):
@@ -117,19 +191,98 @@ s0 = new_stream()
 ev_done, t0, t1 = new_event(2), new_event(), new_event()
 assert rt.cudaEventRecord(t0, s0) == rt.cudaEventRecord(t1, s0) == rt.cudaEventRecord(ev_done, s0) == 0
 
+# memory (all on device 0, the current one; dsrc1 on device 1)
+VP, SZ = c.c_void_p, c.c_size_t
+def new_dev(n=4096, dev=0):
+    p = VP(); assert rt.cudaSetDevice(dev) == 0 and rt.cudaMalloc(c.byref(p), n) == 0 and rt.cudaSetDevice(0) == 0
+    return p
+def new_async():
+    p = VP(); assert rt.cudaMallocAsync(c.byref(p), 4096, s0) == 0; return p
+def new_pinned():
+    p = VP(); assert rt.cudaHostAlloc(c.byref(p), 4096, 0) == 0; return p
+class Props(c.Structure):
+    _fields_ = [("allocType", c.c_int), ("handleTypes", c.c_int), ("locType", c.c_int), ("locId", c.c_int),
+                ("win32", c.c_void_p), ("maxSize", c.c_size_t), ("usage", c.c_ushort), ("reserved", c.c_char * 54)]
+pool_props = c.byref(Props(1, 0, 1, 0))
+def new_pool():
+    p = VP(); assert rt.cudaMemPoolCreate(c.byref(p), pool_props) == 0; return p
+class access(c.Structure):
+    _fields_ = [("type", c.c_int), ("id", c.c_int), ("flags", c.c_int)]
+    def __init__(self, dev, flags): super().__init__(1, dev, flags)
+class location(c.Structure):
+    _fields_ = [("type", c.c_int), ("id", c.c_int)]
+    def __init__(self, dev): super().__init__(1, dev)
+def pool_attr(pool, attr):
+    v = c.c_uint64(); r = rt.cudaMemPoolGetAttribute(pool, attr, c.byref(v)); return [r, v.value]
+def fill_pool():           # leaves a free block reserved in upool
+    p = VP()
+    assert rt.cudaMemPoolSetAttribute(upool, 4, c.byref(c.c_uint64(1 << 30))) == 0
+    assert rt.cudaMallocFromPoolAsync(c.byref(p), 4096, upool, s0) == 0 and rt.cudaFreeAsync(p, s0) == 0
+    assert rt.cudaStreamSynchronize(s0) == 0
+def pointer_type(p):
+    at = (c.c_int * 8)(); r = rt.cudaPointerGetAttributes(at, p); return [r, at[0]]
+def api_version(ctx):
+    v = c.c_uint(); return cu.cuCtxGetApiVersion(ctx, c.byref(v))
+def limit(which):
+    v = SZ(); rt.cudaDeviceGetLimit(c.byref(v), which); return v.value
+def cache_config():
+    v = c.c_int(); cu.cuCtxGetCacheConfig(c.byref(v)); return v.value
+def new_ctx():             # a created context of device 1, not left on the stack
+    x = VP(); assert cu.cuCtxCreate_v2(c.byref(x), 0, 1) == 0 and cu.cuCtxPopCurrent_v2(None) == 0; return x
+upool, dpool0 = new_pool(), VP()
+assert rt.cudaDeviceGetDefaultMemPool(c.byref(dpool0), 0) == 0
+dsrc, ddst, dsrc1 = new_dev(), new_dev(), new_dev(dev=1)
+hsrc, hdst, hreg = (c.create_string_buffer(b"\x3c" * 4096, 4096), c.create_string_buffer(4096),
+                    c.create_string_buffer(4096))
+hsrc_p = VP(c.addressof(hsrc))
+assert rt.cudaMemset(dsrc, 0x5a, 4096) == 0 and rt.cudaMemset(dsrc1, 0x6b, 4096) == 0
+pin = new_pinned()
+class Copy2D(c.Structure):
+    _fields_ = [("srcX", SZ), ("srcY", SZ), ("srcType", c.c_int), ("srcHost", VP), ("srcDevice", c.c_uint64),
+                ("srcArray", VP), ("srcPitch", SZ), ("dstX", SZ), ("dstY", SZ), ("dstType", c.c_int),
+                ("dstHost", VP), ("dstDevice", c.c_uint64), ("dstArray", VP), ("dstPitch", SZ),
+                ("width", SZ), ("height", SZ)]
+copy2d = Copy2D(0, 0, 1, c.addressof(hsrc), 0, None, 64, 4, 1, 2, None, ddst.value, None, 32, 16, 4)
+class Handle(c.Structure):
+    _fields_ = [("reserved", c.c_char * 64)]
+ipc = Handle()             # passed by value, as cudaIpcMemHandle_t / CUipcMemHandle are
+assert rt.cudaIpcGetMemHandle(c.byref(ipc), dsrc) == 0
+attrs = (c.c_int * 2)(2, 9)
+datas = (c.c_void_p * 2)(c.addressof(ob), c.addressof(ob2))
+CALLBACK = c.CFUNCTYPE(None, c.c_void_p, c.c_int, c.c_void_p)
+callback = CALLBACK(lambda s, e, a: ran.append(1))
+free0, total0 = SZ(), SZ()
+
 def state():
     dev, cur, flags, act = c.c_int(), c.c_void_p(), c.c_uint(), c.c_int()
     assert rt.cudaStreamSynchronize(s0) == 0               # host functions queued on s0 have run
     active = [cu.cuDevicePrimaryCtxGetState(d, c.byref(flags), c.byref(act)) or act.value for d in range(4)]
     rt.cudaGetDevice(c.byref(dev))
     cu.cuCtxGetCurrent(c.byref(cur))
+    dbytes = c.create_string_buffer(4096)
+    assert rt.cudaMemcpy(dbytes, ddst, 4096, 2) == 0
+    assert rt.cudaMemGetInfo(c.byref(free0), c.byref(total0)) == 0
+    curpool = VP()
+    assert rt.cudaDeviceGetMemPool(c.byref(curpool), 0) == 0
+    acc = c.c_int()
+    assert rt.cudaMemPoolGetAccess(c.byref(acc), upool, c.byref(location(1))) == 0
     return [rt.accelEmuLiveStreams(), rt.accelEmuLiveEvents(), dev.value, cur.value, active,
             rt.cudaStreamQuery(sw), [rt.cudaEventQuery(e) for e in events], len(ran),
-            rt.cudaPeekAtLastError(), ob.raw.hex(), ob2.raw.hex()]
+            rt.cudaPeekAtLastError(), ob.raw.hex(), ob2.raw.hex(),
+            free0.value, pool_attr(dpool0, 7), pool_attr(upool, 7), pool_attr(upool, 5), pool_attr(upool, 4),
+            curpool.value, acc.value, dbytes.raw.hex(), hdst.raw.hex(), [p() for p in probes]]
 
+# Freeing or unregistering pinned memory waits for every device's queued work (as cudaFreeHost does): those
+# cases run last, once the busy stream is released.
+late = ("cuMemHostAlloc", "cuMemAllocHost_v2", "cuMemFreeHost", "cuMemHostRegister_v2", "cuMemHostUnregister")
 got = {{}}
-for name, (call, setup, undo) in cases.items():
-    events = []
+for name, (call, setup, undo) in sorted(cases.items(), key=lambda case: case[0] in late):
+    if name in late and not gate.is_set():
+        gate.set()
+        assert rt.cudaSetDevice(3) == 0 and rt.cudaDeviceSynchronize() == 0 and rt.cudaSetDevice(0) == 0
+    events, probes = [], []
+    c.memset(hdst, 0, 4096)
+    assert rt.cudaMemset(ddst, 0, 4096) == 0
     exec(setup)
     if "er" in globals(): events = [er]
     c.memset(ob, 0xAB, 64); c.memset(ob2, 0xCD, 64)
@@ -165,7 +318,8 @@ def outcomes():
 # Calls whose success the state above cannot see (every other call's success changes it, which shows
 # that the state would see the call had the fault let it through).
 NO_VISIBLE_EFFECT = {"cuDevicePrimaryCtxRelease_v2", "cuDevicePrimaryCtxSetFlags_v2", "cuCtxSynchronize", "cuStreamQuery",
-                     "cuStreamSynchronize", "cuEventQuery", "cuEventSynchronize"}
+                     "cuStreamSynchronize", "cuEventQuery", "cuEventSynchronize",
+                     "cuCtxEnablePeerAccess", "cuProfilerStart", "cuProfilerStop", "cuIpcCloseMemHandle"}
 
 
 @pytest.mark.parametrize("name", list(CASES))
@@ -182,7 +336,8 @@ def test_a_driver_fault_fails_the_call_and_changes_nothing(outcomes, name):
 def test_the_cases_cover_every_armable_driver_entry_point():
     text = (REPO / "accel" / "_emu" / "emu_internal.h").read_text()
     block = text[text.index("#define EMU_DRIVER_SYMBOLS(X)"):]
-    assert sorted(re.findall(r"X\((\w+)\)", block[:block.index("\n\n")])) == sorted(CASES)
+    names = [n for n in re.findall(r"X\((\w+)\)", block[:block.index("\n\n")]) if n != "EMU_DRVMEM_SYMBOLS"]
+    assert sorted(names) == sorted(CASES)
 
 
 def _run(code, **env):

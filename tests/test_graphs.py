@@ -887,3 +887,41 @@ def test_driver_api_capture_through_cuda_bindings():
                           env=env, capture_output=True, text=True, timeout=120, cwd=tempfile.gettempdir())
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "[1, True, 2, 0, 1792, 1792, 1792, 999, 0]"
+
+
+def test_emulator_2d_copies_and_synchronous_copies_during_capture(sm, emu):
+    """A 2-D copy is captured with its pitches and replayed as recorded; a synchronous cudaMemcpy /
+    cudaMemset during a global capture is prohibited (900) and invalidates it."""
+    L, P = emu, ctypes.c_void_p
+    s = sm.Stream().cuda_stream
+    dev = P()
+    assert L.cudaMalloc(ctypes.byref(dev), 64) == 0
+    src = (ctypes.c_ubyte * 64)(*range(64))
+    out = (ctypes.c_ubyte * 64)()
+    g, x = P(), P()
+    try:
+        assert L.cudaMemsetAsync(dev, 0, 64, P(s)) == 0 and L.cudaStreamSynchronize(P(s)) == 0
+        assert L.cudaStreamBeginCapture(P(s), 0) == 0
+        # 4 rows of 8 bytes, 16 apart on the host, 8 apart on the device
+        assert L.cudaMemcpy2DAsync(dev, ctypes.c_size_t(8), src, ctypes.c_size_t(16), ctypes.c_size_t(8),
+                                   ctypes.c_size_t(4), 1, P(s)) == 0
+        assert L.cudaMemcpyAsync(out, dev, ctypes.c_size_t(64), 2, P(s)) == 0
+        assert L.cudaStreamEndCapture(P(s), ctypes.byref(g)) == 0
+        assert L.cudaGraphInstantiate(ctypes.byref(x), g, ctypes.c_ulonglong(0)) == 0
+        assert L.cudaGraphLaunch(x, P(s)) == 0 and L.cudaStreamSynchronize(P(s)) == 0
+        want = [src[16 * r + c] for r in range(4) for c in range(8)] + [0] * 32
+        assert list(out) == want
+        assert L.cudaStreamBeginCapture(P(s), 0) == 0
+        assert L.cudaMemcpy(out, dev, ctypes.c_size_t(64), 2) == UNSUPPORTED
+        g2 = P()
+        assert L.cudaStreamEndCapture(P(s), ctypes.byref(g2)) == INVALIDATED
+        assert L.cudaStreamBeginCapture(P(s), 0) == 0
+        assert L.cudaMemset(dev, 1, ctypes.c_size_t(8)) == UNSUPPORTED
+        assert L.cudaStreamEndCapture(P(s), ctypes.byref(g2)) == INVALIDATED
+    finally:
+        if x.value:
+            L.cudaGraphExecDestroy(x)
+        if g.value:
+            L.cudaGraphDestroy(g)
+        L.cudaFree(dev)
+        L.cudaGetLastError()

@@ -2,6 +2,7 @@
 consistently (fault injection on the emulator), device-count failures are not cached, and both twins
 treat bad device arguments and half-constructed objects alike (issue 12, items 3-8, 10, 13, 14)."""
 import ctypes
+import gc
 import importlib.util
 import json
 import pathlib
@@ -140,16 +141,22 @@ def test_wait_stream_faults_restore_the_device(sm, dev, emu, spec, ctx0):
     dev.set_device(0)
     if not ctx0:
         emu.accelEmuResetContexts()  # no context on 0: each restore records a target instead
-    live = emu.accelEmuLiveEvents()
-    emu.accelEmuSetFail(spec.encode())
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            b.wait_stream(a)
-        except (CudaError, CudaDriverError):
-            pass
-    emu.accelEmuSetFail(None)
-    assert dev.current_device() == 0 and emu.accelEmuLiveEvents() == live
+    gc.collect()                     # earlier tests' Events in cycles must not be destroyed inside the count
+    gc.disable()
+    try:
+        live = emu.accelEmuLiveEvents()
+        emu.accelEmuSetFail(spec.encode())
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                b.wait_stream(a)
+            except (CudaError, CudaDriverError):
+                pass
+        emu.accelEmuSetFail(None)
+        live_after = emu.accelEmuLiveEvents()
+    finally:
+        gc.enable()
+    assert dev.current_device() == 0 and live_after == live
     b.wait_stream(a)
     b.synchronize()
     assert dev.current_device() == 0

@@ -2,7 +2,8 @@
 on both twins, checking afterwards what ELSE changed.
 
 Objects (tests/lifetime_fixtures.py): Stream, ExternalStream, Event (never recorded / recorded),
-DeviceBuffer (own; views over foreign producers through as_buffer and from_dlpack), HostRegistration,
+DeviceBuffer (own; views over foreign producers through as_buffer and from_dlpack), DeviceArray (own;
+typed import of a typed producer through from_dlpack), HostRegistration,
 pinned arrays, DLPack capsules (never consumed, consumed, consumed twice) and, in a fresh interpreter per
 twin, lazy tensors (sources, traced results unsynced and synced).
 Operations: copy.copy / copy.deepcopy / pickle (work with ownership of their own, or a clear TypeError:
@@ -585,7 +586,7 @@ out = {"fork": {}, "lazy": {}}
 
 def child_ops(kind, o):
     mem, sm = ctx.mem, ctx.sm
-    b = o.obj if kind in ("buffer", "view_cai", "view_dlpack") else None
+    b = o.obj if kind in ("buffer", "view_cai", "view_dlpack", "array", "array_dlpack") else None
     ops = {}
     if kind in ("stream", "external_stream"):
         s = o.obj

@@ -92,6 +92,19 @@ def check_emu_synopsis(command):
     assert proc.returncode == 0 and proc.stdout.splitlines()[0] == f"usage: {command}", proc.stdout
 
 
+def check_emu_help(command):
+    proc = shell(command)
+    assert proc.returncode == 0 and proc.stdout.startswith("usage: accel emu "), proc.stderr
+    assert all(f"  {key:6} " in proc.stdout for key in ("h100", "a100", "a10", "l4", "t4", "b200"))
+
+
+def check_profile_machine(command):
+    assert command == "accel emu --profile t4,a100,h100,b200 -- pytest"
+    proc = shell("cd / && accel emu --profile t4,a100,h100,b200 -- python -c "
+                 "'import accel.cuda as c; print([c.get_device_capability(i) for i in range(c.device_count())])'")
+    assert proc.returncode == 0 and proc.stdout.strip() == "[(7, 5), (8, 0), (9, 0), (10, 0)]", proc.stderr
+
+
 def check_collects(command):
     """A pytest command of the README (a benchmark run): it collects what it names, from the checkout."""
     proc = shell(command + " --collect-only -q")
@@ -139,9 +152,13 @@ CHECKS = {
     "accel --help": check_help,
     "accel bench": "tests/test_foundation.py::test_cli_bench_table",
     "accel emu": "tests/test_emu_cli.py",
-    "accel emu [--devices N] [--] COMMAND [ARGS...]": check_emu_synopsis,
+    "accel emu [--devices N] [--profile P] [--] COMMAND [ARGS...]": check_emu_synopsis,
+    "accel emu --help": check_emu_help,
+    "accel emu --profile t4,a100,h100,b200 -- pytest": check_profile_machine,
     'accel emu --devices 2 -- python -c "import torch; print(torch.cuda.device_count())"': check_torch_on_emulator,
     "pip install . -Csetup-args=-Dnative=false": check_pure_python_install,
+    "ACCEL_EMU_MEMORY=2G accel emu --devices 4 -- python -m numba.runtests numba.cuda.tests.cudadrv":
+        "tests/test_standin_numba.py::test_numba_cuda_driver_tests_on_the_emulator",
     "pip install '.[nvml]'": check_nvml_extra,
     "pytest bench/ --benchmark-only": check_collects,
     "pytest bench/test_bench_lazy_tensor.py": check_collects,
@@ -224,7 +241,7 @@ def test_python_m_accel_without_an_install_says_what_to_type():
 def test_help_and_usage_errors(prog):
     proc = shell(f"{prog} --help")
     assert proc.returncode == 0 and proc.stdout.splitlines()[0] == f"usage: {prog} [-h | --help] [bench | emu ...]"
-    assert f"{prog} emu [--devices N] [--] COMMAND [ARGS...]" in proc.stdout
+    assert f"{prog} emu [--devices N] [--profile P] [--] COMMAND [ARGS...]" in proc.stdout
     assert shell(f"{prog} -h").stdout == proc.stdout
     proc = shell(f"{prog} emu --help")
     assert proc.returncode == 0 and proc.stdout.startswith(f"usage: {prog} emu [--devices N]"), proc.stderr

@@ -230,12 +230,12 @@ def test_unsupported_entry_points_are_named_by_the_trace(subprocess_python):
     proc = _run(subprocess_python, """
 h = rt12.__cudaRegisterFatBinary(None)
 rt12.__cudaRegisterFatBinaryEnd(c.c_void_p(h)); rt12.__cudaUnregisterFatBinary(c.c_void_p(h))
-print(json.dumps([h != 0, rt12.cudaGetLastError(), rt12.cudaMemcpy2DAsync(), rt12.cudaGetLastError(),
-                  rt12.cudaMemPoolSetAccess(), rt12.cudaLaunchKernel(), rt13.cudaGetLastError()]))
+print(json.dumps([h != 0, rt12.cudaGetLastError(), rt12.cudaFuncGetAttributes(), rt12.cudaGetLastError(),
+                  rt12.cudaLaunchKernelExC(), rt12.cudaLaunchKernel(), rt13.cudaGetLastError()]))
 """, env={"ACCEL_EMU_TRACE": "1"})
     assert json.loads(proc.stdout) == [True, 0, 801, 801, 801, 801, 801]
     says = "accel emu: {} is not supported by the emulated runtime (returns cudaErrorNotSupported)"
-    assert proc.stderr.splitlines() == [says.format(n) for n in ("cudaMemcpy2DAsync", "cudaMemPoolSetAccess",
+    assert proc.stderr.splitlines() == [says.format(n) for n in ("cudaFuncGetAttributes", "cudaLaunchKernelExC",
                                                                  "cudaLaunchKernel")]
 
 
@@ -347,7 +347,7 @@ def test_accel_emu_runs_a_cuda12_program(tmp_path):
 
 def test_accel_emu_preloads_it_behind_the_cuda13_runtime():
     env = emu.environ(base={})
-    assert env["LD_PRELOAD"].split() == [emu.cudart_path(), emu.driver_path(), emu.cudart12_path()]
+    assert env["LD_PRELOAD"].split() == [emu.cudart_path(), emu.driver_path(), emu.cudart12_path(), emu.nvml_path()]
     code = ("import ctypes, accel.emu, accel.cuda as ac; rt = ctypes.CDLL('libcudart.so.12'); v = ctypes.c_int(); "
             "rt.cudaRuntimeGetVersion(ctypes.byref(v)); p = accel.emu.activate(); "
             "print(v.value, ac.device_count(), p == accel.emu.cudart_path())")

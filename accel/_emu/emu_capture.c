@@ -118,6 +118,10 @@ cudaError_t capture_item(stream_t *s, item_t *it)
         nd->src = it->src;
         nd->n = it->n;
         nd->value = it->value;
+        nd->rows = it->rows;
+        nd->dpitch = it->dpitch;
+        nd->spitch = it->spitch;
+        nd->elem = it->elem;
         nd->dev_dst = it->a1 != NULL;
         nd->dev_src = it->a2 != NULL;
         nd->fn = it->fn;

@@ -8,8 +8,10 @@
  * emu_device.c (devices, primary contexts, device description), emu_stream.c
  * (streams, the worker pool, host functions, fork/unload), emu_event.c
  * (events, IPC event handles), emu_memory.c (allocations, copies, pools,
- * pinned host memory); shared state and hot helpers in emu_runtime.h.  The
- * stand-ins add emu_driver.c (the libcuda.so.1 driver layer) and
+ * pinned host memory), emu_profiles.c (what board each device is),
+ * emu_nvml.c and emu_nvml_device.c (NVML over the physical devices);
+ * shared state and hot helpers in emu_runtime.h.  The
+ * stand-ins add emu_driver.c and emu_drvmem.c (the libcuda.so.1 driver layer) and
  * emu_standin.c (the other libcudart.so.13 exports); the libcudart.so.12
  * stand-in (emu_standin12.c, emu_props12.c) is a stateless layer over the
  * libcudart.so.13 one.
@@ -39,13 +41,16 @@
  *
  * Documented choices where the emulator has to pick:
  *  - Configuration (read once): ACCEL_EMU_DEVICES (0..256, default 4),
- *    ACCEL_EMU_MEMORY (bytes per device, K/M/G/T suffixes, default 80 GiB),
+ *    ACCEL_EMU_PROFILE (the board every device is, default h100, or a mixed
+ *    machine "h100:2,a100:2" of that many devices; the table is
+ *    emu_profiles.c), ACCEL_EMU_MEMORY (bytes per device,
+ *    K/M/G/T suffixes, default the profile's memory: 80 GiB for h100),
  *    ACCEL_EMU_FAIL (symbol:n[,symbol:n...]).  A malformed value makes every
  *    call fail with cudaErrorInitializationError (driver: NOT_INITIALIZED),
  *    so a typo cannot silently run a different configuration.
  *  - ACCEL_EMU_DEVICES is the machine's (physical) devices; CUDA_VISIBLE_DEVICES
  *    selects and renumbers those the runtime shows, as the real driver does
- *    (emu_visible.c, which also holds a minimal NVML over the physical ones).
+ *    (emu_visible.c); NVML (emu_nvml.c) reports the physical ones.
  *    Device ordinals below are visible ones; UUIDs, PCI bus ids and board ids
  *    are the physical device's.
  *  - cudaStreamPerThread is a blocking stream per (thread, device), as in
@@ -141,7 +146,8 @@ cudaError_t g_init_err;             /* non-zero: bad configuration, every call f
 int g_ndev;                         /* visible devices (emu_internal.h) */
 int g_nphys;                        /* the machine's devices (ACCEL_EMU_DEVICES) */
 int g_phys[MAX_DEVICES];            /* visible ordinal -> physical device (emu_internal.h) */
-size_t g_mem_total;                 /* bytes per device */
+size_t g_mem_total[MAX_DEVICES];    /* visible device -> bytes (emu_internal.h) */
+size_t g_phys_mem[MAX_DEVICES];     /* physical device -> bytes (emu_internal.h) */
 
 pthread_mutex_t G = PTHREAD_MUTEX_INITIALIZER;
 pthread_cond_t g_done_cv = PTHREAD_COND_INITIALIZER;  /* any item completed */
@@ -154,6 +160,7 @@ atomic_int g_ctx[MAX_DEVICES];      /* primary context exists (emu_internal.h) *
 __thread int t_dev;                 /* the thread's current device */
 __thread int t_capmode;
 __thread cudaError_t t_last;        /* emu_internal.h */
+__thread unsigned t_binds;          /* emu_internal.h */
 __thread void *t_in_hostfn;         /* emu_runtime.h */
 
 static int parse_size(const char *s, unsigned long long *out)
@@ -191,7 +198,8 @@ void emu_init_once(void)
 typedef struct {
     int nphys, ndev;
     int phys[MAX_DEVICES];
-    size_t mem;
+    const emu_profile_t *profile[MAX_DEVICES];   /* physical device -> its board */
+    size_t mem[MAX_DEVICES];                     /* physical device -> bytes */
     failpt_t fail[MAX_FAIL];
     int nfail;
 } emu_config_t;
@@ -199,7 +207,7 @@ typedef struct {
 /* 0 when the configuration is valid, else the first malformed variable (EMU_CONFIG_* of
  * accelEmuCheckConfig).  Touches no global state: emu_init and accelEmuCheckConfig share it. */
 static int parse_config(const char *devices, const char *visible, const char *memory, const char *fail,
-                        emu_config_t *c)
+                        const char *profile, emu_config_t *c)
 {
     unsigned long long v;
     int bad = 0;
@@ -211,41 +219,65 @@ static int parse_config(const char *devices, const char *visible, const char *me
         else
             c->nphys = (int)v;
     }
+    /* ACCEL_EMU_PROFILE: one board name for every device, or a machine ("h100:2,a100:2"), whose size
+     * ACCEL_EMU_DEVICES may repeat but not contradict. */
+    int bad_profile = 0;
+    for (int d = 0; d < MAX_DEVICES; d++) c->profile[d] = emu_profile_at(0);
+    if (profile && *profile) {
+        const emu_profile_t *board = emu_profile_find(profile, strlen(profile));
+        if (board) {
+            for (int d = 0; d < MAX_DEVICES; d++) c->profile[d] = board;
+        } else {
+            const emu_profile_t *rows[MAX_DEVICES];
+            int np = emu_profiles_parse(profile, rows);
+            if (np < 0 || (devices && *devices && !bad && np != c->nphys)) {
+                bad_profile = 1;
+            } else {
+                memcpy(c->profile, rows, sizeof *rows * (size_t)np);
+                if (!bad) c->nphys = np;
+            }
+        }
+    }
     c->ndev = emu_visible_devices(visible, c->nphys, c->phys);
     if (c->ndev < 0) {
         c->ndev = 0;
         if (!bad) bad = 2;
     }
-    c->mem = (size_t)80 << 30;
+    int mem_set = 0;
     if (memory && *memory) {
         if (parse_size(memory, &v)) { if (!bad) bad = 3; }
-        else c->mem = (size_t)v;
+        else mem_set = 1;
     }
+    for (int d = 0; d < MAX_DEVICES; d++) c->mem[d] = mem_set ? (size_t)v : (size_t)c->profile[d]->memory;
     c->nfail = 0;
     if (fail && *fail && parse_fail_spec(fail, c->fail, &c->nfail) && !bad) bad = 4;
+    if (bad_profile && !bad) bad = 5;
     return bad;
 }
 
 /* Whether the emulator would accept this configuration (the values of ACCEL_EMU_DEVICES,
- * CUDA_VISIBLE_DEVICES, ACCEL_EMU_MEMORY, ACCEL_EMU_FAIL; NULL: unset), without reading or changing
- * any state: 0 when valid, else 1, 2, 3 or 4 for the first malformed one in that order.  accel.emu
+ * CUDA_VISIBLE_DEVICES, ACCEL_EMU_MEMORY, ACCEL_EMU_FAIL, ACCEL_EMU_PROFILE; NULL: unset), without
+ * reading or changing any state: 0 when valid, else 1 to 5 for the first malformed one in that order.  accel.emu
  * checks with it before it loads the stand-ins, so a malformed value changes nothing. */
-EXPORT int accelEmuCheckConfig(const char *devices, const char *visible, const char *memory, const char *fail)
+EXPORT int accelEmuCheckConfig(const char *devices, const char *visible, const char *memory, const char *fail,
+                               const char *profile)
 {
     emu_config_t c;
-    return parse_config(devices, visible, memory, fail, &c);
+    return parse_config(devices, visible, memory, fail, profile, &c);
 }
 
 void emu_init(void)
 {
     static emu_config_t c;              /* emu_init runs once */
     if (parse_config(getenv("ACCEL_EMU_DEVICES"), getenv("CUDA_VISIBLE_DEVICES"), getenv("ACCEL_EMU_MEMORY"),
-                     getenv("ACCEL_EMU_FAIL"), &c))
+                     getenv("ACCEL_EMU_FAIL"), getenv("ACCEL_EMU_PROFILE"), &c))
         g_init_err = cudaErrorInitializationError;
     g_nphys = c.nphys;
     g_ndev = c.ndev;
     memcpy(g_phys, c.phys, sizeof g_phys);
-    g_mem_total = c.mem;
+    memcpy(g_phys_mem, c.mem, sizeof g_phys_mem);
+    for (int d = 0; d < c.ndev; d++) g_mem_total[d] = c.mem[c.phys[d]];
+    emu_profiles_set(c.profile, c.nphys);
     if (!g_init_err) set_fail_points(c.fail, c.nfail);
     g_tls_key_made = pthread_key_create(&g_tls_key, stream_tls_destroy) == 0;
     pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
@@ -343,9 +375,14 @@ EXPORT cudaError_t cudaPeekAtLastError(void)
     return t_last;
 }
 
+/* The version queries do not initialise the emulator, as a real runtime's load no device list: a
+ * CUDA_VISIBLE_DEVICES set after them still applies (numba-cuda and cuda.bindings ask for versions at
+ * import).  Once the emulator is initialised they check its configuration and faults like every call. */
+#define VERSION_ENTER(sym) do { if (atomic_load(&g_ready)) RT_ENTER(sym, cudaErrorUnknown); } while (0)
+
 EXPORT cudaError_t cudaDriverGetVersion(int *v)
 {
-    RT_ENTER(cudaDriverGetVersion, cudaErrorUnknown);
+    VERSION_ENTER(cudaDriverGetVersion);
     if (!v) return fail(cudaErrorInvalidValue);
     *v = EMU_CUDA_VERSION;
     return cudaSuccess;
@@ -353,7 +390,7 @@ EXPORT cudaError_t cudaDriverGetVersion(int *v)
 
 EXPORT cudaError_t cudaRuntimeGetVersion(int *v)
 {
-    RT_ENTER(cudaRuntimeGetVersion, cudaErrorUnknown);
+    VERSION_ENTER(cudaRuntimeGetVersion);
     if (!v) return fail(cudaErrorInvalidValue);
     *v = EMU_CUDA_VERSION;
     return cudaSuccess;
@@ -387,7 +424,7 @@ EXPORT CUresult cuInit(unsigned int flags)
 
 EXPORT CUresult cuDriverGetVersion(int *v)
 {
-    DRV_ENTER(cuDriverGetVersion);
+    if (atomic_load(&g_ready)) DRV_ENTER(cuDriverGetVersion);      /* as VERSION_ENTER */
     if (!v) return CUDA_ERROR_INVALID_VALUE;
     *v = EMU_CUDA_VERSION;
     return CUDA_SUCCESS;

@@ -30,6 +30,7 @@ EXPORT cudaError_t cudaSetDevice(int dev)
     RT_NEED_DEVICE();
     if (dev < 0 || dev >= g_ndev) return fail(cudaErrorInvalidDevice);
     t_dev = dev;
+    t_binds++;
     ensure_ctx(dev);
     return cudaSuccess;
 }
@@ -55,6 +56,41 @@ EXPORT cudaError_t cudaDeviceGetStreamPriorityRange(int *least, int *greatest)
     RT_NEED_DEVICE();
     if (least) *least = PRIO_LEAST;
     if (greatest) *greatest = PRIO_GREATEST;
+    return cudaSuccess;
+}
+
+/* ------------------------------------------------------------------- limits */
+
+/* cudaLimit 0-6 per device, with the defaults of a real device; a kernel would read them, the emulator
+ * only keeps them.  MaxL2FetchGranularity takes 0..128 (a power of two is what a device uses). */
+enum { LIMIT_COUNT = 7, LIMIT_L2_FETCH = 5, cudaErrorUnsupportedLimit = 215 };
+static const size_t g_limit_default[LIMIT_COUNT] = { 1024, 1048576, 8388608, 2, 2048, 64, 0 };
+static size_t g_limits[MAX_DEVICES][LIMIT_COUNT];
+static unsigned char g_limits_set[MAX_DEVICES][LIMIT_COUNT];
+
+EXPORT cudaError_t cudaDeviceSetLimit(int limit, size_t value)
+{
+    RT_ENTER(cudaDeviceSetLimit, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    if (limit < 0 || limit >= LIMIT_COUNT) return fail(cudaErrorUnsupportedLimit);
+    if (limit == LIMIT_L2_FETCH && value > 128) return fail(cudaErrorInvalidValue);
+    ensure_ctx(t_dev);
+    pthread_mutex_lock(&G);
+    g_limits[t_dev][limit] = value;
+    g_limits_set[t_dev][limit] = 1;
+    pthread_mutex_unlock(&G);
+    return cudaSuccess;
+}
+
+EXPORT cudaError_t cudaDeviceGetLimit(size_t *value, int limit)
+{
+    RT_ENTER(cudaDeviceGetLimit, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    if (!value) return fail(cudaErrorInvalidValue);
+    if (limit < 0 || limit >= LIMIT_COUNT) return fail(cudaErrorUnsupportedLimit);
+    pthread_mutex_lock(&G);
+    *value = g_limits_set[t_dev][limit] ? g_limits[t_dev][limit] : g_limit_default[limit];
+    pthread_mutex_unlock(&G);
     return cudaSuccess;
 }
 
@@ -96,7 +132,7 @@ static cudaError_t get_props(void *p, int dev)
 {
     if (!p) return fail(cudaErrorInvalidValue);
     if (dev < 0 || dev >= g_ndev) return fail(cudaErrorInvalidDevice);
-    emu_fill_props(p, g_phys[dev], g_mem_total);
+    emu_fill_props(p, g_phys[dev], g_mem_total[dev]);
     return cudaSuccess;
 }
 

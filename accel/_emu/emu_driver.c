@@ -5,12 +5,13 @@
  * flags and error codes share their values).  Runtime calls made here leave the thread's runtime
  * last error as it was: the driver API never touches it.
  *
- * Contexts: the only contexts are the devices' primary contexts (handle CTX_BASE + 256*ordinal + 0x90,
- * aligned like a real context pointer).
- * Each thread has a context stack (cuCtxPush/Pop/SetCurrent); its top is the runtime's current
- * device (cudaSetDevice replaces it).  A thread with an empty stack sees the primary context of the
- * runtime's current device once that context is active (the runtime made it current), NULL before,
- * as with real CUDA.
+ * Contexts: each device's primary context (handle CTX_BASE + 256*ordinal + 0x90, aligned like a real
+ * context pointer) and contexts made by cuCtxCreate (tag 0xa0), which share their device's work and
+ * memory.  Each thread has a context stack (cuCtxPush/Pop/SetCurrent); its top is a context of the
+ * runtime's current device (cudaSetDevice to another device replaces it with that device's primary
+ * context).  A thread with an empty stack sees the primary context of the runtime's current device once
+ * that context is active (the runtime made it current), NULL before and after the thread popped its
+ * last context, as with real CUDA.  Memory entry points are in emu_drvmem.c.
  *
  * cuGetProcAddress resolves names in this table only, by name and ABI version; a `_ptsz`/`_ptds`
  * name or the per-thread-default-stream flag gives the variant whose NULL stream is the calling
@@ -20,27 +21,11 @@
  * Fault injection: every entry point that can fail has a hook armed by its exported name
  * (ACCEL_EMU_FAIL="cuStreamCreate:1,...", accelEmuSetFail; EMU_DRIVER_SYMBOLS in emu_internal.h).
  * The armed call fails before it changes anything, with CUDA_ERROR_OUT_OF_MEMORY when it creates a
- * stream or an event and CUDA_ERROR_UNKNOWN otherwise.  A `_ptsz` variant, or the pointer
+ * context, stream, event, pool or allocation and CUDA_ERROR_UNKNOWN otherwise.  A `_ptsz` variant, or the pointer
  * cuGetProcAddress hands out, counts as the entry point it is a variant of; one call counts one
  * driver name (the runtime calls it makes inside count their own runtime names, as before). */
-#include <stdint.h>
-#include <string.h>
-
-#include "emu_internal.h"
+#include "emu_driver.h"
 #include "emu_props.h"
-
-#define EXPORT __attribute__((visibility("default")))
-
-typedef int CUresult;
-typedef int CUdevice;
-typedef void *CUcontext;
-typedef void *CUstream;
-typedef void *CUevent;
-typedef void (*CUhostFn)(void *);
-
-enum { CUDA_SUCCESS = 0, CUDA_ERROR_INVALID_VALUE = 1, CUDA_ERROR_OUT_OF_MEMORY = 2, CUDA_ERROR_NOT_INITIALIZED = 3,
-       CUDA_ERROR_NO_DEVICE = 100, CUDA_ERROR_INVALID_DEVICE = 101, CUDA_ERROR_INVALID_CONTEXT = 201,
-       CUDA_ERROR_NOT_FOUND = 500, CUDA_ERROR_NOT_SUPPORTED = 801, CUDA_ERROR_UNKNOWN = 999 };
 
 /* The runtime entry points used here (emu_device.c, emu_stream.c, emu_event.c, emu_memory.c). */
 int cudaGetDeviceCount(int *);
@@ -69,58 +54,103 @@ int cudaEventRecordWithFlags(void *, void *, unsigned int);
 int cudaEventQuery(void *);
 int cudaEventSynchronize(void *);
 int cudaEventElapsedTime(float *, void *, void *);
-int accelEmuDeviceCount(void);
+int cudaDeviceSetLimit(int, size_t);
+int cudaDeviceGetLimit(size_t *, int);
+int cudaDeviceEnablePeerAccess(int, unsigned int);
+int cudaDeviceCanAccessPeer(int *, int, int);
+int cudaProfilerStart(void);
+int cudaProfilerStop(void);
+int cudaStreamAddCallback(void *, void (*)(void *, int, void *), void *, unsigned int);
 CUresult cuInit(unsigned int);
 CUresult cuDriverGetVersion(int *);
 CUresult cuDevicePrimaryCtxGetState(CUdevice, unsigned int *, int *);
 CUresult cuGetErrorName(CUresult, const char **);
 CUresult cuGetErrorString(CUresult, const char **);
 
-/* A runtime call as the driver makes it: the thread's runtime last error is kept, and the codes
- * the emulated runtime returns have the same values in the driver API. */
-#define RT(call) __extension__({ int saved_ = t_last; int r_ = (call); t_last = saved_; r_; })
-
-/* Configuration errors (ACCEL_EMU_* malformed) read as "not initialised", as in emu_core.c. */
-#define DRV_INIT() do { if (accelEmuDeviceCount() < 0) return CUDA_ERROR_NOT_INITIALIZED; } while (0)
-
-/* Prologue of every entry point that can fail: the configuration check, then its fault hook. */
-#define DRV_ENTER(sym) do { DRV_INIT(); if (EMU_FAULT(sym)) return CUDA_ERROR_UNKNOWN; } while (0)
-#define DRV_ENTER_CREATE(sym) do { DRV_INIT(); if (EMU_FAULT(sym)) return CUDA_ERROR_OUT_OF_MEMORY; } while (0)
-
 /* ------------------------------------------------------------------ contexts */
 
 #define CTX_BASE 0x5c0000000000ull
-#define CTX_TAG 0x90u
+#define CTX_TAG 0x90u               /* a primary context: CTX_BASE + 256*ordinal + CTX_TAG */
+#define CTX_TAG_OWN 0xa0u           /* a created one: CTX_BASE + 256*(MAX + id) + CTX_TAG_OWN */
 #define CTX_DEPTH 64
 
 static __thread CUcontext t_stack[CTX_DEPTH];
 static __thread int t_depth;
+/* The thread emptied its stack (popped or set NULL its last context): none is current, until it pushes
+ * or sets one or the runtime makes a device current again (t_binds moved past t_unbound_at). */
+static __thread int t_unbound;
+static __thread unsigned t_unbound_at;
 
-static CUcontext primary(int dev) { return (CUcontext)(uintptr_t)(CTX_BASE + ((uint64_t)dev << 8) + CTX_TAG); }
+/* Created contexts (cuCtxCreate): their device and flags by id; ids only grow, so a destroyed context's
+ * handle never names a later one. */
+typedef struct { int device; int live; unsigned int flags; } ownctx_t;
+static pthread_mutex_t g_ctx_lock = PTHREAD_MUTEX_INITIALIZER;
+static ownctx_t *g_own;
+static size_t g_nown, g_capown;
 
-static int ctx_device(CUcontext c)
+CUcontext ctx_primary(int dev) { return (CUcontext)(uintptr_t)(CTX_BASE + ((uint64_t)dev << 8) + CTX_TAG); }
+
+static CUcontext ctx_own(size_t id)
 {
-    uint64_t v = (uint64_t)(uintptr_t)c;
-    if (v < CTX_BASE || (v & 0xff) != CTX_TAG) return -1;
-    uint64_t dev = (v - CTX_BASE) >> 8;
-    return dev < (uint64_t)g_ndev ? (int)dev : -1;
+    return (CUcontext)(uintptr_t)(CTX_BASE + ((uint64_t)(EMU_MAX_DEVICES + id) << 8) + CTX_TAG_OWN);
 }
 
-/* The top of the stack is always the runtime's current device's primary context: the driver makes
- * the runtime follow every change of the top, and cudaSetDevice replaces the top, as in CUDA. */
-static CUcontext current_ctx(void)
+/* The id of a created context's handle (live or not), -1 if it is not one. */
+static long own_id(CUcontext c)
+{
+    uint64_t v = (uint64_t)(uintptr_t)c;
+    if (v < CTX_BASE || (v & 0xff) != CTX_TAG_OWN) return -1;
+    uint64_t id = ((v - CTX_BASE) >> 8) - EMU_MAX_DEVICES;
+    return (v - CTX_BASE) >> 8 >= EMU_MAX_DEVICES && id < (1ull << 40) ? (long)id : -1;
+}
+
+int ctx_device(CUcontext c)
+{
+    uint64_t v = (uint64_t)(uintptr_t)c;
+    if (v < CTX_BASE) return -1;
+    if ((v & 0xff) == CTX_TAG) {
+        uint64_t dev = (v - CTX_BASE) >> 8;
+        return dev < (uint64_t)g_ndev ? (int)dev : -1;
+    }
+    long id = own_id(c);
+    if (id < 0) return -1;
+    pthread_mutex_lock(&g_ctx_lock);
+    int dev = (size_t)id < g_nown && g_own[id].live ? g_own[id].device : -1;
+    pthread_mutex_unlock(&g_ctx_lock);
+    return dev;
+}
+
+/* The top of the stack is always a context of the runtime's current device: the driver makes the
+ * runtime follow every change of the top, and cudaSetDevice to another device replaces the top with
+ * that device's primary context, as in CUDA. */
+CUcontext current_ctx(void)
 {
     int dev = 0;
     if (RT(cudaGetDevice(&dev))) return NULL;
-    if (t_depth) return t_stack[t_depth - 1] = primary(dev);
-    return atomic_load(&g_ctx[dev]) ? primary(dev) : NULL;
+    if (t_depth) {
+        CUcontext top = t_stack[t_depth - 1];
+        if ((uintptr_t)top % 256 == CTX_TAG || ctx_device(top) != dev) top = t_stack[t_depth - 1] = ctx_primary(dev);
+        return top;
+    }
+    if (t_unbound && t_binds == t_unbound_at) return NULL;
+    t_unbound = 0;
+    return atomic_load(&g_ctx[dev]) ? ctx_primary(dev) : NULL;
+}
+
+/* The stack is now empty: no context is current on this thread. */
+static void unbind(void)
+{
+    t_unbound = 1;
+    t_unbound_at = t_binds;
 }
 
 /* Makes c's device the runtime's current one (c is a valid context or NULL).  The stack changes
  * only once it succeeded, so a refused change leaves the stack and the runtime's device as they were. */
 static CUresult follow(CUcontext c)
 {
-    return c ? RT(cudaSetDevice(ctx_device(c))) : CUDA_SUCCESS;
+    if (!c) return CUDA_SUCCESS;
+    int dev = ctx_device(c);
+    return dev < 0 ? CUDA_ERROR_INVALID_CONTEXT : RT(cudaSetDevice(dev));
 }
 
 EXPORT CUresult cuDeviceGetCount(int *count)
@@ -215,17 +245,33 @@ EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice dev)
     if (!ctx) return CUDA_ERROR_INVALID_VALUE;
     if (dev < 0 || dev >= g_ndev) return CUDA_ERROR_INVALID_DEVICE;
     atomic_store(&g_ctx[dev], 1);
-    *ctx = primary(dev);
+    *ctx = ctx_primary(dev);
     return CUDA_SUCCESS;
 }
 
 /* The runtime holds its own reference to every primary context it made current, so releasing the
- * driver's references never deactivates one; reset is cudaDeviceReset's driver form and is
- * refused like it (the emulator cannot tear down a device's streams and events under accel). */
+ * driver's references never deactivates one. */
 EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
 {
     DRV_ENTER(cuDevicePrimaryCtxRelease_v2);
     return dev < 0 || dev >= g_ndev ? CUDA_ERROR_INVALID_DEVICE : CUDA_SUCCESS;
+}
+
+/* Reset waits for the device's queued work and deactivates its primary context (a later retain, push or
+ * runtime call activates it again, with the same handle).  Unlike a real reset it leaves the device's
+ * allocations, streams and events alone: the emulator cannot destroy them under their other users. */
+EXPORT CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev)
+{
+    DRV_ENTER(cuDevicePrimaryCtxReset_v2);
+    if (dev < 0 || dev >= g_ndev) return CUDA_ERROR_INVALID_DEVICE;
+    int cur = 0;
+    CUresult r = RT(cudaGetDevice(&cur));
+    if (!r && cur != dev) r = RT(cudaSetDevice(dev));
+    if (!r) r = RT(cudaDeviceSynchronize());
+    if (cur != dev) RT(cudaSetDevice(cur));
+    if (r) return r;
+    atomic_store(&g_ctx[dev], 0);
+    return CUDA_SUCCESS;
 }
 
 EXPORT CUresult cuDevicePrimaryCtxSetFlags_v2(CUdevice dev, unsigned int flags)
@@ -250,10 +296,12 @@ EXPORT CUresult cuCtxSetCurrent(CUcontext ctx)
     if (!ctx) {                     /* pops the top; the context below becomes current */
         CUresult r = t_depth > 1 ? follow(t_stack[t_depth - 2]) : CUDA_SUCCESS;
         if (!r && t_depth) t_depth--;
+        if (!r && !t_depth) unbind();
         return r;
     }
     CUresult r = follow(ctx);
     if (r) return r;
+    t_unbound = 0;
     if (t_depth) t_stack[t_depth - 1] = ctx;
     else t_stack[t_depth++] = ctx;
     return CUDA_SUCCESS;
@@ -265,7 +313,10 @@ EXPORT CUresult cuCtxPushCurrent_v2(CUcontext ctx)
     if (ctx_device(ctx) < 0) return CUDA_ERROR_INVALID_CONTEXT;
     if (t_depth == CTX_DEPTH) return CUDA_ERROR_INVALID_VALUE;
     CUresult r = follow(ctx);
-    if (!r) t_stack[t_depth++] = ctx;
+    if (!r) {
+        t_stack[t_depth++] = ctx;
+        t_unbound = 0;
+    }
     return r;
 }
 
@@ -273,9 +324,11 @@ EXPORT CUresult cuCtxPopCurrent_v2(CUcontext *out)
 {
     DRV_ENTER(cuCtxPopCurrent_v2);
     if (!t_depth) return CUDA_ERROR_INVALID_CONTEXT;
+    current_ctx();                  /* the top follows a device the runtime made current since */
     CUresult r = t_depth > 1 ? follow(t_stack[t_depth - 2]) : CUDA_SUCCESS;
     if (r) return r;
     CUcontext c = t_stack[--t_depth];
+    if (!t_depth) unbind();
     if (out) *out = c;
     return CUDA_SUCCESS;
 }
@@ -311,8 +364,12 @@ EXPORT CUresult cuCtxGetFlags(unsigned int *flags)
 {
     DRV_ENTER(cuCtxGetFlags);
     if (!flags) return CUDA_ERROR_INVALID_VALUE;
-    if (!current_ctx()) return CUDA_ERROR_INVALID_CONTEXT;
-    *flags = 0;
+    CUcontext c = current_ctx();
+    if (!c) return CUDA_ERROR_INVALID_CONTEXT;
+    long own = own_id(c);
+    pthread_mutex_lock(&g_ctx_lock);
+    *flags = own < 0 ? 0 : g_own[own].flags;
+    pthread_mutex_unlock(&g_ctx_lock);
     return CUDA_SUCCESS;
 }
 
@@ -323,7 +380,8 @@ EXPORT CUresult cuCtxGetId(CUcontext ctx, unsigned long long *id)
     if (!ctx) ctx = current_ctx();
     int dev = ctx_device(ctx);
     if (dev < 0) return CUDA_ERROR_INVALID_CONTEXT;
-    *id = (unsigned long long)dev + 1;
+    long own = own_id(ctx);
+    *id = own < 0 ? (unsigned long long)dev + 1 : (unsigned long long)(EMU_MAX_DEVICES + 1 + own);
     return CUDA_SUCCESS;
 }
 
@@ -341,10 +399,160 @@ EXPORT CUresult cuMemGetInfo_v2(size_t *freeb, size_t *total)
     return RT(cudaMemGetInfo(freeb, total));
 }
 
+/* Created contexts are contexts of their device like its primary one: the emulator keeps streams,
+ * events and memory per device, so they share the device's work and memory (a real driver gives each
+ * context its own).  Creating pushes the context on the calling thread's stack; destroying removes it
+ * from the calling thread's stack and makes its handle invalid (another thread that still has it on top
+ * of its stack finds its device's primary context there instead). */
+#define CTX_CREATE_FLAGS 0x1fu      /* scheduling (0-7), MAP_HOST, LMEM_RESIZE_TO_MAX */
+
+static CUresult ctx_create(CUcontext *out, unsigned int flags, CUdevice dev)
+{
+    if (!out || (flags & ~CTX_CREATE_FLAGS) || (flags & 7) == 3 || (flags & 7) > 4) return CUDA_ERROR_INVALID_VALUE;
+    if (dev < 0 || dev >= g_ndev) return CUDA_ERROR_INVALID_DEVICE;
+    if (t_depth == CTX_DEPTH) return CUDA_ERROR_OUT_OF_MEMORY;
+    pthread_mutex_lock(&g_ctx_lock);
+    if (g_nown == g_capown) {
+        size_t nc = g_capown ? g_capown * 2 : 16;
+        ownctx_t *no = realloc(g_own, nc * sizeof *no);
+        if (no) { g_own = no; g_capown = nc; }
+    }
+    size_t id = g_nown;
+    int ok = g_nown < g_capown;
+    if (ok) g_own[g_nown++] = (ownctx_t){ dev, 1, flags };
+    pthread_mutex_unlock(&g_ctx_lock);
+    if (!ok) return CUDA_ERROR_OUT_OF_MEMORY;
+    CUcontext c = ctx_own(id);
+    CUresult r = follow(c);
+    if (r) {                        /* never handed out: the id stays retired */
+        pthread_mutex_lock(&g_ctx_lock);
+        g_own[id].live = 0;
+        pthread_mutex_unlock(&g_ctx_lock);
+        return r;
+    }
+    atomic_store(&g_ctx[dev], 1);
+    t_stack[t_depth++] = c;
+    t_unbound = 0;
+    *out = c;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuCtxCreate_v2(CUcontext *ctx, unsigned int flags, CUdevice dev)
+{
+    DRV_ENTER_CREATE(cuCtxCreate_v2);
+    return ctx_create(ctx, flags, dev);
+}
+
+/* Execution affinity (v3, v4) and CIG (v4) parameters are not modelled: none may be given. */
+EXPORT CUresult cuCtxCreate_v3(CUcontext *ctx, const void *params, int nparams, unsigned int flags, CUdevice dev)
+{
+    DRV_ENTER_CREATE(cuCtxCreate_v3);
+    if (nparams < 0 || (nparams && !params)) return CUDA_ERROR_INVALID_VALUE;
+    if (nparams) return CUDA_ERROR_NOT_SUPPORTED;
+    return ctx_create(ctx, flags, dev);
+}
+
+typedef struct { const void *affinity; int naffinity; const void *cig; } ctx_create_params_t;
+
+EXPORT CUresult cuCtxCreate_v4(CUcontext *ctx, const ctx_create_params_t *params, unsigned int flags, CUdevice dev)
+{
+    DRV_ENTER_CREATE(cuCtxCreate_v4);
+    if (params && (params->naffinity < 0 || (params->naffinity && !params->affinity))) return CUDA_ERROR_INVALID_VALUE;
+    if (params && (params->naffinity || params->cig)) return CUDA_ERROR_NOT_SUPPORTED;
+    return ctx_create(ctx, flags, dev);
+}
+
+EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx)
+{
+    DRV_ENTER(cuCtxDestroy_v2);
+    long id = own_id(ctx);
+    if (id < 0 || ctx_device(ctx) < 0) return CUDA_ERROR_INVALID_CONTEXT;
+    /* the new top, once every entry of ctx is gone from this thread's stack */
+    int n = 0;
+    CUcontext rest[CTX_DEPTH];
+    for (int i = 0; i < t_depth; i++)
+        if (t_stack[i] != ctx) rest[n++] = t_stack[i];
+    CUresult r = n && n != t_depth && t_stack[t_depth - 1] == ctx ? follow(rest[n - 1]) : CUDA_SUCCESS;
+    if (r) return r;
+    pthread_mutex_lock(&g_ctx_lock);
+    g_own[id].live = 0;
+    pthread_mutex_unlock(&g_ctx_lock);
+    if (n != t_depth) {
+        memcpy(t_stack, rest, (size_t)n * sizeof *rest);
+        t_depth = n;
+        if (!n) unbind();
+    }
+    return CUDA_SUCCESS;
+}
+
+/* Limits are the runtime's (cudaDeviceSetLimit) for 0-6; the driver-only ones do not exist here. */
+EXPORT CUresult cuCtxSetLimit(int limit, size_t value)
+{
+    DRV_ENTER(cuCtxSetLimit);
+    NEED_CTX();
+    return limit < 0 || limit > 6 ? CUDA_ERROR_UNSUPPORTED_LIMIT : RT(cudaDeviceSetLimit(limit, value));
+}
+
+EXPORT CUresult cuCtxGetLimit(size_t *value, int limit)
+{
+    DRV_ENTER(cuCtxGetLimit);
+    if (!value) return CUDA_ERROR_INVALID_VALUE;
+    NEED_CTX();
+    return limit < 0 || limit > 6 ? CUDA_ERROR_UNSUPPORTED_LIMIT : RT(cudaDeviceGetLimit(value, limit));
+}
+
+/* The cache preference is accepted and reported back (it shapes nothing on the emulator). */
+static __thread int t_cache_config;
+
+EXPORT CUresult cuCtxSetCacheConfig(int config)
+{
+    DRV_ENTER(cuCtxSetCacheConfig);
+    NEED_CTX();
+    if (config < 0 || config > 3) return CUDA_ERROR_INVALID_VALUE;
+    t_cache_config = config;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuCtxGetCacheConfig(int *config)
+{
+    DRV_ENTER(cuCtxGetCacheConfig);
+    if (!config) return CUDA_ERROR_INVALID_VALUE;
+    NEED_CTX();
+    *config = t_cache_config;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuCtxEnablePeerAccess(CUcontext peer, unsigned int flags)
+{
+    DRV_ENTER(cuCtxEnablePeerAccess);
+    int dev = ctx_device(peer);
+    if (dev < 0) return CUDA_ERROR_INVALID_CONTEXT;
+    NEED_CTX();
+    return RT(cudaDeviceEnablePeerAccess(dev, flags));
+}
+
+EXPORT CUresult cuDeviceCanAccessPeer(int *can, CUdevice dev, CUdevice peer)
+{
+    DRV_ENTER(cuDeviceCanAccessPeer);
+    return RT(cudaDeviceCanAccessPeer(can, dev, peer));
+}
+
+EXPORT CUresult cuProfilerStart(void)
+{
+    DRV_ENTER(cuProfilerStart);
+    NEED_CTX();
+    return RT(cudaProfilerStart());
+}
+
+EXPORT CUresult cuProfilerStop(void)
+{
+    DRV_ENTER(cuProfilerStop);
+    NEED_CTX();
+    return RT(cudaProfilerStop());
+}
+
 /* -------------------------------------------------------- streams and events */
 
-/* Work is created in the current context; none current is an error in the driver API. */
-#define NEED_CTX() do { if (!current_ctx()) return CUDA_ERROR_INVALID_CONTEXT; } while (0)
 
 static CUresult stream_create(CUstream *s, unsigned int flags, int prio)
 {
@@ -375,6 +583,8 @@ STREAM_FN(cuStreamGetId, (CUstream s, unsigned long long *id), cudaStreamGetId(s
 STREAM_FN(cuStreamGetDevice, (CUstream s, CUdevice *dev), cudaStreamGetDevice(s, dev))
 STREAM_FN(cuStreamIsCapturing, (CUstream s, int *status), cudaStreamIsCapturing(s, status))
 STREAM_FN(cuLaunchHostFunc, (CUstream s, CUhostFn fn, void *arg), cudaLaunchHostFunc(s, fn, arg))
+STREAM_FN(cuStreamAddCallback, (CUstream s, void (*cb)(void *, int, void *), void *arg, unsigned int flags),
+          cudaStreamAddCallback(s, cb, arg, flags))
 STREAM_FN(cuEventDestroy_v2, (CUevent e), cudaEventDestroy(e))
 STREAM_FN(cuEventRecord, (CUevent e, CUstream s), cudaEventRecordWithFlags(e, s, 0))
 STREAM_FN(cuEventRecordWithFlags, (CUevent e, CUstream s, unsigned int flags), cudaEventRecordWithFlags(e, s, flags))
@@ -387,7 +597,7 @@ static CUresult stream_ctx(CUstream s, CUcontext *ctx)
     int dev;
     if (!ctx) return CUDA_ERROR_INVALID_VALUE;
     CUresult r = RT(cudaStreamGetDevice(s, &dev));
-    if (!r) *ctx = primary(dev);
+    if (!r) *ctx = ctx_primary(dev);
     return r;
 }
 
@@ -418,9 +628,15 @@ EXPORT CUresult cuEventCreate(CUevent *e, unsigned int flags)
     X(cuLaunchCooperativeKernel) X(cuLaunchKernelEx) X(cuLinkAddData_v2) X(cuLinkComplete) \
     X(cuLinkCreate_v2) X(cuLinkDestroy) X(cuModuleGetFunction) X(cuModuleLoad) X(cuModuleLoadData) \
     X(cuModuleLoadDataEx) X(cuModuleUnload) X(cuOccupancyMaxActiveBlocksPerMultiprocessor) \
-    X(cuPointerGetAttribute) X(cuTensorMapEncodeTiled) X(cuLibraryLoadData) X(cuLibraryUnload) \
-    X(cuLibraryGetKernel) X(cuKernelGetFunction) X(cuGetExportTable) X(cuDevicePrimaryCtxReset_v2) \
-    X(cuCtxCreate) X(cuCtxDestroy)
+    X(cuTensorMapEncodeTiled) X(cuLibraryLoadData) X(cuLibraryUnload) \
+    X(cuLibraryGetKernel) X(cuKernelGetFunction) X(cuGetExportTable) X(cuModuleLoadFatBinary) \
+    X(cuModuleGetGlobal_v2) X(cuModuleGetTexRef) X(cuLibraryLoadFromFile) X(cuLibraryGetModule) \
+    X(cuLibraryGetGlobal) X(cuLibraryGetManaged) X(cuKernelGetAttribute) X(cuKernelSetAttribute) \
+    X(cuKernelSetCacheConfig) X(cuLinkAddFile_v2) X(cuFuncGetParamInfo) X(cuFuncGetName) \
+    X(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags) X(cuOccupancyMaxPotentialBlockSize) \
+    X(cuOccupancyMaxPotentialBlockSizeWithFlags) X(cuOccupancyAvailableDynamicSMemPerBlock) \
+    X(cuLaunch) X(cuLaunchGrid) X(cuLaunchGridAsync) X(cuStreamBeginCaptureToGraph)
+/* stream capture and graphs: emu_graph_driver.c */
 DRV_UNSUPPORTED(UNSUPPORTED)
 
 /* ------------------------------------------------------------- proc addresses */
@@ -445,7 +661,7 @@ static CUresult get_proc(const char *, void **, int, unsigned long long, int *);
 /* Before CUDA 12 a name not found was an error (CUDA_ERROR_NOT_FOUND); _v2 reports it in the status. */
 EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int version, unsigned long long flags)
 {
-    DRV_ENTER(cuGetProcAddress);
+    DRV_ENTER_LAZY(cuGetProcAddress);
     CUresult r = get_proc(symbol, pfn, version, flags, NULL);
     return !r && !*pfn ? CUDA_ERROR_NOT_FOUND : r;
 }
@@ -478,7 +694,6 @@ EXPORT CUresult cuEventRecordWithFlags_ptsz(CUevent e, CUstream s, unsigned int 
     return cuEventRecordWithFlags(e, ptds(s), f);
 }
 
-typedef struct { const char *symbol; void *fn; } variant_t;
 #define PTSZ(fn) { #fn, (void *)fn##_ptsz },
 static const variant_t ptsz[] = {
     PTSZ(cuStreamQuery) PTSZ(cuStreamSynchronize) PTSZ(cuStreamWaitEvent) PTSZ(cuStreamGetPriority)
@@ -490,7 +705,6 @@ static const variant_t ptsz[] = {
 /* cuGetProcAddress is asked for a base name and the CUDA version whose ABI the caller was built
  * against: it gets the entry of that name with the highest `since` not above the version.  A name
  * no entry has as its base is looked up as an exported symbol name (e.g. "cuStreamGetCtx_v2"). */
-typedef struct { const char *name; int since; const char *symbol; void *fn; } proc_t;
 #define PROC(fn) { #fn, 0, #fn, (void *)fn },
 #define PROC_V(name, since, fn) { name, since, #fn, (void *)fn },
 
@@ -504,6 +718,11 @@ static const proc_t procs[] = {
     PROC_V("cuDevicePrimaryCtxRelease", 0, cuDevicePrimaryCtxRelease_v2)
     PROC_V("cuDevicePrimaryCtxSetFlags", 0, cuDevicePrimaryCtxSetFlags_v2)
     PROC_V("cuDevicePrimaryCtxReset", 0, cuDevicePrimaryCtxReset_v2)
+    PROC_V("cuCtxCreate", 0, cuCtxCreate_v2) PROC_V("cuCtxCreate", 11040, cuCtxCreate_v3)
+    PROC_V("cuCtxCreate", 12050, cuCtxCreate_v4) PROC_V("cuCtxDestroy", 0, cuCtxDestroy_v2)
+    PROC(cuCtxSetLimit) PROC(cuCtxGetLimit) PROC(cuCtxSetCacheConfig) PROC(cuCtxGetCacheConfig)
+    PROC(cuCtxEnablePeerAccess) PROC(cuDeviceCanAccessPeer) PROC(cuProfilerStart) PROC(cuProfilerStop)
+    PROC(cuStreamAddCallback)
     PROC(cuCtxGetCurrent) PROC(cuCtxSetCurrent) PROC_V("cuCtxPushCurrent", 0, cuCtxPushCurrent_v2)
     PROC_V("cuCtxPopCurrent", 0, cuCtxPopCurrent_v2) PROC(cuCtxGetDevice) PROC(cuCtxSynchronize)
     PROC(cuCtxGetApiVersion) PROC(cuCtxGetFlags) PROC(cuCtxGetId) PROC(cuCtxGetStreamPriorityRange)
@@ -518,6 +737,8 @@ static const proc_t procs[] = {
     PROC(cuEventRecordWithFlags) PROC(cuEventQuery) PROC(cuEventSynchronize)
     PROC_V("cuEventElapsedTime", 0, cuEventElapsedTime_v2)
     DRV_UNSUPPORTED(PROC)
+    PROC_V("cuLinkCreate", 0, cuLinkCreate_v2) PROC_V("cuLinkAddData", 0, cuLinkAddData_v2)
+    PROC_V("cuLinkAddFile", 0, cuLinkAddFile_v2) PROC_V("cuModuleGetGlobal", 0, cuModuleGetGlobal_v2)
 };
 #define NPROCS (sizeof procs / sizeof *procs)
 
@@ -529,15 +750,23 @@ void *emu_driver_proc(const char *name, int version, int per_thread)
         per_thread = 1;
     }
     const proc_t *best = NULL;
-    for (size_t i = 0; i < NPROCS; i++)
-        if (strlen(procs[i].name) == len && !memcmp(procs[i].name, name, len) && procs[i].since <= version
-            && (!best || procs[i].since > best->since))
-            best = &procs[i];
-    for (size_t i = 0; !best && i < NPROCS; i++)
-        if (strlen(procs[i].symbol) == len && !memcmp(procs[i].symbol, name, len)) best = &procs[i];
+    const proc_t *tables[2] = { procs, emu_drvmem_procs };
+    size_t sizes[2] = { NPROCS, emu_drvmem_nprocs };
+    for (int t = 0; t < 2; t++)
+        for (size_t i = 0; i < sizes[t]; i++) {
+            const proc_t *p = &tables[t][i];
+            if (strlen(p->name) == len && !memcmp(p->name, name, len) && p->since <= version
+                && (!best || p->since > best->since))
+                best = p;
+        }
+    for (int t = 0; t < 2 && !best; t++)
+        for (size_t i = 0; !best && i < sizes[t]; i++)
+            if (strlen(tables[t][i].symbol) == len && !memcmp(tables[t][i].symbol, name, len)) best = &tables[t][i];
     if (!best) return emu_graph_driver_proc(name, len, version, per_thread);   /* capture and graphs */
     for (size_t i = 0; per_thread && i < sizeof ptsz / sizeof *ptsz; i++)
         if (!strcmp(ptsz[i].symbol, best->symbol)) return ptsz[i].fn;
+    for (size_t i = 0; per_thread && i < emu_drvmem_nptsz; i++)
+        if (!strcmp(emu_drvmem_ptsz[i].symbol, best->symbol)) return emu_drvmem_ptsz[i].fn;
     return best->fn;             /* no stream argument: the same function in both variants */
 }
 
@@ -556,6 +785,6 @@ static CUresult get_proc(const char *symbol, void **pfn, int version, unsigned l
 EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version, unsigned long long flags,
                                     int *status)
 {
-    DRV_ENTER(cuGetProcAddress_v2);
+    DRV_ENTER_LAZY(cuGetProcAddress_v2);
     return get_proc(symbol, pfn, version, flags, status);
 }

@@ -367,8 +367,15 @@ static cudaError_t launch_items(gexec_t *x, item_t **items, size_t *k)
             it->src = nd->src;
             it->n = nd->n;
             it->value = nd->value;
-            if (emu_mem_range(nd->dst, nd->n, &it->a1) != nd->dev_dst ||
-                (nd->type == GN_MEMCPY && emu_mem_range(nd->src, nd->n, &it->a2) != nd->dev_src))
+            it->rows = nd->rows;
+            it->dpitch = nd->dpitch;
+            it->spitch = nd->spitch;
+            it->elem = nd->elem;
+            /* the bytes each side covers (checked at capture, so no overflow) */
+            size_t rows = nd->rows > 1 ? nd->rows : 1, width = nd->n * (nd->elem > 1 ? (size_t)nd->elem : 1);
+            size_t dspan = (rows - 1) * nd->dpitch + width, sspan = (rows - 1) * nd->spitch + width;
+            if (emu_mem_range(nd->dst, dspan, &it->a1) != nd->dev_dst ||
+                (nd->type == GN_MEMCPY && emu_mem_range(nd->src, sspan, &it->a2) != nd->dev_src))
                 err = cudaErrorInvalidValue;    /* device memory freed (or a range changed) since capture */
             break;
         case GN_HOST:

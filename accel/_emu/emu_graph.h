@@ -34,6 +34,8 @@ typedef struct gnode {
     const void *src;
     size_t n;
     int value;
+    size_t rows, dpitch, spitch;    /* 2-D copies (emu_memory.c's item fields) */
+    int elem;                       /* memset element width */
     int dev_dst, dev_src;           /* the range was device memory when captured */
     cudaHostFn_t fn;
     void *arg;

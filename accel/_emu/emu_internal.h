@@ -19,10 +19,20 @@ extern int g_ndev;                              /* visible devices */
 extern int g_phys[EMU_MAX_DEVICES];             /* visible ordinal -> physical device */
 extern atomic_int g_ctx[EMU_MAX_DEVICES];       /* the device's primary context is active */
 extern __thread int t_last;                     /* the calling thread's last runtime error */
+extern size_t g_mem_total[EMU_MAX_DEVICES];     /* visible device -> its memory in bytes */
+extern size_t g_phys_mem[EMU_MAX_DEVICES];      /* physical device -> its memory in bytes (the profile's,
+                                                   or ACCEL_EMU_MEMORY) */
+
+/* emu_memory.c: the bytes visible device `dev` has allocated (cudaMalloc and pools' reservations). */
+size_t emu_mem_used(int dev);
+/* Counts the calling thread's cudaSetDevice calls: the runtime made a primary context current, which
+ * binds it to a thread whose driver context stack was emptied (emu_driver.c). */
+extern __thread unsigned t_binds;
 
 /* emu_props.c: writes the whole cudaDeviceProp (CUDA 13 layout: struct emu_device_prop, emu_props.h) of a
  * physical device whose global memory is `total` bytes. */
 void emu_fill_props(void *out, int phys, size_t total);
+void emu_device_name(int phys, char *out, size_t len);
 
 /* emu_driver.c: the driver entry point `name` in the ABI of CUDA `version` as cuGetProcAddress
  * resolves it (NULL when the emulator has none); `per_thread`: the per-thread-default-stream
@@ -32,6 +42,23 @@ void *emu_driver_proc(const char *name, int version, int per_thread);
 /* emu_graph_driver.c: the driver entry point of capture and graphs whose base name is name[0..len) in the ABI
  * of CUDA `version`, its per-thread-default-stream variant with `per_thread` (NULL when none). */
 void *emu_graph_driver_proc(const char *name, size_t len, int version, int per_thread);
+
+/* emu_memory.c, for the driver layer (errors are cudaError_t values, also recorded as the runtime's last
+ * error, which the driver restores).  emu_copy: `rows` rows of `width` bytes, `dpitch`/`spitch` apart,
+ * with the checks of cudaMemcpyKind `kind`, on `stream`; emu_set: `count` elements of `elem` (1, 2, 4)
+ * bytes; sync: returns once done. */
+int emu_copy(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t rows, int kind,
+             void *stream, int sync);
+int emu_set(void *p, unsigned int value, size_t count, int elem, void *stream, int sync);
+enum { EMU_PTR_NONE, EMU_PTR_HOST, EMU_PTR_DEVICE, EMU_PTR_MANAGED };
+typedef struct {
+    int kind;                       /* EMU_PTR_*: pinned host memory, a device or managed allocation */
+    int device;
+    void *base;                     /* the allocation or pinned range holding the address */
+    size_t size;
+    void *pool;                     /* a stream-ordered allocation's pool, else NULL */
+} emu_ptrinfo_t;
+int emu_pointer_info(const void *p, emu_ptrinfo_t *out);
 
 /* emu_standin.c: the first call of an unsupported entry point is logged when ACCEL_EMU_TRACE=1. */
 void emu_trace_unsupported(const char *name, atomic_int *seen);
@@ -63,6 +90,10 @@ void emu_trace_unsupported(const char *name, atomic_int *seen);
     X(cudaMallocAsync) X(cudaFreeAsync) X(cudaDeviceGetDefaultMemPool) X(cudaDeviceGetMemPool) \
     X(cudaMemPoolGetAttribute) X(cudaMemPoolSetAttribute) X(cudaMemPoolTrimTo) X(cudaHostAlloc) \
     X(cudaFreeHost) X(cudaHostRegister) X(cudaHostUnregister) \
+    X(cudaMallocFromPoolAsync) X(cudaMemPoolCreate) X(cudaMemPoolDestroy) X(cudaDeviceSetMemPool) \
+    X(cudaMemPoolSetAccess) X(cudaMemPoolGetAccess) X(cudaMallocManaged) X(cudaMemcpy) X(cudaMemset) \
+    X(cudaMemcpy2DAsync) X(cudaMemcpyPeerAsync) X(cudaHostGetDevicePointer) X(cudaIpcGetMemHandle) \
+    X(cudaIpcOpenMemHandle) X(cudaIpcCloseMemHandle) X(cudaDeviceSetLimit) X(cudaDeviceGetLimit) \
     X(cudaStreamBeginCapture) X(cudaStreamEndCapture) X(cudaStreamGetCaptureInfo) X(cudaGraphCreate) \
     X(cudaGraphAddEmptyNode) X(cudaGraphDestroy) X(cudaGraphGetNodes) X(cudaGraphNodeGetType) \
     X(cudaGraphDebugDotPrint) X(cudaGraphInstantiate) X(cudaGraphInstantiateWithFlags) \
@@ -78,7 +109,25 @@ void emu_trace_unsupported(const char *name, atomic_int *seen);
     X(cuStreamGetId) X(cuStreamGetDevice) X(cuStreamGetCtx) X(cuStreamGetCtx_v2) X(cuStreamIsCapturing) \
     X(cuLaunchHostFunc) X(cuLaunchHostFunc_v2) X(cuEventCreate) X(cuEventDestroy_v2) X(cuEventRecord) \
     X(cuEventRecordWithFlags) X(cuEventQuery) X(cuEventSynchronize) X(cuEventElapsedTime_v2) \
-    X(cuGetProcAddress) X(cuGetProcAddress_v2)
+    X(cuGetProcAddress) X(cuGetProcAddress_v2) \
+    X(cuDevicePrimaryCtxReset_v2) X(cuCtxCreate_v2) X(cuCtxCreate_v3) X(cuCtxCreate_v4) X(cuCtxDestroy_v2) \
+    X(cuCtxSetLimit) X(cuCtxGetLimit) X(cuCtxSetCacheConfig) X(cuCtxGetCacheConfig) X(cuCtxEnablePeerAccess) \
+    X(cuDeviceCanAccessPeer) X(cuProfilerStart) X(cuProfilerStop) X(cuStreamAddCallback) \
+    EMU_DRVMEM_SYMBOLS(X)
+/* emu_drvmem.c's */
+#define EMU_DRVMEM_SYMBOLS(X) \
+    X(cuMemAlloc_v2) X(cuMemAllocPitch_v2) X(cuMemFree_v2) X(cuMemAllocManaged) X(cuMemAllocAsync) \
+    X(cuMemAllocFromPoolAsync) X(cuMemFreeAsync) X(cuMemGetAddressRange_v2) X(cuMemPoolCreate) \
+    X(cuMemPoolDestroy) X(cuMemPoolGetAttribute) X(cuMemPoolSetAttribute) X(cuMemPoolTrimTo) \
+    X(cuMemPoolSetAccess) X(cuMemPoolGetAccess) X(cuDeviceGetMemPool) X(cuDeviceGetDefaultMemPool) \
+    X(cuDeviceSetMemPool) X(cuMemGetMemPool) X(cuMemSetMemPool) \
+    X(cuMemGetDefaultMemPool) X(cuMemcpy) X(cuMemcpyAsync) X(cuMemcpyHtoD_v2) X(cuMemcpyDtoH_v2) \
+    X(cuMemcpyDtoD_v2) X(cuMemcpyHtoDAsync_v2) X(cuMemcpyDtoHAsync_v2) X(cuMemcpyDtoDAsync_v2) \
+    X(cuMemcpyPeer) X(cuMemcpyPeerAsync) X(cuMemcpy2D_v2) X(cuMemcpy2DUnaligned_v2) X(cuMemcpy2DAsync_v2) \
+    X(cuMemsetD8_v2) X(cuMemsetD8Async) X(cuMemsetD16_v2) X(cuMemsetD16Async) X(cuMemsetD32_v2) \
+    X(cuMemsetD32Async) X(cuMemHostAlloc) X(cuMemAllocHost_v2) X(cuMemFreeHost) X(cuMemHostRegister_v2) \
+    X(cuMemHostUnregister) X(cuMemHostGetDevicePointer_v2) X(cuIpcGetMemHandle) X(cuIpcOpenMemHandle_v2) \
+    X(cuIpcCloseMemHandle) X(cuPointerGetAttribute) X(cuPointerGetAttributes)
 
 #define EMU_STANDIN_SYMBOLS(X) \
     X(cudaGetDriverEntryPointByVersion) X(cudaDeviceEnablePeerAccess) \

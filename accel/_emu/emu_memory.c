@@ -6,8 +6,9 @@
  * stream machinery it queues work on are in emu_runtime.h.
  *
  * Model (documented choices where the emulator has to pick):
- *  - One pool per device: its default pool, which is also its current pool.
- *    The pool owns blocks of host memory.  A live allocation is an alloc_t in
+ *  - One default pool per device, its current pool until cudaDeviceSetMemPool
+ *    names a pool made by cudaMemPoolCreate (device memory only).
+ *    A pool owns blocks of host memory.  A live allocation is an alloc_t in
  *    the allocation table (with ->pool set), so copies, memsets and pointer
  *    attributes check it exactly like a cudaMalloc allocation.
  *  - Sizes are rounded up to 512 bytes for the pool (reserved / used bytes);
@@ -30,7 +31,11 @@
  *    table, for cudaPointerGetAttributes (type 1, host) and to validate frees.
  *    cudaFreeHost and cudaHostUnregister first wait for all queued work of
  *    every device (cudaFreeHost synchronises in CUDA too), so no queued copy
- *    can touch memory that is gone.
+ *    can touch memory that is gone.  Pinned memory is mapped: copies and sets
+ *    accept it where device memory is expected (unified addressing).
+ *  - Managed memory (cudaMallocManaged) is an allocation like cudaMalloc's,
+ *    marked managed; synchronous copies and sets (cudaMemcpy, cudaMemset, the
+ *    driver's) are queued on the legacy stream and waited for.
  */
 
 #include "emu_runtime.h"
@@ -43,6 +48,14 @@ static alloc_t **g_allocs;          /* sorted by base */
 size_t g_nallocs;
 static size_t g_cap_allocs;
 static size_t g_mem_used[MAX_DEVICES];
+
+size_t emu_mem_used(int dev)
+{
+    pthread_mutex_lock(&G);
+    size_t n = g_mem_used[dev];
+    pthread_mutex_unlock(&G);
+    return n;
+}
 
 /* Index of the last allocation whose base <= p, or -1. */
 static long alloc_floor(const void *p)
@@ -89,18 +102,11 @@ static alloc_t *alloc_detach(long i)
 
 /* ------------------------------------------------------------ memory (API) */
 
-EXPORT cudaError_t cudaMalloc(void **p, size_t n)
+/* cudaMalloc and cudaMallocManaged (managed: 1): n > 0 bytes on device dev, counted against its memory. */
+static cudaError_t table_alloc(void **p, size_t n, int dev, int managed)
 {
-    RT_ENTER(cudaMalloc, cudaErrorMemoryAllocation);
-    RT_NEED_DEVICE();
-    if (!p) return fail(cudaErrorInvalidValue);
-    cudaError_t cerr = capture_unsafe();     /* emu_graph.c: prohibited during capture */
-    if (cerr) return fail(cerr);
-    int dev = t_dev;
-    ensure_ctx(dev);
-    if (n == 0) { *p = NULL; return cudaSuccess; }
     pthread_mutex_lock(&G);
-    int ok = n <= g_mem_total - g_mem_used[dev];
+    int ok = n <= g_mem_total[dev] - g_mem_used[dev];
     if (ok) g_mem_used[dev] += n;   /* reserve before the (unlocked) malloc */
     pthread_mutex_unlock(&G);
     if (!ok) return fail(cudaErrorMemoryAllocation);
@@ -123,6 +129,7 @@ EXPORT cudaError_t cudaMalloc(void **p, size_t n)
     a->base = mem;
     a->size = n;
     a->device = dev;
+    a->managed = managed;
     long at = alloc_floor(mem) + 1;
     memmove(&g_allocs[at + 1], &g_allocs[at], (g_nallocs - (size_t)at) * sizeof *g_allocs);
     g_allocs[at] = a;
@@ -132,13 +139,25 @@ EXPORT cudaError_t cudaMalloc(void **p, size_t n)
     return cudaSuccess;
 }
 
+EXPORT cudaError_t cudaMalloc(void **p, size_t n)
+{
+    RT_ENTER(cudaMalloc, cudaErrorMemoryAllocation);
+    RT_NEED_DEVICE();
+    if (!p) return fail(cudaErrorInvalidValue);
+    cudaError_t cerr = capture_unsafe();     /* emu_capture.c: prohibited during capture */
+    if (cerr) return fail(cerr);
+    ensure_ctx(t_dev);
+    if (n == 0) { *p = NULL; return cudaSuccess; }
+    return table_alloc(p, n, t_dev, 0);
+}
+
 /* Unlike real cudaFree this does not synchronise the device: queued copies
  * hold a reference, so the host memory outlives them instead. */
 EXPORT cudaError_t cudaFree(void *p)
 {
     RT_ENTER(cudaFree, cudaErrorUnknown);
     RT_NEED_DEVICE();
-    cudaError_t cerr = capture_unsafe();     /* emu_graph.c: prohibited during capture */
+    cudaError_t cerr = capture_unsafe();     /* emu_capture.c: prohibited during capture */
     if (cerr) return fail(cerr);
     ensure_ctx(t_dev);
     if (!p) return cudaSuccess;
@@ -157,8 +176,8 @@ EXPORT cudaError_t cudaMemGetInfo(size_t *freeb, size_t *total)
     if (!freeb || !total) return fail(cudaErrorInvalidValue);
     ensure_ctx(t_dev);
     pthread_mutex_lock(&G);
-    *total = g_mem_total;
-    *freeb = g_mem_total - g_mem_used[t_dev];
+    *total = g_mem_total[t_dev];
+    *freeb = g_mem_total[t_dev] - g_mem_used[t_dev];
     pthread_mutex_unlock(&G);
     return cudaSuccess;
 }
@@ -186,48 +205,104 @@ static cudaError_t queue_transfer(stream_t *s, item_t *it, cudaError_t err)
     return err;
 }
 
-/* Host memory is treated as pinned: the copy touches host buffers when the
- * worker reaches it, so they must stay alive until the stream is synced. */
-EXPORT cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, int kind, cudaStream_t h)
+static int host_mapped(const void *p, size_t n);
+
+/* A synchronous transfer waits until the stream has run the item just queued on it (G held); on a
+ * capturing stream it is refused (emu_capture.c), and so is it from a thread the capture modes prohibit
+ * (emu_copy / emu_set, before G is taken). */
+static cudaError_t queue_and_wait(stream_t *s, item_t *it, cudaError_t err, int sync)
 {
-    RT_ENTER(cudaMemcpyAsync, cudaErrorUnknown);
-    RT_NEED_DEVICE();
+    if (!err && sync && s && s->cap) err = capture_refuse(s);
+    int queued = s && !err && it->n;
+    err = queue_transfer(s, it, err);
+    if (!err && queued && sync) wait_stream(s, s->enq);
+    return err;
+}
+
+/* The bytes [0, span) that `rows` rows of `width` bytes, `pitch` apart, cover; 0 on overflow. */
+static int span_of(size_t width, size_t rows, size_t pitch, size_t *span)
+{
+    if (!width || !rows) { *span = 0; return 1; }
+    if (rows > 1 && (pitch < width || rows - 1 > (SIZE_MAX - width) / pitch)) return 0;
+    *span = (rows - 1) * pitch + width;
+    return 1;
+}
+
+/* Every copy: `rows` rows of `width` bytes from src (rows `spitch` apart) to dst (`dpitch` apart) on
+ * stream h (kind: cudaMemcpyKind; a device side must lie inside one allocation); sync: the copy is done
+ * when it returns (cudaMemcpy, cuMemcpy*).  Host memory is treated as pinned: an asynchronous copy
+ * touches the host buffer when the worker reaches it, so it must stay alive until the stream is synced. */
+cudaError_t emu_copy(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t rows,
+                     int kind, cudaStream_t h, int sync)
+{
     if (kind < 0 || kind > 4) return fail(cudaErrorInvalidMemcpyDirection);
-    if (n && (!dst || !src)) return fail(cudaErrorInvalidValue);
+    size_t dspan, sspan;
+    if (!span_of(width, rows, dpitch, &dspan) || !span_of(width, rows, spitch, &sspan))
+        return fail(cudaErrorInvalidValue);
+    if (dspan && (!dst || !src)) return fail(cudaErrorInvalidValue);
+    if (sync && t_in_hostfn) return fail(cudaErrorNotPermitted);
+    cudaError_t cerr = sync ? capture_unsafe() : cudaSuccess;
+    if (cerr) return fail(cerr);
     item_t *it = item_new(IT_COPY);
     if (!it) return fail(cudaErrorMemoryAllocation);
     it->dst = dst;
     it->src = src;
-    it->n = n;
+    it->n = dspan ? width : 0;
+    it->rows = rows;
+    it->dpitch = dpitch;
+    it->spitch = spitch;
     cudaError_t err = cudaSuccess;
     pthread_mutex_lock(&G);
     stream_t *s = get_stream(h, &err);
-    if (s && n) {
-        int dd = dev_range(dst, n, &it->a1), sd = dev_range(src, n, &it->a2);
+    if (s && dspan) {
+        int dd = dev_range(dst, dspan, &it->a1), sd = dev_range(src, sspan, &it->a2);
         int need_dst = kind == 1 || kind == 3, need_src = kind == 2 || kind == 3;
+        if (!dd && need_dst && host_mapped(dst, dspan)) dd = 1;     /* pinned memory is mapped (UVA) */
+        if (!sd && need_src && host_mapped(src, sspan)) sd = 1;
         if (dd < 0 || sd < 0 || (need_dst && !dd) || (need_src && !sd)) err = cudaErrorInvalidValue;
     }
-    err = queue_transfer(s, it, err);
+    err = queue_and_wait(s, it, err, sync);
     pthread_mutex_unlock(&G);
     return err ? fail(err) : cudaSuccess;
+}
+
+/* Every memset: `count` elements of `elem` bytes (1, 2 or 4) set to value's low bytes, on stream h. */
+cudaError_t emu_set(void *p, unsigned int value, size_t count, int elem, cudaStream_t h, int sync)
+{
+    if (elem != 1 && elem != 2 && elem != 4) return fail(cudaErrorInvalidValue);
+    if (count > SIZE_MAX / (size_t)elem) return fail(cudaErrorInvalidValue);
+    if (elem > 1 && ((uintptr_t)p % (uintptr_t)elem)) return fail(cudaErrorInvalidValue);
+    if (sync && t_in_hostfn) return fail(cudaErrorNotPermitted);
+    cudaError_t cerr = sync ? capture_unsafe() : cudaSuccess;
+    if (cerr) return fail(cerr);
+    item_t *it = item_new(IT_SET);
+    if (!it) return fail(cudaErrorMemoryAllocation);
+    it->dst = p;
+    it->value = (int)value;
+    it->n = count;
+    it->elem = elem;
+    cudaError_t err = cudaSuccess;
+    pthread_mutex_lock(&G);
+    stream_t *s = get_stream(h, &err);
+    if (s && count && dev_range(p, count * (size_t)elem, &it->a1) != 1 && !host_mapped(p, count * (size_t)elem))
+        err = cudaErrorInvalidValue;
+    err = queue_and_wait(s, it, err, sync);
+    pthread_mutex_unlock(&G);
+    return err ? fail(err) : cudaSuccess;
+}
+
+EXPORT cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, int kind, cudaStream_t h)
+{
+    RT_ENTER(cudaMemcpyAsync, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    return emu_copy(dst, n, src, n, n, 1, kind, h, 0);
 }
 
 EXPORT cudaError_t cudaMemsetAsync(void *p, int value, size_t n, cudaStream_t h)
 {
     RT_ENTER(cudaMemsetAsync, cudaErrorUnknown);
     RT_NEED_DEVICE();
-    item_t *it = item_new(IT_SET);
-    if (!it) return fail(cudaErrorMemoryAllocation);
-    it->dst = p;
-    it->value = value;
-    it->n = n;
-    cudaError_t err = cudaSuccess;
-    pthread_mutex_lock(&G);
-    stream_t *s = get_stream(h, &err);
-    if (s && n && dev_range(p, n, &it->a1) != 1) err = cudaErrorInvalidValue;
-    err = queue_transfer(s, it, err);
-    pthread_mutex_unlock(&G);
-    return err ? fail(err) : cudaSuccess;
+    return emu_set(p, (unsigned char)value, n, 1, h, 0);
 }
 
 
@@ -274,13 +349,39 @@ static cudaMemPool_t pool_handle(int dev)
     return (cudaMemPool_t)(uintptr_t)(POOL_HANDLE_BASE + ((uint64_t)dev << 4) + TAG_POOL);
 }
 
-/* The device of a pool handle, -1 if it is not one. */
-static int pool_device(cudaMemPool_t h)
+/* What a pool handle names: the pool, its device, which devices it grants access (cudaMemPoolSetAccess).
+ * The default pools' handles hold the device (ids 0 .. MAX_DEVICES-1); pools made by cudaMemPoolCreate
+ * have the ids above, which only grow, so a destroyed pool's handle never names a later one. */
+typedef struct { mempool_t *mp; int dev; unsigned char access[MAX_DEVICES]; } poolrec_t;
+static poolrec_t g_defpools[MAX_DEVICES];
+static poolrec_t **g_upools;        /* created pools by id - MAX_DEVICES; NULL once destroyed */
+static size_t g_nupools, g_capupools;
+static cudaMemPool_t g_curpool[MAX_DEVICES];  /* cudaDeviceSetMemPool; NULL: the default pool */
+
+static cudaMemPool_t pool_handle_of(uint64_t id)
+{
+    return (cudaMemPool_t)(uintptr_t)(POOL_HANDLE_BASE + (id << 4) + TAG_POOL);
+}
+
+/* The pool a handle names, NULL if none (G held). */
+static poolrec_t *pool_lookup(cudaMemPool_t h)
 {
     uint64_t v = (uint64_t)(uintptr_t)h;
-    if (v < POOL_HANDLE_BASE || (v & 0xf) != TAG_POOL) return -1;
-    uint64_t dev = (v - POOL_HANDLE_BASE) >> 4;
-    return dev < (uint64_t)g_ndev ? (int)dev : -1;
+    if (v < POOL_HANDLE_BASE || (v & 0xf) != TAG_POOL) return NULL;
+    uint64_t id = (v - POOL_HANDLE_BASE) >> 4;
+    if (id < (uint64_t)g_ndev) {
+        poolrec_t *r = &g_defpools[id];
+        if (!r->mp) { r->mp = pool_of((int)id); r->dev = (int)id; }
+        return r;
+    }
+    if (id < MAX_DEVICES || id - MAX_DEVICES >= g_nupools) return NULL;
+    return g_upools[id - MAX_DEVICES];
+}
+
+/* The device's current pool (G held). */
+static cudaMemPool_t current_pool(int dev)
+{
+    return g_curpool[dev] ? g_curpool[dev] : pool_handle(dev);
 }
 
 /* Frees unused blocks (largest last-in first) until at most `keep` bytes are reserved.  G held. */
@@ -358,21 +459,21 @@ static void alloc_table_insert(alloc_t *a)
     g_nallocs++;
 }
 
-EXPORT cudaError_t cudaMallocAsync(void **p, size_t n, cudaStream_t h)
+/* cudaMallocAsync (pool NULL: the current pool of the stream's device) and cudaMallocFromPoolAsync. */
+static cudaError_t malloc_async(void **p, size_t n, cudaStream_t h, cudaMemPool_t pool)
 {
-    RT_ENTER(cudaMallocAsync, cudaErrorMemoryAllocation);
-    RT_NEED_DEVICE();
     if (!p) return fail(cudaErrorInvalidValue);
     cudaError_t err = cudaSuccess;
     pthread_mutex_lock(&G);
     stream_t *s = get_stream(h, &err);
-    if (!s) {
+    poolrec_t *rec = s ? pool_lookup(pool ? pool : current_pool(s->device)) : NULL;
+    if (!rec) {
         pthread_mutex_unlock(&G);
-        return fail(err);
+        return fail(s ? cudaErrorInvalidValue : err);
     }
-    int dev = s->device;
-    ensure_ctx(dev);
-    if (s->cap && capture_invalidated(s)) {   /* emu_graph.c */
+    int dev = rec->dev;
+    ensure_ctx(s->device);
+    if (s->cap && capture_invalidated(s)) {   /* emu_capture.c */
         pthread_mutex_unlock(&G);
         return fail(cudaErrorStreamCaptureInvalidated);
     }
@@ -381,15 +482,15 @@ EXPORT cudaError_t cudaMallocAsync(void **p, size_t n, cudaStream_t h)
         *p = NULL;
         return cudaSuccess;
     }
-    if (n > g_mem_total || n > SIZE_MAX - POOL_ROUND) {
+    if (n > g_mem_total[dev] || n > SIZE_MAX - POOL_ROUND) {
         pthread_mutex_unlock(&G);
         return fail(cudaErrorMemoryAllocation);
     }
     size_t need = (n + POOL_ROUND - 1) / POOL_ROUND * POOL_ROUND;
-    mempool_t *mp = pool_of(dev);
+    mempool_t *mp = rec->mp;
     block_t b;
     if (!pool_take(mp, need, &b)) {
-        if (need > g_mem_total - g_mem_used[dev]) {
+        if (need > g_mem_total[dev] - g_mem_used[dev]) {
             pthread_mutex_unlock(&G);
             return fail(cudaErrorMemoryAllocation);
         }
@@ -425,7 +526,7 @@ EXPORT cudaError_t cudaMallocAsync(void **p, size_t n, cudaStream_t h)
     a->pool = mp;
     a->cap = b.cap;
     alloc_table_insert(a);
-    if (s->cap && (err = capture_mem_alloc(s, a))) {    /* emu_graph.c: a graph allocation */
+    if (s->cap && (err = capture_mem_alloc(s, a))) {    /* emu_capture.c: a graph allocation */
         alloc_unref(alloc_detach(alloc_floor(a->base)));
         pthread_mutex_unlock(&G);
         return fail(err);
@@ -433,6 +534,21 @@ EXPORT cudaError_t cudaMallocAsync(void **p, size_t n, cudaStream_t h)
     pthread_mutex_unlock(&G);
     *p = b.base;
     return cudaSuccess;
+}
+
+EXPORT cudaError_t cudaMallocAsync(void **p, size_t n, cudaStream_t h)
+{
+    RT_ENTER(cudaMallocAsync, cudaErrorMemoryAllocation);
+    RT_NEED_DEVICE();
+    return malloc_async(p, n, h, NULL);
+}
+
+EXPORT cudaError_t cudaMallocFromPoolAsync(void **p, size_t n, cudaMemPool_t pool, cudaStream_t h)
+{
+    RT_ENTER(cudaMallocFromPoolAsync, cudaErrorMemoryAllocation);
+    RT_NEED_DEVICE();
+    if (!pool) return fail(cudaErrorInvalidValue);
+    return malloc_async(p, n, h, pool);
 }
 
 EXPORT cudaError_t cudaFreeAsync(void *ptr, cudaStream_t h)
@@ -448,7 +564,7 @@ EXPORT cudaError_t cudaFreeAsync(void *ptr, cudaStream_t h)
     long i = alloc_floor(ptr);
     alloc_t *a = (i >= 0 && g_allocs[i]->base == ptr) ? g_allocs[i] : NULL;
     if (s && !a) err = cudaErrorInvalidValue;
-    else if (s && s->cap) {                     /* emu_graph.c: a free node, the graph keeps the memory */
+    else if (s && s->cap) {                     /* emu_capture.c: a free node, the graph keeps the memory */
         err = capture_mem_free(s, a);
         pthread_mutex_unlock(&G);
         free(it);
@@ -474,13 +590,14 @@ EXPORT cudaError_t cudaFreeAsync(void *ptr, cudaStream_t h)
     return cudaSuccess;
 }
 
-/* The pool of device `dev` into *out: its default pool, which is also its current one (the emulator
- * has no cudaDeviceSetMemPool). */
-static cudaError_t device_pool(cudaMemPool_t *out, int dev)
+/* The default pool (current: 0) or the current pool (current: 1) of device `dev` into *out. */
+static cudaError_t device_pool(cudaMemPool_t *out, int dev, int current)
 {
     if (!out) return fail(cudaErrorInvalidValue);
     if (dev < 0 || dev >= g_ndev) return fail(cudaErrorInvalidDevice);
-    *out = pool_handle(dev);
+    pthread_mutex_lock(&G);
+    *out = current ? current_pool(dev) : pool_handle(dev);
+    pthread_mutex_unlock(&G);
     return cudaSuccess;
 }
 
@@ -488,25 +605,29 @@ EXPORT cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t *out, int dev)
 {
     RT_ENTER(cudaDeviceGetDefaultMemPool, cudaErrorUnknown);
     RT_NEED_DEVICE();
-    return device_pool(out, dev);
+    return device_pool(out, dev, 0);
 }
 
 EXPORT cudaError_t cudaDeviceGetMemPool(cudaMemPool_t *out, int dev)
 {
     RT_ENTER(cudaDeviceGetMemPool, cudaErrorUnknown);
     RT_NEED_DEVICE();
-    return device_pool(out, dev);
+    return device_pool(out, dev, 1);
 }
 
 EXPORT cudaError_t cudaMemPoolGetAttribute(cudaMemPool_t h, int attr, void *value)
 {
     RT_ENTER(cudaMemPoolGetAttribute, cudaErrorUnknown);
     RT_NEED_DEVICE();
-    int dev = pool_device(h);
-    if (!value || dev < 0) return fail(cudaErrorInvalidValue);
+    if (!value) return fail(cudaErrorInvalidValue);
     cudaError_t err = cudaSuccess;
     pthread_mutex_lock(&G);
-    mempool_t *mp = pool_of(dev);
+    poolrec_t *rec = pool_lookup(h);
+    if (!rec) {
+        pthread_mutex_unlock(&G);
+        return fail(cudaErrorInvalidValue);
+    }
+    mempool_t *mp = rec->mp;
     uint64_t v = 0;
     switch (attr) {
     case cudaMemPoolReuseFollowEventDependencies:
@@ -531,13 +652,17 @@ EXPORT cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t h, int attr, void *valu
 {
     RT_ENTER(cudaMemPoolSetAttribute, cudaErrorUnknown);
     RT_NEED_DEVICE();
-    int dev = pool_device(h);
-    if (!value || dev < 0) return fail(cudaErrorInvalidValue);
+    if (!value) return fail(cudaErrorInvalidValue);
     cudaError_t err = cudaSuccess;
     uint64_t v = 0;
     if (attr >= cudaMemPoolAttrReleaseThreshold) memcpy(&v, value, sizeof v);
     pthread_mutex_lock(&G);
-    mempool_t *mp = pool_of(dev);
+    poolrec_t *rec = pool_lookup(h);
+    if (!rec) {
+        pthread_mutex_unlock(&G);
+        return fail(cudaErrorInvalidValue);
+    }
+    mempool_t *mp = rec->mp;
     switch (attr) {
     case cudaMemPoolReuseFollowEventDependencies:
     case cudaMemPoolReuseAllowOpportunistic:
@@ -563,12 +688,11 @@ EXPORT cudaError_t cudaMemPoolTrimTo(cudaMemPool_t h, size_t keep)
 {
     RT_ENTER(cudaMemPoolTrimTo, cudaErrorUnknown);
     RT_NEED_DEVICE();
-    int dev = pool_device(h);
-    if (dev < 0) return fail(cudaErrorInvalidValue);
     pthread_mutex_lock(&G);
-    pool_trim(dev, pool_of(dev), keep);
+    poolrec_t *rec = pool_lookup(h);
+    if (rec) pool_trim(rec->dev, rec->mp, keep);
     pthread_mutex_unlock(&G);
-    return cudaSuccess;
+    return rec ? cudaSuccess : fail(cudaErrorInvalidValue);
 }
 
 /* ------------------------------------------------------ pinned host memory */
@@ -618,6 +742,15 @@ static void host_remove(long i)
 {
     memmove(&g_host[i], &g_host[i + 1], (g_nhost - (size_t)i - 1) * sizeof *g_host);
     g_nhost--;
+}
+
+/* [p, p+n) lies inside one pinned range (mapped into the device address space, as with UVA).  G held. */
+static int host_mapped(const void *p, size_t n)
+{
+    long i = host_floor(p);
+    if (i < 0) return 0;
+    size_t off = (uintptr_t)p - (uintptr_t)g_host[i].base;
+    return off < g_host[i].size && n <= g_host[i].size - off;
 }
 
 /* Fills *at for pinned host memory: 1 if p is inside a range.  G held. */
@@ -712,12 +845,325 @@ EXPORT cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *at, co
         pthread_mutex_unlock(&G);
         return cudaSuccess;
     }
-    at->type = a ? 2 : 0;
+    at->type = a ? (a->managed ? 3 : 2) : 0;      /* cudaMemoryTypeDevice, cudaMemoryTypeManaged */
     at->device = a ? a->device : -2;
     at->devicePointer = a ? (void *)p : NULL;
-    at->hostPointer = NULL;
+    at->hostPointer = a && a->managed ? (void *)p : NULL;
     pthread_mutex_unlock(&G);
     return cudaSuccess;
+}
+
+/* ===================================================================================================
+ * What the driver layer (emu_driver.c, the libcuda.so.1 stand-in) needs beyond the calls above, as
+ * runtime entry points or hidden helpers on the same state: created pools and the current pool,
+ * managed memory, synchronous, 2D and peer copies, host device pointers, IPC memory handles, and
+ * what cuPointerGetAttribute / cuMemGetAddressRange report.
+ * =================================================================================================== */
+
+/* ------------------------------------------------------------- created pools */
+
+struct cudaMemPoolProps_head { int allocType, handleTypes, locType, locId; };
+enum { cudaMemAllocationTypePinned = 1, cudaMemLocationTypeDevice = 1,
+       cudaMemAccessFlagsProtNone = 0, cudaMemAccessFlagsProtReadWrite = 3 };
+
+/* Pinned device memory on one device (pools of host or managed memory are not modelled:
+ * cudaErrorNotSupported).  maxSize and the export handle types are accepted and not enforced.  A destroyed pool's handle is invalid at once; its free blocks are
+ * released, and the blocks of allocations still live are released as they are freed (its release
+ * threshold becomes 0); its small bookkeeping record stays allocated. */
+EXPORT cudaError_t cudaMemPoolCreate(cudaMemPool_t *out, const void *props)
+{
+    RT_ENTER(cudaMemPoolCreate, cudaErrorMemoryAllocation);
+    RT_NEED_DEVICE();
+    if (!out || !props) return fail(cudaErrorInvalidValue);
+    struct cudaMemPoolProps_head pr;
+    memcpy(&pr, props, sizeof pr);
+    if (pr.allocType == 2 || (pr.allocType == cudaMemAllocationTypePinned && pr.locType >= 2 && pr.locType <= 4))
+        return fail(cudaErrorNotSupported);    /* managed memory; host, host NUMA node, current host NUMA node */
+    if (pr.allocType != cudaMemAllocationTypePinned || pr.locType != cudaMemLocationTypeDevice)
+        return fail(cudaErrorInvalidValue);
+    if (pr.locId < 0 || pr.locId >= g_ndev) return fail(cudaErrorInvalidDevice);
+    poolrec_t *rec = calloc(1, sizeof *rec);
+    mempool_t *mp = calloc(1, sizeof *mp);
+    pthread_mutex_lock(&G);
+    int ok = rec && mp;
+    if (ok && g_nupools == g_capupools) {
+        size_t nc = g_capupools ? g_capupools * 2 : 16;
+        poolrec_t **nu = realloc(g_upools, nc * sizeof *nu);
+        if (nu) { g_upools = nu; g_capupools = nc; }
+        else ok = 0;
+    }
+    if (ok) {
+        mp->ready = 1;
+        mp->reuse[0] = mp->reuse[1] = mp->reuse[2] = 1;
+        rec->mp = mp;
+        rec->dev = pr.locId;
+        g_upools[g_nupools] = rec;
+        *out = pool_handle_of(MAX_DEVICES + g_nupools++);
+    }
+    pthread_mutex_unlock(&G);
+    if (!ok) {
+        free(rec);
+        free(mp);
+        return fail(cudaErrorMemoryAllocation);
+    }
+    return cudaSuccess;
+}
+
+EXPORT cudaError_t cudaMemPoolDestroy(cudaMemPool_t h)
+{
+    RT_ENTER(cudaMemPoolDestroy, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    pthread_mutex_lock(&G);
+    poolrec_t *rec = pool_lookup(h);
+    int isdefault = rec && rec == &g_defpools[rec->dev];
+    if (rec && !isdefault) {
+        g_upools[(((uint64_t)(uintptr_t)h - POOL_HANDLE_BASE) >> 4) - MAX_DEVICES] = NULL;
+        if (g_curpool[rec->dev] == h) g_curpool[rec->dev] = NULL;
+        rec->mp->threshold = 0;
+        pool_trim(rec->dev, rec->mp, 0);
+        free(rec);
+    }
+    pthread_mutex_unlock(&G);
+    return rec && !isdefault ? cudaSuccess : fail(cudaErrorInvalidValue);
+}
+
+EXPORT cudaError_t cudaDeviceSetMemPool(int dev, cudaMemPool_t h)
+{
+    RT_ENTER(cudaDeviceSetMemPool, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    if (dev < 0 || dev >= g_ndev) return fail(cudaErrorInvalidDevice);
+    pthread_mutex_lock(&G);
+    poolrec_t *rec = pool_lookup(h);
+    int ok = rec && rec->dev == dev;
+    if (ok) g_curpool[dev] = h == pool_handle(dev) ? NULL : h;
+    pthread_mutex_unlock(&G);
+    return ok ? cudaSuccess : fail(cudaErrorInvalidValue);
+}
+
+typedef struct { int type, id, flags; } access_desc_t;    /* cudaMemAccessDesc */
+
+/* The pool's own device always has read-write access; others have what was set (none at first).
+ * Every device can reach every other's memory in the emulator, so access changes nothing else. */
+EXPORT cudaError_t cudaMemPoolSetAccess(cudaMemPool_t h, const void *descs, size_t count)
+{
+    RT_ENTER(cudaMemPoolSetAccess, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    if (count && !descs) return fail(cudaErrorInvalidValue);
+    cudaError_t err = cudaSuccess;
+    pthread_mutex_lock(&G);
+    poolrec_t *rec = pool_lookup(h);
+    if (!rec) err = cudaErrorInvalidValue;
+    for (size_t i = 0; !err && i < count; i++) {       /* all checked before any is applied */
+        access_desc_t d;
+        memcpy(&d, (const char *)descs + i * sizeof d, sizeof d);
+        if (d.type != cudaMemLocationTypeDevice) err = cudaErrorInvalidValue;
+        else if (d.id < 0 || d.id >= g_ndev) err = cudaErrorInvalidDevice;
+        else if (d.flags != cudaMemAccessFlagsProtNone && d.flags != cudaMemAccessFlagsProtReadWrite)
+            err = cudaErrorInvalidValue;
+        else if (d.id == rec->dev && d.flags != cudaMemAccessFlagsProtReadWrite) err = cudaErrorInvalidValue;
+    }
+    for (size_t i = 0; !err && i < count; i++) {
+        access_desc_t d;
+        memcpy(&d, (const char *)descs + i * sizeof d, sizeof d);
+        rec->access[d.id] = (unsigned char)d.flags;
+    }
+    pthread_mutex_unlock(&G);
+    return err ? fail(err) : cudaSuccess;
+}
+
+EXPORT cudaError_t cudaMemPoolGetAccess(int *flags, cudaMemPool_t h, const void *location)
+{
+    RT_ENTER(cudaMemPoolGetAccess, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    if (!flags || !location) return fail(cudaErrorInvalidValue);
+    int loc[2];
+    memcpy(loc, location, sizeof loc);
+    if (loc[0] != cudaMemLocationTypeDevice) return fail(cudaErrorInvalidValue);
+    if (loc[1] < 0 || loc[1] >= g_ndev) return fail(cudaErrorInvalidDevice);
+    pthread_mutex_lock(&G);
+    poolrec_t *rec = pool_lookup(h);
+    if (rec) *flags = loc[1] == rec->dev ? cudaMemAccessFlagsProtReadWrite : rec->access[loc[1]];
+    pthread_mutex_unlock(&G);
+    return rec ? cudaSuccess : fail(cudaErrorInvalidValue);
+}
+
+/* ------------------------------------------------------------ managed memory */
+
+#define MEM_ATTACH_GLOBAL 1u
+#define MEM_ATTACH_HOST 2u
+
+/* Host memory like every allocation here, so the host and every "device" use it directly; it is
+ * counted against the current device's memory as cudaMalloc is (a real GPU counts it once resident). */
+EXPORT cudaError_t cudaMallocManaged(void **p, size_t n, unsigned int flags)
+{
+    RT_ENTER(cudaMallocManaged, cudaErrorMemoryAllocation);
+    RT_NEED_DEVICE();
+    if (!p || !n || (flags != MEM_ATTACH_GLOBAL && flags != MEM_ATTACH_HOST)) return fail(cudaErrorInvalidValue);
+    ensure_ctx(t_dev);
+    return table_alloc(p, n, t_dev, 1);
+}
+
+/* ------------------------------------------------------------------- copies */
+
+/* Synchronous copies and sets run on the legacy default stream and return once done. */
+EXPORT cudaError_t cudaMemcpy(void *dst, const void *src, size_t n, int kind)
+{
+    RT_ENTER(cudaMemcpy, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    return emu_copy(dst, n, src, n, n, 1, kind, NULL, 1);
+}
+
+EXPORT cudaError_t cudaMemset(void *p, int value, size_t n)
+{
+    RT_ENTER(cudaMemset, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    return emu_set(p, (unsigned char)value, n, 1, NULL, 1);
+}
+
+EXPORT cudaError_t cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
+                                     size_t height, int kind, cudaStream_t h)
+{
+    RT_ENTER(cudaMemcpy2DAsync, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    if (height > 1 && (dpitch < width || spitch < width)) return fail(cudaErrorInvalidValue);
+    return emu_copy(dst, dpitch, src, spitch, width, height, kind, h, 0);
+}
+
+EXPORT cudaError_t cudaMemcpyPeerAsync(void *dst, int dstdev, const void *src, int srcdev, size_t n, cudaStream_t h)
+{
+    RT_ENTER(cudaMemcpyPeerAsync, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    if (dstdev < 0 || dstdev >= g_ndev || srcdev < 0 || srcdev >= g_ndev) return fail(cudaErrorInvalidDevice);
+    return emu_copy(dst, n, src, n, n, 1, 3, h, 0);
+}
+
+/* ---------------------------------------------------------- host memory */
+
+/* Pinned memory is its own device address (unified addressing); flags must be 0. */
+EXPORT cudaError_t cudaHostGetDevicePointer(void **dptr, void *p, unsigned int flags)
+{
+    RT_ENTER(cudaHostGetDevicePointer, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    if (!dptr || flags) return fail(cudaErrorInvalidValue);
+    pthread_mutex_lock(&G);
+    long i = host_floor(p);
+    int ok = i >= 0 && (uintptr_t)p < (uintptr_t)g_host[i].base + g_host[i].size;
+    pthread_mutex_unlock(&G);
+    if (!ok) return fail(cudaErrorInvalidValue);
+    *dptr = p;
+    return cudaSuccess;
+}
+
+/* ----------------------------------------------------------- IPC memory */
+
+/* A handle names an allocation of this process (its base, size and device); opening one gives back
+ * that allocation's address (the emulator has one process's memory only: a handle from another
+ * process is cudaErrorNotSupported).  Pool allocations have none. */
+typedef struct { char magic[8]; int32_t pid, device; uint64_t base, size; char pad[32]; } ipcmem_t;
+_Static_assert(sizeof(ipcmem_t) == 64, "cudaIpcMemHandle_t");
+static const char IPC_MAGIC[8] = "accelipc";
+typedef struct { void *base; long opens; } ipcopen_t;
+static ipcopen_t *g_ipcopen;
+static size_t g_nipcopen, g_capipcopen;
+
+typedef struct { char reserved[64]; } cudaIpcMemHandle_t;
+
+EXPORT cudaError_t cudaIpcGetMemHandle(cudaIpcMemHandle_t *handle, void *p)
+{
+    RT_ENTER(cudaIpcGetMemHandle, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    if (!handle) return fail(cudaErrorInvalidValue);
+    pthread_mutex_lock(&G);
+    alloc_t *a = alloc_containing(p);
+    int ok = a && a->base == p && !a->pool && !a->managed;
+    ipcmem_t h = { .pid = (int32_t)getpid() };
+    if (ok) {
+        memcpy(h.magic, IPC_MAGIC, sizeof h.magic);
+        h.device = a->device;
+        h.base = (uint64_t)(uintptr_t)a->base;
+        h.size = a->size;
+    }
+    pthread_mutex_unlock(&G);
+    if (!ok) return fail(cudaErrorInvalidValue);
+    memcpy(handle, &h, sizeof h);
+    return cudaSuccess;
+}
+
+EXPORT cudaError_t cudaIpcOpenMemHandle(void **out, cudaIpcMemHandle_t handle, unsigned int flags)
+{
+    RT_ENTER(cudaIpcOpenMemHandle, cudaErrorMemoryAllocation);
+    RT_NEED_DEVICE();
+    if (!out || flags > 1) return fail(cudaErrorInvalidValue);
+    ipcmem_t h;
+    memcpy(&h, &handle, sizeof h);
+    if (memcmp(h.magic, IPC_MAGIC, sizeof h.magic)) return fail(cudaErrorInvalidValue);
+    if (h.pid != (int32_t)getpid()) return fail(cudaErrorNotSupported);
+    cudaError_t err = cudaSuccess;
+    pthread_mutex_lock(&G);
+    alloc_t *a = alloc_containing((void *)(uintptr_t)h.base);
+    if (!a || (uint64_t)(uintptr_t)a->base != h.base || a->size != h.size || a->device != h.device)
+        err = cudaErrorInvalidValue;        /* freed since the handle was made */
+    size_t i = 0;
+    while (!err && i < g_nipcopen && g_ipcopen[i].base != a->base) i++;
+    if (!err && i == g_nipcopen) {
+        if (g_nipcopen == g_capipcopen) {
+            size_t nc = g_capipcopen ? g_capipcopen * 2 : 8;
+            ipcopen_t *no = realloc(g_ipcopen, nc * sizeof *no);
+            if (no) { g_ipcopen = no; g_capipcopen = nc; }
+        }
+        if (g_nipcopen == g_capipcopen) err = cudaErrorMemoryAllocation;
+        else g_ipcopen[g_nipcopen++] = (ipcopen_t){ a->base, 0 };
+    }
+    if (!err) {
+        g_ipcopen[i].opens++;
+        *out = a->base;
+    }
+    pthread_mutex_unlock(&G);
+    return err ? fail(err) : cudaSuccess;
+}
+
+EXPORT cudaError_t cudaIpcCloseMemHandle(void *p)
+{
+    RT_ENTER(cudaIpcCloseMemHandle, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    pthread_mutex_lock(&G);
+    size_t i = 0;
+    while (i < g_nipcopen && g_ipcopen[i].base != p) i++;
+    int ok = p && i < g_nipcopen;
+    if (ok && --g_ipcopen[i].opens == 0) g_ipcopen[i] = g_ipcopen[--g_nipcopen];
+    pthread_mutex_unlock(&G);
+    return ok ? cudaSuccess : fail(cudaErrorInvalidValue);
+}
+
+/* ----------------------------------------------------- pointer information */
+
+/* What the emulator knows of address p, for cuPointerGetAttribute(s) and cuMemGetAddressRange: 0 when
+ * it is neither an allocation nor pinned host memory. */
+int emu_pointer_info(const void *p, emu_ptrinfo_t *out)
+{
+    memset(out, 0, sizeof *out);
+    pthread_mutex_lock(&G);
+    alloc_t *a = alloc_containing(p);
+    long i = a ? -1 : host_floor(p);
+    if (a) {
+        out->kind = a->managed ? EMU_PTR_MANAGED : EMU_PTR_DEVICE;
+        out->device = a->device;
+        out->base = a->base;
+        out->size = a->size;
+        if (a->pool) {
+            for (int d = 0; d < g_ndev && !out->pool; d++)
+                if (pool_of(d) == a->pool) out->pool = pool_handle(d);
+            for (size_t u = 0; u < g_nupools && !out->pool; u++)
+                if (g_upools[u] && g_upools[u]->mp == a->pool) out->pool = pool_handle_of(MAX_DEVICES + u);
+        }
+    } else if (i >= 0 && (uintptr_t)p < (uintptr_t)g_host[i].base + g_host[i].size) {
+        out->kind = EMU_PTR_HOST;
+        out->device = g_host[i].device;
+        out->base = g_host[i].base;
+        out->size = g_host[i].size;
+    }
+    pthread_mutex_unlock(&G);
+    return out->kind != EMU_PTR_NONE;
 }
 
 /* ------------------------------------------------------- hooks for graphs */

@@ -21,11 +21,17 @@ static int attr(int code, int phys)
             (field)[i_] = attr(codes_[i_], phys); \
     } while (0)
 
+/* "Emulated <the profile's board name> (accel emu)": what CUDA and NVML both call the device. */
+void emu_device_name(int phys, char *out, size_t len)
+{
+    snprintf(out, len, "Emulated %s (accel emu)", emu_profile(phys)->name);
+}
+
 void emu_fill_props(void *out, int phys, size_t total)
 {
     struct emu_device_prop p;
     memset(&p, 0, sizeof p);
-    snprintf(p.name, sizeof p.name, "Emulated NVIDIA H100 80GB HBM3 (accel emu)");
+    emu_device_name(phys, p.name, sizeof p.name);
     emu_uuid(phys, p.uuid);
     p.totalGlobalMem = total;
     p.sharedMemPerBlock = (size_t)attr(8, phys);

@@ -79,7 +79,6 @@ extern pthread_once_t g_once;
 extern atomic_int g_ready;          /* emu_init has run: the entry points' one-load fast check */
 extern cudaError_t g_init_err;      /* non-zero: bad configuration, every call fails */
 extern int g_nphys;                 /* the machine's devices (ACCEL_EMU_DEVICES) */
-extern size_t g_mem_total;          /* bytes per device (ACCEL_EMU_MEMORY) */
 
 /* The one lock over all mutable shared state, and its condition variables. */
 extern pthread_mutex_t G;
@@ -221,6 +220,7 @@ typedef struct alloc {
     int freed;
     mempool_t *pool;    /* cudaMallocAsync: the pool its block (of cap bytes) returns to */
     size_t cap;
+    int managed;        /* cudaMallocManaged / cuMemAllocManaged (host memory like every allocation) */
 } alloc_t;
 
 extern size_t g_nallocs;            /* live allocations */
@@ -242,6 +242,10 @@ typedef struct item {
     size_t n;
     int value;
     alloc_t *a1, *a2;
+    /* IT_COPY of rows > 1: `rows` rows of n bytes, dst and src advancing by dpitch and spitch.
+     * IT_SET: elem is the pattern's width (0 or 1: bytes; 2, 4: n elements of that size). */
+    size_t rows, dpitch, spitch;
+    int elem;
 } item_t;
 
 enum { SK_USER, SK_LEGACY, SK_PERTHREAD };

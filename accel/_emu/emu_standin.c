@@ -175,7 +175,3 @@ UNSUPPORTED(cudaGraphInstantiate) UNSUPPORTED(cudaGraphDebugDotPrint)   /* impor
 UNSUPPORTED(cudaGraphLaunch) UNSUPPORTED(cudaGraphNodeGetDependencies) UNSUPPORTED(cudaGraphRetainUserObject)
 UNSUPPORTED(cudaUserObjectCreate) UNSUPPORTED(cudaUserObjectRelease)
 UNSUPPORTED(cudaDeviceGetGraphMemAttribute) UNSUPPORTED(cudaDeviceSetGraphMemAttribute)
-/* memory the emulator does not model (yet) */
-UNSUPPORTED(cudaMemcpy) UNSUPPORTED(cudaMemset) UNSUPPORTED(cudaMemcpy2DAsync) UNSUPPORTED(cudaMemcpyPeerAsync)
-UNSUPPORTED(cudaMemPoolSetAccess) UNSUPPORTED(cudaIpcGetMemHandle) UNSUPPORTED(cudaIpcOpenMemHandle)
-UNSUPPORTED(cudaIpcCloseMemHandle)

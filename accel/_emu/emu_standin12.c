@@ -103,7 +103,7 @@ FORWARD(cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags)
 FORWARD(cudaStreamBeginCapture) FORWARD(cudaStreamEndCapture) FORWARD(cudaGraphDestroy) FORWARD(cudaGraphExecDestroy)
 FORWARD(cudaGraphGetNodes) FORWARD(cudaGraphInstantiate) FORWARD(cudaGraphInstantiateWithFlags)
 FORWARD(cudaGraphLaunch) FORWARD(cudaGraphDebugDotPrint)
-/* not supported (the 13 stand-in's stubs) */
+/* memory (emu_memory.c) */
 FORWARD(cudaMemcpy) FORWARD(cudaMemset) FORWARD(cudaMemcpy2DAsync) FORWARD(cudaMemcpyPeerAsync)
 FORWARD(cudaMemPoolSetAccess) FORWARD(cudaIpcGetMemHandle) FORWARD(cudaIpcOpenMemHandle) FORWARD(cudaIpcCloseMemHandle)
 

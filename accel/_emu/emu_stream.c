@@ -82,6 +82,25 @@ void item_free(item_t *it)
     free(it);
 }
 
+/* A 2D copy: rows of it->n bytes (cudaMemcpy2DAsync, cuMemcpy2D). */
+static void copy_rows(const item_t *it)
+{
+    for (size_t r = 0; r < it->rows; r++)
+        memmove((char *)it->dst + r * it->dpitch, (const char *)it->src + r * it->spitch, it->n);
+}
+
+/* A 16- or 32-bit pattern set (cuMemsetD16, cuMemsetD32): it->n elements of it->elem bytes. */
+static void set_elems(const item_t *it)
+{
+    if (it->elem == 2) {
+        uint16_t v = (uint16_t)it->value;
+        for (size_t i = 0; i < it->n; i++) memcpy((char *)it->dst + 2 * i, &v, 2);
+    } else {
+        uint32_t v = (uint32_t)it->value;
+        for (size_t i = 0; i < it->n; i++) memcpy((char *)it->dst + 4 * i, &v, 4);
+    }
+}
+
 /* Runs the stream's items in order with G held; G is dropped around user
  * code and memory operations. */
 static void stream_run(stream_t *s)
@@ -109,12 +128,14 @@ static void stream_run(stream_t *s)
             break;
         case IT_COPY:
             pthread_mutex_unlock(&G);
-            memmove(it->dst, it->src, it->n);
+            if (it->rows > 1) copy_rows(it);
+            else memmove(it->dst, it->src, it->n);
             pthread_mutex_lock(&G);
             break;
         case IT_SET:
             pthread_mutex_unlock(&G);
-            memset(it->dst, it->value, it->n);
+            if (it->elem > 1) set_elems(it);
+            else memset(it->dst, it->value, it->n);
             pthread_mutex_lock(&G);
             break;
         default:

@@ -182,9 +182,12 @@ static const errdesc_t *find_err(const errdesc_t *tab, size_t n, int code)
 
 int emu_pci_bus(int phys) { return (0x18 + 0x10 * phys) & 0xff; }
 
-/* Attribute values of an H100 SXM5 80GB (sm_90), keyed by cudaDeviceAttr, for physical device phys. */
+/* Attribute values of physical device phys, keyed by cudaDeviceAttr: those that differ between boards
+ * from its profile (emu_profiles.c), the rest common to every board of compute capability 7.5 and up. */
 int emu_device_attr(int attr, int phys, int *v)
 {
+    const emu_profile_t *p = emu_profile(phys);
+    int hopper = p->major >= 9, ampere = p->major >= 8;
     switch (attr) {
     case 1: *v = 1024; break;                     /* MaxThreadsPerBlock */
     case 2: case 3: *v = 1024; break;            /* MaxBlockDimX/Y */
@@ -196,10 +199,10 @@ int emu_device_attr(int attr, int phys, int *v)
     case 10: *v = 32; break;                      /* WarpSize */
     case 11: *v = 2147483647; break;              /* MaxPitch */
     case 12: *v = 65536; break;                   /* MaxRegistersPerBlock */
-    case 13: *v = 1980000; break;                 /* ClockRate (kHz) */
+    case 13: *v = p->clock_khz; break;            /* ClockRate (kHz) */
     case 14: *v = 512; break;                     /* TextureAlignment */
     case 15: *v = 1; break;                       /* GpuOverlap */
-    case 16: *v = 132; break;                     /* MultiProcessorCount */
+    case 16: *v = p->sms; break;                  /* MultiProcessorCount */
     case 17: *v = 0; break;                       /* KernelExecTimeout */
     case 18: *v = 0; break;                       /* Integrated */
     case 19: *v = 1; break;                       /* CanMapHostMemory */
@@ -217,11 +220,11 @@ int emu_device_attr(int attr, int phys, int *v)
     case 33: *v = emu_pci_bus(phys); break;           /* PciBusId */
     case 34: *v = 0; break;                       /* PciDeviceId */
     case 35: *v = 0; break;                       /* TccDriver */
-    case 36: *v = 2619000; break;                 /* MemoryClockRate (kHz) */
-    case 37: *v = 5120; break;                    /* GlobalMemoryBusWidth */
-    case 38: *v = 52428800; break;                /* L2CacheSize */
-    case 39: *v = 2048; break;                    /* MaxThreadsPerMultiProcessor */
-    case 40: *v = 3; break;                       /* AsyncEngineCount */
+    case 36: *v = p->mem_clock_khz; break;        /* MemoryClockRate (kHz) */
+    case 37: *v = p->bus_width; break;            /* GlobalMemoryBusWidth */
+    case 38: *v = p->l2; break;                   /* L2CacheSize */
+    case 39: *v = p->threads_per_sm; break;       /* MaxThreadsPerMultiProcessor */
+    case 40: *v = p->copy_engines; break;         /* AsyncEngineCount */
     case 41: *v = 1; break;                       /* UnifiedAddressing */
     case 42: *v = 32768; break;
     case 43: *v = 2048; break;
@@ -246,48 +249,48 @@ int emu_device_attr(int attr, int phys, int *v)
     case 72: *v = 2097120; break;
     case 73: *v = 32768; break;
     case 74: *v = 32768; break;
-    case 75: *v = 9; break;                       /* ComputeCapabilityMajor */
-    case 76: *v = 0; break;                       /* ComputeCapabilityMinor */
+    case 75: *v = p->major; break;                /* ComputeCapabilityMajor */
+    case 76: *v = p->minor; break;                /* ComputeCapabilityMinor */
     case 77: *v = 32768; break;
     case 78: *v = 1; break;                       /* StreamPrioritiesSupported */
     case 79: case 80: *v = 1; break;              /* Global/Local L1 cache */
-    case 81: *v = 233472; break;                  /* MaxSharedMemoryPerMultiprocessor */
+    case 81: *v = p->smem_per_sm; break;          /* MaxSharedMemoryPerMultiprocessor */
     case 82: *v = 65536; break;                   /* MaxRegistersPerMultiprocessor */
     case 83: *v = 1; break;                       /* ManagedMemory */
     case 84: *v = 0; break;                       /* IsMultiGpuBoard */
     case 85: *v = phys; break;                    /* MultiGpuBoardGroupID */
     case 86: *v = 0; break;                       /* HostNativeAtomicSupported */
-    case 87: *v = 2; break;                       /* SingleToDoublePrecisionPerfRatio */
+    case 87: *v = p->fp64_ratio; break;           /* SingleToDoublePrecisionPerfRatio */
     case 88: *v = 0; break;                       /* PageableMemoryAccess */
     case 89: *v = 1; break;                       /* ConcurrentManagedAccess */
     case 90: *v = 1; break;                       /* ComputePreemptionSupported */
     case 91: *v = 1; break;                       /* CanUseHostPointerForRegisteredMem */
     case 95: *v = 1; break;                       /* CooperativeLaunch */
-    case 97: *v = 232448; break;                  /* MaxSharedMemoryPerBlockOptin */
+    case 97: *v = p->smem_optin; break;           /* MaxSharedMemoryPerBlockOptin */
     case 98: *v = 0; break;                       /* CanFlushRemoteWrites */
     case 99: *v = 1; break;                       /* HostRegisterSupported */
     case 100: *v = 0; break;                      /* PageableMemoryAccessUsesHostPageTables */
     case 101: *v = 0; break;                      /* DirectManagedMemAccessFromHost */
-    case 106: *v = 32; break;                     /* MaxBlocksPerMultiprocessor */
-    case 108: *v = 32505856; break;               /* MaxPersistingL2CacheSize */
-    case 109: *v = 134213632; break;              /* MaxAccessPolicyWindowSize */
-    case 111: *v = 1024; break;                   /* ReservedSharedMemoryPerBlock */
+    case 106: *v = p->blocks_per_sm; break;       /* MaxBlocksPerMultiprocessor */
+    case 108: *v = p->persisting_l2; break;       /* MaxPersistingL2CacheSize */
+    case 109: *v = ampere ? 134213632 : 0; break; /* MaxAccessPolicyWindowSize (8.0+) */
+    case 111: *v = p->smem_reserved; break;       /* ReservedSharedMemoryPerBlock */
     case 112: case 113: case 114: case 115: *v = 1; break;
     case 116: *v = 1; break;                      /* GPUDirectRDMASupported */
     case 117: *v = 1; break;
     case 118: *v = 0; break;
     case 119: *v = 9; break;                      /* MemoryPoolSupportedHandleTypes */
-    case 120: *v = 1; break;                      /* ClusterLaunch */
+    case 120: *v = hopper; break;                 /* ClusterLaunch (9.0+) */
     case 121: *v = 1; break;
     case 125: *v = 1; break;                      /* IpcEventSupport */
-    case 126: *v = 4; break;                      /* MemSyncDomainCount */
+    case 126: *v = hopper ? 4 : 1; break;         /* MemSyncDomainCount */
     case 130: *v = 0; break;                      /* NumaConfig */
     case 131: *v = -1; break;                     /* NumaId */
     case 133: *v = 0; break;                      /* MpsEnabled */
     case 134: *v = -1; break;                     /* HostNumaId */
     case 135: case 138: *v = 0; break;
-    case 139: *v = 0x233010de; break;             /* GpuPciDeviceId */
-    case 140: *v = 0x16c110de; break;             /* GpuPciSubsystemId */
+    case 139: *v = (int)(p->pci_device << 16 | 0x10de); break;     /* GpuPciDeviceId */
+    case 140: *v = (int)(p->pci_subsystem << 16 | 0x10de); break;  /* GpuPciSubsystemId */
     case 142: case 143: case 144: *v = 0; break;
     case 147: *v = 0; break;
     default: return -1;

@@ -1,7 +1,7 @@
 /* Physical and visible devices of the emulated CUDA runtime.
  *
- * The machine has ACCEL_EMU_DEVICES physical devices, each with a fixed UUID.  NVML (a minimal
- * stand-in below, for accel's NVML-based device count) reports all of them, as the real NVML does.
+ * The machine has ACCEL_EMU_DEVICES physical devices, each with a fixed UUID.  NVML (emu_nvml.c)
+ * reports all of them, as the real NVML does.
  * The CUDA runtime shows only those CUDA_VISIBLE_DEVICES selects, renumbered in the order given, with
  * the rules of the real driver as PyTorch mirrors them (reference/torch_device_stream.md §5.6):
  *  - unset: every device; set but empty: none;
@@ -20,8 +20,6 @@
 
 #include "emu_tables.h"
 
-#define EXPORT __attribute__((visibility("default")))
-
 /* ------------------------------------------------------------------- UUIDs */
 
 void emu_uuid(int phys, unsigned char out[16])
@@ -38,7 +36,7 @@ void emu_uuid(int phys, unsigned char out[16])
 }
 
 /* nvidia-smi's form: GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx (40 characters). */
-static void uuid_text(int phys, char out[EMU_UUID_TEXT])
+void emu_uuid_text(int phys, char out[EMU_UUID_TEXT])
 {
     unsigned char u[16];
     emu_uuid(phys, u);
@@ -137,7 +135,7 @@ static int visible_uuids(entry_t *es, int n, const char *prefix, int nphys, int 
         int match = -1, matches = 0;
         for (int d = 0; d < nphys; d++) {
             char text[EMU_UUID_TEXT];
-            uuid_text(d, text);
+            emu_uuid_text(d, text);
             if (es[i].n <= strlen(text) && memcmp(text, es[i].s, es[i].n) == 0) {
                 match = d;
                 matches++;
@@ -174,61 +172,4 @@ int emu_visible_devices(const char *var, int nphys, int *phys)
     else count = visible_ordinals(es, n, nphys, phys);
     free(es);
     return count;
-}
-
-/* ------------------------------------------------------------ NVML stand-in */
-
-/* Just what a device count by UUID needs (nvmlInit, the count, handles, UUIDs); NVML ignores
- * CUDA_VISIBLE_DEVICES.  Return codes are NVML's. */
-enum { NVML_SUCCESS = 0, NVML_ERROR_UNINITIALIZED = 1, NVML_ERROR_INVALID_ARGUMENT = 2,
-       NVML_ERROR_INSUFFICIENT_SIZE = 7, NVML_ERROR_UNKNOWN = 999 };
-
-typedef char nvml_device_t;     /* a handle points into g_nvml_devices, at its index */
-static nvml_device_t g_nvml_devices[EMU_MAX_DEVICES];
-static int g_nvml_refs;
-
-static int nvml_ready(void) { return __atomic_load_n(&g_nvml_refs, __ATOMIC_ACQUIRE) > 0; }
-
-EXPORT int nvmlInit_v2(void)
-{
-    if (emu_physical_devices() < 0) return NVML_ERROR_UNKNOWN;
-    __atomic_add_fetch(&g_nvml_refs, 1, __ATOMIC_RELEASE);
-    return NVML_SUCCESS;
-}
-
-EXPORT int nvmlInit(void) { return nvmlInit_v2(); }
-
-EXPORT int nvmlShutdown(void)
-{
-    int refs = __atomic_load_n(&g_nvml_refs, __ATOMIC_ACQUIRE);
-    while (refs > 0 && !__atomic_compare_exchange_n(&g_nvml_refs, &refs, refs - 1, 0, __ATOMIC_ACQ_REL,
-                                                    __ATOMIC_ACQUIRE)) {
-    }
-    return refs > 0 ? NVML_SUCCESS : NVML_ERROR_UNINITIALIZED;
-}
-
-EXPORT int nvmlDeviceGetCount_v2(unsigned int *count)
-{
-    if (!nvml_ready()) return NVML_ERROR_UNINITIALIZED;
-    if (!count) return NVML_ERROR_INVALID_ARGUMENT;
-    *count = (unsigned)emu_physical_devices();
-    return NVML_SUCCESS;
-}
-
-EXPORT int nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvml_device_t **device)
-{
-    if (!nvml_ready()) return NVML_ERROR_UNINITIALIZED;
-    if (!device || index >= (unsigned)emu_physical_devices()) return NVML_ERROR_INVALID_ARGUMENT;
-    *device = &g_nvml_devices[index];
-    return NVML_SUCCESS;
-}
-
-EXPORT int nvmlDeviceGetUUID(nvml_device_t *device, char *uuid, unsigned int length)
-{
-    if (!nvml_ready()) return NVML_ERROR_UNINITIALIZED;
-    uintptr_t index = (uintptr_t)device - (uintptr_t)g_nvml_devices;
-    if (!uuid || index >= (uintptr_t)emu_physical_devices()) return NVML_ERROR_INVALID_ARGUMENT;
-    if (length < EMU_UUID_TEXT) return NVML_ERROR_INSUFFICIENT_SIZE;
-    uuid_text((int)index, uuid);
-    return NVML_SUCCESS;
 }

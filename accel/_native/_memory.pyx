@@ -19,6 +19,9 @@ is a C field.  So ``__dealloc__`` still sees the owner of a view and every recor
 that used CUDA every buffer operation raises torch's "Cannot re-initialize CUDA" error (the init hook's).
 """
 cimport cython
+from cpython.long cimport PyLong_FromSsize_t
+from cpython.ref cimport Py_INCREF
+from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 from libc.stdint cimport uintptr_t
 from libc.string cimport memset
 
@@ -29,16 +32,23 @@ from accel._native._device cimport (c_get_device, c_enter_device, c_leave_device
                                     c_ensure_init, c_uninitialized)
 from accel._native import _cudart
 from accel._native import _stream as _stream_mod
+from accel import _memory_array as _ma
 from accel import _memory_common as _mc
 from accel import _memory_interop as _mi
 from accel import _stream_common as _sc
 from accel._native import _device as _dev_mod
 
 
-__all__ = ["DeviceBuffer", "alloc", "memory_allocated", "max_memory_allocated", "counters", "pool_handle",
+__all__ = ["DeviceBuffer", "DeviceArray", "alloc", "as_array", "memory_allocated", "max_memory_allocated", "counters", "pool_handle",
            "reset_peak", "reset_accumulated", "set_limit", "get_limit", "set_index_parser", "wrap"]
 
+cdef extern from "Python.h":
+    int PySlice_Unpack(object slice, Py_ssize_t* start, Py_ssize_t* stop, Py_ssize_t* step) except -1
+    Py_ssize_t PySlice_AdjustIndices(Py_ssize_t length, Py_ssize_t* start, Py_ssize_t* stop, Py_ssize_t step)
+    long long PyLong_AsLongLongAndOverflow(object obj, int* overflow) except? -1
+
 DEF MAXDEV = 512
+DEF FAST = 2147483648    # |step|, |stride| below this: a[i:j:k]'s arithmetic cannot overflow
 DEF ERR_OOM = 2
 
 cdef struct Counters:
@@ -459,3 +469,336 @@ def wrap(ptr, nbytes, device, stream, owner, readonly=False):
     b._readonly = bool(readonly)
     b._owner = owner
     return b
+
+
+
+@cython.auto_pickle(False)
+@cython.no_gc_clear
+@cython.final
+@cython.freelist(64)    # views are made and dropped at a high rate: reuse their memory
+cdef class DeviceArray:
+    """A typed view (numpy dtype, shape, byte strides) over the memory of a DeviceBuffer, which it keeps
+    alive: what ``to_device`` / ``empty`` / ``from_dlpack`` return, exported with its dtype, shape and
+    strides over DLPack and the CUDA Array Interface.  Basic indexing, ``reshape``, ``view(dtype)`` and
+    ``.T`` make views of the same memory; ``free()`` frees the buffer (and so every view of it)."""
+    cdef DeviceBuffer _buf
+    cdef uintptr_t _ptr
+    cdef object _dtype
+    cdef tuple _shape
+    cdef tuple _strides
+    cdef Py_ssize_t _itemsize
+    cdef object __weakref__
+
+    def __init__(self, *args, **kwargs):
+        raise TypeError("DeviceArray cannot be created directly: use accel.cuda.to_device(array) or "
+                        "accel.cuda.empty(shape, dtype)")
+
+    @property
+    def ptr(self):
+        """The device address of element 0 (int)."""
+        return self._ptr
+
+    @property
+    def dtype(self):
+        return self._dtype
+
+    @property
+    def shape(self):
+        return self._shape
+
+    @property
+    def strides(self):
+        """Bytes between consecutive elements of each dimension (numpy's strides; may be negative)."""
+        return self._strides
+
+    @property
+    def ndim(self):
+        return len(self._shape)
+
+    @property
+    def size(self):
+        n = 1
+        for s in self._shape:
+            n *= s
+        return n
+
+    @property
+    def itemsize(self):
+        return self._itemsize
+
+    @property
+    def nbytes(self):
+        """size * itemsize (the bytes of the elements, not of the span of a strided view)."""
+        return self.size * self._itemsize
+
+    @property
+    def device(self):
+        return _sc.CudaDevice(self._buf._dev)
+
+    @property
+    def stream(self):
+        """The stream of the buffer (the default stream of copies and exports)."""
+        return self._buf._stream
+
+    @property
+    def buffer(self):
+        """The DeviceBuffer whose memory this views (kept alive by the array)."""
+        return self._buf
+
+    @property
+    def readonly(self):
+        return self._buf._readonly
+
+    @property
+    def closed(self):
+        """True once the buffer was freed."""
+        return not self._buf._live
+
+    @property
+    def T(self):
+        """The transposed view (shape and strides reversed)."""
+        return _make(self._buf, self._ptr, self._dtype, self._shape[::-1], self._strides[::-1], self._itemsize)
+
+    def __len__(self):
+        if not self._shape:
+            raise TypeError("len() of unsized object")
+        return self._shape[0]
+
+    def __getitem__(self, key):
+        """A view for basic indexing (ints, slices with any step, ..., None), as numpy's."""
+        cdef Py_ssize_t start, stop, step, n, st, nd
+        cdef long long i
+        cdef int overflow = 0
+        if not self._buf._live:
+            raise ValueError("the DeviceArray was freed")
+        shape = self._shape
+        nd = len(shape)
+        if nd and type(key) is int:
+            i = PyLong_AsLongLongAndOverflow(key, &overflow)
+            if not overflow:
+                n = shape[0]
+                st = self._strides[0]
+                if i < 0:
+                    i += n
+                if not 0 <= i < n:
+                    raise _ma.out_of_bounds(key, 0, n)
+                return _make(self._buf, <uintptr_t>(<Py_ssize_t>self._ptr + <Py_ssize_t>i * st), self._dtype,
+                             shape[1:], self._strides[1:], self._itemsize)
+        elif nd and type(key) is slice:
+            PySlice_Unpack(key, &start, &stop, &step)
+            st = self._strides[0]
+            if -FAST < step < FAST and -FAST < st < FAST:
+                n = PySlice_AdjustIndices(shape[0], &start, &stop, step)
+                if not n:
+                    start, step = 0, 1      # numpy's empty slice: element 0 at the start, the axis's stride
+                return _make(self._buf, <uintptr_t>(<Py_ssize_t>self._ptr + start * st),
+                             self._dtype, (n,) + shape[1:] if nd > 1 else (n,),
+                             (st * step,) + self._strides[1:] if nd > 1 else (st * step,), self._itemsize)
+        elif nd and type(key) is tuple and len(<tuple>key) <= nd:
+            view = _tuple_view(self, <tuple>key)
+            if view is not None:
+                return view
+        off, shape, strides = _ma.index(shape, self._strides, self._itemsize, key)
+        return _make(self._buf, <uintptr_t>(<Py_ssize_t>self._ptr + <Py_ssize_t>off), self._dtype, shape, strides,
+                     self._itemsize)
+
+    def reshape(self, *shape):
+        """A view of another shape (-1: inferred) with the same elements in C order; ValueError when the
+        layout needs a copy."""
+        shape, strides = _ma.reshape(self._shape, self._strides, self._itemsize, shape)
+        return _make(self._buf, self._ptr, self._dtype, shape, strides, self._itemsize)
+
+    def view(self, dtype):
+        """The same bytes as ``dtype`` (numpy's view: another item size needs a contiguous last axis)."""
+        dt = _ma.dtype_arg(dtype)
+        shape, strides = _ma.view(self._shape, self._strides, self._dtype, dt)
+        return _make(self._buf, self._ptr, dt, shape, strides, dt.itemsize)
+
+    def record_stream(self, stream):
+        """The buffer's record_stream (see DeviceBuffer)."""
+        return self._buf.record_stream(stream)
+
+    def free(self):
+        """Free the buffer (see DeviceBuffer.free): every view of it is then closed."""
+        return self._buf.free()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc_value, traceback):
+        self._buf.free()
+
+    def __reduce__(self):
+        raise _mc.copy_refused(self)
+
+    def copy_to_host(self, out=None, stream=None):
+        """The elements in a host array of the same dtype and shape (``out``: C-contiguous, same dtype and
+        number of elements); see accel.cuda."""
+        _ready()
+        if out is None and self._buf._live and _whole(self):
+            # the whole buffer, C-contiguous: the buffer's copy into an array of the right type
+            return self._buf.copy_to_host(_np().empty(self._shape, self._dtype), stream)
+        return _ma.copy_to_host(_cudart, self, out, stream)
+
+    def copy_from_host(self, array, stream=None):
+        """Copy a host array of the same dtype and shape into the array (see accel.cuda)."""
+        _ready()
+        if (self._buf._live and not self._buf._readonly and type(array) is _np().ndarray and _whole(self)
+                and array.shape == self._shape and array.dtype == self._dtype):
+            return self._buf.copy_from_host(array, stream)
+        return _ma.copy_from_host(_cudart, self, array, stream)
+
+    def copy_from(self, other, stream=None):
+        """Copy another DeviceArray of the same dtype and shape into this one (both C-contiguous)."""
+        _ready()
+        return _ma.copy_from(_cudart, self, other, stream)
+
+    def memset(self, value, stream=None):
+        """Set every byte of a C-contiguous array to ``value`` (0-255), stream-ordered."""
+        _ready()
+        return _ma.memset(_cudart, self, value, stream)
+
+    @property
+    def __cuda_array_interface__(self):
+        """CUDA Array Interface v3 with the array's typestr, shape and strides, and its buffer's stream."""
+        _ready()
+        return _mi.array_interface(self)
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        """A DLPack capsule (versioned 1.x when ``max_version`` allows it) with the array's dtype, shape and
+        strides; ``stream`` (the consumer's) is made to wait for the work queued on the buffer's stream."""
+        _ready()
+        return _mi.dlpack(_cudart, self, stream, max_version, dl_device, copy, True)
+
+    def __dlpack_device__(self):
+        """``(2, device)``: kDLCUDA."""
+        return (_mi.KDLCUDA, self._buf._dev)
+
+    def __repr__(self):
+        state = "freed" if not self._buf._live else f"ptr={self._ptr:#x}"
+        return (f"<accel.cuda.DeviceArray shape={self._shape} dtype={self._dtype} device=cuda:{self._buf._dev} "
+                f"{state}>")
+
+
+_numpy = None
+
+
+cdef object _np():
+    global _numpy
+    if _numpy is None:
+        import numpy
+        _numpy = numpy
+    return _numpy
+
+
+cdef bint _whole(DeviceArray a):
+    """C-contiguous and exactly its buffer (to_device's, empty's): copies are the buffer's own."""
+    cdef Py_ssize_t k, dim, expect = a._itemsize
+    if a._ptr != a._buf._ptr:
+        return False
+    for k in range(len(a._shape) - 1, -1, -1):
+        dim = a._shape[k]
+        if dim != 1 and a._strides[k] != expect:
+            return False
+        expect *= dim
+    return <size_t>expect == a._buf._n
+
+
+cdef object _tuple_view(DeviceArray a, tuple key):
+    """``a[key]`` for a tuple of ints and slices (no more than ``a.ndim``), or None for the general path (another
+    index, an int beyond a C long long, a step or stride too large for the fast arithmetic, over 32 dims)."""
+    cdef Py_ssize_t k, m = 0, nk = len(key), nd = len(a._shape), start, stop, step, n, st, dim, off = 0
+    cdef Py_ssize_t shp[32]
+    cdef Py_ssize_t strd[32]
+    cdef long long i
+    cdef int overflow = 0
+    if nd > 32:
+        return None
+    for k in range(nk):
+        item = key[k]
+        dim = a._shape[k]
+        st = a._strides[k]
+        if type(item) is int:
+            i = PyLong_AsLongLongAndOverflow(item, &overflow)
+            if overflow:
+                return None
+            if i < 0:
+                i += dim
+            if not 0 <= i < dim:
+                raise _ma.out_of_bounds(item, k, dim)
+            off += <Py_ssize_t>i * st
+        elif type(item) is slice:
+            PySlice_Unpack(item, &start, &stop, &step)
+            if not (-FAST < step < FAST and -FAST < st < FAST):
+                return None
+            n = PySlice_AdjustIndices(dim, &start, &stop, step)
+            if not n:
+                start, step = 0, 1
+            off += start * st
+            shp[m] = n
+            strd[m] = st * step
+            m += 1
+        else:
+            return None     # (the items before it were ints and slices: an error so far named numpy's axis)
+    shape = PyTuple_New(m + nd - nk)
+    strides = PyTuple_New(m + nd - nk)
+    for k in range(m):
+        _set(shape, k, shp[k])
+        _set(strides, k, strd[k])
+    for k in range(nk, nd):
+        _set_obj(shape, m + k - nk, a._shape[k])
+        _set_obj(strides, m + k - nk, a._strides[k])
+    return _make(a._buf, <uintptr_t>(<Py_ssize_t>a._ptr + off), a._dtype, shape, strides, a._itemsize)
+
+
+cdef inline void _set(tuple t, Py_ssize_t k, Py_ssize_t v):
+    o = PyLong_FromSsize_t(v)
+    Py_INCREF(o)
+    PyTuple_SET_ITEM(t, k, o)
+
+
+cdef inline void _set_obj(tuple t, Py_ssize_t k, object o):
+    Py_INCREF(o)
+    PyTuple_SET_ITEM(t, k, o)
+
+
+cdef inline DeviceArray _make(DeviceBuffer buf, uintptr_t ptr, object dtype, tuple shape, tuple strides,
+                              Py_ssize_t itemsize):
+    cdef DeviceArray a = DeviceArray.__new__(DeviceArray)
+    a._buf = buf
+    a._ptr = ptr
+    a._dtype = dtype
+    a._shape = shape
+    a._strides = strides
+    a._itemsize = itemsize
+    return a
+
+
+def as_array(buf, dtype, shape, strides=None, offset=0):
+    """A DeviceArray of ``dtype`` / ``shape`` / byte ``strides`` (None: C-contiguous) viewing ``buf``'s memory
+    from byte ``offset`` (element 0's); ValueError when the layout reaches outside the buffer."""
+    cdef Py_ssize_t k, n
+    if type(buf) is not DeviceBuffer:
+        raise TypeError(f"buf must be a DeviceBuffer, got {type(buf).__name__}")
+    if strides is None and type(offset) is int and offset == 0 and type(shape) is tuple:
+        # to_device's and empty's case, checked in C: a numpy dtype, a tuple of ints, C-contiguous
+        dt = dtype
+        if isinstance(dt, _np().dtype) and dt.itemsize and not dt.hasobject and dt.subdtype is None:
+            n = dt.itemsize
+            st = [0] * len(<tuple>shape)
+            for k in range(len(<tuple>shape) - 1, -1, -1):
+                d = (<tuple>shape)[k]
+                if type(d) is not int or d < 0 or d >= FAST or (d and <size_t>n > (<DeviceBuffer>buf)._n // <size_t>d):
+                    break           # the general path says what is wrong (or that it does not fit)
+                st[k] = n
+                n *= <Py_ssize_t>d
+            else:
+                if <size_t>n <= (<DeviceBuffer>buf)._n:
+                    return _make(buf, (<DeviceBuffer>buf)._ptr, dt, shape, tuple(st), dt.itemsize)
+    dt = _ma.dtype_arg(dtype)
+    shape = _ma.shape_arg(shape)
+    strides = _ma.c_strides(shape, dt.itemsize) if strides is None else _ma.strides_arg(strides)
+    offset = _ma.offset_arg(offset)
+    _ma.check_view((<DeviceBuffer>buf)._n, offset, shape, strides, dt.itemsize)
+    return _make(buf, <uintptr_t>(<Py_ssize_t>(<DeviceBuffer>buf)._ptr + <Py_ssize_t>offset), dt, shape, strides,
+                 dt.itemsize)

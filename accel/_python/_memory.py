@@ -16,6 +16,7 @@ import atexit
 import threading
 from ctypes import byref, c_int, c_size_t
 
+from accel import _memory_array as _ma
 from accel import _memory_common as _mc
 from accel import _memory_interop as _mi
 from accel import _stream_common as _sc
@@ -25,10 +26,12 @@ from accel._python import _stream as _stream_mod
 from accel._python._device import _c_checked_device_count, _c_ensure_init, _c_get_device, _c_uninitialized
 
 
-__all__ = ["DeviceBuffer", "alloc", "memory_allocated", "max_memory_allocated", "counters", "pool_handle",
+__all__ = ["DeviceBuffer", "DeviceArray", "alloc", "as_array", "memory_allocated", "max_memory_allocated", "counters", "pool_handle",
            "reset_peak", "reset_accumulated", "set_limit", "get_limit", "set_index_parser", "wrap"]
 
 _MAXDEV = 512
+_LL = 2**63          # ints beyond a C long long: the general path (as the native twin)
+_FAST = 2**31        # |step|, |stride| below this: the fast path of a[i:j:k] (as the native twin)
 _ERR_OOM = 2
 _FIELDS = ("bytes", "bytes_peak", "bytes_alloc", "bytes_freed", "count", "count_peak", "count_alloc",
            "count_freed", "retries", "ooms", "limit", "pool")
@@ -369,14 +372,14 @@ def _dev_arg(device):
 def memory_allocated(device=None):
     """Bytes currently allocated by accel on ``device`` (a counter read); 0 while CUDA is not initialised
     (nothing checked or initialised then, as torch)."""
-    if _c_uninitialized():
+    if not _dev._initialized and _dev._init_hook is not None:     # _c_uninitialized(), inlined: a hot read
         return 0
     return _c[_dev_arg(device)].bytes
 
 
 def max_memory_allocated(device=None):
     """Peak of memory_allocated since the start or the last reset_peak (0 while CUDA is not initialised)."""
-    if _c_uninitialized():
+    if not _dev._initialized and _dev._init_hook is not None:     # _c_uninitialized(), inlined: a hot read
         return 0
     return _c[_dev_arg(device)].bytes_peak
 
@@ -445,3 +448,288 @@ def wrap(ptr, nbytes, device, stream, owner, readonly=False):
     b._readonly = bool(readonly)
     b._owner = owner
     return b
+
+
+class DeviceArray:
+    """A typed view (numpy dtype, shape, byte strides) over the memory of a DeviceBuffer, which it keeps
+    alive: what ``to_device`` / ``empty`` / ``from_dlpack`` return, exported with its dtype, shape and
+    strides over DLPack and the CUDA Array Interface.  Basic indexing, ``reshape``, ``view(dtype)`` and
+    ``.T`` make views of the same memory; ``free()`` frees the buffer (and so every view of it)."""
+
+    __slots__ = ("_buf", "_ptr", "_dtype", "_shape", "_strides", "_itemsize", "__weakref__")
+
+    def __init__(self, *args, **kwargs):
+        raise TypeError("DeviceArray cannot be created directly: use accel.cuda.to_device(array) or "
+                        "accel.cuda.empty(shape, dtype)")
+
+    @property
+    def ptr(self):
+        """The device address of element 0 (int)."""
+        return self._ptr
+
+    @property
+    def dtype(self):
+        return self._dtype
+
+    @property
+    def shape(self):
+        return self._shape
+
+    @property
+    def strides(self):
+        """Bytes between consecutive elements of each dimension (numpy's strides; may be negative)."""
+        return self._strides
+
+    @property
+    def ndim(self):
+        return len(self._shape)
+
+    @property
+    def size(self):
+        n = 1
+        for s in self._shape:
+            n *= s
+        return n
+
+    @property
+    def itemsize(self):
+        return self._itemsize
+
+    @property
+    def nbytes(self):
+        """size * itemsize (the bytes of the elements, not of the span of a strided view)."""
+        return self.size * self._itemsize
+
+    @property
+    def device(self):
+        return _sc.CudaDevice(self._buf._dev)
+
+    @property
+    def stream(self):
+        """The stream of the buffer (the default stream of copies and exports)."""
+        return self._buf._stream
+
+    @property
+    def buffer(self):
+        """The DeviceBuffer whose memory this views (kept alive by the array)."""
+        return self._buf
+
+    @property
+    def readonly(self):
+        return self._buf._readonly
+
+    @property
+    def closed(self):
+        """True once the buffer was freed."""
+        return not self._buf._live
+
+    @property
+    def T(self):
+        """The transposed view (shape and strides reversed)."""
+        return _make(self._buf, self._ptr, self._dtype, self._shape[::-1], self._strides[::-1], self._itemsize)
+
+    def __len__(self):
+        if not self._shape:
+            raise TypeError("len() of unsized object")
+        return self._shape[0]
+
+    def __getitem__(self, key):
+        """A view for basic indexing (ints, slices with any step, ..., None), as numpy's."""
+        if not self._buf._live:
+            raise ValueError("the DeviceArray was freed")
+        shape = self._shape
+        nd = len(shape)
+        if nd and type(key) is int and -_LL <= key < _LL:
+            n = shape[0]
+            i = key + n if key < 0 else key
+            if not 0 <= i < n:
+                raise _ma.out_of_bounds(key, 0, n)
+            return _make(self._buf, self._ptr + i * self._strides[0], self._dtype, shape[1:], self._strides[1:],
+                         self._itemsize)
+        elif nd and type(key) is slice:
+            start, stop, step = key.indices(shape[0])
+            st = self._strides[0]
+            if -_FAST < step < _FAST and -_FAST < st < _FAST:
+                n = len(range(start, stop, step))
+                if not n:
+                    start, step = 0, 1      # numpy's empty slice: element 0 at the start, the axis's stride
+                return _make(self._buf, self._ptr + start * st, self._dtype, (n,) + shape[1:],
+                             (st * step,) + self._strides[1:], self._itemsize)
+        elif nd and type(key) is tuple and len(key) <= nd:
+            view = _tuple_view(self, key)
+            if view is not None:
+                return view
+        off, shape, strides = _ma.index(shape, self._strides, self._itemsize, key)
+        return _make(self._buf, self._ptr + off, self._dtype, shape, strides, self._itemsize)
+
+    def reshape(self, *shape):
+        """A view of another shape (-1: inferred) with the same elements in C order; ValueError when the
+        layout needs a copy."""
+        shape, strides = _ma.reshape(self._shape, self._strides, self._itemsize, shape)
+        return _make(self._buf, self._ptr, self._dtype, shape, strides, self._itemsize)
+
+    def view(self, dtype):
+        """The same bytes as ``dtype`` (numpy's view: another item size needs a contiguous last axis)."""
+        dt = _ma.dtype_arg(dtype)
+        shape, strides = _ma.view(self._shape, self._strides, self._dtype, dt)
+        return _make(self._buf, self._ptr, dt, shape, strides, dt.itemsize)
+
+    def record_stream(self, stream):
+        """The buffer's record_stream (see DeviceBuffer)."""
+        return self._buf.record_stream(stream)
+
+    def free(self):
+        """Free the buffer (see DeviceBuffer.free): every view of it is then closed."""
+        return self._buf.free()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc_value, traceback):
+        self._buf.free()
+
+    def __reduce__(self):
+        raise _mc.copy_refused(self)
+
+    def copy_to_host(self, out=None, stream=None):
+        """The elements in a host array of the same dtype and shape (``out``: C-contiguous, same dtype and
+        number of elements); see accel.cuda."""
+        _ready()
+        if out is None and self._buf._live and _whole(self):
+            # the whole buffer, C-contiguous: the buffer's copy into an array of the right type
+            return self._buf.copy_to_host(_np().empty(self._shape, self._dtype), stream)
+        return _ma.copy_to_host(_cudart, self, out, stream)
+
+    def copy_from_host(self, array, stream=None):
+        """Copy a host array of the same dtype and shape into the array (see accel.cuda)."""
+        _ready()
+        if (self._buf._live and not self._buf._readonly and type(array) is _np().ndarray and _whole(self)
+                and array.shape == self._shape and array.dtype == self._dtype):
+            return self._buf.copy_from_host(array, stream)
+        return _ma.copy_from_host(_cudart, self, array, stream)
+
+    def copy_from(self, other, stream=None):
+        """Copy another DeviceArray of the same dtype and shape into this one (both C-contiguous)."""
+        _ready()
+        return _ma.copy_from(_cudart, self, other, stream)
+
+    def memset(self, value, stream=None):
+        """Set every byte of a C-contiguous array to ``value`` (0-255), stream-ordered."""
+        _ready()
+        return _ma.memset(_cudart, self, value, stream)
+
+    @property
+    def __cuda_array_interface__(self):
+        """CUDA Array Interface v3 with the array's typestr, shape and strides, and its buffer's stream."""
+        _ready()
+        return _mi.array_interface(self)
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        """A DLPack capsule (versioned 1.x when ``max_version`` allows it) with the array's dtype, shape and
+        strides; ``stream`` (the consumer's) is made to wait for the work queued on the buffer's stream."""
+        _ready()
+        return _mi.dlpack(_cudart, self, stream, max_version, dl_device, copy, True)
+
+    def __dlpack_device__(self):
+        """``(2, device)``: kDLCUDA."""
+        return (_mi.KDLCUDA, self._buf._dev)
+
+    def __repr__(self):
+        state = "freed" if not self._buf._live else f"ptr={self._ptr:#x}"
+        return (f"<accel.cuda.DeviceArray shape={self._shape} dtype={self._dtype} device=cuda:{self._buf._dev} "
+                f"{state}>")
+
+
+_numpy = None
+
+
+def _np():
+    global _numpy
+    if _numpy is None:
+        import numpy
+        _numpy = numpy
+    return _numpy
+
+
+def _whole(a):
+    """C-contiguous and exactly its buffer (to_device's, empty's): copies are the buffer's own."""
+    if a._ptr != a._buf._ptr:
+        return False
+    expect = a._itemsize
+    for dim, st in zip(reversed(a._shape), reversed(a._strides)):
+        if dim != 1 and st != expect:
+            return False
+        expect *= dim
+    return expect == a._buf._n
+
+
+def _tuple_view(a, key):
+    """``a[key]`` for a tuple of ints and slices (no more than ``a.ndim``), or None for the general path (the
+    native twin's rules: another index, an int beyond a C long long, a step or stride of 2**31 or more)."""
+    shape = []
+    strides = []
+    off = 0
+    for k, item in enumerate(key):
+        dim = a._shape[k]
+        st = a._strides[k]
+        if type(item) is int:
+            if not -_LL <= item < _LL:
+                return None
+            i = item + dim if item < 0 else item
+            if not 0 <= i < dim:
+                raise _ma.out_of_bounds(item, k, dim)
+            off += i * st
+        elif type(item) is slice:
+            start, stop, step = item.indices(dim)
+            if not (-_FAST < step < _FAST and -_FAST < st < _FAST):
+                return None
+            n = len(range(start, stop, step))
+            if not n:
+                start, step = 0, 1
+            off += start * st
+            shape.append(n)
+            strides.append(st * step)
+        else:
+            return None     # (the items before it were ints and slices: an error so far named numpy's axis)
+    nk = len(key)
+    return _make(a._buf, a._ptr + off, a._dtype, tuple(shape) + a._shape[nk:], tuple(strides) + a._strides[nk:],
+                 a._itemsize)
+
+
+def _make(buf, ptr, dtype, shape, strides, itemsize):
+    a = _new(DeviceArray)
+    a._buf = buf
+    a._ptr = ptr
+    a._dtype = dtype
+    a._shape = shape
+    a._strides = strides
+    a._itemsize = itemsize
+    return a
+
+
+def as_array(buf, dtype, shape, strides=None, offset=0):
+    """A DeviceArray of ``dtype`` / ``shape`` / byte ``strides`` (None: C-contiguous) viewing ``buf``'s memory
+    from byte ``offset`` (element 0's); ValueError when the layout reaches outside the buffer."""
+    if type(buf) is not DeviceBuffer:
+        raise TypeError(f"buf must be a DeviceBuffer, got {type(buf).__name__}")
+    if strides is None and type(offset) is int and offset == 0 and type(shape) is tuple:
+        # to_device's and empty's case: a numpy dtype, a tuple of ints, C-contiguous (as the native twin)
+        dt = dtype
+        if isinstance(dt, _np().dtype) and dt.itemsize and not dt.hasobject and dt.subdtype is None:
+            n = dt.itemsize
+            st = [0] * len(shape)
+            for k in range(len(shape) - 1, -1, -1):
+                d = shape[k]
+                if type(d) is not int or d < 0 or d >= _FAST:
+                    break
+                st[k] = n
+                n *= d
+            else:
+                if n <= buf._n:
+                    return _make(buf, buf._ptr, dt, shape, tuple(st), dt.itemsize)
+    dt = _ma.dtype_arg(dtype)
+    shape = _ma.shape_arg(shape)
+    strides = _ma.c_strides(shape, dt.itemsize) if strides is None else _ma.strides_arg(strides)
+    offset = _ma.offset_arg(offset)
+    _ma.check_view(buf._n, offset, shape, strides, dt.itemsize)
+    return _make(buf, buf._ptr + offset, dt, shape, strides, dt.itemsize)

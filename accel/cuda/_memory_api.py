@@ -1,21 +1,26 @@
 """Device memory: torch.cuda.memory's names over CUDA's stream-ordered allocator (accel._impl's twin).
 
-``alloc`` / ``DeviceBuffer`` and the counter reads are the twin's own objects (no wrapper layer).
-Copies are DeviceBuffer methods:
+``alloc`` / ``DeviceBuffer`` / ``DeviceArray`` and the counter reads are the twin's own objects (no wrapper
+layer).  A ``DeviceBuffer`` is bytes; a ``DeviceArray`` (from ``to_device``, ``empty``, ``zeros``,
+``empty_like``, ``from_dlpack``, ``as_buffer``) is a typed view over one: numpy dtype, shape and byte strides,
+views by basic indexing / ``reshape`` / ``view(dtype)`` / ``.T``, exported with its layout over DLPack and the
+CUDA Array Interface.  Copies are methods of both:
 
-- ``buf.copy_from_host(array, stream=None)``: host -> device.  Asynchronous on the stream when ``array``
+- ``copy_from_host(array, stream=None)``: host -> device.  Asynchronous on the stream when ``array``
   is pinned (``pinned_empty``, ``host_register``); from pageable memory it synchronises the stream
-  before returning, so the array may be reused at once.
-- ``buf.copy_to_host(out=None, stream=None)``: device -> host.  With ``out=None`` a new uint8 numpy array
-  is returned after the copy is done (synchronous result).  Into a given pinned ``out`` the copy is
-  asynchronous: synchronise the stream before reading it; into a pageable ``out`` it is synchronous.
-- ``buf.copy_from(other, stream=None)``: device -> device, also across devices, ordered after the work
-  queued so far on ``other``'s stream.
-- ``buf.memset(byte, stream=None)``.
+  before returning, so the array may be reused at once.  A DeviceBuffer takes any C-contiguous array of
+  exactly ``nbytes``; a DeviceArray one of its dtype and shape (into a strided view: one copy per
+  contiguous run, synchronised).
+- ``copy_to_host(out=None, stream=None)``: device -> host.  With ``out=None`` a new numpy array (uint8 for a
+  buffer; the array's dtype and shape for a DeviceArray) is returned after the copy is done.  Into a given
+  pinned ``out`` the copy is asynchronous: synchronise the stream before reading it; into a pageable
+  ``out`` it is synchronous.  A strided DeviceArray reads the bytes it spans and gathers them (synchronous).
+- ``copy_from(other, stream=None)``: device -> device, also across devices, ordered after the work
+  queued so far on ``other``'s stream (DeviceArrays: the same dtype and shape, both C-contiguous).
+- ``memset(byte, stream=None)`` (a DeviceArray: C-contiguous).
 
 ``stream`` defaults to the buffer's own stream (the one it was allocated on); a copy on another stream
 records that stream on the buffer (``record_stream``), so the memory is not reused before the copy ran.
-Host arrays must be C-contiguous (any dtype) and exactly ``buf.nbytes`` long.
 """
 import atexit
 import operator
@@ -23,6 +28,7 @@ import threading
 import warnings
 
 from accel import _impl
+from accel import _memory_array as _ma
 from accel import _memory_common as _mc
 from accel import _memory_interop as _mi
 from accel.cuda._init import _is_in_bad_fork, _lazy_init, is_initialized
@@ -31,7 +37,8 @@ from accel.errors import OutOfMemoryError
 
 _memory = _impl.module("_memory")
 
-__all__ = ["DeviceBuffer", "alloc", "to_device", "from_dlpack", "as_buffer", "pinned_empty", "host_register", "HostRegistration",
+__all__ = ["DeviceBuffer", "DeviceArray", "alloc", "to_device", "empty", "zeros", "empty_like", "from_dlpack",
+           "as_buffer", "pinned_empty", "host_register", "HostRegistration",
            "memory_allocated", "max_memory_allocated", "memory_reserved", "max_memory_reserved",
            "memory_stats", "memory_summary", "reset_peak_memory_stats", "reset_accumulated_memory_stats",
            "empty_cache", "set_per_process_memory_fraction", "get_per_process_memory_fraction",
@@ -39,6 +46,7 @@ __all__ = ["DeviceBuffer", "alloc", "to_device", "from_dlpack", "as_buffer", "pi
            "reset_max_memory_allocated", "reset_max_memory_cached"]
 
 DeviceBuffer = _memory.DeviceBuffer
+DeviceArray = _memory.DeviceArray
 alloc = _memory.alloc
 memory_allocated = _memory.memory_allocated
 max_memory_allocated = _memory.max_memory_allocated
@@ -79,28 +87,71 @@ def _device(device):
 
 
 def to_device(array, device=None, stream=None):
-    """A new DeviceBuffer holding the bytes of the C-contiguous host ``array`` (see copy_from_host)."""
-    flat, _, n = _mc._host_view(array, "array", False)
+    """A new DeviceArray with the dtype, shape and elements of the C-contiguous host ``array`` (a numpy
+    array, or any object with the buffer protocol), allocated and copied on ``stream`` (default: the current
+    stream of ``device``); see copy_from_host."""
+    _, _, n = _mc._host_view(array, "array", False)
+    host = _ma._host_array(array, "array")
+    dtype = _ma.dtype_arg(host.dtype)
+    shape = host.shape
     buf = alloc(n, device=device, stream=stream)
     try:
         buf.copy_from_host(array)
+        return _memory.as_array(buf, dtype, shape)
     except BaseException:
         buf.free()
         raise
-    return buf
+
+
+def empty(shape, dtype="float64", device=None, stream=None):
+    """An uninitialised C-contiguous DeviceArray of ``shape`` (an int or a tuple) and ``dtype`` (numpy's
+    default float64), allocated stream-ordered on ``stream`` (default: the current stream of ``device``)."""
+    dt = _ma.dtype_arg(dtype)
+    shape = _ma.shape_arg(shape)
+    n = dt.itemsize
+    for s in shape:
+        n *= s
+    if n >= 2**63:
+        raise ValueError(f"a DeviceArray of shape {shape} and dtype {dt} would hold {n} bytes (at most 2**63 - 1)")
+    return _memory.as_array(alloc(n, device=device, stream=stream), dt, shape)
+
+
+def zeros(shape, dtype="float64", device=None, stream=None):
+    """``empty(...)`` with every byte set to 0 (cudaMemsetAsync on the array's stream)."""
+    a = empty(shape, dtype, device=device, stream=stream)
+    try:
+        a.memset(0)
+    except BaseException:
+        a.free()
+        raise
+    return a
+
+
+def empty_like(a, dtype=None, shape=None, device=None, stream=None):
+    """An uninitialised C-contiguous DeviceArray with the dtype and shape of ``a`` (a DeviceArray, a numpy
+    array or anything with ``dtype`` and ``shape``) unless given; on ``a``'s device when it is a
+    DeviceArray, else on ``device``."""
+    if not hasattr(a, "dtype") or not hasattr(a, "shape"):
+        raise TypeError(f"empty_like needs an array with dtype and shape, got {type(a).__name__}")
+    if device is None and isinstance(a, DeviceArray):
+        device = a.device.index
+    return empty(a.shape if shape is None else shape, a.dtype if dtype is None else dtype, device=device,
+                 stream=stream)
 
 
 def from_dlpack(obj):
-    """A DeviceBuffer over the CUDA memory of a DLPack producer (``__dlpack__`` / ``__dlpack_device__``:
-    torch, CuPy, JAX, ...), without a copy; it keeps the producer's tensor alive until freed.  The
-    producer's pending work is ordered before the current stream of the tensor's device."""
-    return _mi.from_dlpack(_memory, _impl.module("_stream"), obj)
+    """A DeviceArray with the dtype, shape and strides of the CUDA memory of a DLPack producer
+    (``__dlpack__`` / ``__dlpack_device__``: torch, CuPy, JAX, ...), without a copy; it keeps the producer's
+    tensor alive (and is read-only when the producer says so).  The producer's pending work is ordered
+    before the current stream of the tensor's device."""
+    return _mi.from_dlpack(_memory, _impl.module("_stream"), obj, True)
 
 
 def as_buffer(obj):
-    """A DeviceBuffer over ``obj``'s CUDA memory without a copy: ``__cuda_array_interface__`` (v3 streams
-    honoured) when ``obj`` has it, else DLPack.  Keeps ``obj`` alive until freed."""
-    return _mi.as_buffer(_cudart(), _memory, _impl.module("_stream"), obj)
+    """A DeviceArray over ``obj``'s CUDA memory without a copy, with its dtype, shape and strides:
+    ``__cuda_array_interface__`` (v3 streams honoured, read-only flag kept) when ``obj`` has it, else
+    DLPack.  Keeps ``obj`` alive until freed (``.buffer`` is its memory as a DeviceBuffer)."""
+    return _mi.as_buffer(_cudart(), _memory, _impl.module("_stream"), obj, True)
 
 
 def memory_reserved(device=None):

@@ -1,9 +1,11 @@
 """NVML monitoring through nvidia-ml-py (``pip install accel[nvml]``): utilization, memory_usage,
 temperature, power_draw, clock_rate.  Device arguments are CUDA indices, mapped to NVML indices through
-CUDA_VISIBLE_DEVICES.  Without nvidia-ml-py every function raises ModuleNotFoundError saying so.
+CUDA_VISIBLE_DEVICES.  Without nvidia-ml-py every function raises ModuleNotFoundError saying so.  On the
+emulated runtime they read the emulator's NVML (accel/_emu/emu_nvml.c).
 """
 import importlib
 
+from accel import _lib
 from accel.cuda import _visible
 from accel.cuda._utils import _get_device_index
 
@@ -35,8 +37,20 @@ def _get_nvml_device_index(device):
     return visible[idx]
 
 
+def _bind_emulated_nvml(nvml):
+    """On the emulated runtime, point nvidia-ml-py at the emulator's NVML (the same devices and
+    allocations) before it loads a libnvidia-ml.so.1 of its own: nvidia-ml-py opens its library once,
+    into its module global ``nvmlLib``."""
+    if getattr(nvml, "nvmlLib", False) is not None:    # not nvidia-ml-py, or it already has its library
+        return
+    rt = _lib.cudart._result
+    if rt is not None and rt.emulated:
+        nvml.nvmlLib = _lib.nvml().cdll
+
+
 def _handle(device):
     nvml = _pynvml()
+    _bind_emulated_nvml(nvml)
     try:
         nvml.nvmlInit()
     except nvml.NVMLError_DriverNotLoaded as exc:

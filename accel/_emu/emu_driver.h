@@ -1,0 +1,71 @@
+/* What the driver layer's files share (emu_driver.c: devices, contexts, streams, events, proc addresses;
+ * emu_drvmem.c: memory): the driver API's types and codes, the prologue macros and the context helpers.
+ * Hidden like everything not marked EXPORT. */
+#ifndef ACCEL_EMU_DRIVER_H
+#define ACCEL_EMU_DRIVER_H
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "emu_internal.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+typedef int CUresult;
+typedef int CUdevice;
+typedef void *CUcontext;
+typedef void *CUstream;
+typedef void *CUevent;
+typedef void *CUmemoryPool;
+typedef unsigned long long CUdeviceptr;
+typedef void (*CUhostFn)(void *);
+
+enum { CUDA_SUCCESS = 0, CUDA_ERROR_INVALID_VALUE = 1, CUDA_ERROR_OUT_OF_MEMORY = 2, CUDA_ERROR_NOT_INITIALIZED = 3,
+       CUDA_ERROR_NO_DEVICE = 100, CUDA_ERROR_INVALID_DEVICE = 101, CUDA_ERROR_INVALID_CONTEXT = 201,
+       CUDA_ERROR_UNSUPPORTED_LIMIT = 215, CUDA_ERROR_NOT_FOUND = 500, CUDA_ERROR_NOT_SUPPORTED = 801,
+       CUDA_ERROR_UNKNOWN = 999 };
+
+int accelEmuDeviceCount(void);
+
+#pragma GCC visibility push(hidden)
+
+/* A runtime call as the driver makes it: the thread's runtime last error is kept, and the codes
+ * the emulated runtime returns have the same values in the driver API. */
+#define RT(call) __extension__({ int saved_ = t_last; int r_ = (call); t_last = saved_; r_; })
+
+/* Configuration errors (ACCEL_EMU_* malformed) read as "not initialised", as in emu_core.c. */
+#define DRV_INIT() do { if (accelEmuDeviceCount() < 0) return CUDA_ERROR_NOT_INITIALIZED; } while (0)
+
+/* Prologue of every entry point that can fail: the configuration check, then its fault hook; one that
+ * creates something fails with CUDA_ERROR_OUT_OF_MEMORY. */
+#define DRV_ENTER(sym) do { DRV_INIT(); if (EMU_FAULT(sym)) return CUDA_ERROR_UNKNOWN; } while (0)
+#define DRV_ENTER_CREATE(sym) do { DRV_INIT(); if (EMU_FAULT(sym)) return CUDA_ERROR_OUT_OF_MEMORY; } while (0)
+
+/* emu_core.c: the emulator is initialised.  cuGetProcAddress does not initialise it (the real one loads
+ * no device list): CUDA_VISIBLE_DEVICES set after a library resolved its driver functions still applies. */
+extern atomic_int g_ready;
+#define DRV_ENTER_LAZY(sym) do { if (atomic_load(&g_ready)) DRV_ENTER(sym); } while (0)
+
+/* emu_driver.c: the calling thread's current context (NULL: none), the device of a context (-1: not a
+ * live context), a device's primary context. */
+CUcontext current_ctx(void);
+int ctx_device(CUcontext c);
+CUcontext ctx_primary(int dev);
+
+/* Work is created in the current context; none current is an error in the driver API. */
+#define NEED_CTX() do { if (!current_ctx()) return CUDA_ERROR_INVALID_CONTEXT; } while (0)
+
+/* emu_drvmem.c: the memory entry points cuGetProcAddress hands out (name, ABI version, function). */
+typedef struct { const char *name; int since; const char *symbol; void *fn; } proc_t;
+extern const proc_t emu_drvmem_procs[];
+extern const size_t emu_drvmem_nprocs;
+/* The per-thread-default-stream variant of an entry point (its NULL stream is the calling thread's
+ * per-thread stream), by the symbol it is a variant of. */
+typedef struct { const char *symbol; void *fn; } variant_t;
+extern const variant_t emu_drvmem_ptsz[];
+extern const size_t emu_drvmem_nptsz;
+
+#pragma GCC visibility pop
+
+#endif
