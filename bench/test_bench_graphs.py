@@ -83,6 +83,42 @@ def test_replay(benchmark, twin):
         s.synchronize()
 
 
+# -- the call overhead alone: an empty graph queues nothing, so no worker runs meanwhile -----------------
+
+def _empty(twin):
+    sm = TWINS[twin]
+    s = sm.Stream()
+    g = sm.CUDAGraph()
+    prev = sm.current_stream()
+    sm.set_stream(s)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")    # "The CUDA Graph is empty"
+        g.capture_begin()
+        g.capture_end()
+    return g, s, prev
+
+
+@pytest.mark.benchmark(group="graph replay (empty graph: call overhead), per launch")
+@pytest.mark.parametrize("twin", ["native", "python"])
+def test_floor_raw_cudaGraphLaunch_empty(benchmark, twin):
+    g, s, prev = _empty(twin)
+    launch, x, p = RAW[twin].cudaGraphLaunch, g.raw_cuda_graph_exec(), s.cuda_stream
+    try:
+        _pedantic(benchmark, lambda: launch(x, p), s, iterations=2000, rounds=100, per=2000)
+    finally:
+        TWINS[twin].set_stream(prev)
+
+
+@pytest.mark.benchmark(group="graph replay (empty graph: call overhead), per launch")
+@pytest.mark.parametrize("twin", ["native", "python"])
+def test_replay_empty(benchmark, twin):
+    g, s, prev = _empty(twin)
+    try:
+        _pedantic(benchmark, g.replay, s, iterations=2000, rounds=100, per=2000)
+    finally:
+        TWINS[twin].set_stream(prev)
+
+
 # -- 100 small memsets: one graph vs one by one ---------------------------------------------------------
 
 @pytest.mark.benchmark(group="100 memsets of 64 B: graph vs one by one, per 100")
