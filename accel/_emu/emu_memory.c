@@ -267,6 +267,8 @@ EXPORT cudaError_t cudaMalloc(void **p, size_t n)
     RT_ENTER(cudaMalloc, cudaErrorMemoryAllocation);
     RT_NEED_DEVICE();
     if (!p) return fail(cudaErrorInvalidValue);
+    cudaError_t cerr = capture_unsafe();     /* emu_capture.c: prohibited during capture */
+    if (cerr) return fail(cerr);
     ensure_ctx(t_dev);
     if (n == 0) { *p = NULL; return cudaSuccess; }
     return table_alloc(p, n, t_dev, 0);
@@ -278,6 +280,8 @@ EXPORT cudaError_t cudaFree(void *p)
 {
     RT_ENTER(cudaFree, cudaErrorUnknown);
     RT_NEED_DEVICE();
+    cudaError_t cerr = capture_unsafe();     /* emu_capture.c: prohibited during capture */
+    if (cerr) return fail(cerr);
     ensure_ctx(t_dev);
     if (!p) return cudaSuccess;
     pthread_mutex_lock(&G);
@@ -326,9 +330,12 @@ static cudaError_t queue_transfer(stream_t *s, item_t *it, cudaError_t err)
 
 static int host_mapped(const void *p, size_t n);
 
-/* A synchronous transfer waits until the stream has run the item just queued on it (G held). */
+/* A synchronous transfer waits until the stream has run the item just queued on it (G held); on a
+ * capturing stream it is refused (emu_capture.c), and so is it from a thread the capture modes prohibit
+ * (emu_copy / emu_set, before G is taken). */
 static cudaError_t queue_and_wait(stream_t *s, item_t *it, cudaError_t err, int sync)
 {
+    if (!err && sync && s && s->cap) err = capture_refuse(s);
     int queued = s && !err && it->n;
     err = queue_transfer(s, it, err);
     if (!err && queued && sync) wait_stream(s, s->enq);
@@ -357,6 +364,8 @@ cudaError_t emu_copy(void *dst, size_t dpitch, const void *src, size_t spitch, s
         return fail(cudaErrorInvalidValue);
     if (dspan && (!dst || !src)) return fail(cudaErrorInvalidValue);
     if (sync && t_in_hostfn) return fail(cudaErrorNotPermitted);
+    cudaError_t cerr = sync ? capture_unsafe() : cudaSuccess;
+    if (cerr) return fail(cerr);
     item_t *it = item_new(IT_COPY);
     if (!it) return fail(cudaErrorMemoryAllocation);
     it->dst = dst;
@@ -387,6 +396,8 @@ cudaError_t emu_set(void *p, unsigned int value, size_t count, int elem, cudaStr
     if (count > SIZE_MAX / (size_t)elem) return fail(cudaErrorInvalidValue);
     if (elem > 1 && ((uintptr_t)p % (uintptr_t)elem)) return fail(cudaErrorInvalidValue);
     if (sync && t_in_hostfn) return fail(cudaErrorNotPermitted);
+    cudaError_t cerr = sync ? capture_unsafe() : cudaSuccess;
+    if (cerr) return fail(cerr);
     item_t *it = item_new(IT_SET);
     if (!it) return fail(cudaErrorMemoryAllocation);
     it->dst = p;
@@ -654,6 +665,10 @@ static cudaError_t malloc_async(void **p, size_t n, cudaStream_t h, cudaMemPool_
     }
     int dev = rec->dev;
     ensure_ctx(s->device);
+    if (s->cap && capture_invalidated(s)) {   /* emu_capture.c */
+        pthread_mutex_unlock(&G);
+        return fail(cudaErrorStreamCaptureInvalidated);
+    }
     if (n == 0) {
         pthread_mutex_unlock(&G);
         *p = NULL;
@@ -703,6 +718,11 @@ static cudaError_t malloc_async(void **p, size_t n, cudaStream_t h, cudaMemPool_
     a->pool = mp;
     a->cap = b.cap;
     alloc_table_insert(a);
+    if (s->cap && (err = capture_mem_alloc(s, a))) {    /* emu_capture.c: a graph allocation */
+        alloc_unref(alloc_detach(alloc_exact(a->base)));
+        pthread_mutex_unlock(&G);
+        return fail(err);
+    }
     pthread_mutex_unlock(&G);
     *p = b.base;
     return cudaSuccess;
@@ -736,6 +756,12 @@ EXPORT cudaError_t cudaFreeAsync(void *ptr, cudaStream_t h)
     long i = alloc_exact(ptr);
     alloc_t *a = i >= 0 ? g_allocs[i] : NULL;
     if (s && !a) err = cudaErrorInvalidValue;
+    else if (s && s->cap) {                     /* emu_capture.c: a free node, the graph keeps the memory */
+        err = capture_mem_free(s, a);
+        pthread_mutex_unlock(&G);
+        free(it);
+        return err ? fail(err) : cudaSuccess;
+    }
     if (s && a && implicit_sync(s)) err = cudaErrorMemoryAllocation;
     if (err) {
         pthread_mutex_unlock(&G);
@@ -1330,4 +1356,20 @@ int emu_pointer_info(const void *p, emu_ptrinfo_t *out)
     }
     pthread_mutex_unlock(&G);
     return out->kind != EMU_PTR_NONE;
+}
+
+/* ------------------------------------------------------- hooks for graphs */
+
+int emu_mem_range(const void *p, size_t n, alloc_t **out)
+{
+    return n ? dev_range(p, n, out) : 0;
+}
+
+void emu_mem_release(alloc_t *a)
+{
+    if (!a->freed) {
+        long i = alloc_exact(a->base);
+        if (i >= 0 && g_allocs[i] == a) alloc_unref(alloc_detach(i));
+    }
+    alloc_unref(a);
 }
