@@ -103,11 +103,10 @@ except Exception as exc:
 def test_torch_cuda_graph_replays_a_copy():
     """torch.cuda.CUDAGraph over the emulator's stream capture: ``dst.copy_(src)`` captured once (torch's
     graph() context on its side stream), replayed with fresh bytes in the static input each time (copies
-    only: a kernel launch is not supported).  Written against torch's documented API; this branch's machine
-    has no torch, so it first ran where torch's CUDA wheel is installed."""
+    only: a kernel launch is not supported).  Ran with torch 2.14.1+cu130."""
     code = """
-import torch
-src = torch.zeros(256, dtype=torch.uint8, device="cuda")
+import numpy as np, torch
+src = torch.from_numpy(np.zeros(256, np.uint8)).cuda()      # a copy: torch.zeros(device=) would launch a kernel
 dst = torch.empty_like(src)
 torch.cuda.synchronize()
 g = torch.cuda.CUDAGraph()
