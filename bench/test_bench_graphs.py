@@ -83,6 +83,43 @@ def test_replay(benchmark, twin):
         s.synchronize()
 
 
+def _torch_graph():
+    """torch.cuda.CUDAGraph of one device-to-device copy (torch's CUDA wheel on the same runtime), or a skip."""
+    try:
+        import torch
+    except ImportError:
+        pytest.skip("torch is not installed")
+    if torch.version.cuda is None or not torch.cuda.is_available():
+        pytest.skip(f"torch {torch.__version__} has no CUDA here")
+    import numpy as np
+    src = torch.from_numpy(np.zeros(64, np.uint8)).cuda()     # copies only: the emulator runs no kernels
+    dst = torch.empty_like(src)
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        dst.copy_(src)
+    return torch, g, (src, dst)
+
+
+@pytest.mark.benchmark(group="graph replay (1 node), peers, per launch")
+def test_peer_torch_replay(benchmark):
+    torch, g, keep = _torch_graph()
+    s = torch.cuda.current_stream()
+    benchmark.extra_info["per"] = 500
+    benchmark.pedantic(_looped(g.replay, 500), setup=s.synchronize, rounds=60, warmup_rounds=2)
+    torch.cuda.synchronize()
+
+
+@pytest.mark.benchmark(group="graph replay (1 node), peers, per launch")
+def test_peer_accel_replay(benchmark):
+    g, s, buf, prev = _captured("native", 1)
+    try:
+        _pedantic(benchmark, g.replay, s, per=500)
+    finally:
+        TWINS["native"].set_stream(prev)
+        s.synchronize()
+
+
 # -- the call overhead alone: an empty graph queues nothing, so no worker runs meanwhile -----------------
 
 def _empty(twin):
