@@ -1,12 +1,18 @@
 """View ops, functionalised as torch 2.13 records them for LTC (``*_copy`` ops, each result registered as
 a view of its input: accel.lazy.inplace), and cat."""
+import numpy as _np
+
+from accel import _impl
 from accel.lazy import _dtypes as D
 from accel.lazy import inplace as _inplace
-from accel.lazy._optable import Kernel, classes, declare
+from accel.lazy._optable import Kernel, classes, declare, helpers
+from accel.lazy.executor import fallback
 from accel.lazy.ops.reductions import _reduce
 from accel.lazy.tensors import (
     ALL_DIMS, LazyTensor, Node, _check_tensor, _dim_list, _emit, _fmt_size, _fn_counter, _index, _int_list,
-    _needs_args, _norm_dim, _op, _seed)
+    _needs_args, _norm_dim, _op, _seed, _shape, _wrap_plain, set_attrs)
+
+_hash = _impl.module("_hash")
 
 
 def _numel(sizes):
@@ -381,3 +387,447 @@ classes(**{"aten::view_copy": "ViewCopy", "aten::t_copy": "TCopy", "aten::transp
            "aten::permute_copy": "PermuteCopy", "aten::unsqueeze_copy": "UnsqueezeCopy",
            "aten::expand_copy": "ExpandCopy", "aten::cat": "Cat", "lazy_tensors::tensor_list": "TensorList",
            "lazy_tensors::device_data": "DeviceData", "aten::squeeze_copy": _squeeze_class})
+
+
+# ---------------------------------------------------------------- indexing and more views (issue 19)
+_INT64_MAX = (1 << 63) - 1
+_LONG_HASH = _hash.hash_scalar(D.INT64, "scalar_type")
+
+
+def _const(v):
+    """LTC's Scalar node for a SymInt argument given as a number: ``prim::Constant`` of a Long[] holding ``v``
+    (a new node each time, hashed by MHash(ScalarHash(value), scalar type))."""
+    n = Node(_op("prim::Constant"), (), (_shape(D.INT64, ()),), 1,
+             _hash.mhash_hashes((_hash.hash_value(v), _LONG_HASH)))
+    set_attrs(n, "prim::Constant", v, f"value={v}, type=Long")
+    return n
+
+
+def _no_inverse(what):
+    def rev(base, m):
+        raise NotImplementedError(f"an in-place update of a {what} view is not supported by accel.lazy yet "
+                                  "(torch records it with a *_scatter inverse)")
+    return rev
+
+
+def _slice(a, dim, start, end, step, alias=True):
+    """aten::slice_copy(input, start, end, step), dim an attribute; start / end as given (Python's slice
+    bounds, raw), normalised for the shape as torch's slice does."""
+    _check_tensor(a, "slice() input")
+    s = a._shape
+    nd = len(s.sizes)
+    if nd == 0:
+        raise IndexError("slice() cannot be applied to a 0-dim tensor.")
+    d = _norm_dim(dim, nd)
+    if step <= 0:
+        raise ValueError("step must be greater than zero")
+    n = s.sizes[d]
+    lo = start + n if start < 0 else start
+    hi = end + n if end < 0 else end
+    lo = 0 if lo < 0 else (n if lo >= n else lo)
+    hi = lo if hi < lo else (n if hi >= n else hi)
+    sizes = s.sizes[:d] + ((hi - lo + step - 1) // step,) + s.sizes[d + 1:]
+    _fn_counter("slice_copy_symint")[0] += 1
+    operands = (_view_input(a, alias), _const(start), _const(end), _const(step))
+    t = _emit("aten::slice_copy", operands, s.dtype, sizes, _seed(dim), "aten::slice_copy", (d, lo, hi, step),
+              f"dim={dim}")
+    if not alias:
+        return t
+    return _view_of(a, t, lambda x: _slice(x, dim, start, end, step, False), _no_inverse("slice"))
+
+
+def _select(a, dim, index, alias=True, what="select()"):
+    _check_tensor(a, "select() input")
+    s = a._shape
+    nd = len(s.sizes)
+    if nd == 0:
+        raise IndexError("select() cannot be applied to a 0-dim tensor.")
+    dim = _index(dim, "select(): dim")
+    index = _index(index, "select(): index")
+    d = _norm_dim(dim, nd)
+    n = s.sizes[d]
+    if not -n <= index < n:
+        if what == "getitem":
+            raise IndexError(f"index {index} is out of bounds for dimension {d} with size {n}")
+        raise IndexError(f"select(): index {index} out of range for tensor of size {_fmt_size(s.sizes)} at "
+                         f"dimension {d}")
+    _fn_counter("select_copy")[0] += 1
+    idx = index + n if index < 0 else index
+    t = _emit("aten::select_copy", (_view_input(a, alias),), s.dtype, s.sizes[:d] + s.sizes[d + 1:],
+              _seed(dim, index), "aten::select_copy", (d, idx), f"dim={dim}, index={index}")
+    if not alias:
+        return t
+    return _view_of(a, t, lambda x: _select(x, dim, index, False), _no_inverse("select"))
+
+
+def _alias(a, alias=True):
+    _fn_counter("alias_copy")[0] += 1
+    s = a._shape
+    t = _emit("aten::alias_copy", (_view_input(a, alias),), s.dtype, s.sizes, None, "aten::alias_copy")
+    if not alias:
+        return t
+    return _view_of(a, t, lambda x: _alias(x, False), _no_inverse("alias"))
+
+
+def _narrow(a, dim, start, length):
+    _check_tensor(a, "narrow() input")
+    s = a._shape
+    if not s.sizes:
+        raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
+    d = _norm_dim(_index(dim, "narrow(): dim"), len(s.sizes))
+    start, length = _index(start, "narrow(): start"), _index(length, "narrow(): length")
+    if length < 0:
+        raise RuntimeError("narrow(): length must be non-negative.")
+    n = s.sizes[d]
+    if not -n <= start <= n:
+        raise IndexError(f"start out of range (expected to be in range of [{-n}, {n}], but got {start})")
+    if start < 0:
+        start += n
+    if start > n - length:
+        raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({n}).")
+    return _slice(a, dim, start, start + length, 1)
+
+
+def _getitem(a, index):
+    """torch's Tensor.__getitem__ for ints, slices, None and ...: select_copy / slice_copy / unsqueeze_copy as
+    torch's indexing records them (a lone slice is always sliced; in a tuple a slice covering the whole
+    dim is skipped, and a result that is the tensor itself becomes alias_copy)."""
+    t = type(index)
+    if t is int or isinstance(index, _np.integer):
+        if not a._shape.sizes:
+            raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or "
+                             "`tensor.item<T>()` in C++ to convert a 0-dim tensor to a number")
+        return _select(a, 0, _index(index, "index"), True, "getitem")
+    if t is slice:
+        start, stop, step = _slice_bounds(index)
+        return _slice(a, 0, start, stop, step)
+    if index is None:
+        return _unsqueeze(a, 0)
+    if index is Ellipsis:
+        return _alias(a)
+    if t is not tuple:
+        index = (index,)
+    for i in index:
+        if isinstance(i, (LazyTensor, list, tuple, bool, _np.ndarray, _np.bool_)):
+            raise NotImplementedError(f"indexing a lazy tensor with {type(i).__name__} ({i!r}) is not supported by "
+                                      "accel.lazy yet (supported: ints, slices, None, ...)")
+        if i is not None and i is not Ellipsis and type(i) is not slice and not hasattr(i, "__index__"):
+            raise IndexError("only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables are "
+                             f"valid indices (got {type(i).__name__})")
+    specified = sum(1 for i in index if i is not None and i is not Ellipsis)
+    nd = len(a._shape.sizes)
+    if specified > nd:
+        raise IndexError(f"too many indices for tensor of dimension {nd}")
+    if sum(1 for i in index if i is Ellipsis) > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    r = a
+    dim = 0
+    for i in index:
+        if i is None:
+            r = _unsqueeze(r, dim)
+            dim += 1
+        elif i is Ellipsis:
+            dim += nd - specified
+        elif type(i) is slice:
+            start, stop, step = _slice_bounds(i)
+            n = r._shape.sizes[dim]
+            if not (start == 0 and n <= stop and step == 1):
+                r = _slice(r, dim, start, stop, step)
+            dim += 1
+        else:
+            r = _select(r, dim, _index(i, "index"), True, "getitem")
+    return _alias(r) if r is a else r
+
+
+def _slice_bounds(sl):
+    step = 1 if sl.step is None else _index(sl.step, "slice step")
+    if step <= 0:
+        raise ValueError("step must be greater than zero")
+    start = 0 if sl.start is None else _index(sl.start, "slice start")
+    stop = _INT64_MAX if sl.stop is None else _index(sl.stop, "slice stop")
+    return start, stop, step
+
+
+def _flatten(a, start_dim=0, end_dim=-1):
+    _check_tensor(a, "flatten() input")
+    sizes = a._shape.sizes
+    if not sizes:
+        return _view(a, (1,), "view_copy_symint")
+    s = _norm_dim(_index(start_dim, "flatten(): start_dim"), len(sizes))
+    e = _norm_dim(_index(end_dim, "flatten(): end_dim"), len(sizes))
+    if s > e:
+        raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
+    if s == e:
+        return a
+    return _view(a, sizes[:s] + (_numel(sizes[s:e + 1]),) + sizes[e + 1:], "view_copy_symint")
+
+
+def _unflatten(a, dim, sizes):
+    _check_tensor(a, "unflatten() input")
+    cur = a._shape.sizes
+    d = _norm_dim(_index(dim, "unflatten(): dim"), len(cur))
+    sizes = _int_list(tuple(sizes), "unflatten() sizes")
+    if not sizes:
+        raise RuntimeError("unflatten: sizes must be non-empty")
+    inferred = _infer_size(sizes, cur[d])
+    return _view(a, cur[:d] + inferred + cur[d + 1:], "view_copy_symint")
+
+
+def _movedim(a, source, destination):
+    _check_tensor(a, "movedim() input")
+    nd = len(a._shape.sizes)
+    src = [source] if not isinstance(source, (tuple, list)) else list(source)
+    dst = [destination] if not isinstance(destination, (tuple, list)) else list(destination)
+    if len(src) != len(dst):
+        raise RuntimeError(f"movedim: Invalid source or destination dims: source ({_fmt_size(src)} dims) should "
+                           f"contain the same number of dims as destination ({_fmt_size(dst)} dims)")
+    src = [_norm_dim(_index(x, "movedim(): source"), nd) for x in src]
+    dst = [_norm_dim(_index(x, "movedim(): destination"), nd) for x in dst]
+    if len(set(src)) != len(src) or len(set(dst)) != len(dst):
+        raise RuntimeError("movedim: repeated dim in `source` or `destination`")
+    perm = [-1] * nd
+    for s_, d_ in zip(src, dst):
+        perm[d_] = s_
+    rest = iter(i for i in range(nd) if i not in src)
+    perm = [p if p != -1 else next(rest) for p in perm]
+    if perm == list(range(nd)):
+        return a
+    return _permute(a, perm)
+
+
+def _stack(tensors, dim=0):
+    if isinstance(tensors, LazyTensor) or not isinstance(tensors, (list, tuple)):
+        raise TypeError(f"stack() expects a list or tuple of lazy tensors, got {type(tensors).__name__}")
+    if not tensors:
+        raise RuntimeError("stack expects a non-empty TensorList")
+    for i, t in enumerate(tensors):
+        _check_tensor(t, f"stack() tensors[{i}]")
+    first = tensors[0]._shape.sizes
+    for i, t in enumerate(tensors):
+        if t._shape.sizes != first:
+            raise RuntimeError(f"stack expects each tensor to be equal size, but got {_fmt_size(first)} at entry 0 "
+                               f"and {_fmt_size(t._shape.sizes)} at entry {i}")
+    d = _index(dim, "stack(): dim")
+    nd = len(first)
+    if not -(nd + 1) <= d <= nd:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-(nd + 1)}, {nd}], but got {d})")
+    axis = d + nd + 1 if d < 0 else d
+    code = tensors[0]._shape.dtype
+    for t in tensors:
+        if t._shape.dtype != code:
+            # LTC's shape function gives the first tensor's dtype where eager torch promotes: not reproduced
+            raise NotImplementedError("stack() of tensors of different dtypes is not supported by accel.lazy "
+                                      "(cast them to one dtype first)")
+    _fn_counter("stack")[0] += 1
+    lst = Node(_op("lazy_tensors::tensor_list"), [t._ir() for t in tensors], ())
+    sizes = first[:axis] + (len(tensors),) + first[axis:]
+    return _emit("aten::stack", (lst,), code, sizes, _seed(d), "aten::stack", axis, f"dim={d}")
+
+
+def _flip(a, dims):
+    _check_tensor(a, "flip() input")
+    dims = _int_list(tuple(dims), "flip() dims")
+    nd = len(a._shape.sizes)
+    axes = [_norm_dim(x, nd) for x in dims]
+    if len(set(axes)) != len(axes):
+        raise RuntimeError(f"dim {axes[0]} appears multiple times in the list of dims")
+    _fn_counter("flip")[0] += 1
+    s = a._shape
+    return _emit("aten::flip", (a._ir(),), s.dtype, s.sizes, _seed(dims), "aten::flip", tuple(axes),
+                 "dims=" + _dim_list(dims))
+
+
+def _repeat(a, repeats):
+    _check_tensor(a, "repeat() input")
+    reps = _int_list(tuple(repeats), "repeat() repeats")
+    sizes = a._shape.sizes
+    if len(reps) < len(sizes):
+        raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number of dimensions of "
+                           "tensor")
+    for r in reps:
+        if r < 0:
+            raise RuntimeError(f"Trying to create tensor with negative dimension {r}: {_fmt_size(reps)}")
+    padded = (1,) * (len(reps) - len(sizes)) + tuple(sizes)
+    out = tuple(p * r for p, r in zip(padded, reps))
+    _check_numel(out)
+    _fn_counter("repeat")[0] += 1
+    return _emit("aten::repeat", (a._ir(),), a._shape.dtype, out, _seed(reps), "aten::repeat", tuple(reps),
+                 "repeats=" + _dim_list(reps))
+
+
+def _clone(a, memory_format=None):
+    """torch's clone on a lazy tensor: a new tensor on the same IR value (LTC records no node)."""
+    _check_tensor(a, "clone() input")
+    return _wrap_plain(a._ir(), a._shape)
+
+
+def _roll(a, shifts, dims=None):
+    _check_tensor(a, "roll() input")
+    sh = [shifts] if not isinstance(shifts, (tuple, list)) else list(shifts)
+    sh = _int_list(sh, "roll() shifts")
+    if dims is None:
+        if len(sh) != 1:
+            raise RuntimeError(f"shifts and dimensions must align. shifts: {len(sh)}, dims:0")
+        axes = None
+    else:
+        dl = _int_list([dims] if not isinstance(dims, (tuple, list)) else list(dims), "roll() dims")
+        if len(dl) != len(sh):
+            raise RuntimeError(f"shifts and dimensions must align. shifts: {len(sh)}, dims:{len(dl)}")
+        axes = tuple(_norm_dim(x, len(a._shape.sizes)) for x in dl)
+    return fallback("aten::roll", "roll", [a], a._shape.dtype, (tuple(sh) if axes is not None else sh[0], axes))
+
+
+# ---------------------------------------------------------------- kernels
+def _idx(d, what):
+    return "[" + ":, " * d + what + "]"
+
+
+def _k_const(k):
+    k.line(f"{k.out} = _asarray({k.attrs[1]!r}, _d{D.INT64})")
+
+
+def _k_slice(k):
+    d, lo, hi, step = k.attrs[1]
+    k.line(f"{k.out} = {k.x}{_idx(d, f'{lo}:{hi}:{step}')}")
+
+
+def _k_select(k):
+    d, i = k.attrs[1]
+    k.line(f"{k.out} = {k.x}{_idx(d, str(i))}")
+
+
+def _k_alias(k):
+    k.line(f"{k.out} = {k.x}")
+
+
+def _k_stack(k):
+    k.line(f"{k.out} = _stack({k.x}, axis={k.attrs[1]}, dtype={k.dt}, casting='same_kind')")
+
+
+def _k_flip(k):
+    k.line(f"{k.out} = _flip({k.x}, {k.attrs[1]!r})")
+
+
+def _k_repeat(k):
+    k.line(f"{k.out} = _tile({k.x}, {k.attrs[1]!r})")
+
+
+def _eager_roll(args, shifts, axes):
+    return _np.roll(args[0], shifts, axes)
+
+
+helpers(_stack=_np.stack, _flip=_np.flip, _tile=_np.tile)
+
+
+def _getitem_m(self, index):
+    return _getitem(self, index)
+
+
+def _setitem_m(self, index, value):
+    raise NotImplementedError("t[...] = value (__setitem__) on a lazy tensor is not supported by accel.lazy yet "
+                              "(torch records it as select_scatter / slice_scatter of the base)")
+
+
+def _narrow_m(self, dim, start, length):
+    return _narrow(self, dim, start, length)
+
+
+def _select_m(self, dim, index):
+    return _select(self, dim, index)
+
+
+def _flatten_m(self, start_dim=0, end_dim=-1):
+    return _flatten(self, start_dim, end_dim)
+
+
+def _unflatten_m(self, dim, sizes):
+    return _unflatten(self, dim, sizes)
+
+
+def _view_as_m(self, other):
+    _check_tensor(other, "view_as() other")
+    return _view(self, other._shape.sizes, "view_copy_symint")
+
+
+def _expand_as_m(self, other):
+    _check_tensor(other, "expand_as() other")
+    return _expand(self, other._shape.sizes)
+
+
+def _movedim_m(self, source, destination):
+    return _movedim(self, source, destination)
+
+
+def _flip_m(self, *dims):
+    return _flip(self, _needs_args(dims, "flip", "dims"))
+
+
+def _repeat_m(self, *repeats):
+    return _repeat(self, _needs_args(repeats, "repeat", "repeats"))
+
+
+def _contiguous_m(self, memory_format=None):
+    return self
+
+
+def _roll_m(self, shifts, dims=None):
+    return _roll(self, shifts, dims)
+
+
+def narrow(input, dim, start, length):
+    return _input(input, "narrow").narrow(dim, start, length)
+
+
+def select(input, dim, index):
+    return _input(input, "select").select(dim, index)
+
+
+def flatten(input, start_dim=0, end_dim=-1):
+    return _input(input, "flatten").flatten(start_dim, end_dim)
+
+
+def unflatten(input, dim, sizes):
+    return _input(input, "unflatten").unflatten(dim, sizes)
+
+
+def movedim(input, source, destination):
+    return _input(input, "movedim").movedim(source, destination)
+
+
+def flip(input, dims):
+    return _input(input, "flip").flip(dims)
+
+
+def roll(input, shifts, dims=None):
+    return _input(input, "roll").roll(shifts, dims)
+
+
+def clone(input, memory_format=None):
+    return _input(input, "clone").clone()
+
+
+def stack(tensors, dim=0):
+    """Stack equal-sized tensors along a new dim ``dim``: a lazy_tensors::tensor_list node feeding aten::stack."""
+    return _stack(tensors, dim)
+
+
+declare("prim::Constant", {}, {}, [Kernel("prim::Constant", _k_const)])
+declare("getitem", {"__getitem__": _getitem_m, "__setitem__": _setitem_m})
+declare("slice", {}, {}, [Kernel("aten::slice_copy", _k_slice, view=True)])
+declare("narrow", {"narrow": _narrow_m}, {"narrow": narrow})
+declare("select", {"select": _select_m}, {"select": select}, [Kernel("aten::select_copy", _k_select, view=True)])
+declare("alias", {}, {}, [Kernel("aten::alias_copy", _k_alias, view=True)])
+declare("flatten", {"flatten": _flatten_m}, {"flatten": flatten})
+declare("unflatten", {"unflatten": _unflatten_m}, {"unflatten": unflatten})
+declare("view_as", {"view_as": _view_as_m})
+declare("expand_as", {"expand_as": _expand_as_m})
+declare("movedim", {"movedim": _movedim_m}, {"movedim": movedim})
+declare("stack", {}, {"stack": stack}, [Kernel("aten::stack", _k_stack)])
+declare("flip", {"flip": _flip_m}, {"flip": flip}, [Kernel("aten::flip", _k_flip, view=True)])
+declare("repeat", {"repeat": _repeat_m}, {}, [Kernel("aten::repeat", _k_repeat)])
+declare("clone", {"clone": _clone}, {"clone": clone})
+declare("contiguous", {"contiguous": _contiguous_m})
+declare("roll", {"roll": _roll_m}, {"roll": roll}, eager={"roll": _eager_roll})
+classes(**{"aten::slice_copy": "SliceCopyTensor", "aten::select_copy": "SelectCopyInt",
+           "aten::alias_copy": "AliasCopy", "aten::stack": "Stack", "aten::flip": "Flip", "aten::repeat": "Repeat",
+           "prim::Constant": "Scalar"})
