@@ -108,6 +108,23 @@ def check_int_dtypes_and_numpy_ints():
     b = L.tensor(arr(3, 4) > 4)
     assert np.array_equal(b[1:].numpy(), (arr(3, 4) > 4)[1:])
 
+def check_factory_errors_and_values():
+    raises(RuntimeError, lambda: L.zeros(2, -1), "negative dimension -1")
+    raises(ValueError, lambda: L.ones(2, device="cuda"), "device must be None or 'lazy'")
+    raises(RuntimeError, lambda: L.arange(0, 5, 0), "step must be nonzero")
+    raises(RuntimeError, lambda: L.arange(5, 0, 1), "upper bound and larger bound inconsistent with step sign")
+    raises(TypeError, lambda: L.full((2,), "x"), "fill_value")
+    raises(RuntimeError, lambda: L.tensor(arr(3)).triu(), "at least 2 dimensions")
+    assert L.full((2,), 7).dtype == np.int64 and L.full((2,), True).dtype == np.bool_
+    assert L.full((2,), 1.5).dtype == np.float32 and L.zeros(3, dtype=L.float64).dtype == np.float64
+    assert L.arange(5).dtype == np.int64 and L.arange(0.5, 2).dtype == np.float32
+    z = L.zeros(2, 3); o = L.ones(2, 3); e = L.empty(4); a = L.arange(1, 10, 3)
+    L.mark_step()
+    assert np.array_equal(z.numpy(), np.zeros((2, 3))) and np.array_equal(o.numpy(), np.ones((2, 3)))
+    assert e.shape == (4,) and np.array_equal(a.numpy(), [1, 4, 7])
+    assert np.array_equal(L.eye(2, 3).numpy(), np.eye(2, 3, dtype=np.float32))
+    assert np.allclose(L.linspace(0, 1, 3).numpy(), [0, 0.5, 1])
+
 results = {}
 for name, fn in list(globals().items()):
     if name.startswith("check_"):

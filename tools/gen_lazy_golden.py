@@ -327,6 +327,22 @@ PROGRAMS += [
      "h = x0.unflatten(1, (2, 3)).movedim(1, 0)\nout = [(h[0] @ h[1].transpose(-1, -2)).flatten() + h[:, 1:].sum()]"),
 ]
 
+# Factories (issue 19): appended last, so that the programs above keep their inputs (seeded by index).
+PROGRAMS += [
+    ("zeros_ones", "f32[2,3]", "out = [T.zeros(2, 3, device=D), T.ones((2, 3), device=D) + x0, "
+                               "T.zeros((), device=D), T.ones((), device=D)]"),
+    ("zeros_dtype", "f32[2]", "out = [T.zeros(2, 3, device=D, dtype=T.int64), T.ones(3, device=D, dtype=T.float64) + 1]"),
+    ("full", "f32[2]", "out = [T.full((2, 3), 1.5, device=D), T.full((2,), 7, device=D), T.full((2,), True, device=D)]"),
+    ("like", "f32[2,3] i64[3]", "out = [T.zeros_like(x0), T.ones_like(x1), T.full_like(x0, 7), T.zeros_like(x1) + x1]"),
+    ("arange", "f32[2]", "out = [T.arange(5, device=D), T.arange(2, 7, 2, device=D), T.arange(1, 4, 0.5, device=D), "
+                         "T.arange(5., device=D)]"),
+    ("arange_neg", "f32[2]", "out = [T.arange(5, 0, -2, device=D), T.arange(0, 1, 0.25, device=D, dtype=T.float64)]"),
+    ("eye_linspace", "f32[2]", "out = [T.eye(3, device=D), T.eye(2, 3, device=D) * 2, T.linspace(0, 1, 5, device=D)]"),
+    ("triu_tril", "f32[3,4]", "out = [x0.triu(), x0.tril(-1), T.triu(x0, 1), T.tril(x0, 2)]"),
+    ("causal_mask", "f32[4,4]",
+     "m = T.ones(4, 4, device=D).tril()\nout = [x0 * m + (m - 1) * 1e9, T.arange(4, device=D) * 2]"),
+]
+
 DOT_EVERY = 5                 # _get_tensors_dot is recorded for every 5th program (it is long)
 # Counter scenarios: the code sees T, tensor(array), mark_step(), graph_hash(ts), sync_multi(ts),
 # to_numpy(t), record(ts) (takes the IR text of ts), reuse(flag) (set_reuse_ir) and np; the LTC counters
@@ -438,9 +454,10 @@ def make_inputs(spec, index):
     return out
 
 
-def run_program(T, code, inputs, mark_step=None):
-    """Run a program's code; ``mark_step`` is what the code's mark_step() calls (eager runs: nothing)."""
-    env = {"T": T, "mark_step": mark_step or (lambda: None)}
+def run_program(T, code, inputs, mark_step=None, device="lazy"):
+    """Run a program's code; ``mark_step`` is what the code's mark_step() calls (eager runs: nothing); the code
+    passes ``device=D`` to factories ("lazy", or "cpu" for the eager run)."""
+    env = {"T": T, "mark_step": mark_step or (lambda: None), "D": device}
     for i, x in enumerate(inputs):
         env[f"x{i}"] = x
     exec(code, env)
@@ -488,7 +505,8 @@ def main(path):
         torch._lazy.mark_step()
         values_from = None
         try:
-            eager = [t.numpy() for t in run_program(torch, code, [torch.from_numpy(a.copy()) for a in arrays])]
+            eager = [t.numpy() for t in run_program(torch, code, [torch.from_numpy(a.copy()) for a in arrays],
+                                                    device="cpu")]
         except RuntimeError:          # eager torch refuses what LTC runs: LTC's values
             eager = [t.cpu().numpy() for t in lazy]
             values_from = "ltc"
