@@ -343,6 +343,27 @@ PROGRAMS += [
      "m = T.ones(4, 4, device=D).tril()\nout = [x0 * m + (m - 1) * 1e9, T.arange(4, device=D) * 2]"),
 ]
 
+# Masks, selection, activations and dtype casts (issue 19); where / logical_* / isnan / erf run eagerly, as in LTC.
+PROGRAMS += [
+    ("masked_fill", "f32[2,3,4]", "out = [x0.masked_fill(x0 > 1, float('-inf')), T.masked_fill(x0, x0 < 0, 1)]"),
+    ("masked_fill_bcast", "f32[2,4,4]",
+     "m = T.ones(4, 4, device=D).triu(1) > 0\nout = [x0.masked_fill(m, -1e9).softmax(-1)]"),
+    ("where", "f32[2,3] f32[2,3]", "out = [T.where(x0 > 0, x0, x1), T.where(x1 > 0.5, x0, 0.0), T.where(x0 > 0, 1, x1)]"),
+    ("logical", "f32[2,3] f32[2,3]",
+     "out = [T.logical_and(x0 > 0, x1 > 0), T.logical_or(x0 > 0, x1 > 0), T.logical_not(x0 > 0), "
+     "(x0 > 0).logical_xor(x1 > 0)]"),
+    ("isnan_isinf", "f32[2,3] f32[2,3]", "y = x0 / x1\nout = [y.isnan(), T.isinf(y), y.isinf()]"),
+    ("gather", "f32[3,4]", "i = T.arange(3, device=D).unsqueeze(1)\nout = [x0.gather(1, i), T.gather(x0, -1, i * 0 + 2)]"),
+    ("index_select", "f32[3,4]", "i = T.arange(0, 4, 2, device=D)\nout = [x0.index_select(1, i), T.index_select(x0, 0, i)]"),
+    ("embedding", "f32[5,3]",
+     "F = T.nn.functional\nids = T.arange(4, device=D).unsqueeze(0)\nout = [F.embedding(ids, x0), F.embedding(ids[0], x0, padding_idx=1)]"),
+    ("gelu_silu", "f32[2,3]", "F = T.nn.functional\nout = [F.gelu(x0), F.gelu(x0, approximate='tanh'), F.silu(x0), F.relu(x0)]"),
+    ("erf", "f32[2,3] f64[3]", "out = [x0.erf(), T.erf(x1)]"),
+    ("casts", "f32[2,3] i64[3]",
+     "out = [x0.half(), x0.float() + 1, x0.long(), x0.double().int(), x0.bool(), x0.type_as(x1), x0.to(x1), x1.float()]"),
+    ("half_math", "f32[2,3]", "h = x0.half()\nout = [(h * 2 + 1).float(), h.sum()]"),
+]
+
 DOT_EVERY = 5                 # _get_tensors_dot is recorded for every 5th program (it is long)
 # Counter scenarios: the code sees T, tensor(array), mark_step(), graph_hash(ts), sync_multi(ts),
 # to_numpy(t), record(ts) (takes the IR text of ts), reuse(flag) (set_reuse_ir) and np; the LTC counters

@@ -19,6 +19,8 @@ EAGER = {}
 METHODS = {}
 # module function name -> function
 FUNCTIONS = {}
+# torch.nn.functional name -> function (accel.lazy.nn.functional), where it differs from the module function
+NN_FUNCTIONAL = {}
 # op name -> Op (the declarations, for listing and tests)
 OPS = {}
 
@@ -63,13 +65,14 @@ def _add(table, key, value, what):
     table[key] = value
 
 
-def declare(name, methods=None, functions=None, kernels=(), eager=None):
+def declare(name, methods=None, functions=None, kernels=(), eager=None, nn=None):
     """Declare op ``name``: ``methods`` / ``functions`` map names to callables (self / input first),
     ``kernels`` is a sequence of Kernel, ``eager`` maps fallback kernel names to functions.  Returns the Op."""
     methods = dict(methods or {})
     functions = dict(functions or {})
     eager = dict(eager or {})
-    for table, items, what in ((METHODS, methods, "method"), (FUNCTIONS, functions, "module function"),
+    nn = dict(nn or {})
+    for table, items, what in ((NN_FUNCTIONAL, nn, "nn.functional function"), (METHODS, methods, "method"), (FUNCTIONS, functions, "module function"),
                                (KERNELS, {k.kind: k for k in kernels}, "node kind"), (EAGER, eager, "eager kernel"),
                                (OPS, {name: None}, "op")):
         for k, v in items.items():         # checked first: a refused declaration changes nothing
@@ -83,6 +86,8 @@ def declare(name, methods=None, functions=None, kernels=(), eager=None):
         _add(KERNELS, kern.kind, kern, "node kind")
     for k, f in eager.items():
         _add(EAGER, k, f, "eager kernel")
+    for k, f in nn.items():
+        _add(NN_FUNCTIONAL, k, f, "nn.functional function")
     op = OPS[name] = Op(name, tuple(methods), tuple(functions), tuple(k.kind for k in kernels), tuple(eager))
     return op
 

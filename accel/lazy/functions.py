@@ -2,7 +2,8 @@
 family of accel.lazy.ops (which declare their ops in accel.lazy._optable), binds the declared methods and
 operators to LazyTensor, and exports the declared module functions (torch.exp, torch.matmul, ...)."""
 from accel.lazy import _optable
-from accel.lazy.ops import casts, elementwise, factories, inplace, linalg, nn, reductions, views  # noqa: F401
+from accel.lazy.ops import (  # noqa: F401
+    casts, elementwise, factories, inplace, linalg, nn, reductions, selection, views)
 from accel.lazy.tensors import LazyTensor
 
 

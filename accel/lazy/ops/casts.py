@@ -3,7 +3,7 @@ when an in-place op's result has another dtype than its tensor)."""
 from accel import _impl
 from accel.lazy import _dtypes as D
 from accel.lazy._optable import Kernel, classes, declare
-from accel.lazy.tensors import _NULL, _check_tensor, _dtype_hash, _dtype_name, _emit, _fn_counter
+from accel.lazy.tensors import _NULL, LazyTensor, _check_tensor, _dtype_hash, _dtype_name, _emit, _fn_counter
 
 _hash = _impl.module("_hash")
 
@@ -40,8 +40,27 @@ def _k_to_copy(k):
 
 
 def _to_method(self, dtype):
+    """to(dtype), to(other) (other's dtype) or to("float32") (a dtype name)."""
+    if type(dtype) is LazyTensor:            # to(other): other's dtype
+        dtype = dtype.dtype
     return _to(self, dtype)
 
 
-declare("to", {"to": _to_method}, {}, [Kernel("aten::_to_copy", _k_to_copy)])
+def _type_as(self, other):
+    _check_tensor(other, "type_as() other")
+    return _to(self, other.dtype, layout=True)      # torch's type_as passes other's options (layout Strided)
+
+
+def _cast_method(name, code):
+    def f(self):
+        return _to(self, D.CODE_TO_NP[code])
+    f.__name__ = f.__qualname__ = name
+    f.__doc__ = f"self.to({D.CODE_TO_NP[code]}) (aten::_to_copy; the tensor itself when it has that dtype)."
+    return f
+
+
+declare("to", {"to": _to_method, "type_as": _type_as}, {}, [Kernel("aten::_to_copy", _k_to_copy)])
+declare("dtype casts", {n: _cast_method(n, c) for n, c in (
+    ("half", D.FLOAT16), ("float", D.FLOAT32), ("double", D.FLOAT64), ("long", D.INT64), ("int", D.INT32),
+    ("short", D.INT16), ("char", D.INT8), ("byte", D.UINT8), ("bool", D.BOOL))})
 classes(**{"aten::_to_copy": "ToCopy"})

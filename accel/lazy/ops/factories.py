@@ -10,6 +10,7 @@ from accel.lazy import _dtypes as D
 from accel.lazy import tensors as T
 from accel.lazy._optable import Kernel, classes, declare, helpers
 from accel.lazy.executor import fallback
+from accel.lazy.inplace import _MUTATED
 from accel.lazy.ops.inplace import fill_, zero_
 from accel.lazy.tensors import (
     _as_number, _check_tensor, _emit, _fn_counter, _index, _int_list, _scalar_node, _seed, _shape)
@@ -135,7 +136,9 @@ def arange(start, end=None, step=1, dtype=None, device=None):
     _fn_counter("arange_out")[0] += 1
     out = T._dd(_shape(code, (0,)), T.Data(_np.empty(0, D.CODE_TO_NP[code])))
     operands = (_scalar_node(s0), _scalar_node(e0), _scalar_node(st), out)
-    return _emit("aten::arange", operands, code, (int(n),), None, "aten::arange", int(n))
+    t = _emit("aten::arange", operands, code, (int(n),), None, "aten::arange", int(n))
+    t._base = _MUTATED        # arange.out wrote its result into the empty tensor: an updated storage (views of it
+    return t                  # are born stale and regenerated when used, as torch's functionalisation does)
 
 
 def eye(n, m=None, dtype=None, device=None):

@@ -1,8 +1,11 @@
 """nn functional ops: softmax / log_softmax (aten::_softmax / aten::_log_softmax)."""
+import math
+
 import numpy as _np
 
 from accel.lazy import _dtypes as D
 from accel.lazy._optable import Kernel, classes, declare, helpers
+from accel.lazy.executor import fallback
 from accel.lazy.tensors import LazyTensor, _check_tensor, _dtype_name, _emit, _fn_counter, _index, _norm_dim, _seed
 from accel.lazy.ops.views import _numel
 
@@ -92,3 +95,105 @@ declare("softmax", {"softmax": _softmax_m}, {"softmax": softmax}, [Kernel("aten:
 declare("log_softmax", {"log_softmax": _log_softmax_m}, {"log_softmax": log_softmax},
         [Kernel("aten::_log_softmax", _k_softmax)])
 classes(**{"aten::_softmax": "Softmax", "aten::_log_softmax": "LogSoftmax"})
+
+
+# ---------------------------------------------------------------- activations
+def _float_input(a, name):
+    _check_tensor(a, f"{name}() input")
+    if a._shape.dtype not in D.FLOATS:
+        raise RuntimeError(f"\"{name}\" not implemented for '{_dtype_name(a._shape.dtype)}'")
+    return a._shape
+
+
+def gelu(input, approximate="none"):
+    """torch.nn.functional.gelu: aten::gelu with approximate 'none' (erf) or 'tanh'."""
+    s = _float_input(input, "GeluKernelImpl")
+    if approximate not in ("none", "tanh"):
+        raise RuntimeError(f"approximate argument must be either none or tanh, got {approximate!r}")
+    _fn_counter("gelu")[0] += 1
+    return _emit("aten::gelu", (input._ir(),), s.dtype, s.sizes, _seed(approximate), "aten::gelu", approximate,
+                 f"approximate={approximate}")
+
+
+def silu(input, inplace=False):
+    """torch.nn.functional.silu: aten::silu (x * sigmoid(x))."""
+    if inplace:
+        raise NotImplementedError("silu(inplace=True) is not supported by accel.lazy")
+    s = _float_input(input, "silu")
+    _fn_counter("silu")[0] += 1
+    return _emit("aten::silu", (input._ir(),), s.dtype, s.sizes, None, "aten::silu")
+
+
+def _erf_input(a):
+    _check_tensor(a, "erf() input")
+    code = a._shape.dtype
+    return code if code in D.FLOATS else D.DEFAULT_FLOAT
+
+
+def erf(input):
+    """torch.erf: no lazy kernel in LTC (eager, counter aten::erf)."""
+    return fallback("aten::erf", "erf", [input], _erf_input(input))
+
+
+_np_erf = _np.frompyfunc(math.erf, 1, 1)
+
+
+def _erf(x):
+    """erf of a float array, value by value with the C library's erf (numpy has none)."""
+    x = _np.asarray(x)
+    dt = x.dtype if x.dtype.kind == "f" else _np.dtype(_np.float32)
+    if x.dtype == _np.float64:
+        return _np_erf(x).astype(_np.float64)
+    return _np_erf(x.astype(_np.float64)).astype(dt)
+
+
+def _np_gelu(x, approximate):
+    x = _np.asarray(x)
+    xf = x.astype(_np.float64)
+    if approximate == "tanh":
+        r = 0.5 * xf * (1 + _np.tanh(math.sqrt(2 / math.pi) * (xf + 0.044715 * xf ** 3)))
+    else:
+        r = 0.5 * xf * (1 + _erf(xf * (1 / math.sqrt(2))))
+    return r.astype(x.dtype)
+
+
+def _np_silu(x):
+    x = _np.asarray(x)
+    xf = x.astype(_np.float64) if x.dtype == _np.float16 else x
+    return (xf / (1 + _np.exp(-xf))).astype(x.dtype)
+
+
+helpers(_gelu=_np_gelu, _silu=_np_silu)
+
+
+def _k_gelu(k):
+    k.line(f"{k.out} = _gelu({k.x}, {k.attrs[1]!r})")
+
+
+def _k_silu(k):
+    k.line(f"{k.out} = _silu({k.x})")
+
+
+def _eager_erf(args):
+    return _erf(args[0])
+
+
+def _gelu_m(self, approximate="none"):
+    return gelu(self, approximate)
+
+
+def _erf_m(self):
+    return erf(self)
+
+
+def _relu_f(input, inplace=False):
+    if inplace:
+        return _input(input, "relu").relu_()
+    return _input(input, "relu").relu()
+
+
+declare("gelu", {}, {}, [Kernel("aten::gelu", _k_gelu)], nn={"gelu": gelu})
+declare("silu", {}, {}, [Kernel("aten::silu", _k_silu)], nn={"silu": silu})
+declare("erf", {"erf": _erf_m}, {"erf": erf}, eager={"erf": _eager_erf})
+declare("nn relu", {}, {}, nn={"relu": _relu_f})
+classes(**{"aten::gelu": "Gelu", "aten::silu": "Silu"})
