@@ -364,6 +364,47 @@ PROGRAMS += [
     ("half_math", "f32[2,3]", "h = x0.half()\nout = [(h * 2 + 1).float(), h.sum()]"),
 ]
 
+# Reductions (issue 19): std's three overloads, norm, all / any, min / max, cumsum traced; var, argmax /
+# argmin, prod and any / all over a dim run eagerly, as in LTC.
+PROGRAMS += [
+    ("std", "f32[2,3,4]", "out = [x0.std(1), x0.std(), x0.std(-1, keepdim=True), x0.std(unbiased=False)]"),
+    ("std_correction", "f32[2,3,4]", "out = [x0.std(1, correction=0), x0.std((0, 2), unbiased=False), T.std(x0, 2)]"),
+    ("var", "f32[2,3,4]", "out = [x0.var(), x0.var(1), T.var(x0, -1, correction=0), x0.var(1, keepdim=True)]"),
+    ("norm_p", "f32[2,3,4]", "out = [x0.norm(), x0.norm(dim=1), x0.norm(p=1), T.norm(x0, 2, -1, True)]"),
+    ("all_any", "f32[2,3]", "out = [(x0 > 0).all(), x0.any(), x0.any(1), T.all(x0 > -1, 0, keepdim=True)]"),
+    ("min_max", "f32[2,3] i64[4]", "out = [x0.min(), x0.max(), T.max(x0 * 2), x1.min()]"),
+    ("argmax", "f32[2,3,4]", "out = [x0.argmax(), x0.argmin(-1), T.argmax(x0, 1, keepdim=True)]"),
+    ("prod", "f32[2,3] i32[3]", "out = [x0.prod(), x0.prod(1), x1.prod()]"),
+    ("cumsum", "f32[2,3] i32[4]", "out = [x0.cumsum(1), x0.cumsum(-1, dtype=T.float64), T.cumsum(x0, 0), x1.cumsum(0)]"),
+    ("rms_norm_manual", "f32[2,3,8] f32[8]",
+     "r = (x0 * x0).mean(-1, keepdim=True).add(1e-6).rsqrt()\nout = [x0 * r * x1, x0.norm(dim=-1) / 8 ** 0.5]"),
+]
+
+# Whole model pieces written with the ops above (issue 19).
+PROGRAMS += [
+    ("model_attention_causal", "f32[2,4,8] f32[8,24] f32[8,8]",
+     "B, S, E, H = 2, 4, 8, 2\nqkv = x0 @ x1\nq, k, v = qkv[..., :8], qkv[..., 8:16], qkv[..., 16:]\n"
+     "q = q.reshape(B, S, H, 4).transpose(1, 2)\nk = k.reshape(B, S, H, 4).transpose(1, 2)\n"
+     "v = v.reshape(B, S, H, 4).transpose(1, 2)\n"
+     "mask = T.ones(S, S, device=D).triu(1) > 0\n"
+     "att = (q @ k.transpose(-1, -2) * 0.5).masked_fill(mask, float('-inf')).softmax(-1)\n"
+     "y = (att @ v).transpose(1, 2).reshape(B, S, E)\nout = [y @ x2]"),
+    ("model_mlp_gelu", "f32[4,8] f32[8,16] f32[16] f32[16,8]",
+     "F = T.nn.functional\nh = F.gelu(x0 @ x1 + x2)\nout = [h @ x3 + x0]"),
+    ("model_layernorm_manual", "f32[2,3,8] f32[8] f32[8]",
+     "m = x0.mean(-1, keepdim=True)\nv = ((x0 - m) ** 2).mean(-1, keepdim=True)\n"
+     "out = [(x0 - m) * (v + 1e-5).rsqrt() * x1 + x2]"),
+    ("model_embed_xent", "f32[10,4] f32[4,10]",
+     "F = T.nn.functional\nids = T.arange(6, device=D) + 2\nh = F.embedding(ids, x0)\n"
+     "logp = (h @ x1).log_softmax(-1)\ntgt = T.arange(6, device=D).unsqueeze(1)\n"
+     "out = [-(logp.gather(1, tgt)).mean()]"),
+    ("model_rotary", "f32[2,4,8]",
+     "pos = T.arange(4, device=D).float().unsqueeze(1)\n"
+     "inv = 1.0 / (10000 ** (T.arange(0, 8, 2, device=D).float() / 8))\nang = pos * inv\n"
+     "cos, sin = ang.cos(), ang.sin()\nx1, x2 = x0[..., :4], x0[..., 4:]\n"
+     "out = [T.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], -1)]"),
+]
+
 DOT_EVERY = 5                 # _get_tensors_dot is recorded for every 5th program (it is long)
 # Counter scenarios: the code sees T, tensor(array), mark_step(), graph_hash(ts), sync_multi(ts),
 # to_numpy(t), record(ts) (takes the IR text of ts), reuse(flag) (set_reuse_ir) and np; the LTC counters
