@@ -4,7 +4,8 @@ node as LTC's TorchScript backend and run by a numpy backend through the computa
 
 Everything here runs on the implementation ``accel._impl`` selected (Cython or pure Python); both give
 identical results.  See shared/reference/ltc_ir.md for the algorithms reproduced.  Note that this module
-defines torch's names ``bool``, ``abs``, ``sum``, ``pow`` (dtype and ops) over the builtins.
+defines torch's names ``bool``, ``abs``, ``sum``, ``pow``, ``all``, ``any``, ``min``, ``max`` (dtype and ops)
+over the builtins.  The ops are declared once each in accel.lazy.ops (see accel.lazy._optable).
 """
 import contextlib
 
