@@ -405,6 +405,23 @@ PROGRAMS += [
      "out = [T.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], -1)]"),
 ]
 
+# More torch.nn.functional forms (issue 19): linear (mm / addmm), leaky_relu, softplus, elu traced; hardtanh and
+# mse_loss eager, as in LTC; softmax / log_softmax with dtype=; dropout outside training.
+PROGRAMS += [
+    ("nn_linear", "f32[3,4] f32[5,4] f32[5] f32[2,3,4]",
+     "F = T.nn.functional\nout = [F.linear(x0, x1, x2), F.linear(x0, x1), F.linear(x3, x1)]"),
+    ("nn_activations", "f32[2,3]",
+     "F = T.nn.functional\nout = [F.leaky_relu(x0, 0.1), F.leaky_relu(x0), F.softplus(x0), F.softplus(x0, 2, 1), "
+     "F.elu(x0), F.elu(x0, 0.5), F.hardtanh(x0), F.hardtanh(x0, -0.5, 0.5)]"),
+    ("nn_mse", "f32[2,3] f32[2,3]",
+     "F = T.nn.functional\nout = [F.mse_loss(x0, x1), F.mse_loss(x0, x1, reduction='sum'), "
+     "F.mse_loss(x0, x1, reduction='none')]"),
+    ("softmax_dtype", "f32[2,3]", "F = T.nn.functional\nout = [x0.softmax(-1, dtype=T.float64), "
+     "F.log_softmax(x0, 1, dtype=T.float64), F.dropout(x0, 0.5, training=False) * 1]"),
+    ("model_mlp_linear", "f32[4,8] f32[16,8] f32[16] f32[8,16] f32[8]",
+     "F = T.nn.functional\nh = F.silu(F.linear(x0, x1, x2))\nout = [F.mse_loss(F.linear(h, x3, x4), x0)]"),
+]
+
 DOT_EVERY = 5                 # _get_tensors_dot is recorded for every 5th program (it is long)
 # Counter scenarios: the code sees T, tensor(array), mark_step(), graph_hash(ts), sync_multi(ts),
 # to_numpy(t), record(ts) (takes the IR text of ts), reuse(flag) (set_reuse_ir) and np; the LTC counters

@@ -3,7 +3,8 @@ activations, softmax / log_softmax, embedding, and what the op table declares fo
 from accel.lazy import _optable
 from accel.lazy import functions as _functions  # noqa: F401  (fills the op table)
 
-_NAMES = ("relu", "gelu", "silu", "softmax", "log_softmax", "embedding", "sigmoid", "tanh")
+_NAMES = ("relu", "gelu", "silu", "softmax", "log_softmax", "embedding", "sigmoid", "tanh", "leaky_relu", "softplus",
+          "elu", "hardtanh", "mse_loss", "dropout", "linear")
 
 
 def _export():

@@ -6,7 +6,9 @@ import numpy as _np
 from accel.lazy import _dtypes as D
 from accel.lazy._optable import Kernel, classes, declare, helpers
 from accel.lazy.executor import fallback
-from accel.lazy.tensors import LazyTensor, _check_tensor, _dtype_name, _emit, _fn_counter, _index, _norm_dim, _seed
+from accel.lazy.tensors import (
+    LazyTensor, _as_number, _check_tensor, _dtype_name, _emit, _fn_counter, _index, _norm_dim, _scalar_node, _seed)
+from accel.lazy.ops.casts import to_copy as _to_copy
 from accel.lazy.ops.views import _numel
 
 
@@ -75,20 +77,25 @@ def _input(x, name):
     return x
 
 
-def _softmax_m(self, dim):
-    return _softmax("_softmax", self, dim)
+def _with_dtype(a, dtype):
+    """softmax's ``dtype=``: the input cast first (as torch's softmax does: _to_copy with layout Strided)."""
+    return a if dtype is None else _to_copy(a, dtype, layout=True)
 
 
-def _log_softmax_m(self, dim):
-    return _softmax("_log_softmax", self, dim)
+def _softmax_m(self, dim, dtype=None):
+    return _softmax("_softmax", _with_dtype(self, dtype), dim)
 
 
-def softmax(input, dim):
-    return _input(input, "softmax").softmax(dim)
+def _log_softmax_m(self, dim, dtype=None):
+    return _softmax("_log_softmax", _with_dtype(self, dtype), dim)
 
 
-def log_softmax(input, dim):
-    return _input(input, "log_softmax").log_softmax(dim)
+def softmax(input, dim, dtype=None):
+    return _input(input, "softmax").softmax(dim, dtype=dtype)
+
+
+def log_softmax(input, dim, dtype=None):
+    return _input(input, "log_softmax").log_softmax(dim, dtype=dtype)
 
 
 declare("softmax", {"softmax": _softmax_m}, {"softmax": softmax}, [Kernel("aten::_softmax", _k_softmax)])
@@ -197,3 +204,166 @@ declare("silu", {}, {}, [Kernel("aten::silu", _k_silu)], nn={"silu": silu})
 declare("erf", {"erf": _erf_m}, {"erf": erf}, eager={"erf": _eager_erf})
 declare("nn relu", {}, {}, nn={"relu": _relu_f})
 classes(**{"aten::gelu": "Gelu", "aten::silu": "Silu"})
+
+
+# ---------------------------------------------------------------- more nn.functional (issue 19)
+def _num(v, what):
+    n = _as_number(v)
+    if n is None:
+        raise TypeError(f"{what} must be a Python number, got {type(v).__name__}: {v!r}")
+    return n
+
+
+def leaky_relu(input, negative_slope=0.01, inplace=False):
+    """torch.nn.functional.leaky_relu: aten::leaky_relu(x, negative_slope)."""
+    if inplace:
+        raise NotImplementedError("leaky_relu(inplace=True) is not supported by accel.lazy")
+    s = _float_input(input, "leaky_relu")
+    slope = _num(negative_slope, "leaky_relu(): negative_slope")
+    _fn_counter("leaky_relu")[0] += 1
+    return _emit("aten::leaky_relu", (input._ir(), _scalar_node(slope)), s.dtype, s.sizes, None, "aten::leaky_relu")
+
+
+def softplus(input, beta=1, threshold=20):
+    """torch.nn.functional.softplus: aten::softplus(x, beta, threshold)."""
+    s = _float_input(input, "softplus")
+    b, t = _num(beta, "softplus(): beta"), _num(threshold, "softplus(): threshold")
+    _fn_counter("softplus")[0] += 1
+    return _emit("aten::softplus", (input._ir(), _scalar_node(b), _scalar_node(t)), s.dtype, s.sizes, None,
+                 "aten::softplus")
+
+
+def elu(input, alpha=1.0, inplace=False):
+    """torch.nn.functional.elu: aten::elu(x, alpha, scale=1, input_scale=1)."""
+    if inplace:
+        raise NotImplementedError("elu(inplace=True) is not supported by accel.lazy")
+    s = _float_input(input, "elu")
+    a = _num(alpha, "elu(): alpha")
+    _fn_counter("elu")[0] += 1
+    return _emit("aten::elu", (input._ir(), _scalar_node(a), _scalar_node(1), _scalar_node(1)), s.dtype, s.sizes,
+                 None, "aten::elu")
+
+
+def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
+    """torch.nn.functional.hardtanh: no lazy kernel in LTC (eager, counter aten::hardtanh)."""
+    if inplace:
+        raise NotImplementedError("hardtanh(inplace=True) is not supported by accel.lazy")
+    s = _float_input(input, "hardtanh")
+    lo, hi = _num(min_val, "hardtanh(): min_val"), _num(max_val, "hardtanh(): max_val")
+    return fallback("aten::hardtanh", "hardtanh", [input], s.dtype, (lo, hi))
+
+
+_REDUCTIONS = ("none", "mean", "sum")
+
+
+def mse_loss(input, target, reduction="mean"):
+    """torch.nn.functional.mse_loss: no lazy kernel in LTC (eager, counter aten::mse_loss)."""
+    s = _float_input(input, "mse_loss")
+    _check_tensor(target, "mse_loss() target")
+    if reduction not in _REDUCTIONS:
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    if target._shape.sizes != s.sizes:
+        raise NotImplementedError("mse_loss with broadcasting input and target is not supported by accel.lazy "
+                                  "(torch warns about it too)")
+    return fallback("aten::mse_loss", "mse_loss", [input, target], s.dtype, (reduction,))
+
+
+def dropout(input, p=0.5, training=True, inplace=False):
+    """torch.nn.functional.dropout: the input itself when not training or p == 0 (as torch); random masks are
+    not supported yet."""
+    _check_tensor(input, "dropout() input")
+    p = _num(p, "dropout(): p")
+    if not 0 <= p <= 1:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if not training or p == 0:
+        return input
+    raise NotImplementedError("dropout(training=True) needs LTC's random ops, not supported by accel.lazy yet")
+
+
+def linear(input, weight, bias=None):
+    """torch.nn.functional.linear for a 2-D input (mm with weight.t(), or addmm with the bias, as torch records
+    it) or an N-D input without bias (matmul with weight.t())."""
+    _check_tensor(input, "linear() input")
+    _check_tensor(weight, "linear() weight")
+    from_ = input._shape.sizes
+    wt = weight.t()
+    if bias is None:
+        return input.matmul(wt)
+    _check_tensor(bias, "linear() bias")
+    if len(from_) != 2:
+        raise NotImplementedError("linear() of an input that is not 2-D with a bias (torch folds it through "
+                                  "addmm views) is not supported by accel.lazy yet; use input @ weight.t() + bias")
+    ws = wt._shape.sizes
+    if from_[1] != ws[0]:
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({from_[0]}x{from_[1]} and {ws[0]}x{ws[1]})")
+    code = input._shape.dtype
+    if weight._shape.dtype != code or bias._shape.dtype != code:
+        raise RuntimeError("expected mat1 and mat2 to have the same dtype")
+    out = (from_[0], ws[1])
+    _broadcast_to_check(bias._shape.sizes, out)
+    _fn_counter("addmm")[0] += 1
+    return _emit("aten::addmm", (bias._ir(), input._ir(), wt._ir(), _scalar_node(1), _scalar_node(1)), code, out,
+                 None, "aten::addmm")
+
+
+def _broadcast_to_check(sizes, out):
+    if len(sizes) > len(out) or any(a not in (1, b) for a, b in zip(reversed(sizes), reversed(out))):
+        raise RuntimeError(f"The expanded size of the tensor ({out[-1]}) must match the existing size "
+                           f"({sizes[-1] if sizes else 1}) at non-singleton dimension 1")
+
+
+def _np_leaky_relu(x, slope, dt):
+    x = _np.asarray(x)
+    return _np.where(x > 0, x, x * _np.asarray(slope).astype(dt)).astype(dt)
+
+
+def _np_softplus(x, beta, threshold, dt):
+    x = _np.asarray(x)
+    b, t = float(_np.asarray(beta)), float(_np.asarray(threshold))
+    xf = x.astype(_np.float64)
+    with _np.errstate(over="ignore"):
+        r = _np.where(xf * b > t, xf, _np.log1p(_np.exp(xf * b)) / b)
+    return r.astype(dt)
+
+
+def _np_elu(x, alpha, scale, input_scale, dt):
+    x = _np.asarray(x)
+    a, sc, isc = (float(_np.asarray(v)) for v in (alpha, scale, input_scale))
+    xf = x.astype(_np.float64)
+    return _np.where(xf > 0, xf * sc, _np.expm1(xf * isc) * a * sc).astype(dt)
+
+
+def _np_addmm(bias, a, b, beta, alpha, dt):
+    beta, alpha = _np.asarray(beta).item(), _np.asarray(alpha).item()
+    r = _np.matmul(a, b)
+    if alpha != 1:
+        r = r * alpha
+    return (r + (bias if beta == 1 else bias * beta)).astype(dt)
+
+
+helpers(_leaky_relu=_np_leaky_relu, _softplus=_np_softplus, _elu=_np_elu, _addmm=_np_addmm)
+
+
+def _k_args(name):
+    def emit(k):
+        k.line(f"{k.out} = _{name}({', '.join(k.ins)}, {k.dt})")
+    return emit
+
+
+def _eager_hardtanh(args, lo, hi):
+    return _np.clip(args[0], lo, hi)
+
+
+def _eager_mse(args, reduction):
+    d = (_np.asarray(args[0]) - _np.asarray(args[1])) ** 2
+    return d if reduction == "none" else (d.mean() if reduction == "mean" else d.sum())
+
+
+declare("leaky_relu", {}, {}, [Kernel("aten::leaky_relu", _k_args("leaky_relu"))], nn={"leaky_relu": leaky_relu})
+declare("softplus", {}, {}, [Kernel("aten::softplus", _k_args("softplus"))], nn={"softplus": softplus})
+declare("elu", {}, {}, [Kernel("aten::elu", _k_args("elu"))], nn={"elu": elu})
+declare("hardtanh", {}, {}, eager={"hardtanh": _eager_hardtanh}, nn={"hardtanh": hardtanh})
+declare("mse_loss", {}, {}, eager={"mse_loss": _eager_mse}, nn={"mse_loss": mse_loss})
+declare("dropout", {}, {}, nn={"dropout": dropout})
+declare("linear", {}, {}, [Kernel("aten::addmm", _k_args("addmm"))], nn={"linear": linear})
+classes(**{"aten::leaky_relu": "LeakyRelu", "aten::softplus": "Softplus", "aten::elu": "Elu", "aten::addmm": "Addmm"})
