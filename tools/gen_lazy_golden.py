@@ -420,6 +420,13 @@ PROGRAMS += [
      "F.log_softmax(x0, 1, dtype=T.float64), F.dropout(x0, 0.5, training=False) * 1]"),
     ("model_mlp_linear", "f32[4,8] f32[16,8] f32[16] f32[8,16] f32[8]",
      "F = T.nn.functional\nh = F.silu(F.linear(x0, x1, x2))\nout = [F.mse_loss(F.linear(h, x3, x4), x0)]"),
+    ("setitem", "f32[2,3,4]", "x0[0] = 1\nx0[:, 1:3] = 5\nout = [x0 * 1]"),
+    ("setitem_tensor", "f32[2,3,4] f32[4]", "x0[1] = x0[0] * 2\nx0[..., -1] = 0.5\nx0[1, :, None] = 7\n"
+                                             "x0[0, 0] = x1\nout = [x0 + 0]"),
+    ("setitem_ellipsis", "f32[2,3]", "x0[...] = 2\nout = [x0 * 1]"),
+    ("ipv_select_slice", "f32[2,3,4]", "v = x0[0]\nv.add_(1)\nw = x0[:, ::2]\nw.mul_(2)\nout = [x0 * 1, v, w]"),
+    ("setitem_mask_rows", "f32[4,4]",
+     "x0[:, 2:] = 0\nm = x0.masked_fill(T.ones(4, 4, device=D).tril() == 0, -1e9)\nout = [m.softmax(-1), x0]"),
 ]
 
 DOT_EVERY = 5                 # _get_tensors_dot is recorded for every 5th program (it is long)

@@ -10,7 +10,8 @@ from accel.lazy.executor import fallback
 from accel.lazy.ops.reductions import _reduce
 from accel.lazy.tensors import (
     ALL_DIMS, LazyTensor, Node, _check_tensor, _dim_list, _emit, _fmt_size, _fn_counter, _index, _int_list,
-    _needs_args, _norm_dim, _op, _seed, _shape, _wrap_plain, set_attrs)
+    _as_number, _needs_args, _norm_dim, _op, _seed, _shape, _wrap_plain, set_attrs)
+from accel.lazy.tensors import tensor as _tensor
 
 _hash = _impl.module("_hash")
 
@@ -433,7 +434,8 @@ def _slice(a, dim, start, end, step, alias=True):
               f"dim={dim}")
     if not alias:
         return t
-    return _view_of(a, t, lambda x: _slice(x, dim, start, end, step, False), _no_inverse("slice"))
+    return _view_of(a, t, lambda x: _slice(x, dim, start, end, step, False),
+                    lambda base, m: _slice_scatter(base, m, dim, start, end, step))
 
 
 def _select(a, dim, index, alias=True, what="select()"):
@@ -457,7 +459,33 @@ def _select(a, dim, index, alias=True, what="select()"):
               _seed(dim, index), "aten::select_copy", (d, idx), f"dim={dim}, index={index}")
     if not alias:
         return t
-    return _view_of(a, t, lambda x: _select(x, dim, index, False), _no_inverse("select"))
+    return _view_of(a, t, lambda x: _select(x, dim, index, False),
+                    lambda base, m: _select_scatter(base, m, dim, index))
+
+
+def _select_scatter(base, src, dim, index):
+    """select's inverse (functionalisation writing a mutated select view back): aten::select_scatter."""
+    s = base._shape
+    d = _norm_dim(dim, len(s.sizes))
+    idx = index + s.sizes[d] if index < 0 else index
+    _fn_counter("select_scatter")[0] += 1
+    return _emit("aten::select_scatter", (base._ir(), src._ir()), s.dtype, s.sizes, _seed(dim, index),
+                 "aten::select_scatter", (d, idx), f"dim={dim}, index={index}")
+
+
+def _slice_scatter(base, src, dim, start, end, step):
+    """slice's inverse: aten::slice_scatter(base, src, start, end, step), dim an attribute."""
+    s = base._shape
+    d = _norm_dim(dim, len(s.sizes))
+    n = s.sizes[d]
+    lo = start + n if start < 0 else start
+    hi = end + n if end < 0 else end
+    lo = 0 if lo < 0 else (n if lo >= n else lo)
+    hi = lo if hi < lo else (n if hi >= n else hi)
+    _fn_counter("slice_scatter_symint")[0] += 1
+    operands = (base._ir(), src._ir(), _const(start), _const(end), _const(step))
+    return _emit("aten::slice_scatter", operands, s.dtype, s.sizes, _seed(dim), "aten::slice_scatter",
+                 (d, lo, hi, step), f"dim={dim}")
 
 
 def _alias(a, alias=True):
@@ -488,7 +516,7 @@ def _narrow(a, dim, start, length):
     return _slice(a, dim, start, start + length, 1)
 
 
-def _getitem(a, index):
+def _getitem(a, index, alias_self=True):
     """torch's Tensor.__getitem__ for ints, slices, None and ...: select_copy / slice_copy / unsqueeze_copy as
     torch's indexing records them (a lone slice is always sliced; in a tuple a slice covering the whole
     dim is skipped, and a result that is the tensor itself becomes alias_copy)."""
@@ -536,7 +564,7 @@ def _getitem(a, index):
             dim += 1
         else:
             r = _select(r, dim, _index(i, "index"), True, "getitem")
-    return _alias(r) if r is a else r
+    return _alias(r) if r is a and alias_self else r
 
 
 def _slice_bounds(sl):
@@ -696,6 +724,16 @@ def _k_select(k):
     k.line(f"{k.out} = {k.x}{_idx(d, str(i))}")
 
 
+def _k_scatter(k, what):
+    if what == "select":
+        d, i = k.attrs[1]
+        where = _idx(d, str(i))
+    else:
+        d, lo, hi, step = k.attrs[1]
+        where = _idx(d, f"{lo}:{hi}:{step}")
+    k.line(f"{k.out} = _asarray({k.ins[0]}).copy(); {k.out}{where} = {k.ins[1]}")
+
+
 def _k_alias(k):
     k.line(f"{k.out} = {k.x}")
 
@@ -724,8 +762,25 @@ def _getitem_m(self, index):
 
 
 def _setitem_m(self, index, value):
-    raise NotImplementedError("t[...] = value (__setitem__) on a lazy tensor is not supported by accel.lazy yet "
-                              "(torch records it as select_scatter / slice_scatter of the base)")
+    """t[index] = value as torch records it: the indexed view (select / slice / unsqueeze views), then copy_ of
+    the value into it (a Python number as a CPU tensor), written back into ``t`` through the views'
+    inverses (select_scatter / slice_scatter) when ``t`` is next used."""
+    if type(value) is not LazyTensor:
+        v = _as_number(value)
+        if v is None:
+            raise TypeError(f"t[...] = value: value must be a lazy tensor or a Python number, got "
+                            f"{type(value).__name__}: {value!r}")
+        value = _number_tensor(v)
+    if index is Ellipsis:
+        view = self
+    else:
+        view = _getitem(self, index, False)
+    view.copy_(value)
+
+
+def _number_tensor(v):
+    t = type(v)
+    return _tensor(_np.array(v, _np.float64 if t is float else (_np.int64 if t is int else _np.bool_)))
 
 
 def _narrow_m(self, dim, start, length):
@@ -817,6 +872,8 @@ declare("slice", {}, {}, [Kernel("aten::slice_copy", _k_slice, view=True)])
 declare("narrow", {"narrow": _narrow_m}, {"narrow": narrow})
 declare("select", {"select": _select_m}, {"select": select}, [Kernel("aten::select_copy", _k_select, view=True)])
 declare("alias", {}, {}, [Kernel("aten::alias_copy", _k_alias, view=True)])
+declare("select_scatter", {}, {}, [Kernel("aten::select_scatter", lambda k: _k_scatter(k, "select"))])
+declare("slice_scatter", {}, {}, [Kernel("aten::slice_scatter", lambda k: _k_scatter(k, "slice"))])
 declare("flatten", {"flatten": _flatten_m}, {"flatten": flatten})
 declare("unflatten", {"unflatten": _unflatten_m}, {"unflatten": unflatten})
 declare("view_as", {"view_as": _view_as_m})
