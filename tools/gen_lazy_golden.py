@@ -294,6 +294,141 @@ PROGRAMS += [
     ("softmax_empty", "f32[2,0] f32[0,3]", "out = [x0.softmax(1), x1.log_softmax(1), x1.softmax(0)]"),
 ]
 
+# Indexing and views (issue 19): __getitem__ with ints, slices (steps, negative and out-of-range bounds), None
+# and ...; narrow, select, flatten / unflatten, view_as, expand_as, movedim, clone, contiguous, flip, repeat,
+# stack, and roll (no lazy kernel: eager).  Slices record their bounds as prim::Constant nodes.
+PROGRAMS += [
+    ("idx_int", "f32[2,3,4]", "out = [x0[0], x0[-1], x0[1][2]]"),
+    ("idx_int_chain", "f32[2,3,4]", "out = [x0[0, 1, 2], x0[1, -1]]"),
+    ("idx_slice", "f32[2,3,4]", "out = [x0[:, 1:3]]"),
+    ("idx_slice_lone", "f32[2,3,4]", "out = [x0[:], x0[-1:], x0[1:]]"),
+    ("idx_slice_step", "f32[2,3,4]", "out = [x0[..., ::2], x0[:, 1:2, ::3]]"),
+    ("idx_slice_neg", "f32[2,3,4]", "out = [x0[1:, :, -3:-1], x0[:, -2:]]"),
+    ("idx_slice_full", "f32[2,3,4]", "out = [x0[:, :], x0[:, 0:10], x0[...]]"),
+    ("idx_slice_empty", "f32[2,3,4]", "out = [x0[:, 5:], x0[:, 2:1]]"),
+    ("idx_none", "f32[2,3,4]", "out = [x0[None], x0[..., None], x0[:, None, 1:, None]]"),
+    ("idx_mixed", "f32[2,3,4]", "out = [x0[None, -1], x0[1, ..., ::3], x0.transpose(0, 1)[1:, 0]]"),
+    ("idx_use", "f32[4,8] f32[8]", "q = x0[:, :4]\nk = x0[:, 4:]\nout = [(q * k).sum(-1) + x1[::2].sum()]"),
+    ("idx_i64", "i64[3,4]", "out = [x0[1:, ::2] * 2, x0[-1]]"),
+    ("narrow", "f32[2,3,4]", "out = [x0.narrow(1, 1, 2), x0.narrow(1, -2, 2), x0.narrow(2, 0, 4)]"),
+    ("narrow_fn", "f32[2,3,4]", "out = [T.narrow(x0, -1, 1, 2)]"),
+    ("select", "f32[2,3,4]", "out = [x0.select(2, -1), x0.select(0, 1), T.select(x0, 1, -3)]"),
+    ("flatten", "f32[2,3,4]", "out = [x0.flatten(), x0.flatten(1), x0.flatten(-2), x0.flatten(0, 0) * 1]"),
+    ("flatten_fn", "f32[2,3,4]", "out = [T.flatten(x0, 1), T.flatten(x0[0])]"),
+    ("unflatten", "f32[2,3,4]", "out = [x0.unflatten(2, (2, 2)), T.unflatten(x0, -1, (2, -1))]"),
+    ("view_as_expand_as", "f32[2,3,4] f32[3,4]", "out = [x0.view_as(x0), x1.expand_as(x0), x0.reshape(6, 4).view_as(x0)]"),
+    ("movedim", "f32[2,3,4]", "out = [x0.movedim(0, -1), T.movedim(x0, (0, 1), (2, 0))]"),
+    ("clone_contig", "f32[2,3,4]", "y = x0 * 2\nout = [y.clone(), x0.clone() + y, (y + 1).contiguous()]"),
+    ("flip", "f32[2,3,4]", "out = [x0.flip(0), x0.flip(0, -1), T.flip(x0, (1,))]"),
+    ("repeat", "f32[2,3]", "out = [x0.repeat(1, 2), x0.repeat(2, 1, 3)]"),
+    ("stack", "f32[2,3] f32[2,3]", "out = [T.stack([x0, x1]), T.stack((x0, x1 * 2), 1), T.stack([x0, x0], -1)]"),
+    ("roll", "f32[2,3,4]", "out = [x0.roll(1, 2), x0.roll(-3), T.roll(x0, (1, -1), (0, 2))]"),
+    ("views_chain", "f32[4,6]",
+     "h = x0.unflatten(1, (2, 3)).movedim(1, 0)\nout = [(h[0] @ h[1].transpose(-1, -2)).flatten() + h[:, 1:].sum()]"),
+]
+
+# Factories (issue 19): appended last, so that the programs above keep their inputs (seeded by index).
+PROGRAMS += [
+    ("zeros_ones", "f32[2,3]", "out = [T.zeros(2, 3, device=D), T.ones((2, 3), device=D) + x0, "
+                               "T.zeros((), device=D), T.ones((), device=D)]"),
+    ("zeros_dtype", "f32[2]", "out = [T.zeros(2, 3, device=D, dtype=T.int64), T.ones(3, device=D, dtype=T.float64) + 1]"),
+    ("full", "f32[2]", "out = [T.full((2, 3), 1.5, device=D), T.full((2,), 7, device=D), T.full((2,), True, device=D)]"),
+    ("like", "f32[2,3] i64[3]", "out = [T.zeros_like(x0), T.ones_like(x1), T.full_like(x0, 7), T.zeros_like(x1) + x1]"),
+    ("arange", "f32[2]", "out = [T.arange(5, device=D), T.arange(2, 7, 2, device=D), T.arange(1, 4, 0.5, device=D), "
+                         "T.arange(5., device=D)]"),
+    ("arange_neg", "f32[2]", "out = [T.arange(5, 0, -2, device=D), T.arange(0, 1, 0.25, device=D, dtype=T.float64)]"),
+    ("eye_linspace", "f32[2]", "out = [T.eye(3, device=D), T.eye(2, 3, device=D) * 2, T.linspace(0, 1, 5, device=D)]"),
+    ("triu_tril", "f32[3,4]", "out = [x0.triu(), x0.tril(-1), T.triu(x0, 1), T.tril(x0, 2)]"),
+    ("causal_mask", "f32[4,4]",
+     "m = T.ones(4, 4, device=D).tril()\nout = [x0 * m + (m - 1) * 1e9, T.arange(4, device=D) * 2]"),
+]
+
+# Masks, selection, activations and dtype casts (issue 19); where / logical_* / isnan / erf run eagerly, as in LTC.
+PROGRAMS += [
+    ("masked_fill", "f32[2,3,4]", "out = [x0.masked_fill(x0 > 1, float('-inf')), T.masked_fill(x0, x0 < 0, 1)]"),
+    ("masked_fill_bcast", "f32[2,4,4]",
+     "m = T.ones(4, 4, device=D).triu(1) > 0\nout = [x0.masked_fill(m, -1e9).softmax(-1)]"),
+    ("where", "f32[2,3] f32[2,3]", "out = [T.where(x0 > 0, x0, x1), T.where(x1 > 0.5, x0, 0.0), T.where(x0 > 0, 1, x1)]"),
+    ("logical", "f32[2,3] f32[2,3]",
+     "out = [T.logical_and(x0 > 0, x1 > 0), T.logical_or(x0 > 0, x1 > 0), T.logical_not(x0 > 0), "
+     "(x0 > 0).logical_xor(x1 > 0)]"),
+    ("isnan_isinf", "f32[2,3] f32[2,3]", "y = x0 / x1\nout = [y.isnan(), T.isinf(y), y.isinf()]"),
+    ("gather", "f32[3,4]", "i = T.arange(3, device=D).unsqueeze(1)\nout = [x0.gather(1, i), T.gather(x0, -1, i * 0 + 2)]"),
+    ("index_select", "f32[3,4]", "i = T.arange(0, 4, 2, device=D)\nout = [x0.index_select(1, i), T.index_select(x0, 0, i)]"),
+    ("embedding", "f32[5,3]",
+     "F = T.nn.functional\nids = T.arange(4, device=D).unsqueeze(0)\nout = [F.embedding(ids, x0), F.embedding(ids[0], x0, padding_idx=1)]"),
+    ("gelu_silu", "f32[2,3]", "F = T.nn.functional\nout = [F.gelu(x0), F.gelu(x0, approximate='tanh'), F.silu(x0), F.relu(x0)]"),
+    ("erf", "f32[2,3] f64[3]", "out = [x0.erf(), T.erf(x1)]"),
+    ("casts", "f32[2,3] i64[3]",
+     "out = [x0.half(), x0.float() + 1, x0.long(), x0.double().int(), x0.bool(), x0.type_as(x1), x0.to(x1), x1.float()]"),
+    ("half_math", "f32[2,3]", "h = x0.half()\nout = [(h * 2 + 1).float(), h.sum()]"),
+]
+
+# Reductions (issue 19): std's three overloads, norm, all / any, min / max, cumsum traced; var, argmax /
+# argmin, prod and any / all over a dim run eagerly, as in LTC.
+PROGRAMS += [
+    ("std", "f32[2,3,4]", "out = [x0.std(1), x0.std(), x0.std(-1, keepdim=True), x0.std(unbiased=False)]"),
+    ("std_correction", "f32[2,3,4]", "out = [x0.std(1, correction=0), x0.std((0, 2), unbiased=False), T.std(x0, 2)]"),
+    ("var", "f32[2,3,4]", "out = [x0.var(), x0.var(1), T.var(x0, -1, correction=0), x0.var(1, keepdim=True)]"),
+    ("norm_p", "f32[2,3,4]", "out = [x0.norm(), x0.norm(dim=1), x0.norm(p=1), T.norm(x0, 2, -1, True)]"),
+    ("all_any", "f32[2,3]", "out = [(x0 > 0).all(), x0.any(), x0.any(1), T.all(x0 > -1, 0, keepdim=True)]"),
+    ("min_max", "f32[2,3] i64[4]", "out = [x0.min(), x0.max(), T.max(x0 * 2), x1.min()]"),
+    ("argmax", "f32[2,3,4]", "out = [x0.argmax(), x0.argmin(-1), T.argmax(x0, 1, keepdim=True)]"),
+    ("prod", "f32[2,3] i32[3]", "out = [x0.prod(), x0.prod(1), x1.prod()]"),
+    ("cumsum", "f32[2,3] i32[4]", "out = [x0.cumsum(1), x0.cumsum(-1, dtype=T.float64), T.cumsum(x0, 0), x1.cumsum(0)]"),
+    ("rms_norm_manual", "f32[2,3,8] f32[8]",
+     "r = (x0 * x0).mean(-1, keepdim=True).add(1e-6).rsqrt()\nout = [x0 * r * x1, x0.norm(dim=-1) / 8 ** 0.5]"),
+]
+
+# Whole model pieces written with the ops above (issue 19).
+PROGRAMS += [
+    ("model_attention_causal", "f32[2,4,8] f32[8,24] f32[8,8]",
+     "B, S, E, H = 2, 4, 8, 2\nqkv = x0 @ x1\nq, k, v = qkv[..., :8], qkv[..., 8:16], qkv[..., 16:]\n"
+     "q = q.reshape(B, S, H, 4).transpose(1, 2)\nk = k.reshape(B, S, H, 4).transpose(1, 2)\n"
+     "v = v.reshape(B, S, H, 4).transpose(1, 2)\n"
+     "mask = T.ones(S, S, device=D).triu(1) > 0\n"
+     "att = (q @ k.transpose(-1, -2) * 0.5).masked_fill(mask, float('-inf')).softmax(-1)\n"
+     "y = (att @ v).transpose(1, 2).reshape(B, S, E)\nout = [y @ x2]"),
+    ("model_mlp_gelu", "f32[4,8] f32[8,16] f32[16] f32[16,8]",
+     "F = T.nn.functional\nh = F.gelu(x0 @ x1 + x2)\nout = [h @ x3 + x0]"),
+    ("model_layernorm_manual", "f32[2,3,8] f32[8] f32[8]",
+     "m = x0.mean(-1, keepdim=True)\nv = ((x0 - m) ** 2).mean(-1, keepdim=True)\n"
+     "out = [(x0 - m) * (v + 1e-5).rsqrt() * x1 + x2]"),
+    ("model_embed_xent", "f32[10,4] f32[4,10]",
+     "F = T.nn.functional\nids = T.arange(6, device=D) + 2\nh = F.embedding(ids, x0)\n"
+     "logp = (h @ x1).log_softmax(-1)\ntgt = T.arange(6, device=D).unsqueeze(1)\n"
+     "out = [-(logp.gather(1, tgt)).mean()]"),
+    ("model_rotary", "f32[2,4,8]",
+     "pos = T.arange(4, device=D).float().unsqueeze(1)\n"
+     "inv = 1.0 / (10000 ** (T.arange(0, 8, 2, device=D).float() / 8))\nang = pos * inv\n"
+     "cos, sin = ang.cos(), ang.sin()\nx1, x2 = x0[..., :4], x0[..., 4:]\n"
+     "out = [T.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], -1)]"),
+]
+
+# More torch.nn.functional forms (issue 19): linear (mm / addmm), leaky_relu, softplus, elu traced; hardtanh and
+# mse_loss eager, as in LTC; softmax / log_softmax with dtype=; dropout outside training.
+PROGRAMS += [
+    ("nn_linear", "f32[3,4] f32[5,4] f32[5] f32[2,3,4]",
+     "F = T.nn.functional\nout = [F.linear(x0, x1, x2), F.linear(x0, x1), F.linear(x3, x1)]"),
+    ("nn_activations", "f32[2,3]",
+     "F = T.nn.functional\nout = [F.leaky_relu(x0, 0.1), F.leaky_relu(x0), F.softplus(x0), F.softplus(x0, 2, 1), "
+     "F.elu(x0), F.elu(x0, 0.5), F.hardtanh(x0), F.hardtanh(x0, -0.5, 0.5)]"),
+    ("nn_mse", "f32[2,3] f32[2,3]",
+     "F = T.nn.functional\nout = [F.mse_loss(x0, x1), F.mse_loss(x0, x1, reduction='sum'), "
+     "F.mse_loss(x0, x1, reduction='none')]"),
+    ("softmax_dtype", "f32[2,3]", "F = T.nn.functional\nout = [x0.softmax(-1, dtype=T.float64), "
+     "F.log_softmax(x0, 1, dtype=T.float64), F.dropout(x0, 0.5, training=False) * 1]"),
+    ("model_mlp_linear", "f32[4,8] f32[16,8] f32[16] f32[8,16] f32[8]",
+     "F = T.nn.functional\nh = F.silu(F.linear(x0, x1, x2))\nout = [F.mse_loss(F.linear(h, x3, x4), x0)]"),
+    ("setitem", "f32[2,3,4]", "x0[0] = 1\nx0[:, 1:3] = 5\nout = [x0 * 1]"),
+    ("setitem_tensor", "f32[2,3,4] f32[4]", "x0[1] = x0[0] * 2\nx0[..., -1] = 0.5\nx0[1, :, None] = 7\n"
+                                             "x0[0, 0] = x1\nout = [x0 + 0]"),
+    ("setitem_ellipsis", "f32[2,3]", "x0[...] = 2\nout = [x0 * 1]"),
+    ("ipv_select_slice", "f32[2,3,4]", "v = x0[0]\nv.add_(1)\nw = x0[:, ::2]\nw.mul_(2)\nout = [x0 * 1, v, w]"),
+    ("setitem_mask_rows", "f32[4,4]",
+     "x0[:, 2:] = 0\nm = x0.masked_fill(T.ones(4, 4, device=D).tril() == 0, -1e9)\nout = [m.softmax(-1), x0]"),
+]
+
 DOT_EVERY = 5                 # _get_tensors_dot is recorded for every 5th program (it is long)
 # Counter scenarios: the code sees T, tensor(array), mark_step(), graph_hash(ts), sync_multi(ts),
 # to_numpy(t), record(ts) (takes the IR text of ts), reuse(flag) (set_reuse_ir) and np; the LTC counters
@@ -405,9 +540,10 @@ def make_inputs(spec, index):
     return out
 
 
-def run_program(T, code, inputs, mark_step=None):
-    """Run a program's code; ``mark_step`` is what the code's mark_step() calls (eager runs: nothing)."""
-    env = {"T": T, "mark_step": mark_step or (lambda: None)}
+def run_program(T, code, inputs, mark_step=None, device="lazy"):
+    """Run a program's code; ``mark_step`` is what the code's mark_step() calls (eager runs: nothing); the code
+    passes ``device=D`` to factories ("lazy", or "cpu" for the eager run)."""
+    env = {"T": T, "mark_step": mark_step or (lambda: None), "D": device}
     for i, x in enumerate(inputs):
         env[f"x{i}"] = x
     exec(code, env)
@@ -455,7 +591,8 @@ def main(path):
         torch._lazy.mark_step()
         values_from = None
         try:
-            eager = [t.numpy() for t in run_program(torch, code, [torch.from_numpy(a.copy()) for a in arrays])]
+            eager = [t.numpy() for t in run_program(torch, code, [torch.from_numpy(a.copy()) for a in arrays],
+                                                    device="cpu")]
         except RuntimeError:          # eager torch refuses what LTC runs: LTC's values
             eager = [t.cpu().numpy() for t in lazy]
             values_from = "ltc"
@@ -478,6 +615,17 @@ def main(path):
                              torch._C._lazy._set_reuse_ir)
         counters.append({"name": name, "code": code, "texts": texts,
                          "counters": {n: M.counter_value(n) for n in M.counter_names() if n not in COUNTERS_SKIPPED}})
+    # a program whose name, inputs, code, IR text and hash equal the committed file's keeps its committed entry:
+    # eager values may differ in the last place between CPUs (vectorised log / exp), and a regeneration that
+    # adds programs must not rewrite the others
+    try:
+        committed = {p["name"]: p for p in json.loads(pathlib.Path(path).read_text())["programs"]}
+    except (OSError, ValueError, KeyError):
+        committed = {}
+    for i, p in enumerate(programs):
+        old = committed.get(p["name"])
+        if old is not None and all(old.get(k) == p.get(k) for k in ("inputs", "code", "text", "hash", "dot")):
+            programs[i] = old
     doc = {"torch_version": torch.__version__, "generator": "tools/gen_lazy_golden.py", "programs": programs,
            "counter_scenarios": counters}
     pathlib.Path(path).write_text(json.dumps(doc, indent=0, separators=(",", ":")) + "\n")

@@ -4,9 +4,9 @@ node as LTC's TorchScript backend and run by a numpy backend through the computa
 
 Everything here runs on the implementation ``accel._impl`` selected (Cython or pure Python); both give
 identical results.  See shared/reference/ltc_ir.md for the algorithms reproduced.  Note that this module
-defines torch's names ``bool``, ``abs``, ``sum``, ``pow`` (dtype and ops) over the builtins.
+defines torch's names ``bool``, ``abs``, ``sum``, ``pow``, ``all``, ``any``, ``min``, ``max`` (dtype and ops)
+over the builtins.  The ops are declared once each in accel.lazy.ops (see accel.lazy._optable).
 """
-import builtins as _builtins
 import contextlib
 
 import numpy as _np
@@ -69,33 +69,7 @@ def dynamic_shapes(enabled=True):
         set_dynamic_shapes(prev)
 
 
-# c10 ScalarType codes of the numpy dtypes that have one (BFloat16, quantized and float8 types do not).
-_CODE_TO_NUMPY = {0: _np.uint8, 1: _np.int8, 2: _np.int16, 3: _np.int32, 4: _np.int64, 5: _np.float16,
-                  6: _np.float32, 7: _np.float64, 9: _np.complex64, 10: _np.complex128, 11: _np.bool_,
-                  27: _np.uint16, 28: _np.uint32, 29: _np.uint64}
-_NUMPY_TO_CODE = {_np.dtype(t): c for c, t in _CODE_TO_NUMPY.items()}
-
-
-def dtype_to_code(dtype):
-    """The c10 ScalarType code of a numpy dtype (e.g. float32 -> 6); TypeError if it has none."""
-    try:
-        dt = _np.dtype(dtype)
-    except TypeError:
-        raise TypeError(f"dtype_to_code needs a numpy dtype, got {type(dtype).__name__}: {dtype!r}") from None
-    code = _NUMPY_TO_CODE.get(dt.newbyteorder("=") if dt.byteorder not in "=|" else dt)
-    if code is None:
-        raise TypeError(f"numpy dtype {dt} has no c10 ScalarType code")
-    return code
-
-
-def code_to_dtype(code):
-    """The numpy dtype of a c10 ScalarType code (e.g. 6 -> float32); ValueError if numpy has none."""
-    t = _CODE_TO_NUMPY.get(code) if isinstance(code, _builtins.int) and not isinstance(code, _builtins.bool) else None
-    if t is None:
-        name = scalar_type_name(code) if isinstance(code, _builtins.int) else "?"
-        raise ValueError(f"ScalarType code {code!r} ({name}) "
-                         "has no numpy dtype")
-    return _np.dtype(t)
+from accel.lazy._dtypes import code_to_dtype, dtype_to_code  # noqa: E402
 
 
 def shape_of(array):
@@ -125,6 +99,7 @@ from accel.lazy.executor import (  # noqa: E402
 from accel.lazy.functions import *  # noqa: E402,F401,F403
 from accel.lazy import functions as _functions  # noqa: E402
 from accel.lazy.tensors import set_reuse_ir, get_reuse_ir  # noqa: E402
+from accel.lazy import nn  # noqa: E402
 
 float16, float32, float64 = _D.CODE_TO_NP[5], _D.CODE_TO_NP[6], _D.CODE_TO_NP[7]
 uint8, int8, int16, int32, int64 = (_D.CODE_TO_NP[c] for c in (0, 1, 2, 3, 4))
@@ -133,5 +108,5 @@ bool = _D.CODE_TO_NP[11]  # noqa: A001 (torch's name; the builtin is not used be
 __all__ += ["LazyTensor", "tensor", "force_fallback", "get_force_fallback", "get_tensors_text", "get_tensors_dot",
             "get_graph_hash", "mark_step", "sync_multi", "wait_device_ops", "get_tensor_id",
             "get_latest_computation_graph", "set_backend", "computation_cache", "run_cached_graph", "set_reuse_ir",
-            "get_reuse_ir",
+            "get_reuse_ir", "nn",
             "float16", "float32", "float64", "uint8", "int8", "int16", "int32", "int64", "bool"] + _functions.__all__

@@ -1,6 +1,8 @@
 """dtype names (torch spelling, numpy dtypes), c10 codes, and torch's type promotion for the lazy tensors."""
 import numpy as _np
 
+from accel import _impl
+
 # c10 ScalarType codes of the dtypes lazy tensors support.
 BOOL, UINT8, INT8, INT16, INT32, INT64, FLOAT16, FLOAT32, FLOAT64 = 11, 0, 1, 2, 3, 4, 5, 6, 7
 CODE_TO_NP = {BOOL: _np.dtype(_np.bool_), UINT8: _np.dtype(_np.uint8), INT8: _np.dtype(_np.int8),
@@ -87,3 +89,32 @@ def to_code(dtype, what="dtype"):
         raise TypeError(f"{what} {dt} is not supported by lazy tensors; expected one of "
                         f"{', '.join(str(d) for d in CODE_TO_NP.values())}")
     return code
+
+
+# c10 ScalarType codes of the numpy dtypes that have one (BFloat16, quantized and float8 types do not).
+_CODE_TO_NUMPY = {0: _np.uint8, 1: _np.int8, 2: _np.int16, 3: _np.int32, 4: _np.int64, 5: _np.float16,
+                  6: _np.float32, 7: _np.float64, 9: _np.complex64, 10: _np.complex128, 11: _np.bool_,
+                  27: _np.uint16, 28: _np.uint32, 29: _np.uint64}
+_NUMPY_TO_CODE = {_np.dtype(t): c for c, t in _CODE_TO_NUMPY.items()}
+
+
+def dtype_to_code(dtype):
+    """The c10 ScalarType code of a numpy dtype (e.g. float32 -> 6); TypeError if it has none."""
+    try:
+        dt = _np.dtype(dtype)
+    except TypeError:
+        raise TypeError(f"dtype_to_code needs a numpy dtype, got {type(dtype).__name__}: {dtype!r}") from None
+    code = _NUMPY_TO_CODE.get(dt.newbyteorder("=") if dt.byteorder not in "=|" else dt)
+    if code is None:
+        raise TypeError(f"numpy dtype {dt} has no c10 ScalarType code")
+    return code
+
+
+def code_to_dtype(code):
+    """The numpy dtype of a c10 ScalarType code (e.g. 6 -> float32); ValueError if numpy has none."""
+    t = _CODE_TO_NUMPY.get(code) if isinstance(code, int) and not isinstance(code, bool) else None
+    if t is None:
+        name = _impl.module("_ir").scalar_type_name(code) if isinstance(code, int) else "?"
+        raise ValueError(f"ScalarType code {code!r} ({name}) "
+                         "has no numpy dtype")
+    return _np.dtype(t)

@@ -12,92 +12,11 @@ Roots never live in such buffers, so results handed to tensors are never overwri
 import numpy as _np
 
 from accel.lazy import _dtypes as D
+from accel.lazy import _optable
 from accel.lazy.tensors import node_attrs
 
 
-# Elementwise ops: numpy ufunc name, or a multi-statement recipe below.
-_UFUNC = {"aten::neg": "negative", "aten::abs": "absolute", "aten::exp": "exp", "aten::log": "log",
-          "aten::sqrt": "sqrt", "aten::cos": "cos", "aten::tanh": "tanh", "aten::mul": "multiply",
-          "aten::div": "true_divide", "aten::maximum": "maximum", "aten::minimum": "minimum",
-          "aten::pow": "power"}
-_COMPARE = {"aten::eq": "equal", "aten::ne": "not_equal", "aten::lt": "less", "aten::le": "less_equal",
-            "aten::gt": "greater", "aten::ge": "greater_equal"}
-_EWISE = set(_UFUNC) | set(_COMPARE) | {"aten::add", "aten::sub", "aten::relu", "aten::sigmoid", "aten::rsqrt",
-                        "aten::reciprocal", "aten::clamp"}
-_VIEWS = {"reshape", "permute", "expand", "aten::t_copy"}
-# ops whose 0-dim parameters numpy reads as Python numbers (weakly typed, as torch's wrapped numbers)
-_WEAK = {"aten::add", "aten::sub", "aten::mul", "aten::div", "aten::pow", "aten::maximum", "aten::minimum",
-         "aten::clamp"}
-
-
-def _softmax(x, axis):
-    if _np.size(x) == 0:                 # torch returns the empty result (numpy's max refuses a 0-size axis)
-        return _np.empty_like(x)
-    if x.dtype == _np.float16:
-        return _half_softmax(x, axis, False)
-    e = _np.exp(x - _np.max(x, axis=axis, keepdims=True))
-    e /= _np.sum(e, axis=axis, keepdims=True)
-    return e
-
-
-def _log_softmax(x, axis):
-    if _np.size(x) == 0:
-        return _np.empty_like(x)
-    if x.dtype == _np.float16:
-        return _half_softmax(x, axis, True)
-    s = x - _np.max(x, axis=axis, keepdims=True)
-    s -= _np.log(_np.sum(_np.exp(s), axis=axis, keepdims=True))
-    return s
-
-
-def _half_softmax(x, axis, log):
-    """float16 (log_)softmax as torch's CPU kernels compute it: in float, with the roundings to half of its
-    two kernels (the last dim's keeps the sum and its log in half; the other dims' rounds exp(x - max))."""
-    f32, f16 = _np.float32, _np.float16
-    xf = x.astype(f32)
-    s = xf - _np.max(xf, axis=axis, keepdims=True)
-    e = _np.exp(s)
-    total = _np.sum(e, axis=axis, keepdims=True)
-    last = axis == x.ndim - 1
-    if log:
-        if last:
-            return (s - _np.log(total.astype(f16).astype(f32)).astype(f16).astype(f32)).astype(f16)
-        return (s - _np.log(total)).astype(f16)
-    if not last:
-        e = e.astype(f16).astype(f32)
-    return (e / total).astype(f16)
-
-
-def _ipow(x, y, dt):
-    """pow with an integral or bool result as torch computes it: a negative exponent gives 1 for base 1, +-1
-    for base -1 and 0 otherwise (numpy refuses negative integer powers); bool ** bool is ``x or not y``."""
-    x, y = _np.asarray(x), _np.asarray(y)
-    if x.dtype != dt and x.dtype.kind != "b" and dt != _np.bool_:
-        x = x.astype(dt)            # a Python int base in a narrower result dtype wraps around, as torch casts it
-    if dt == _np.bool_:
-        return _np.logical_or(x, _np.logical_not(y))
-    neg = y < 0
-    if not neg.any():
-        return _np.power(x, y, dtype=dt)
-    r = _np.power(x, _np.where(neg, 0, y), dtype=dt)
-    alt = _np.where(x == 1, 1, _np.where(x == -1, _np.where(y % 2 == 0, 1, -1), 0))
-    return _np.where(neg, alt, r).astype(dt)
-
-
-def _fpow(x, y, **kw):
-    """Floating pow as torch's kernel (C's pow) computes it: numpy takes ``x ** 0.5`` (a single-element
-    exponent) as ``sqrt(x)``, which gives NaN for -inf and -0.0 for -0.0 where pow gives +inf and +0.0."""
-    r = _np.power(x, y, **kw)
-    if _np.size(y) == 1 and _np.asarray(y).reshape(-1)[0] == 0.5:
-        r = _np.asarray(r)
-        fixed = _np.where(_np.isneginf(x), _np.asarray(_np.inf, r.dtype), r) + _np.asarray(0.0, r.dtype)
-        if r.ndim:
-            r[...] = fixed               # (r may be the out= buffer)
-        else:
-            r = fixed
-    return r
-
-
+# Which kinds are elementwise / views / weakly typed comes from the op table (accel.lazy._optable).
 def _astype(x, dt):
     return _np.asarray(x).astype(dt)
 
@@ -108,12 +27,15 @@ def _wrap_int(v, dt):
     return _np.array(v, _np.int64).astype(dt)[()]
 
 
-_GLOBALS = {"_" + n: getattr(_np, n) for n in set(_UFUNC.values()) | set(_COMPARE.values()) | {
+# the names generated programs use: numpy functions as ``_<name>``, helpers, and ``_d<code>`` dtypes
+_GLOBALS = {"_" + n: getattr(_np, n) for n in (
+    "negative", "absolute", "exp", "log", "sqrt", "cos", "tanh", "multiply", "true_divide", "maximum", "minimum",
+    "power", "equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
     "add", "subtract", "logical_or", "logical_and", "clip", "sum", "mean", "matmul", "reshape", "transpose",
-    "broadcast_to", "concatenate", "asarray", "full", "zeros"}}
-_GLOBALS.update({"_softmax": _softmax, "_log_softmax": _log_softmax, "_astype": _astype, "_wrap_int": _wrap_int,
-                 "_ipow": _ipow, "_fpow": _fpow, "_checked_int": D.checked_int})
+    "broadcast_to", "concatenate", "asarray", "full", "zeros")}
+_GLOBALS.update({"_astype": _astype, "_wrap_int": _wrap_int, "_checked_int": D.checked_int})
 _NARROW_INTS = frozenset((D.UINT8, D.INT8, D.INT16, D.INT32))
+_KERNELS = _optable.KERNELS
 for _c, _dt in D.CODE_TO_NP.items():
     _GLOBALS[f"_d{_c}"] = _dt
 
@@ -154,6 +76,7 @@ class _Compiler:
         self.roots = roots
         self.index = {n: i for i, n in enumerate(post)}
         self.ns = dict(_GLOBALS)
+        self.ns.update(_optable.HELPERS)
         self.lines = []
         self.nbuf = 0
 
@@ -182,7 +105,8 @@ class _Compiler:
             attrs[i] = a
             kind = a[0] if a is not None else node.op.qualified_name
             kinds[i] = kind
-            if kind in _VIEWS:
+            k = _KERNELS.get(kind)
+            if k is not None and k.view:
                 base[i] = base[index[node.operands[0].node]]
         last = [-1] * n
         for i, node in enumerate(post):
@@ -206,7 +130,8 @@ class _Compiler:
             ins = [self._var(o.node) for o in node.operands]
             shape = node.shapes[0] if node.shapes else None
             buf = None
-            if kind in _EWISE and shape.sizes and i not in escapes:
+            k = _KERNELS.get(kind)
+            if k is not None and k.ewise and shape.sizes and i not in escapes:
                 # inputs read for the last time here may hand their buffer to the output
                 self._release(i, node, base, last, owned, pool)
                 key = (shape.dtype, tuple(shape.sizes))
@@ -254,20 +179,19 @@ class _Compiler:
         opnodes = [o.node for o in node.operands]
         # numpy's own result dtype for these inputs; pass dtype= only when torch's differs
         kw = ""
-        weak = kind in _WEAK
+        kern = _KERNELS.get(kind)
+        weak = kern is not None and kern.weak
         if not weak:
             # a 0-dim parameter is read as a Python number only where numpy's weak typing stands for torch's
             # wrapped-number / 0-dim priority; elsewhere (views, unary ops, reductions) it is its array
             for k, m in enumerate(opnodes):
                 if self.index[m] in param_of and not m.shapes[0].sizes:
                     ins[k] = f"P[{param_of[self.index[m]]}].array"
-        if kind in _EWISE:
+        if kern is not None and kern.ewise:
             samples = [_sample(m, weak and self.index[m] in param_of) for m in opnodes]
-            if kind in ("aten::add", "aten::sub"):
+            if kern.natural == "two":                       # add / sub: alpha takes no part
                 natural = _np.result_type(*samples[:2])
-            elif kind == "aten::clamp":
-                natural = _np.result_type(*samples)
-            elif kind in ("aten::sigmoid", "aten::rsqrt", "aten::reciprocal"):
+            elif kern.natural is None:
                 natural = None
             else:
                 natural = _np.result_type(*samples)
@@ -279,126 +203,40 @@ class _Compiler:
             if code in _NARROW_INTS and weak:
                 # integer parameters read as Python ints wrap around to the narrow dtype, as torch casts them
                 # (every operand but add/sub's alpha, torch's checked Scalar)
-                last = 2 if kind in ("aten::add", "aten::sub") else len(ins)
+                last = 2 if kern.natural == "two" else len(ins)
                 ins = [f"_wrap_int({v}, {dt})" if k < last and self.index[m] in param_of and not m.shapes[0].sizes
                        and m.shapes[0].dtype in D.INTS else v for k, (v, m) in enumerate(zip(ins, opnodes))]
-        L = self.lines.append
-        x = ins[0] if ins else None
-        if kind == "aten::pow":
-            if code in D.FLOATS:
-                L(f"{out} = _fpow({', '.join(ins)}{kw})")
-            else:
-                L(f"{out} = _ipow({ins[0]}, {ins[1]}, {dt})")
-        elif kind in _UFUNC:
-            L(f"{out} = _{_UFUNC[kind]}({', '.join(ins)}{kw})")
-        elif kind == "aten::add" and code == D.BOOL:
-            # bool + bool * alpha: alpha counts as a bool (numpy refuses to cast its int product to bool)
-            L(f"{out} = _logical_or({x}, _logical_and({ins[1]}, {ins[2]} != 0){kw})")
-        elif kind in ("aten::add", "aten::sub"):
-            f = "_add" if kind == "aten::add" else "_subtract"
-            y, a = ins[1], ins[2]
-            if code in _NARROW_INTS:
-                a = f"_checked_int({a}, {code})"        # torch's checked conversion of alpha, at run time
-            L(f"{out} = {f}({x}, {y}{kw}) if {ins[2]} == 1 else "
-              f"{f}({x}, _multiply({y}, {a}, dtype={dt}, casting='unsafe'){kw})")
-        elif kind == "aten::relu":
-            L(f"{out} = _maximum({x}, 0{kw})")
-        elif kind == "aten::reciprocal":
-            L(f"{out} = _true_divide(1, {x}{kw})")
-        elif kind == "aten::rsqrt":
-            L(f"{out} = _true_divide(1, _sqrt({x}, dtype={dt}){', out=' + buf if buf else ''})")
-        elif kind == "aten::sigmoid":
-            if shape.sizes:
-                L(f"{out} = _negative({x}{kw})")
-                L(f"_exp({out}, out={out}); _add({out}, 1, out={out}); _true_divide(1, {out}, out={out})")
-            else:
-                L(f"{out} = _true_divide(1, _add(1, _exp(_negative({x}, dtype={dt}))))")
-        elif kind == "aten::clamp":
-            has_lo, has_hi = attrs[1]
-            k = 1
-            lo = hi = "None"
-            if has_lo:
-                lo, k = ins[k], k + 1
-            if has_hi:
-                hi = ins[k]
-            L(f"{out} = _clip({x}, {lo}, {hi}{kw})")
-        elif kind in ("aten::sum.all", "aten::mean.all"):
-            f = "_sum" if kind == "aten::sum.all" else "_mean"
-            if code == D.FLOAT16:         # torch accumulates float16 in float32
-                L(f"{out} = {f}({x}, dtype=_d{D.FLOAT32}).astype({dt})")
-            else:
-                L(f"{out} = {f}({x}, dtype={dt})")
-        elif kind in ("aten::sum.dim", "aten::mean.dim"):
-            f = "_sum" if kind == "aten::sum.dim" else "_mean"
-            axes, keep = attrs[1]
-            if code == D.FLOAT16:
-                L(f"{out} = {f}({x}, axis={axes!r}, keepdims={keep}, dtype=_d{D.FLOAT32}).astype({dt})")
-            else:
-                L(f"{out} = {f}({x}, axis={axes!r}, keepdims={keep}, dtype={dt})")
-        elif kind in ("aten::mm", "aten::bmm", "aten::mv"):
-            L(f"{out} = _matmul({ins[0]}, {ins[1]})")
-        elif kind == "reshape":
-            L(f"{out} = _reshape({x}, {tuple(shape.sizes)!r})")
-        elif kind == "aten::t_copy":
-            L(f"{out} = _transpose({x})")
-        elif kind == "permute":
-            L(f"{out} = _transpose({x}, {attrs[1]!r})")
-        elif kind == "expand":
-            L(f"{out} = _broadcast_to({x}, {tuple(shape.sizes)!r})")
-        elif kind in ("aten::_softmax", "aten::_log_softmax"):
-            L(f"{out} = {kind[6:]}({x}, {attrs[1]})")
-        elif kind == "aten::_to_copy":
-            L(f"{out} = _astype({x}, {dt})")
-        elif kind in _COMPARE:
-            # compared in torch's promoted dtype (numpy would promote int64 with float32 to float64)
-            cmp = D.CODE_TO_NP[attrs[1]]
-            samples = [_sample(m, self.index[m] in param_of) for m in opnodes]
-            if _np.result_type(*samples) != cmp:
-                ins = [f"_astype({v}, _d{attrs[1]})" for v in ins]
-            elif attrs[1] in _NARROW_INTS:
-                # an integer read as a Python int wraps around to the compared dtype, as torch casts it
-                # (uint8 t < -2 is t < 254)
-                ins = [f"_wrap_int({v}, _d{attrs[1]})" if self.index[m] in param_of and not m.shapes[0].sizes
-                       and m.shapes[0].dtype in D.INTS else v for v, m in zip(ins, opnodes)]
-            L(f"{out} = _{_COMPARE[kind]}({ins[0]}, {ins[1]}{', out=' + buf if buf else ''})")
-        elif kind == "aten::zero":
-            L(f"{out} = _zeros({tuple(shape.sizes)!r}, {dt})")
-        elif kind == "fill":
-            L(f"{out} = _full({tuple(shape.sizes)!r}, {x}, {dt})")
-        elif kind == "lazy_tensors::tensor_list":
-            L(f"{out} = ({', '.join(ins)},)")
-        elif kind == "aten::cat":
-            axis, keep = attrs[1]
-            if keep is not None:         # legacy empty 1-D operands take no part
-                x = f"({''.join(f'{x}[{k}], ' for k in keep)})"
-            if keep == ():
-                L(f"{out} = _zeros((0,), {dt})")
-            else:
-                L(f"{out} = _concatenate({x}, axis={axis}, dtype={dt}, casting='same_kind')")
-        else:
+        if kern is None:
             raise NotImplementedError(f"the numpy backend has no kernel for {node}")
+        kern.emit(_Emit(self, node, kind, attrs, ins, out, buf, kw, shape, code, dt, opnodes, param_of))
 
 
-# ---- eager kernels for the ops LTC's TorchScript backend runs on the CPU (no lazy kernel) ----
-def eager(name, args):
-    """Run fallback op ``name`` (sin, rpow, dot, or ("amax", axes, keepdim)) on numpy values now."""
-    if isinstance(name, tuple) and name[0] == "amax":
-        r = _np.asarray(_np.amax(args[0], axis=name[1], keepdims=name[2]))
-        if r.dtype.kind == "f":              # torch's max gives the positive quiet NaN, whatever NaN it met
-            r = _np.where(_np.isnan(r), _np.array(_np.nan, r.dtype), r)
-        return r
-    if name == "sin":
-        x = _np.asarray(args[0])
-        return _np.sin(x if x.dtype.kind == "f" else x.astype(_np.float32))
-    if name == "rpow":                       # number ** tensor
-        x = _np.asarray(args[0])
-        if x.dtype.kind == "f":
-            return _fpow(args[1], x.astype(_np.float64))
-        if type(args[1]) is float:
-            return _np.power(args[1], x)
-        return _ipow(args[1], x, _np.result_type(x, args[1]) if x.dtype.kind != "b" else _np.int64)
-    if name == "dot":
-        return _np.dot(args[0], args[1])
-    if name == "copy":                       # dst.copy_(src): src broadcast to dst's shape (cast by the caller)
-        return _np.broadcast_to(args[1], _np.shape(args[0]))
-    raise NotImplementedError(f"no eager kernel for {name!r}")
+class _Emit:
+    """What a kernel's ``emit`` gets: ``out`` (its variable), ``ins`` (its operands' expressions), ``x``
+    (the first), ``kw`` (``out=`` / ``dtype=`` arguments of elementwise kinds), ``dt`` (the result's dtype
+    name), ``code`` / ``shape``, ``attrs`` (what set_attrs recorded), ``buf`` (its reused buffer or None),
+    ``line(text)`` to add a statement, and ``is_param(node)`` / ``opnodes`` for kernels that look at
+    their operands."""
+    __slots__ = ("comp", "node", "kind", "attrs", "ins", "out", "buf", "kw", "shape", "code", "dt", "opnodes",
+                 "param_of", "x", "line")
+
+    def __init__(self, comp, node, kind, attrs, ins, out, buf, kw, shape, code, dt, opnodes, param_of):
+        self.comp, self.node, self.kind, self.attrs = comp, node, kind, attrs
+        self.ins, self.out, self.buf, self.kw = ins, out, buf, kw
+        self.shape, self.code, self.dt, self.opnodes, self.param_of = shape, code, dt, opnodes, param_of
+        self.x = ins[0] if ins else None
+        self.line = comp.lines.append
+
+    def is_param(self, m):
+        return self.comp.index[m] in self.param_of
+
+    def is_scalar_param(self, m):
+        return self.comp.index[m] in self.param_of and not m.shapes[0].sizes
+
+
+def eager(name, args, params=()):
+    """Run the eager (fallback) kernel ``name`` of the op table on numpy values now."""
+    f = _optable.EAGER.get(name)
+    if f is None:
+        raise NotImplementedError(f"no eager kernel for {name!r}")
+    return f(args, *params)

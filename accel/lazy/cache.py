@@ -5,7 +5,11 @@ import threading
 
 import numpy as _np
 
-from accel.lazy import _hash, metrics
+from accel import _impl
+from accel.lazy import metrics
+from accel.lazy._dtypes import dtype_to_code
+
+_hash = _impl.module("_hash")
 
 
 class ComputationCache:
@@ -138,7 +142,6 @@ class _ArrayKey:
     __slots__ = ("array", "_h")
 
     def __init__(self, array):
-        from accel.lazy import dtype_to_code
         a = _np.array(array, copy=True, order="C")
         self.array = a
         code = dtype_to_code(a.dtype)

@@ -5,13 +5,16 @@ import os
 import numpy as _np
 
 from accel import _impl
+from accel.lazy import _dtypes as D
 from accel.lazy import dump as _dump
 from accel.lazy import metrics as _metrics
 from accel.lazy import tensors as _t
+from accel.lazy import backend as _backend_mod
 from accel.lazy.backend import NumpyBackend
 from accel.lazy.cache import ComputationCache
 from accel.lazy.inplace import current as _current
 from accel.lazy.tensors import Data, LazyTensor
+from accel.lazy.trie import TrieCache, hold as _trie_hold, release_all as _trie_release_all
 
 _ir = _impl.module("_ir")
 _hash = _impl.module("_hash")
@@ -192,7 +195,6 @@ def mark_step(device="", wait=False):
         if _t._reuse[0]:
             _drop_kept_ir()
         _c_markstep[0] += 1
-    from accel.lazy.trie import TrieCache
     TrieCache.get().reset_current()
 
 
@@ -204,13 +206,12 @@ def _drop_kept_ir():
     the tensor read its data as a device-data node instead: the IR text differs from LTC's there, the
     values are right.  A tensor whose IR is the device-data node of its own data keeps it, as in LTC (the
     trie's counters stay LTC's), and drops it only if a later trace reuses that node for other data."""
-    from accel.lazy import trie
-    trie.release_all()
+    _trie_release_all()
     for t in _t.live_tensors():
         n, h = t._node, t._handle
         if h is not None and n is not None:
             if n.is_device_data and n.handle is h:
-                trie.hold(n, t)
+                _trie_hold(n, t)
             else:
                 t._node = None
 
@@ -367,3 +368,19 @@ def get_tensors_dot(tensors):
     """torch._C._lazy._get_tensors_dot: the tensors' IR as a graphviz digraph (DumpUtil::ToDot's layout)."""
     tensors = _check_tensors(tensors, "get_tensors_dot")
     return _dump.to_dot([t._ir() for t in tensors], tags=_tag_pairs)
+
+
+# ---- eager fallback ----
+def fallback(counter, name, inputs, code, params=()):
+    """Run an op LTC has no lazy kernel for eagerly (its CPU fallback), with the op table's eager kernel
+    ``name`` (and its ``params``): the inputs are computed as by ``numpy()`` (they keep their IR), the
+    result (cast to torch's dtype ``code``) is a new tensor holding data; counted as ``counter``."""
+    _metrics.Counter(counter).add(1)
+    tensors = [t for t in inputs if type(t) is LazyTensor]
+    args = [tensor_value(t) if type(t) is LazyTensor else t for t in inputs]
+    _t._c_to_copy[0] += len(tensors)     # the inputs' copies to the CPU
+    result = _np.asarray(_backend_mod.eager(name, args, params)).astype(D.CODE_TO_NP[code], copy=False)
+    return _t.tensor(result)
+
+
+_t.install_runtime(tensor_value=tensor_value, compute_nodes=compute_nodes)

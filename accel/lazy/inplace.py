@@ -1,4 +1,5 @@
-"""In-place ops on lazy tensors, functionalised as torch 2.13 records them for LTC.
+"""Functionalisation of lazy tensors as torch 2.13 records it for LTC: views, aliases and in-place updates
+(the in-place ops themselves are in accel.lazy.ops.inplace).
 
 torch wraps every lazy tensor in a FunctionalTensorWrapper sharing a storage (FunctionalStorageImpl) with
 its aliases.  An in-place op syncs its inputs, computes the out-of-place result (cast back with
@@ -25,8 +26,8 @@ not a cast of the base), else a hidden tensor holding the newest base.
 """
 import weakref
 
-from accel.lazy import _dtypes as D
 from accel.lazy import tensors as T
+from accel.lazy.ops.casts import to_copy as _to_copy
 
 
 class _Storage:
@@ -119,7 +120,7 @@ def _regenerate(t, al, view=None):
     if view is not None:
         x = view(x)
     if x._shape.dtype != t._shape.dtype:
-        x = T._to(x, t.dtype, layout=True)
+        x = _to_copy(x, t.dtype, layout=True)
     return x
 
 
@@ -172,7 +173,7 @@ def commit(t, r):
     Under the device lock: a sync on another thread (mark_step, numpy()) tests that a tensor's IR is the
     one it computed and then hands it the value; an update must not fall between the two."""
     if r._shape.dtype != t._shape.dtype:
-        r = T._to(r, t.dtype, layout=True)
+        r = _to_copy(r, t.dtype, layout=True)
     with T.device_lock:
         return _commit(t, r)
 
@@ -217,165 +218,4 @@ def _commit(t, r):
     return t
 
 
-# ---------------------------------------------------------------- the ops
-def _tname(code):
-    return "torch." + str(D.CODE_TO_NP[code])
-
-
-def _check_sizes(t, sizes):
-    if tuple(sizes) != tuple(t._shape.sizes):
-        out = tuple(sizes)
-        raise RuntimeError(f"output with shape torch.Size({list(t._shape.sizes)}) doesn't match the broadcast "
-                           f"shape {out!r}")
-
-
-def _other_info(t, other, what):
-    """(broadcast sizes, result dtype code) of ``t op other`` (a tensor or a Python number)."""
-    s = t._shape
-    if type(other) is T.LazyTensor:
-        sizes = T._broadcast(s.sizes, other._shape.sizes)
-        code = D.result_type(((s.dtype, T._prio(t)), (other._shape.dtype, T._prio(other))))
-        return sizes, code, other._shape.dtype
-    v = T._as_number(other)
-    if v is None:
-        raise TypeError(f"{what}(): expected a lazy tensor or a Python number as 'other', got "
-                        f"{type(other).__name__}: {other!r}")
-    vc = T._scalar_code(v)
-    return s.sizes, D.result_type(((s.dtype, T._prio(t)), (vc, D.WRAPPED))), vc
-
-
-def _unsafe_cast(t, code):
-    tc = t._shape.dtype
-    if D.category(code) > D.category(tc):
-        raise RuntimeError(f"Attempting to cast from {_tname(code)} to out tensor with dtype {_tname(tc)}, but "
-                           "this can't be cast because it is not safe!")
-
-
-def _begin(t, what):
-    T._check_tensor(t, f"{what}() self")
-    sync(t)
-
-
-def add_(t, other, alpha=1, name="add"):
-    _begin(t, name + "_")
-    sizes, code, _ = _other_info(t, other, name + "_")
-    _check_sizes(t, sizes)
-    tc = t._shape.dtype
-    if tc == D.BOOL and code != D.BOOL:
-        raise RuntimeError("Promotion of bool.add/sub_(others) in in-place ops are not possible due to element "
-                           "size change.")
-    if tc in D.INTS and code in D.FLOATS:
-        raise RuntimeError("Promotion of int.add/sub_(float) in in-place ops are not possible due to element "
-                           "size change.")
-    r = t.add(other, alpha=alpha) if name == "add" else t.sub(other, alpha=alpha)
-    return commit(t, r)
-
-
-def sub_(t, other, alpha=1):
-    return add_(t, other, alpha, "sub")
-
-
-def mul_(t, other):
-    _begin(t, "mul_")
-    sizes, _, _ = _other_info(t, other, "mul_")
-    _check_sizes(t, sizes)
-    return commit(t, t.mul(other))
-
-
-def div_(t, other):
-    _begin(t, "div_")
-    sizes, code, _ = _other_info(t, other, "div_")
-    _check_sizes(t, sizes)
-    tc = t._shape.dtype
-    if tc not in D.FLOATS:
-        code = code if code in D.FLOATS else D.DEFAULT_FLOAT
-        raise RuntimeError(f"result type {_tname(code)} can't be cast to the desired output type {_tname(tc)}")
-    return commit(t, t.div(other))
-
-
-def pow_(t, other):
-    _begin(t, "pow_")
-    sizes, code, _ = _other_info(t, other, "pow_")
-    _check_sizes(t, sizes)
-    _unsafe_cast(t, code)
-    return commit(t, t.pow(other))
-
-
-def clamp_(t, min=None, max=None):
-    _begin(t, "clamp_")
-    r = t.clamp(min, max)
-    _unsafe_cast(t, r._shape.dtype)          # a refused clamp_ leaves t as it was (r is dropped)
-    return commit(t, r)
-
-
-def unary_(t, name):
-    _begin(t, name + "_")
-    code = t._shape.dtype
-    if name == "relu" and code == D.BOOL:
-        raise RuntimeError("Boolean inputs not supported for relu")
-    if name in T._UNARY_FLOAT or name == "sin":
-        if code not in D.FLOATS:
-            _unsafe_cast(t, D.DEFAULT_FLOAT)
-    return commit(t, getattr(t, name)())
-
-
-def zero_(t):
-    _begin(t, "zero_")
-    T._fn_counter("zero")[0] += 1
-    s = t._shape
-    return commit(t, T._emit("aten::zero", (t._ir(),), s.dtype, s.sizes))
-
-
-_FLOAT_NAMES = {D.FLOAT16: "c10::Half", D.FLOAT32: "float", D.FLOAT64: "double"}
-
-
-def _fill_value(v, code):
-    """``v`` converted to dtype ``code`` as torch converts a fill value (errors as torch's)."""
-    import math
-    import numpy as np
-    if type(v) is int and not -(1 << 63) <= v < (1 << 64):       # torch's Python-int-to-Scalar conversion
-        raise OverflowError("int too big to convert" if v > 0 else "can't convert negative int to unsigned")
-    if code == D.BOOL:
-        return bool(v)
-    if code in D.INTS:
-        return D.checked_int(v, code)
-    f = float(v)
-    with np.errstate(over="ignore"):
-        c = float(np.array(f, D.CODE_TO_NP[code]))
-    if math.isfinite(f) and not math.isfinite(c):
-        raise RuntimeError(f"value cannot be converted to type {_FLOAT_NAMES[code]} without overflow")
-    return c
-
-
-def fill_(t, value):
-    _begin(t, "fill_")
-    v = T._as_number(value)
-    if v is None:
-        raise TypeError(f"fill_(): value must be a Python number, got {type(value).__name__}: {value!r}")
-    s = t._shape
-    code = s.dtype
-    v = _fill_value(v, code)
-    T._fn_counter("fill_")[0] += 1
-    key = T._scalar_key(code, v)
-    import numpy as np
-    d = T._cached_data(key, lambda: np.array(v, D.CODE_TO_NP[code]))
-    x = T._dd(T._shape(code, ()), d)
-    if not s.sizes:                  # GetIrValueForExpandedScalar: a 0-dim tensor takes the scalar itself
-        return commit(t, T._wrap(x, s))
-    sizes = list(s.sizes)
-    # LTC's hand-written Expand node: a TsNode hashed before its shape is computed (the shape is not hashed)
-    n = T.Node(T._op("aten::expand"), (x,), (), 1, T._seed(sizes, True))
-    n.add_computed_shape(s)
-    T.set_attrs(n, "fill", None, f"size={T._dim_list(sizes)}, is_scalar_expand=1")
-    return commit(t, T._wrap(n, s))
-
-
-def copy_(t, src):
-    """copy_(src): torch's functionalisation turns it into aten::copy, which LTC runs eagerly (CPU fallback)."""
-    _begin(t, "copy_")
-    T._check_tensor(src, "copy_() src")
-    sizes = T._broadcast(t._shape.sizes, src._shape.sizes)
-    if tuple(sizes) != tuple(t._shape.sizes):
-        raise RuntimeError(f"output with shape {T._fmt_size(t._shape.sizes)} doesn't match the broadcast shape "
-                           f"{T._fmt_size(sizes)}")
-    return commit(t, T._fallback("aten::copy", "copy", [t, src], t._shape.dtype))
+T.install_runtime(alias_sync=sync)

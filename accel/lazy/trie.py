@@ -2,7 +2,11 @@
 import threading
 import weakref
 
-from accel.lazy import HASH_SEED, Node, OpKind, device_data, metrics
+from accel import _impl
+from accel.lazy import metrics
+
+_ir = _impl.module("_ir")
+HASH_SEED, Node, OpKind, device_data = _ir.HASH_SEED, _ir.Node, _ir.OpKind, _ir.device_data
 
 _ids = threading.local()
 

@@ -1,0 +1,273 @@
+"""Masks and selection: masked_fill, where, logical_and / or / not / xor, isnan / isinf, gather,
+index_select and embedding, as torch 2.13 LTC records them (where, the logical ops and isnan / isinf have
+no lazy kernel in LTC: they run eagerly, counted as LTC counts them)."""
+import numpy as _np
+
+from accel.lazy import _dtypes as D
+from accel.lazy._optable import Kernel, classes, declare, helpers
+from accel.lazy.executor import fallback
+from accel.lazy.ops.factories import full, zeros_like
+from accel.lazy.tensors import (
+    LazyTensor, _as_number, _broadcast, _check_tensor, _emit, _fn_counter, _index, _norm_dim, _prio, _scalar_code,
+    _scalar_node, _seed)
+
+
+def _masked_fill(a, mask, value):
+    _check_tensor(a, "masked_fill() input")
+    _check_tensor(mask, "masked_fill() mask")
+    if mask._shape.dtype != D.BOOL:
+        raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype "
+                           f"{D.CODE_TO_NP[mask._shape.dtype]}")
+    s = a._shape
+    if _broadcast(s.sizes, mask._shape.sizes) != s.sizes:
+        raise RuntimeError(f"The expanded size of the mask must match the existing size of the tensor at "
+                           f"non-singleton dimensions ({list(mask._shape.sizes)} against {list(s.sizes)})")
+    v = _as_number(value)
+    if v is None:
+        if type(value) is LazyTensor:
+            raise NotImplementedError("masked_fill with a tensor value is not supported by accel.lazy yet "
+                                      "(pass a Python number)")
+        raise TypeError(f"masked_fill(): value must be a Python number, got {type(value).__name__}: {value!r}")
+    if s.dtype in D.INTS and type(v) is float:
+        v_ok = v == v and abs(v) != float("inf")
+        if not v_ok:
+            raise RuntimeError(f"value cannot be converted to type {D.INT_C_NAMES[s.dtype]} without overflow")
+    _fn_counter("masked_fill")[0] += 1
+    return _emit("aten::masked_fill", (a._ir(), mask._ir(), _scalar_node(v)), s.dtype, s.sizes, None,
+                 "aten::masked_fill")
+
+
+def _scalar_tensor(v):
+    """A Python number as torch wraps it for a tensor argument on the lazy device: a 0-dim tensor filled
+    with it (empty then fill_), of the number's dtype (Double for a float: a wrapped number)."""
+    t = type(v)
+    return full((), v, dtype=D.CODE_TO_NP[D.FLOAT64 if t is float else (D.INT64 if t is int else D.BOOL)])
+
+
+def where(condition, input, other):
+    """torch.where(condition, input, other): no lazy kernel in LTC (eager, counter aten::where.self);
+    Python numbers are wrapped as 0-dim tensors first, as torch does."""
+    _check_tensor(condition, "where() condition")
+    if condition._shape.dtype != D.BOOL:
+        raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor with dtype "
+                           f"{D.CODE_TO_NP[condition._shape.dtype]}")
+    ops = []
+    for name, x in (("input", input), ("other", other)):
+        if type(x) is LazyTensor:
+            ops.append((x._shape.dtype, _prio(x)))
+        else:
+            v = _as_number(x)
+            if v is None:
+                raise TypeError(f"where(): {name} must be a lazy tensor or a Python number, got "
+                                f"{type(x).__name__}: {x!r}")
+            ops.append((_scalar_code(v), D.WRAPPED))
+    sizes = condition._shape.sizes
+    for x in (input, other):
+        if type(x) is LazyTensor:
+            sizes = _broadcast(sizes, x._shape.sizes)
+    code = D.result_type(ops)
+    args = [condition] + [x if type(x) is LazyTensor else _scalar_tensor(_as_number(x)) for x in (input, other)]
+    return fallback("aten::where.self", "where", args, code)
+
+
+def _logical(name, a, b=None):
+    _check_tensor(a, f"{name}() input")
+    if b is not None:
+        _check_tensor(b, f"{name}() other")
+        _broadcast(a._shape.sizes, b._shape.sizes)
+    _fn_counter("_copy_from_and_resize")[0] += 1
+    return fallback(f"aten::{name}.out", name, [a] if b is None else [a, b], D.BOOL)
+
+
+def _isnan_isinf(name, a):
+    _check_tensor(a, f"{name}() input")
+    if name == "isinf" and a._shape.dtype in D.FLOATS:
+        return a.abs() == float("inf")          # torch's isinf: abs(x) == inf, traced
+    if name == "isinf":
+        return zeros_like(a, dtype=D.CODE_TO_NP[D.BOOL])
+    return fallback("aten::" + name, name, [a], D.BOOL)
+
+
+def _gather(a, dim, index, sparse_grad=False):
+    _check_tensor(a, "gather() input")
+    _check_tensor(index, "gather() index")
+    if index._shape.dtype != D.INT64:
+        raise RuntimeError("gather(): Expected dtype int64 for index")
+    s = a._shape
+    d = _index(dim, "gather(): dim")
+    nd = len(s.sizes)
+    axis = _norm_dim(d, nd)
+    isz = index._shape.sizes
+    if len(isz) != max(nd, 1) and not (nd == 0 and len(isz) <= 1):
+        raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
+    for i, (n, m) in enumerate(zip(isz, s.sizes)):
+        if i != axis and n > m:
+            raise RuntimeError(f"Size does not match at dimension {i} expected index {list(isz)} to be no larger "
+                               f"than self {list(s.sizes)} apart from dimension {axis}")
+    _fn_counter("gather")[0] += 1
+    return _emit("aten::gather", (a._ir(), index._ir()), s.dtype, isz, _seed(d, bool(sparse_grad)),
+                 "aten::gather", axis, f"dim={d}, sparse_grad={int(bool(sparse_grad))}")
+
+
+def _index_select(a, dim, index):
+    _check_tensor(a, "index_select() input")
+    _check_tensor(index, "index_select() index")
+    if index._shape.dtype not in (D.INT64, D.INT32):
+        raise RuntimeError("index_select(): Expected dtype int32 or int64 for index")
+    if len(index._shape.sizes) > 1:
+        raise IndexError("index_select(): Index is supposed to be a vector")
+    s = a._shape
+    d = _index(dim, "index_select(): dim")
+    axis = _norm_dim(d, len(s.sizes))
+    n = index._shape.sizes[0] if index._shape.sizes else 1
+    sizes = s.sizes[:axis] + (n,) + s.sizes[axis + 1:] if s.sizes else ()
+    _fn_counter("index_select")[0] += 1
+    return _emit("aten::index_select", (a._ir(), index._ir()), s.dtype, sizes, _seed(d), "aten::index_select",
+                 axis, f"dim={d}")
+
+
+def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False,
+              sparse=False):
+    """torch.nn.functional.embedding: rows of ``weight`` (2-D) picked by the integer tensor ``input``."""
+    _check_tensor(input, "embedding() input")
+    _check_tensor(weight, "embedding() weight")
+    if max_norm is not None:
+        raise NotImplementedError("embedding(max_norm=...) renormalises the weight in place: not supported by "
+                                  "accel.lazy")
+    if input._shape.dtype not in (D.INT64, D.INT32):
+        raise RuntimeError("Expected tensor for argument #1 'indices' to have one of the following scalar types: "
+                           f"Long, Int; but got {D.CODE_TO_NP[input._shape.dtype]} instead")
+    ws = weight._shape.sizes
+    if len(ws) != 2:
+        raise RuntimeError("'weight' must be 2-D")
+    if padding_idx is None:
+        pidx = -1
+    else:
+        pidx = _index(padding_idx, "embedding(): padding_idx")
+        if not -ws[0] <= pidx < ws[0]:
+            raise AssertionError("Padding_idx must be within num_embeddings")
+        if pidx < 0:
+            pidx += ws[0]
+    _fn_counter("embedding")[0] += 1
+    sc, sp = bool(scale_grad_by_freq), bool(sparse)
+    return _emit("aten::embedding", (weight._ir(), input._ir()), weight._shape.dtype,
+                 input._shape.sizes + (ws[1],), _seed(pidx, sc, sp), "aten::embedding", None,
+                 f"padding_idx={pidx}, scale_grad_by_freq={int(sc)}, sparse={int(sp)}")
+
+
+# ---------------------------------------------------------------- kernels
+def _np_masked_fill(x, mask, v, dt):
+    return _np.where(mask, _np.asarray(v).astype(dt), x)
+
+
+def _np_gather(x, idx, axis):
+    return _np.take_along_axis(x, idx, axis)
+
+
+helpers(_masked_fill=_np_masked_fill, _gather=_np_gather, _take=_np.take)
+
+
+def _k_masked_fill(k):
+    k.line(f"{k.out} = _masked_fill({k.ins[0]}, {k.ins[1]}, {k.ins[2]}, {k.dt})")
+
+
+def _k_gather(k):
+    k.line(f"{k.out} = _gather({k.ins[0]}, {k.ins[1]}, {k.attrs[1]})")
+
+
+def _k_index_select(k):
+    k.line(f"{k.out} = _take({k.ins[0]}, {k.ins[1]}, {k.attrs[1]})")
+
+
+def _k_embedding(k):
+    k.line(f"{k.out} = _take({k.ins[0]}, {k.ins[1]}, 0)")
+
+
+def _eager_where(args):
+    return _np.where(args[0], args[1], args[2])
+
+
+_LOGICAL = {"logical_and": _np.logical_and, "logical_or": _np.logical_or, "logical_xor": _np.logical_xor,
+            "logical_not": _np.logical_not}
+
+
+def _eager_logical(name):
+    f = _LOGICAL[name]
+    return lambda args: f(*args)
+
+
+def _input(x, name):
+    if type(x) is not LazyTensor:
+        raise TypeError(f"{name}(): argument 'input' must be a lazy tensor, got {type(x).__name__}: {x!r}")
+    return x
+
+
+def _masked_fill_m(self, mask, value):
+    return _masked_fill(self, mask, value)
+
+
+def masked_fill(input, mask, value):
+    return _masked_fill(_input(input, "masked_fill"), mask, value)
+
+
+def _where_m(self, condition, other):
+    return where(condition, self, other)
+
+
+def _gather_m(self, dim, index, sparse_grad=False):
+    return _gather(self, dim, index, sparse_grad)
+
+
+def gather(input, dim, index, sparse_grad=False):
+    return _gather(_input(input, "gather"), dim, index, sparse_grad)
+
+
+def _index_select_m(self, dim, index):
+    return _index_select(self, dim, index)
+
+
+def index_select(input, dim, index):
+    return _index_select(_input(input, "index_select"), dim, index)
+
+
+def _logical_fns(name, unary):
+    if unary:
+        def m(self):
+            return _logical(name, self)
+
+        def f(input):
+            return _logical(name, _input(input, name))
+    else:
+        def m(self, other):
+            return _logical(name, self, other)
+
+        def f(input, other):
+            return _logical(name, _input(input, name), other)
+    m.__name__ = m.__qualname__ = f.__name__ = f.__qualname__ = name
+    return m, f
+
+
+declare("masked_fill", {"masked_fill": _masked_fill_m}, {"masked_fill": masked_fill},
+        [Kernel("aten::masked_fill", _k_masked_fill)])
+declare("where", {"where": _where_m}, {"where": where}, eager={"where": _eager_where})
+for _n in _LOGICAL:
+    _m, _f = _logical_fns(_n, _n == "logical_not")
+    declare(_n, {_n: _m}, {_n: _f}, eager={_n: _eager_logical(_n)})
+for _n, _np_f in (("isnan", _np.isnan), ("isinf", _np.isinf)):
+    def _mk(n, g):
+        def m(self):
+            return _isnan_isinf(n, self)
+
+        def f(input):
+            return _isnan_isinf(n, _input(input, n))
+        m.__name__ = m.__qualname__ = f.__name__ = f.__qualname__ = n
+        return m, f, (lambda args: g(args[0]))
+    _m, _f, _e = _mk(_n, _np_f)
+    declare(_n, {_n: _m}, {_n: _f}, eager={_n: _e})
+del _n, _m, _f, _e, _np_f, _mk
+declare("gather", {"gather": _gather_m}, {"gather": gather}, [Kernel("aten::gather", _k_gather)])
+declare("index_select", {"index_select": _index_select_m}, {"index_select": index_select},
+        [Kernel("aten::index_select", _k_index_select)])
+declare("embedding", {}, {}, [Kernel("aten::embedding", _k_embedding)], nn={"embedding": embedding})
+classes(**{"aten::masked_fill": "MaskedFill", "aten::gather": "Gather", "aten::index_select": "IndexSelect",
+           "aten::embedding": "Embedding"})
