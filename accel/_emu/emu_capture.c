@@ -341,6 +341,7 @@ EXPORT cudaError_t cudaStreamEndCapture(cudaStream_t h, cudaGraph_t *out)
         }
     }
     pthread_mutex_unlock(&G);
+    uo_run_dead();
     return err ? fail(err) : cudaSuccess;
 }
 

@@ -108,6 +108,7 @@ void graph_free(graph_t *g)
     for (size_t i = 0; i < g->n; i++) node_free(g->nodes[i]);
     free(g->nodes);
     gmem_unref(g->mem);
+    graph_uo_release(g);
     ht_del(&g_handles, g->handle);
     g_live_graphs--;
     free(g);
@@ -190,6 +191,7 @@ EXPORT cudaError_t cudaGraphDestroy(cudaGraph_t gh)
     else if (g->capturing) err = cudaErrorIllegalState;
     else graph_free(g);
     pthread_mutex_unlock(&G);
+    uo_run_dead();
     return err ? fail(err) : cudaSuccess;
 }
 
@@ -294,6 +296,8 @@ static cudaError_t instantiate(cudaGraphExec_t *out, cudaGraph_t gh, unsigned lo
     else if (g->capturing) err = cudaErrorInvalidValue;
     else if (!(x = calloc(1, sizeof *x)) || (g->n && !(x->nodes = malloc(g->n * sizeof *x->nodes))))
         err = cudaErrorMemoryAllocation;
+    int uerr = 0;
+    if (!err && (x->uo = graph_uo_set(g, &uerr), uerr)) err = cudaErrorMemoryAllocation;
     if (!err) {
         uint64_t id;
         x->handle = new_handle(TAG_GEXEC, &id);
@@ -313,6 +317,7 @@ static cudaError_t instantiate(cudaGraphExec_t *out, cudaGraph_t gh, unsigned lo
         g_live_execs++;
         *out = (cudaGraphExec_t)(uintptr_t)x->handle;
     } else if (x) {
+        uset_unref(x->uo);
         free(x->nodes);
         free(x);
     }
@@ -343,11 +348,13 @@ EXPORT cudaError_t cudaGraphExecDestroy(cudaGraphExec_t xh)
     if (x) {
         ht_del(&g_handles, x->handle);
         gmem_unref(x->mem);     /* queued copies hold their own references to the memory they touch */
+        uset_unref(x->uo);      /* and queued launches to the user objects */
         free(x->nodes);
         free(x);
         g_live_execs--;
     }
     pthread_mutex_unlock(&G);
+    uo_run_dead();
     return x ? cudaSuccess : fail(cudaErrorInvalidResourceHandle);
 }
 
@@ -422,9 +429,24 @@ EXPORT cudaError_t cudaGraphLaunch(cudaGraphExec_t xh, cudaStream_t sh)
     stream_t *s = x ? get_stream(sh, &err) : NULL;
     if (!x) err = cudaErrorInvalidResourceHandle;
     else if (s && s->cap) err = capture_refuse(s);
-    if (!err && x->n > 16 && !(items = malloc(x->n * sizeof *items))) err = cudaErrorMemoryAllocation;
+    if (!err && x->n + 1 > 16 && !(items = malloc((x->n + 1) * sizeof *items))) err = cudaErrorMemoryAllocation;
     size_t k = 0;
     if (!err) err = launch_items(x, items, &k);
+    if (!err && x->uo) {            /* the launch's reference to the user objects, dropped once it has run */
+        item_t *it = item_new(IT_HOSTFN);
+        if (it) {
+            it->fn = uset_launch_done;
+            it->arg = x->uo;
+            items[k++] = it;
+        } else {
+            for (size_t i = 0; i < k; i++) {
+                if (items[i]->kind == IT_RECORD) rec_unref(items[i]->rec);
+                item_free(items[i]);
+            }
+            k = 0;
+            err = cudaErrorMemoryAllocation;
+        }
+    }
     if (!err && k && implicit_sync(s)) {
         err = cudaErrorMemoryAllocation;
         for (size_t i = 0; i < k; i++) {
@@ -434,6 +456,7 @@ EXPORT cudaError_t cudaGraphLaunch(cudaGraphExec_t xh, cudaStream_t sh)
         k = 0;
     }
     if (!err) ensure_ctx(s->device);
+    if (!err && x->uo) x->uo->refs++;
     for (size_t i = 0; i < k; i++) {
         item_t *it = items[i];
         event_t *e = NULL;

@@ -40,6 +40,11 @@ int cudaGraphInstantiateWithFlags(void **, void *, unsigned long long);
 int cudaGraphUpload(void *, void *);
 int cudaGraphLaunch(void *, void *);
 int cudaGraphExecDestroy(void *);
+int cudaUserObjectCreate(void **, void *, void (*)(void *), unsigned int, unsigned int);
+int cudaUserObjectRetain(void *, unsigned int);
+int cudaUserObjectRelease(void *, unsigned int);
+int cudaGraphRetainUserObject(void *, void *, unsigned int, unsigned int);
+int cudaGraphReleaseUserObject(void *, void *, unsigned int);
 
 #define RT(call) __extension__({ int saved_ = t_last; int r_ = (call); t_last = saved_; r_; })
 #define DRV_ENTER(sym) do { \
@@ -158,6 +163,36 @@ EXPORT CUresult cuGraphExecDestroy(CUgraphExec x)
     return RT(cudaGraphExecDestroy(x));
 }
 
+EXPORT CUresult cuUserObjectCreate(void **o, void *ptr, void (*destroy)(void *), unsigned int refs, unsigned int flags)
+{
+    DRV_ENTER_CREATE(cuUserObjectCreate);
+    return RT(cudaUserObjectCreate(o, ptr, destroy, refs, flags));
+}
+
+EXPORT CUresult cuUserObjectRetain(void *o, unsigned int count)
+{
+    DRV_ENTER(cuUserObjectRetain);
+    return RT(cudaUserObjectRetain(o, count));
+}
+
+EXPORT CUresult cuUserObjectRelease(void *o, unsigned int count)
+{
+    DRV_ENTER(cuUserObjectRelease);
+    return RT(cudaUserObjectRelease(o, count));
+}
+
+EXPORT CUresult cuGraphRetainUserObject(CUgraph g, void *o, unsigned int count, unsigned int flags)
+{
+    DRV_ENTER_CREATE(cuGraphRetainUserObject);
+    return RT(cudaGraphRetainUserObject(g, o, count, flags));
+}
+
+EXPORT CUresult cuGraphReleaseUserObject(CUgraph g, void *o, unsigned int count)
+{
+    DRV_ENTER(cuGraphReleaseUserObject);
+    return RT(cudaGraphReleaseUserObject(g, o, count));
+}
+
 /* The per-thread default stream variants of the entry points that take a stream. */
 static CUstream ptds(CUstream s) { return s ? s : (CUstream)(uintptr_t)2; }
 EXPORT CUresult cuStreamBeginCapture_v2_ptsz(CUstream s, int mode) { return cuStreamBeginCapture_v2(ptds(s), mode); }
@@ -203,6 +238,11 @@ static const graph_proc_t graph_procs[] = {
     { "cuGraphUpload", 0, PTSZ(cuGraphUpload) },
     { "cuGraphLaunch", 0, PTSZ(cuGraphLaunch) },
     { "cuGraphExecDestroy", 0, SAME(cuGraphExecDestroy) },
+    { "cuUserObjectCreate", 0, SAME(cuUserObjectCreate) },
+    { "cuUserObjectRetain", 0, SAME(cuUserObjectRetain) },
+    { "cuUserObjectRelease", 0, SAME(cuUserObjectRelease) },
+    { "cuGraphRetainUserObject", 0, SAME(cuGraphRetainUserObject) },
+    { "cuGraphReleaseUserObject", 0, SAME(cuGraphReleaseUserObject) },
 };
 
 void *emu_graph_driver_proc(const char *name, size_t len, int version, int per_thread)

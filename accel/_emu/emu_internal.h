@@ -97,7 +97,9 @@ void emu_trace_unsupported(const char *name, atomic_int *seen);
     X(cudaStreamBeginCapture) X(cudaStreamEndCapture) X(cudaStreamGetCaptureInfo) X(cudaGraphCreate) \
     X(cudaGraphAddEmptyNode) X(cudaGraphDestroy) X(cudaGraphGetNodes) X(cudaGraphNodeGetType) \
     X(cudaGraphDebugDotPrint) X(cudaGraphInstantiate) X(cudaGraphInstantiateWithFlags) \
-    X(cudaGraphExecDestroy) X(cudaGraphLaunch) X(cudaGraphUpload)
+    X(cudaGraphExecDestroy) X(cudaGraphLaunch) X(cudaGraphUpload) \
+    X(cudaUserObjectCreate) X(cudaUserObjectRetain) X(cudaUserObjectRelease) X(cudaGraphRetainUserObject) \
+    X(cudaGraphReleaseUserObject)
 #define EMU_DRIVER_SYMBOLS(X) \
     X(cuDeviceGetCount) X(cuDeviceGet) X(cuDeviceGetAttribute) X(cuDeviceGetName) X(cuDeviceGetUuid) \
     X(cuDeviceGetUuid_v2) X(cuDeviceTotalMem_v2) X(cuDeviceGetPCIBusId) X(cuDeviceComputeCapability) \
@@ -138,7 +140,9 @@ void emu_trace_unsupported(const char *name, atomic_int *seen);
     X(cuStreamBeginCapture_v2) X(cuStreamEndCapture) X(cuStreamGetCaptureInfo_v2) X(cuStreamGetCaptureInfo_v3) \
     X(cuThreadExchangeStreamCaptureMode) X(cuGraphCreate) X(cuGraphDestroy) X(cuGraphGetNodes) \
     X(cuGraphNodeGetType) X(cuGraphAddEmptyNode) X(cuGraphDebugDotPrint) X(cuGraphInstantiateWithFlags) \
-    X(cuGraphInstantiateWithParams) X(cuGraphUpload) X(cuGraphLaunch) X(cuGraphExecDestroy)
+    X(cuGraphInstantiateWithParams) X(cuGraphUpload) X(cuGraphLaunch) X(cuGraphExecDestroy) \
+    X(cuUserObjectCreate) X(cuUserObjectRetain) X(cuUserObjectRelease) X(cuGraphRetainUserObject) \
+    X(cuGraphReleaseUserObject)
 
 #define X_ENUM(s) SYM_##s,
 enum { EMU_SYMBOLS(X_ENUM) EMU_DRIVER_SYMBOLS(X_ENUM) EMU_STANDIN_SYMBOLS(X_ENUM) EMU_GRAPH_DRIVER_SYMBOLS(X_ENUM)
