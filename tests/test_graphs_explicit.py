@@ -152,3 +152,349 @@ def test_fault_injection_on_the_user_object_entry_points(L, sym):
         assert L.cudaUserObjectRelease(o, U(1)) == 0
     assert L.cudaGraphDestroy(g) == 0
     assert live(L) == before
+
+
+# -- explicit construction -------------------------------------------------------------------------------------
+
+S = ctypes.c_size_t
+
+
+class Pos(ctypes.Structure):
+    _fields_ = [("x", S), ("y", S), ("z", S)]
+
+
+class Pitched(ctypes.Structure):
+    _fields_ = [("ptr", P), ("pitch", S), ("xsize", S), ("ysize", S)]
+
+
+class Extent(ctypes.Structure):
+    _fields_ = [("width", S), ("height", S), ("depth", S)]
+
+
+class Memcpy3D(ctypes.Structure):
+    _fields_ = [("srcArray", P), ("srcPos", Pos), ("srcPtr", Pitched), ("dstArray", P), ("dstPos", Pos),
+                ("dstPtr", Pitched), ("extent", Extent), ("kind", ctypes.c_int)]
+
+
+class MemsetParams(ctypes.Structure):
+    _fields_ = [("dst", P), ("pitch", S), ("value", U), ("elementSize", U), ("width", S), ("height", S)]
+
+
+class HostParams(ctypes.Structure):
+    _fields_ = [("fn", HOSTFN), ("userData", P)]
+
+
+class UpdateInfo(ctypes.Structure):
+    _fields_ = [("result", ctypes.c_int), ("errorNode", P), ("errorFromNode", P)]
+
+
+def _nodes(L, g):
+    n = S()
+    assert L.cudaGraphGetNodes(g, None, ctypes.byref(n)) == 0
+    return n.value
+
+
+def _deps(*nodes):
+    return (P * len(nodes))(*[n.value for n in nodes]) if nodes else None
+
+
+class Graph:
+    """cudaGraphCreate'd graph and device buffers, freed at exit."""
+
+    def __init__(self, L, nbufs=2, size=256):
+        self.L, self.g, self.bufs = L, P(), []
+        assert L.cudaGraphCreate(ctypes.byref(self.g), 0) == 0
+        for _ in range(nbufs):
+            b = P()
+            assert L.cudaMalloc(ctypes.byref(b), size) == 0
+            self.bufs.append(b)
+
+    def add(self, fn, *args, deps=()):
+        node = P()
+        err = fn(ctypes.byref(node), self.g, _deps(*deps), len(deps), *args)
+        return err, node
+
+    def close(self):
+        for b in self.bufs:
+            assert self.L.cudaFree(b) == 0
+        assert self.L.cudaGraphDestroy(self.g) == 0
+
+
+def test_explicit_copy_memset_host_and_event_nodes_replay_with_fresh_bytes(L, stream):
+    before = live(L)
+    G = Graph(L)
+    a, b = G.bufs
+    src, out, out2d = np.zeros(64, np.uint8), np.zeros(64, np.uint8), np.zeros((4, 16), np.uint8)
+    seen = []
+    host = HOSTFN(lambda _: seen.append((bytes(out), out2d.copy())))
+    e, e2 = P(), P()
+    assert L.cudaEventCreate(ctypes.byref(e)) == 0 and L.cudaEventCreate(ctypes.byref(e2)) == 0
+    err, n1 = G.add(L.cudaGraphAddMemcpyNode1D, P(a.value), src.ctypes.data_as(P), S(64), 1)       # H2D
+    assert err == 0
+    err, n2 = G.add(L.cudaGraphAddMemcpyNode1D, out.ctypes.data_as(P), P(a.value), S(64), 2, deps=(n1,))
+    assert err == 0
+    ms = MemsetParams(P(b.value), 32, 0x01020304, 4, 2, 4)              # 4 rows of 2 u32, 32 bytes apart
+    err, n3 = G.add(L.cudaGraphAddMemsetNode, ctypes.byref(ms))
+    assert err == 0
+    p3 = Memcpy3D()                                                     # 2-D: rows 1..4 of b, 8 bytes at x=0
+    p3.srcPtr, p3.srcPos = Pitched(P(b.value), 32, 32, 8), Pos(0, 0, 0)
+    p3.dstPtr, p3.dstPos = Pitched(out2d.ctypes.data_as(P), 16, 16, 4), Pos(4, 0, 0)
+    p3.extent, p3.kind = Extent(8, 4, 1), 4
+    err, n4 = G.add(L.cudaGraphAddMemcpyNode, ctypes.byref(p3), deps=(n3,))
+    assert err == 0
+    hp = HostParams(host, None)
+    err, n5 = G.add(L.cudaGraphAddHostNode, ctypes.byref(hp), deps=(n2, n4))
+    assert err == 0
+    err, n6 = G.add(L.cudaGraphAddEventRecordNode, P(e.value), deps=(n5,))
+    assert err == 0
+    err, n7 = G.add(L.cudaGraphAddEventWaitNode, P(e2.value))
+    assert err == 0
+    types = []
+    for n in (n1, n3, n5, n6, n7):
+        t = ctypes.c_int()
+        assert L.cudaGraphNodeGetType(n, ctypes.byref(t)) == 0
+        types.append(t.value)
+    assert types == [1, 2, 3, 7, 6] and _nodes(L, G.g) == 7
+    x = P()
+    assert L.cudaGraphInstantiate(ctypes.byref(x), G.g, ctypes.c_ulonglong(0)) == 0
+    row = np.frombuffer(np.array([0x01020304, 0x01020304], np.uint32).tobytes(), np.uint8)
+    for i in range(3):
+        src[:] = (np.arange(64) * (i + 1)) % 256
+        out[:] = 0
+        out2d[:] = 0
+        assert L.cudaGraphLaunch(x, stream) == 0
+        assert L.cudaEventSynchronize(e) == 0 and L.cudaStreamSynchronize(stream) == 0
+        assert bytes(out) == bytes(src) and seen[-1][0] == bytes(src)
+        assert (out2d[:, 4:12] == row).all() and not out2d[:, :4].any() and not out2d[:, 12:].any()
+    assert len(seen) == 3
+    assert L.cudaGraphExecDestroy(x) == 0
+    G.close()
+    assert L.cudaEventDestroy(e) == 0 and L.cudaEventDestroy(e2) == 0
+    assert live(L) == before
+
+
+def test_explicit_node_argument_errors_add_nothing(L):
+    G = Graph(L)
+    a, b = G.bufs
+    other = Graph(L, nbufs=0)
+    host = np.zeros(16, np.uint8)
+    ok, n0 = G.add(L.cudaGraphAddEmptyNode)
+    assert ok == 0
+    err, o0 = other.add(L.cudaGraphAddEmptyNode)
+    assert err == 0
+    bad_event = P(0x5e0000000000 + (1 << 40) + 0x50)
+    fn = HOSTFN(lambda _: None)
+    cases = [
+        (L.cudaGraphAddMemcpyNode1D, (P(a.value), P(b.value), S(64), 5), (), 21),            # kind
+        (L.cudaGraphAddMemcpyNode1D, (P(a.value + 200), P(b.value), S(64), 3), (), 1),       # straddles the end
+        (L.cudaGraphAddMemcpyNode1D, (P(a.value), host.ctypes.data_as(P), S(16), 3), (), 1),  # D2D from host
+        (L.cudaGraphAddMemcpyNode1D, (P(a.value), P(b.value), S(0), 3), (), 1),              # nothing to copy
+        (L.cudaGraphAddMemcpyNode1D, (P(a.value), P(b.value), S(8), 3), (n0, n0), 1),        # a dependency twice
+        (L.cudaGraphAddMemcpyNode1D, (P(a.value), P(b.value), S(8), 3), (o0,), 1),           # another graph's
+        (L.cudaGraphAddMemsetNode, (ctypes.byref(MemsetParams(P(a.value), 0, 1, 3, 4, 1)),), (), 1),   # elem 3
+        (L.cudaGraphAddMemsetNode, (ctypes.byref(MemsetParams(P(a.value), 8, 1, 1, 16, 2)),), (), 1),  # pitch
+        (L.cudaGraphAddMemsetNode, (ctypes.byref(MemsetParams(P(a.value + 1), 0, 1, 4, 4, 1)),), (), 1),  # align
+        (L.cudaGraphAddMemsetNode, (None,), (), 1),
+        (L.cudaGraphAddHostNode, (ctypes.byref(HostParams(HOSTFN(), None)),), (), 1),     # no function
+        (L.cudaGraphAddHostNode, (None,), (), 1),
+        (L.cudaGraphAddEventRecordNode, (bad_event,), (), 400),
+        (L.cudaGraphAddEventWaitNode, (P(0),), (), 400),
+    ]
+    p3 = Memcpy3D()
+    p3.srcPtr, p3.dstPtr, p3.extent, p3.kind = Pitched(P(a.value), 64, 64, 1), Pitched(P(b.value), 64, 64, 1), \
+        Extent(64, 1, 2), 3
+    cases.append((L.cudaGraphAddMemcpyNode, (ctypes.byref(p3),), (), 1))                    # depth 2
+    p4 = Memcpy3D()
+    p4.srcArray, p4.srcPtr, p4.dstPtr, p4.extent, p4.kind = P(1), Pitched(P(a.value), 64, 64, 1), \
+        Pitched(P(b.value), 64, 64, 1), Extent(64, 1, 1), 3
+    cases.append((L.cudaGraphAddMemcpyNode, (ctypes.byref(p4),), (), 1))                    # a CUDA array
+    for fn_, args, deps, want in cases:
+        L.cudaGetLastError()
+        err, node = G.add(fn_, *args, deps=deps)
+        assert err == want, (fn_.__name__, args, err)
+        assert L.cudaGetLastError() == want and not node.value
+    node = P()
+    assert L.cudaGraphAddHostNode(ctypes.byref(node), P(0x5e0000000070), None, 0,
+                                  ctypes.byref(HostParams(fn, None))) == 400                # not a graph
+    assert L.cudaGraphAddHostNode(None, G.g, None, 0, ctypes.byref(HostParams(fn, None))) == 1
+    assert L.cudaGraphAddHostNode(ctypes.byref(node), G.g, None, 1, ctypes.byref(HostParams(fn, None))) == 1
+    assert _nodes(L, G.g) == 1
+    other.close()
+    G.close()
+
+
+def test_dependencies_added_later_order_the_launch_and_cycles_fail_instantiation(L, stream):
+    G = Graph(L, nbufs=0)
+    order = []
+    fns = [HOSTFN(lambda _, k=k: order.append(k)) for k in "ABC"]
+    params = [HostParams(f, None) for f in fns]
+    nodes = [G.add(L.cudaGraphAddHostNode, ctypes.byref(p))[1] for p in params]
+    A, B, C = nodes
+    # A after C after B: both edges point from a later node to an earlier one
+    assert L.cudaGraphAddDependencies(G.g, _deps(B, C), _deps(C, A), None, 2) == 0
+    n = S()
+    assert L.cudaGraphNodeGetDependencies(A, None, None, ctypes.byref(n)) == 0 and n.value == 1
+    got, n = (P * 3)(), S(3)
+    assert L.cudaGraphNodeGetDependencies(A, got, None, ctypes.byref(n)) == 0
+    assert n.value == 1 and got[0] == C.value and got[1] is None
+    for frm, to in ((A, A), (B, C), (B, B)):                   # self edges, an edge already there
+        assert L.cudaGraphAddDependencies(G.g, _deps(frm), _deps(to), None, 1) == INVALID_VALUE
+    assert L.cudaGraphAddDependencies(G.g, _deps(B, B), _deps(A, A), None, 2) == INVALID_VALUE  # twice in one call
+    edge = (ctypes.c_ubyte * 8)(0, 0, 1)                       # programmatic edges: not supported
+    assert L.cudaGraphAddDependencies(G.g, _deps(B), _deps(A), edge, 1) == INVALID_VALUE
+    assert L.cudaGraphNodeGetDependencies(A, None, None, ctypes.byref(n)) == 0 and n.value == 1   # unchanged
+    x = P()
+    assert L.cudaGraphInstantiate(ctypes.byref(x), G.g, ctypes.c_ulonglong(0)) == 0
+    for _ in range(3):
+        assert L.cudaGraphLaunch(x, stream) == 0
+    assert L.cudaStreamSynchronize(stream) == 0
+    assert "".join(order) == "BCA" * 3
+    assert L.cudaGraphAddDependencies(G.g, _deps(A), _deps(B), None, 1) == 0      # a cycle B -> C -> A -> B
+    y = P()
+    assert L.cudaGraphInstantiate(ctypes.byref(y), G.g, ctypes.c_ulonglong(0)) == INVALID_VALUE and not y.value
+    assert L.cudaGraphExecDestroy(x) == 0
+    G.close()
+
+
+def _memset_graph(L, buf, value, extra=False, host=False):
+    G = Graph(L, nbufs=0)
+    ms = MemsetParams(buf, 0, value, 1, 64, 1)
+    err, n1 = G.add(L.cudaGraphAddMemsetNode, ctypes.byref(ms))
+    assert err == 0
+    if host:
+        G.keep = HOSTFN(lambda _: None)
+        assert G.add(L.cudaGraphAddHostNode, ctypes.byref(HostParams(G.keep, None)), deps=(n1,))[0] == 0
+    else:
+        assert G.add(L.cudaGraphAddEmptyNode, deps=(n1,))[0] == 0
+    if extra:
+        assert G.add(L.cudaGraphAddEmptyNode)[0] == 0
+    return G
+
+
+def test_clone_find_in_clone_and_exec_update(L, stream):
+    before = live(L)
+    buf = P()
+    assert L.cudaMalloc(ctypes.byref(buf), 64) == 0
+    out = np.zeros(64, np.uint8)
+
+    def launch_and_read(x):
+        assert L.cudaGraphLaunch(x, stream) == 0
+        assert L.cudaMemcpyAsync(out.ctypes.data_as(P), buf, S(64), 2, stream) == 0
+        assert L.cudaStreamSynchronize(stream) == 0
+        return set(out.tolist())
+
+    g1 = _memset_graph(L, buf, 3)
+    c = P()
+    assert L.cudaGraphClone(ctypes.byref(c), g1.g) == 0 and _nodes(L, c) == 2
+    orig = (P * 2)()
+    n = S(2)
+    assert L.cudaGraphGetNodes(g1.g, orig, ctypes.byref(n)) == 0
+    found, cloned = P(), (P * 2)()
+    assert L.cudaGraphGetNodes(c, cloned, ctypes.byref(n)) == 0
+    assert L.cudaGraphNodeFindInClone(ctypes.byref(found), P(orig[1]), c) == 0 and found.value == cloned[1]
+    assert L.cudaGraphNodeFindInClone(ctypes.byref(found), P(orig[1]), g1.g) == INVALID_VALUE   # not a clone
+    deps, n = (P * 1)(), S(1)
+    assert L.cudaGraphNodeGetDependencies(P(cloned[1]), deps, None, ctypes.byref(n)) == 0 and deps[0] == cloned[0]
+    x = P()
+    assert L.cudaGraphInstantiate(ctypes.byref(x), c, ctypes.c_ulonglong(0)) == 0
+    assert L.cudaGraphDestroy(c) == 0
+    assert launch_and_read(x) == {3}
+    info = UpdateInfo()
+    g2 = _memset_graph(L, buf, 9)
+    assert L.cudaGraphExecUpdate(x, g2.g, ctypes.byref(info)) == 0 and info.result == 0 and not info.errorNode
+    assert launch_and_read(x) == {9}
+    g3 = _memset_graph(L, buf, 5, extra=True)                  # one node more
+    assert L.cudaGraphExecUpdate(x, g3.g, ctypes.byref(info)) == 910 and info.result == 2
+    g4 = _memset_graph(L, buf, 5, host=True)                   # an empty node became a host node
+    assert L.cudaGraphExecUpdate(x, g4.g, ctypes.byref(info)) == 910 and info.result == 3
+    nodes4 = (P * 2)()
+    n = S(2)
+    assert L.cudaGraphGetNodes(g4.g, nodes4, ctypes.byref(n)) == 0 and info.errorNode == nodes4[1]
+    g5 = Graph(L, nbufs=0)                                     # same kinds, different edges
+    ms = MemsetParams(buf, 0, 5, 1, 64, 1)
+    assert g5.add(L.cudaGraphAddMemsetNode, ctypes.byref(ms))[0] == 0 and g5.add(L.cudaGraphAddEmptyNode)[0] == 0
+    assert L.cudaGraphExecUpdate(x, g5.g, ctypes.byref(info)) == 910 and info.result == 2
+    assert L.cudaGraphExecUpdate(x, g5.g, None) == INVALID_VALUE
+    assert L.cudaGraphExecUpdate(P(0), g5.g, ctypes.byref(info)) == BAD_HANDLE
+    assert launch_and_read(x) == {9}                           # failed updates changed nothing
+    assert L.cudaGraphExecDestroy(x) == 0
+    for G in (g1, g2, g3, g4, g5):
+        G.close()
+    assert L.cudaFree(buf) == 0
+    assert live(L) == before
+
+
+def test_clone_keeps_user_objects_and_refuses_graph_memory(L, stream):
+    d, before = Destructor(), live(L)
+    o = _uobj(L, d)
+    g, c = P(), P()
+    assert L.cudaGraphCreate(ctypes.byref(g), 0) == 0
+    assert L.cudaGraphRetainUserObject(g, o, U(1), U(1)) == 0
+    assert L.cudaGraphClone(ctypes.byref(c), g) == 0
+    assert L.cudaGraphDestroy(g) == 0 and d.calls == []        # the clone holds its own reference
+    assert L.cudaGraphDestroy(c) == 0 and d.calls == [7]
+    buf, gm = P(), P()                                         # a graph with an alloc node
+    assert L.cudaStreamBeginCapture(stream, 0) == 0
+    assert L.cudaMallocAsync(ctypes.byref(buf), S(64), stream) == 0
+    assert L.cudaFreeAsync(buf, stream) == 0
+    assert L.cudaStreamEndCapture(stream, ctypes.byref(gm)) == 0
+    assert L.cudaGraphClone(ctypes.byref(c), gm) == 801
+    assert L.cudaGraphDestroy(gm) == 0
+    assert live(L) == before
+
+
+NODE_ENTRY_POINTS = ["cudaGraphAddMemcpyNode", "cudaGraphAddMemcpyNode1D", "cudaGraphAddMemsetNode",
+                     "cudaGraphAddHostNode", "cudaGraphAddEventRecordNode", "cudaGraphAddEventWaitNode",
+                     "cudaGraphAddDependencies", "cudaGraphNodeGetDependencies", "cudaGraphClone",
+                     "cudaGraphNodeFindInClone", "cudaGraphExecUpdate"]
+
+
+@pytest.mark.parametrize("sym", NODE_ENTRY_POINTS)
+def test_fault_injection_on_the_explicit_construction_entry_points(L, sym):
+    before = live(L)
+    G = Graph(L)
+    a, b = G.bufs
+    e = P()
+    assert L.cudaEventCreate(ctypes.byref(e)) == 0
+    err, n0 = G.add(L.cudaGraphAddEmptyNode)
+    err2, n1 = G.add(L.cudaGraphAddEmptyNode)
+    assert err == err2 == 0
+    c, x, found, cnt, info = P(), P(), P(), S(), UpdateInfo()
+    assert L.cudaGraphClone(ctypes.byref(c), G.g) == 0 if sym == "cudaGraphNodeFindInClone" else True
+    if sym == "cudaGraphExecUpdate":
+        assert L.cudaGraphInstantiate(ctypes.byref(x), G.g, ctypes.c_ulonglong(0)) == 0
+    p3 = Memcpy3D()
+    p3.srcPtr, p3.dstPtr, p3.extent, p3.kind = Pitched(b, 64, 64, 1), Pitched(a, 64, 64, 1), Extent(64, 1, 1), 3
+    ms, fn = MemsetParams(a, 0, 1, 1, 64, 1), HOSTFN(lambda _: None)
+    hp = HostParams(fn, None)
+    calls = {
+        "cudaGraphAddMemcpyNode": lambda: G.add(L.cudaGraphAddMemcpyNode, ctypes.byref(p3))[0],
+        "cudaGraphAddMemcpyNode1D": lambda: G.add(L.cudaGraphAddMemcpyNode1D, a, b, S(64), 3)[0],
+        "cudaGraphAddMemsetNode": lambda: G.add(L.cudaGraphAddMemsetNode, ctypes.byref(ms))[0],
+        "cudaGraphAddHostNode": lambda: G.add(L.cudaGraphAddHostNode, ctypes.byref(hp))[0],
+        "cudaGraphAddEventRecordNode": lambda: G.add(L.cudaGraphAddEventRecordNode, e)[0],
+        "cudaGraphAddEventWaitNode": lambda: G.add(L.cudaGraphAddEventWaitNode, e)[0],
+        "cudaGraphAddDependencies": lambda: L.cudaGraphAddDependencies(G.g, _deps(n0), _deps(n1), None, 1),
+        "cudaGraphNodeGetDependencies": lambda: L.cudaGraphNodeGetDependencies(n1, None, None, ctypes.byref(cnt)),
+        "cudaGraphClone": lambda: L.cudaGraphClone(ctypes.byref(c), G.g),
+        "cudaGraphNodeFindInClone": lambda: L.cudaGraphNodeFindInClone(ctypes.byref(found), n0, c),
+        "cudaGraphExecUpdate": lambda: L.cudaGraphExecUpdate(x, G.g, ctypes.byref(info)),
+    }
+    state = (_nodes(L, G.g), live(L))
+    L.cudaGetLastError()
+    assert L.accelEmuSetFail(f"{sym}:1".encode()) == 0
+    err = calls[sym]()
+    L.accelEmuSetFail(None)
+    want = UNKNOWN if sym in ("cudaGraphNodeGetDependencies", "cudaGraphNodeFindInClone",
+                              "cudaGraphExecUpdate") else OOM
+    assert err == want and L.cudaGetLastError() == err
+    assert (_nodes(L, G.g), live(L)) == state
+    assert L.cudaGraphNodeGetDependencies(n1, None, None, ctypes.byref(cnt)) == 0 and cnt.value == 0
+    assert calls[sym]() == 0                                   # works once disarmed
+    if c.value:
+        assert L.cudaGraphDestroy(c) == 0
+    if x.value:
+        assert L.cudaGraphExecDestroy(x) == 0
+    G.close()
+    assert L.cudaEventDestroy(e) == 0
+    assert live(L) == before

@@ -297,6 +297,13 @@ static cudaError_t instantiate(cudaGraphExec_t *out, cudaGraph_t gh, unsigned lo
     else if (!(x = calloc(1, sizeof *x)) || (g->n && !(x->nodes = malloc(g->n * sizeof *x->nodes))))
         err = cudaErrorMemoryAllocation;
     int uerr = 0;
+    uint32_t *order = NULL;
+    if (!err && g->unordered) {     /* dependencies added out of order: a topological sort (cycles refused) */
+        if (!(order = malloc(g->n * sizeof *order))) err = cudaErrorMemoryAllocation;
+        else if ((uerr = graph_order(g, order))) err = uerr == -1 ? cudaErrorInvalidValue : cudaErrorMemoryAllocation;
+        uerr = 0;
+    }
+    if (!err && graph_csr(g, &x->dep_off, &x->dep_v)) err = cudaErrorMemoryAllocation;
     if (!err && (x->uo = graph_uo_set(g, &uerr), uerr)) err = cudaErrorMemoryAllocation;
     if (!err) {
         uint64_t id;
@@ -305,7 +312,7 @@ static cudaError_t instantiate(cudaGraphExec_t *out, cudaGraph_t gh, unsigned lo
     }
     if (!err) {
         for (size_t i = 0; i < g->n; i++) {
-            x->nodes[i] = *g->nodes[i];
+            x->nodes[i] = *g->nodes[order ? order[i] : i];
             x->nodes[i].deps = NULL;
             x->nodes[i].ndeps = 0;
             x->nodes[i].handle = 0;
@@ -318,10 +325,13 @@ static cudaError_t instantiate(cudaGraphExec_t *out, cudaGraph_t gh, unsigned lo
         *out = (cudaGraphExec_t)(uintptr_t)x->handle;
     } else if (x) {
         uset_unref(x->uo);
+        free(x->dep_off);
+        free(x->dep_v);
         free(x->nodes);
         free(x);
     }
     pthread_mutex_unlock(&G);
+    free(order);
     return err ? fail(err) : cudaSuccess;
 }
 
@@ -349,6 +359,8 @@ EXPORT cudaError_t cudaGraphExecDestroy(cudaGraphExec_t xh)
         ht_del(&g_handles, x->handle);
         gmem_unref(x->mem);     /* queued copies hold their own references to the memory they touch */
         uset_unref(x->uo);      /* and queued launches to the user objects */
+        free(x->dep_off);
+        free(x->dep_v);
         free(x->nodes);
         free(x);
         g_live_execs--;

@@ -62,6 +62,8 @@ struct graph {
     capture_t *capturing;           /* the capture recording into it, or NULL */
     uref_t *uo;                     /* the user-object references it owns */
     size_t nuo, capuo;
+    int unordered;                  /* an added dependency points forwards: nodes need sorting at instantiation */
+    unsigned long long cloned_from; /* cudaGraphClone: the original's id (cudaGraphNodeFindInClone) */
 };
 
 typedef struct {
@@ -71,6 +73,7 @@ typedef struct {
     gnode_t *nodes;                 /* copies, in topological order (deps not kept) */
     gmem_t *mem;
     uset_t *uo;                     /* user-object references (NULL: none) */
+    uint32_t *dep_off, *dep_v;      /* its graph's dependencies by node index (CSR), for cudaGraphExecUpdate */
 } gexec_t;
 
 struct capture {
@@ -97,6 +100,10 @@ graph_t *graph_new(int device);
 void graph_free(graph_t *g);
 gnode_t *graph_add(graph_t *g, int type, const uint32_t *deps, size_t ndeps);
 void gmem_unref(gmem_t *m);
+/* emu_graph_nodes.c: a topological order of g's nodes into order[0..g->n) (-1: a cycle, -2: out of memory), and the
+ * dependency CSR an executable graph keeps (-1 when out of memory). */
+int graph_order(const graph_t *g, uint32_t *order);
+int graph_csr(const graph_t *g, uint32_t **off, uint32_t **v);
 
 /* User objects (G held unless said): dropping n references (owned: graph-held ones); the references a graph
  * owns dropped, copied into a new set (NULL when none or out of memory: *err set), a set's reference

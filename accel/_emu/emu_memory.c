@@ -1365,6 +1365,11 @@ int emu_mem_range(const void *p, size_t n, alloc_t **out)
     return n ? dev_range(p, n, out) : 0;
 }
 
+int emu_mem_host_mapped(const void *p, size_t n)
+{
+    return host_mapped(p, n);
+}
+
 void emu_mem_release(alloc_t *a)
 {
     if (!a->freed) {

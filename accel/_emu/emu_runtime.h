@@ -58,6 +58,7 @@ enum {
     cudaErrorStreamCaptureUnjoined = 904, cudaErrorStreamCaptureIsolation = 905,
     cudaErrorStreamCaptureImplicit = 906,
     cudaErrorCapturedEvent = 907, cudaErrorStreamCaptureWrongThread = 908,
+    cudaErrorGraphExecUpdateFailure = 910,
 };
 enum { CUDA_SUCCESS = 0, CUDA_ERROR_INVALID_VALUE = 1, CUDA_ERROR_NOT_INITIALIZED = 3,
        CUDA_ERROR_INVALID_DEVICE = 101, CUDA_ERROR_UNKNOWN = 999 };
@@ -366,6 +367,7 @@ void capture_stream_free(stream_t *s);
  * allocation, referenced into *out; 0 not device memory; -1 straddles an end), and the release of a
  * graph-owned allocation (taken out of the table unless freed already, then one reference dropped). */
 int emu_mem_range(const void *p, size_t n, alloc_t **out);
+int emu_mem_host_mapped(const void *p, size_t n);     /* [p, p+n) inside one pinned host range */
 void emu_mem_release(alloc_t *a);
 
 #pragma GCC visibility pop
