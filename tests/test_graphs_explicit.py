@@ -498,3 +498,30 @@ def test_fault_injection_on_the_explicit_construction_entry_points(L, sym):
     G.close()
     assert L.cudaEventDestroy(e) == 0
     assert live(L) == before
+
+
+def test_many_graph_allocations_freed_in_any_order_inside_one_capture(L, stream):
+    """Free nodes find their allocation by address (a table, not a scan): 2000 allocations freed in a shuffled
+    order, a free of memory the capture did not allocate refused (cudaErrorInvalidValue), the graph's
+    memory back once it is destroyed."""
+    before = live(L)
+    rng = np.random.default_rng(5)
+    ptrs = [P() for _ in range(2000)]
+    g, outside = P(), P()
+    assert L.cudaMalloc(ctypes.byref(outside), 64) == 0
+    assert L.cudaStreamBeginCapture(stream, 2) == 0
+    for p in ptrs:
+        assert L.cudaMallocAsync(ctypes.byref(p), S(64), stream) == 0
+    for i in rng.permutation(len(ptrs)):
+        assert L.cudaFreeAsync(ptrs[i], stream) == 0
+    assert L.cudaStreamEndCapture(stream, ctypes.byref(g)) == 0 and _nodes(L, g) == 4000
+    x = P()
+    assert L.cudaGraphInstantiate(ctypes.byref(x), g, ctypes.c_ulonglong(0)) == 0
+    assert L.cudaGraphLaunch(x, stream) == 0 and L.cudaStreamSynchronize(stream) == 0
+    assert L.cudaGraphExecDestroy(x) == 0 and L.cudaGraphDestroy(g) == 0
+    assert L.cudaStreamBeginCapture(stream, 2) == 0
+    assert L.cudaFreeAsync(outside, stream) == INVALID_VALUE
+    assert L.cudaStreamEndCapture(stream, ctypes.byref(g)) == 0       # relaxed: refused, not invalidated
+    assert L.cudaGraphDestroy(g) == 0
+    assert L.cudaFree(outside) == 0
+    assert live(L) == before

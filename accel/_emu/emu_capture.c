@@ -206,8 +206,12 @@ cudaError_t capture_mem_alloc(stream_t *s, alloc_t *a)
         m->freed = nf;
         m->cap = nc;
     }
+    if (ht_put(&m->at, (uintptr_t)a, (void *)(uintptr_t)(m->n + 1))) return cudaErrorMemoryAllocation;
     gnode_t *nd = capture_node(s, GN_MEM_ALLOC, &err);
-    if (!nd) return err;
+    if (!nd) {
+        ht_del(&m->at, (uintptr_t)a);
+        return err;
+    }
     nd->mem = a;
     nd->dst = a->base;
     nd->n = a->size;
@@ -222,9 +226,9 @@ cudaError_t capture_mem_free(stream_t *s, alloc_t *a)
     cudaError_t err = cudaSuccess;
     gmem_t *m = s->cap->g->mem;
     if (s->cap->status != CAP_ACTIVE) return cudaErrorStreamCaptureInvalidated;
-    size_t i = 0;
-    while (i < m->n && m->a[i] != a) i++;
-    if (i == m->n) return cudaErrorInvalidValue;
+    uintptr_t at = (uintptr_t)ht_get(&m->at, (uintptr_t)a);
+    if (!at) return cudaErrorInvalidValue;
+    size_t i = at - 1;
     gnode_t *nd = capture_node(s, GN_MEM_FREE, &err);
     if (!nd) return err;
     nd->mem = a;

@@ -45,15 +45,34 @@ int deps_copy(gdeps_t *d, const gdeps_t *src)
     return 0;
 }
 
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* d ∪= src, keeping d's order and appending src's new members in theirs.  Small sets compare pairwise;
+ * large ones (a join of many streams) search a sorted copy of d, so a join stays O((n + m) log n). */
 int deps_union(gdeps_t *d, const gdeps_t *src)
 {
-    for (size_t i = 0; i < src->n; i++) {
-        size_t j = 0;
-        while (j < d->n && d->v[j] != src->v[i]) j++;
-        if (j < d->n) continue;
-        if (deps_reserve(d, d->n + 1)) return -1;
-        d->v[d->n++] = src->v[i];
+    if (deps_reserve(d, d->n + src->n)) return -1;
+    size_t n0 = d->n;
+    uint32_t *sorted = NULL;
+    if (n0 * src->n > 256) {
+        if (!(sorted = malloc(n0 * sizeof *sorted))) return -1;
+        memcpy(sorted, d->v, n0 * sizeof *sorted);
+        qsort(sorted, n0, sizeof *sorted, cmp_u32);
     }
+    for (size_t i = 0; i < src->n; i++) {
+        uint32_t v = src->v[i];
+        int found = 0;
+        if (sorted) found = bsearch(&v, sorted, n0, sizeof *sorted, cmp_u32) != NULL;
+        else
+            for (size_t j = 0; j < n0 && !found; j++) found = d->v[j] == v;
+        for (size_t j = n0; j < d->n && !found; j++) found = d->v[j] == v;   /* src has no duplicates: never */
+        if (!found) d->v[d->n++] = v;
+    }
+    free(sorted);
     return 0;
 }
 
@@ -77,6 +96,8 @@ void gmem_unref(gmem_t *m)
     }
     free(m->a);
     free(m->freed);
+    free(m->at.keys);
+    free(m->at.vals);
     free(m);
 }
 

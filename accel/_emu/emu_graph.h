@@ -29,8 +29,9 @@ typedef struct { uobj_t *o; unsigned n; } uref_t;
 typedef struct { int refs; size_t n; uref_t v[]; } uset_t;
 
 /* Graph memory: the allocations a graph's alloc nodes made, shared by the graph and its executable graphs;
- * freed[i]: the graph has a free node for a[i]. */
-typedef struct { int refs; alloc_t **a; unsigned char *freed; size_t n, cap; } gmem_t;
+ * freed[i]: the graph has a free node for a[i]; at: allocation address -> i + 1 (a free node finds its
+ * allocation in constant time). */
+typedef struct { int refs; alloc_t **a; unsigned char *freed; size_t n, cap; htab_t at; } gmem_t;
 
 typedef struct gnode {
     uint64_t handle;

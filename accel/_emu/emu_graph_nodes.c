@@ -59,7 +59,13 @@ static cudaError_t resolve_deps(graph_t *g, const cudaGraphNode_t *deps, size_t 
         if (!d || d->g != g) return cudaErrorInvalidValue;
         idx[i] = d->idx;
     }
-    if (n > 1) {                    /* duplicates: a mark per node of g */
+    if (n > 1 && n <= 16) {         /* duplicates: pairwise for a few, else a mark per node of g */
+        for (size_t i = 1; i < n; i++)
+            for (size_t j = 0; j < i; j++)
+                if (idx[i] == idx[j]) return cudaErrorInvalidValue;
+        return cudaSuccess;
+    }
+    if (n > 16) {
         unsigned char *seen = calloc(g->n, 1);
         if (!seen) return cudaErrorMemoryAllocation;
         cudaError_t err = cudaSuccess;
@@ -287,6 +293,29 @@ static int has_dep(const gnode_t *nd, uint32_t i)
     return 0;
 }
 
+typedef struct { uintptr_t from, to; } edge_pair_t;
+
+static int cmp_edge(const void *a, const void *b)
+{
+    const edge_pair_t *x = a, *y = b;
+    if (x->from != y->from) return x->from < y->from ? -1 : 1;
+    return (x->to > y->to) - (x->to < y->to);
+}
+
+/* cudaErrorInvalidValue when one call names an edge twice (sorted: O(n log n)). */
+static cudaError_t duplicate_edges(const cudaGraphNode_t *from, const cudaGraphNode_t *to, size_t n)
+{
+    edge_pair_t *e = malloc(n * sizeof *e);
+    if (!e) return cudaErrorMemoryAllocation;
+    for (size_t i = 0; i < n; i++) e[i] = (edge_pair_t){ (uintptr_t)from[i], (uintptr_t)to[i] };
+    qsort(e, n, sizeof *e, cmp_edge);
+    cudaError_t err = cudaSuccess;
+    for (size_t i = 1; i < n && !err; i++)
+        if (!cmp_edge(&e[i - 1], &e[i])) err = cudaErrorInvalidValue;
+    free(e);
+    return err;
+}
+
 /* CUDA 13's signature (CUDA 12's _v2): edge data may be NULL or default edges only. */
 EXPORT cudaError_t cudaGraphAddDependencies(cudaGraph_t gh, const cudaGraphNode_t *from, const cudaGraphNode_t *to,
                                             const void *edges, size_t n)
@@ -304,13 +333,15 @@ EXPORT cudaError_t cudaGraphAddDependencies(cudaGraph_t gh, const cudaGraphNode_
     for (size_t i = 0; i < n && !err; i++) {
         gnode_t *a = get_node(from[i]), *b = get_node(to[i]);
         if (!a || !b || a->g != g || b->g != g || a == b || has_dep(b, a->idx)) { err = cudaErrorInvalidValue; break; }
-        for (size_t j = 0; j < i && !err; j++)      /* the same edge twice in one call */
-            if (from[j] == from[i] && to[j] == to[i]) err = cudaErrorInvalidValue;
+        if (n <= 16)                                /* the same edge twice in one call (else below) */
+            for (size_t j = 0; j < i && !err; j++)
+                if (from[j] == from[i] && to[j] == to[i]) err = cudaErrorInvalidValue;
         if (err) break;
         uint32_t *nd = realloc(b->deps, (b->ndeps + n) * sizeof *nd);
         if (!nd) err = cudaErrorMemoryAllocation;
         else b->deps = nd;
     }
+    if (!err && n > 16) err = duplicate_edges(from, to, n);
     for (size_t i = 0; i < n && !err; i++) {
         gnode_t *a = get_node(from[i]), *b = get_node(to[i]);
         b->deps[b->ndeps++] = a->idx;
