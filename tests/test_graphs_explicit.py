@@ -443,7 +443,66 @@ def test_clone_keeps_user_objects_and_refuses_graph_memory(L, stream):
     assert live(L) == before
 
 
-NODE_ENTRY_POINTS = ["cudaGraphAddMemcpyNode", "cudaGraphAddMemcpyNode1D", "cudaGraphAddMemsetNode",
+class MemAllocParams(ctypes.Structure):
+    _fields_ = [("allocType", ctypes.c_int), ("handleTypes", ctypes.c_int), ("locType", ctypes.c_int),
+                ("locId", ctypes.c_int), ("win32", P), ("maxSize", S), ("usage", ctypes.c_ushort),
+                ("reserved", ctypes.c_ubyte * 54), ("accessDescs", P), ("accessDescCount", S), ("bytesize", S),
+                ("dptr", P)]
+
+
+def _alloc_params(size, dev=0):
+    return MemAllocParams(allocType=1, locType=1, locId=dev, bytesize=size)
+
+
+def test_alloc_and_free_nodes(L, stream):
+    """An alloc node's address is fixed when it is added and stays valid across launches; a memset and a copy
+    through it replay with fresh bytes; the free node orders only; the memory goes back once the graph and
+    its executable graph are gone.  Argument errors: bad pool properties, a device out of range, a free of
+    memory not the graph's, or freed twice; a failed add leaks nothing."""
+    before = live(L)
+    G = Graph(L, nbufs=0)
+    p = _alloc_params(4096)
+    err, na = G.add(L.cudaGraphAddMemAllocNode, ctypes.byref(p))
+    assert err == 0 and p.dptr and live(L)[3] == before[3] + 1
+    host = np.zeros(4096, np.uint8)
+    src = np.zeros(4096, np.uint8)
+    err, n1 = G.add(L.cudaGraphAddMemcpyNode1D, P(p.dptr), src.ctypes.data_as(P), S(4096), 1, deps=(na,))
+    assert err == 0
+    err, n2 = G.add(L.cudaGraphAddMemcpyNode1D, host.ctypes.data_as(P), P(p.dptr), S(4096), 2, deps=(n1,))
+    assert err == 0
+    err, nf = G.add(L.cudaGraphAddMemFreeNode, P(p.dptr), deps=(n2,))
+    assert err == 0
+    t = ctypes.c_int()
+    assert L.cudaGraphNodeGetType(na, ctypes.byref(t)) == 0 and t.value == 10
+    assert L.cudaGraphNodeGetType(nf, ctypes.byref(t)) == 0 and t.value == 11
+    assert G.add(L.cudaGraphAddMemFreeNode, P(p.dptr))[0] == INVALID_VALUE               # freed already
+    outside = P()
+    assert L.cudaMalloc(ctypes.byref(outside), 64) == 0
+    assert G.add(L.cudaGraphAddMemFreeNode, outside)[0] == INVALID_VALUE                 # not the graph's
+    assert G.add(L.cudaGraphAddMemFreeNode, P(p.dptr + 8))[0] == INVALID_VALUE           # not its base
+    mid = live(L)
+    for bad, want in ((MemAllocParams(allocType=1, locType=1, locId=0, bytesize=0), 1),
+                      (MemAllocParams(allocType=2, locType=1, locId=0, bytesize=64), 1),
+                      (MemAllocParams(allocType=1, locType=2, locId=0, bytesize=64), 1),
+                      (MemAllocParams(allocType=1, locType=1, locId=99, bytesize=64), 101),
+                      (MemAllocParams(allocType=1, locType=1, locId=0, bytesize=1 << 62), OOM)):
+        assert G.add(L.cudaGraphAddMemAllocNode, ctypes.byref(bad))[0] == want
+    assert G.add(L.cudaGraphAddMemAllocNode, ctypes.byref(_alloc_params(64)), deps=(na, na))[0] == INVALID_VALUE
+    assert live(L) == mid and _nodes(L, G.g) == 4
+    x = P()
+    assert L.cudaGraphInstantiate(ctypes.byref(x), G.g, ctypes.c_ulonglong(0)) == 0
+    for i in range(3):
+        src[:] = (np.arange(4096) + 7 * i) % 256
+        host[:] = 0
+        assert L.cudaGraphLaunch(x, stream) == 0 and L.cudaStreamSynchronize(stream) == 0
+        assert (host == src).all()
+    assert L.cudaGraphDestroy(G.g) == 0 and live(L)[3] == before[3] + 2     # the exec keeps it
+    assert L.cudaGraphExecDestroy(x) == 0
+    assert L.cudaFree(outside) == 0
+    assert live(L) == before
+
+
+NODE_ENTRY_POINTS = ["cudaGraphAddMemAllocNode", "cudaGraphAddMemFreeNode", "cudaGraphAddMemcpyNode", "cudaGraphAddMemcpyNode1D", "cudaGraphAddMemsetNode",
                      "cudaGraphAddHostNode", "cudaGraphAddEventRecordNode", "cudaGraphAddEventWaitNode",
                      "cudaGraphAddDependencies", "cudaGraphNodeGetDependencies", "cudaGraphClone",
                      "cudaGraphNodeFindInClone", "cudaGraphExecUpdate"]
@@ -467,7 +526,12 @@ def test_fault_injection_on_the_explicit_construction_entry_points(L, sym):
     p3.srcPtr, p3.dstPtr, p3.extent, p3.kind = Pitched(b, 64, 64, 1), Pitched(a, 64, 64, 1), Extent(64, 1, 1), 3
     ms, fn = MemsetParams(a, 0, 1, 1, 64, 1), HOSTFN(lambda _: None)
     hp = HostParams(fn, None)
+    ap = _alloc_params(64)
+    if sym == "cudaGraphAddMemFreeNode":
+        assert G.add(L.cudaGraphAddMemAllocNode, ctypes.byref(ap))[0] == 0
     calls = {
+        "cudaGraphAddMemAllocNode": lambda: G.add(L.cudaGraphAddMemAllocNode, ctypes.byref(ap))[0],
+        "cudaGraphAddMemFreeNode": lambda: G.add(L.cudaGraphAddMemFreeNode, P(ap.dptr))[0],
         "cudaGraphAddMemcpyNode": lambda: G.add(L.cudaGraphAddMemcpyNode, ctypes.byref(p3))[0],
         "cudaGraphAddMemcpyNode1D": lambda: G.add(L.cudaGraphAddMemcpyNode1D, a, b, S(64), 3)[0],
         "cudaGraphAddMemsetNode": lambda: G.add(L.cudaGraphAddMemsetNode, ctypes.byref(ms))[0],
@@ -496,6 +560,8 @@ def test_fault_injection_on_the_explicit_construction_entry_points(L, sym):
     if x.value:
         assert L.cudaGraphExecDestroy(x) == 0
     G.close()
+    if sym == "cudaGraphAddMemAllocNode":       # no free node: the allocation is the user's to free, as in CUDA
+        assert L.cudaFree(P(ap.dptr)) == 0
     assert L.cudaEventDestroy(e) == 0
     assert live(L) == before
 

@@ -156,9 +156,18 @@ cp = (c.c_size_t * 25)()                                          # CUDA_MEMCPY3
 cp[4], cp[6], cp[15], cp[17], cp[22], cp[23], cp[24] = 2, buf.value, 2, buf.value, 64, 1, 1
 info, node, out, cnt = (c.c_byte * 24)(), P(), P(), S()
 clone, x = P(), P()
+ap = (c.c_int * 30)(1, 0, 1, 0)                                   # CUDA_MEM_ALLOC_NODE_PARAMS: pinned, device 0
+c.memmove(c.addressof(ap) + 104, (c.c_size_t * 1)(256), 8)         # bytesize
+fp = (c.c_int * 30)(1, 0, 1, 0)
+c.memmove(c.addressof(fp) + 104, (c.c_size_t * 1)(256), 8)
+gf, fnode = P(), P()
+assert cu.cuGraphCreate(c.byref(gf), 0) == 0 and cu.cuGraphAddMemAllocNode(c.byref(fnode), gf, None, S(0), fp) == 0
+fptr = c.c_uint64.from_address(c.addressof(fp) + 112).value
 assert cu.cuGraphClone(c.byref(clone), g) == 0
 assert cu.cuGraphInstantiateWithFlags(c.byref(x), g, c.c_ulonglong(0)) == 0
 calls = {
+    "cuGraphAddMemAllocNode": lambda: cu.cuGraphAddMemAllocNode(c.byref(node), gf, None, S(0), ap),
+    "cuGraphAddMemFreeNode": lambda: cu.cuGraphAddMemFreeNode(c.byref(node), gf, None, S(0), c.c_uint64(fptr)),
     "cuGraphAddMemcpyNode": lambda: cu.cuGraphAddMemcpyNode(c.byref(node), g, None, S(0), cp, ctx),
     "cuGraphAddMemsetNode": lambda: cu.cuGraphAddMemsetNode(c.byref(node), g, None, S(0), ms, ctx),
     "cuGraphAddHostNode": lambda: cu.cuGraphAddHostNode(c.byref(node), g, None, S(0), hp),
@@ -188,10 +197,13 @@ for name, call in calls.items():
     res[name] = [err, same, call(), rt.cudaGetLastError()]
 assert cu.cuUserObjectRelease(out, U(1)) == 0 and cu.cuUserObjectRelease(o, U(1)) == 0   # the last calls'
 assert cu.cuGraphExecDestroy(x) == 0 and cu.cuGraphDestroy(clone) == 0 and cu.cuGraphDestroy(g) == 0
+assert cu.cuGraphDestroy(gf) == 0
+aptr = c.c_uint64.from_address(c.addressof(ap) + 112).value       # the alloc node no free node freed: the user's
+assert cu.cuMemFree_v2(c.c_uint64(aptr)) == 0 and rt.accelEmuLiveAllocations() == 1   # buf is left
 print(json.dumps([res, sorted(gone), rt.accelEmuLiveUserObjects()]))
 """
 
-DRIVER_FAULT_CODES = {"cuGraphAddMemcpyNode": 2, "cuGraphAddMemsetNode": 2, "cuGraphAddHostNode": 2,
+DRIVER_FAULT_CODES = {"cuGraphAddMemAllocNode": 2, "cuGraphAddMemFreeNode": 2, "cuGraphAddMemcpyNode": 2, "cuGraphAddMemsetNode": 2, "cuGraphAddHostNode": 2,
                       "cuGraphAddEventRecordNode": 2, "cuGraphAddEventWaitNode": 2, "cuGraphAddDependencies": 2,
                       "cuGraphNodeGetDependencies": 999, "cuGraphClone": 2, "cuGraphNodeFindInClone": 999,
                       "cuGraphExecUpdate_v2": 999, "cuUserObjectRetain": 999, "cuGraphRetainUserObject": 2,

@@ -101,6 +101,31 @@ void gmem_unref(gmem_t *m)
     free(m);
 }
 
+int gmem_add(gmem_t *m, alloc_t *a)
+{
+    if (m->n == m->cap) {
+        size_t nc = m->cap ? m->cap * 2 : 8;
+        alloc_t **na = realloc(m->a, nc * sizeof *na);
+        if (na) m->a = na;
+        unsigned char *nf = na ? realloc(m->freed, nc) : NULL;
+        if (!nf) return -1;
+        m->freed = nf;
+        m->cap = nc;
+    }
+    if (ht_put(&m->at, (uintptr_t)a, (void *)(uintptr_t)(m->n + 1))) return -1;
+    a->pending++;                       /* the graph's reference (gmem_unref drops it) */
+    m->freed[m->n] = 0;
+    m->a[m->n++] = a;
+    return 0;
+}
+
+void gmem_pop(gmem_t *m)
+{
+    alloc_t *a = m->a[--m->n];
+    ht_del(&m->at, (uintptr_t)a);
+    a->pending--;
+}
+
 graph_t *graph_new(int device)
 {
     graph_t *g = calloc(1, sizeof *g);

@@ -101,6 +101,10 @@ graph_t *graph_new(int device);
 void graph_free(graph_t *g);
 gnode_t *graph_add(graph_t *g, int type, const uint32_t *deps, size_t ndeps);
 void gmem_unref(gmem_t *m);
+/* Graph memory (G held): a becomes one of m's allocations, with the graph's reference (-1 when out of
+ * memory, nothing changed); the last one added taken back. */
+int gmem_add(gmem_t *m, alloc_t *a);
+void gmem_pop(gmem_t *m);
 /* emu_graph_nodes.c: a topological order of g's nodes into order[0..g->n) (-1: a cycle, -2: out of memory), and the
  * dependency CSR an executable graph keeps (-1 when out of memory). */
 int graph_order(const graph_t *g, uint32_t *order);

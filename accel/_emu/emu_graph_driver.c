@@ -45,6 +45,8 @@ int cudaGraphAddMemsetNode(void **, void *, void *const *, size_t, const void *)
 int cudaGraphAddHostNode(void **, void *, void *const *, size_t, const void *);
 int cudaGraphAddEventRecordNode(void **, void *, void *const *, size_t, void *);
 int cudaGraphAddEventWaitNode(void **, void *, void *const *, size_t, void *);
+int cudaGraphAddMemAllocNode(void **, void *, void *const *, size_t, void *);
+int cudaGraphAddMemFreeNode(void **, void *, void *const *, size_t, void *);
 int cudaGraphAddDependencies(void *, void *const *, void *const *, const void *, size_t);
 int cudaGraphNodeGetDependencies(void *, void **, void *, size_t *);
 int cudaGraphClone(void **, void *);
@@ -290,6 +292,20 @@ EXPORT CUresult cuGraphAddEventWaitNode(CUgraphNode *node, CUgraph g, const CUgr
     return RT(cudaGraphAddEventWaitNode(node, g, (void *const *)deps, n, e));
 }
 
+/* CUDA_MEM_ALLOC_NODE_PARAMS has the runtime's cudaMemAllocNodeParams layout (dptr: a CUdeviceptr). */
+EXPORT CUresult cuGraphAddMemAllocNode(CUgraphNode *node, CUgraph g, const CUgraphNode *deps, size_t n, void *p)
+{
+    DRV_ENTER_CREATE(cuGraphAddMemAllocNode);
+    return RT(cudaGraphAddMemAllocNode(node, g, (void *const *)deps, n, p));
+}
+
+EXPORT CUresult cuGraphAddMemFreeNode(CUgraphNode *node, CUgraph g, const CUgraphNode *deps, size_t n,
+                                      unsigned long long dptr)
+{
+    DRV_ENTER_CREATE(cuGraphAddMemFreeNode);
+    return RT(cudaGraphAddMemFreeNode(node, g, (void *const *)deps, n, (void *)(uintptr_t)dptr));
+}
+
 /* _v2 (CUDA 12.3; CUDA 13's plain names): with edge data. */
 EXPORT CUresult cuGraphAddDependencies_v2(CUgraph g, const CUgraphNode *from, const CUgraphNode *to,
                                           const void *edges, size_t n)
@@ -383,6 +399,8 @@ static const graph_proc_t graph_procs[] = {
     { "cuGraphAddHostNode", 0, SAME(cuGraphAddHostNode) },
     { "cuGraphAddEventRecordNode", 0, SAME(cuGraphAddEventRecordNode) },
     { "cuGraphAddEventWaitNode", 0, SAME(cuGraphAddEventWaitNode) },
+    { "cuGraphAddMemAllocNode", 0, SAME(cuGraphAddMemAllocNode) },
+    { "cuGraphAddMemFreeNode", 0, SAME(cuGraphAddMemFreeNode) },
     { "cuGraphAddDependencies", 0, SAME(cuGraphAddDependencies) },
     { "cuGraphAddDependencies", 12030, SAME(cuGraphAddDependencies_v2) },
     { "cuGraphNodeGetDependencies", 0, SAME(cuGraphNodeGetDependencies) },

@@ -1,5 +1,5 @@
 /* Explicit graph construction of the emulated runtime: cudaGraphAdd{Memcpy,Memcpy1D,Memset,Host,
- * EventRecord,EventWait}Node, cudaGraphAddDependencies / cudaGraphNodeGetDependencies, cudaGraphClone /
+ * EventRecord,EventWait,MemAlloc,MemFree}Node, cudaGraphAddDependencies / cudaGraphNodeGetDependencies, cudaGraphClone /
  * cudaGraphNodeFindInClone and cudaGraphExecUpdate (graphs themselves: emu_graph.c; shared types:
  * emu_graph.h).
  *
@@ -9,6 +9,8 @@
  * the graph for a topological sort at instantiation (a cycle is then cudaErrorInvalidValue).
  *
  * Documented choices:
+ *  - Alloc nodes allocate when added, from the device's default pool (cudaGraphAddMemAllocNode); free nodes
+ *    take an allocation of the same graph that no free node frees yet.
  *  - Memcpy nodes take no CUDA arrays (the emulator has none) and one slice (extent.depth 1): rows of
  *    extent.width bytes, each side at its position (x bytes, y rows) in its pitched pointer.
  *  - cudaGraphClone of a graph with memory (alloc / free) nodes is cudaErrorNotSupported.
@@ -282,6 +284,101 @@ EXPORT cudaError_t cudaGraphAddEventWaitNode(cudaGraphNode_t *out, cudaGraph_t g
     RT_ENTER(cudaGraphAddEventWaitNode, cudaErrorMemoryAllocation);
     RT_NEED_DEVICE();
     return add_node(out, g, deps, n, &(add_args_t){ .what = P_WAIT, .ev = e });
+}
+
+/* cudaMemAllocNodeParams (CUDA 12/13): cudaMemPoolProps (88 bytes, its head read here), the access
+ * descriptors, the size, and the address it returns. */
+struct mem_alloc_params {
+    int allocType, handleTypes, locType, locId;
+    void *win32;
+    size_t maxSize;
+    unsigned short usage;
+    unsigned char reserved[54];
+    const void *accessDescs;
+    size_t accessDescCount, bytesize;
+    void *dptr;
+};
+_Static_assert(sizeof(struct mem_alloc_params) == 120, "cudaMemAllocNodeParams");
+
+/* A new node of type `type` on g after deps (resolved), its memory `a` (G held): NULL with *err. */
+static gnode_t *add_mem_node(graph_t *g, int type, const cudaGraphNode_t *deps, size_t n, uint32_t *idx,
+                             cudaError_t *err)
+{
+    if (g->capturing) *err = cudaErrorInvalidValue;
+    else *err = resolve_deps(g, deps, n, idx);
+    if (*err) return NULL;
+    gnode_t *nd = graph_add(g, type, idx, n);
+    if (!nd) *err = cudaErrorMemoryAllocation;
+    return nd;
+}
+
+/* The allocation is made when the node is added, from the device's default pool, at an address fixed for
+ * the graph's life (as CUDA's); the graph owns it (emu_graph.c's graph memory) until it and its executable
+ * graphs are destroyed, or the user's cudaFree / cudaFreeAsync once no free node of the graph freed it. */
+EXPORT cudaError_t cudaGraphAddMemAllocNode(cudaGraphNode_t *out, cudaGraph_t gh, const cudaGraphNode_t *deps,
+                                            size_t n, struct mem_alloc_params *p)
+{
+    RT_ENTER(cudaGraphAddMemAllocNode, cudaErrorMemoryAllocation);
+    RT_NEED_DEVICE();
+    if (!out || !p || (n && !deps) || !p->bytesize || (p->accessDescCount && !p->accessDescs))
+        return fail(cudaErrorInvalidValue);
+    if (p->allocType != 1 || p->locType != 1 || p->handleTypes) return fail(cudaErrorInvalidValue);
+    if (p->locId < 0 || p->locId >= g_ndev) return fail(cudaErrorInvalidDevice);
+    uint32_t *idx = n ? malloc(n * sizeof *idx) : NULL;
+    if (n && !idx) return fail(cudaErrorMemoryAllocation);
+    cudaError_t err = cudaSuccess;
+    pthread_mutex_lock(&G);
+    if (!get_graph(gh)) err = cudaErrorInvalidResourceHandle;
+    alloc_t *a = err ? NULL : emu_graph_alloc(p->locId, p->bytesize, &err);   /* may drop G: look up after */
+    graph_t *g = a ? get_graph(gh) : NULL;
+    if (a && !g) err = cudaErrorInvalidResourceHandle;
+    gnode_t *nd = NULL;
+    if (!err && gmem_add(g->mem, a)) err = cudaErrorMemoryAllocation;
+    else if (!err && !(nd = add_mem_node(g, GN_MEM_ALLOC, deps, n, idx, &err))) gmem_pop(g->mem);
+    if (nd) {
+        nd->mem = a;
+        nd->dst = a->base;
+        nd->n = a->size;
+        p->dptr = a->base;
+        *out = (cudaGraphNode_t)(uintptr_t)nd->handle;
+    } else if (a) {
+        a->pending++;               /* back to the pool: a reference for emu_mem_release to drop */
+        emu_mem_release(a);
+    }
+    pthread_mutex_unlock(&G);
+    free(idx);
+    return err ? fail(err) : cudaSuccess;
+}
+
+/* dptr: an allocation of this graph's alloc nodes (or of its capture) that no free node of it frees yet. */
+EXPORT cudaError_t cudaGraphAddMemFreeNode(cudaGraphNode_t *out, cudaGraph_t gh, const cudaGraphNode_t *deps,
+                                           size_t n, void *dptr)
+{
+    RT_ENTER(cudaGraphAddMemFreeNode, cudaErrorMemoryAllocation);
+    RT_NEED_DEVICE();
+    if (!out || !dptr || (n && !deps)) return fail(cudaErrorInvalidValue);
+    uint32_t *idx = n ? malloc(n * sizeof *idx) : NULL;
+    if (n && !idx) return fail(cudaErrorMemoryAllocation);
+    cudaError_t err = cudaSuccess;
+    pthread_mutex_lock(&G);
+    graph_t *g = get_graph(gh);
+    alloc_t *a = NULL;
+    uintptr_t at = 0;
+    if (!g) err = cudaErrorInvalidResourceHandle;
+    else if (emu_mem_range(dptr, 1, &a) != 1 || a->base != (char *)dptr ||
+             !(at = (uintptr_t)ht_get(&g->mem->at, (uintptr_t)a)) || g->mem->freed[at - 1])
+        err = cudaErrorInvalidValue;
+    if (a) alloc_unref(a);
+    gnode_t *nd = err ? NULL : add_mem_node(g, GN_MEM_FREE, deps, n, idx, &err);
+    if (nd) {
+        nd->mem = a;
+        nd->dst = a->base;
+        g->mem->freed[at - 1] = 1;
+        *out = (cudaGraphNode_t)(uintptr_t)nd->handle;
+    }
+    pthread_mutex_unlock(&G);
+    free(idx);
+    return err ? fail(err) : cudaSuccess;
 }
 
 /* ----------------------------------------------------------- dependencies (API) */

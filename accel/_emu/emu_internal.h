@@ -102,7 +102,7 @@ void emu_trace_unsupported(const char *name, atomic_int *seen);
     X(cudaGraphReleaseUserObject) X(cudaGraphAddMemcpyNode) X(cudaGraphAddMemcpyNode1D) X(cudaGraphAddMemsetNode) \
     X(cudaGraphAddHostNode) X(cudaGraphAddEventRecordNode) X(cudaGraphAddEventWaitNode) \
     X(cudaGraphAddDependencies) X(cudaGraphNodeGetDependencies) X(cudaGraphClone) X(cudaGraphNodeFindInClone) \
-    X(cudaGraphExecUpdate)
+    X(cudaGraphExecUpdate) X(cudaGraphAddMemAllocNode) X(cudaGraphAddMemFreeNode)
 #define EMU_DRIVER_SYMBOLS(X) \
     X(cuDeviceGetCount) X(cuDeviceGet) X(cuDeviceGetAttribute) X(cuDeviceGetName) X(cuDeviceGetUuid) \
     X(cuDeviceGetUuid_v2) X(cuDeviceTotalMem_v2) X(cuDeviceGetPCIBusId) X(cuDeviceComputeCapability) \
@@ -147,7 +147,8 @@ void emu_trace_unsupported(const char *name, atomic_int *seen);
     X(cuUserObjectCreate) X(cuUserObjectRetain) X(cuUserObjectRelease) X(cuGraphRetainUserObject) \
     X(cuGraphReleaseUserObject) X(cuGraphAddMemcpyNode) X(cuGraphAddMemsetNode) X(cuGraphAddHostNode) \
     X(cuGraphAddEventRecordNode) X(cuGraphAddEventWaitNode) X(cuGraphAddDependencies) \
-    X(cuGraphNodeGetDependencies) X(cuGraphClone) X(cuGraphNodeFindInClone) X(cuGraphExecUpdate_v2)
+    X(cuGraphNodeGetDependencies) X(cuGraphClone) X(cuGraphNodeFindInClone) X(cuGraphExecUpdate_v2) \
+    X(cuGraphAddMemAllocNode) X(cuGraphAddMemFreeNode)
 
 #define X_ENUM(s) SYM_##s,
 enum { EMU_SYMBOLS(X_ENUM) EMU_DRIVER_SYMBOLS(X_ENUM) EMU_STANDIN_SYMBOLS(X_ENUM) EMU_GRAPH_DRIVER_SYMBOLS(X_ENUM)

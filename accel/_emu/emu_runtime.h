@@ -367,7 +367,8 @@ void capture_stream_free(stream_t *s);
  * allocation, referenced into *out; 0 not device memory; -1 straddles an end), and the release of a
  * graph-owned allocation (taken out of the table unless freed already, then one reference dropped). */
 int emu_mem_range(const void *p, size_t n, alloc_t **out);
-int emu_mem_host_mapped(const void *p, size_t n);     /* [p, p+n) inside one pinned host range */
+int emu_mem_host_mapped(const void *p, size_t n);
+alloc_t *emu_graph_alloc(int dev, size_t n, cudaError_t *err);   /* from dev's default pool; G held */     /* [p, p+n) inside one pinned host range */
 void emu_mem_release(alloc_t *a);
 
 #pragma GCC visibility pop
