@@ -243,6 +243,6 @@ def test_capture_instantiate_per_node(benchmark, nodes):
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            benchmark.pedantic(capture, rounds=max(3, 30000 // nodes), warmup_rounds=1)
+            benchmark.pedantic(capture, rounds=max(9, 30000 // nodes), warmup_rounds=1)
     finally:
         sm.set_stream(prev)
