@@ -26,11 +26,17 @@ INVALID_VALUE, OOM, BAD_HANDLE, UNKNOWN = 1, 2, 400, 999
 
 @pytest.fixture
 def L(emu):
+    """The emulator's library through a CDLL object of its own: other tests type the shared one's functions
+    (argtypes), these calls pass plain ctypes values."""
+    lib = ctypes.CDLL(emu._name)
+    lib.accelEmuSetFail.argtypes = [ctypes.c_char_p]
+    lib.accelEmuLiveAllocations.restype = ctypes.c_size_t
     for name in ("accelEmuLiveGraphs", "accelEmuLiveGraphExecs", "accelEmuLiveUserObjects"):
-        getattr(emu, name).restype = ctypes.c_int
-    emu.cudaSetDevice(0)
-    yield emu
-    emu.cudaGetLastError()
+        getattr(lib, name).restype = ctypes.c_int
+    lib.cudaSetDevice(0)
+    yield lib
+    lib.accelEmuSetFail(None)
+    lib.cudaGetLastError()
 
 
 def live(L):
@@ -117,6 +123,22 @@ def test_a_queued_launch_keeps_the_user_objects_of_a_destroyed_exec(L, stream):
             break
         threading.Event().wait(0.01)
     assert d.calls == [7] and live(L) == before
+
+
+def test_user_objects_of_a_capture_dropped_with_its_stream(L):
+    """A user object moved to the graph of a capture under way (as cuda.core's GraphBuilder does for its
+    callbacks): the capture is dropped with its origin stream, and the destructor runs then."""
+    d, before = Destructor(), live(L)
+    s, g = P(), P()
+    assert L.cudaStreamCreate(ctypes.byref(s)) == 0
+    assert L.cudaStreamBeginCapture(s, 0) == 0
+    st, cid = ctypes.c_int(), ctypes.c_ulonglong()
+    assert L.cudaStreamGetCaptureInfo(s, ctypes.byref(st), ctypes.byref(cid), ctypes.byref(g), None, None,
+                                      None) == 0
+    o = _uobj(L, d)
+    assert L.cudaGraphRetainUserObject(g, o, U(1), U(1)) == 0 and d.calls == []
+    assert L.cudaStreamDestroy(s) == 0 and d.calls == [7]
+    assert live(L) == before
 
 
 UOBJ_ENTRY_POINTS = {"cudaUserObjectCreate": OOM, "cudaUserObjectRetain": UNKNOWN, "cudaUserObjectRelease": UNKNOWN,

@@ -112,19 +112,13 @@ int graph_csr(const graph_t *g, uint32_t **off, uint32_t **v);
 
 /* User objects (G held unless said): dropping n references (owned: graph-held ones); the references a graph
  * owns dropped, copied into a new set (NULL when none or out of memory: *err set), a set's reference
- * dropped; uo_run_dead (G NOT held) runs the destructors of the objects whose last reference went. */
+ * dropped (uo_run_dead: emu_runtime.h). */
 void uobj_drop(uobj_t *o, unsigned n, int owned);
 void graph_uo_release(graph_t *g);
 uset_t *graph_uo_set(const graph_t *g, int *err);
 int graph_uo_copy(graph_t *dst, const graph_t *src);
 void uset_unref(uset_t *u);
 void uset_launch_done(void *u);
-extern atomic_int g_uo_ndead;
-void uo_run_dead_slow(void);
-static inline void uo_run_dead(void)
-{
-    if (atomic_load_explicit(&g_uo_ndead, memory_order_relaxed)) uo_run_dead_slow();
-}
 
 /* Handle lookups (G held): NULL for a handle that is not a live one of that kind. */
 static inline graph_t *get_graph(cudaGraph_t h)

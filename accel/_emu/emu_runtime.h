@@ -359,6 +359,13 @@ int capture_invalidated(const stream_t *s);
  * graph owns it until destroyed), a free node for a graph allocation of the same capture.  G held. */
 cudaError_t capture_mem_alloc(stream_t *s, alloc_t *a);
 cudaError_t capture_mem_free(stream_t *s, alloc_t *a);
+/* User objects whose last reference went (emu_graph_uobj.c): their destructors run, G NOT held. */
+extern atomic_int g_uo_ndead;
+void uo_run_dead_slow(void);
+static inline void uo_run_dead(void)
+{
+    if (atomic_load_explicit(&g_uo_ndead, memory_order_relaxed)) uo_run_dead_slow();
+}
 /* A stream leaving (destroyed / freed): out of its capture, its capture state freed.  G held. */
 void capture_stream_gone(stream_t *s);
 void capture_stream_free(stream_t *s);

@@ -493,6 +493,7 @@ EXPORT cudaError_t cudaStreamDestroy(cudaStream_t h)
     s->destroyed = 1;
     stream_maybe_free(s);
     pthread_mutex_unlock(&G);
+    uo_run_dead();                  /* a capture dropped with its graph: its user objects */
     return cudaSuccess;
 }
 
