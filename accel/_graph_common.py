@@ -19,6 +19,10 @@ DEFAULT_STREAM = ("CUDA graphs must be captured on a non-default stream. "
                   "(However, after capture, it's ok to replay them on the default stream.)")
 SAME_STREAM = "Capture must end on the same stream it began on."
 NOT_BEGUN = "capture_end() called before capture_begin()."
+# torch's capture_end compares the *current device's* current stream with the capture stream, so a set_device
+# to another device during a capture (which torch, like CUDA, allows) makes capture_end fail; accel says why.
+DEVICE_SWITCHED = (SAME_STREAM + " The current device is {} but the capture began on a stream of device {}: "
+                   "set_device({}) (or leave the device context) before capture_end().")
 ALREADY_CAPTURING = "capture_begin() called while this CUDAGraph is capturing: call capture_end() first."
 INVALID = "Invalid capture."
 EMPTY = ("The CUDA Graph is empty. This usually means that the graph was attempted to be captured on wrong "

@@ -1,6 +1,7 @@
 """CUDA graphs on the emulator, both twins: CUDAGraph.replay() against the raw cudaGraphLaunch binding of the
 same twin (target, SPEC 2.6b: native replay <= 1.2x the raw launch), a loop of small memsets replayed as one
-graph against the same memsets issued one by one, and capture + instantiate per node for 1e2..1e4 nodes.
+graph against the same memsets issued one by one, capture + instantiate per node for 1e2..1e4 nodes, and
+the peers' replays beside accel's in one group (torch's CUDAGraph.replay(), cuda.core's Graph.launch(stream)).
 
 Launches queue work the stream's worker runs meanwhile; each round ends with a stream synchronize outside
 the timed loop (pytest-benchmark's setup), so the queue never grows without bound.
@@ -105,9 +106,41 @@ def _torch_graph():
 def test_peer_torch_replay(benchmark):
     torch, g, keep = _torch_graph()
     s = torch.cuda.current_stream()
-    benchmark.extra_info["per"] = 500
+    benchmark.extra_info.update(per=500, peer="torch.cuda")
     benchmark.pedantic(_looped(g.replay, 500), setup=s.synchronize, rounds=60, warmup_rounds=2)
     torch.cuda.synchronize()
+
+
+def _cuda_core_graph():
+    """cuda.core's Graph of one device-to-device copy built with GraphBuilder (the stand-ins' driver API on
+    the same emulated runtime), its stream, and what it needs alive; or a skip."""
+    try:
+        from cuda.core import Device
+    except ImportError:
+        pytest.skip("cuda-core is not installed")
+    try:
+        dev = Device(0)
+        dev.set_current()
+        s = dev.create_stream()
+        src, dst = (dev.memory_resource.allocate(64, stream=s) for _ in range(2))
+        gb = dev.create_graph_builder().begin_building()
+        dst.copy_from(src, stream=gb)
+        gb.end_building()
+        g = gb.complete()
+    except Exception as exc:  # noqa: BLE001  (any failure of the peer is a skip reason)
+        pytest.skip(f"cuda.core's GraphBuilder does not run here: {str(exc).splitlines()[0]}")
+    finally:
+        native_rt.cudaSetDevice(0)
+    return g, s, (src, dst, gb)
+
+
+@pytest.mark.benchmark(group="graph replay (1 node), peers, per launch")
+def test_peer_cuda_core_launch(benchmark):
+    g, s, keep = _cuda_core_graph()
+    launch = g.launch
+    benchmark.extra_info.update(per=500, peer="cuda.core")
+    benchmark.pedantic(_looped(lambda: launch(s), 500), setup=s.sync, rounds=60, warmup_rounds=2)
+    s.sync()
 
 
 @pytest.mark.benchmark(group="graph replay (1 node), peers, per launch")
@@ -210,6 +243,6 @@ def test_capture_instantiate_per_node(benchmark, nodes):
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            benchmark.pedantic(capture, rounds=max(3, 30000 // nodes), warmup_rounds=1)
+            benchmark.pedantic(capture, rounds=max(9, 30000 // nodes), warmup_rounds=1)
     finally:
         sm.set_stream(prev)

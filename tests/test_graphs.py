@@ -925,3 +925,52 @@ def test_emulator_2d_copies_and_synchronous_copies_during_capture(sm, emu):
             L.cudaGraphDestroy(g)
         L.cudaFree(dev)
         L.cudaGetLastError()
+
+
+def test_set_device_during_a_capture_follows_torch(sm, mem, twin, live, emu):
+    """torch.cuda.set_device during a capture: torch (c10::cuda::SetDevice) calls cudaSetDevice, which CUDA
+    allows while capturing, so set_device itself never fails; the same device changes nothing, and another
+    device makes capture_end fail as torch's does (it compares the current device's current stream with
+    the capture stream), here with a message naming both devices; the capture stays open and ends once the
+    device is back."""
+    dev = twin.mod("_device")
+    st = ctypes.c_int()
+
+    def capturing():
+        assert emu.cudaStreamIsCapturing(ctypes.c_void_p(s.cuda_stream), ctypes.byref(st)) == 0
+        return st.value == 1
+    s = sm.Stream(device=0)
+    buf = mem.alloc(N, stream=s)
+    host = np.zeros(N, np.uint8)
+    s.synchronize()
+    g = sm.CUDAGraph()
+    sm.set_stream(s)
+    g.capture_begin()
+    buf.memset(5, stream=s)
+    dev.set_current_device(0)                               # the same device: nothing changes
+    assert capturing() and sm.current_stream() is s
+    dev.set_current_device(1)                               # another device: allowed, as in torch
+    assert dev.current_device() == 1 and capturing()
+    with pytest.raises(RuntimeError, match=r"^Capture must end on the same stream it began on\. The current "
+                                           r"device is 1 but the capture began on a stream of device 0: "
+                                           r"set_device\(0\)"):
+        g.capture_end()
+    assert dev.current_device() == 1 and capturing()        # the failed call changed nothing
+    dev.set_current_device(0)
+    buf.copy_to_host(host, stream=s)
+    g.capture_end()
+    sm.set_stream(sm.default_stream(0))
+    g.replay()
+    sm.default_stream(0).synchronize()
+    assert (host == 5).all()
+    g.reset()
+    del buf
+    # the graph context manager: the capture it could not end is left to reset(), nothing stays open
+    before = live()
+    g2 = cuda.CUDAGraph()
+    with pytest.raises(RuntimeError, match="The current device is 1"):
+        with cuda.graph(g2):
+            cuda.set_device(1)
+    cuda.set_device(0)
+    g2.reset()
+    assert live() == before

@@ -197,23 +197,15 @@ cudaError_t capture_mem_alloc(stream_t *s, alloc_t *a)
 {
     cudaError_t err = cudaSuccess;
     gmem_t *m = s->cap->g->mem;
-    if (m->n == m->cap) {
-        size_t nc = m->cap ? m->cap * 2 : 8;
-        alloc_t **na = realloc(m->a, nc * sizeof *na);
-        if (na) m->a = na;
-        unsigned char *nf = na ? realloc(m->freed, nc) : NULL;
-        if (!nf) return cudaErrorMemoryAllocation;
-        m->freed = nf;
-        m->cap = nc;
-    }
+    if (gmem_add(m, a)) return cudaErrorMemoryAllocation;
     gnode_t *nd = capture_node(s, GN_MEM_ALLOC, &err);
-    if (!nd) return err;
+    if (!nd) {
+        gmem_pop(m);
+        return err;
+    }
     nd->mem = a;
     nd->dst = a->base;
     nd->n = a->size;
-    a->pending++;                       /* the graph's reference (gmem_unref drops it) */
-    m->freed[m->n] = 0;
-    m->a[m->n++] = a;
     return cudaSuccess;
 }
 
@@ -222,9 +214,9 @@ cudaError_t capture_mem_free(stream_t *s, alloc_t *a)
     cudaError_t err = cudaSuccess;
     gmem_t *m = s->cap->g->mem;
     if (s->cap->status != CAP_ACTIVE) return cudaErrorStreamCaptureInvalidated;
-    size_t i = 0;
-    while (i < m->n && m->a[i] != a) i++;
-    if (i == m->n) return cudaErrorInvalidValue;
+    uintptr_t at = (uintptr_t)ht_get(&m->at, (uintptr_t)a);
+    if (!at || m->freed[at - 1]) return cudaErrorInvalidValue;    /* not this graph's, or freed already */
+    size_t i = at - 1;
     gnode_t *nd = capture_node(s, GN_MEM_FREE, &err);
     if (!nd) return err;
     nd->mem = a;
@@ -341,6 +333,7 @@ EXPORT cudaError_t cudaStreamEndCapture(cudaStream_t h, cudaGraph_t *out)
         }
     }
     pthread_mutex_unlock(&G);
+    uo_run_dead();
     return err ? fail(err) : cudaSuccess;
 }
 

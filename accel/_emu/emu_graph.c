@@ -45,15 +45,34 @@ int deps_copy(gdeps_t *d, const gdeps_t *src)
     return 0;
 }
 
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* d ∪= src, keeping d's order and appending src's new members in theirs.  Small sets compare pairwise;
+ * large ones (a join of many streams) search a sorted copy of d, so a join stays O((n + m) log n). */
 int deps_union(gdeps_t *d, const gdeps_t *src)
 {
-    for (size_t i = 0; i < src->n; i++) {
-        size_t j = 0;
-        while (j < d->n && d->v[j] != src->v[i]) j++;
-        if (j < d->n) continue;
-        if (deps_reserve(d, d->n + 1)) return -1;
-        d->v[d->n++] = src->v[i];
+    if (deps_reserve(d, d->n + src->n)) return -1;
+    size_t n0 = d->n;
+    uint32_t *sorted = NULL;
+    if (n0 * src->n > 256) {
+        if (!(sorted = malloc(n0 * sizeof *sorted))) return -1;
+        memcpy(sorted, d->v, n0 * sizeof *sorted);
+        qsort(sorted, n0, sizeof *sorted, cmp_u32);
     }
+    for (size_t i = 0; i < src->n; i++) {
+        uint32_t v = src->v[i];
+        int found = 0;
+        if (sorted) found = bsearch(&v, sorted, n0, sizeof *sorted, cmp_u32) != NULL;
+        else
+            for (size_t j = 0; j < n0 && !found; j++) found = d->v[j] == v;
+        for (size_t j = n0; j < d->n && !found; j++) found = d->v[j] == v;   /* src has no duplicates: never */
+        if (!found) d->v[d->n++] = v;
+    }
+    free(sorted);
     return 0;
 }
 
@@ -77,7 +96,34 @@ void gmem_unref(gmem_t *m)
     }
     free(m->a);
     free(m->freed);
+    free(m->at.keys);
+    free(m->at.vals);
     free(m);
+}
+
+int gmem_add(gmem_t *m, alloc_t *a)
+{
+    if (m->n == m->cap) {
+        size_t nc = m->cap ? m->cap * 2 : 8;
+        alloc_t **na = realloc(m->a, nc * sizeof *na);
+        if (na) m->a = na;
+        unsigned char *nf = na ? realloc(m->freed, nc) : NULL;
+        if (!nf) return -1;
+        m->freed = nf;
+        m->cap = nc;
+    }
+    if (ht_put(&m->at, (uintptr_t)a, (void *)(uintptr_t)(m->n + 1))) return -1;
+    a->pending++;                       /* the graph's reference (gmem_unref drops it) */
+    m->freed[m->n] = 0;
+    m->a[m->n++] = a;
+    return 0;
+}
+
+void gmem_pop(gmem_t *m)
+{
+    alloc_t *a = m->a[--m->n];
+    ht_del(&m->at, (uintptr_t)a);
+    a->pending--;
 }
 
 graph_t *graph_new(int device)
@@ -108,6 +154,7 @@ void graph_free(graph_t *g)
     for (size_t i = 0; i < g->n; i++) node_free(g->nodes[i]);
     free(g->nodes);
     gmem_unref(g->mem);
+    graph_uo_release(g);
     ht_del(&g_handles, g->handle);
     g_live_graphs--;
     free(g);
@@ -190,6 +237,7 @@ EXPORT cudaError_t cudaGraphDestroy(cudaGraph_t gh)
     else if (g->capturing) err = cudaErrorIllegalState;
     else graph_free(g);
     pthread_mutex_unlock(&G);
+    uo_run_dead();
     return err ? fail(err) : cudaSuccess;
 }
 
@@ -294,6 +342,15 @@ static cudaError_t instantiate(cudaGraphExec_t *out, cudaGraph_t gh, unsigned lo
     else if (g->capturing) err = cudaErrorInvalidValue;
     else if (!(x = calloc(1, sizeof *x)) || (g->n && !(x->nodes = malloc(g->n * sizeof *x->nodes))))
         err = cudaErrorMemoryAllocation;
+    int uerr = 0;
+    uint32_t *order = NULL;
+    if (!err && g->unordered) {     /* dependencies added out of order: a topological sort (cycles refused) */
+        if (!(order = malloc(g->n * sizeof *order))) err = cudaErrorMemoryAllocation;
+        else if ((uerr = graph_order(g, order))) err = uerr == -1 ? cudaErrorInvalidValue : cudaErrorMemoryAllocation;
+        uerr = 0;
+    }
+    if (!err && graph_csr(g, &x->dep_off, &x->dep_v)) err = cudaErrorMemoryAllocation;
+    if (!err && (x->uo = graph_uo_set(g, &uerr), uerr)) err = cudaErrorMemoryAllocation;
     if (!err) {
         uint64_t id;
         x->handle = new_handle(TAG_GEXEC, &id);
@@ -301,7 +358,7 @@ static cudaError_t instantiate(cudaGraphExec_t *out, cudaGraph_t gh, unsigned lo
     }
     if (!err) {
         for (size_t i = 0; i < g->n; i++) {
-            x->nodes[i] = *g->nodes[i];
+            x->nodes[i] = *g->nodes[order ? order[i] : i];
             x->nodes[i].deps = NULL;
             x->nodes[i].ndeps = 0;
             x->nodes[i].handle = 0;
@@ -313,10 +370,14 @@ static cudaError_t instantiate(cudaGraphExec_t *out, cudaGraph_t gh, unsigned lo
         g_live_execs++;
         *out = (cudaGraphExec_t)(uintptr_t)x->handle;
     } else if (x) {
+        uset_unref(x->uo);
+        free(x->dep_off);
+        free(x->dep_v);
         free(x->nodes);
         free(x);
     }
     pthread_mutex_unlock(&G);
+    free(order);
     return err ? fail(err) : cudaSuccess;
 }
 
@@ -343,11 +404,15 @@ EXPORT cudaError_t cudaGraphExecDestroy(cudaGraphExec_t xh)
     if (x) {
         ht_del(&g_handles, x->handle);
         gmem_unref(x->mem);     /* queued copies hold their own references to the memory they touch */
+        uset_unref(x->uo);      /* and queued launches to the user objects */
+        free(x->dep_off);
+        free(x->dep_v);
         free(x->nodes);
         free(x);
         g_live_execs--;
     }
     pthread_mutex_unlock(&G);
+    uo_run_dead();
     return x ? cudaSuccess : fail(cudaErrorInvalidResourceHandle);
 }
 
@@ -422,9 +487,24 @@ EXPORT cudaError_t cudaGraphLaunch(cudaGraphExec_t xh, cudaStream_t sh)
     stream_t *s = x ? get_stream(sh, &err) : NULL;
     if (!x) err = cudaErrorInvalidResourceHandle;
     else if (s && s->cap) err = capture_refuse(s);
-    if (!err && x->n > 16 && !(items = malloc(x->n * sizeof *items))) err = cudaErrorMemoryAllocation;
+    if (!err && x->n + 1 > 16 && !(items = malloc((x->n + 1) * sizeof *items))) err = cudaErrorMemoryAllocation;
     size_t k = 0;
     if (!err) err = launch_items(x, items, &k);
+    if (!err && x->uo) {            /* the launch's reference to the user objects, dropped once it has run */
+        item_t *it = item_new(IT_HOSTFN);
+        if (it) {
+            it->fn = uset_launch_done;
+            it->arg = x->uo;
+            items[k++] = it;
+        } else {
+            for (size_t i = 0; i < k; i++) {
+                if (items[i]->kind == IT_RECORD) rec_unref(items[i]->rec);
+                item_free(items[i]);
+            }
+            k = 0;
+            err = cudaErrorMemoryAllocation;
+        }
+    }
     if (!err && k && implicit_sync(s)) {
         err = cudaErrorMemoryAllocation;
         for (size_t i = 0; i < k; i++) {
@@ -434,6 +514,7 @@ EXPORT cudaError_t cudaGraphLaunch(cudaGraphExec_t xh, cudaStream_t sh)
         k = 0;
     }
     if (!err) ensure_ctx(s->device);
+    if (!err && x->uo) x->uo->refs++;
     for (size_t i = 0; i < k; i++) {
         item_t *it = items[i];
         event_t *e = NULL;

@@ -19,9 +19,19 @@ enum { MODE_GLOBAL = 0, MODE_THREAD_LOCAL = 1, MODE_RELAXED = 2 };
 
 typedef struct graph graph_t;
 
+/* User objects (emu_graph_uobj.c): a refcounted pointer with a destructor run once the last reference goes.
+ * refs: every reference; owned: those graphs, executable graphs and launches in flight hold (the caller's
+ * are refs - owned, which bounds what it may release or move). */
+#define TAG_UOBJ 0xd0u
+typedef struct uobj { uint64_t handle; unsigned refs, owned; void *ptr; cudaHostFn_t destroy; struct uobj *dead; } uobj_t;
+typedef struct { uobj_t *o; unsigned n; } uref_t;
+/* An executable graph's references (fixed at instantiation), shared with its launches still queued. */
+typedef struct { int refs; size_t n; uref_t v[]; } uset_t;
+
 /* Graph memory: the allocations a graph's alloc nodes made, shared by the graph and its executable graphs;
- * freed[i]: the graph has a free node for a[i]. */
-typedef struct { int refs; alloc_t **a; unsigned char *freed; size_t n, cap; } gmem_t;
+ * freed[i]: the graph has a free node for a[i]; at: allocation address -> i + 1 (a free node finds its
+ * allocation in constant time). */
+typedef struct { int refs; alloc_t **a; unsigned char *freed; size_t n, cap; htab_t at; } gmem_t;
 
 typedef struct gnode {
     uint64_t handle;
@@ -51,6 +61,10 @@ struct graph {
     size_t n, cap;
     gmem_t *mem;
     capture_t *capturing;           /* the capture recording into it, or NULL */
+    uref_t *uo;                     /* the user-object references it owns */
+    size_t nuo, capuo;
+    int unordered;                  /* an added dependency points forwards: nodes need sorting at instantiation */
+    unsigned long long cloned_from; /* cudaGraphClone: the original's id (cudaGraphNodeFindInClone) */
 };
 
 typedef struct {
@@ -59,6 +73,8 @@ typedef struct {
     size_t n;
     gnode_t *nodes;                 /* copies, in topological order (deps not kept) */
     gmem_t *mem;
+    uset_t *uo;                     /* user-object references (NULL: none) */
+    uint32_t *dep_off, *dep_v;      /* its graph's dependencies by node index (CSR), for cudaGraphExecUpdate */
 } gexec_t;
 
 struct capture {
@@ -85,6 +101,24 @@ graph_t *graph_new(int device);
 void graph_free(graph_t *g);
 gnode_t *graph_add(graph_t *g, int type, const uint32_t *deps, size_t ndeps);
 void gmem_unref(gmem_t *m);
+/* Graph memory (G held): a becomes one of m's allocations, with the graph's reference (-1 when out of
+ * memory, nothing changed); the last one added taken back. */
+int gmem_add(gmem_t *m, alloc_t *a);
+void gmem_pop(gmem_t *m);
+/* emu_graph_nodes.c: a topological order of g's nodes into order[0..g->n) (-1: a cycle, -2: out of memory), and the
+ * dependency CSR an executable graph keeps (-1 when out of memory). */
+int graph_order(const graph_t *g, uint32_t *order);
+int graph_csr(const graph_t *g, uint32_t **off, uint32_t **v);
+
+/* User objects (G held unless said): dropping n references (owned: graph-held ones); the references a graph
+ * owns dropped, copied into a new set (NULL when none or out of memory: *err set), a set's reference
+ * dropped (uo_run_dead: emu_runtime.h). */
+void uobj_drop(uobj_t *o, unsigned n, int owned);
+void graph_uo_release(graph_t *g);
+uset_t *graph_uo_set(const graph_t *g, int *err);
+int graph_uo_copy(graph_t *dst, const graph_t *src);
+void uset_unref(uset_t *u);
+void uset_launch_done(void *u);
 
 /* Handle lookups (G held): NULL for a handle that is not a live one of that kind. */
 static inline graph_t *get_graph(cudaGraph_t h)
@@ -103,6 +137,12 @@ static inline gnode_t *get_node(cudaGraphNode_t h)
 {
     uintptr_t v = (uintptr_t)h;
     return (v & TAG_MASK) == TAG_GNODE ? ht_get(&g_handles, v) : NULL;
+}
+
+static inline uobj_t *get_uobj(void *h)
+{
+    uintptr_t v = (uintptr_t)h;
+    return (v & TAG_MASK) == TAG_UOBJ ? ht_get(&g_handles, v) : NULL;
 }
 
 #pragma GCC visibility pop

@@ -40,6 +40,23 @@ int cudaGraphInstantiateWithFlags(void **, void *, unsigned long long);
 int cudaGraphUpload(void *, void *);
 int cudaGraphLaunch(void *, void *);
 int cudaGraphExecDestroy(void *);
+int cudaGraphAddMemcpyNode(void **, void *, void *const *, size_t, const void *);
+int cudaGraphAddMemsetNode(void **, void *, void *const *, size_t, const void *);
+int cudaGraphAddHostNode(void **, void *, void *const *, size_t, const void *);
+int cudaGraphAddEventRecordNode(void **, void *, void *const *, size_t, void *);
+int cudaGraphAddEventWaitNode(void **, void *, void *const *, size_t, void *);
+int cudaGraphAddMemAllocNode(void **, void *, void *const *, size_t, void *);
+int cudaGraphAddMemFreeNode(void **, void *, void *const *, size_t, void *);
+int cudaGraphAddDependencies(void *, void *const *, void *const *, const void *, size_t);
+int cudaGraphNodeGetDependencies(void *, void **, void *, size_t *);
+int cudaGraphClone(void **, void *);
+int cudaGraphNodeFindInClone(void **, void *, void *);
+int cudaGraphExecUpdate(void *, void *, void *);
+int cudaUserObjectCreate(void **, void *, void (*)(void *), unsigned int, unsigned int);
+int cudaUserObjectRetain(void *, unsigned int);
+int cudaUserObjectRelease(void *, unsigned int);
+int cudaGraphRetainUserObject(void *, void *, unsigned int, unsigned int);
+int cudaGraphReleaseUserObject(void *, void *, unsigned int);
 
 #define RT(call) __extension__({ int saved_ = t_last; int r_ = (call); t_last = saved_; r_; })
 #define DRV_ENTER(sym) do { \
@@ -158,6 +175,180 @@ EXPORT CUresult cuGraphExecDestroy(CUgraphExec x)
     return RT(cudaGraphExecDestroy(x));
 }
 
+EXPORT CUresult cuUserObjectCreate(void **o, void *ptr, void (*destroy)(void *), unsigned int refs, unsigned int flags)
+{
+    DRV_ENTER_CREATE(cuUserObjectCreate);
+    return RT(cudaUserObjectCreate(o, ptr, destroy, refs, flags));
+}
+
+EXPORT CUresult cuUserObjectRetain(void *o, unsigned int count)
+{
+    DRV_ENTER(cuUserObjectRetain);
+    return RT(cudaUserObjectRetain(o, count));
+}
+
+EXPORT CUresult cuUserObjectRelease(void *o, unsigned int count)
+{
+    DRV_ENTER(cuUserObjectRelease);
+    return RT(cudaUserObjectRelease(o, count));
+}
+
+EXPORT CUresult cuGraphRetainUserObject(CUgraph g, void *o, unsigned int count, unsigned int flags)
+{
+    DRV_ENTER_CREATE(cuGraphRetainUserObject);
+    return RT(cudaGraphRetainUserObject(g, o, count, flags));
+}
+
+EXPORT CUresult cuGraphReleaseUserObject(CUgraph g, void *o, unsigned int count)
+{
+    DRV_ENTER(cuGraphReleaseUserObject);
+    return RT(cudaGraphReleaseUserObject(g, o, count));
+}
+
+/* CUDA_MEMCPY3D, and the runtime's cudaMemcpy3DParms it becomes (copy kind: cudaMemcpyDefault). */
+typedef struct {
+    size_t srcXInBytes, srcY, srcZ, srcLOD;
+    int srcMemoryType;
+    const void *srcHost;
+    unsigned long long srcDevice;
+    void *srcArray, *reserved0;
+    size_t srcPitch, srcHeight;
+    size_t dstXInBytes, dstY, dstZ, dstLOD;
+    int dstMemoryType;
+    void *dstHost;
+    unsigned long long dstDevice;
+    void *dstArray, *reserved1;
+    size_t dstPitch, dstHeight;
+    size_t WidthInBytes, Height, Depth;
+} drv_memcpy3d_t;
+typedef struct {
+    void *srcArray;
+    size_t srcPos[3];
+    void *srcPtr;
+    size_t srcPitch, srcXsize, srcYsize;
+    void *dstArray;
+    size_t dstPos[3];
+    void *dstPtr;
+    size_t dstPitch, dstXsize, dstYsize;
+    size_t extent[3];
+    int kind;
+} rt_memcpy3d_t;
+enum { CU_MEMORYTYPE_HOST = 1, CU_MEMORYTYPE_DEVICE = 2, CU_MEMORYTYPE_ARRAY = 3, CU_MEMORYTYPE_UNIFIED = 4 };
+
+/* A side's pointer by its memory type (host, device, unified); NULL for arrays or an unknown type. */
+static void *side(int type, const void *host, unsigned long long dev)
+{
+    switch (type) {
+    case CU_MEMORYTYPE_HOST: return (void *)host;
+    case CU_MEMORYTYPE_DEVICE:
+    case CU_MEMORYTYPE_UNIFIED: return (void *)(uintptr_t)dev;
+    default: return NULL;
+    }
+}
+
+EXPORT CUresult cuGraphAddMemcpyNode(CUgraphNode *node, CUgraph g, const CUgraphNode *deps, size_t n,
+                                     const drv_memcpy3d_t *p, void *ctx)
+{
+    DRV_ENTER_CREATE(cuGraphAddMemcpyNode);
+    (void)ctx;
+    if (!p) return CUDA_ERROR_INVALID_VALUE;
+    rt_memcpy3d_t r = { 0 };
+    r.srcPtr = side(p->srcMemoryType, p->srcHost, p->srcDevice);
+    r.dstPtr = side(p->dstMemoryType, p->dstHost, p->dstDevice);
+    if (!r.srcPtr || !r.dstPtr || p->srcLOD || p->dstLOD) return CUDA_ERROR_INVALID_VALUE;
+    r.srcPos[0] = p->srcXInBytes; r.srcPos[1] = p->srcY; r.srcPos[2] = p->srcZ;
+    r.dstPos[0] = p->dstXInBytes; r.dstPos[1] = p->dstY; r.dstPos[2] = p->dstZ;
+    r.srcPitch = p->srcPitch; r.dstPitch = p->dstPitch;
+    r.extent[0] = p->WidthInBytes; r.extent[1] = p->Height; r.extent[2] = p->Depth;
+    r.kind = 4;
+    return RT(cudaGraphAddMemcpyNode(node, g, (void *const *)deps, n, &r));
+}
+
+/* CUDA_MEMSET_NODE_PARAMS and CUDA_HOST_NODE_PARAMS have the runtime's layouts; the context is the node's
+ * device's (the emulator's ranges say which). */
+EXPORT CUresult cuGraphAddMemsetNode(CUgraphNode *node, CUgraph g, const CUgraphNode *deps, size_t n,
+                                     const void *p, void *ctx)
+{
+    DRV_ENTER_CREATE(cuGraphAddMemsetNode);
+    (void)ctx;
+    return RT(cudaGraphAddMemsetNode(node, g, (void *const *)deps, n, p));
+}
+
+EXPORT CUresult cuGraphAddHostNode(CUgraphNode *node, CUgraph g, const CUgraphNode *deps, size_t n, const void *p)
+{
+    DRV_ENTER_CREATE(cuGraphAddHostNode);
+    return RT(cudaGraphAddHostNode(node, g, (void *const *)deps, n, p));
+}
+
+EXPORT CUresult cuGraphAddEventRecordNode(CUgraphNode *node, CUgraph g, const CUgraphNode *deps, size_t n, void *e)
+{
+    DRV_ENTER_CREATE(cuGraphAddEventRecordNode);
+    return RT(cudaGraphAddEventRecordNode(node, g, (void *const *)deps, n, e));
+}
+
+EXPORT CUresult cuGraphAddEventWaitNode(CUgraphNode *node, CUgraph g, const CUgraphNode *deps, size_t n, void *e)
+{
+    DRV_ENTER_CREATE(cuGraphAddEventWaitNode);
+    return RT(cudaGraphAddEventWaitNode(node, g, (void *const *)deps, n, e));
+}
+
+/* CUDA_MEM_ALLOC_NODE_PARAMS has the runtime's cudaMemAllocNodeParams layout (dptr: a CUdeviceptr). */
+EXPORT CUresult cuGraphAddMemAllocNode(CUgraphNode *node, CUgraph g, const CUgraphNode *deps, size_t n, void *p)
+{
+    DRV_ENTER_CREATE(cuGraphAddMemAllocNode);
+    return RT(cudaGraphAddMemAllocNode(node, g, (void *const *)deps, n, p));
+}
+
+EXPORT CUresult cuGraphAddMemFreeNode(CUgraphNode *node, CUgraph g, const CUgraphNode *deps, size_t n,
+                                      unsigned long long dptr)
+{
+    DRV_ENTER_CREATE(cuGraphAddMemFreeNode);
+    return RT(cudaGraphAddMemFreeNode(node, g, (void *const *)deps, n, (void *)(uintptr_t)dptr));
+}
+
+/* _v2 (CUDA 12.3; CUDA 13's plain names): with edge data. */
+EXPORT CUresult cuGraphAddDependencies_v2(CUgraph g, const CUgraphNode *from, const CUgraphNode *to,
+                                          const void *edges, size_t n)
+{
+    DRV_ENTER_CREATE(cuGraphAddDependencies);
+    return RT(cudaGraphAddDependencies(g, (void *const *)from, (void *const *)to, edges, n));
+}
+
+EXPORT CUresult cuGraphAddDependencies(CUgraph g, const CUgraphNode *from, const CUgraphNode *to, size_t n)
+{
+    return cuGraphAddDependencies_v2(g, from, to, NULL, n);
+}
+
+EXPORT CUresult cuGraphNodeGetDependencies_v2(CUgraphNode node, CUgraphNode *deps, void *edges, size_t *n)
+{
+    DRV_ENTER(cuGraphNodeGetDependencies);
+    return RT(cudaGraphNodeGetDependencies(node, deps, edges, n));
+}
+
+EXPORT CUresult cuGraphNodeGetDependencies(CUgraphNode node, CUgraphNode *deps, size_t *n)
+{
+    return cuGraphNodeGetDependencies_v2(node, deps, NULL, n);
+}
+
+EXPORT CUresult cuGraphClone(CUgraph *out, CUgraph g)
+{
+    DRV_ENTER_CREATE(cuGraphClone);
+    return RT(cudaGraphClone(out, g));
+}
+
+EXPORT CUresult cuGraphNodeFindInClone(CUgraphNode *out, CUgraphNode node, CUgraph clone)
+{
+    DRV_ENTER(cuGraphNodeFindInClone);
+    return RT(cudaGraphNodeFindInClone(out, node, clone));
+}
+
+/* CUDA 12's signature (CUgraphExecUpdateResultInfo has the runtime's layout). */
+EXPORT CUresult cuGraphExecUpdate_v2(CUgraphExec x, CUgraph g, void *info)
+{
+    DRV_ENTER(cuGraphExecUpdate_v2);
+    return RT(cudaGraphExecUpdate(x, g, info));
+}
+
 /* The per-thread default stream variants of the entry points that take a stream. */
 static CUstream ptds(CUstream s) { return s ? s : (CUstream)(uintptr_t)2; }
 EXPORT CUresult cuStreamBeginCapture_v2_ptsz(CUstream s, int mode) { return cuStreamBeginCapture_v2(ptds(s), mode); }
@@ -203,6 +394,25 @@ static const graph_proc_t graph_procs[] = {
     { "cuGraphUpload", 0, PTSZ(cuGraphUpload) },
     { "cuGraphLaunch", 0, PTSZ(cuGraphLaunch) },
     { "cuGraphExecDestroy", 0, SAME(cuGraphExecDestroy) },
+    { "cuGraphAddMemcpyNode", 0, SAME(cuGraphAddMemcpyNode) },
+    { "cuGraphAddMemsetNode", 0, SAME(cuGraphAddMemsetNode) },
+    { "cuGraphAddHostNode", 0, SAME(cuGraphAddHostNode) },
+    { "cuGraphAddEventRecordNode", 0, SAME(cuGraphAddEventRecordNode) },
+    { "cuGraphAddEventWaitNode", 0, SAME(cuGraphAddEventWaitNode) },
+    { "cuGraphAddMemAllocNode", 0, SAME(cuGraphAddMemAllocNode) },
+    { "cuGraphAddMemFreeNode", 0, SAME(cuGraphAddMemFreeNode) },
+    { "cuGraphAddDependencies", 0, SAME(cuGraphAddDependencies) },
+    { "cuGraphAddDependencies", 12030, SAME(cuGraphAddDependencies_v2) },
+    { "cuGraphNodeGetDependencies", 0, SAME(cuGraphNodeGetDependencies) },
+    { "cuGraphNodeGetDependencies", 12030, SAME(cuGraphNodeGetDependencies_v2) },
+    { "cuGraphClone", 0, SAME(cuGraphClone) },
+    { "cuGraphNodeFindInClone", 0, SAME(cuGraphNodeFindInClone) },
+    { "cuGraphExecUpdate", 12000, SAME(cuGraphExecUpdate_v2) },
+    { "cuUserObjectCreate", 0, SAME(cuUserObjectCreate) },
+    { "cuUserObjectRetain", 0, SAME(cuUserObjectRetain) },
+    { "cuUserObjectRelease", 0, SAME(cuUserObjectRelease) },
+    { "cuGraphRetainUserObject", 0, SAME(cuGraphRetainUserObject) },
+    { "cuGraphReleaseUserObject", 0, SAME(cuGraphReleaseUserObject) },
 };
 
 void *emu_graph_driver_proc(const char *name, size_t len, int version, int per_thread)

@@ -652,6 +652,52 @@ static void pool_use(mempool_t *mp, size_t cap)
 }
 
 /* cudaMallocAsync (pool NULL: the current pool of the stream's device) and cudaMallocFromPoolAsync. */
+/* n > 0 bytes from pool rec into a new allocation in the table (G held; dropped around the system
+ * allocation): NULL with *err when out of memory. */
+static alloc_t *pool_alloc(poolrec_t *rec, size_t n, cudaError_t *err)
+{
+    int dev = rec->dev;
+    *err = cudaErrorMemoryAllocation;
+    if (n > g_mem_total[dev] || n > SIZE_MAX - POOL_ROUND) return NULL;
+    size_t need = (n + POOL_ROUND - 1) / POOL_ROUND * POOL_ROUND;
+    mempool_t *mp = rec->mp;
+    block_t b;
+    if (!pool_take(mp, need, &b)) {
+        if (need > g_mem_total[dev] - g_mem_used[dev]) return NULL;
+        g_mem_used[dev] += need;    /* reserve before the (unlocked) allocation */
+        mp->reserved += need;
+        if (mp->reserved > mp->reserved_high) mp->reserved_high = mp->reserved;
+        pthread_mutex_unlock(&G);
+        void *mem = NULL;
+        if (posix_memalign(&mem, 256, need)) mem = NULL;
+        pthread_mutex_lock(&G);
+        if (!mem) {
+            g_mem_used[dev] -= need;
+            mp->reserved -= need;
+            return NULL;
+        }
+        b.base = mem;
+        b.cap = need;
+    }
+    alloc_t *a = calloc(1, sizeof *a);
+    if (!a || alloc_table_room()) {
+        free(a);
+        alloc_t tmp = { .base = b.base, .size = n, .device = dev, .pool = mp, .cap = b.cap };
+        pool_use(mp, b.cap);
+        pool_block_back(&tmp);
+        return NULL;
+    }
+    pool_use(mp, b.cap);
+    a->base = b.base;
+    a->size = n;
+    a->device = dev;
+    a->pool = mp;
+    a->cap = b.cap;
+    alloc_table_insert(a);
+    *err = cudaSuccess;
+    return a;
+}
+
 static cudaError_t malloc_async(void **p, size_t n, cudaStream_t h, cudaMemPool_t pool)
 {
     if (!p) return fail(cudaErrorInvalidValue);
@@ -663,7 +709,6 @@ static cudaError_t malloc_async(void **p, size_t n, cudaStream_t h, cudaMemPool_
         pthread_mutex_unlock(&G);
         return fail(s ? cudaErrorInvalidValue : err);
     }
-    int dev = rec->dev;
     ensure_ctx(s->device);
     if (s->cap && capture_invalidated(s)) {   /* emu_capture.c */
         pthread_mutex_unlock(&G);
@@ -674,58 +719,26 @@ static cudaError_t malloc_async(void **p, size_t n, cudaStream_t h, cudaMemPool_
         *p = NULL;
         return cudaSuccess;
     }
-    if (n > g_mem_total[dev] || n > SIZE_MAX - POOL_ROUND) {
+    alloc_t *a = pool_alloc(rec, n, &err);
+    if (!a) {
         pthread_mutex_unlock(&G);
-        return fail(cudaErrorMemoryAllocation);
+        return fail(err);
     }
-    size_t need = (n + POOL_ROUND - 1) / POOL_ROUND * POOL_ROUND;
-    mempool_t *mp = rec->mp;
-    block_t b;
-    if (!pool_take(mp, need, &b)) {
-        if (need > g_mem_total[dev] - g_mem_used[dev]) {
-            pthread_mutex_unlock(&G);
-            return fail(cudaErrorMemoryAllocation);
-        }
-        g_mem_used[dev] += need;    /* reserve before the (unlocked) allocation */
-        mp->reserved += need;
-        if (mp->reserved > mp->reserved_high) mp->reserved_high = mp->reserved;
-        pthread_mutex_unlock(&G);
-        void *mem = NULL;
-        if (posix_memalign(&mem, 256, need)) mem = NULL;
-        pthread_mutex_lock(&G);
-        if (!mem) {
-            g_mem_used[dev] -= need;
-            mp->reserved -= need;
-            pthread_mutex_unlock(&G);
-            return fail(cudaErrorMemoryAllocation);
-        }
-        b.base = mem;
-        b.cap = need;
-    }
-    alloc_t *a = calloc(1, sizeof *a);
-    if (!a || alloc_table_room()) {
-        free(a);
-        alloc_t tmp = { .base = b.base, .size = n, .device = dev, .pool = mp, .cap = b.cap };
-        pool_use(mp, b.cap);
-        pool_block_back(&tmp);
-        pthread_mutex_unlock(&G);
-        return fail(cudaErrorMemoryAllocation);
-    }
-    pool_use(mp, b.cap);
-    a->base = b.base;
-    a->size = n;
-    a->device = dev;
-    a->pool = mp;
-    a->cap = b.cap;
-    alloc_table_insert(a);
     if (s->cap && (err = capture_mem_alloc(s, a))) {    /* emu_capture.c: a graph allocation */
         alloc_unref(alloc_detach(alloc_exact(a->base)));
         pthread_mutex_unlock(&G);
         return fail(err);
     }
     pthread_mutex_unlock(&G);
-    *p = b.base;
+    *p = a->base;
     return cudaSuccess;
+}
+
+/* An explicit graph's alloc node (emu_graph_nodes.c): n > 0 bytes from device dev's default pool, G held
+ * (dropped around the system allocation); NULL with *err. */
+alloc_t *emu_graph_alloc(int dev, size_t n, cudaError_t *err)
+{
+    return pool_alloc(pool_lookup(pool_handle(dev)), n, err);
 }
 
 EXPORT cudaError_t cudaMallocAsync(void **p, size_t n, cudaStream_t h)
@@ -1363,6 +1376,11 @@ int emu_pointer_info(const void *p, emu_ptrinfo_t *out)
 int emu_mem_range(const void *p, size_t n, alloc_t **out)
 {
     return n ? dev_range(p, n, out) : 0;
+}
+
+int emu_mem_host_mapped(const void *p, size_t n)
+{
+    return host_mapped(p, n);
 }
 
 void emu_mem_release(alloc_t *a)

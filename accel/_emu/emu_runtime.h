@@ -58,6 +58,7 @@ enum {
     cudaErrorStreamCaptureUnjoined = 904, cudaErrorStreamCaptureIsolation = 905,
     cudaErrorStreamCaptureImplicit = 906,
     cudaErrorCapturedEvent = 907, cudaErrorStreamCaptureWrongThread = 908,
+    cudaErrorGraphExecUpdateFailure = 910,
 };
 enum { CUDA_SUCCESS = 0, CUDA_ERROR_INVALID_VALUE = 1, CUDA_ERROR_NOT_INITIALIZED = 3,
        CUDA_ERROR_INVALID_DEVICE = 101, CUDA_ERROR_UNKNOWN = 999 };
@@ -358,6 +359,13 @@ int capture_invalidated(const stream_t *s);
  * graph owns it until destroyed), a free node for a graph allocation of the same capture.  G held. */
 cudaError_t capture_mem_alloc(stream_t *s, alloc_t *a);
 cudaError_t capture_mem_free(stream_t *s, alloc_t *a);
+/* User objects whose last reference went (emu_graph_uobj.c): their destructors run, G NOT held. */
+extern atomic_int g_uo_ndead;
+void uo_run_dead_slow(void);
+static inline void uo_run_dead(void)
+{
+    if (atomic_load_explicit(&g_uo_ndead, memory_order_relaxed)) uo_run_dead_slow();
+}
 /* A stream leaving (destroyed / freed): out of its capture, its capture state freed.  G held. */
 void capture_stream_gone(stream_t *s);
 void capture_stream_free(stream_t *s);
@@ -366,6 +374,8 @@ void capture_stream_free(stream_t *s);
  * allocation, referenced into *out; 0 not device memory; -1 straddles an end), and the release of a
  * graph-owned allocation (taken out of the table unless freed already, then one reference dropped). */
 int emu_mem_range(const void *p, size_t n, alloc_t **out);
+int emu_mem_host_mapped(const void *p, size_t n);
+alloc_t *emu_graph_alloc(int dev, size_t n, cudaError_t *err);   /* from dev's default pool; G held */     /* [p, p+n) inside one pinned host range */
 void emu_mem_release(alloc_t *a);
 
 #pragma GCC visibility pop

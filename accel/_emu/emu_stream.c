@@ -134,8 +134,12 @@ static void stream_run(stream_t *s)
             break;
         case IT_SET:
             pthread_mutex_unlock(&G);
-            if (it->elem > 1) set_elems(it);
-            else memset(it->dst, it->value, it->n);
+            for (size_t r = 0, rows = it->rows > 1 ? it->rows : 1; r < rows; r++) {  /* 2-D: graph nodes */
+                item_t row = *it;
+                row.dst = (char *)it->dst + r * it->dpitch;
+                if (it->elem > 1) set_elems(&row);
+                else memset(row.dst, it->value, it->n);
+            }
             pthread_mutex_lock(&G);
             break;
         default:
@@ -489,6 +493,7 @@ EXPORT cudaError_t cudaStreamDestroy(cudaStream_t h)
     s->destroyed = 1;
     stream_maybe_free(s);
     pthread_mutex_unlock(&G);
+    uo_run_dead();                  /* a capture dropped with its graph: its user objects */
     return cudaSuccess;
 }
 

@@ -82,7 +82,10 @@ cdef class CUDAGraph:
         if not self._capturing:
             raise RuntimeError(_gc.NOT_BEGUN)
         cdef Stream s = <Stream>self._stream
-        if (<Stream>current_stream(s.device_index))._ptr != s._ptr:
+        cdef Stream cur = <Stream>current_stream()
+        if cur._ptr != s._ptr or cur.device_index != s.device_index:
+            if cur.device_index != s.device_index:
+                raise RuntimeError(_gc.DEVICE_SWITCHED.format(cur.device_index, s.device_index, s.device_index))
             raise RuntimeError(_gc.SAME_STREAM)
         c_ensure_init()
         cdef void* g = NULL

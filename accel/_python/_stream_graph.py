@@ -87,7 +87,10 @@ class CUDAGraph:
         if not self._capturing:
             raise RuntimeError(_gc.NOT_BEGUN)
         s = self._stream
-        if _current_stream(s.device_index)._ptr != s._ptr:
+        cur = _current_stream()
+        if cur._ptr != s._ptr or cur.device_index != s.device_index:
+            if cur.device_index != s.device_index:
+                raise RuntimeError(_gc.DEVICE_SWITCHED.format(cur.device_index, s.device_index, s.device_index))
             raise RuntimeError(_gc.SAME_STREAM)
         _c_ensure_init()
         t = _s._T
