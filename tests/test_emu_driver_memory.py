@@ -210,6 +210,46 @@ out(r)
                    "bad": [INVALID_DEVICE] + [INVALID_VALUE] * 4 + [INVALID_DEVICE] + [INVALID_VALUE] * 5}
 
 
+def test_pool_memory_is_copied_only_where_its_pool_grants_access(subprocess_python):
+    # cuda.core's test_peer_access_basic: a copy run on device 0 (its stream, or the current context for
+    # the NULL stream) of device 1's pool memory is CUDA_ERROR_INVALID_VALUE until the pool grants device 0
+    # access; cuMemAlloc memory and the pool's own device are not affected; a refused copy writes nothing.
+    got = _json(subprocess_python, """
+pool = VP(); assert cu.cuMemPoolCreate(R(pool), R(props(1))) == 0
+s0, s1 = VP(), VP()
+assert rt.cudaStreamCreate(R(s0)) == 0
+assert rt.cudaSetDevice(1) == 0 and rt.cudaStreamCreate(R(s1)) == 0 and rt.cudaSetDevice(0) == 0
+p1, d1 = D(), VP()
+assert cu.cuMemAllocFromPoolAsync(R(p1), 64, pool, s1) == 0
+assert rt.cudaSetDevice(1) == 0 and rt.cudaMalloc(R(d1), 64) == 0 and rt.cudaMemset(d1, 1, c.c_size_t(64)) == 0
+assert rt.cudaSetDevice(0) == 0
+assert cu.cuCtxSetCurrent(ctx0) == 0
+assert cu.cuMemsetD8Async(p1, 7, 64, s1) == 0 and rt.cudaStreamSynchronize(s1) == 0
+d1 = d1.value
+a = alloc(64)
+assert cu.cuMemsetD8_v2(a, 1, 64) == 0
+host = c.create_string_buffer(64)
+def tries():
+    return [cu.cuMemcpyAsync(p1, a, 64, s0), cu.cuMemcpyAsync(a, p1, 64, s0), cu.cuMemcpyDtoDAsync_v2(a, d1, 64, s0),
+            cu.cuMemcpyDtoH_v2(host, p1, 64), cu.cuMemcpy(a, p1, 0), cu.cuMemcpyAsync(d1, p1, 64, s1),
+            cu.cuMemcpy2D_v2(R(Copy2D(0, 0, 2, None, p1.value, None, 64, 0, 0, 1, c.addressof(host), 0, None, 64, 64, 1)))]
+r = {"before": tries()}
+assert rt.cudaStreamSynchronize(s0) == 0 and rt.cudaStreamSynchronize(s1) == 0
+def read1(d, n):           # device 1's pool memory, read on device 1
+    b = c.create_string_buffer(n)
+    assert cu.cuMemcpyDtoHAsync_v2(b, d, n, s1) == 0 and rt.cudaStreamSynchronize(s1) == 0
+    return b.raw
+r["untouched"] = [read1(p1.value, 4).hex(), read(a, 4).hex()]
+assert cu.cuMemPoolSetAccess(pool, R(Access(1, 0, 3)), 1) == 0
+r["granted"] = tries()
+assert cu.cuMemPoolSetAccess(pool, R(Access(1, 0, 0)), 1) == 0
+r["revoked"] = tries()
+out(r)
+""")
+    refused = [INVALID_VALUE, INVALID_VALUE, OK, INVALID_VALUE, OK, OK, INVALID_VALUE]
+    assert got == {"before": refused, "untouched": ["07070707", "01010101"], "granted": [OK] * 7, "revoked": refused}
+
+
 def test_pinned_and_managed_memory(subprocess_python):
     got = _json(subprocess_python, """
 h, dp = VP(), D()

@@ -186,11 +186,42 @@ EXPORT CUresult cuMemSetMemPool(const CUmemLocation *loc, int type, CUmemoryPool
 /* ------------------------------------------------------------ copies and sets */
 
 enum { KIND_H2D = 1, KIND_D2H = 2, KIND_D2D = 3, KIND_DEFAULT = 4 };
+int cudaStreamGetDevice(void *, int *);
+
+/* The device a copy on stream s runs on: the stream's, or the current context's for the NULL, legacy
+ * and per-thread streams; -1 for a handle that is no stream (the copy itself then says so). */
+static int copy_device(CUstream s)
+{
+    int dev = -1;
+    if ((uintptr_t)s <= 2) return ctx_device(current_ctx());
+    return RT(cudaStreamGetDevice(s, &dev)) ? -1 : dev;
+}
+
+/* A stream-ordered pool's memory is reached only from its own device and the devices its pool grants
+ * access (cuMemPoolSetAccess): a copy that runs on another device is CUDA_ERROR_INVALID_VALUE, as the
+ * real driver answers (peer access of contexts does not extend to pools). */
+static CUresult reachable(const void *p, int dev)
+{
+    emu_ptrinfo_t in;
+    int flags = 0;
+    if (dev < 0 || !emu_pointer_info(p, &in) || !in.pool || in.device == dev) return CUDA_SUCCESS;
+    CUmemLocation loc = { LOC_DEVICE, dev };
+    if (RT(cudaMemPoolGetAccess(&flags, in.pool, &loc)) || !flags) return CUDA_ERROR_INVALID_VALUE;
+    return CUDA_SUCCESS;
+}
+
+static CUresult copy_reaches(const void *dst, const void *src, CUstream s)
+{
+    int dev = copy_device(s);
+    CUresult r = reachable(dst, dev);
+    return r ? r : reachable(src, dev);
+}
 
 static CUresult copy(CUdeviceptr dst, CUdeviceptr src, size_t n, int kind, CUstream s, int sync)
 {
     NEED_CTX();
-    return RT(emu_copy(DP(dst), n, DP(src), n, n, 1, kind, s, sync));
+    CUresult r = n ? copy_reaches(DP(dst), DP(src), s) : CUDA_SUCCESS;
+    return r ? r : RT(emu_copy(DP(dst), n, DP(src), n, n, 1, kind, s, sync));
 }
 
 #define COPY_FN(name, params, dst, src, n, kind, s, sync) \
@@ -269,6 +300,8 @@ static CUresult copy2d(const CUDA_MEMCPY2D *c, CUstream s, int sync)
     if (c->Height > 1 && (c->srcPitch < c->WidthInBytes || c->dstPitch < c->WidthInBytes))
         return CUDA_ERROR_INVALID_VALUE;
     int kind = sd && dd ? KIND_D2D : sd ? KIND_D2H : dd ? KIND_H2D : KIND_DEFAULT;
+    CUresult r = c->WidthInBytes && c->Height ? copy_reaches(dst, src, s) : CUDA_SUCCESS;
+    if (r) return r;
     return RT(emu_copy(dst, c->dstPitch, src, c->srcPitch, c->WidthInBytes, c->Height, kind, s, sync));
 }
 
