@@ -156,6 +156,13 @@ CASES = {
     "cuIpcCloseMemHandle": ("cu.cuIpcCloseMemHandle(dsrc)", "assert rt.cudaIpcOpenMemHandle(c.byref(c.c_void_p()), ipc, 0) == 0"),
     "cuPointerGetAttribute": ("cu.cuPointerGetAttribute(ob, 2, dsrc)",),
     "cuPointerGetAttributes": ("cu.cuPointerGetAttributes(2, attrs, datas, dsrc)",),
+    "cuMemAdvise": ("cu.cuMemAdvise(man, c.c_size_t(4096), 1, 0)", "probes = [read_mostly]",
+                    "cu.cuMemAdvise(man, c.c_size_t(4096), 2, 0)"),
+    "cuMemAdvise_v2": ("cu.cuMemAdvise_v2(man, c.c_size_t(4096), 1, location(0))", "probes = [read_mostly]",
+                       "cu.cuMemAdvise_v2(man, c.c_size_t(4096), 2, location(0))"),
+    "cuMemRangeGetAttribute": ("cu.cuMemRangeGetAttribute(ob, c.c_size_t(4), 1, man, c.c_size_t(4096))",),
+    "cuMemRangeGetAttributes": ("cu.cuMemRangeGetAttributes(datas, range_sizes, range_attrs, c.c_size_t(2), man, "
+                                "c.c_size_t(4096))",),
 }
 
 SCRIPT = """
@@ -219,6 +226,12 @@ def fill_pool():           # leaves a free block reserved in upool
     assert rt.cudaMemPoolSetAttribute(upool, 4, c.byref(c.c_uint64(1 << 30))) == 0
     assert rt.cudaMallocFromPoolAsync(c.byref(p), 4096, upool, s0) == 0 and rt.cudaFreeAsync(p, s0) == 0
     assert rt.cudaStreamSynchronize(s0) == 0
+man = c.c_void_p()         # managed memory, for the advice calls
+assert rt.cudaMallocManaged(c.byref(man), 4096, 1) == 0
+man = c.c_uint64(man.value)
+range_sizes, range_attrs = (SZ * 2)(4, 4), (c.c_int * 2)(1, 5)
+def read_mostly():
+    v = c.c_int(); r = cu.cuMemRangeGetAttribute(c.byref(v), c.c_size_t(4), 1, man, c.c_size_t(4096)); return [r, v.value]
 def pointer_type(p):
     at = (c.c_int * 8)(); r = rt.cudaPointerGetAttributes(at, p); return [r, at[0]]
 def api_version(ctx):

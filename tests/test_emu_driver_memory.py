@@ -70,6 +70,8 @@ SIGS = dict(
     cuCtxGetCurrent=[P(VP)], cuCtxGetDevice=[P(I)], cuCtxGetApiVersion=[VP, P(U)], cuCtxGetId=[VP, P(c.c_ulonglong)],
     cuCtxSetLimit=[I, SZ], cuCtxGetLimit=[P(SZ), I], cuDevicePrimaryCtxRetain=[P(VP), I],
     cuDevicePrimaryCtxReset_v2=[I], cuCtxGetFlags=[P(U)],
+    cuMemAdvise_v2=[D, SZ, I, Location], cuMemAdvise=[D, SZ, I, I], cuMemRangeGetAttribute=[VP, SZ, I, D, SZ],
+    cuMemRangeGetAttributes=[P(VP), P(SZ), P(I), SZ, D, SZ],
 )
 for name, args in SIGS.items():
     getattr(cu, name).argtypes = args
@@ -282,6 +284,62 @@ out(r)
                    "host_alloc": [OK, OK, INVALID_VALUE, INVALID_VALUE, INVALID_VALUE, INVALID_VALUE, INVALID_VALUE],
                    "managed": ["42424242", [OK, 1], [OK, 2], 3, INVALID_VALUE, INVALID_VALUE, INVALID_VALUE],
                    "runtime_managed": [OK, INVALID_VALUE, OK]}
+
+
+def test_managed_memory_advice(subprocess_python):
+    # cuda.core's ManagedBuffer.read_mostly / preferred_location / accessed_by: advice is recorded per
+    # managed allocation and read back as the driver reports it; a freed allocation's advice goes with it
+    got = _json(subprocess_python, """
+def ra(m, a, n=4, size=4):
+    v = (I * (size // 4))(*([77] * (size // 4))); r = cu.cuMemRangeGetAttribute(v, size, a, m, n); return [r] + list(v)
+m = D(); assert cu.cuMemAllocManaged(R(m), 4096, 1) == 0
+m = m.value
+r = {"fresh": [ra(m, a)[1] for a in range(1, 9)] + [ra(m, 3, size=12)[1:]]}
+assert cu.cuMemAdvise_v2(m, 4096, 1, Location(0, 0)) == 0 and cu.cuMemAdvise_v2(m, 4096, 3, Location(1, 1)) == 0
+assert cu.cuMemAdvise_v2(m, 4096, 5, Location(1, 1)) == 0 and cu.cuMemAdvise_v2(m, 4096, 5, Location(2, 0)) == 0
+r["set"] = [ra(m + 100, a, 8)[1] for a in (1, 2, 5, 6)] + [ra(m, 3, size=12)[1:], ra(m, 3, size=4)[1:]]
+assert cu.cuMemAdvise_v2(m, 4096, 3, Location(3, 0)) == 0
+r["host_numa"] = [ra(m, a)[1] for a in (2, 5, 6)]
+assert cu.cuMemAdvise_v2(m, 4096, 3, Location(4, 0)) == 0
+r["numa_current"] = [ra(m, a)[1] for a in (5, 6)]
+assert cu.cuMemAdvise(m, 4096, 3, -1) == 0 and cu.cuMemAdvise(m, 4096, 6, -1) == 0
+r["v1_host"] = [ra(m, a)[1] for a in (2, 5)] + [ra(m, 3, size=8)[1:]]
+assert cu.cuMemAdvise_v2(m, 4096, 2, Location(0, 0)) == 0 and cu.cuMemAdvise_v2(m, 4096, 4, Location(0, 0)) == 0
+assert cu.cuMemAdvise_v2(m, 4096, 6, Location(1, 1)) == 0
+r["unset"] = [ra(m, a)[1] for a in (1, 2, 5, 6)] + [ra(m, 3, size=8)[1:]]
+vals = [(I * 1)(), (I * 2)()]
+data = (VP * 2)(*[c.addressof(v) for v in vals]); sizes = (SZ * 2)(4, 8); attrs = (I * 2)(1, 3)
+assert cu.cuMemAdvise_v2(m, 4096, 1, Location(0, 0)) == 0
+r["several"] = [cu.cuMemRangeGetAttributes(data, sizes, attrs, 2, m, 4096), list(vals[0]), list(vals[1])]
+a = alloc()
+pinned = VP(); assert cu.cuMemAllocHost_v2(R(pinned), 64) == 0
+r["bad_advise"] = [cu.cuMemAdvise_v2(a, 64, 1, Location(0, 0)), cu.cuMemAdvise_v2(pinned.value, 64, 1, Location(0, 0)),
+                   cu.cuMemAdvise_v2(m, 0, 1, Location(0, 0)), cu.cuMemAdvise_v2(m, 4097, 1, Location(0, 0)),
+                   cu.cuMemAdvise_v2(m, 4096, 7, Location(0, 0)), cu.cuMemAdvise_v2(m, 4096, 0, Location(0, 0)),
+                   cu.cuMemAdvise_v2(m, 4096, 3, Location(1, 9)), cu.cuMemAdvise_v2(m, 4096, 3, Location(0, 0)),
+                   cu.cuMemAdvise_v2(m, 4096, 3, Location(3, 1)), cu.cuMemAdvise_v2(m, 4096, 5, Location(3, 0)),
+                   cu.cuMemAdvise_v2(m, 4096, 5, Location(4, 0)), cu.cuMemAdvise_v2(m, 64, 2, Location(0, 0)),
+                   cu.cuMemAdvise_v2(m + 64, 4032, 2, Location(0, 0)), cu.cuMemAdvise(m, 4096, 5, 9)]
+r["bad_query"] = [ra(a, 1, 64)[0], ra(m, 1, 0)[0], ra(m, 1, 4097)[0], ra(m, 9)[0], ra(m, 0)[0], ra(m, 1, size=8)[0],
+                  ra(m, 3, size=6)[0], cu.cuMemRangeGetAttribute(None, 4, 1, m, 4),
+                  cu.cuMemRangeGetAttributes(data, sizes, attrs, 0, m, 4096),
+                  cu.cuMemRangeGetAttributes(None, sizes, attrs, 2, m, 4096)]
+r["unchanged"] = [ra(m, a)[1] for a in (1, 2, 5, 6)] + [ra(m, 3, size=8)[1:]]
+r["after_bad"] = [list(vals[0]), list(vals[1])]
+assert cu.cuMemFree_v2(m) == 0
+m2 = D(); assert cu.cuMemAllocManaged(R(m2), 4096, 1) == 0
+r["freed"] = [ra(m, 1)[0], m2.value == m or None, ra(m2.value, 1)[1], ra(m2.value, 2)[1]]
+out(r)
+""")
+    NONE, CPU = -2, -1
+    assert got == {"fresh": [0, NONE, NONE, NONE, 0, NONE, 0, NONE, [NONE] * 3],
+                   "set": [1, 1, 1, 1, [1, CPU, NONE], [1]], "host_numa": [CPU, 3, 0], "numa_current": [3, 0],
+                   "v1_host": [CPU, 2, [1, NONE]], "unset": [0, NONE, 0, NONE, [NONE, NONE]],
+                   "several": [OK, [1], [NONE, NONE]],
+                   "bad_advise": [INVALID_VALUE] * 6 + [INVALID_DEVICE] + [INVALID_VALUE] * 4 + [NOT_SUPPORTED] * 2
+                   + [INVALID_DEVICE],
+                   "bad_query": [INVALID_VALUE] * 10, "unchanged": [1, NONE, 0, NONE, [NONE, NONE]],
+                   "after_bad": [[1], [NONE, NONE]], "freed": [INVALID_VALUE, got["freed"][1], 0, NONE]}
 
 
 def test_ipc_memory_handles_and_pointer_attributes(subprocess_python):

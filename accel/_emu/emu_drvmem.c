@@ -149,7 +149,6 @@ POOL_FN(cuDeviceSetMemPool, (CUdevice dev, CUmemoryPool pool), cudaDeviceSetMemP
 
 /* CUDA 13's pool of a location and allocation type: device locations are cuDeviceGet/SetMemPool; pools of
  * host or managed memory are not modelled (CUDA_ERROR_NOT_SUPPORTED, logged with ACCEL_EMU_TRACE=1). */
-typedef struct { int type, id; } CUmemLocation;
 enum { LOC_DEVICE = 1, ALLOC_PINNED = 1 };
 
 static CUresult location_pool(const CUmemLocation *loc, int type)
@@ -530,6 +529,8 @@ const proc_t emu_drvmem_procs[] = {
     PROC_V("cuMemHostGetDevicePointer", 0, cuMemHostGetDevicePointer_v2)
     PROC(cuIpcGetMemHandle) PROC_V("cuIpcOpenMemHandle", 0, cuIpcOpenMemHandle_v2) PROC(cuIpcCloseMemHandle)
     PROC(cuPointerGetAttribute) PROC(cuPointerGetAttributes)
+    PROC(cuMemAdvise) PROC_V("cuMemAdvise", 12020, cuMemAdvise_v2) PROC(cuMemRangeGetAttribute)
+    PROC(cuMemRangeGetAttributes)
 };
 const size_t emu_drvmem_nprocs = sizeof emu_drvmem_procs / sizeof *emu_drvmem_procs;
 

@@ -160,8 +160,10 @@ EXPORT cudaError_t cudaFree(void *p)
     pthread_mutex_lock(&G);
     long i = alloc_floor(p);
     alloc_t *a = (i >= 0 && g_allocs[i]->base == p) ? g_allocs[i] : NULL;
+    int managed = a && a->managed;
     if (a) alloc_unref(alloc_detach(i));
     pthread_mutex_unlock(&G);
+    if (managed && emu_advice_forget) emu_advice_forget(p);
     return a ? cudaSuccess : fail(cudaErrorInvalidValue);
 }
 
