@@ -545,6 +545,24 @@ out([[getattr(cu, n)() for n in {names!r}], found])
             in proc.stderr
 
 
+def test_pool_sharing_between_processes_says_not_supported(subprocess_python):
+    # a pool's shareable handle would name memory in another process's emulated machine (cuda.core's
+    # ipc_enabled memory resources): the entry points exist, and say so
+    names = ["cuMemPoolExportToShareableHandle", "cuMemPoolImportFromShareableHandle", "cuMemPoolExportPointer",
+             "cuMemPoolImportPointer"]
+    proc = _run(subprocess_python, f"""
+fn = VP()
+cu.cuGetProcAddress_v2.argtypes = [c.c_char_p, P(VP), I, c.c_ulonglong, VP]
+found = [cu.cuGetProcAddress_v2(n.encode(), R(fn), 13000, 0, None) == 0 and bool(fn.value) for n in {names!r}]
+out([[getattr(cu, n)() for n in {names!r}], found])
+""", env={"ACCEL_EMU_TRACE": "1"})
+    codes, found = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert codes == [NOT_SUPPORTED] * len(names) and all(found)
+    for n in names:
+        assert f"accel emu: {n} is not supported by the emulated runtime (returns CUDA_ERROR_NOT_SUPPORTED)" \
+            in proc.stderr
+
+
 @_fx.needs_cuda_core
 def test_cuda_core_allocates_on_the_emulator(subprocess_python):
     # Device.allocate goes through cuMemAllocFromPoolAsync on the device's memory pool (issue 18)
