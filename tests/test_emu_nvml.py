@@ -128,6 +128,8 @@ nvmlDeviceGetCpuAffinityWithinScope h cpuset val0
 nvmlDeviceGetCpuAffinity        h cpuset
 nvmlDeviceGetMemoryAffinity     h cpuset val1
 nvmlDeviceSetPersistenceMode    h val0              4
+nvmlDeviceGetSupportedEventTypes h ull
+nvmlEventSetCreate              hout
 """
 
 SWEEP = r"""
@@ -441,6 +443,67 @@ def test_topology_affinity_performance_states_and_setters(subprocess_python):
     assert out["offsets"] == [[0, 0, 0, 0], [0, 0, 0, 0], [2, 9, 9, 9], [6, 9, 9, 9], [2, 9, 9, 9]]
     assert out["persistence"] == [4, 2, 0, 1]
     assert out["uuid"] == [0, 2, 6, 6]
+
+
+EVENTS = r"""
+import ctypes as c, json, os, time
+lib = c.CDLL(os.environ["NVML_LIB"])
+U, I, ULL, VP = c.c_uint, c.c_int, c.c_ulonglong, c.c_void_p
+class Data(c.Structure): _fields_ = [("device", VP), ("type", ULL), ("data", ULL), ("gi", U), ("ci", U)]
+class SetReq(c.Structure): _fields_ = [("version", U), ("set", VP)]
+class RegReq(c.Structure): _fields_ = [("version", U), ("types", ULL), ("set", VP)]
+class WaitReq(c.Structure): _fields_ = [("version", U), ("timeout", U), ("set", VP), ("data", VP), ("size", U), ("count", U)]
+class Field(c.Structure): _fields_ = [("id", U), ("scope", U), ("ts", c.c_longlong), ("lat", c.c_longlong),
+                                      ("vtype", I), ("ret", I), ("value", ULL)]
+lib.nvmlDeviceRegisterEvents.argtypes = [VP, ULL, VP]
+lib.nvmlEventSetWait_v2.argtypes = [VP, VP, U]
+lib.nvmlEventSetFree.argtypes = [VP]
+out = {"uninit": [lib.nvmlEventSetCreate(c.byref(VP())), lib.nvmlSystemEventSetCreate(c.byref(SetReq(0x01000010)))]}
+assert lib.nvmlInit_v2() == 0
+h = VP(); assert lib.nvmlDeviceGetHandleByIndex_v2(0, c.byref(h)) == 0
+types = ULL(); assert lib.nvmlDeviceGetSupportedEventTypes(h, c.byref(types)) == 0
+s = VP(); assert lib.nvmlEventSetCreate(c.byref(s)) == 0
+d = Data()
+t0 = time.monotonic()
+out["device"] = [types.value, lib.nvmlDeviceRegisterEvents(h, 8, s), lib.nvmlDeviceRegisterEvents(h, 0, s),
+                 lib.nvmlDeviceRegisterEvents(h, 1 << 40, s), lib.nvmlDeviceRegisterEvents(VP(0x10), 8, s),
+                 lib.nvmlDeviceRegisterEvents(h, 8, VP(0x1234)), lib.nvmlEventSetWait_v2(s, c.byref(d), 200),
+                 lib.nvmlEventSetWait_v2(s, None, 10), lib.nvmlEventSetWait_v2(VP(0x1234), c.byref(d), 10)]
+out["waited"] = time.monotonic() - t0 >= 0.2
+out["free"] = [lib.nvmlEventSetFree(s), lib.nvmlEventSetFree(s), lib.nvmlEventSetWait_v2(s, c.byref(d), 10),
+               lib.nvmlEventSetCreate(None)]
+cr = SetReq(0x01000010)
+out["system"] = [lib.nvmlSystemEventSetCreate(c.byref(SetReq(0x01000011))), lib.nvmlSystemEventSetCreate(None),
+                 lib.nvmlSystemEventSetCreate(c.byref(cr)), bool(cr.set),
+                 lib.nvmlSystemRegisterEvents(c.byref(RegReq(0x01000018, 1, cr.set))),
+                 lib.nvmlSystemRegisterEvents(c.byref(RegReq(0x01000018, 4, cr.set))),
+                 lib.nvmlSystemRegisterEvents(c.byref(RegReq(0x01000018, 1, s))),
+                 lib.nvmlEventSetWait_v2(cr.set, c.byref(d), 10)]
+buf = (c.c_char * 64)()
+w = WaitReq(0x01000020, 50, cr.set, c.addressof(buf), 1, 77)
+out["system_wait"] = [lib.nvmlSystemEventSetWait(c.byref(w)), w.count,
+                      lib.nvmlSystemEventSetWait(c.byref(WaitReq(0x01000020, 50, cr.set, None, 1, 0))),
+                      lib.nvmlSystemEventSetFree(c.byref(SetReq(0x01000010, cr.set))),
+                      lib.nvmlSystemEventSetFree(c.byref(SetReq(0x01000010, cr.set)))]
+fv = (Field * 2)(Field(83), Field(94))
+out["fields"] = [lib.nvmlDeviceGetFieldValues(h, 2, fv), [[f.id, f.ret, f.ts > 0] for f in fv],
+                 lib.nvmlDeviceGetFieldValues(h, 0, None), lib.nvmlDeviceGetFieldValues(h, -1, fv),
+                 lib.nvmlDeviceGetFieldValues(h, 2, None), lib.nvmlDeviceGetFieldValues(VP(0x10), 2, fv),
+                 lib.nvmlDeviceClearFieldValues(h, 1, fv)]
+print(json.dumps(out))
+"""
+
+
+@needs_emu
+def test_event_sets_and_field_values(subprocess_python):
+    # no event ever comes (waits time out); field values succeed with each field NOT_SUPPORTED
+    out = _json(subprocess_python, EVENTS, NVML_LIB=_lib.emu_path(), ACCEL_EMU_PROFILE="h100")
+    assert out["uninit"] == [1, 1]
+    assert out["device"] == [0x1f, 0, 0, 3, 2, 2, 10, 2, 2] and out["waited"]
+    assert out["free"] == [0, 2, 2, 2]
+    assert out["system"] == [25, 2, 0, True, 0, 3, 2, 2]
+    assert out["system_wait"] == [10, 77, 2, 0, 2]
+    assert out["fields"] == [0, [[83, 3, True], [94, 3, True]], 0, 2, 2, 2, 0]
 
 
 @needs_emu

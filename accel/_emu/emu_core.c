@@ -9,7 +9,8 @@
  * (streams, the worker pool, host functions, fork/unload), emu_event.c
  * (events, IPC event handles), emu_memory.c (allocations, copies, pools,
  * pinned host memory), emu_profiles.c (what board each device is),
- * emu_nvml.c, emu_nvml_device.c and emu_nvml_topology.c (NVML over the physical devices);
+ * emu_nvml.c, emu_nvml_device.c, emu_nvml_topology.c and emu_nvml_events.c (NVML over the physical
+ * devices);
  * shared state and hot helpers in emu_runtime.h.  The
  * stand-ins add emu_driver.c, emu_drvmem.c and emu_drvmanaged.c (the libcuda.so.1 driver layer) and
  * emu_standin.c (the other libcudart.so.13 exports); the libcudart.so.12
