@@ -207,9 +207,42 @@ out(r)
                    "access": [OK, 0, OK, OK, 3, INVALID_VALUE, INVALID_DEVICE, INVALID_VALUE],
                    "attrs": [OK, INVALID_VALUE, OK, INVALID_VALUE],
                    "after_destroy": [True, INVALID_VALUE, INVALID_VALUE, INVALID_VALUE, INVALID_VALUE],
-                   "location": [OK, True, OK, NOT_SUPPORTED, NOT_SUPPORTED, INVALID_VALUE, INVALID_VALUE, NOT_SUPPORTED,
-                                OK, INVALID_DEVICE, NOT_SUPPORTED, NOT_SUPPORTED],
+                   "location": [OK, True, OK, NOT_SUPPORTED, OK, INVALID_VALUE, INVALID_VALUE, OK,
+                                OK, INVALID_DEVICE, NOT_SUPPORTED, OK],
                    "bad": [INVALID_DEVICE] + [INVALID_VALUE] * 4 + [INVALID_DEVICE] + [INVALID_VALUE] * 5}
+
+
+def test_pools_of_managed_memory(subprocess_python):
+    # cuda.core's ManagedMemoryResource: the location's managed pool (a device, the host, or none) is made on
+    # first use, can be replaced, and gives managed memory; created managed pools likewise
+    got = _json(subprocess_python, """
+s = VP(); assert rt.cudaStreamCreate(R(s)) == 0
+pools = {}
+for name, loc in (("dev1", Location(1, 1)), ("host", Location(2, 0)), ("none", Location(0, 0))):
+    p, q, dflt = VP(), VP(), VP()
+    assert cu.cuMemGetMemPool(R(p), R(loc), 2) == 0 and cu.cuMemGetMemPool(R(q), R(loc), 2) == 0
+    assert cu.cuMemGetDefaultMemPool(R(dflt), R(loc), 2) == 0
+    pools[name] = [p.value == q.value == dflt.value, p.value]
+r = {"distinct": len({v[1] for v in pools.values()}) == 3 and all(v[0] for v in pools.values())}
+free0 = free_bytes()
+d = D(); assert cu.cuMemAllocFromPoolAsync(R(d), 1000, VP(pools["none"][1]), s) == 0
+r["managed"] = [attr(d.value, 8, I), attr(d.value, 9, I), free0 - free_bytes()]
+assert cu.cuMemcpyHtoDAsync_v2(d, b"abcd", 4, s) == 0 and rt.cudaStreamSynchronize(s) == 0
+r["host_reads"] = c.string_at(d.value, 4).decode()
+advice = cu.cuMemAdvise_v2(d, 1000, 1, Location(0, 0))
+assert cu.cuMemFreeAsync(d, s) == 0 and rt.cudaStreamSynchronize(s) == 0
+created = VP(); assert cu.cuMemPoolCreate(R(created), R(Props(2, 0, 1, 1))) == 0
+host_created = VP(); assert cu.cuMemPoolCreate(R(host_created), R(Props(2, 0, 2, 0))) == 0
+r["set"] = [advice, cu.cuMemSetMemPool(R(Location(1, 1)), 2, created), cu.cuMemGetMemPool(R(created), R(Location(1, 1)), 2),
+            created.value != pools["dev1"][1], cu.cuMemSetMemPool(R(Location(1, 1)), 2, VP(0x1234)),
+            cu.cuMemSetMemPool(R(Location(1, 9)), 2, created), cu.cuMemGetMemPool(R(created), R(Location(6, 0)), 2)]
+assert cu.cuMemAllocFromPoolAsync(R(d), 64, created, s) == 0
+r["created"] = [attr(d.value, 8, I), attr(d.value, 9, I)]
+out(r)
+""")
+    assert got == {"distinct": True, "managed": [[OK, 1], [OK, 0], 1024], "host_reads": "abcd",
+                   "set": [OK, OK, OK, True, INVALID_VALUE, INVALID_DEVICE, NOT_SUPPORTED],
+                   "created": [[OK, 1], [OK, 1]]}
 
 
 def test_pool_memory_is_copied_only_where_its_pool_grants_access(subprocess_python):

@@ -321,6 +321,7 @@ struct mempool {
     uint64_t reserved, reserved_high, used, used_high;
     block_t *blocks;                /* free blocks (reserved, unused) */
     size_t nblocks, capblocks;
+    int managed;                    /* a pool of managed memory (its allocations are managed) */
 };
 
 static mempool_t g_pools[MAX_DEVICES];
@@ -512,6 +513,7 @@ static cudaError_t malloc_async(void **p, size_t n, cudaStream_t h, cudaMemPool_
     a->device = dev;
     a->pool = mp;
     a->cap = b.cap;
+    a->managed = mp->managed;
     alloc_table_insert(a);
     pthread_mutex_unlock(&G);
     *p = b.base;
@@ -554,6 +556,7 @@ EXPORT cudaError_t cudaFreeAsync(void *ptr, cudaStream_t h)
     }
     ensure_ctx(s->device);
     alloc_detach(i);
+    int managed = a->managed;
     if (!s->head && s->state == ST_IDLE) {
         free(it);               /* nothing queued: the stream reaches the free now */
         alloc_unref(a);
@@ -563,6 +566,7 @@ EXPORT cudaError_t cudaFreeAsync(void *ptr, cudaStream_t h)
         enqueue_raw(s, it);
     }
     pthread_mutex_unlock(&G);
+    if (managed && emu_advice_forget) emu_advice_forget(ptr);
     return cudaSuccess;
 }
 
@@ -839,11 +843,11 @@ EXPORT cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *at, co
 /* ------------------------------------------------------------- created pools */
 
 struct cudaMemPoolProps_head { int allocType, handleTypes, locType, locId; };
-enum { cudaMemAllocationTypePinned = 1, cudaMemLocationTypeDevice = 1,
+enum { cudaMemAllocationTypePinned = 1, cudaMemAllocationTypeManaged = 2, cudaMemLocationTypeDevice = 1,
        cudaMemAccessFlagsProtNone = 0, cudaMemAccessFlagsProtReadWrite = 3 };
 
-/* Pinned device memory on one device (pools of host or managed memory are not modelled:
- * cudaErrorNotSupported).  maxSize and the export handle types are accepted and not enforced.  A destroyed pool's handle is invalid at once; its free blocks are
+/* Pinned device memory on one device, or managed memory preferring a device or the host (counted against
+ * that device, or the current one); pools of pinned host memory are not modelled (cudaErrorNotSupported).  maxSize and the export handle types are accepted and not enforced.  A destroyed pool's handle is invalid at once; its free blocks are
  * released, and the blocks of allocations still live are released as they are freed (its release
  * threshold becomes 0); its small bookkeeping record stays allocated. */
 EXPORT cudaError_t cudaMemPoolCreate(cudaMemPool_t *out, const void *props)
@@ -853,11 +857,14 @@ EXPORT cudaError_t cudaMemPoolCreate(cudaMemPool_t *out, const void *props)
     if (!out || !props) return fail(cudaErrorInvalidValue);
     struct cudaMemPoolProps_head pr;
     memcpy(&pr, props, sizeof pr);
-    if (pr.allocType == 2 || (pr.allocType == cudaMemAllocationTypePinned && pr.locType >= 2 && pr.locType <= 4))
-        return fail(cudaErrorNotSupported);    /* managed memory; host, host NUMA node, current host NUMA node */
-    if (pr.allocType != cudaMemAllocationTypePinned || pr.locType != cudaMemLocationTypeDevice)
+    int managed = pr.allocType == cudaMemAllocationTypeManaged, dev = pr.locId;
+    if (pr.allocType == cudaMemAllocationTypePinned && pr.locType >= 2 && pr.locType <= 4)
+        return fail(cudaErrorNotSupported);    /* host, host NUMA node, current host NUMA node */
+    if (managed && (pr.locType == 0 || (pr.locType >= 2 && pr.locType <= 4)))
+        dev = t_dev;                           /* no or a host preference: counted on the current device */
+    else if ((pr.allocType != cudaMemAllocationTypePinned && !managed) || pr.locType != cudaMemLocationTypeDevice)
         return fail(cudaErrorInvalidValue);
-    if (pr.locId < 0 || pr.locId >= g_ndev) return fail(cudaErrorInvalidDevice);
+    if (dev < 0 || dev >= g_ndev) return fail(cudaErrorInvalidDevice);
     poolrec_t *rec = calloc(1, sizeof *rec);
     mempool_t *mp = calloc(1, sizeof *mp);
     pthread_mutex_lock(&G);
@@ -871,8 +878,9 @@ EXPORT cudaError_t cudaMemPoolCreate(cudaMemPool_t *out, const void *props)
     if (ok) {
         mp->ready = 1;
         mp->reuse[0] = mp->reuse[1] = mp->reuse[2] = 1;
+        mp->managed = managed;
         rec->mp = mp;
-        rec->dev = pr.locId;
+        rec->dev = dev;
         g_upools[g_nupools] = rec;
         *out = pool_handle_of(MAX_DEVICES + g_nupools++);
     }
