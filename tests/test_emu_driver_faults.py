@@ -161,6 +161,18 @@ CASES = {
     "cuMemAdvise_v2": ("cu.cuMemAdvise_v2(man, c.c_size_t(4096), 1, location(0))", "probes = [read_mostly]",
                        "cu.cuMemAdvise_v2(man, c.c_size_t(4096), 2, location(0))"),
     "cuMemRangeGetAttribute": ("cu.cuMemRangeGetAttribute(ob, c.c_size_t(4), 1, man, c.c_size_t(4096))",),
+    "cuMemPrefetchAsync": ("cu.cuMemPrefetchAsync(man, c.c_size_t(4096), 1, s0)", "probes = [last_prefetch]",
+                           "discard()"),
+    "cuMemPrefetchAsync_v2": ("cu.cuMemPrefetchAsync_v2(man, c.c_size_t(4096), location(1), 0, s0)",
+                              "probes = [last_prefetch]", "discard()"),
+    "cuMemPrefetchBatchAsync": ("cu.cuMemPrefetchBatchAsync(man_ptrs, man_sizes, c.c_size_t(1), man_locs, man_idx, "
+                                "c.c_size_t(1), c.c_ulonglong(0), s0)", "probes = [last_prefetch]", "discard()"),
+    "cuMemDiscardBatchAsync": ("cu.cuMemDiscardBatchAsync(man_ptrs, man_sizes, c.c_size_t(1), c.c_ulonglong(0), s0)",
+                               "cu.cuMemPrefetchAsync_v2(man, c.c_size_t(4096), location(1), 0, s0); "
+                               "probes = [last_prefetch]"),
+    "cuMemDiscardAndPrefetchBatchAsync": ("cu.cuMemDiscardAndPrefetchBatchAsync(man_ptrs, man_sizes, c.c_size_t(1), "
+                                          "man_locs, man_idx, c.c_size_t(1), c.c_ulonglong(0), s0)",
+                                          "probes = [last_prefetch]", "discard()"),
     "cuMemRangeGetAttributes": ("cu.cuMemRangeGetAttributes(datas, range_sizes, range_attrs, c.c_size_t(2), man, "
                                 "c.c_size_t(4096))",),
 }
@@ -230,6 +242,12 @@ man = c.c_void_p()         # managed memory, for the advice calls
 assert rt.cudaMallocManaged(c.byref(man), 4096, 1) == 0
 man = c.c_uint64(man.value)
 range_sizes, range_attrs = (SZ * 2)(4, 4), (c.c_int * 2)(1, 5)
+man_ptrs, man_sizes, man_idx = (c.c_uint64 * 1)(man.value), (SZ * 1)(4096), (SZ * 1)(0)
+man_locs = (location * 1)(location(1))
+def last_prefetch():
+    v = c.c_int(); r = cu.cuMemRangeGetAttribute(c.byref(v), c.c_size_t(4), 4, man, c.c_size_t(4096)); return [r, v.value]
+def discard():
+    assert cu.cuMemDiscardBatchAsync(man_ptrs, man_sizes, c.c_size_t(1), c.c_ulonglong(0), s0) == 0
 def read_mostly():
     v = c.c_int(); r = cu.cuMemRangeGetAttribute(c.byref(v), c.c_size_t(4), 1, man, c.c_size_t(4096)); return [r, v.value]
 def pointer_type(p):

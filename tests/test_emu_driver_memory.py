@@ -71,7 +71,11 @@ SIGS = dict(
     cuCtxSetLimit=[I, SZ], cuCtxGetLimit=[P(SZ), I], cuDevicePrimaryCtxRetain=[P(VP), I],
     cuDevicePrimaryCtxReset_v2=[I], cuCtxGetFlags=[P(U)],
     cuMemAdvise_v2=[D, SZ, I, Location], cuMemAdvise=[D, SZ, I, I], cuMemRangeGetAttribute=[VP, SZ, I, D, SZ],
-    cuMemRangeGetAttributes=[P(VP), P(SZ), P(I), SZ, D, SZ],
+    cuMemRangeGetAttributes=[P(VP), P(SZ), P(I), SZ, D, SZ], cuMemPrefetchAsync=[D, SZ, I, VP],
+    cuMemPrefetchAsync_v2=[D, SZ, Location, U, VP], cuMemPrefetchBatchAsync=[P(D), P(SZ), SZ, P(Location), P(SZ), SZ,
+                                                                              c.c_ulonglong, VP],
+    cuMemDiscardBatchAsync=[P(D), P(SZ), SZ, c.c_ulonglong, VP],
+    cuMemDiscardAndPrefetchBatchAsync=[P(D), P(SZ), SZ, P(Location), P(SZ), SZ, c.c_ulonglong, VP],
 )
 for name, args in SIGS.items():
     getattr(cu, name).argtypes = args
@@ -373,6 +377,58 @@ out(r)
                    + [INVALID_DEVICE],
                    "bad_query": [INVALID_VALUE] * 10, "unchanged": [1, NONE, 0, NONE, [NONE, NONE]],
                    "after_bad": [[1], [NONE, NONE]], "freed": [INVALID_VALUE, got["freed"][1], 0, NONE]}
+
+
+def test_managed_memory_prefetch_and_discard(subprocess_python):
+    # cuda.core's ManagedBuffer.prefetch / discard and utils.prefetch_batch / discard_batch /
+    # discard_prefetch_batch: the last prefetch location is recorded per allocation and read back
+    got = _json(subprocess_python, """
+def last(m):
+    v = (I * 3)()
+    for k, a in enumerate((4, 7, 8)):
+        assert cu.cuMemRangeGetAttribute(c.byref(v, 4 * k), 4, a, m, 64) == 0
+    return list(v)
+s = VP(); assert rt.cudaStreamCreate(R(s)) == 0
+ms = []
+for _ in range(3):
+    m = D(); assert cu.cuMemAllocManaged(R(m), 4096, 1) == 0; ms.append(m.value)
+r = {"fresh": last(ms[0])}
+r["single"] = [cu.cuMemPrefetchAsync_v2(ms[0], 4096, Location(1, 1), 0, s), last(ms[0]),
+               cu.cuMemPrefetchAsync_v2(ms[0], 4096, Location(2, 0), 0, None), last(ms[0]),
+               cu.cuMemPrefetchAsync_v2(ms[0], 4096, Location(4, 0), 0, s), last(ms[0]),
+               cu.cuMemPrefetchAsync(ms[0], 4096, 0, s), last(ms[0]), cu.cuMemPrefetchAsync(ms[0], 4096, -1, s), last(ms[0])]
+ptrs, sizes = (D * 3)(*ms), (SZ * 3)(4096, 4096, 4096)
+locs, idx = (Location * 2)(Location(1, 1), Location(2, 0)), (SZ * 2)(0, 2)
+r["batch"] = [cu.cuMemPrefetchBatchAsync(ptrs, sizes, 3, locs, idx, 2, 0, s), [last(m) for m in ms],
+              cu.cuMemDiscardBatchAsync(ptrs, sizes, 2, 0, s), [last(m) for m in ms],
+              cu.cuMemDiscardAndPrefetchBatchAsync(ptrs, sizes, 1, locs, idx, 1, 0, s), last(ms[0])]
+a = alloc()
+bad_idx = (SZ * 2)(1, 2)
+before = [last(m) for m in ms]
+r["bad"] = [cu.cuMemPrefetchAsync_v2(a, 4096, Location(1, 0), 0, s), cu.cuMemPrefetchAsync_v2(ms[1], 4096, Location(1, 9), 0, s),
+            cu.cuMemPrefetchAsync_v2(ms[1], 4096, Location(3, 1), 0, s), cu.cuMemPrefetchAsync_v2(ms[1], 4096, Location(0, 0), 0, s),
+            cu.cuMemPrefetchAsync_v2(ms[1], 4096, Location(1, 0), 1, s), cu.cuMemPrefetchAsync_v2(ms[1], 0, Location(1, 0), 0, s),
+            cu.cuMemPrefetchAsync_v2(ms[1], 64, Location(1, 0), 0, s),
+            cu.cuMemPrefetchAsync_v2(ms[1], 4096, Location(1, 0), 0, VP(0x1234)),
+            cu.cuMemPrefetchBatchAsync(ptrs, sizes, 3, locs, bad_idx, 2, 0, s),
+            cu.cuMemPrefetchBatchAsync(ptrs, sizes, 0, locs, idx, 2, 0, s),
+            cu.cuMemPrefetchBatchAsync(ptrs, sizes, 3, locs, idx, 2, 1, s),
+            cu.cuMemPrefetchBatchAsync(None, sizes, 3, locs, idx, 2, 0, s),
+            cu.cuMemPrefetchBatchAsync((D * 3)(ms[0], ms[1], a), sizes, 3, locs, idx, 2, 0, s),
+            cu.cuMemDiscardBatchAsync((D * 2)(ms[0], a), sizes, 2, 0, s)]
+r["unchanged"] = [last(m) for m in ms] == before
+assert cu.cuMemFree_v2(ms[0]) == 0
+r["freed"] = cu.cuMemRangeGetAttribute(c.byref(I()), 4, 4, ms[0], 64)
+out(r)
+""")
+    NONE, CPU = -2, -1
+    DEV1, HOST, NUMA0 = [1, 1, 1], [CPU, 2, 0], [CPU, 3, 0]
+    assert got == {"fresh": [NONE, 0, NONE],
+                   "single": [OK, DEV1, OK, HOST, OK, NUMA0, OK, [0, 1, 0], OK, HOST],
+                   "batch": [OK, [DEV1, DEV1, HOST], OK, [[NONE, 0, NONE]] * 2 + [HOST], OK, DEV1],
+                   "bad": [INVALID_VALUE, INVALID_DEVICE, INVALID_VALUE, INVALID_VALUE, INVALID_VALUE, INVALID_VALUE,
+                           NOT_SUPPORTED, 400] + [INVALID_VALUE] * 5 + [INVALID_VALUE],
+                   "unchanged": True, "freed": INVALID_VALUE}
 
 
 def test_ipc_memory_handles_and_pointer_attributes(subprocess_python):

@@ -1,5 +1,6 @@
-/* Managed memory's advice (libcuda.so.1 stand-in): cuMemAdvise and cuMemRangeGetAttribute(s), what
- * cuda.core's ManagedBuffer (read_mostly, preferred_location, accessed_by) sets and reads back.
+/* Managed memory's advice and prefetches (libcuda.so.1 stand-in): cuMemAdvise, cuMemPrefetchAsync and the
+ * batched prefetch / discard calls, and cuMemRangeGetAttribute(s), what cuda.core's ManagedBuffer
+ * (read_mostly, preferred_location, accessed_by, prefetch, discard) sets and reads back.
  *
  * Managed memory is host memory that every emulated device uses directly (emu_memory.c), so advice
  * changes no placement: it is recorded, per allocation, and reported as the real driver reports it.
@@ -21,11 +22,12 @@ enum { SET_READ_MOSTLY = 1, UNSET_READ_MOSTLY, SET_PREFERRED, UNSET_PREFERRED, S
 enum { RA_READ_MOSTLY = 1, RA_PREFERRED, RA_ACCESSED_BY, RA_LAST_PREFETCH, RA_PREFERRED_TYPE, RA_PREFERRED_ID,
        RA_LAST_PREFETCH_TYPE, RA_LAST_PREFETCH_ID };
 
-/* One managed allocation's advice; accessed[d] for device d, accessed[EMU_MAX_DEVICES] for the host. */
+/* One managed allocation's advice and where it was last prefetched to; accessed[d] for device d,
+ * accessed[EMU_MAX_DEVICES] for the host. */
 typedef struct {
     void *base;
     int read_mostly;
-    loc_t preferred;
+    loc_t preferred, prefetched;
     unsigned char accessed[EMU_MAX_DEVICES + 1];
 } advice_t;
 
@@ -58,6 +60,23 @@ static CUresult managed_range(CUdeviceptr p, size_t n, emu_ptrinfo_t *in)
     return CUDA_SUCCESS;
 }
 
+/* The allocation's record, made on first use (A held; NULL when out of memory). */
+static advice_t *advice_get(void *base)
+{
+    advice_t *a = advice_find(base);
+    if (!a && g_nadvice == g_capadvice) {
+        size_t nc = g_capadvice ? g_capadvice * 2 : 16;
+        advice_t *na = realloc(g_advice, nc * sizeof *na);
+        if (na) { g_advice = na; g_capadvice = nc; }
+    }
+    if (!a && g_nadvice < g_capadvice) {
+        a = &g_advice[g_nadvice++];
+        memset(a, 0, sizeof *a);
+        a->base = base;
+    }
+    return a;
+}
+
 /* A location the advice takes: preferred location: a device, the host, a host NUMA node (node 0) or the
  * current one (node 0); accessed-by: a device or the host. */
 static CUresult check_location(int advice, loc_t l)
@@ -85,17 +104,7 @@ static CUresult advise(CUdeviceptr p, size_t n, int advice, loc_t l)
         return CUDA_ERROR_NOT_SUPPORTED;
     }
     pthread_mutex_lock(&A);
-    advice_t *a = advice_find(in.base);
-    if (!a && g_nadvice == g_capadvice) {
-        size_t nc = g_capadvice ? g_capadvice * 2 : 16;
-        advice_t *na = realloc(g_advice, nc * sizeof *na);
-        if (na) { g_advice = na; g_capadvice = nc; }
-    }
-    if (!a && g_nadvice < g_capadvice) {
-        a = &g_advice[g_nadvice++];
-        memset(a, 0, sizeof *a);
-        a->base = in.base;
-    }
+    advice_t *a = advice_get(in.base);
     if (a) {
         int slot = l.type == LOC_DEVICE ? l.id : EMU_MAX_DEVICES;
         switch (advice) {
@@ -136,6 +145,7 @@ static int size_ok(int a, size_t size)
 static void range_attr(int32_t *out, size_t size, int a, const advice_t *adv)
 {
     loc_t pref = adv ? adv->preferred : (loc_t){ LOC_INVALID, 0 };
+    loc_t last = adv ? adv->prefetched : (loc_t){ LOC_INVALID, 0 };
     switch (a) {
     case RA_READ_MOSTLY: *out = adv && adv->read_mostly; break;
     case RA_PREFERRED:
@@ -143,8 +153,11 @@ static void range_attr(int32_t *out, size_t size, int a, const advice_t *adv)
         break;
     case RA_PREFERRED_TYPE: *out = pref.type; break;
     case RA_PREFERRED_ID: *out = pref.type == LOC_INVALID ? CU_DEVICE_INVALID : pref.id; break;
-    case RA_LAST_PREFETCH: case RA_LAST_PREFETCH_ID: *out = CU_DEVICE_INVALID; break;   /* nothing prefetched */
-    case RA_LAST_PREFETCH_TYPE: *out = LOC_INVALID; break;
+    case RA_LAST_PREFETCH:
+        *out = last.type == LOC_DEVICE ? last.id : last.type == LOC_INVALID ? CU_DEVICE_INVALID : CU_DEVICE_CPU;
+        break;
+    case RA_LAST_PREFETCH_TYPE: *out = last.type; break;
+    case RA_LAST_PREFETCH_ID: *out = last.type == LOC_INVALID ? CU_DEVICE_INVALID : last.id; break;
     case RA_ACCESSED_BY: {
         size_t k = 0, room = size / 4;
         for (int d = 0; adv && d < g_ndev && k < room; d++)
@@ -181,4 +194,136 @@ EXPORT CUresult cuMemRangeGetAttributes(void **data, size_t *sizes, int *attrs, 
 {
     DRV_ENTER(cuMemRangeGetAttributes);
     return range_attrs(data, sizes, attrs, n, p, count);
+}
+
+/* ---------------------------------------------------------------- prefetch */
+
+/* Prefetching moves nothing (every device uses the host memory directly): it records where the allocation
+ * was last prefetched to, for CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION, when the call is made (the
+ * stream is checked, not waited for).  Discarding keeps the bytes (their value is undefined after it).
+ * Whole allocations only, as for advice. */
+int cudaStreamGetDevice(void *, int *);
+
+static CUresult check_stream(CUstream s)
+{
+    int dev;
+    return (uintptr_t)s <= 2 ? CUDA_SUCCESS : RT(cudaStreamGetDevice(s, &dev));
+}
+
+static CUresult prefetch_location(loc_t l)
+{
+    switch (l.type) {
+    case LOC_DEVICE: return l.id >= 0 && l.id < g_ndev ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+    case LOC_HOST: case LOC_HOST_NUMA_CURRENT: return CUDA_SUCCESS;
+    case LOC_HOST_NUMA: return l.id == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    default: return CUDA_ERROR_INVALID_VALUE;
+    }
+}
+
+/* The whole managed allocation at [p, p+n) into *base; every check before anything is recorded. */
+static CUresult whole_allocation(CUdeviceptr p, size_t n, void **base)
+{
+    static atomic_int seen;
+    emu_ptrinfo_t in;
+    CUresult r = managed_range(p, n, &in);
+    if (r) return r;
+    if (p != (uintptr_t)in.base || n != in.size) {
+        emu_trace_unsupported("cuMemPrefetchAsync / cuMemDiscard on part of a managed allocation", &seen);
+        return CUDA_ERROR_NOT_SUPPORTED;
+    }
+    *base = in.base;
+    return CUDA_SUCCESS;
+}
+
+/* Records location l (LOC_INVALID: discarded) for the n allocations at bases[]. */
+static CUresult record_prefetch(void *const *bases, const loc_t *locs, size_t n)
+{
+    CUresult r = CUDA_SUCCESS;
+    pthread_mutex_lock(&A);
+    for (size_t i = 0; i < n && !r; i++) {
+        advice_t *a = advice_get(bases[i]);
+        if (!a) r = CUDA_ERROR_OUT_OF_MEMORY;
+        else if (locs[i].type == LOC_HOST_NUMA_CURRENT) a->prefetched = (loc_t){ LOC_HOST_NUMA, 0 };
+        else if (locs[i].type == LOC_HOST) a->prefetched = (loc_t){ LOC_HOST, 0 };
+        else a->prefetched = locs[i];
+    }
+    pthread_mutex_unlock(&A);
+    return r;
+}
+
+static CUresult prefetch(CUdeviceptr p, size_t n, loc_t l, unsigned int flags, CUstream s)
+{
+    void *base;
+    NEED_CTX();
+    if (flags) return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = prefetch_location(l);
+    if (!r) r = whole_allocation(p, n, &base);
+    if (!r) r = check_stream(s);
+    return r ? r : record_prefetch(&base, &l, 1);
+}
+
+EXPORT CUresult cuMemPrefetchAsync_v2(CUdeviceptr p, size_t n, loc_t l, unsigned int flags, CUstream s)
+{
+    DRV_ENTER(cuMemPrefetchAsync_v2);
+    return prefetch(p, n, l, flags, s);
+}
+
+/* CUDA 12's ABI: a device ordinal, CU_DEVICE_CPU for the host. */
+EXPORT CUresult cuMemPrefetchAsync(CUdeviceptr p, size_t n, int device, CUstream s)
+{
+    DRV_ENTER(cuMemPrefetchAsync);
+    return prefetch(p, n, device == CU_DEVICE_CPU ? (loc_t){ LOC_HOST, 0 } : (loc_t){ LOC_DEVICE, device }, 0, s);
+}
+
+#define MAX_BATCH 4096
+
+/* A batch: count ranges; with locations (nlocs of them, locs[i] applies from range idx[i] on, idx[0] == 0,
+ * increasing) or without (discard: LOC_INVALID).  Every range and location is checked first. */
+static CUresult batch(CUdeviceptr *ptrs, size_t *sizes, size_t count, loc_t *locs, size_t *idx, size_t nlocs,
+                      unsigned long long flags, CUstream s, int with_locs)
+{
+    NEED_CTX();
+    if (!ptrs || !sizes || !count || count > MAX_BATCH || flags) return CUDA_ERROR_INVALID_VALUE;
+    if (with_locs) {
+        if (!locs || !idx || !nlocs || nlocs > count || idx[0] != 0) return CUDA_ERROR_INVALID_VALUE;
+        for (size_t i = 0; i < nlocs; i++) {
+            if (i && idx[i] <= idx[i - 1]) return CUDA_ERROR_INVALID_VALUE;
+            if (idx[i] >= count) return CUDA_ERROR_INVALID_VALUE;
+            CUresult r = prefetch_location(locs[i]);
+            if (r) return r;
+        }
+    }
+    void **bases = malloc(count * sizeof *bases);
+    loc_t *where = malloc(count * sizeof *where);
+    CUresult r = bases && where ? check_stream(s) : CUDA_ERROR_OUT_OF_MEMORY;
+    for (size_t k = 0, i = 0; k < count && !r; k++) {
+        while (with_locs && i + 1 < nlocs && idx[i + 1] <= k) i++;
+        where[k] = with_locs ? locs[i] : (loc_t){ LOC_INVALID, 0 };
+        r = whole_allocation(ptrs[k], sizes[k], &bases[k]);
+    }
+    if (!r) r = record_prefetch(bases, where, count);
+    free(bases);
+    free(where);
+    return r;
+}
+
+EXPORT CUresult cuMemPrefetchBatchAsync(CUdeviceptr *ptrs, size_t *sizes, size_t count, loc_t *locs, size_t *idx,
+                                        size_t nlocs, unsigned long long flags, CUstream s)
+{
+    DRV_ENTER(cuMemPrefetchBatchAsync);
+    return batch(ptrs, sizes, count, locs, idx, nlocs, flags, s, 1);
+}
+
+EXPORT CUresult cuMemDiscardBatchAsync(CUdeviceptr *ptrs, size_t *sizes, size_t count, unsigned long long flags,
+                                       CUstream s)
+{
+    DRV_ENTER(cuMemDiscardBatchAsync);
+    return batch(ptrs, sizes, count, NULL, NULL, 0, flags, s, 0);
+}
+
+EXPORT CUresult cuMemDiscardAndPrefetchBatchAsync(CUdeviceptr *ptrs, size_t *sizes, size_t count, loc_t *locs,
+                                                  size_t *idx, size_t nlocs, unsigned long long flags, CUstream s)
+{
+    DRV_ENTER(cuMemDiscardAndPrefetchBatchAsync);
+    return batch(ptrs, sizes, count, locs, idx, nlocs, flags, s, 1);
 }

@@ -570,7 +570,8 @@ const proc_t emu_drvmem_procs[] = {
     PROC(cuIpcGetMemHandle) PROC_V("cuIpcOpenMemHandle", 0, cuIpcOpenMemHandle_v2) PROC(cuIpcCloseMemHandle)
     PROC(cuPointerGetAttribute) PROC(cuPointerGetAttributes)
     PROC(cuMemAdvise) PROC_V("cuMemAdvise", 12020, cuMemAdvise_v2) PROC(cuMemRangeGetAttribute)
-    PROC(cuMemRangeGetAttributes)
+    PROC(cuMemRangeGetAttributes) PROC(cuMemPrefetchAsync) PROC_V("cuMemPrefetchAsync", 12020, cuMemPrefetchAsync_v2)
+    PROC(cuMemPrefetchBatchAsync) PROC(cuMemDiscardBatchAsync) PROC(cuMemDiscardAndPrefetchBatchAsync)
 };
 const size_t emu_drvmem_nprocs = sizeof emu_drvmem_procs / sizeof *emu_drvmem_procs;
 

@@ -122,7 +122,9 @@ void emu_trace_unsupported(const char *name, atomic_int *seen);
     X(cuMemsetD32Async) X(cuMemHostAlloc) X(cuMemAllocHost_v2) X(cuMemFreeHost) X(cuMemHostRegister_v2) \
     X(cuMemHostUnregister) X(cuMemHostGetDevicePointer_v2) X(cuIpcGetMemHandle) X(cuIpcOpenMemHandle_v2) \
     X(cuIpcCloseMemHandle) X(cuPointerGetAttribute) X(cuPointerGetAttributes) \
-    X(cuMemAdvise) X(cuMemAdvise_v2) X(cuMemRangeGetAttribute) X(cuMemRangeGetAttributes)
+    X(cuMemAdvise) X(cuMemAdvise_v2) X(cuMemRangeGetAttribute) X(cuMemRangeGetAttributes) \
+    X(cuMemPrefetchAsync) X(cuMemPrefetchAsync_v2) X(cuMemPrefetchBatchAsync) X(cuMemDiscardBatchAsync) \
+    X(cuMemDiscardAndPrefetchBatchAsync)
 
 #define EMU_STANDIN_SYMBOLS(X) \
     X(cudaGetDriverEntryPointByVersion) X(cudaStreamGetCaptureInfo) X(cudaDeviceEnablePeerAccess) \
