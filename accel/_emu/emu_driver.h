@@ -56,7 +56,8 @@ CUcontext ctx_primary(int dev);
 /* Work is created in the current context; none current is an error in the driver API. */
 #define NEED_CTX() do { if (!current_ctx()) return CUDA_ERROR_INVALID_CONTEXT; } while (0)
 
-/* emu_drvmanaged.c: managed memory's advice and prefetches (CUmemLocation passed by value, as the driver takes it). */
+/* emu_drvmanaged.c: managed memory's advice and prefetches (CUmemLocation passed by value, as the driver
+ * takes it). */
 typedef struct { int type, id; } CUmemLocation;
 EXPORT CUresult cuMemAdvise(CUdeviceptr p, size_t n, int advice, int device);
 EXPORT CUresult cuMemAdvise_v2(CUdeviceptr p, size_t n, int advice, CUmemLocation l);

@@ -7,7 +7,8 @@
  *
  * Model (documented choices where the emulator has to pick):
  *  - One default pool per device, its current pool until cudaDeviceSetMemPool
- *    names a pool made by cudaMemPoolCreate (device memory only).
+ *    names a pool made by cudaMemPoolCreate (device memory, or managed memory,
+ *    whose allocations are marked managed; pinned host memory is not modelled).
  *    A pool owns blocks of host memory.  A live allocation is an alloc_t in
  *    the allocation table (with ->pool set), so copies, memsets and pointer
  *    attributes check it exactly like a cudaMalloc allocation.
