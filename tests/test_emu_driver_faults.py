@@ -173,6 +173,12 @@ CASES = {
     "cuMemDiscardAndPrefetchBatchAsync": ("cu.cuMemDiscardAndPrefetchBatchAsync(man_ptrs, man_sizes, c.c_size_t(1), "
                                           "man_locs, man_idx, c.c_size_t(1), c.c_ulonglong(0), s0)",
                                           "probes = [last_prefetch]", "discard()"),
+    "cuMemPoolExportToShareableHandle": ("cu.cuMemPoolExportToShareableHandle(ob, spool, 1, c.c_ulonglong(0))", "",
+                                         "os.close(c.c_int.from_buffer(ob).value)", OOM),
+    "cuMemPoolImportFromShareableHandle": ("cu.cuMemPoolImportFromShareableHandle(ob, c.c_void_p(sfd), 1, "
+                                           "c.c_ulonglong(0))", "", "", OOM),
+    "cuMemPoolExportPointer": ("cu.cuMemPoolExportPointer(ob, sptr)",),
+    "cuMemPoolImportPointer": ("cu.cuMemPoolImportPointer(ob2, spool, c.byref(sdata))",),
     "cuMemRangeGetAttributes": ("cu.cuMemRangeGetAttributes(datas, range_sizes, range_attrs, c.c_size_t(2), man, "
                                 "c.c_size_t(4096))",),
 }
@@ -242,6 +248,12 @@ man = c.c_void_p()         # managed memory, for the advice calls
 assert rt.cudaMallocManaged(c.byref(man), 4096, 1) == 0
 man = c.c_uint64(man.value)
 range_sizes, range_attrs = (SZ * 2)(4, 4), (c.c_int * 2)(1, 5)
+spool, sfd, sptr, sdata = VP(), c.c_int(), c.c_uint64(), (c.c_char * 64)()    # a pool shared by descriptor
+assert cu.cuMemPoolCreate(c.byref(spool), c.byref(Props(1, 1, 1, 0))) == 0
+assert cu.cuMemPoolExportToShareableHandle(c.byref(sfd), spool, 1, c.c_ulonglong(0)) == 0
+sfd = sfd.value
+assert cu.cuMemAllocFromPoolAsync(c.byref(sptr), c.c_size_t(256), spool, s0) == 0
+assert cu.cuMemPoolExportPointer(sdata, sptr) == 0
 man_ptrs, man_sizes, man_idx = (c.c_uint64 * 1)(man.value), (SZ * 1)(4096), (SZ * 1)(0)
 man_locs = (location * 1)(location(1))
 def last_prefetch():

@@ -634,22 +634,45 @@ out([[getattr(cu, n)() for n in {names!r}], found])
             in proc.stderr
 
 
-def test_pool_sharing_between_processes_says_not_supported(subprocess_python):
-    # a pool's shareable handle would name memory in another process's emulated machine (cuda.core's
-    # ipc_enabled memory resources): the entry points exist, and say so
-    names = ["cuMemPoolExportToShareableHandle", "cuMemPoolImportFromShareableHandle", "cuMemPoolExportPointer",
-             "cuMemPoolImportPointer"]
-    proc = _run(subprocess_python, f"""
-fn = VP()
-cu.cuGetProcAddress_v2.argtypes = [c.c_char_p, P(VP), I, c.c_ulonglong, VP]
-found = [cu.cuGetProcAddress_v2(n.encode(), R(fn), 13000, 0, None) == 0 and bool(fn.value) for n in {names!r}]
-out([[getattr(cu, n)() for n in {names!r}], found])
+def test_pools_shared_by_descriptor_within_the_process(subprocess_python):
+    # cuda.core's DeviceMemoryResource(ipc_enabled=True): a pool made with POSIX file descriptors exports one,
+    # which imports back to the same pool; its allocations export data that import back to the address.
+    # Another process's descriptor or data is CUDA_ERROR_NOT_SUPPORTED (each has its own emulated machine).
+    got = _json(subprocess_python, """
+cu.cuMemPoolExportToShareableHandle.argtypes = [VP, VP, I, c.c_ulonglong]
+cu.cuMemPoolImportFromShareableHandle.argtypes = [P(VP), VP, I, c.c_ulonglong]
+cu.cuMemPoolExportPointer.argtypes = [VP, D]
+cu.cuMemPoolImportPointer.argtypes = [P(D), VP, VP]
+s = VP(); assert rt.cudaStreamCreate(R(s)) == 0
+shared, plain, back = VP(), VP(), VP()
+assert cu.cuMemPoolCreate(R(shared), R(Props(1, 1, 1, 0))) == 0 and cu.cuMemPoolCreate(R(plain), R(props())) == 0
+fd = I(-1)
+r = {"export": [cu.cuMemPoolExportToShareableHandle(R(fd), shared, 1, 0), fd.value >= 0]}
+r["import"] = [cu.cuMemPoolImportFromShareableHandle(R(back), fd.value, 1, 0), back.value == shared.value]
+d, got_d = D(), D()
+assert cu.cuMemAllocFromPoolAsync(R(d), 256, shared, s) == 0
+data, forged = (c.c_char * 64)(), (c.c_char * 64)()
+r["pointer"] = [cu.cuMemPoolExportPointer(data, d), cu.cuMemPoolImportPointer(R(got_d), shared, data), got_d.value == d.value]
+c.memmove(forged, data, 64); c.memmove(c.addressof(forged) + 8, c.byref(c.c_uint64(os.getpid() + 1)), 8)
+other = os.memfd_create("x")
+pd = D(); assert cu.cuMemAllocFromPoolAsync(R(pd), 256, plain, s) == 0
+r["elsewhere"] = [cu.cuMemPoolImportFromShareableHandle(R(back), other, 1, 0), cu.cuMemPoolImportPointer(R(got_d), shared, forged)]
+r["bad"] = [cu.cuMemPoolExportToShareableHandle(R(fd), plain, 1, 0), cu.cuMemPoolExportToShareableHandle(None, shared, 1, 0),
+            cu.cuMemPoolExportToShareableHandle(R(fd), shared, 1, 1), cu.cuMemPoolExportToShareableHandle(R(fd), shared, 8, 0),
+            cu.cuMemPoolExportToShareableHandle(R(fd), VP(0x1234), 1, 0),
+            cu.cuMemPoolImportFromShareableHandle(R(back), 987654, 1, 0), cu.cuMemPoolImportFromShareableHandle(None, fd.value, 1, 0),
+            cu.cuMemPoolImportFromShareableHandle(R(back), fd.value, 8, 0),
+            cu.cuMemPoolExportPointer(data, pd), cu.cuMemPoolExportPointer(data, d.value + 16), cu.cuMemPoolExportPointer(None, d),
+            cu.cuMemPoolImportPointer(R(got_d), plain, data), cu.cuMemPoolImportPointer(None, shared, data),
+            cu.cuMemPoolImportPointer(R(got_d), shared, (c.c_char * 64)())]
+assert cu.cuMemFreeAsync(d, s) == 0 and rt.cudaStreamSynchronize(s) == 0
+r["freed"] = cu.cuMemPoolImportPointer(R(got_d), shared, data)
+os.close(fd.value); os.close(other)
+out(r)
 """, env={"ACCEL_EMU_TRACE": "1"})
-    codes, found = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert codes == [NOT_SUPPORTED] * len(names) and all(found)
-    for n in names:
-        assert f"accel emu: {n} is not supported by the emulated runtime (returns CUDA_ERROR_NOT_SUPPORTED)" \
-            in proc.stderr
+    assert got == {"export": [OK, True], "import": [OK, True], "pointer": [OK, OK, True],
+                   "elsewhere": [NOT_SUPPORTED, NOT_SUPPORTED],
+                   "bad": [INVALID_VALUE] * 7 + [NOT_SUPPORTED] + [INVALID_VALUE] * 6, "freed": INVALID_VALUE}
 
 
 @_fx.needs_cuda_core

@@ -12,7 +12,8 @@
  * emu_nvml.c, emu_nvml_device.c, emu_nvml_topology.c and emu_nvml_events.c (NVML over the physical
  * devices);
  * shared state and hot helpers in emu_runtime.h.  The
- * stand-ins add emu_driver.c, emu_drvmem.c and emu_drvmanaged.c (the libcuda.so.1 driver layer) and
+ * stand-ins add emu_driver.c, emu_drvmem.c, emu_drvmanaged.c and emu_drvpoolipc.c (the libcuda.so.1
+ * driver layer) and
  * emu_standin.c (the other libcudart.so.13 exports); the libcudart.so.12
  * stand-in (emu_standin12.c, emu_props12.c) is a stateless layer over the
  * libcudart.so.13 one.

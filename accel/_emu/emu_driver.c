@@ -624,8 +624,6 @@ EXPORT CUresult cuEventCreate(CUevent *e, unsigned int flags)
         return CUDA_ERROR_NOT_SUPPORTED; \
     }
 #define DRV_UNSUPPORTED(X) \
-    X(cuMemPoolExportToShareableHandle) X(cuMemPoolImportFromShareableHandle) X(cuMemPoolExportPointer) \
-    X(cuMemPoolImportPointer) \
     X(cuFuncGetAttribute) X(cuFuncSetAttribute) X(cuFuncSetCacheConfig) X(cuLaunchKernel) \
     X(cuLaunchCooperativeKernel) X(cuLaunchKernelEx) X(cuLinkAddData_v2) X(cuLinkComplete) \
     X(cuLinkCreate_v2) X(cuLinkDestroy) X(cuModuleGetFunction) X(cuModuleLoad) X(cuModuleLoadData) \

@@ -73,6 +73,14 @@ EXPORT CUresult cuMemDiscardAndPrefetchBatchAsync(CUdeviceptr *ptrs, size_t *siz
                                                   CUmemLocation *locs, size_t *idx, size_t nlocs,
                                                   unsigned long long flags, CUstream s);
 
+/* emu_drvpoolipc.c: sharing pools (within the process).  cuMemPoolCreate tells it a pool's handle types. */
+void emu_pool_handle_types(CUmemoryPool pool, int types);
+EXPORT CUresult cuMemPoolExportToShareableHandle(void *out, CUmemoryPool pool, int type, unsigned long long flags);
+EXPORT CUresult cuMemPoolImportFromShareableHandle(CUmemoryPool *out, void *handle, int type,
+                                                   unsigned long long flags);
+EXPORT CUresult cuMemPoolExportPointer(void *out, CUdeviceptr ptr);
+EXPORT CUresult cuMemPoolImportPointer(CUdeviceptr *out, CUmemoryPool pool, const void *data);
+
 /* emu_drvmem.c: the memory entry points cuGetProcAddress hands out (name, ABI version, function). */
 typedef struct { const char *name; int since; const char *symbol; void *fn; } proc_t;
 extern const proc_t emu_drvmem_procs[];

@@ -131,7 +131,9 @@ EXPORT CUresult cuMemGetAddressRange_v2(CUdeviceptr *base, size_t *size, CUdevic
 EXPORT CUresult cuMemPoolCreate(CUmemoryPool *pool, const void *props)
 {
     DRV_ENTER_CREATE(cuMemPoolCreate);
-    return RT(cudaMemPoolCreate(pool, props));
+    CUresult r = RT(cudaMemPoolCreate(pool, props));
+    if (!r) emu_pool_handle_types(*pool, ((const int *)props)[1]);    /* CUmemPoolProps.handleTypes */
+    return r;
 }
 
 #define POOL_FN(name, params, call) EXPORT CUresult name params { DRV_ENTER(name); return RT(call); }
@@ -572,6 +574,8 @@ const proc_t emu_drvmem_procs[] = {
     PROC(cuMemAdvise) PROC_V("cuMemAdvise", 12020, cuMemAdvise_v2) PROC(cuMemRangeGetAttribute)
     PROC(cuMemRangeGetAttributes) PROC(cuMemPrefetchAsync) PROC_V("cuMemPrefetchAsync", 12020, cuMemPrefetchAsync_v2)
     PROC(cuMemPrefetchBatchAsync) PROC(cuMemDiscardBatchAsync) PROC(cuMemDiscardAndPrefetchBatchAsync)
+    PROC(cuMemPoolExportToShareableHandle) PROC(cuMemPoolImportFromShareableHandle) PROC(cuMemPoolExportPointer)
+    PROC(cuMemPoolImportPointer)
 };
 const size_t emu_drvmem_nprocs = sizeof emu_drvmem_procs / sizeof *emu_drvmem_procs;
 

@@ -124,7 +124,8 @@ void emu_trace_unsupported(const char *name, atomic_int *seen);
     X(cuIpcCloseMemHandle) X(cuPointerGetAttribute) X(cuPointerGetAttributes) \
     X(cuMemAdvise) X(cuMemAdvise_v2) X(cuMemRangeGetAttribute) X(cuMemRangeGetAttributes) \
     X(cuMemPrefetchAsync) X(cuMemPrefetchAsync_v2) X(cuMemPrefetchBatchAsync) X(cuMemDiscardBatchAsync) \
-    X(cuMemDiscardAndPrefetchBatchAsync)
+    X(cuMemDiscardAndPrefetchBatchAsync) X(cuMemPoolExportToShareableHandle) X(cuMemPoolImportFromShareableHandle) \
+    X(cuMemPoolExportPointer) X(cuMemPoolImportPointer)
 
 #define EMU_STANDIN_SYMBOLS(X) \
     X(cudaGetDriverEntryPointByVersion) X(cudaStreamGetCaptureInfo) X(cudaDeviceEnablePeerAccess) \
