@@ -44,6 +44,9 @@ TYPES = {
     "cudaEvent_t": ("handle", 0, 2**64 - 1),
     "cudaHostFn_t": ("handle", 0, 2**64 - 1),
     "cudaMemPool_t": ("handle", 0, 2**64 - 1),
+    "cudaGraph_t": ("handle", 0, 2**64 - 1),
+    "cudaGraphExec_t": ("handle", 0, 2**64 - 1),
+    "cudaGraphNode_t": ("handle", 0, 2**64 - 1),
     "const char*": ("cstring", None, None),
     "cudaDeviceProp": ("struct", None, None),
     "cudaIpcEventHandle_t": ("struct", None, None),
@@ -228,6 +231,35 @@ RUNTIME = (
     fn("cudaHostUnregister", "void* ptr", "Unregister the host range registered at ``ptr``.", blocking=True),
     fn("cudaLaunchHostFunc", "cudaStream_t stream, cudaHostFn_t fn, void* userData",
        "Enqueue the C function pointer ``fn(userData)`` on ``stream`` (both ints).", blocking=True),
+
+    # stream capture and CUDA graphs
+    fn("cudaStreamBeginCapture", "cudaStream_t stream, int mode",
+       "Begin capturing ``stream`` into a new graph (cudaStreamCaptureMode ``mode``: 0 global, 1 thread-local, "
+       "2 relaxed).", blocking=True),
+    fn("cudaStreamEndCapture", "cudaStream_t stream, out cudaGraph_t graph",
+       "End the capture begun on ``stream``; returns the captured graph (handle int).", blocking=True),
+    fn("cudaGraphCreate", "out cudaGraph_t graph, unsigned int flags = 0", "A new empty graph (handle int).",
+       blocking=True),
+    fn("cudaGraphDestroy", "cudaGraph_t graph", "Destroy ``graph`` (its executable graphs stay valid).",
+       blocking=True),
+    fn("cudaGraphGetNodes", "cudaGraph_t graph, void* nodes, inout size_t numNodes",
+       "Fill the array at address ``nodes`` with up to ``numNodes`` node handles (0: none); returns the "
+       "graph's node count."),
+    fn("cudaGraphNodeGetType", "cudaGraphNode_t node, out int type", "The cudaGraphNodeType of ``node``."),
+    fn("cudaGraphDebugDotPrint", "cudaGraph_t graph, const void* path, unsigned int flags = 0",
+       "Write ``graph`` in DOT to the file named by the NUL-terminated bytes at address ``path``.",
+       blocking=True),
+    fn("cudaGraphInstantiate", "out cudaGraphExec_t graphExec, cudaGraph_t graph, unsigned long long flags = 0",
+       "An executable graph of ``graph`` (cudaGraphInstantiateFlags ``flags``; handle int).", blocking=True),
+    fn("cudaGraphInstantiateWithFlags",
+       "out cudaGraphExec_t graphExec, cudaGraph_t graph, unsigned long long flags = 0",
+       "An executable graph of ``graph`` (cudaGraphInstantiateFlags ``flags``; handle int).", blocking=True),
+    fn("cudaGraphUpload", "cudaGraphExec_t graphExec, cudaStream_t stream",
+       "Upload ``graphExec`` to the device in ``stream`` order, ahead of its launch.", blocking=True),
+    fn("cudaGraphLaunch", "cudaGraphExec_t graphExec, cudaStream_t stream",
+       "Queue the executable graph ``graphExec`` on ``stream``.", blocking=True),
+    fn("cudaGraphExecDestroy", "cudaGraphExec_t graphExec",
+       "Destroy ``graphExec`` (launches already queued still run).", blocking=True),
 )
 
 # -- the CUDA driver (libcuda, or the emulator standing in for it) -------------------------------------

@@ -255,9 +255,15 @@ def copy_from_host(cudart, buf, array, stream):
     with _Guard(cudart, buf.device.index, s.cuda_stream):
         cudart.cudaMemcpyAsync(buf.ptr, addr, n, H2D, s.cuda_stream)
     _use(buf, s)
-    if not pinned:
+    if not pinned and not _capturing(cudart, s):
         s.synchronize()
     del flat
+
+
+def _capturing(cudart, s):
+    """A pageable copy queued during graph capture is a graph node that reads / writes the host array at each
+    replay (as CUDA captures it): synchronising the capturing stream would be illegal, so it is skipped."""
+    return cudart.cudaStreamIsCapturing(s.cuda_stream) != 0
 
 
 def copy_to_host(cudart, buf, out, stream):
@@ -278,7 +284,7 @@ def copy_to_host(cudart, buf, out, stream):
         with _Guard(cudart, buf.device.index, s.cuda_stream):
             cudart.cudaMemcpyAsync(addr, buf.ptr, n, D2H, s.cuda_stream)
         _use(buf, s)
-        if not pinned:
+        if not pinned and not _capturing(cudart, s):
             s.synchronize()
     del flat
     return out

@@ -17,6 +17,7 @@ MAX_DEVICES = 512       # torch's C10_COMPILE_TIME_MAX_GPUS
 EVENT_BLOCKING_SYNC = 0x1
 EVENT_DISABLE_TIMING = 0x2
 EVENT_INTERPROCESS = 0x4
+EVENT_EXTERNAL = 0x100      # accel's own bit of Event._flags (torch's external=True): never passed to CUDA
 STREAM_NON_BLOCKING = 0x1
 NOT_READY = 600
 

@@ -26,6 +26,8 @@ class CudaError(RuntimeError):
         self.string = string if string is not None else "unknown error"
         if self.code == 101:
             help_ = "\nGPU device may be out of range, do you have enough GPUs?"
+        elif self.code in _CAPTURE_HELP:
+            help_ = _CAPTURE_HELP[self.code] + f"\nSearch for `{self.name}' in {_DOCS} for more information."
         else:
             help_ = f"\nSearch for `{self.name}' in {_DOCS} for more information."
         super().__init__(f"CUDA error: {self.string}{help_}")
@@ -34,6 +36,20 @@ class CudaError(RuntimeError):
         if getattr(self, "_short", False):
             return (type(self), (self.code,))
         return (type(self), (self.code, self.name, self.string))
+
+
+# The stream-capture errors (cudaErrorStreamCapture*, 900-908): what happened to the CUDA graph capture.
+_CAPTURE_HELP = {
+    900: "\nThis operation is not permitted while a CUDA graph is being captured (a synchronisation, a query, "
+         "cudaMalloc/cudaFree, or a call on the capturing stream); the capture it conflicted with was "
+         "invalidated: its capture_end() raises cudaErrorStreamCaptureInvalidated.",
+    901: "\nThe CUDA graph capture was invalidated by an earlier operation that is not permitted during "
+         "capture; nothing was captured (reset() the CUDAGraph, or make a new one, and capture again).",
+    904: "\nA stream forked from the capture (it waited on an event recorded in the capturing stream) was "
+         "never joined back into the capturing stream before capture_end().",
+    905: "\nA capturing stream waited on work that is not part of the capture and has not completed.",
+    907: "\nThe event was last recorded in a stream that is still capturing a CUDA graph.",
+}
 
 
 def _runtime_strings(code):

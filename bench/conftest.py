@@ -59,6 +59,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
             tr.write_line(f"  {b.name:<48} {ns:9.1f} ns/{unit}  {ratios}")
         _peer_ratios(tr, benches)
         _targets(tr, benches)
+    _scaling(tr, session.benchmarks)
     from accel import _lib
     lib = _lib.cudart()
     tr.write_line(f"runtime: {lib.path}" + (" (emulated: accel's stand-in libraries)" if lib.emulated else ""))
@@ -72,6 +73,30 @@ def _peer_ratios(tr, benches):
         ratios = "  ".join(f"{_per_op(a) / _per_op(p):5.2f}x {a.name.removeprefix('test_')}" for a in ours)
         if ratios:
             tr.write_line(f"    accel / {p.extra_info['peer']} ({p.name.removeprefix('test_')}): {ratios}")
+
+
+def _scaling(tr, benches):
+    """Benchmarks of one series (extra_info series / twin / scale, bench/test_bench_scaling.py) at several
+    sizes: the cost per unit at each size and the ratio of the largest size's to the smallest's."""
+    series = {}
+    for b in benches:
+        if "series" in b.extra_info:
+            series.setdefault((b.extra_info["series"], b.extra_info["twin"]), []).append(b)
+    if not series:
+        return
+    tr.section("accel scaling (median ns per unit at each size; ratio = largest size / smallest size)")
+    for (name, twin), rows in sorted(series.items()):
+        rows.sort(key=lambda b: b.extra_info["scale"])
+        unit = rows[0].extra_info["unit"]
+        cells = "  ".join(f"{b.extra_info['scale']:g}: {_per_op(b) * 1e9:,.1f}" for b in rows)
+        line = f"  {name} [{twin}]  ns/{unit} at N = {cells}"
+        if len(rows) > 1:
+            ratio = _per_op(rows[-1]) / _per_op(rows[0])
+            line += f"  ratio {ratio:.2f}"
+            target = rows[0].extra_info.get("target")
+            if target:
+                line += f" (target <= {target[1]:g}: {'met' if ratio <= target[1] else 'MISSED'})"
+        tr.write_line(line)
 
 
 TORCH_X = 5.0    # issue 10: accel native >= 5x faster than torch.cuda on the same runtime, or, where

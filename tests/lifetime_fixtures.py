@@ -32,6 +32,8 @@ def emu_lib():
     cdll = _lib.cudart().cdll
     cdll.accelEmuSetFail.argtypes = [ctypes.c_char_p]
     cdll.accelEmuLiveAllocations.restype = ctypes.c_size_t
+    for name in ("accelEmuLiveGraphs", "accelEmuLiveGraphExecs", "accelEmuLiveCaptures"):
+        getattr(cdll, name).restype = ctypes.c_int
     return cdll
 
 
@@ -88,6 +90,9 @@ class Watch:
             "live_streams": c.emu.accelEmuLiveStreams(),
             "live_events": c.emu.accelEmuLiveEvents(),
             "live_allocations": c.emu.accelEmuLiveAllocations(),
+            "live_graphs": c.emu.accelEmuLiveGraphs(),
+            "live_graph_execs": c.emu.accelEmuLiveGraphExecs(),
+            "live_captures": c.emu.accelEmuLiveCaptures(),
             "pool_used": [c.rt.cudaMemPoolGetAttribute(p, USED) for p in pools],
             "memory_allocated": [c.mem.memory_allocated(d) for d in range(NDEV)],
             "dlpack_exports": len(_mi._exports),
@@ -462,6 +467,41 @@ class PinnedKind(Kind):
         assert ctx.rt.cudaPointerGetAttributes(c.ctypes.data)[0] != 1
 
 
+class GraphKind(Kind):
+    """A CUDAGraph that captured a memset on a side stream of DEV (graph memory: tests/test_graphs.py).  Its
+    release, reset(), reports failures as warnings (torch's), so it is not a phase faults must hit."""
+    name = "cuda_graph"
+    calls = ("make", "use")
+
+    def prepare(self, ctx):
+        s = ctx.sm.Stream(device=DEV)
+        return {"s": s, "buf": ctx.mem.alloc(N, device=DEV, stream=s)}
+
+    def create(self, ctx, keep):
+        g = ctx.sm.CUDAGraph()
+        s = keep["s"]
+        with ctx.sm.stream(s):
+            try:
+                g.capture_begin()
+                keep["buf"].memset(FILL, stream=s)
+                g.capture_end()
+            except BaseException:
+                g.reset()            # ends a capture left open (as accel.cuda.graph's exit does)
+                raise
+        return g
+
+    def ops(self, ctx, g, keep):
+        with ctx.sm.stream(keep["s"]):
+            g.replay()               # the buffer holds FILL only once a replay ran (the capture ran nothing)
+        keep["s"].synchronize()
+
+    def check(self, ctx, g, keep):
+        assert _bytes_ok(keep["buf"], FILL) and isinstance(g.raw_cuda_graph_exec(), int)
+
+    def release(self, ctx, o):
+        o.obj.reset()
+
+
 def _unconsumed(cap):
     return bool(_mi._api.PyCapsule_IsValid(cap, b"dltensor"))
 
@@ -513,7 +553,8 @@ class ConsumedCapsuleKind(CapsuleKind):
 
 
 KINDS = [StreamKind(), ExternalStreamKind(), EventKind(), RecordedEventKind(), BufferKind(), CAIViewKind(),
-         DLPackViewKind(), ArrayKind(), ArrayDLPackKind(), HostRegistrationKind(), PinnedKind(), CapsuleKind(), ConsumedCapsuleKind()]
+         DLPackViewKind(), ArrayKind(), ArrayDLPackKind(), HostRegistrationKind(), PinnedKind(), CapsuleKind(),
+         ConsumedCapsuleKind(), GraphKind()]
 BY_NAME = {k.name: k for k in KINDS}
 
 

@@ -619,7 +619,7 @@ def test_module_library_and_launch_entry_points_say_not_supported(subprocess_pyt
              "cuModuleGetGlobal_v2", "cuModuleUnload", "cuLibraryLoadData", "cuLibraryLoadFromFile",
              "cuLibraryGetKernel", "cuLibraryGetModule", "cuLibraryUnload", "cuLaunchKernel", "cuLaunchKernelEx",
              "cuLaunchCooperativeKernel", "cuLinkCreate_v2", "cuLinkAddData_v2", "cuLinkComplete",
-             "cuStreamBeginCapture_v2"]
+             "cuStreamBeginCaptureToGraph"]
     proc = _run(subprocess_python, f"""
 fn = VP()
 cu.cuGetProcAddress_v2.argtypes = [c.c_char_p, P(VP), I, c.c_ulonglong, VP]

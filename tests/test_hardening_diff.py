@@ -107,7 +107,7 @@ for label, fn in [
         ("exchange_device()", lambda: cuda.exchange_device()), ("device()", lambda: cuda.device()),
         ("device(0, 1)", lambda: cuda.device(0, 1)), ("Stream(0, 0, 0)", lambda: cuda.Stream(0, 0, 0)),
         ("Stream(foo=1)", lambda: cuda.Stream(foo=1)), ("ExternalStream()", lambda: cuda.ExternalStream()),
-        ("Event(1, 2, 3, 4)", lambda: cuda.Event(1, 2, 3, 4)), ("Event(foo=1)", lambda: cuda.Event(foo=1)),
+        ("Event(1, 2, 3, 4, 5)", lambda: cuda.Event(1, 2, 3, 4, 5)), ("Event(foo=1)", lambda: cuda.Event(foo=1)),
         ("current_stream(0, 1)", lambda: cuda.current_stream(0, 1)), ("set_stream()", lambda: cuda.set_stream()),
         ("s.query(1)", lambda: s.query(1)), ("s.wait_stream()", lambda: s.wait_stream()),
         ("e.record(1, 2)", lambda: e.record(1, 2)), ("e.query(1)", lambda: e.query(1)),

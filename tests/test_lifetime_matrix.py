@@ -470,7 +470,8 @@ def _fault_params():
 
 # A fault in a destroying call loses that one handle (the runtime refused to destroy it; nothing can retry):
 # exactly one more live handle of its kind is allowed after it, nothing else.
-_DESTROYS = {"cudaEventDestroy": "live_events", "cudaStreamDestroy": "live_streams"}
+_DESTROYS = {"cudaEventDestroy": "live_events", "cudaStreamDestroy": "live_streams", "cudaGraphDestroy": "live_graphs",
+             "cudaGraphExecDestroy": "live_graph_execs"}
 
 
 def _changes(before, now, sym, allow):
@@ -607,6 +608,8 @@ def child_ops(kind, o):
         ops = {"new": lambda: cuda.pinned_empty(8)}
     elif kind.startswith("capsule"):
         ops = {"from_dlpack": lambda: ctx.from_dlpack(F.CapsuleProducer(o.obj, F.DEV))}
+    elif kind == "cuda_graph":
+        ops = {"replay": o.obj.replay, "capture_begin": sm.CUDAGraph().capture_begin}
     res = {}
     for name, fn in ops.items():
         try:

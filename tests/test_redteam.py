@@ -187,26 +187,26 @@ import accel, accel.lazy as L
 
 def _pause_in_data_handoff(target):
     """Run ``target`` on a thread and stop it when it makes the Data handle of a computed result (the
-    moment between computing a tensor's value and handing it to the tensor); returns (thread, resume)."""
+    moment between computing a tensor's value and handing it to the tensor); returns (thread, resume).
+    The executor's Data is swapped for a wrapper while the thread gets there (Data is a compiled type in
+    the native twin: no Python frame to hook)."""
+    from accel.lazy import executor
     go, done = threading.Event(), threading.Event()
+    real = executor.Data
 
-    def hook(frame, event, arg):
-        if event == "call" and frame.f_code.co_name == "__init__" and \
-                type(frame.f_locals.get("self")).__name__ == "Data":
-            sys.setprofile(None)
+    def paused(array):
+        if threading.current_thread() is th and not go.is_set():
             go.set()
             done.wait(5)
+        return real(array)
 
-    def run():
-        sys.setprofile(hook)
-        try:
-            target()
-        finally:
-            sys.setprofile(None)
-
-    th = threading.Thread(target=run)
-    th.start()
-    go.wait(5)
+    th = threading.Thread(target=target)
+    executor.Data = paused
+    try:
+        th.start()
+        go.wait(5)
+    finally:
+        executor.Data = real
     return th, done
 
 

@@ -99,7 +99,7 @@ print(json.dumps([h != 0, rt.cudaGetLastError(), rt.cudaLaunchKernel(), rt.cudaL
 
 
 def test_unsupported_calls_are_quiet_without_the_trace(subprocess_python):
-    proc = _run(subprocess_python, "print(rt.cudaGraphLaunch(), rt.cudaStreamBeginCapture(), cu.cuModuleLoad())")
+    proc = _run(subprocess_python, "print(rt.cudaGraphAddNode(), rt.cudaStreamBeginCaptureToGraph(), cu.cuModuleLoad())")
     assert proc.stdout.split() == ["801", "801", "801"] and proc.stderr == ""
 
 
@@ -277,6 +277,21 @@ print(json.dumps({"peer": peer, "calls": calls, "seen": seen, "s": s.value}))
     assert got["peer"] == [0, 704, 704, 101, 101, 1, 0]
     assert got["calls"] == [0, 1, 1]
     assert got["seen"] == [[got["s"], 0, 42]]
+
+
+def test_stream_callbacks_are_not_captured(subprocess_python):
+    """cudaStreamAddCallback is not capturable (CUDA captures cudaLaunchHostFunc): refused on a capturing
+    stream, which goes on capturing."""
+    got = _json(subprocess_python, """
+CB = c.CFUNCTYPE(None, c.c_void_p, c.c_int, c.c_void_p)
+cb = CB(lambda s, status, arg: None)
+s = c.c_void_p(); rt.cudaStreamCreate(c.byref(s))
+out = [rt.cudaStreamBeginCapture(s, 0), rt.cudaStreamAddCallback(s, cb, None, 0), rt.cudaGetLastError()]
+st = c.c_int(); rt.cudaStreamIsCapturing(s, c.byref(st)); out.append(st.value)
+g = c.c_void_p(); out += [rt.cudaStreamEndCapture(s, c.byref(g)), rt.cudaGraphDestroy(g)]
+print(json.dumps(out))
+""")
+    assert got == [0, 900, 900, 1, 0, 0]
 
 
 def test_the_real_entry_points_have_fault_hooks(subprocess_python):

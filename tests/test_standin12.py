@@ -230,12 +230,12 @@ def test_unsupported_entry_points_are_named_by_the_trace(subprocess_python):
     proc = _run(subprocess_python, """
 h = rt12.__cudaRegisterFatBinary(None)
 rt12.__cudaRegisterFatBinaryEnd(c.c_void_p(h)); rt12.__cudaUnregisterFatBinary(c.c_void_p(h))
-print(json.dumps([h != 0, rt12.cudaGetLastError(), rt12.cudaGraphInstantiate(), rt12.cudaGetLastError(),
-                  rt12.cudaGraphDebugDotPrint(), rt12.cudaLaunchKernel(), rt13.cudaGetLastError()]))
+print(json.dumps([h != 0, rt12.cudaGetLastError(), rt12.cudaFuncGetAttributes(), rt12.cudaGetLastError(),
+                  rt12.cudaLaunchKernelExC(), rt12.cudaLaunchKernel(), rt13.cudaGetLastError()]))
 """, env={"ACCEL_EMU_TRACE": "1"})
     assert json.loads(proc.stdout) == [True, 0, 801, 801, 801, 801, 801]
     says = "accel emu: {} is not supported by the emulated runtime (returns cudaErrorNotSupported)"
-    assert proc.stderr.splitlines() == [says.format(n) for n in ("cudaGraphInstantiate", "cudaGraphDebugDotPrint",
+    assert proc.stderr.splitlines() == [says.format(n) for n in ("cudaFuncGetAttributes", "cudaLaunchKernelExC",
                                                                  "cudaLaunchKernel")]
 
 

@@ -98,3 +98,29 @@ except Exception as exc:
     assert proc.stdout.strip() == "AcceleratorError CUDA error: operation not supported"
     launch = "__cudaLaunchKernel" if torch.version.cuda.startswith("13.") else "cudaLaunchKernel"  # nvcc 12's stubs
     assert f"accel emu: {launch} is not supported by the emulated runtime" in proc.stderr
+
+
+def test_torch_cuda_graph_replays_a_copy():
+    """torch.cuda.CUDAGraph over the emulator's stream capture: ``dst.copy_(src)`` captured once (torch's
+    graph() context on its side stream), replayed with fresh bytes in the static input each time (copies
+    only: a kernel launch is not supported).  Ran with torch 2.14.1+cu130."""
+    code = """
+import numpy as np, torch
+src = torch.from_numpy(np.zeros(256, np.uint8)).cuda()      # a copy: torch.zeros(device=) would launch a kernel
+dst = torch.empty_like(src)
+torch.cuda.synchronize()
+g = torch.cuda.CUDAGraph()
+with torch.cuda.graph(g):
+    dst.copy_(src)
+out = [torch.cuda.is_current_stream_capturing()]
+for k in (3, 7, 11):
+    src.copy_(torch.full((256,), k, dtype=torch.uint8))
+    g.replay()
+    torch.cuda.synchronize()
+    out.append(int(dst.cpu().sum()) == 256 * k)
+g.reset()
+print(out)
+"""
+    proc = on_emu(code)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[False, True, True, True]"

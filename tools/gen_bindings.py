@@ -79,7 +79,8 @@ NATIVE_CTYPE = {
     "size_t": "size_t", "cudaError_t": "cudaError_t", "CUresult": "int", "float": "float",
     "void*": "void*", "const void*": "const void*", "cudaStream_t": "cudaStream_t",
     "cudaEvent_t": "cudaEvent_t", "cudaHostFn_t": "cudaHostFn_t", "const char*": "const char*",
-    "cudaMemPool_t": "cudaMemPool_t", "cudaDeviceProp": "void", "cudaIpcEventHandle_t": "IpcEventHandle",
+    "cudaMemPool_t": "cudaMemPool_t", "cudaGraph_t": "cudaGraph_t", "cudaGraphExec_t": "cudaGraphExec_t",
+    "cudaGraphNode_t": "cudaGraphNode_t", "cudaDeviceProp": "void", "cudaIpcEventHandle_t": "IpcEventHandle",
     "cudaPointerAttributes": "PointerAttributes",
 }
 # integer C types -> the inline converter in the generated module: derived from TYPES' ranges (_derive)
@@ -95,6 +96,9 @@ ctypedef int cudaError_t
 ctypedef void* cudaStream_t
 ctypedef void* cudaEvent_t
 ctypedef void* cudaMemPool_t
+ctypedef void* cudaGraph_t
+ctypedef void* cudaGraphExec_t
+ctypedef void* cudaGraphNode_t
 ctypedef void (*cudaHostFn_t)(void*) noexcept nogil
 
 cdef struct IpcEventHandle:

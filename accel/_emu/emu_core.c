@@ -86,7 +86,7 @@
 /* The injectable symbols and fail_hit() are in emu_internal.h. */
 #define X_NAME(s) #s,
 static const char *const sym_names[SYM_COUNT] = {
-    EMU_SYMBOLS(X_NAME) EMU_DRIVER_SYMBOLS(X_NAME) EMU_STANDIN_SYMBOLS(X_NAME)
+    EMU_SYMBOLS(X_NAME) EMU_DRIVER_SYMBOLS(X_NAME) EMU_STANDIN_SYMBOLS(X_NAME) EMU_GRAPH_DRIVER_SYMBOLS(X_NAME)
 };
 
 pthread_mutex_t g_fail_lock = PTHREAD_MUTEX_INITIALIZER;

@@ -40,6 +40,8 @@ EXPORT cudaError_t cudaDeviceSynchronize(void)
     RT_ENTER(cudaDeviceSynchronize, cudaErrorUnknown);
     RT_NEED_DEVICE();
     if (t_in_hostfn) return fail(cudaErrorNotPermitted);
+    cudaError_t cerr = capture_unsafe();
+    if (cerr) return fail(cerr);
     int dev = t_dev;
     ensure_ctx(dev);
     pthread_mutex_lock(&G);

@@ -635,9 +635,8 @@ EXPORT CUresult cuEventCreate(CUevent *e, unsigned int flags)
     X(cuKernelSetCacheConfig) X(cuLinkAddFile_v2) X(cuFuncGetParamInfo) X(cuFuncGetName) \
     X(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags) X(cuOccupancyMaxPotentialBlockSize) \
     X(cuOccupancyMaxPotentialBlockSizeWithFlags) X(cuOccupancyAvailableDynamicSMemPerBlock) \
-    X(cuLaunch) X(cuLaunchGrid) X(cuLaunchGridAsync) X(cuStreamBeginCapture_v2) X(cuStreamEndCapture) \
-    X(cuStreamBeginCaptureToGraph) X(cuGraphCreate) X(cuGraphInstantiateWithFlags) X(cuGraphLaunch) \
-    X(cuGraphDestroy) X(cuGraphExecDestroy) X(cuGraphGetNodes) X(cuGraphDebugDotPrint)
+    X(cuLaunch) X(cuLaunchGrid) X(cuLaunchGridAsync) X(cuStreamBeginCaptureToGraph)
+/* stream capture and graphs: emu_graph_driver.c */
 DRV_UNSUPPORTED(UNSUPPORTED)
 
 /* ------------------------------------------------------------- proc addresses */
@@ -740,7 +739,6 @@ static const proc_t procs[] = {
     DRV_UNSUPPORTED(PROC)
     PROC_V("cuLinkCreate", 0, cuLinkCreate_v2) PROC_V("cuLinkAddData", 0, cuLinkAddData_v2)
     PROC_V("cuLinkAddFile", 0, cuLinkAddFile_v2) PROC_V("cuModuleGetGlobal", 0, cuModuleGetGlobal_v2)
-    PROC_V("cuStreamBeginCapture", 0, cuStreamBeginCapture_v2)
 };
 #define NPROCS (sizeof procs / sizeof *procs)
 
@@ -764,7 +762,7 @@ void *emu_driver_proc(const char *name, int version, int per_thread)
     for (int t = 0; t < 2 && !best; t++)
         for (size_t i = 0; !best && i < sizes[t]; i++)
             if (strlen(tables[t][i].symbol) == len && !memcmp(tables[t][i].symbol, name, len)) best = &tables[t][i];
-    if (!best) return NULL;
+    if (!best) return emu_graph_driver_proc(name, len, version, per_thread);   /* capture and graphs */
     for (size_t i = 0; per_thread && i < sizeof ptsz / sizeof *ptsz; i++)
         if (!strcmp(ptsz[i].symbol, best->symbol)) return ptsz[i].fn;
     for (size_t i = 0; per_thread && i < emu_drvmem_nptsz; i++)

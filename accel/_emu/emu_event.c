@@ -25,6 +25,7 @@ static void evshared_unref(evshared_t *sh)
     if (--sh->refs) return;
     if (sh->ipc_id) ht_del(&g_ipc, sh->ipc_id);
     rec_unref(sh->latest);
+    free(sh->capdeps.v);
     free(sh);
 }
 
@@ -87,9 +88,14 @@ static cudaError_t event_record(cudaEvent_t eh, cudaStream_t sh, unsigned flags)
     event_t *e = get_event(eh);
     stream_t *s = e ? get_stream(sh, &err) : NULL;
     if (!e || (s && s->device != e->sh->device)) err = cudaErrorInvalidResourceHandle;
-    if (!err) {
+    if (!err && s->cap) {
+        err = capture_record(s, e, flags);     /* the event stands for captured work */
+        free(it);
+        free(r);
+    } else if (!err) {
         rec_unref(e->sh->latest);
         e->sh->latest = r;
+        e->sh->capid = 0;
         err = submit(s, it);
         if (err) {
             e->sh->latest = NULL;
@@ -121,10 +127,13 @@ EXPORT cudaError_t cudaEventQuery(cudaEvent_t h)
 {
     RT_ENTER(cudaEventQuery, cudaErrorUnknown);
     RT_NEED_DEVICE();
+    cudaError_t err = capture_unsafe();
+    if (err) return fail(err);
     pthread_mutex_lock(&G);
     event_t *e = get_event(h);
-    cudaError_t err = !e ? cudaErrorInvalidResourceHandle
-                    : (e->sh->latest && !e->sh->latest->reached) ? cudaErrorNotReady : cudaSuccess;
+    err = !e ? cudaErrorInvalidResourceHandle
+        : (e->sh->capid && capture_event_live(e->sh)) ? cudaErrorCapturedEvent
+        : (e->sh->latest && !e->sh->latest->reached) ? cudaErrorNotReady : cudaSuccess;
     pthread_mutex_unlock(&G);
     return err ? fail(err) : cudaSuccess;
 }
@@ -134,11 +143,15 @@ EXPORT cudaError_t cudaEventSynchronize(cudaEvent_t h)
     RT_ENTER(cudaEventSynchronize, cudaErrorUnknown);
     RT_NEED_DEVICE();
     if (t_in_hostfn) return fail(cudaErrorNotPermitted);
+    cudaError_t err = capture_unsafe();
+    if (err) return fail(err);
     pthread_mutex_lock(&G);
     event_t *e = get_event(h);
-    if (e && e->sh->latest) wait_rec(e->sh->latest);
+    if (!e) err = cudaErrorInvalidResourceHandle;
+    else if (e->sh->capid && capture_event_live(e->sh)) err = cudaErrorCapturedEvent;
+    else if (e->sh->latest) wait_rec(e->sh->latest);
     pthread_mutex_unlock(&G);
-    return e ? cudaSuccess : fail(cudaErrorInvalidResourceHandle);
+    return err ? fail(err) : cudaSuccess;
 }
 
 EXPORT cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end)
@@ -170,7 +183,9 @@ EXPORT cudaError_t cudaStreamWaitEvent(cudaStream_t sh, cudaEvent_t eh, unsigned
     stream_t *s = get_stream(sh, &err);
     event_t *e = s ? get_event(eh) : NULL;
     if (s && !e) err = cudaErrorInvalidResourceHandle;
-    if (!err && e->sh->latest && !e->sh->latest->reached) {
+    if (!err && (s->cap || e->sh->capid)) {
+        err = capture_wait(s, e, flags);       /* fork, join, or an external wait node */
+    } else if (!err && e->sh->latest && !e->sh->latest->reached) {
         item_t *it = item_new(IT_WAIT);
         if (!it) err = cudaErrorMemoryAllocation;
         else {

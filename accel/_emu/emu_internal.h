@@ -39,6 +39,10 @@ void emu_device_name(int phys, char *out, size_t len);
  * variant was asked for. */
 void *emu_driver_proc(const char *name, int version, int per_thread);
 
+/* emu_graph_driver.c: the driver entry point of capture and graphs whose base name is name[0..len) in the ABI
+ * of CUDA `version`, its per-thread-default-stream variant with `per_thread` (NULL when none). */
+void *emu_graph_driver_proc(const char *name, size_t len, int version, int per_thread);
+
 /* emu_memory.c, for the driver layer (errors are cudaError_t values, also recorded as the runtime's last
  * error, which the driver restores).  emu_copy: `rows` rows of `width` bytes, `dpitch`/`spitch` apart,
  * with the checks of cudaMemcpyKind `kind`, on `stream`; emu_set: `count` elements of `elem` (1, 2, 4)
@@ -91,7 +95,11 @@ void emu_trace_unsupported(const char *name, atomic_int *seen);
     X(cudaMallocFromPoolAsync) X(cudaMemPoolCreate) X(cudaMemPoolDestroy) X(cudaDeviceSetMemPool) \
     X(cudaMemPoolSetAccess) X(cudaMemPoolGetAccess) X(cudaMallocManaged) X(cudaMemcpy) X(cudaMemset) \
     X(cudaMemcpy2DAsync) X(cudaMemcpyPeerAsync) X(cudaHostGetDevicePointer) X(cudaIpcGetMemHandle) \
-    X(cudaIpcOpenMemHandle) X(cudaIpcCloseMemHandle) X(cudaDeviceSetLimit) X(cudaDeviceGetLimit)
+    X(cudaIpcOpenMemHandle) X(cudaIpcCloseMemHandle) X(cudaDeviceSetLimit) X(cudaDeviceGetLimit) \
+    X(cudaStreamBeginCapture) X(cudaStreamEndCapture) X(cudaStreamGetCaptureInfo) X(cudaGraphCreate) \
+    X(cudaGraphAddEmptyNode) X(cudaGraphDestroy) X(cudaGraphGetNodes) X(cudaGraphNodeGetType) \
+    X(cudaGraphDebugDotPrint) X(cudaGraphInstantiate) X(cudaGraphInstantiateWithFlags) \
+    X(cudaGraphExecDestroy) X(cudaGraphLaunch) X(cudaGraphUpload)
 #define EMU_DRIVER_SYMBOLS(X) \
     X(cuDeviceGetCount) X(cuDeviceGet) X(cuDeviceGetAttribute) X(cuDeviceGetName) X(cuDeviceGetUuid) \
     X(cuDeviceGetUuid_v2) X(cuDeviceTotalMem_v2) X(cuDeviceGetPCIBusId) X(cuDeviceComputeCapability) \
@@ -128,11 +136,19 @@ void emu_trace_unsupported(const char *name, atomic_int *seen);
     X(cuMemPoolExportPointer) X(cuMemPoolImportPointer)
 
 #define EMU_STANDIN_SYMBOLS(X) \
-    X(cudaGetDriverEntryPointByVersion) X(cudaStreamGetCaptureInfo) X(cudaDeviceEnablePeerAccess) \
+    X(cudaGetDriverEntryPointByVersion) X(cudaDeviceEnablePeerAccess) \
     X(cudaStreamAddCallback)
 
+/* The driver layer's stream capture and graphs (emu_graph_driver.c, in the stand-ins). */
+#define EMU_GRAPH_DRIVER_SYMBOLS(X) \
+    X(cuStreamBeginCapture_v2) X(cuStreamEndCapture) X(cuStreamGetCaptureInfo_v2) X(cuStreamGetCaptureInfo_v3) \
+    X(cuThreadExchangeStreamCaptureMode) X(cuGraphCreate) X(cuGraphDestroy) X(cuGraphGetNodes) \
+    X(cuGraphNodeGetType) X(cuGraphAddEmptyNode) X(cuGraphDebugDotPrint) X(cuGraphInstantiateWithFlags) \
+    X(cuGraphInstantiateWithParams) X(cuGraphUpload) X(cuGraphLaunch) X(cuGraphExecDestroy)
+
 #define X_ENUM(s) SYM_##s,
-enum { EMU_SYMBOLS(X_ENUM) EMU_DRIVER_SYMBOLS(X_ENUM) EMU_STANDIN_SYMBOLS(X_ENUM) SYM_COUNT };
+enum { EMU_SYMBOLS(X_ENUM) EMU_DRIVER_SYMBOLS(X_ENUM) EMU_STANDIN_SYMBOLS(X_ENUM) EMU_GRAPH_DRIVER_SYMBOLS(X_ENUM)
+       SYM_COUNT };
 
 #define MAX_FAIL 64
 typedef struct { int sym; unsigned long long nth; } failpt_t;

@@ -1,6 +1,6 @@
 /*
  * Memory of the emulated runtime: the allocation table (device allocations are
- * host memory, sorted by address), cudaMalloc/cudaFree/cudaMemGetInfo, queued
+ * host memory, ordered by address), cudaMalloc/cudaFree/cudaMemGetInfo, queued
  * copies and memsets (cudaMemcpyAsync, cudaMemsetAsync), stream-ordered memory
  * pools, pinned host memory and cudaPointerGetAttributes.  Shared state and the
  * stream machinery it queues work on are in emu_runtime.h.
@@ -15,10 +15,11 @@
  *  - Sizes are rounded up to 512 bytes for the pool (reserved / used bytes);
  *    copies are checked against the requested size.
  *  - cudaMallocAsync allocates on the stream's device: it takes the smallest
- *    free block of the pool that fits (and is at most twice the rounded size),
- *    else reserves new memory against the device's capacity (shared with
- *    cudaMalloc).  It never releases pool memory by itself: on
- *    cudaErrorMemoryAllocation the caller trims the pool and retries.
+ *    free block of the pool that fits (and is at most twice the rounded size;
+ *    of equal ones, the one returned last), else reserves new memory against
+ *    the device's capacity (shared with cudaMalloc).  It never releases pool
+ *    memory by itself: on cudaErrorMemoryAllocation the caller trims the pool
+ *    and retries.
  *  - cudaFreeAsync removes the allocation from the table at once (a second
  *    free, or a copy queued after it, is cudaErrorInvalidValue) and returns
  *    the block to the pool when the stream reaches the free and every copy
@@ -28,6 +29,13 @@
  *  - The release threshold (default 0, as in CUDA) is applied when a block
  *    returns to the pool; the real runtime applies it at the next
  *    synchronisation.
+ *  - Costs do not grow with the number of live allocations (issue 22): the
+ *    table is a dense slot array plus address lookups (a hash of bases, O(1),
+ *    and an AVL tree by base for interior pointers, O(log n)); a pool block
+ *    keeps its table range while the pool holds it, so cudaMallocAsync +
+ *    cudaFreeAsync from a warm pool are O(1).  Each pool keeps its free blocks
+ *    in a tree of capacities (best fit in O(log k), k distinct sizes) and a
+ *    list in return order (trim releases the block returned last first).
  *  - Pinned host memory (cudaHostAlloc, cudaHostRegister) is kept in a range
  *    table, for cudaPointerGetAttributes (type 1, host) and to validate frees.
  *    cudaFreeHost and cudaHostUnregister first wait for all queued work of
@@ -45,9 +53,25 @@
 
 static void pool_block_back(alloc_t *a);
 
-static alloc_t **g_allocs;          /* sorted by base */
+/* The allocation table.  Live allocations are in a dense slot array (a->slot is a's index, not in
+ * address order).  Address lookups go through ranges: one per live allocation and one per free block
+ * that a pool still holds (dead: ->a is NULL), in an AVL tree by base (interior pointers, O(log n)) and
+ * in a hash of bases (exact lookups, O(1)).  A pool block keeps its range while it is reserved, so
+ * taking a block from the pool and freeing it again (the steady state of cudaMallocAsync +
+ * cudaFreeAsync) touches only the hash, never the tree.  Ranges never overlap: a dead one covers memory
+ * its pool still owns, and a cudaMalloc allocation's range goes when the allocation is freed. */
+typedef struct arange {
+    tnode_t node;                   /* key: base */
+    alloc_t *a;                     /* the live allocation starting here, or NULL (a free pool block) */
+} arange_t;
+
+static alloc_t **g_allocs;
 size_t g_nallocs;
 static size_t g_cap_allocs;
+static tnode_t *g_range_tree;
+static arange_t **g_ahash;          /* open addressing, linear probing, at most half full; NULL = empty */
+static size_t g_ahash_cap, g_nranges;
+static arange_t *g_spare_range;     /* made by alloc_table_room, so that alloc_table_insert cannot fail */
 static size_t g_mem_used[MAX_DEVICES];
 
 size_t emu_mem_used(int dev)
@@ -58,16 +82,76 @@ size_t emu_mem_used(int dev)
     return n;
 }
 
-/* Index of the last allocation whose base <= p, or -1. */
+static inline size_t ahash_home(uintptr_t base)
+{
+    return (size_t)(((base >> 8) * 0x9E3779B97F4A7C15ull) >> 20) & (g_ahash_cap - 1);
+}
+
+static void ahash_put(arange_t *r)
+{
+    size_t m = g_ahash_cap - 1, i = ahash_home(r->node.key);
+    while (g_ahash[i]) i = (i + 1) & m;
+    g_ahash[i] = r;
+}
+
+/* Removes r, shifting back the entries of its probe run (no tombstones). */
+static void ahash_del(arange_t *r)
+{
+    size_t m = g_ahash_cap - 1, i = ahash_home(r->node.key), j, k;
+    while (g_ahash[i] != r) i = (i + 1) & m;
+    for (;;) {
+        g_ahash[i] = NULL;
+        for (j = i;;) {
+            j = (j + 1) & m;
+            if (!g_ahash[j]) return;
+            k = ahash_home(g_ahash[j]->node.key);
+            if (((j - k) & m) >= ((j - i) & m)) break;      /* its home is not inside (hole, j] */
+        }
+        g_ahash[i] = g_ahash[j];
+        i = j;
+    }
+}
+
+/* The range starting exactly at p, or NULL.  O(1). */
+static arange_t *range_at(const void *p)
+{
+    if (!g_ahash_cap) return NULL;
+    size_t m = g_ahash_cap - 1, i = ahash_home((uintptr_t)p);
+    for (arange_t *r; (r = g_ahash[i]); i = (i + 1) & m)
+        if (r->node.key == (uintptr_t)p) return r;
+    return NULL;
+}
+
+static void range_remove(arange_t *r)
+{
+    g_range_tree = tree_remove(g_range_tree, r->node.key);
+    ahash_del(r);
+    g_nranges--;
+    free(r);
+}
+
+/* A pool block at `base` leaves its pool (released to the host): its dead range goes too.  G held. */
+static void range_release(const void *base)
+{
+    arange_t *r = range_at(base);
+    if (r && !r->a) range_remove(r);
+}
+
+/* Table slot of the allocation whose base is exactly p, or -1.  O(1). */
+static long alloc_exact(const void *p)
+{
+    arange_t *r = range_at(p);
+    return r && r->a ? r->a->slot : -1;
+}
+
+/* Table slot of the live allocation with the greatest base <= p if p may be inside it, else -1 (p is
+ * below every allocation, or inside or past a free pool block, which no allocation overlaps).
+ * O(log n). */
 static long alloc_floor(const void *p)
 {
-    long lo = 0, hi = (long)g_nallocs - 1, res = -1;
-    while (lo <= hi) {
-        long mid = (lo + hi) / 2;
-        if ((uintptr_t)g_allocs[mid]->base <= (uintptr_t)p) { res = mid; lo = mid + 1; }
-        else hi = mid - 1;
-    }
-    return res;
+    tnode_t *n = tree_floor(g_range_tree, (uintptr_t)p);
+    alloc_t *a = n ? TREE_ENTRY(n, arange_t, node)->a : NULL;
+    return a ? a->slot : -1;
 }
 
 static alloc_t *alloc_containing(const void *p)
@@ -89,16 +173,63 @@ void alloc_unref(alloc_t *a)
 
 /* cudaFree and cudaFreeAsync: takes the allocation at table index i out of the table (G held) and
  * returns it with a reference, for alloc_unref.  A cudaMalloc allocation's bytes are free for the
- * device at once; a pool allocation's block goes back to its pool, which keeps the bytes reserved. */
+ * device at once; a pool allocation's block goes back to its pool, which keeps the bytes reserved
+ * (and the block its range).  O(1) for a pool allocation, O(log n) for a cudaMalloc one. */
 static alloc_t *alloc_detach(long i)
 {
     alloc_t *a = g_allocs[i];
-    memmove(&g_allocs[i], &g_allocs[i + 1], (g_nallocs - (size_t)i - 1) * sizeof *g_allocs);
-    g_nallocs--;
+    if (a->pool) a->range->a = NULL;
+    else range_remove(a->range);
+    a->range = NULL;
+    g_allocs[i] = g_allocs[--g_nallocs];    /* the last slot fills the hole */
+    g_allocs[i]->slot = i;
     if (!a->pool) g_mem_used[a->device] -= a->size;
     a->freed = 1;
     a->pending++;
     return a;
+}
+
+/* Room for one more entry in the allocation table (a slot, a hash entry, a range).  G held. */
+static int alloc_table_room(void)
+{
+    if (!g_spare_range && !(g_spare_range = malloc(sizeof *g_spare_range))) return -1;
+    if (2 * (g_nranges + 1) > g_ahash_cap) {
+        size_t nc = g_ahash_cap ? 2 * g_ahash_cap : 128, oc = g_ahash_cap;
+        arange_t **nh = calloc(nc, sizeof *nh), **oh = g_ahash;
+        if (!nh) return -1;
+        g_ahash = nh;
+        g_ahash_cap = nc;
+        for (size_t i = 0; i < oc; i++)
+            if (oh[i]) ahash_put(oh[i]);
+        free(oh);
+    }
+    if (g_nallocs == g_cap_allocs) {
+        size_t nc = g_cap_allocs ? g_cap_allocs * 2 : 64;
+        alloc_t **na = realloc(g_allocs, nc * sizeof *na);
+        if (!na) return -1;
+        g_allocs = na;
+        g_cap_allocs = nc;
+    }
+    return 0;
+}
+
+/* Adds a (its base, size, device, pool set; room made by alloc_table_room) to the table: O(1) when its
+ * block still has its range from an earlier allocation, else O(log n).  G held. */
+static void alloc_table_insert(alloc_t *a)
+{
+    arange_t *r = range_at(a->base);
+    if (!r) {
+        r = g_spare_range;
+        g_spare_range = NULL;
+        r->node.key = (uintptr_t)a->base;
+        g_range_tree = tree_insert(g_range_tree, &r->node);
+        ahash_put(r);
+        g_nranges++;
+    }
+    r->a = a;
+    a->range = r;
+    a->slot = (long)g_nallocs;
+    g_allocs[g_nallocs++] = a;
 }
 
 /* ------------------------------------------------------------ memory (API) */
@@ -115,12 +246,7 @@ static cudaError_t table_alloc(void **p, size_t n, int dev, int managed)
     void *mem = NULL;
     if (!a || posix_memalign(&mem, 256, n)) mem = NULL;
     pthread_mutex_lock(&G);
-    if (mem && g_nallocs == g_cap_allocs) {
-        size_t nc = g_cap_allocs ? g_cap_allocs * 2 : 64;
-        alloc_t **na = realloc(g_allocs, nc * sizeof *na);
-        if (na) { g_allocs = na; g_cap_allocs = nc; }
-    }
-    if (!mem || g_nallocs == g_cap_allocs) {
+    if (!mem || alloc_table_room()) {
         g_mem_used[dev] -= n;
         pthread_mutex_unlock(&G);
         free(mem);
@@ -131,10 +257,7 @@ static cudaError_t table_alloc(void **p, size_t n, int dev, int managed)
     a->size = n;
     a->device = dev;
     a->managed = managed;
-    long at = alloc_floor(mem) + 1;
-    memmove(&g_allocs[at + 1], &g_allocs[at], (g_nallocs - (size_t)at) * sizeof *g_allocs);
-    g_allocs[at] = a;
-    g_nallocs++;
+    alloc_table_insert(a);
     pthread_mutex_unlock(&G);
     *p = mem;
     return cudaSuccess;
@@ -145,6 +268,8 @@ EXPORT cudaError_t cudaMalloc(void **p, size_t n)
     RT_ENTER(cudaMalloc, cudaErrorMemoryAllocation);
     RT_NEED_DEVICE();
     if (!p) return fail(cudaErrorInvalidValue);
+    cudaError_t cerr = capture_unsafe();     /* emu_capture.c: prohibited during capture */
+    if (cerr) return fail(cerr);
     ensure_ctx(t_dev);
     if (n == 0) { *p = NULL; return cudaSuccess; }
     return table_alloc(p, n, t_dev, 0);
@@ -156,11 +281,13 @@ EXPORT cudaError_t cudaFree(void *p)
 {
     RT_ENTER(cudaFree, cudaErrorUnknown);
     RT_NEED_DEVICE();
+    cudaError_t cerr = capture_unsafe();     /* emu_capture.c: prohibited during capture */
+    if (cerr) return fail(cerr);
     ensure_ctx(t_dev);
     if (!p) return cudaSuccess;
     pthread_mutex_lock(&G);
-    long i = alloc_floor(p);
-    alloc_t *a = (i >= 0 && g_allocs[i]->base == p) ? g_allocs[i] : NULL;
+    long i = alloc_exact(p);
+    alloc_t *a = i >= 0 ? g_allocs[i] : NULL;
     int managed = a && a->managed;
     if (a) alloc_unref(alloc_detach(i));
     pthread_mutex_unlock(&G);
@@ -206,9 +333,12 @@ static cudaError_t queue_transfer(stream_t *s, item_t *it, cudaError_t err)
 
 static int host_mapped(const void *p, size_t n);
 
-/* A synchronous transfer waits until the stream has run the item just queued on it (G held). */
+/* A synchronous transfer waits until the stream has run the item just queued on it (G held); on a
+ * capturing stream it is refused (emu_capture.c), and so is it from a thread the capture modes prohibit
+ * (emu_copy / emu_set, before G is taken). */
 static cudaError_t queue_and_wait(stream_t *s, item_t *it, cudaError_t err, int sync)
 {
+    if (!err && sync && s && s->cap) err = capture_refuse(s);
     int queued = s && !err && it->n;
     err = queue_transfer(s, it, err);
     if (!err && queued && sync) wait_stream(s, s->enq);
@@ -237,6 +367,8 @@ cudaError_t emu_copy(void *dst, size_t dpitch, const void *src, size_t spitch, s
         return fail(cudaErrorInvalidValue);
     if (dspan && (!dst || !src)) return fail(cudaErrorInvalidValue);
     if (sync && t_in_hostfn) return fail(cudaErrorNotPermitted);
+    cudaError_t cerr = sync ? capture_unsafe() : cudaSuccess;
+    if (cerr) return fail(cerr);
     item_t *it = item_new(IT_COPY);
     if (!it) return fail(cudaErrorMemoryAllocation);
     it->dst = dst;
@@ -267,6 +399,8 @@ cudaError_t emu_set(void *p, unsigned int value, size_t count, int elem, cudaStr
     if (count > SIZE_MAX / (size_t)elem) return fail(cudaErrorInvalidValue);
     if (elem > 1 && ((uintptr_t)p % (uintptr_t)elem)) return fail(cudaErrorInvalidValue);
     if (sync && t_in_hostfn) return fail(cudaErrorNotPermitted);
+    cudaError_t cerr = sync ? capture_unsafe() : cudaSuccess;
+    if (cerr) return fail(cerr);
     item_t *it = item_new(IT_SET);
     if (!it) return fail(cudaErrorMemoryAllocation);
     it->dst = p;
@@ -315,13 +449,28 @@ enum {
 
 typedef struct { char *base; size_t cap; } block_t;
 
+/* A free block (reserved, unused) of a pool: in the bucket of its capacity (newest first) and in the
+ * pool's list in return order. */
+typedef struct fblock {
+    block_t b;
+    struct fblock *next_same;       /* the next older block of the same capacity */
+    struct fblock *newer, *older;   /* return order */
+} fblock_t;
+
+/* The free blocks of one capacity, a node of the pool's tree of capacities. */
+typedef struct {
+    tnode_t node;                   /* key: cap */
+    fblock_t *head;                 /* newest first */
+} bucket_t;
+
 struct mempool {
     int ready;
     int reuse[3];                   /* the int attributes 1-3 */
     uint64_t threshold;
     uint64_t reserved, reserved_high, used, used_high;
-    block_t *blocks;                /* free blocks (reserved, unused) */
-    size_t nblocks, capblocks;
+    tnode_t *sizes;                 /* bucket_t by capacity */
+    fblock_t *newest;               /* the free blocks in return order, newest first */
+    size_t nblocks;                 /* free blocks */
     int managed;                    /* a pool of managed memory (its allocations are managed) */
 };
 
@@ -377,52 +526,126 @@ static cudaMemPool_t current_pool(int dev)
     return g_curpool[dev] ? g_curpool[dev] : pool_handle(dev);
 }
 
-/* Frees unused blocks (largest last-in first) until at most `keep` bytes are reserved.  G held. */
+/* Spare free-list records, so that the steady state (a block taken and returned over and over) does not
+ * call malloc and free for them each time: at most SPARE_MAX of each kind are kept.  G held. */
+#define SPARE_MAX 64
+static fblock_t *g_spare_fb;        /* linked through next_same */
+static bucket_t *g_spare_bk;        /* linked through head (cast) */
+static int g_nspare_fb, g_nspare_bk;
+
+static fblock_t *fblock_new(void)
+{
+    fblock_t *f = g_spare_fb;
+    if (!f) return malloc(sizeof *f);
+    g_spare_fb = f->next_same;
+    g_nspare_fb--;
+    return f;
+}
+
+static void fblock_drop(fblock_t *f)
+{
+    if (g_nspare_fb >= SPARE_MAX) {
+        free(f);
+        return;
+    }
+    f->next_same = g_spare_fb;
+    g_spare_fb = f;
+    g_nspare_fb++;
+}
+
+static bucket_t *bucket_new(void)
+{
+    bucket_t *bk = g_spare_bk;
+    if (!bk) return malloc(sizeof *bk);
+    g_spare_bk = (bucket_t *)(void *)bk->head;
+    g_nspare_bk--;
+    return bk;
+}
+
+static void bucket_drop(bucket_t *bk)
+{
+    if (g_nspare_bk >= SPARE_MAX) {
+        free(bk);
+        return;
+    }
+    bk->head = (fblock_t *)(void *)g_spare_bk;
+    g_spare_bk = bk;
+    g_nspare_bk++;
+}
+
+/* Takes free block f, the newest of its bucket bk, out of the pool's structures and frees f.  G held. */
+static block_t pool_unlink(mempool_t *mp, bucket_t *bk, fblock_t *f)
+{
+    block_t b = f->b;
+    bk->head = f->next_same;
+    if (!bk->head) {
+        mp->sizes = tree_remove(mp->sizes, bk->node.key);
+        bucket_drop(bk);
+    }
+    if (f->newer) f->newer->older = f->older;
+    else mp->newest = f->older;
+    if (f->older) f->older->newer = f->newer;
+    mp->nblocks--;
+    fblock_drop(f);
+    return b;
+}
+
+/* Frees unused blocks (last returned first) until at most `keep` bytes are reserved.  G held. */
 static void pool_trim(int dev, mempool_t *mp, uint64_t keep)
 {
-    while (mp->reserved > keep && mp->nblocks) {
-        block_t b = mp->blocks[--mp->nblocks];
+    while (mp->reserved > keep && mp->newest) {
+        fblock_t *f = mp->newest;   /* the newest block is the head of its bucket */
+        bucket_t *bk = TREE_ENTRY(tree_find(mp->sizes, f->b.cap), bucket_t, node);
+        block_t b = pool_unlink(mp, bk, f);
+        range_release(b.base);
         free(b.base);
         mp->reserved -= b.cap;
         g_mem_used[dev] -= b.cap;
     }
 }
 
-/* A freed pool allocation's block, back in its pool (from alloc_unref, G held). */
+/* A freed pool allocation's block, back in its pool (from alloc_unref, G held).  O(log k). */
 static void pool_block_back(alloc_t *a)
 {
     mempool_t *mp = a->pool;
     int dev = a->device;
     mp->used -= a->cap;
-    if (mp->nblocks == mp->capblocks) {
-        size_t nc = mp->capblocks ? mp->capblocks * 2 : 16;
-        block_t *nb = realloc(mp->blocks, nc * sizeof *nb);
-        if (!nb) {          /* cannot keep it: release it */
-            free(a->base);
-            mp->reserved -= a->cap;
-            g_mem_used[dev] -= a->cap;
-            return;
-        }
-        mp->blocks = nb;
-        mp->capblocks = nc;
+    tnode_t *n = tree_find(mp->sizes, a->cap);
+    bucket_t *bk = n ? TREE_ENTRY(n, bucket_t, node) : bucket_new();
+    fblock_t *f = bk ? fblock_new() : NULL;
+    if (!f) {               /* cannot keep it: release it */
+        if (bk && !n) bucket_drop(bk);
+        range_release(a->base);
+        free(a->base);
+        mp->reserved -= a->cap;
+        g_mem_used[dev] -= a->cap;
+        return;
     }
-    mp->blocks[mp->nblocks].base = a->base;
-    mp->blocks[mp->nblocks].cap = a->cap;
+    if (!n) {
+        bk->node.key = a->cap;
+        bk->head = NULL;
+        mp->sizes = tree_insert(mp->sizes, &bk->node);
+    }
+    f->b.base = a->base;
+    f->b.cap = a->cap;
+    f->next_same = bk->head;
+    bk->head = f;
+    f->newer = NULL;
+    f->older = mp->newest;
+    if (mp->newest) mp->newest->newer = f;
+    mp->newest = f;
     mp->nblocks++;
     if (mp->reserved > mp->threshold) pool_trim(dev, mp, mp->threshold);
 }
 
-/* Takes the best-fitting free block for `need` bytes; 0 when none fits.  G held. */
+/* Takes the best-fitting free block for `need` bytes: the smallest capacity that fits and is at most
+ * twice `need` (the last returned of that capacity); 0 when none fits.  G held.  O(log k). */
 static int pool_take(mempool_t *mp, size_t need, block_t *out)
 {
-    size_t best = (size_t)-1;
-    for (size_t i = 0; i < mp->nblocks; i++) {
-        size_t cap = mp->blocks[i].cap;
-        if (cap >= need && cap / 2 <= need && (best == (size_t)-1 || cap < mp->blocks[best].cap)) best = i;
-    }
-    if (best == (size_t)-1) return 0;
-    *out = mp->blocks[best];
-    mp->blocks[best] = mp->blocks[--mp->nblocks];
+    tnode_t *n = tree_ceil(mp->sizes, need);
+    if (!n || n->key / 2 > need) return 0;
+    bucket_t *bk = TREE_ENTRY(n, bucket_t, node);
+    *out = pool_unlink(mp, bk, bk->head);
     return 1;
 }
 
@@ -430,26 +653,6 @@ static void pool_use(mempool_t *mp, size_t cap)
 {
     mp->used += cap;
     if (mp->used > mp->used_high) mp->used_high = mp->used;
-}
-
-/* Room for one more entry in the allocation table.  G held. */
-static int alloc_table_room(void)
-{
-    if (g_nallocs < g_cap_allocs) return 0;
-    size_t nc = g_cap_allocs ? g_cap_allocs * 2 : 64;
-    alloc_t **na = realloc(g_allocs, nc * sizeof *na);
-    if (!na) return -1;
-    g_allocs = na;
-    g_cap_allocs = nc;
-    return 0;
-}
-
-static void alloc_table_insert(alloc_t *a)
-{
-    long at = alloc_floor(a->base) + 1;
-    memmove(&g_allocs[at + 1], &g_allocs[at], (g_nallocs - (size_t)at) * sizeof *g_allocs);
-    g_allocs[at] = a;
-    g_nallocs++;
 }
 
 /* cudaMallocAsync (pool NULL: the current pool of the stream's device) and cudaMallocFromPoolAsync. */
@@ -466,6 +669,10 @@ static cudaError_t malloc_async(void **p, size_t n, cudaStream_t h, cudaMemPool_
     }
     int dev = rec->dev;
     ensure_ctx(s->device);
+    if (s->cap && capture_invalidated(s)) {   /* emu_capture.c */
+        pthread_mutex_unlock(&G);
+        return fail(cudaErrorStreamCaptureInvalidated);
+    }
     if (n == 0) {
         pthread_mutex_unlock(&G);
         *p = NULL;
@@ -516,6 +723,11 @@ static cudaError_t malloc_async(void **p, size_t n, cudaStream_t h, cudaMemPool_
     a->cap = b.cap;
     a->managed = mp->managed;
     alloc_table_insert(a);
+    if (s->cap && (err = capture_mem_alloc(s, a))) {    /* emu_capture.c: a graph allocation */
+        alloc_unref(alloc_detach(alloc_exact(a->base)));
+        pthread_mutex_unlock(&G);
+        return fail(err);
+    }
     pthread_mutex_unlock(&G);
     *p = b.base;
     return cudaSuccess;
@@ -546,9 +758,15 @@ EXPORT cudaError_t cudaFreeAsync(void *ptr, cudaStream_t h)
     cudaError_t err = cudaSuccess;
     pthread_mutex_lock(&G);
     stream_t *s = get_stream(h, &err);
-    long i = alloc_floor(ptr);
-    alloc_t *a = (i >= 0 && g_allocs[i]->base == ptr) ? g_allocs[i] : NULL;
+    long i = alloc_exact(ptr);
+    alloc_t *a = i >= 0 ? g_allocs[i] : NULL;
     if (s && !a) err = cudaErrorInvalidValue;
+    else if (s && s->cap) {                     /* emu_capture.c: a free node, the graph keeps the memory */
+        err = capture_mem_free(s, a);
+        pthread_mutex_unlock(&G);
+        free(it);
+        return err ? fail(err) : cudaSuccess;
+    }
     if (s && a && implicit_sync(s)) err = cudaErrorMemoryAllocation;
     if (err) {
         pthread_mutex_unlock(&G);
@@ -1149,4 +1367,20 @@ int emu_pointer_info(const void *p, emu_ptrinfo_t *out)
     }
     pthread_mutex_unlock(&G);
     return out->kind != EMU_PTR_NONE;
+}
+
+/* ------------------------------------------------------- hooks for graphs */
+
+int emu_mem_range(const void *p, size_t n, alloc_t **out)
+{
+    return n ? dev_range(p, n, out) : 0;
+}
+
+void emu_mem_release(alloc_t *a)
+{
+    if (!a->freed) {
+        long i = alloc_exact(a->base);
+        if (i >= 0 && g_allocs[i] == a) alloc_unref(alloc_detach(i));
+    }
+    alloc_unref(a);
 }

@@ -6,6 +6,8 @@
  *   emu_stream.c  streams, records, the worker pool, host functions, fork and unload
  *   emu_event.c   events, cross-stream waits, IPC event handles
  *   emu_memory.c  allocations, copies and memsets, stream-ordered pools, pinned host memory
+ *   emu_capture.c stream capture (modes, fork / join, prohibited calls); emu_graph.c graphs, executable
+ *                 graphs, launch (their shared types: emu_graph.h)
  * The model and the documented choices are in emu_core.c's top comment.
  *
  * Everything declared here is hidden (not exported).  Helpers on the hot paths (the RT_ENTER
@@ -25,6 +27,8 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "emu_tree.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -47,7 +51,13 @@ enum {
     cudaErrorInitializationError = 3, cudaErrorInvalidMemcpyDirection = 21,
     cudaErrorNoDevice = 100, cudaErrorInvalidDevice = 101,
     cudaErrorInvalidResourceHandle = 400, cudaErrorNotReady = 600,
-    cudaErrorNotPermitted = 800, cudaErrorNotSupported = 801, cudaErrorUnknown = 999,
+    cudaErrorNotPermitted = 800, cudaErrorUnknown = 999,
+    cudaErrorIllegalState = 401, cudaErrorNotSupported = 801,
+    cudaErrorStreamCaptureUnsupported = 900, cudaErrorStreamCaptureInvalidated = 901,
+    cudaErrorStreamCaptureMerge = 902, cudaErrorStreamCaptureUnmatched = 903,
+    cudaErrorStreamCaptureUnjoined = 904, cudaErrorStreamCaptureIsolation = 905,
+    cudaErrorStreamCaptureImplicit = 906,
+    cudaErrorCapturedEvent = 907, cudaErrorStreamCaptureWrongThread = 908,
 };
 enum { CUDA_SUCCESS = 0, CUDA_ERROR_INVALID_VALUE = 1, CUDA_ERROR_NOT_INITIALIZED = 3,
        CUDA_ERROR_INVALID_DEVICE = 101, CUDA_ERROR_UNKNOWN = 999 };
@@ -157,6 +167,9 @@ void ht_del(htab_t *t, uint64_t k);
 #define TAG_MASK 0xffu
 #define TAG_STREAM 0x30u
 #define TAG_EVENT 0x50u
+#define TAG_GRAPH 0x70u
+#define TAG_GEXEC 0x90u
+#define TAG_GNODE 0xb0u
 extern uint64_t g_next_id;
 extern htab_t g_handles;            /* handle -> stream_t* / event_t* */
 extern htab_t g_ipc;                /* ipc id -> evshared_t* */
@@ -170,6 +183,11 @@ static inline uint64_t new_handle(unsigned tag, uint64_t *id)
 }
 
 typedef struct stream stream_t;
+typedef struct capture capture_t;
+
+/* A set of graph nodes (indices into the capture's graph): what a capturing stream's next node
+ * depends on, or what an event recorded during capture stands for (emu_graph.c). */
+typedef struct { uint32_t *v; size_t n, cap; } gdeps_t;
 
 /* A position in a stream's FIFO: reached (with its host timestamp) when the
  * worker gets there.  Shared by the event that recorded it, by WAIT items of
@@ -205,6 +223,8 @@ typedef struct alloc {
     mempool_t *pool;    /* cudaMallocAsync: the pool its block (of cap bytes) returns to */
     size_t cap;
     int managed;        /* cudaMallocManaged / cuMemAllocManaged (host memory like every allocation) */
+    struct arange *range;   /* its entry in the address lookups, while live */
+    long slot;          /* its index in the allocation table, while live */
 } alloc_t;
 
 extern size_t g_nallocs;            /* live allocations */
@@ -247,6 +267,9 @@ struct stream {
     rec_t *last_rec;
     stream_t *link;                 /* run queue or record waiter list */
     stream_t *dprev, *dnext;        /* per-device list */
+    capture_t *cap;                 /* the capture sequence this stream takes part in, or NULL */
+    gdeps_t capdeps;                /* while capturing: the dependencies of its next node */
+    void **capinfo;                 /* cudaStreamGetCaptureInfo's node array (valid until the next call) */
 };
 
 extern stream_t *g_devstreams[MAX_DEVICES];
@@ -291,6 +314,8 @@ typedef struct evshared {
     unsigned flags;
     uint64_t ipc_id;
     rec_t *latest;
+    unsigned long long capid;       /* last recorded in capture sequence capid (0: not in a capture) */
+    gdeps_t capdeps;                /* the captured work that record stands for */
 } evshared_t;
 
 typedef struct event {
@@ -303,6 +328,45 @@ static inline event_t *get_event(cudaEvent_t h)
     uintptr_t v = (uintptr_t)h;
     return (v & TAG_MASK) == TAG_EVENT ? ht_get(&g_handles, v) : NULL;
 }
+
+/* ------------------------------------------- capture and graphs (emu_capture.c, emu_graph.c) */
+
+/* Captures under way (active or invalidated, not yet ended): 0 keeps every check below one load. */
+extern atomic_int g_ncap;
+
+/* The capture prohibition of potentially unsafe calls (synchronisation, queries, cudaMalloc/cudaFree)
+ * as cudaThreadExchangeStreamCaptureMode documents it: cudaErrorStreamCaptureUnsupported, having
+ * invalidated the captures that prohibit the call, or 0.  G not held. */
+cudaError_t capture_unsafe_slow(void);
+static inline cudaError_t capture_unsafe(void)
+{
+    return atomic_load_explicit(&g_ncap, memory_order_relaxed) ? capture_unsafe_slow() : cudaSuccess;
+}
+/* s is capturing: records the copy / memset / host function `it` as a node instead of queueing it
+ * (frees it).  G held. */
+cudaError_t capture_item(stream_t *s, item_t *it);
+/* An operation that may not run on capturing stream s (synchronise, query): invalidates its capture and
+ * returns cudaErrorStreamCaptureUnsupported.  G held. */
+cudaError_t capture_refuse(stream_t *s);
+/* cudaEventRecord(WithFlags) on capturing stream s, cudaStreamWaitEvent where the stream or the event is in
+ * a capture, queries of an event recorded in a capture still under way (G held). */
+cudaError_t capture_record(stream_t *s, event_t *e, unsigned flags);
+cudaError_t capture_wait(stream_t *s, event_t *e, unsigned flags);
+int capture_event_live(const evshared_t *sh);
+int capture_invalidated(const stream_t *s);
+/* cudaMallocAsync / cudaFreeAsync on capturing stream s: alloc a becomes graph memory (an alloc node; the
+ * graph owns it until destroyed), a free node for a graph allocation of the same capture.  G held. */
+cudaError_t capture_mem_alloc(stream_t *s, alloc_t *a);
+cudaError_t capture_mem_free(stream_t *s, alloc_t *a);
+/* A stream leaving (destroyed / freed): out of its capture, its capture state freed.  G held. */
+void capture_stream_gone(stream_t *s);
+void capture_stream_free(stream_t *s);
+
+/* emu_memory.c's hooks for graphs (G held): the device range check of a queued copy (1 inside one
+ * allocation, referenced into *out; 0 not device memory; -1 straddles an end), and the release of a
+ * graph-owned allocation (taken out of the table unless freed already, then one reference dropped). */
+int emu_mem_range(const void *p, size_t n, alloc_t **out);
+void emu_mem_release(alloc_t *a);
 
 #pragma GCC visibility pop
 

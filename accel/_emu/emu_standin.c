@@ -5,8 +5,7 @@
  *    no-ops.  The launch configuration push/pop of a <<<...>>> launch works, so the launch itself
  *    reaches cudaLaunchKernel and fails there, named.
  *  - Real where torch's device/stream/event paths need them: cudaGetDriverEntryPointByVersion (the
- *    driver layer of emu_driver.c), cudaStreamGetCaptureInfo ("not capturing"),
- *    cudaDeviceEnablePeerAccess, cudaStreamAddCallback; each has a fault hook armed by its name
+ *    driver layer of emu_driver.c), cudaDeviceEnablePeerAccess, cudaStreamAddCallback; each has a fault hook armed by its name
  *    (EMU_STANDIN_SYMBOLS in emu_internal.h), failing with cudaErrorUnknown.
  *  - Everything else (kernels, modules, graphs and capture, pool access, copies the emulator does
  *    not model) returns cudaErrorNotSupported, records it as the thread's last error and, with
@@ -29,7 +28,8 @@ typedef struct { unsigned int x, y, z; } dim3;
 
 enum { cudaSuccess = 0, cudaErrorInvalidValue = 1, cudaErrorMemoryAllocation = 2,
        cudaErrorInitializationError = 3, cudaErrorInvalidDevice = 101,
-       cudaErrorPeerAccessAlreadyEnabled = 704, cudaErrorNotSupported = 801, cudaErrorUnknown = 999 };
+       cudaErrorPeerAccessAlreadyEnabled = 704, cudaErrorNotSupported = 801,
+       cudaErrorStreamCaptureUnsupported = 900, cudaErrorUnknown = 999 };
 
 int cudaGetDevice(int *);
 int cudaStreamIsCapturing(cudaStream_t, int *);
@@ -100,25 +100,6 @@ EXPORT cudaError_t cudaGetDriverEntryPointByVersion(const char *symbol, void **f
     return cudaSuccess;
 }
 
-/* The emulator never captures: status cudaStreamCaptureStatusNone, no graph, no dependencies. */
-EXPORT cudaError_t cudaStreamGetCaptureInfo(cudaStream_t s, int *status, unsigned long long *id,
-                                            void **graph, const void **deps, const void **edges,
-                                            size_t *ndeps)
-{
-    int capturing;
-    STANDIN_ENTER(cudaStreamGetCaptureInfo);
-    if (!status) return t_last = cudaErrorInvalidValue;
-    cudaError_t e = cudaStreamIsCapturing(s, &capturing);
-    if (e) return e;
-    *status = capturing;
-    if (id) *id = 0;
-    if (graph) *graph = NULL;
-    if (deps) *deps = NULL;
-    if (edges) *edges = NULL;
-    if (ndeps) *ndeps = 0;
-    return cudaSuccess;
-}
-
 static pthread_mutex_t g_peer_lock = PTHREAD_MUTEX_INITIALIZER;
 static unsigned char g_peer[EMU_MAX_DEVICES][EMU_MAX_DEVICES];   /* [dev][peer] access enabled */
 
@@ -147,17 +128,22 @@ static void run_callback(void *p)
     c.cb(c.stream, cudaSuccess, c.arg);
 }
 
-/* A host function with the callback's signature (flags must be 0, as documented). */
+/* A host function with the callback's signature (flags must be 0, as documented).  Not capturable (CUDA
+ * captures cudaLaunchHostFunc only): on a capturing stream it is cudaErrorStreamCaptureUnsupported. */
 EXPORT cudaError_t cudaStreamAddCallback(cudaStream_t s, cudaStreamCallback_t cb, void *arg, unsigned int flags)
 {
+    int capturing = 0;
     STANDIN_ENTER(cudaStreamAddCallback);
     if (!cb || flags) return t_last = cudaErrorInvalidValue;
+    cudaError_t e = cudaStreamIsCapturing(s, &capturing);
+    if (e) return e;
+    if (capturing) return t_last = cudaErrorStreamCaptureUnsupported;
     callback_t *c = malloc(sizeof *c);
     if (!c) return t_last = cudaErrorMemoryAllocation;
     c->cb = cb;
     c->stream = s;
     c->arg = arg;
-    cudaError_t e = cudaLaunchHostFunc(s, run_callback, c);
+    e = cudaLaunchHostFunc(s, run_callback, c);
     if (e) free(c);
     return e;
 }

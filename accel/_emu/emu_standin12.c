@@ -99,9 +99,11 @@ FORWARD(cudaPointerGetAttributes)
 /* not supported by the emulator (the 13 stand-in's stubs: cudaErrorNotSupported, traced by name) */
 FORWARD(cudaLaunchKernel) FORWARD(cudaLaunchKernelExC) FORWARD(cudaFuncGetAttributes) FORWARD(cudaFuncSetAttribute)
 FORWARD(cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags)
+/* stream capture and graphs (emu_graph.c) */
 FORWARD(cudaStreamBeginCapture) FORWARD(cudaStreamEndCapture) FORWARD(cudaGraphDestroy) FORWARD(cudaGraphExecDestroy)
 FORWARD(cudaGraphGetNodes) FORWARD(cudaGraphInstantiate) FORWARD(cudaGraphInstantiateWithFlags)
 FORWARD(cudaGraphLaunch) FORWARD(cudaGraphDebugDotPrint)
+/* memory (emu_memory.c) */
 FORWARD(cudaMemcpy) FORWARD(cudaMemset) FORWARD(cudaMemcpy2DAsync) FORWARD(cudaMemcpyPeerAsync)
 FORWARD(cudaMemPoolSetAccess) FORWARD(cudaIpcGetMemHandle) FORWARD(cudaIpcOpenMemHandle) FORWARD(cudaIpcCloseMemHandle)
 

@@ -67,6 +67,7 @@ static void dev_link(stream_t *s)
 void stream_maybe_free(stream_t *s)
 {
     if (!s->destroyed || s->head || s->state != ST_IDLE || s->refs) return;
+    capture_stream_free(s);
     if (s->dprev) s->dprev->dnext = s->dnext;
     else g_devstreams[s->device] = s->dnext;
     if (s->dnext) s->dnext->dprev = s->dprev;
@@ -258,6 +259,7 @@ int implicit_sync(stream_t *s)
 
 cudaError_t submit(stream_t *s, item_t *it)
 {
+    if (s->cap) return capture_item(s, it);     /* recorded as a graph node instead */
     if (implicit_sync(s)) { item_free(it); return cudaErrorMemoryAllocation; }
     ensure_ctx(s->device);
     if (it->kind == IT_RECORD && s->state == ST_IDLE && !s->head) {
@@ -483,6 +485,7 @@ EXPORT cudaError_t cudaStreamDestroy(cudaStream_t h)
     }
     ht_del(&g_handles, v);
     g_live_streams--;
+    capture_stream_gone(s);
     s->destroyed = 1;
     stream_maybe_free(s);
     pthread_mutex_unlock(&G);
@@ -504,7 +507,9 @@ EXPORT cudaError_t cudaStreamQuery(cudaStream_t h)
     RT_ENTER(cudaStreamQuery, cudaErrorUnknown);
     RT_NEED_DEVICE();
     int busy = 0;
-    WITH_STREAM(h, s, busy = pending(s); ensure_ctx(s->device));
+    cudaError_t cerr = capture_unsafe();
+    if (cerr) return fail(cerr);
+    WITH_STREAM(h, s, if (s->cap) err_ = capture_refuse(s); busy = pending(s); ensure_ctx(s->device));
     return busy ? fail(cudaErrorNotReady) : cudaSuccess;
 }
 
@@ -513,7 +518,10 @@ EXPORT cudaError_t cudaStreamSynchronize(cudaStream_t h)
     RT_ENTER(cudaStreamSynchronize, cudaErrorUnknown);
     RT_NEED_DEVICE();
     if (t_in_hostfn) return fail(cudaErrorNotPermitted);
-    WITH_STREAM(h, s, ensure_ctx(s->device); if (pending(s)) wait_stream(s, s->enq));
+    cudaError_t cerr = capture_unsafe();
+    if (cerr) return fail(cerr);
+    WITH_STREAM(h, s, ensure_ctx(s->device); if (s->cap) err_ = capture_refuse(s);
+                else if (pending(s)) wait_stream(s, s->enq));
     return cudaSuccess;
 }
 
@@ -553,14 +561,7 @@ EXPORT cudaError_t cudaStreamGetDevice(cudaStream_t h, int *dev)
     return cudaSuccess;
 }
 
-EXPORT cudaError_t cudaStreamIsCapturing(cudaStream_t h, int *status)
-{
-    RT_ENTER(cudaStreamIsCapturing, cudaErrorUnknown);
-    RT_NEED_DEVICE();
-    if (!status) return fail(cudaErrorInvalidValue);
-    WITH_STREAM(h, s, (void)s; *status = 0);
-    return cudaSuccess;
-}
+/* cudaStreamIsCapturing, cudaStreamBeginCapture / EndCapture / GetCaptureInfo: emu_graph.c. */
 
 EXPORT cudaError_t cudaThreadExchangeStreamCaptureMode(int *mode)
 {

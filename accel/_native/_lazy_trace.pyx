@@ -2,8 +2,11 @@
 class (its slots, registration among the live tensors, the Create/DestroyLtcTensor counters), ``wrap``
 (a node and its shape into a new tensor) and ``scalar_node`` (a Python number whose device data is in the
 data cache into a new device-data node).  accel.lazy.tensors configures it once with ``setup``."""
+cimport cython
 from cpython.dict cimport PyDict_GetItem
 from cpython.ref cimport PyObject
+
+from numpy import dtype as _np_dtype, generic as _np_generic, ndarray as _np_ndarray
 
 cdef object _cls = None
 cdef list _create = None
@@ -76,6 +79,49 @@ cdef int _unlink(TensorBase t) except -1:
     if _destroy is not None:
         _destroy[0] = _destroy[0] + 1
     return 0
+
+
+cdef object _OBJECT_DTYPE = _np_dtype(object)
+
+
+def _data_check(array):
+    if not ((type(array) is _np_ndarray or isinstance(array, _np_generic)) and array.dtype != _OBJECT_DTYPE):
+        raise TypeError(f"lazy Data needs a numpy array (or numpy scalar) of a non-object dtype, got "
+                        f"{type(array).__name__}: {array!r}")
+
+
+@cython.no_gc
+@cython.final
+cdef class Data:
+    """Data(array)
+--
+
+    A backend data handle (LTC BackendData): a numpy array; ``value`` is its Python scalar when 0-dim.
+    Parameters of a graph are deduplicated by the identity of these handles.  Read-only, and never
+    GC-tracked: it holds only a numpy array (not an object array) and a scalar, which cannot refer back
+    to a graph, so the device-data nodes that hold it (and the nodes built on them) stay untracked."""
+    cdef readonly object array
+    cdef readonly object value
+    cdef object __weakref__
+
+    def __init__(self, array):
+        if self.array is not None:
+            raise TypeError("lazy Data is read-only: it was already initialized")
+        _data_check(array)
+        self.value = array.item() if array.ndim == 0 else None
+        self.array = array
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"lazy Data is read-only: cannot set {name!r}")
+
+    def __delattr__(self, name):
+        raise AttributeError(f"lazy Data is read-only: cannot delete {name!r}")
+
+    def __reduce_ex__(self, protocol):
+        return (Data, (self.array,))
+
+    def __repr__(self):
+        return f"<Data {self.array.dtype}{list(self.array.shape)}>"
 
 
 def live_tensors():

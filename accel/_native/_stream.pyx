@@ -20,10 +20,13 @@ import ctypes
 import os
 import threading
 
-from accel._native._cudart cimport Table, table, error, cudaStream_t, cudaEvent_t, IpcEventHandle
+from accel._native._cudart cimport (Table, table, error, cudaStream_t, cudaEvent_t, IpcEventHandle, cudaGraph_t,
+                                    cudaGraphExec_t)
 from accel._native._device cimport (c_get_device, c_set_device, c_maybe_set_device, c_exchange_device,
                                     c_restore_device, c_set_target_device, c_checked_device_count,
-                                    c_ensure_init, c_warn_or_error_on_sync, c_enter_device, c_leave_device)
+                                    c_ensure_init, c_warn_or_error_on_sync, c_enter_device, c_leave_device,
+                                    c_uninitialized)
+from accel import _graph_common as _gc
 from accel import _stream_common as _sc
 
 cdef extern from "Python.h":
@@ -63,7 +66,7 @@ cdef extern from *:
     void accel_host_close() nogil
     bint accel_host_may_enter_python() nogil
 
-__all__ = ["Stream", "ExternalStream", "Event", "StreamContext", "current_stream", "current_raw_stream",
+__all__ = ["Stream", "ExternalStream", "Event", "CUDAGraph", "StreamContext", "current_stream", "current_raw_stream",
            "default_stream", "set_stream", "stream", "priority_range", "set_index_parser", "_set_stream_by_id"]
 
 DEF NPRI = 4
@@ -530,10 +533,14 @@ cdef class Stream:
             raise TypeError(f"fn must be callable, got {type(fn).__name__}: {fn!r}")
         if _host_closing:
             raise RuntimeError(_sc.HOST_FUNC_AT_EXIT)
-        cdef int err
+        cdef int err, capturing = 0
         c_ensure_init()
         cdef int orig = c_enter_device(_t, self.device_index)
         cdef cudaStream_t s = <cudaStream_t>self._ptr
+        if not _t.cudaStreamIsCapturing(s, &capturing) and capturing:
+            c_leave_device(orig)
+            raise RuntimeError(_gc.HOST_FUNC.format(self))
+        _t.cudaGetLastError()
         Py_INCREF(fn)
         accel_host_launched()
         with nogil:
@@ -658,3 +665,4 @@ cdef class ExternalStream(Stream):
 
 
 include "_stream_event.pxi"
+include "_stream_graph.pxi"

@@ -3,7 +3,8 @@
 @cython.auto_pickle(False)
 cdef class Event:
     """A CUDA event, created lazily on its first record (on the stream's device).  Flags as torch:
-    timing off unless ``enable_timing``; ``blocking`` syncs by blocking; ``interprocess`` for IPC."""
+    timing off unless ``enable_timing``; ``blocking`` syncs by blocking; ``interprocess`` for IPC;
+    ``external``: recorded / waited inside a graph capture as event record / wait nodes (torch's)."""
 
     cdef uintptr_t _h
     cdef int _dev          # the event's device once created
@@ -11,16 +12,17 @@ cdef class Event:
     cdef bint _created
     cdef object __weakref__   # weak references, as torch's Event
 
-    def __init__(self, enable_timing=False, blocking=False, interprocess=False):
+    def __init__(self, enable_timing=False, blocking=False, interprocess=False, external=False):
         self._flags = ((_sc.EVENT_BLOCKING_SYNC if blocking else 0) |
-                       (0 if enable_timing else DISABLE_TIMING) | (INTERPROCESS if interprocess else 0))
+                       (0 if enable_timing else DISABLE_TIMING) | (INTERPROCESS if interprocess else 0) |
+                       (_sc.EVENT_EXTERNAL if external else 0))
 
     cdef int _create(self, int d) except -1:
         # Create-once: threads racing into the first record each make a handle while the GIL is released;
         # the first to return installs its own (check and store hold the GIL), the others destroy theirs.
         cdef uintptr_t h = 0
         cdef int err
-        cdef unsigned int flags = self._flags
+        cdef unsigned int flags = self._flags & ~_sc.EVENT_EXTERNAL   # accel's own bit, not a CUDA flag
         cdef int orig = c_enter_device(_t, d)
         with nogil:
             err = _t.cudaEventCreateWithFlags(<cudaEvent_t*>&h, flags)
@@ -61,8 +63,12 @@ cdef class Event:
         cdef int orig = -1 if here else c_enter_device(_t, d)
         cdef cudaEvent_t e = <cudaEvent_t>self._h
         cdef cudaStream_t p = <cudaStream_t>s._ptr
-        with nogil:
-            err = _t.cudaEventRecord(e, p)
+        if self._flags & _sc.EVENT_EXTERNAL:
+            with nogil:
+                err = _t.cudaEventRecordWithFlags(e, p, 1)   # cudaEventRecordExternal
+        else:
+            with nogil:
+                err = _t.cudaEventRecord(e, p)
         if err:
             ex = error(err)
             c_leave_device(orig)
@@ -84,12 +90,18 @@ cdef class Event:
             return
         if not here:
             c_ensure_init()
-        cdef int err
+        cdef int err, capturing = 0
+        cdef unsigned int flags = 0
         cdef int orig = -1 if here else c_enter_device(_t, s.device_index)
         cdef cudaEvent_t e = <cudaEvent_t>self._h
         cdef cudaStream_t p = <cudaStream_t>s._ptr
+        if self._flags & _sc.EVENT_EXTERNAL:
+            # cudaEventWaitExternal is only valid during capture
+            if not _t.cudaStreamIsCapturing(p, &capturing) and capturing == 1:
+                flags = 1
+            _t.cudaGetLastError()
         with nogil:
-            err = _t.cudaStreamWaitEvent(p, e, 0)
+            err = _t.cudaStreamWaitEvent(p, e, flags)
         if err:
             ex = error(err)
             c_leave_device(orig)

@@ -5,6 +5,8 @@ data cache into a new device-data node).  accel.lazy.tensors configures it once 
 from itertools import count as _count
 from weakref import ref as _ref
 
+from numpy import dtype as _np_dtype, generic as _np_generic, ndarray as _np_ndarray
+
 _live = {}                  # id -> weak reference, for every registered tensor not yet finalized
 _cls = _create = _destroy = _cache_get = _touch = _device_data = _device = None
 _shapes = {}
@@ -32,6 +34,47 @@ class TensorBase:
             _destroy[0] += 1
         except Exception:           # interpreter shutdown: the module globals may be gone
             pass
+
+
+_OBJECT_DTYPE = _np_dtype(object)
+_set = object.__setattr__
+
+
+def _data_check(array):
+    if not ((type(array) is _np_ndarray or isinstance(array, _np_generic)) and array.dtype != _OBJECT_DTYPE):
+        raise TypeError(f"lazy Data needs a numpy array (or numpy scalar) of a non-object dtype, got "
+                        f"{type(array).__name__}: {array!r}")
+
+
+class Data:
+    """A backend data handle (LTC BackendData): a numpy array; ``value`` is its Python scalar when 0-dim.
+    Parameters of a graph are deduplicated by the identity of these handles.  Read-only; it holds only a
+    numpy array (not an object array) and a scalar, which cannot refer back to a graph (the native twin
+    leaves it untracked by the garbage collector for that reason)."""
+    __slots__ = ("array", "value", "__weakref__")
+
+    def __init__(self, array):
+        try:
+            self.array
+        except AttributeError:
+            pass
+        else:
+            raise TypeError("lazy Data is read-only: it was already initialized")
+        _data_check(array)
+        _set(self, "value", array.item() if array.ndim == 0 else None)
+        _set(self, "array", array)
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"lazy Data is read-only: cannot set {name!r}")
+
+    def __delattr__(self, name):
+        raise AttributeError(f"lazy Data is read-only: cannot delete {name!r}")
+
+    def __reduce_ex__(self, protocol):
+        return (Data, (self.array,))
+
+    def __repr__(self):
+        return f"<Data {self.array.dtype}{list(self.array.shape)}>"
 
 
 def setup(cls, create_cell, destroy_cell, data_cache, device_data, device, scalar_shapes):

@@ -13,6 +13,7 @@ import os
 import threading
 from ctypes import c_int, c_size_t, c_void_p
 
+from accel import _graph_common as _gc
 from accel import _stream_common as _sc
 from accel._python import _cudart
 from accel._python import _device as _dm
@@ -20,7 +21,7 @@ from accel._python._device import (_c_checked_device_count, _c_ensure_init, _c_e
                                    _c_maybe_set_device, _c_restore_device, _c_set_device, _c_set_target_device,
                                    _c_warn_or_error_on_sync)
 
-__all__ = ["Stream", "ExternalStream", "Event", "StreamContext", "current_stream", "current_raw_stream",
+__all__ = ["Stream", "ExternalStream", "Event", "CUDAGraph", "StreamContext", "current_stream", "current_raw_stream",
            "default_stream", "set_stream", "stream", "priority_range", "set_index_parser", "_set_stream_by_id"]
 
 _NPRI, _POOL, _NOT_READY = _sc.MAX_PRIORITIES, _sc.STREAMS_PER_POOL, _sc.NOT_READY
@@ -518,10 +519,15 @@ class Stream:
             raise RuntimeError(_sc.HOST_FUNC_AT_EXIT)
         if not _dm._initialized and _dm._init_hook is not None:
             _c_ensure_init()  # the fork check (as every method that calls CUDA)
+        orig = _enter(self.device_index)
+        st = c_int()
+        if not _T.cudaStreamIsCapturing(self._ptr, st) and st.value:
+            _leave(orig)
+            raise RuntimeError(_gc.HOST_FUNC.format(self))
+        _T.cudaGetLastError()
         key = next(_host_keys)
         _host_pending[key] = fn
         _host_devices.add(self.device_index)
-        orig = _enter(self.device_index)
         err = _T.cudaLaunchHostFunc(self._ptr, _host_ptr, key)
         if err:
             _host_pending.pop(key, None)
@@ -675,3 +681,4 @@ def _frozen(s, name, cls=None, fields=_STREAM_FIELDS, data=_STREAM_DATA):
 
 
 from accel._python._stream_event import Event  # noqa: E402  (Event needs the names above)
+from accel._python._stream_graph import CUDAGraph  # noqa: E402  (as Event)

@@ -40,7 +40,8 @@ _EVENT_DATA = frozenset(("cuda_event", "event_id", "device", "_as_parameter_"))
 
 class Event:
     """A CUDA event, created lazily on its first record (on the stream's device).  Flags as torch:
-    timing off unless ``enable_timing``; ``blocking`` syncs by blocking; ``interprocess`` for IPC."""
+    timing off unless ``enable_timing``; ``blocking`` syncs by blocking; ``interprocess`` for IPC;
+    ``external``: recorded / waited inside a graph capture as event record / wait nodes (torch's)."""
 
     # Instance attributes over class defaults (not slots): the defaults are what a bare
     # ``Event.__new__(Event)`` reads, as the compiled twin's zeroed object does.  Immutable like the
@@ -50,9 +51,10 @@ class Event:
     _hp = None  # _h as a c_void_p, what the unprototyped hot-path calls take
     _created = False
 
-    def __init__(self, enable_timing=False, blocking=False, interprocess=False):
+    def __init__(self, enable_timing=False, blocking=False, interprocess=False, external=False):
         _osa(self, "_flags", (_sc.EVENT_BLOCKING_SYNC if blocking else 0) |
-             (0 if enable_timing else _DISABLE_TIMING) | (_INTERPROCESS if interprocess else 0))
+             (0 if enable_timing else _DISABLE_TIMING) | (_INTERPROCESS if interprocess else 0) |
+             (_sc.EVENT_EXTERNAL if external else 0))
 
     def __setattr__(self, name, value):
         if type(self) is Event or name in _EVENT_FIELDS or name in _EVENT_DATA:
@@ -74,7 +76,7 @@ class Event:
         out = c_size_t()
         orig = _enter(d)
         t = _s._T
-        err = t.cudaEventCreateWithFlags(out, self._flags)
+        err = t.cudaEventCreateWithFlags(out, self._flags & ~_sc.EVENT_EXTERNAL)  # accel's own bit
         if not err:
             with _install_lock:
                 lost = self._created
@@ -130,7 +132,10 @@ class Event:
             if err:
                 raise _cudart._error(err)
             orig = -1 if v.value == d else _c_exchange_device(d)
-        err = _record(self._hp, s._pp)
+        if self._flags & _sc.EVENT_EXTERNAL:
+            err = _s._T.cudaEventRecordWithFlags(self._h, s._ptr, 1)  # cudaEventRecordExternal
+        else:
+            err = _record(self._hp, s._pp)
         if err or orig >= 0:
             _check(err, orig)
 
@@ -144,7 +149,13 @@ class Event:
         if not here and not _dm._initialized and _dm._init_hook is not None:
             _c_ensure_init()
         orig = -1 if here else _enter(s.device_index)
-        _check(_s._T.cudaStreamWaitEvent(s._ptr, self._h, 0), orig)
+        flags = 0
+        if self._flags & _sc.EVENT_EXTERNAL:
+            st = c_int()  # cudaEventWaitExternal is only valid during capture
+            if not _s._T.cudaStreamIsCapturing(s._ptr, st) and st.value == 1:
+                flags = 1
+            _s._T.cudaGetLastError()
+        _check(_s._T.cudaStreamWaitEvent(s._ptr, self._h, flags), orig)
 
     def query(self):
         """True if the latest record was reached (or the event was never recorded), else False."""

@@ -13,10 +13,12 @@ from accel.cuda._runtime_info import *  # noqa: F401,F403
 from accel.cuda._runtime_info import __all__ as _info_all
 from accel.cuda._memory_api import *  # noqa: F401,F403
 from accel.cuda._memory_api import __all__ as _memory_all
+from accel.cuda._graphs_api import *  # noqa: F401,F403
+from accel.cuda._graphs_api import __all__ as _graphs_all
 from accel.errors import CudaDriverError, CudaError, DeferredCudaCallError, LibraryNotFoundError
 
 __all__ = ["cudart", "CudaError", "CudaDriverError", "DeferredCudaCallError", "LibraryNotFoundError",
-           *_device_all, *_stream_all, *_info_all, *_memory_all]
+           *_device_all, *_stream_all, *_info_all, *_memory_all, *_graphs_all]
 
 
 def cudart():

@@ -29,17 +29,9 @@ DEVICE = "CPU0"                 # how LTC's TS backend prints the lazy device on
 DATA_CACHE_SIZE = 128           # FLAGS_torch_lazy_device_data_cache_size
 
 
-class Data:
-    """A backend data handle (LTC BackendData): a numpy array; ``value`` is its Python scalar when 0-dim.
-    Parameters of a graph are deduplicated by the identity of these handles."""
-    __slots__ = ("array", "value", "__weakref__")
-
-    def __init__(self, array):
-        self.array = array
-        self.value = array.item() if array.ndim == 0 else None
-
-    def __repr__(self):
-        return f"<Data {self.array.dtype}{list(self.array.shape)}>"
+# A backend data handle (LTC BackendData): read-only, and in the native twin never GC-tracked, so that
+# graphs on device data stay out of the cyclic collector's way (see accel._native._lazy_trace.Data).
+Data = _lt.Data
 
 
 # ---- counters (cells of accel.lazy.metrics, bumped without the lock on the hot path) ----

@@ -1,0 +1,484 @@
+/* CUDA graphs of the emulated runtime: graph objects and explicit construction, executable graphs, launch,
+ * DOT output.  Stream capture, which records into a graph, is emu_capture.c; shared types: emu_graph.h.
+ *
+ * Nodes are kept in the order they were added, which is a topological order (a node only depends on
+ * earlier ones), so cudaGraphLaunch queues the executable graph's nodes in that order on the launch
+ * stream's FIFO (one valid schedule of the DAG), after the stream's earlier work.  At launch every copy /
+ * memset range that was device memory at capture is checked again against the allocation table (memory
+ * freed since gives cudaErrorInvalidValue and queues nothing).
+ *
+ * Documented choices:
+ *  - Graph memory: cudaMallocAsync in capture allocates from the stream's pool at once (its address is
+ *    fixed for every launch; CUDA maps it at launch, the emulator keeps it mapped).  An allocation the
+ *    graph frees (a free node, which only orders) goes back to the pool once the graph and every
+ *    executable graph of it are destroyed; one it does not free stays the user's, as in CUDA, until a
+ *    cudaFreeAsync / cudaFree outside the graph (its block is reused only once the graph is gone too; a
+ *    launch touching it after that free is cudaErrorInvalidValue).  cudaFreeAsync in capture of memory
+ *    that is not a graph allocation of the same capture is cudaErrorInvalidValue.
+ *  - cudaGraphLaunch into a capturing stream (a child graph) is refused with
+ *    cudaErrorStreamCaptureUnsupported; cudaGraphUpload only validates.
+ */
+#include "emu_graph.h"
+
+static unsigned long long g_next_graphid = 1;
+static int g_live_graphs, g_live_execs;
+
+/* --------------------------------------------------------------- node sets */
+
+int deps_reserve(gdeps_t *d, size_t n)
+{
+    if (n <= d->cap) return 0;
+    size_t nc = d->cap ? d->cap * 2 : 4;
+    while (nc < n) nc *= 2;
+    uint32_t *v = realloc(d->v, nc * sizeof *v);
+    if (!v) return -1;
+    d->v = v;
+    d->cap = nc;
+    return 0;
+}
+
+int deps_copy(gdeps_t *d, const gdeps_t *src)
+{
+    if (deps_reserve(d, src->n)) return -1;
+    if (src->n) memcpy(d->v, src->v, src->n * sizeof *d->v);
+    d->n = src->n;
+    return 0;
+}
+
+int deps_union(gdeps_t *d, const gdeps_t *src)
+{
+    for (size_t i = 0; i < src->n; i++) {
+        size_t j = 0;
+        while (j < d->n && d->v[j] != src->v[i]) j++;
+        if (j < d->n) continue;
+        if (deps_reserve(d, d->n + 1)) return -1;
+        d->v[d->n++] = src->v[i];
+    }
+    return 0;
+}
+
+void deps_free(gdeps_t *d)
+{
+    free(d->v);
+    d->v = NULL;
+    d->n = d->cap = 0;
+}
+
+/* ------------------------------------------------------------------ graphs */
+
+void gmem_unref(gmem_t *m)
+{
+    if (!m || --m->refs) return;
+    /* What the graph frees goes back to the pool; an allocation it never frees stays the user's (as in CUDA:
+     * freed with cudaFreeAsync / cudaFree), its block held only until then. */
+    for (size_t i = 0; i < m->n; i++) {
+        if (m->freed[i]) emu_mem_release(m->a[i]);
+        else alloc_unref(m->a[i]);
+    }
+    free(m->a);
+    free(m->freed);
+    free(m);
+}
+
+graph_t *graph_new(int device)
+{
+    graph_t *g = calloc(1, sizeof *g);
+    gmem_t *m = calloc(1, sizeof *m);
+    uint64_t id;
+    if (!g || !m) { free(g); free(m); return NULL; }
+    m->refs = 1;
+    g->mem = m;
+    g->device = device;
+    g->id = g_next_graphid++;
+    g->handle = new_handle(TAG_GRAPH, &id);
+    if (ht_put(&g_handles, g->handle, g)) { free(g); free(m); return NULL; }
+    g_live_graphs++;
+    return g;
+}
+
+static void node_free(gnode_t *nd)
+{
+    if (nd->handle) ht_del(&g_handles, nd->handle);
+    free(nd->deps);
+    free(nd);
+}
+
+void graph_free(graph_t *g)
+{
+    for (size_t i = 0; i < g->n; i++) node_free(g->nodes[i]);
+    free(g->nodes);
+    gmem_unref(g->mem);
+    ht_del(&g_handles, g->handle);
+    g_live_graphs--;
+    free(g);
+}
+
+/* A new node of g depending on deps[0..ndeps) (indices of g's nodes).  G held. */
+gnode_t *graph_add(graph_t *g, int type, const uint32_t *deps, size_t ndeps)
+{
+    if (g->n == g->cap) {
+        size_t nc = g->cap ? g->cap * 2 : 16;
+        gnode_t **nn = realloc(g->nodes, nc * sizeof *nn);
+        if (!nn) return NULL;
+        g->nodes = nn;
+        g->cap = nc;
+    }
+    gnode_t *nd = calloc(1, sizeof *nd);
+    if (!nd) return NULL;
+    if (ndeps && !(nd->deps = malloc(ndeps * sizeof *deps))) { free(nd); return NULL; }
+    if (ndeps) memcpy(nd->deps, deps, ndeps * sizeof *deps);
+    nd->ndeps = ndeps;
+    nd->type = type;
+    nd->g = g;
+    nd->idx = (uint32_t)g->n;
+    uint64_t id;
+    nd->handle = new_handle(TAG_GNODE, &id);
+    if (ht_put(&g_handles, nd->handle, nd)) { nd->handle = 0; node_free(nd); return NULL; }
+    g->nodes[g->n++] = nd;
+    return nd;
+}
+
+/* ------------------------------------------------------------- graphs (API) */
+
+EXPORT cudaError_t cudaGraphCreate(cudaGraph_t *out, unsigned int flags)
+{
+    RT_ENTER(cudaGraphCreate, cudaErrorMemoryAllocation);
+    RT_NEED_DEVICE();
+    if (!out || flags) return fail(cudaErrorInvalidValue);
+    pthread_mutex_lock(&G);
+    graph_t *g = graph_new(t_dev);
+    if (g) *out = (cudaGraph_t)(uintptr_t)g->handle;
+    pthread_mutex_unlock(&G);
+    return g ? cudaSuccess : fail(cudaErrorMemoryAllocation);
+}
+
+EXPORT cudaError_t cudaGraphAddEmptyNode(cudaGraphNode_t *out, cudaGraph_t gh, const cudaGraphNode_t *deps, size_t n)
+{
+    RT_ENTER(cudaGraphAddEmptyNode, cudaErrorMemoryAllocation);
+    RT_NEED_DEVICE();
+    if (!out || (n && !deps)) return fail(cudaErrorInvalidValue);
+    cudaError_t err = cudaSuccess;
+    uint32_t *idx = n ? malloc(n * sizeof *idx) : NULL;
+    if (n && !idx) return fail(cudaErrorMemoryAllocation);
+    pthread_mutex_lock(&G);
+    graph_t *g = get_graph(gh);
+    if (!g) err = cudaErrorInvalidResourceHandle;
+    else if (g->capturing) err = cudaErrorInvalidValue;
+    for (size_t i = 0; i < n && !err; i++) {
+        gnode_t *d = get_node(deps[i]);
+        if (!d || d->g != g) err = cudaErrorInvalidValue;
+        else idx[i] = d->idx;
+    }
+    if (!err) {
+        gnode_t *nd = graph_add(g, GN_EMPTY, idx, n);
+        if (nd) *out = (cudaGraphNode_t)(uintptr_t)nd->handle;
+        else err = cudaErrorMemoryAllocation;
+    }
+    pthread_mutex_unlock(&G);
+    free(idx);
+    return err ? fail(err) : cudaSuccess;
+}
+
+EXPORT cudaError_t cudaGraphDestroy(cudaGraph_t gh)
+{
+    RT_ENTER(cudaGraphDestroy, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    cudaError_t err = cudaSuccess;
+    pthread_mutex_lock(&G);
+    graph_t *g = get_graph(gh);
+    if (!g) err = cudaErrorInvalidResourceHandle;
+    else if (g->capturing) err = cudaErrorIllegalState;
+    else graph_free(g);
+    pthread_mutex_unlock(&G);
+    return err ? fail(err) : cudaSuccess;
+}
+
+EXPORT cudaError_t cudaGraphGetNodes(cudaGraph_t gh, cudaGraphNode_t *nodes, size_t *n)
+{
+    RT_ENTER(cudaGraphGetNodes, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    if (!n) return fail(cudaErrorInvalidValue);
+    pthread_mutex_lock(&G);
+    graph_t *g = get_graph(gh);
+    if (g) {
+        if (nodes) {
+            size_t k = *n < g->n ? *n : g->n;
+            for (size_t i = 0; i < k; i++) nodes[i] = (cudaGraphNode_t)(uintptr_t)g->nodes[i]->handle;
+            for (size_t i = k; i < *n; i++) nodes[i] = NULL;
+        }
+        *n = g->n;
+    }
+    pthread_mutex_unlock(&G);
+    return g ? cudaSuccess : fail(cudaErrorInvalidResourceHandle);
+}
+
+EXPORT cudaError_t cudaGraphNodeGetType(cudaGraphNode_t nh, int *type)
+{
+    RT_ENTER(cudaGraphNodeGetType, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    if (!type) return fail(cudaErrorInvalidValue);
+    pthread_mutex_lock(&G);
+    gnode_t *nd = get_node(nh);
+    if (nd) *type = nd->type;
+    pthread_mutex_unlock(&G);
+    return nd ? cudaSuccess : fail(cudaErrorInvalidResourceHandle);
+}
+
+static const char *node_name(int type)
+{
+    switch (type) {
+    case GN_MEMCPY: return "MEMCPY";
+    case GN_MEMSET: return "MEMSET";
+    case GN_HOST: return "HOST";
+    case GN_EMPTY: return "EMPTY";
+    case GN_WAIT_EVENT: return "WAIT_EVENT";
+    case GN_EVENT_RECORD: return "EVENT_RECORD";
+    case GN_MEM_ALLOC: return "MEM_ALLOC";
+    case GN_MEM_FREE: return "MEM_FREE";
+    default: return "KERNEL";
+    }
+}
+
+/* DOT in the shape of CUDA's: one cluster per graph, a record node per graph node, an edge per dependency. */
+EXPORT cudaError_t cudaGraphDebugDotPrint(cudaGraph_t gh, const char *path, unsigned int flags)
+{
+    RT_ENTER(cudaGraphDebugDotPrint, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    (void)flags;
+    if (!path) return fail(cudaErrorInvalidValue);
+    cudaError_t err = cudaSuccess;
+    pthread_mutex_lock(&G);
+    graph_t *g = get_graph(gh);
+    FILE *f = g ? fopen(path, "w") : NULL;
+    if (!g) err = cudaErrorInvalidResourceHandle;
+    else if (!f) err = cudaErrorInvalidValue;
+    else {
+        unsigned long long id = g->id;
+        fprintf(f, "digraph dot {\n subgraph cluster_%llu {\nlabel=\"graph_%llu\" graph[style=\"dashed\"];\n", id, id);
+        for (size_t i = 0; i < g->n; i++) {
+            gnode_t *nd = g->nodes[i];
+            fprintf(f, "\"graph_%llu_node_%zu\"\n\t[shape=\"record\",label=\"{%s\\n| {ID | node handle} | {%zu | 0x%llx}",
+                    id, i, node_name(nd->type), i, (unsigned long long)nd->handle);
+            if (nd->type == GN_MEMCPY)
+                fprintf(f, " | {dst | src | count} | {%p | %p | %zu}", nd->dst, nd->src, nd->n);
+            else if (nd->type == GN_MEMSET)
+                fprintf(f, " | {dst | value | count} | {%p | %d | %zu}", nd->dst, nd->value, nd->n);
+            else if (nd->type == GN_HOST)
+                fprintf(f, " | {fn | userData} | {%p | %p}", (void *)(uintptr_t)nd->fn, nd->arg);
+            else if (nd->type == GN_MEM_ALLOC || nd->type == GN_MEM_FREE)
+                fprintf(f, " | {dptr | bytesize} | {%p | %zu}", nd->dst, nd->n);
+            else if (nd->type == GN_EVENT_RECORD || nd->type == GN_WAIT_EVENT)
+                fprintf(f, " | {event} | {0x%llx}", (unsigned long long)nd->event);
+            fprintf(f, "}\"];\n");
+        }
+        for (size_t i = 0; i < g->n; i++)
+            for (size_t k = 0; k < g->nodes[i]->ndeps; k++)
+                fprintf(f, "\"graph_%llu_node_%u\" -> \"graph_%llu_node_%zu\";\n", id, g->nodes[i]->deps[k], id, i);
+        fprintf(f, "}\n}\n");
+        if (fclose(f)) err = cudaErrorInvalidValue;
+    }
+    pthread_mutex_unlock(&G);
+    return err ? fail(err) : cudaSuccess;
+}
+
+/* ---------------------------------------------------- executable graphs (API) */
+
+static cudaError_t instantiate(cudaGraphExec_t *out, cudaGraph_t gh, unsigned long long flags)
+{
+    if (!out || (flags & ~INSTANTIATE_FLAGS)) return fail(cudaErrorInvalidValue);
+    cudaError_t err = cudaSuccess;
+    pthread_mutex_lock(&G);
+    graph_t *g = get_graph(gh);
+    gexec_t *x = NULL;
+    if (!g) err = cudaErrorInvalidResourceHandle;
+    else if (g->capturing) err = cudaErrorInvalidValue;
+    else if (!(x = calloc(1, sizeof *x)) || (g->n && !(x->nodes = malloc(g->n * sizeof *x->nodes))))
+        err = cudaErrorMemoryAllocation;
+    if (!err) {
+        uint64_t id;
+        x->handle = new_handle(TAG_GEXEC, &id);
+        if (ht_put(&g_handles, x->handle, x)) err = cudaErrorMemoryAllocation;
+    }
+    if (!err) {
+        for (size_t i = 0; i < g->n; i++) {
+            x->nodes[i] = *g->nodes[i];
+            x->nodes[i].deps = NULL;
+            x->nodes[i].ndeps = 0;
+            x->nodes[i].handle = 0;
+        }
+        x->n = g->n;
+        x->device = g->device;
+        x->mem = g->mem;
+        x->mem->refs++;
+        g_live_execs++;
+        *out = (cudaGraphExec_t)(uintptr_t)x->handle;
+    } else if (x) {
+        free(x->nodes);
+        free(x);
+    }
+    pthread_mutex_unlock(&G);
+    return err ? fail(err) : cudaSuccess;
+}
+
+EXPORT cudaError_t cudaGraphInstantiate(cudaGraphExec_t *out, cudaGraph_t g, unsigned long long flags)
+{
+    RT_ENTER(cudaGraphInstantiate, cudaErrorMemoryAllocation);
+    RT_NEED_DEVICE();
+    return instantiate(out, g, flags);
+}
+
+EXPORT cudaError_t cudaGraphInstantiateWithFlags(cudaGraphExec_t *out, cudaGraph_t g, unsigned long long flags)
+{
+    RT_ENTER(cudaGraphInstantiateWithFlags, cudaErrorMemoryAllocation);
+    RT_NEED_DEVICE();
+    return instantiate(out, g, flags);
+}
+
+EXPORT cudaError_t cudaGraphExecDestroy(cudaGraphExec_t xh)
+{
+    RT_ENTER(cudaGraphExecDestroy, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    pthread_mutex_lock(&G);
+    gexec_t *x = get_exec(xh);
+    if (x) {
+        ht_del(&g_handles, x->handle);
+        gmem_unref(x->mem);     /* queued copies hold their own references to the memory they touch */
+        free(x->nodes);
+        free(x);
+        g_live_execs--;
+    }
+    pthread_mutex_unlock(&G);
+    return x ? cudaSuccess : fail(cudaErrorInvalidResourceHandle);
+}
+
+/* The items that run exec x's nodes, in order, into items[] (count in *k); nothing on error.  G held. */
+static cudaError_t launch_items(gexec_t *x, item_t **items, size_t *k)
+{
+    cudaError_t err = cudaSuccess;
+    *k = 0;
+    for (size_t i = 0; i < x->n && !err; i++) {
+        gnode_t *nd = &x->nodes[i];
+        item_t *it = NULL;
+        switch (nd->type) {
+        case GN_MEMCPY:
+        case GN_MEMSET:
+            if (!(it = item_new(nd->type == GN_MEMCPY ? IT_COPY : IT_SET))) break;
+            it->dst = nd->dst;
+            it->src = nd->src;
+            it->n = nd->n;
+            it->value = nd->value;
+            it->rows = nd->rows;
+            it->dpitch = nd->dpitch;
+            it->spitch = nd->spitch;
+            it->elem = nd->elem;
+            /* the bytes each side covers (checked at capture, so no overflow) */
+            size_t rows = nd->rows > 1 ? nd->rows : 1, width = nd->n * (nd->elem > 1 ? (size_t)nd->elem : 1);
+            size_t dspan = (rows - 1) * nd->dpitch + width, sspan = (rows - 1) * nd->spitch + width;
+            if (emu_mem_range(nd->dst, dspan, &it->a1) != nd->dev_dst ||
+                (nd->type == GN_MEMCPY && emu_mem_range(nd->src, sspan, &it->a2) != nd->dev_src))
+                err = cudaErrorInvalidValue;    /* device memory freed (or a range changed) since capture */
+            break;
+        case GN_HOST:
+            if ((it = item_new(IT_HOSTFN))) { it->fn = nd->fn; it->arg = nd->arg; }
+            break;
+        case GN_EVENT_RECORD: {
+            event_t *e = get_event((cudaEvent_t)(uintptr_t)nd->event);
+            if (!e) { err = cudaErrorInvalidResourceHandle; break; }
+            if ((it = item_new(IT_RECORD)) && !(it->rec = rec_new(2))) { free(it); it = NULL; }
+            if (it) it->arg = e;
+            break;
+        }
+        case GN_WAIT_EVENT: {
+            event_t *e = get_event((cudaEvent_t)(uintptr_t)nd->event);
+            if (!e) { err = cudaErrorInvalidResourceHandle; break; }
+            if (!e->sh->latest || e->sh->latest->reached) continue;
+            if ((it = item_new(IT_WAIT))) { it->rec = e->sh->latest; it->rec->refs++; }
+            break;
+        }
+        default:
+            continue;               /* empty and memory nodes: order only */
+        }
+        if (!it && !err) err = cudaErrorMemoryAllocation;
+        if (it) items[(*k)++] = it;
+    }
+    if (err) {
+        for (size_t i = 0; i < *k; i++) {
+            if (items[i]->kind == IT_RECORD) rec_unref(items[i]->rec);     /* the event's reference */
+            item_free(items[i]);
+        }
+        *k = 0;
+    }
+    return err;
+}
+
+EXPORT cudaError_t cudaGraphLaunch(cudaGraphExec_t xh, cudaStream_t sh)
+{
+    RT_ENTER(cudaGraphLaunch, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    cudaError_t err = cudaSuccess;
+    item_t *small[16], **items = small;
+    pthread_mutex_lock(&G);
+    gexec_t *x = get_exec(xh);
+    stream_t *s = x ? get_stream(sh, &err) : NULL;
+    if (!x) err = cudaErrorInvalidResourceHandle;
+    else if (s && s->cap) err = capture_refuse(s);
+    if (!err && x->n > 16 && !(items = malloc(x->n * sizeof *items))) err = cudaErrorMemoryAllocation;
+    size_t k = 0;
+    if (!err) err = launch_items(x, items, &k);
+    if (!err && k && implicit_sync(s)) {
+        err = cudaErrorMemoryAllocation;
+        for (size_t i = 0; i < k; i++) {
+            if (items[i]->kind == IT_RECORD) rec_unref(items[i]->rec);
+            item_free(items[i]);
+        }
+        k = 0;
+    }
+    if (!err) ensure_ctx(s->device);
+    for (size_t i = 0; i < k; i++) {
+        item_t *it = items[i];
+        event_t *e = NULL;
+        if (it->kind == IT_RECORD) { e = it->arg; it->arg = NULL; }
+        enqueue_raw(s, it);
+        if (e) {
+            rec_unref(e->sh->latest);
+            e->sh->latest = it->rec;
+            e->sh->capid = 0;
+            s->last_rec = it->rec;
+        }
+    }
+    pthread_mutex_unlock(&G);
+    if (items != small) free(items);
+    return err ? fail(err) : cudaSuccess;
+}
+
+EXPORT cudaError_t cudaGraphUpload(cudaGraphExec_t xh, cudaStream_t sh)
+{
+    RT_ENTER(cudaGraphUpload, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    cudaError_t err = cudaSuccess;
+    pthread_mutex_lock(&G);
+    gexec_t *x = get_exec(xh);
+    stream_t *s = x ? get_stream(sh, &err) : NULL;
+    if (!x) err = cudaErrorInvalidResourceHandle;
+    else if (s) ensure_ctx(s->device);
+    pthread_mutex_unlock(&G);
+    return err ? fail(err) : cudaSuccess;
+}
+
+EXPORT int accelEmuLiveGraphs(void)
+{
+    INIT();
+    pthread_mutex_lock(&G);
+    int n = g_live_graphs;
+    pthread_mutex_unlock(&G);
+    return n;
+}
+
+EXPORT int accelEmuLiveGraphExecs(void)
+{
+    INIT();
+    pthread_mutex_lock(&G);
+    int n = g_live_execs;
+    pthread_mutex_unlock(&G);
+    return n;
+}

@@ -1,0 +1,110 @@
+/* Graphs of the emulated runtime, shared by its two files: emu_graph.c (graphs, nodes, executable graphs,
+ * launch, DOT) and emu_capture.c (stream capture, which records into a graph).  Hidden, as emu_runtime.h. */
+#ifndef ACCEL_EMU_GRAPH_H
+#define ACCEL_EMU_GRAPH_H
+
+#include "emu_runtime.h"
+
+#pragma GCC visibility push(hidden)
+
+typedef void *cudaGraph_t;
+typedef void *cudaGraphExec_t;
+typedef void *cudaGraphNode_t;
+
+enum { GN_KERNEL = 0, GN_MEMCPY = 1, GN_MEMSET = 2, GN_HOST = 3, GN_EMPTY = 5, GN_WAIT_EVENT = 6,
+       GN_EVENT_RECORD = 7, GN_MEM_ALLOC = 10, GN_MEM_FREE = 11 };
+enum { CAP_NONE = 0, CAP_ACTIVE = 1, CAP_INVALIDATED = 2 };
+enum { MODE_GLOBAL = 0, MODE_THREAD_LOCAL = 1, MODE_RELAXED = 2 };
+#define INSTANTIATE_FLAGS 0xbull     /* AutoFreeOnLaunch | Upload | UseNodePriority (DeviceLaunch: no) */
+
+typedef struct graph graph_t;
+
+/* Graph memory: the allocations a graph's alloc nodes made, shared by the graph and its executable graphs;
+ * freed[i]: the graph has a free node for a[i]. */
+typedef struct { int refs; alloc_t **a; unsigned char *freed; size_t n, cap; } gmem_t;
+
+typedef struct gnode {
+    uint64_t handle;
+    graph_t *g;
+    int type;
+    uint32_t idx;
+    uint32_t *deps;
+    size_t ndeps;
+    void *dst;
+    const void *src;
+    size_t n;
+    int value;
+    size_t rows, dpitch, spitch;    /* 2-D copies (emu_memory.c's item fields) */
+    int elem;                       /* memset element width */
+    int dev_dst, dev_src;           /* the range was device memory when captured */
+    cudaHostFn_t fn;
+    void *arg;
+    uint64_t event;                 /* event record / wait nodes: the event handle */
+    alloc_t *mem;                   /* memory nodes */
+} gnode_t;
+
+struct graph {
+    uint64_t handle;
+    unsigned long long id;
+    int device;
+    gnode_t **nodes;
+    size_t n, cap;
+    gmem_t *mem;
+    capture_t *capturing;           /* the capture recording into it, or NULL */
+};
+
+typedef struct {
+    uint64_t handle;
+    int device;
+    size_t n;
+    gnode_t *nodes;                 /* copies, in topological order (deps not kept) */
+    gmem_t *mem;
+} gexec_t;
+
+struct capture {
+    unsigned long long id;
+    int mode, status;
+    pthread_t thread;
+    graph_t *g;
+    stream_t *origin;
+    stream_t **ss;                  /* every stream in the sequence (origin first) */
+    size_t nss, capss;
+    capture_t *next;
+};
+
+/* Node sets (gdeps_t, emu_runtime.h): -1 when out of memory. */
+int deps_reserve(gdeps_t *d, size_t n);
+int deps_copy(gdeps_t *d, const gdeps_t *src);
+int deps_union(gdeps_t *d, const gdeps_t *src);
+void deps_free(gdeps_t *d);
+
+/* Graphs (G held): a new registered graph of `device` (NULL when out of memory), its destruction (nodes,
+ * handle, its reference to the graph memory), a node depending on deps[0..ndeps) (indices of g's nodes;
+ * NULL when out of memory), and dropping a reference to graph memory. */
+graph_t *graph_new(int device);
+void graph_free(graph_t *g);
+gnode_t *graph_add(graph_t *g, int type, const uint32_t *deps, size_t ndeps);
+void gmem_unref(gmem_t *m);
+
+/* Handle lookups (G held): NULL for a handle that is not a live one of that kind. */
+static inline graph_t *get_graph(cudaGraph_t h)
+{
+    uintptr_t v = (uintptr_t)h;
+    return (v & TAG_MASK) == TAG_GRAPH ? ht_get(&g_handles, v) : NULL;
+}
+
+static inline gexec_t *get_exec(cudaGraphExec_t h)
+{
+    uintptr_t v = (uintptr_t)h;
+    return (v & TAG_MASK) == TAG_GEXEC ? ht_get(&g_handles, v) : NULL;
+}
+
+static inline gnode_t *get_node(cudaGraphNode_t h)
+{
+    uintptr_t v = (uintptr_t)h;
+    return (v & TAG_MASK) == TAG_GNODE ? ht_get(&g_handles, v) : NULL;
+}
+
+#pragma GCC visibility pop
+
+#endif

@@ -1,0 +1,91 @@
+"""Pieces of CUDA graphs shared by the twins (accel._native / accel._python ``_stream``: CUDAGraph) and by
+accel.cuda's graph API, off the hot path: torch's messages (aten/src/ATen/cuda/CUDAGraph.cpp), the capture
+modes, memory pool ids and the process-wide debug flag."""
+import itertools
+import os
+import warnings
+
+# cudaStreamCaptureMode
+MODES = {"global": 0, "thread_local": 1, "relaxed": 2}
+MODE_RELAXED = 2
+CAPTURE_ACTIVE = 1
+# cudaGraphInstantiateFlagAutoFreeOnLaunch | cudaGraphInstantiateFlagUseNodePriority, as torch instantiates
+INSTANTIATE_FLAGS = 1 | 8
+DOT_FLAGS_VERBOSE = 1
+
+OWNS_GRAPH = ("This CUDAGraph instance already owns a captured graph. "
+              "To capture a new graph, create a new instance.")
+DEFAULT_STREAM = ("CUDA graphs must be captured on a non-default stream. "
+                  "(However, after capture, it's ok to replay them on the default stream.)")
+SAME_STREAM = "Capture must end on the same stream it began on."
+NOT_BEGUN = "capture_end() called before capture_begin()."
+ALREADY_CAPTURING = "capture_begin() called while this CUDAGraph is capturing: call capture_end() first."
+INVALID = "Invalid capture."
+EMPTY = ("The CUDA Graph is empty. This usually means that the graph was attempted to be captured on wrong "
+         "device or stream.")
+NOT_ENDED = "capture_end() must have been called before calling instantiate"
+KEEP_ONLY = "instantiate() is intended to be called by the user only when keep_graph=true"
+NO_REPLAY = "Called CUDAGraph::replay without a preceding successful capture."
+NO_POOL = "Called CUDAGraph::pool() without a preceding successful capture."
+NO_RAW_KEEP = "You cannot access the raw cudaGraph_t instance unless CUDAGraph was initialized with keep_graph=true"
+NO_RAW_GRAPH = "You cannot access the raw cudaGraph_t instance until capture_end() has been called"
+NO_RAW_EXEC = "You cannot access the raw cudaGraphExec_t instance until instantiate() has been called"
+DEBUG_OFF = "CUDA Graphs debug not enabled, set with [graph].enable_debug_mode()"
+HOST_FUNC = ("launch_host_func: a Python host function cannot be captured into a CUDA graph (stream {!r} is "
+             "capturing): a replay would call it again after its reference was released")
+
+_debug = [False]            # CUDAGraph.enable_debug_mode(): process-wide, as torch's _cuda_graphs_debug
+_pool_ids = itertools.count(1)
+
+
+def debug_enabled():
+    return _debug[0]
+
+
+def enable_debug():
+    _debug[0] = True
+
+
+def capture_mode(mode):
+    """The cudaStreamCaptureMode of torch's ``capture_error_mode`` string."""
+    if isinstance(mode, str) and mode in MODES:
+        return MODES[mode]
+    raise RuntimeError(f"Unknown capture error mode. Expected `global`, `thread_local`, or `relaxed`, got {mode}")
+
+
+def new_pool(user_created):
+    """A memory pool id as torch's: ``(0, n)`` from graph_pool_handle(), ``(n, 0)`` for a graph's own."""
+    n = next(_pool_ids)
+    return (0, n) if user_created else (n, 0)
+
+
+def pool_arg(pool):
+    """capture_begin's ``pool``: None (a new pool of the graph's own) or an id from graph_pool_handle() /
+    CUDAGraph.pool() (a tuple of two ints, exactly one of them non-zero)."""
+    if pool is None:
+        return new_pool(False)
+    if (isinstance(pool, tuple) and len(pool) == 2 and all(type(v) is int and v >= 0 for v in pool)
+            and (pool[0] == 0) != (pool[1] == 0)):
+        return pool
+    raise TypeError(f"pool must be None or a memory pool id from graph_pool_handle() / CUDAGraph.pool() "
+                    f"(a tuple of two ints, one of them 0), got {type(pool).__name__}: {pool!r}")
+
+
+def dot_path(path):
+    """debug_dump's path as the NUL-terminated bytes cudaGraphDebugDotPrint takes."""
+    try:
+        raw = os.fsencode(path)
+    except TypeError:
+        raise TypeError(f"debug_path must be a str, bytes or os.PathLike path, got {type(path).__name__}: "
+                        f"{path!r}") from None
+    if b"\0" in raw:
+        raise ValueError(f"debug_path must not contain NUL bytes, got {path!r}")
+    return raw + b"\0"
+
+
+def warn(msg, stacklevel=3):
+    warnings.warn(msg, UserWarning, stacklevel=stacklevel)
+
+
+def refuse_copy(obj):
+    return TypeError(f"cannot pickle or copy {obj!r}: a CUDA graph is owned by one CUDAGraph in one process")

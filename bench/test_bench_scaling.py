@@ -1,0 +1,289 @@
+"""Costs that must not grow with the work already done (issue 22), each at several sizes, reported per unit
+with the ratio of the largest size to the smallest (printed under "accel scaling" in the summary):
+
+- ``alloc(4096)`` + ``free()`` and the raw ``cudaMallocAsync`` + ``cudaFreeAsync`` pair with N other
+  buffers live (both twins; target: ratio <= 1.5 from 0 to 1e5);
+- lazy tracing ``x = x + 1.0``, a chain of N ops, with the cyclic GC on (target: ratio <= 1.3 from 1e3 to
+  3e5) and, for reference, off;
+- ``post_order`` on an N-node DAG (both twins; target: ratio <= 2 from 1e4 to 1e6), the same keeping the
+  result (its list is freed outside the timing), and ``graph_hash`` for reference;
+- the first (uncached) ``mark_step`` of an N-op chain, per op, against a cached one.
+
+The lazy tensor rows run on the selected twin (``accel.backend``): run with ACCEL_BACKEND=python for the
+python twin's.  The default run stops at 1e5 ops / 1e5 nodes; ``ACCEL_BENCH_SCALING=full`` adds 3e5 ops
+and 1e6 nodes (about a minute more; the python twin several).
+"""
+import gc
+import os
+import random
+
+import numpy as np
+import pytest
+
+import accel
+import accel.lazy as L
+from accel._native import _cudart as native_rt
+from accel._native import _memory as native_mem
+from accel._python import _cudart as python_rt
+from accel._python import _memory as python_mem
+from accel._python import _ir as python_ir
+
+try:
+    from accel._native import _ir as native_ir
+except ImportError:          # a -Dnative=false install: python only
+    native_ir = None
+
+FULL = os.environ.get("ACCEL_BENCH_SCALING") == "full"
+LIVE = [0, 1_000, 10_000, 100_000]
+OPS = [1_000, 10_000, 100_000] + ([300_000] if FULL else [])
+NODES = [10_000, 100_000] + ([1_000_000] if FULL else [])
+FIRST_STEP_OPS = [1_000, 10_000]
+MEM = {"native": native_mem, "python": python_mem}
+RT = {"native": native_rt, "python": python_rt}
+IR = {"python": python_ir} if native_ir is None else {"native": native_ir, "python": python_ir}
+LOOP = 100
+
+
+def _series(benchmark, series, twin, scale, unit, per, target=None):
+    benchmark.extra_info.update(series=series, twin=twin, scale=scale, unit=unit, per=per)
+    if target:
+        benchmark.extra_info["target"] = target
+
+
+# -- allocation with N buffers live ----------------------------------------------------------------------
+
+class _Live:
+    """Raw pool allocations held live (``ensure(n)``), all freed at the end.  Before each measurement the
+    pool holds one free block, the one at the lowest address of all (the worst case for an address-sorted
+    table), which the loops then reuse."""
+
+    def __init__(self):
+        self.ptrs = []
+        self.pool = native_rt.cudaDeviceGetDefaultMemPool(0)
+
+    def ensure(self, n, free_blocks=0):
+        """n buffers live and (apart from the lowest block's) ``free_blocks`` free 64 KiB blocks in the pool."""
+        native_rt.cudaMemPoolTrimTo(self.pool, 0)
+        while len(self.ptrs) < n + 1:
+            self.ptrs.append(native_rt.cudaMallocAsync(4096, 0))
+        while len(self.ptrs) > n + 1:
+            native_rt.cudaFreeAsync(self.ptrs.pop(), 0)
+        native_rt.cudaStreamSynchronize(0)
+        native_rt.cudaMemPoolTrimTo(self.pool, 0)
+        if free_blocks:
+            big = [native_rt.cudaMallocAsync(65536, 0) for _ in range(free_blocks)]
+            for p in big:
+                native_rt.cudaFreeAsync(p, 0)
+        low = min(self.ptrs)
+        self.ptrs.remove(low)
+        native_rt.cudaFreeAsync(low, 0)
+        native_rt.cudaStreamSynchronize(0)
+        self.ptrs.append(native_rt.cudaMallocAsync(4096, 0))   # takes the lowest block: live again, n + 1
+        native_rt.cudaFreeAsync(self.ptrs.pop(), 0)            # ... and back: the pool's 4 KiB block
+        native_rt.cudaStreamSynchronize(0)
+
+
+@pytest.fixture(scope="module")
+def live():
+    native_rt.load()
+    python_rt.load()
+    native_rt.cudaSetDevice(0)
+    MEM["native"].alloc(4096).free()     # accel's pool settings (release threshold: keep everything)
+    held = _Live()
+    yield held
+    for p in held.ptrs:
+        native_rt.cudaFreeAsync(p, 0)
+    native_rt.cudaStreamSynchronize(0)
+    native_rt.cudaMemPoolTrimTo(held.pool, 0)
+
+
+def _alloc_free(alloc):
+    for _ in range(LOOP):
+        alloc(4096).free()
+
+
+def _raw_pair(rt):
+    m, f = rt.cudaMallocAsync, rt.cudaFreeAsync
+    for _ in range(LOOP):
+        f(m(4096, 0), 0)
+
+
+GROUP_ALLOC = "scaling: alloc(4096) + free() with N buffers live / N free blocks in the pool"
+
+
+@pytest.mark.benchmark(group=GROUP_ALLOC)
+@pytest.mark.parametrize("n", LIVE)
+@pytest.mark.parametrize("twin", ["native", "python"])
+def test_alloc_free_with_live(benchmark, live, twin, n):
+    live.ensure(n)
+    _series(benchmark, "alloc(4096)+free(), N live", twin, n, "op", LOOP, ("<=", 1.5))
+    benchmark.pedantic(_alloc_free, args=(MEM[twin].alloc,), iterations=20, rounds=30, warmup_rounds=2)
+
+
+@pytest.mark.benchmark(group=GROUP_ALLOC)
+@pytest.mark.parametrize("n", LIVE)
+@pytest.mark.parametrize("twin", ["native", "python"])
+def test_raw_pair_with_live(benchmark, live, twin, n):
+    live.ensure(n)
+    _series(benchmark, "cudaMallocAsync+cudaFreeAsync, N live", twin, n, "op", LOOP)
+    benchmark.pedantic(_raw_pair, args=(RT[twin],), iterations=20, rounds=30, warmup_rounds=2)
+
+
+@pytest.mark.benchmark(group=GROUP_ALLOC)
+@pytest.mark.parametrize("n", LIVE)
+def test_raw_pair_with_free_blocks(benchmark, live, n):
+    live.ensure(0, free_blocks=n)
+    _series(benchmark, "cudaMallocAsync+cudaFreeAsync, N free 64 KiB blocks", "native", n, "op", LOOP)
+    benchmark.pedantic(_raw_pair, args=(RT["native"],), iterations=20, rounds=30, warmup_rounds=2)
+
+
+# -- lazy tracing a chain of N ops ------------------------------------------------------------------------
+
+def _trace(holder, n):
+    x = holder[0]
+    for _ in range(n):
+        x = x + 1.0
+    holder[0] = x               # the chain lives until the next round's setup frees it (untimed)
+
+
+def _trace_rounds(n):
+    return max(2, min(15, 300_000 // n))
+
+
+def _run_trace(benchmark, n, gc_on):
+    holder = [None]
+
+    def setup():
+        holder[0] = None
+        gc.collect()
+        holder[0] = L.tensor(np.zeros(4, np.float32))
+        return (holder, n), {}
+
+    was = gc.isenabled()
+    (gc.enable if gc_on else gc.disable)()
+    try:
+        benchmark.pedantic(_trace, setup=setup, iterations=1, rounds=_trace_rounds(n), warmup_rounds=1)
+    finally:
+        holder[0] = None
+        (gc.enable if was else gc.disable)()
+
+
+@pytest.mark.benchmark(group="scaling: lazy tracing x = x + 1.0, a chain of N ops")
+@pytest.mark.parametrize("n", OPS)
+def test_trace_chain_gc_on(benchmark, n):
+    _series(benchmark, "tracing, GC on", accel.backend, n, "op", n, ("<=", 1.3))
+    _run_trace(benchmark, n, True)
+
+
+@pytest.mark.benchmark(group="scaling: lazy tracing x = x + 1.0, a chain of N ops")
+@pytest.mark.parametrize("n", OPS)
+def test_trace_chain_gc_off(benchmark, n):
+    _series(benchmark, "tracing, GC off", accel.backend, n, "op", n)
+    _run_trace(benchmark, n, False)
+
+
+# -- first (uncached) and cached mark_step of an N-op chain -----------------------------------------------
+
+def _run_step(benchmark, n, cached):
+    holder = [None]
+
+    def setup():
+        holder[0] = None
+        gc.collect()
+        x = L.tensor(np.zeros(4, np.float32))
+        for _ in range(n):
+            x = x + 1.0
+        holder[0] = x
+        if not cached:
+            L.computation_cache().clear()
+        return (), {}
+
+    try:
+        if cached:              # compiled once, outside the timing
+            setup()
+            L.mark_step()
+        benchmark.pedantic(L.mark_step, setup=setup, iterations=1, rounds=max(3, 20_000 // n), warmup_rounds=0)
+    finally:
+        holder[0] = None
+
+
+@pytest.mark.benchmark(group="scaling: mark_step of a chain of N ops")
+@pytest.mark.parametrize("n", FIRST_STEP_OPS)
+def test_first_mark_step(benchmark, n):
+    _series(benchmark, "first (uncached) mark_step", accel.backend, n, "op", n)
+    _run_step(benchmark, n, False)
+
+
+@pytest.mark.benchmark(group="scaling: mark_step of a chain of N ops")
+@pytest.mark.parametrize("n", FIRST_STEP_OPS)
+def test_cached_mark_step(benchmark, n):
+    _series(benchmark, "cached mark_step", accel.backend, n, "op", n)
+    _run_step(benchmark, n, True)
+
+
+# -- post_order on an N-node DAG ---------------------------------------------------------------------------
+
+def _dag(ir, n, seed=0):
+    """test_bench_lazy's DAG at size n: every node on the previous one and a near or random earlier one, a
+    tenth device data with shared handles."""
+    rnd = random.Random(seed)
+    s = ir.Shape(6, [2, 3])
+    shapes = (s,)
+    add, mul = ir.OpKind("aten::add"), ir.OpKind("aten::mul")
+    outs = [ir.Output(ir.device_data(s, 0))]
+    for i in range(1, n):
+        if i % 10 == 0:
+            outs.append(ir.Output(ir.device_data(s, rnd.randrange(1000))))
+            continue
+        far = outs[rnd.randrange(len(outs))] if rnd.random() < 0.5 else outs[max(0, len(outs) - 1 - rnd.randrange(16))]
+        outs.append(ir.Output(ir.Node(add if i % 3 else mul, (outs[-1], far), shapes)))
+    return outs[-1]
+
+
+_dags = {}
+
+
+def _the_dag(twin, n):
+    """One DAG at a time (the largest are hundreds of MB): built on first use, replaced by the next."""
+    key = (twin, n)
+    if key not in _dags:
+        _dags.clear()
+        gc.collect()
+        root = _dag(IR[twin], n)
+        _dags[key] = (root, IR[twin].graph_size([root]))
+    return _dags[key]
+
+
+def _walk_rounds(twin, n):
+    return max(3, min(30, (3_000_000 if twin == "native" else 300_000) // n))
+
+
+def _keep(fn, holder, root):
+    holder.append(fn([root]))
+
+
+WALKS = {"post_order": ("post_order", ("<=", 2.0)), "post_order_kept": ("post_order, list freed untimed", None),
+         "graph_hash": ("graph_hash", None)}
+
+
+@pytest.mark.benchmark(group="scaling: post_order on an N-node DAG")
+@pytest.mark.parametrize("walk", list(WALKS))       # walk varies fastest: one DAG serves three rows
+@pytest.mark.parametrize("twin", list(IR))
+@pytest.mark.parametrize("n", NODES)
+def test_walk(benchmark, walk, twin, n):
+    root, size = _the_dag(twin, n)
+    ir = IR[twin]
+    series, target = WALKS[walk]
+    _series(benchmark, series, twin, n, "node", size, target)
+    rounds = _walk_rounds(twin, n)
+    if walk == "post_order_kept":
+        holder = []
+
+        def setup():
+            holder.clear()
+            return (ir.post_order, holder, root), {}
+
+        benchmark.pedantic(_keep, setup=setup, iterations=1, rounds=rounds, warmup_rounds=1)
+        holder.clear()
+    else:
+        benchmark.pedantic(getattr(ir, walk), args=([root],), iterations=1, rounds=rounds, warmup_rounds=1)
