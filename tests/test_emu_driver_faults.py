@@ -156,6 +156,31 @@ CASES = {
     "cuIpcCloseMemHandle": ("cu.cuIpcCloseMemHandle(dsrc)", "assert rt.cudaIpcOpenMemHandle(c.byref(c.c_void_p()), ipc, 0) == 0"),
     "cuPointerGetAttribute": ("cu.cuPointerGetAttribute(ob, 2, dsrc)",),
     "cuPointerGetAttributes": ("cu.cuPointerGetAttributes(2, attrs, datas, dsrc)",),
+    "cuMemAdvise": ("cu.cuMemAdvise(man, c.c_size_t(4096), 1, 0)", "probes = [read_mostly]",
+                    "cu.cuMemAdvise(man, c.c_size_t(4096), 2, 0)"),
+    "cuMemAdvise_v2": ("cu.cuMemAdvise_v2(man, c.c_size_t(4096), 1, location(0))", "probes = [read_mostly]",
+                       "cu.cuMemAdvise_v2(man, c.c_size_t(4096), 2, location(0))"),
+    "cuMemRangeGetAttribute": ("cu.cuMemRangeGetAttribute(ob, c.c_size_t(4), 1, man, c.c_size_t(4096))",),
+    "cuMemPrefetchAsync": ("cu.cuMemPrefetchAsync(man, c.c_size_t(4096), 1, s0)", "probes = [last_prefetch]",
+                           "discard()"),
+    "cuMemPrefetchAsync_v2": ("cu.cuMemPrefetchAsync_v2(man, c.c_size_t(4096), location(1), 0, s0)",
+                              "probes = [last_prefetch]", "discard()"),
+    "cuMemPrefetchBatchAsync": ("cu.cuMemPrefetchBatchAsync(man_ptrs, man_sizes, c.c_size_t(1), man_locs, man_idx, "
+                                "c.c_size_t(1), c.c_ulonglong(0), s0)", "probes = [last_prefetch]", "discard()"),
+    "cuMemDiscardBatchAsync": ("cu.cuMemDiscardBatchAsync(man_ptrs, man_sizes, c.c_size_t(1), c.c_ulonglong(0), s0)",
+                               "cu.cuMemPrefetchAsync_v2(man, c.c_size_t(4096), location(1), 0, s0); "
+                               "probes = [last_prefetch]"),
+    "cuMemDiscardAndPrefetchBatchAsync": ("cu.cuMemDiscardAndPrefetchBatchAsync(man_ptrs, man_sizes, c.c_size_t(1), "
+                                          "man_locs, man_idx, c.c_size_t(1), c.c_ulonglong(0), s0)",
+                                          "probes = [last_prefetch]", "discard()"),
+    "cuMemPoolExportToShareableHandle": ("cu.cuMemPoolExportToShareableHandle(ob, spool, 1, c.c_ulonglong(0))", "",
+                                         "os.close(c.c_int.from_buffer(ob).value)", OOM),
+    "cuMemPoolImportFromShareableHandle": ("cu.cuMemPoolImportFromShareableHandle(ob, c.c_void_p(sfd), 1, "
+                                           "c.c_ulonglong(0))", "", "", OOM),
+    "cuMemPoolExportPointer": ("cu.cuMemPoolExportPointer(ob, sptr)",),
+    "cuMemPoolImportPointer": ("cu.cuMemPoolImportPointer(ob2, spool, c.byref(sdata))",),
+    "cuMemRangeGetAttributes": ("cu.cuMemRangeGetAttributes(datas, range_sizes, range_attrs, c.c_size_t(2), man, "
+                                "c.c_size_t(4096))",),
 }
 
 SCRIPT = """
@@ -219,6 +244,24 @@ def fill_pool():           # leaves a free block reserved in upool
     assert rt.cudaMemPoolSetAttribute(upool, 4, c.byref(c.c_uint64(1 << 30))) == 0
     assert rt.cudaMallocFromPoolAsync(c.byref(p), 4096, upool, s0) == 0 and rt.cudaFreeAsync(p, s0) == 0
     assert rt.cudaStreamSynchronize(s0) == 0
+man = c.c_void_p()         # managed memory, for the advice calls
+assert rt.cudaMallocManaged(c.byref(man), 4096, 1) == 0
+man = c.c_uint64(man.value)
+range_sizes, range_attrs = (SZ * 2)(4, 4), (c.c_int * 2)(1, 5)
+spool, sfd, sptr, sdata = VP(), c.c_int(), c.c_uint64(), (c.c_char * 64)()    # a pool shared by descriptor
+assert cu.cuMemPoolCreate(c.byref(spool), c.byref(Props(1, 1, 1, 0))) == 0
+assert cu.cuMemPoolExportToShareableHandle(c.byref(sfd), spool, 1, c.c_ulonglong(0)) == 0
+sfd = sfd.value
+assert cu.cuMemAllocFromPoolAsync(c.byref(sptr), c.c_size_t(256), spool, s0) == 0
+assert cu.cuMemPoolExportPointer(sdata, sptr) == 0
+man_ptrs, man_sizes, man_idx = (c.c_uint64 * 1)(man.value), (SZ * 1)(4096), (SZ * 1)(0)
+man_locs = (location * 1)(location(1))
+def last_prefetch():
+    v = c.c_int(); r = cu.cuMemRangeGetAttribute(c.byref(v), c.c_size_t(4), 4, man, c.c_size_t(4096)); return [r, v.value]
+def discard():
+    assert cu.cuMemDiscardBatchAsync(man_ptrs, man_sizes, c.c_size_t(1), c.c_ulonglong(0), s0) == 0
+def read_mostly():
+    v = c.c_int(); r = cu.cuMemRangeGetAttribute(c.byref(v), c.c_size_t(4), 1, man, c.c_size_t(4096)); return [r, v.value]
 def pointer_type(p):
     at = (c.c_int * 8)(); r = rt.cudaPointerGetAttributes(at, p); return [r, at[0]]
 def api_version(ctx):

@@ -70,6 +70,12 @@ SIGS = dict(
     cuCtxGetCurrent=[P(VP)], cuCtxGetDevice=[P(I)], cuCtxGetApiVersion=[VP, P(U)], cuCtxGetId=[VP, P(c.c_ulonglong)],
     cuCtxSetLimit=[I, SZ], cuCtxGetLimit=[P(SZ), I], cuDevicePrimaryCtxRetain=[P(VP), I],
     cuDevicePrimaryCtxReset_v2=[I], cuCtxGetFlags=[P(U)],
+    cuMemAdvise_v2=[D, SZ, I, Location], cuMemAdvise=[D, SZ, I, I], cuMemRangeGetAttribute=[VP, SZ, I, D, SZ],
+    cuMemRangeGetAttributes=[P(VP), P(SZ), P(I), SZ, D, SZ], cuMemPrefetchAsync=[D, SZ, I, VP],
+    cuMemPrefetchAsync_v2=[D, SZ, Location, U, VP], cuMemPrefetchBatchAsync=[P(D), P(SZ), SZ, P(Location), P(SZ), SZ,
+                                                                              c.c_ulonglong, VP],
+    cuMemDiscardBatchAsync=[P(D), P(SZ), SZ, c.c_ulonglong, VP],
+    cuMemDiscardAndPrefetchBatchAsync=[P(D), P(SZ), SZ, P(Location), P(SZ), SZ, c.c_ulonglong, VP],
 )
 for name, args in SIGS.items():
     getattr(cu, name).argtypes = args
@@ -205,9 +211,82 @@ out(r)
                    "access": [OK, 0, OK, OK, 3, INVALID_VALUE, INVALID_DEVICE, INVALID_VALUE],
                    "attrs": [OK, INVALID_VALUE, OK, INVALID_VALUE],
                    "after_destroy": [True, INVALID_VALUE, INVALID_VALUE, INVALID_VALUE, INVALID_VALUE],
-                   "location": [OK, True, OK, NOT_SUPPORTED, NOT_SUPPORTED, INVALID_VALUE, INVALID_VALUE, NOT_SUPPORTED,
-                                OK, INVALID_DEVICE, NOT_SUPPORTED, NOT_SUPPORTED],
+                   "location": [OK, True, OK, NOT_SUPPORTED, OK, INVALID_VALUE, INVALID_VALUE, OK,
+                                OK, INVALID_DEVICE, NOT_SUPPORTED, OK],
                    "bad": [INVALID_DEVICE] + [INVALID_VALUE] * 4 + [INVALID_DEVICE] + [INVALID_VALUE] * 5}
+
+
+def test_pools_of_managed_memory(subprocess_python):
+    # cuda.core's ManagedMemoryResource: the location's managed pool (a device, the host, or none) is made on
+    # first use, can be replaced, and gives managed memory; created managed pools likewise
+    got = _json(subprocess_python, """
+s = VP(); assert rt.cudaStreamCreate(R(s)) == 0
+pools = {}
+for name, loc in (("dev1", Location(1, 1)), ("host", Location(2, 0)), ("none", Location(0, 0))):
+    p, q, dflt = VP(), VP(), VP()
+    assert cu.cuMemGetMemPool(R(p), R(loc), 2) == 0 and cu.cuMemGetMemPool(R(q), R(loc), 2) == 0
+    assert cu.cuMemGetDefaultMemPool(R(dflt), R(loc), 2) == 0
+    pools[name] = [p.value == q.value == dflt.value, p.value]
+r = {"distinct": len({v[1] for v in pools.values()}) == 3 and all(v[0] for v in pools.values())}
+free0 = free_bytes()
+d = D(); assert cu.cuMemAllocFromPoolAsync(R(d), 1000, VP(pools["none"][1]), s) == 0
+r["managed"] = [attr(d.value, 8, I), attr(d.value, 9, I), free0 - free_bytes()]
+assert cu.cuMemcpyHtoDAsync_v2(d, b"abcd", 4, s) == 0 and rt.cudaStreamSynchronize(s) == 0
+r["host_reads"] = c.string_at(d.value, 4).decode()
+advice = cu.cuMemAdvise_v2(d, 1000, 1, Location(0, 0))
+assert cu.cuMemFreeAsync(d, s) == 0 and rt.cudaStreamSynchronize(s) == 0
+created = VP(); assert cu.cuMemPoolCreate(R(created), R(Props(2, 0, 1, 1))) == 0
+host_created = VP(); assert cu.cuMemPoolCreate(R(host_created), R(Props(2, 0, 2, 0))) == 0
+r["set"] = [advice, cu.cuMemSetMemPool(R(Location(1, 1)), 2, created), cu.cuMemGetMemPool(R(created), R(Location(1, 1)), 2),
+            created.value != pools["dev1"][1], cu.cuMemSetMemPool(R(Location(1, 1)), 2, VP(0x1234)),
+            cu.cuMemSetMemPool(R(Location(1, 9)), 2, created), cu.cuMemGetMemPool(R(created), R(Location(6, 0)), 2)]
+assert cu.cuMemAllocFromPoolAsync(R(d), 64, created, s) == 0
+r["created"] = [attr(d.value, 8, I), attr(d.value, 9, I)]
+out(r)
+""")
+    assert got == {"distinct": True, "managed": [[OK, 1], [OK, 0], 1024], "host_reads": "abcd",
+                   "set": [OK, OK, OK, True, INVALID_VALUE, INVALID_DEVICE, NOT_SUPPORTED],
+                   "created": [[OK, 1], [OK, 1]]}
+
+
+def test_pool_memory_is_copied_only_where_its_pool_grants_access(subprocess_python):
+    # cuda.core's test_peer_access_basic: a copy run on device 0 (its stream, or the current context for
+    # the NULL stream) of device 1's pool memory is CUDA_ERROR_INVALID_VALUE until the pool grants device 0
+    # access; cuMemAlloc memory and the pool's own device are not affected; a refused copy writes nothing.
+    got = _json(subprocess_python, """
+pool = VP(); assert cu.cuMemPoolCreate(R(pool), R(props(1))) == 0
+s0, s1 = VP(), VP()
+assert rt.cudaStreamCreate(R(s0)) == 0
+assert rt.cudaSetDevice(1) == 0 and rt.cudaStreamCreate(R(s1)) == 0 and rt.cudaSetDevice(0) == 0
+p1, d1 = D(), VP()
+assert cu.cuMemAllocFromPoolAsync(R(p1), 64, pool, s1) == 0
+assert rt.cudaSetDevice(1) == 0 and rt.cudaMalloc(R(d1), 64) == 0 and rt.cudaMemset(d1, 1, c.c_size_t(64)) == 0
+assert rt.cudaSetDevice(0) == 0
+assert cu.cuCtxSetCurrent(ctx0) == 0
+assert cu.cuMemsetD8Async(p1, 7, 64, s1) == 0 and rt.cudaStreamSynchronize(s1) == 0
+d1 = d1.value
+a = alloc(64)
+assert cu.cuMemsetD8_v2(a, 1, 64) == 0
+host = c.create_string_buffer(64)
+def tries():
+    return [cu.cuMemcpyAsync(p1, a, 64, s0), cu.cuMemcpyAsync(a, p1, 64, s0), cu.cuMemcpyDtoDAsync_v2(a, d1, 64, s0),
+            cu.cuMemcpyDtoH_v2(host, p1, 64), cu.cuMemcpy(a, p1, 0), cu.cuMemcpyAsync(d1, p1, 64, s1),
+            cu.cuMemcpy2D_v2(R(Copy2D(0, 0, 2, None, p1.value, None, 64, 0, 0, 1, c.addressof(host), 0, None, 64, 64, 1)))]
+r = {"before": tries()}
+assert rt.cudaStreamSynchronize(s0) == 0 and rt.cudaStreamSynchronize(s1) == 0
+def read1(d, n):           # device 1's pool memory, read on device 1
+    b = c.create_string_buffer(n)
+    assert cu.cuMemcpyDtoHAsync_v2(b, d, n, s1) == 0 and rt.cudaStreamSynchronize(s1) == 0
+    return b.raw
+r["untouched"] = [read1(p1.value, 4).hex(), read(a, 4).hex()]
+assert cu.cuMemPoolSetAccess(pool, R(Access(1, 0, 3)), 1) == 0
+r["granted"] = tries()
+assert cu.cuMemPoolSetAccess(pool, R(Access(1, 0, 0)), 1) == 0
+r["revoked"] = tries()
+out(r)
+""")
+    refused = [INVALID_VALUE, INVALID_VALUE, OK, INVALID_VALUE, OK, OK, INVALID_VALUE]
+    assert got == {"before": refused, "untouched": ["07070707", "01010101"], "granted": [OK] * 7, "revoked": refused}
 
 
 def test_pinned_and_managed_memory(subprocess_python):
@@ -242,6 +321,114 @@ out(r)
                    "host_alloc": [OK, OK, INVALID_VALUE, INVALID_VALUE, INVALID_VALUE, INVALID_VALUE, INVALID_VALUE],
                    "managed": ["42424242", [OK, 1], [OK, 2], 3, INVALID_VALUE, INVALID_VALUE, INVALID_VALUE],
                    "runtime_managed": [OK, INVALID_VALUE, OK]}
+
+
+def test_managed_memory_advice(subprocess_python):
+    # cuda.core's ManagedBuffer.read_mostly / preferred_location / accessed_by: advice is recorded per
+    # managed allocation and read back as the driver reports it; a freed allocation's advice goes with it
+    got = _json(subprocess_python, """
+def ra(m, a, n=4, size=4):
+    v = (I * (size // 4))(*([77] * (size // 4))); r = cu.cuMemRangeGetAttribute(v, size, a, m, n); return [r] + list(v)
+m = D(); assert cu.cuMemAllocManaged(R(m), 4096, 1) == 0
+m = m.value
+r = {"fresh": [ra(m, a)[1] for a in range(1, 9)] + [ra(m, 3, size=12)[1:]]}
+assert cu.cuMemAdvise_v2(m, 4096, 1, Location(0, 0)) == 0 and cu.cuMemAdvise_v2(m, 4096, 3, Location(1, 1)) == 0
+assert cu.cuMemAdvise_v2(m, 4096, 5, Location(1, 1)) == 0 and cu.cuMemAdvise_v2(m, 4096, 5, Location(2, 0)) == 0
+r["set"] = [ra(m + 100, a, 8)[1] for a in (1, 2, 5, 6)] + [ra(m, 3, size=12)[1:], ra(m, 3, size=4)[1:]]
+assert cu.cuMemAdvise_v2(m, 4096, 3, Location(3, 0)) == 0
+r["host_numa"] = [ra(m, a)[1] for a in (2, 5, 6)]
+assert cu.cuMemAdvise_v2(m, 4096, 3, Location(4, 0)) == 0
+r["numa_current"] = [ra(m, a)[1] for a in (5, 6)]
+assert cu.cuMemAdvise(m, 4096, 3, -1) == 0 and cu.cuMemAdvise(m, 4096, 6, -1) == 0
+r["v1_host"] = [ra(m, a)[1] for a in (2, 5)] + [ra(m, 3, size=8)[1:]]
+assert cu.cuMemAdvise_v2(m, 4096, 2, Location(0, 0)) == 0 and cu.cuMemAdvise_v2(m, 4096, 4, Location(0, 0)) == 0
+assert cu.cuMemAdvise_v2(m, 4096, 6, Location(1, 1)) == 0
+r["unset"] = [ra(m, a)[1] for a in (1, 2, 5, 6)] + [ra(m, 3, size=8)[1:]]
+vals = [(I * 1)(), (I * 2)()]
+data = (VP * 2)(*[c.addressof(v) for v in vals]); sizes = (SZ * 2)(4, 8); attrs = (I * 2)(1, 3)
+assert cu.cuMemAdvise_v2(m, 4096, 1, Location(0, 0)) == 0
+r["several"] = [cu.cuMemRangeGetAttributes(data, sizes, attrs, 2, m, 4096), list(vals[0]), list(vals[1])]
+a = alloc()
+pinned = VP(); assert cu.cuMemAllocHost_v2(R(pinned), 64) == 0
+r["bad_advise"] = [cu.cuMemAdvise_v2(a, 64, 1, Location(0, 0)), cu.cuMemAdvise_v2(pinned.value, 64, 1, Location(0, 0)),
+                   cu.cuMemAdvise_v2(m, 0, 1, Location(0, 0)), cu.cuMemAdvise_v2(m, 4097, 1, Location(0, 0)),
+                   cu.cuMemAdvise_v2(m, 4096, 7, Location(0, 0)), cu.cuMemAdvise_v2(m, 4096, 0, Location(0, 0)),
+                   cu.cuMemAdvise_v2(m, 4096, 3, Location(1, 9)), cu.cuMemAdvise_v2(m, 4096, 3, Location(0, 0)),
+                   cu.cuMemAdvise_v2(m, 4096, 3, Location(3, 1)), cu.cuMemAdvise_v2(m, 4096, 5, Location(3, 0)),
+                   cu.cuMemAdvise_v2(m, 4096, 5, Location(4, 0)), cu.cuMemAdvise_v2(m, 64, 2, Location(0, 0)),
+                   cu.cuMemAdvise_v2(m + 64, 4032, 2, Location(0, 0)), cu.cuMemAdvise(m, 4096, 5, 9)]
+r["bad_query"] = [ra(a, 1, 64)[0], ra(m, 1, 0)[0], ra(m, 1, 4097)[0], ra(m, 9)[0], ra(m, 0)[0], ra(m, 1, size=8)[0],
+                  ra(m, 3, size=6)[0], cu.cuMemRangeGetAttribute(None, 4, 1, m, 4),
+                  cu.cuMemRangeGetAttributes(data, sizes, attrs, 0, m, 4096),
+                  cu.cuMemRangeGetAttributes(None, sizes, attrs, 2, m, 4096)]
+r["unchanged"] = [ra(m, a)[1] for a in (1, 2, 5, 6)] + [ra(m, 3, size=8)[1:]]
+r["after_bad"] = [list(vals[0]), list(vals[1])]
+assert cu.cuMemFree_v2(m) == 0
+m2 = D(); assert cu.cuMemAllocManaged(R(m2), 4096, 1) == 0
+r["freed"] = [ra(m, 1)[0], m2.value == m or None, ra(m2.value, 1)[1], ra(m2.value, 2)[1]]
+out(r)
+""")
+    NONE, CPU = -2, -1
+    assert got == {"fresh": [0, NONE, NONE, NONE, 0, NONE, 0, NONE, [NONE] * 3],
+                   "set": [1, 1, 1, 1, [1, CPU, NONE], [1]], "host_numa": [CPU, 3, 0], "numa_current": [3, 0],
+                   "v1_host": [CPU, 2, [1, NONE]], "unset": [0, NONE, 0, NONE, [NONE, NONE]],
+                   "several": [OK, [1], [NONE, NONE]],
+                   "bad_advise": [INVALID_VALUE] * 6 + [INVALID_DEVICE] + [INVALID_VALUE] * 4 + [NOT_SUPPORTED] * 2
+                   + [INVALID_DEVICE],
+                   "bad_query": [INVALID_VALUE] * 10, "unchanged": [1, NONE, 0, NONE, [NONE, NONE]],
+                   "after_bad": [[1], [NONE, NONE]], "freed": [INVALID_VALUE, got["freed"][1], 0, NONE]}
+
+
+def test_managed_memory_prefetch_and_discard(subprocess_python):
+    # cuda.core's ManagedBuffer.prefetch / discard and utils.prefetch_batch / discard_batch /
+    # discard_prefetch_batch: the last prefetch location is recorded per allocation and read back
+    got = _json(subprocess_python, """
+def last(m):
+    v = (I * 3)()
+    for k, a in enumerate((4, 7, 8)):
+        assert cu.cuMemRangeGetAttribute(c.byref(v, 4 * k), 4, a, m, 64) == 0
+    return list(v)
+s = VP(); assert rt.cudaStreamCreate(R(s)) == 0
+ms = []
+for _ in range(3):
+    m = D(); assert cu.cuMemAllocManaged(R(m), 4096, 1) == 0; ms.append(m.value)
+r = {"fresh": last(ms[0])}
+r["single"] = [cu.cuMemPrefetchAsync_v2(ms[0], 4096, Location(1, 1), 0, s), last(ms[0]),
+               cu.cuMemPrefetchAsync_v2(ms[0], 4096, Location(2, 0), 0, None), last(ms[0]),
+               cu.cuMemPrefetchAsync_v2(ms[0], 4096, Location(4, 0), 0, s), last(ms[0]),
+               cu.cuMemPrefetchAsync(ms[0], 4096, 0, s), last(ms[0]), cu.cuMemPrefetchAsync(ms[0], 4096, -1, s), last(ms[0])]
+ptrs, sizes = (D * 3)(*ms), (SZ * 3)(4096, 4096, 4096)
+locs, idx = (Location * 2)(Location(1, 1), Location(2, 0)), (SZ * 2)(0, 2)
+r["batch"] = [cu.cuMemPrefetchBatchAsync(ptrs, sizes, 3, locs, idx, 2, 0, s), [last(m) for m in ms],
+              cu.cuMemDiscardBatchAsync(ptrs, sizes, 2, 0, s), [last(m) for m in ms],
+              cu.cuMemDiscardAndPrefetchBatchAsync(ptrs, sizes, 1, locs, idx, 1, 0, s), last(ms[0])]
+a = alloc()
+bad_idx = (SZ * 2)(1, 2)
+before = [last(m) for m in ms]
+r["bad"] = [cu.cuMemPrefetchAsync_v2(a, 4096, Location(1, 0), 0, s), cu.cuMemPrefetchAsync_v2(ms[1], 4096, Location(1, 9), 0, s),
+            cu.cuMemPrefetchAsync_v2(ms[1], 4096, Location(3, 1), 0, s), cu.cuMemPrefetchAsync_v2(ms[1], 4096, Location(0, 0), 0, s),
+            cu.cuMemPrefetchAsync_v2(ms[1], 4096, Location(1, 0), 1, s), cu.cuMemPrefetchAsync_v2(ms[1], 0, Location(1, 0), 0, s),
+            cu.cuMemPrefetchAsync_v2(ms[1], 64, Location(1, 0), 0, s),
+            cu.cuMemPrefetchAsync_v2(ms[1], 4096, Location(1, 0), 0, VP(0x1234)),
+            cu.cuMemPrefetchBatchAsync(ptrs, sizes, 3, locs, bad_idx, 2, 0, s),
+            cu.cuMemPrefetchBatchAsync(ptrs, sizes, 0, locs, idx, 2, 0, s),
+            cu.cuMemPrefetchBatchAsync(ptrs, sizes, 3, locs, idx, 2, 1, s),
+            cu.cuMemPrefetchBatchAsync(None, sizes, 3, locs, idx, 2, 0, s),
+            cu.cuMemPrefetchBatchAsync((D * 3)(ms[0], ms[1], a), sizes, 3, locs, idx, 2, 0, s),
+            cu.cuMemDiscardBatchAsync((D * 2)(ms[0], a), sizes, 2, 0, s)]
+r["unchanged"] = [last(m) for m in ms] == before
+assert cu.cuMemFree_v2(ms[0]) == 0
+r["freed"] = cu.cuMemRangeGetAttribute(c.byref(I()), 4, 4, ms[0], 64)
+out(r)
+""")
+    NONE, CPU = -2, -1
+    DEV1, HOST, NUMA0 = [1, 1, 1], [CPU, 2, 0], [CPU, 3, 0]
+    assert got == {"fresh": [NONE, 0, NONE],
+                   "single": [OK, DEV1, OK, HOST, OK, NUMA0, OK, [0, 1, 0], OK, HOST],
+                   "batch": [OK, [DEV1, DEV1, HOST], OK, [[NONE, 0, NONE]] * 2 + [HOST], OK, DEV1],
+                   "bad": [INVALID_VALUE, INVALID_DEVICE, INVALID_VALUE, INVALID_VALUE, INVALID_VALUE, INVALID_VALUE,
+                           NOT_SUPPORTED, 400] + [INVALID_VALUE] * 5 + [INVALID_VALUE],
+                   "unchanged": True, "freed": INVALID_VALUE}
 
 
 def test_ipc_memory_handles_and_pointer_attributes(subprocess_python):
@@ -445,6 +632,47 @@ out([[getattr(cu, n)() for n in {names!r}], found])
     for n in names:
         assert f"accel emu: {n} is not supported by the emulated runtime (returns CUDA_ERROR_NOT_SUPPORTED)" \
             in proc.stderr
+
+
+def test_pools_shared_by_descriptor_within_the_process(subprocess_python):
+    # cuda.core's DeviceMemoryResource(ipc_enabled=True): a pool made with POSIX file descriptors exports one,
+    # which imports back to the same pool; its allocations export data that import back to the address.
+    # Another process's descriptor or data is CUDA_ERROR_NOT_SUPPORTED (each has its own emulated machine).
+    got = _json(subprocess_python, """
+cu.cuMemPoolExportToShareableHandle.argtypes = [VP, VP, I, c.c_ulonglong]
+cu.cuMemPoolImportFromShareableHandle.argtypes = [P(VP), VP, I, c.c_ulonglong]
+cu.cuMemPoolExportPointer.argtypes = [VP, D]
+cu.cuMemPoolImportPointer.argtypes = [P(D), VP, VP]
+s = VP(); assert rt.cudaStreamCreate(R(s)) == 0
+shared, plain, back = VP(), VP(), VP()
+assert cu.cuMemPoolCreate(R(shared), R(Props(1, 1, 1, 0))) == 0 and cu.cuMemPoolCreate(R(plain), R(props())) == 0
+fd = I(-1)
+r = {"export": [cu.cuMemPoolExportToShareableHandle(R(fd), shared, 1, 0), fd.value >= 0]}
+r["import"] = [cu.cuMemPoolImportFromShareableHandle(R(back), fd.value, 1, 0), back.value == shared.value]
+d, got_d = D(), D()
+assert cu.cuMemAllocFromPoolAsync(R(d), 256, shared, s) == 0
+data, forged = (c.c_char * 64)(), (c.c_char * 64)()
+r["pointer"] = [cu.cuMemPoolExportPointer(data, d), cu.cuMemPoolImportPointer(R(got_d), shared, data), got_d.value == d.value]
+c.memmove(forged, data, 64); c.memmove(c.addressof(forged) + 8, c.byref(c.c_uint64(os.getpid() + 1)), 8)
+other = os.memfd_create("x")
+pd = D(); assert cu.cuMemAllocFromPoolAsync(R(pd), 256, plain, s) == 0
+r["elsewhere"] = [cu.cuMemPoolImportFromShareableHandle(R(back), other, 1, 0), cu.cuMemPoolImportPointer(R(got_d), shared, forged)]
+r["bad"] = [cu.cuMemPoolExportToShareableHandle(R(fd), plain, 1, 0), cu.cuMemPoolExportToShareableHandle(None, shared, 1, 0),
+            cu.cuMemPoolExportToShareableHandle(R(fd), shared, 1, 1), cu.cuMemPoolExportToShareableHandle(R(fd), shared, 8, 0),
+            cu.cuMemPoolExportToShareableHandle(R(fd), VP(0x1234), 1, 0),
+            cu.cuMemPoolImportFromShareableHandle(R(back), 987654, 1, 0), cu.cuMemPoolImportFromShareableHandle(None, fd.value, 1, 0),
+            cu.cuMemPoolImportFromShareableHandle(R(back), fd.value, 8, 0),
+            cu.cuMemPoolExportPointer(data, pd), cu.cuMemPoolExportPointer(data, d.value + 16), cu.cuMemPoolExportPointer(None, d),
+            cu.cuMemPoolImportPointer(R(got_d), plain, data), cu.cuMemPoolImportPointer(None, shared, data),
+            cu.cuMemPoolImportPointer(R(got_d), shared, (c.c_char * 64)())]
+assert cu.cuMemFreeAsync(d, s) == 0 and rt.cudaStreamSynchronize(s) == 0
+r["freed"] = cu.cuMemPoolImportPointer(R(got_d), shared, data)
+os.close(fd.value); os.close(other)
+out(r)
+""", env={"ACCEL_EMU_TRACE": "1"})
+    assert got == {"export": [OK, True], "import": [OK, True], "pointer": [OK, OK, True],
+                   "elsewhere": [NOT_SUPPORTED, NOT_SUPPORTED],
+                   "bad": [INVALID_VALUE] * 7 + [NOT_SUPPORTED] + [INVALID_VALUE] * 6, "freed": INVALID_VALUE}
 
 
 @_fx.needs_cuda_core

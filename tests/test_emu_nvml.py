@@ -118,6 +118,18 @@ nvmlDeviceGetPcieThroughput     h val1 u
 nvmlDeviceGetMarginTemperature  h margin
 nvmlDeviceGetMaxMigDeviceCount  h u
 nvmlDeviceGetP2PStatus          h h val0 i
+nvmlDeviceGetSupportedPerformanceStates h buf64
+nvmlDeviceGetDynamicPstatesInfo h dyn
+nvmlDeviceGetClockOffsets       h offsets
+nvmlDeviceGetTopologyCommonAncestor h h i
+nvmlDeviceGetTopologyNearestGpus h val40 procs
+nvmlSystemGetTopologyGpuSet     val0 procs
+nvmlDeviceGetCpuAffinityWithinScope h cpuset val0
+nvmlDeviceGetCpuAffinity        h cpuset
+nvmlDeviceGetMemoryAffinity     h cpuset val1
+nvmlDeviceSetPersistenceMode    h val0              4
+nvmlDeviceGetSupportedEventTypes h ull
+nvmlEventSetCreate              hout
 """
 
 SWEEP = r"""
@@ -137,9 +149,11 @@ class PciExt(c.Structure): _fields_ = [("version", U), ("domain", U), ("bus", U)
 class Margin(c.Structure): _fields_ = [("version", U), ("margin", I)]
 class Branch(c.Structure): _fields_ = [("version", U), ("branch", c.c_char * 80)]
 class Proc(c.Structure): _fields_ = [("pid", U), ("used", ULL), ("gi", U), ("ci", U)]
+class Offsets(c.Structure): _fields_ = [("version", U), ("type", I), ("pstate", I), ("offset", I), ("min", I), ("max", I)]
+class Dyn(c.Structure): _fields_ = [("flags", U), ("utilization", U * 32)]
 VERSIONED = {"mem2": (Mem2, 0x02000028), "temp": (Temp, 0x0100000C), "pciext": (PciExt, 0x01000040),
-             "branch": (Branch, 0x01000054), "margin": (Margin, 0x01000008)}
-PLAIN = {"mem1": Mem1, "util": Util, "pci": Pci}
+             "branch": (Branch, 0x01000054), "margin": (Margin, 0x01000008), "offsets": (Offsets, 0x01000018)}
+PLAIN = {"mem1": Mem1, "util": Util, "pci": Pci, "dyn": Dyn}
 
 hpos = []     # where build() put the handles
 
@@ -172,6 +186,8 @@ def build(tokens, handle, uuid, busid):
             ptrs.append(len(args)); args.append(c.byref(PLAIN[t]()))
         elif t == "procs":
             ptrs.append(len(args)); args.append(c.byref(U(4))); args.append((Proc * 4)())
+        elif t == "cpuset":                  # a word count, then the words
+            args.append(U(2)); ptrs.append(len(args)); args.append((c.c_ulong * 2)())
         else:
             raise AssertionError(t)
     return args, ptrs, short, version
@@ -254,7 +270,8 @@ def test_every_entry_point_checks_its_arguments(subprocess_python):
     assert out["badhandle"] and set(out["badhandle"].values()) == {2}
     assert out["short"].pop("nvmlSystemGetProcessName") == 0             # a process name is truncated
     assert out["short"] and set(out["short"].values()) == {7}            # NVML_ERROR_INSUFFICIENT_SIZE
-    assert sorted(out["version"]) == ["nvmlDeviceGetMarginTemperature", "nvmlDeviceGetMemoryInfo_v2",
+    assert sorted(out["version"]) == ["nvmlDeviceGetClockOffsets", "nvmlDeviceGetMarginTemperature",
+                                      "nvmlDeviceGetMemoryInfo_v2",
                                       "nvmlDeviceGetPciInfoExt", "nvmlDeviceGetTemperatureV",
                                       "nvmlSystemGetDriverBranch"]
     assert set(out["version"].values()) == {25}                          # NVML_ERROR_ARGUMENT_VERSION_MISMATCH
@@ -361,6 +378,132 @@ out["after"] = [nvml(i) for i in range(3)]
 out["cuda_after"] = list(cuda.mem_get_info(1))
 print(json.dumps(out))
 """
+
+
+TOPOLOGY = r"""
+import ctypes as c, json, os
+lib = c.CDLL(os.environ["NVML_LIB"])
+U, I = c.c_uint, c.c_int
+class Offsets(c.Structure): _fields_ = [("version", U), ("type", I), ("pstate", I), ("offset", I), ("min", I), ("max", I)]
+assert lib.nvmlInit_v2() == 0
+h = [c.c_void_p() for _ in range(3)]
+for i in range(3):
+    assert lib.nvmlDeviceGetHandleByIndex_v2(i, c.byref(h[i])) == 0
+def index(handle):
+    v = U(); assert lib.nvmlDeviceGetIndex(handle, c.byref(v)) == 0; return v.value
+def devices(fn, *args, room=4):
+    n, arr = U(room), (c.c_void_p * 4)(*([0x77] * 4))
+    r = fn(*args, c.byref(n), arr)
+    return [r, n.value, [index(c.c_void_p(arr[k])) for k in range(n.value)] if r == 0 and room else None]
+out = {}
+ps = (I * 16)(); out["pstates"] = [lib.nvmlDeviceGetSupportedPerformanceStates(h[0], ps, 64), list(ps)]
+lvl = I()
+out["ancestor"] = [[lib.nvmlDeviceGetTopologyCommonAncestor(h[a], h[b], c.byref(lvl)), lvl.value][1]
+                   for a, b in ((0, 0), (0, 1), (2, 1))]
+out["nearest"] = [devices(lib.nvmlDeviceGetTopologyNearestGpus, h[1], 40),
+                  devices(lib.nvmlDeviceGetTopologyNearestGpus, h[1], 50),
+                  devices(lib.nvmlDeviceGetTopologyNearestGpus, h[1], 10),
+                  devices(lib.nvmlDeviceGetTopologyNearestGpus, h[1], 40, room=0),
+                  devices(lib.nvmlDeviceGetTopologyNearestGpus, h[1], 40, room=1),
+                  devices(lib.nvmlDeviceGetTopologyNearestGpus, h[1], 45)]
+out["gpu_set"] = [devices(lib.nvmlSystemGetTopologyGpuSet, U(0)),
+                  devices(lib.nvmlSystemGetTopologyGpuSet, U(os.cpu_count()))]
+cpus = (c.c_ulong * 3)(7, 7, 7)
+out["cpus"] = [lib.nvmlDeviceGetCpuAffinityWithinScope(h[0], 3, cpus, 1), list(cpus),
+               lib.nvmlDeviceGetCpuAffinityWithinScope(h[0], 3, cpus, 2)]
+nodes = (c.c_ulong * 1)(7)
+out["nodes"] = [lib.nvmlDeviceGetMemoryAffinity(h[2], 1, nodes, 0), list(nodes)]
+def offsets(type_, pstate):
+    o = Offsets(0x01000018, type_, pstate, 9, 9, 9); r = lib.nvmlDeviceGetClockOffsets(h[0], c.byref(o))
+    return [r, o.offset, o.min, o.max]
+out["offsets"] = [offsets(0, 0), offsets(2, 0), offsets(1, 0), offsets(0, 2), offsets(0, 16)]
+mode = I()
+out["persistence"] = [lib.nvmlDeviceSetPersistenceMode(h[0], 0), lib.nvmlDeviceSetPersistenceMode(h[0], 2),
+                      lib.nvmlDeviceGetPersistenceMode(h[0], c.byref(mode)), mode.value]
+uuid = c.create_string_buffer(96); assert lib.nvmlDeviceGetUUID(h[2], uuid, 96) == 0
+found = c.c_void_p()
+out["uuid"] = [lib.nvmlDeviceGetHandleByUUID(uuid.value[4:], c.byref(found)), index(found),
+               lib.nvmlDeviceGetHandleByUUID(uuid.value[5:], c.byref(found)), lib.nvmlDeviceGetHandleByUUID(b"GPU-", c.byref(found))]
+out["ncpu"] = os.cpu_count()
+print(json.dumps(out))
+"""
+
+
+@needs_emu
+def test_topology_affinity_performance_states_and_setters(subprocess_python):
+    # one host, one NUMA node holding every CPU and GPU; P0 only, no clock offsets; no permission to set modes
+    out = _json(subprocess_python, TOPOLOGY, NVML_LIB=_lib.emu_path(), ACCEL_EMU_PROFILE="t4,a100,b200")
+    n = out["ncpu"]
+    assert out["pstates"] == [0, [0] + [32] * 15]
+    assert out["ancestor"] == [0, 40, 40]
+    assert out["nearest"] == [[0, 2, [0, 2]], [0, 2, [0, 2]], [0, 0, []], [0, 2, None], [7, 1, None], [2, 4, None]]
+    assert out["gpu_set"] == [[0, 3, [0, 1, 2]], [2, 4, None]]
+    assert out["cpus"] == [0, [(1 << min(n, 64)) - 1 if n < 64 else 2 ** 64 - 1] + [0, 0], 2]
+    assert out["nodes"] == [0, [1]]
+    assert out["offsets"] == [[0, 0, 0, 0], [0, 0, 0, 0], [2, 9, 9, 9], [6, 9, 9, 9], [2, 9, 9, 9]]
+    assert out["persistence"] == [4, 2, 0, 1]
+    assert out["uuid"] == [0, 2, 6, 6]
+
+
+EVENTS = r"""
+import ctypes as c, json, os, time
+lib = c.CDLL(os.environ["NVML_LIB"])
+U, I, ULL, VP = c.c_uint, c.c_int, c.c_ulonglong, c.c_void_p
+class Data(c.Structure): _fields_ = [("device", VP), ("type", ULL), ("data", ULL), ("gi", U), ("ci", U)]
+class SetReq(c.Structure): _fields_ = [("version", U), ("set", VP)]
+class RegReq(c.Structure): _fields_ = [("version", U), ("types", ULL), ("set", VP)]
+class WaitReq(c.Structure): _fields_ = [("version", U), ("timeout", U), ("set", VP), ("data", VP), ("size", U), ("count", U)]
+class Field(c.Structure): _fields_ = [("id", U), ("scope", U), ("ts", c.c_longlong), ("lat", c.c_longlong),
+                                      ("vtype", I), ("ret", I), ("value", ULL)]
+lib.nvmlDeviceRegisterEvents.argtypes = [VP, ULL, VP]
+lib.nvmlEventSetWait_v2.argtypes = [VP, VP, U]
+lib.nvmlEventSetFree.argtypes = [VP]
+out = {"uninit": [lib.nvmlEventSetCreate(c.byref(VP())), lib.nvmlSystemEventSetCreate(c.byref(SetReq(0x01000010)))]}
+assert lib.nvmlInit_v2() == 0
+h = VP(); assert lib.nvmlDeviceGetHandleByIndex_v2(0, c.byref(h)) == 0
+types = ULL(); assert lib.nvmlDeviceGetSupportedEventTypes(h, c.byref(types)) == 0
+s = VP(); assert lib.nvmlEventSetCreate(c.byref(s)) == 0
+d = Data()
+t0 = time.monotonic()
+out["device"] = [types.value, lib.nvmlDeviceRegisterEvents(h, 8, s), lib.nvmlDeviceRegisterEvents(h, 0, s),
+                 lib.nvmlDeviceRegisterEvents(h, 1 << 40, s), lib.nvmlDeviceRegisterEvents(VP(0x10), 8, s),
+                 lib.nvmlDeviceRegisterEvents(h, 8, VP(0x1234)), lib.nvmlEventSetWait_v2(s, c.byref(d), 200),
+                 lib.nvmlEventSetWait_v2(s, None, 10), lib.nvmlEventSetWait_v2(VP(0x1234), c.byref(d), 10)]
+out["waited"] = time.monotonic() - t0 >= 0.2
+out["free"] = [lib.nvmlEventSetFree(s), lib.nvmlEventSetFree(s), lib.nvmlEventSetWait_v2(s, c.byref(d), 10),
+               lib.nvmlEventSetCreate(None)]
+cr = SetReq(0x01000010)
+out["system"] = [lib.nvmlSystemEventSetCreate(c.byref(SetReq(0x01000011))), lib.nvmlSystemEventSetCreate(None),
+                 lib.nvmlSystemEventSetCreate(c.byref(cr)), bool(cr.set),
+                 lib.nvmlSystemRegisterEvents(c.byref(RegReq(0x01000018, 1, cr.set))),
+                 lib.nvmlSystemRegisterEvents(c.byref(RegReq(0x01000018, 4, cr.set))),
+                 lib.nvmlSystemRegisterEvents(c.byref(RegReq(0x01000018, 1, s))),
+                 lib.nvmlEventSetWait_v2(cr.set, c.byref(d), 10)]
+buf = (c.c_char * 64)()
+w = WaitReq(0x01000020, 50, cr.set, c.addressof(buf), 1, 77)
+out["system_wait"] = [lib.nvmlSystemEventSetWait(c.byref(w)), w.count,
+                      lib.nvmlSystemEventSetWait(c.byref(WaitReq(0x01000020, 50, cr.set, None, 1, 0))),
+                      lib.nvmlSystemEventSetFree(c.byref(SetReq(0x01000010, cr.set))),
+                      lib.nvmlSystemEventSetFree(c.byref(SetReq(0x01000010, cr.set)))]
+fv = (Field * 2)(Field(83), Field(94))
+out["fields"] = [lib.nvmlDeviceGetFieldValues(h, 2, fv), [[f.id, f.ret, f.ts > 0] for f in fv],
+                 lib.nvmlDeviceGetFieldValues(h, 0, None), lib.nvmlDeviceGetFieldValues(h, -1, fv),
+                 lib.nvmlDeviceGetFieldValues(h, 2, None), lib.nvmlDeviceGetFieldValues(VP(0x10), 2, fv),
+                 lib.nvmlDeviceClearFieldValues(h, 1, fv)]
+print(json.dumps(out))
+"""
+
+
+@needs_emu
+def test_event_sets_and_field_values(subprocess_python):
+    # no event ever comes (waits time out); field values succeed with each field NOT_SUPPORTED
+    out = _json(subprocess_python, EVENTS, NVML_LIB=_lib.emu_path(), ACCEL_EMU_PROFILE="h100")
+    assert out["uninit"] == [1, 1]
+    assert out["device"] == [0x1f, 0, 0, 3, 2, 2, 10, 2, 2] and out["waited"]
+    assert out["free"] == [0, 2, 2, 2]
+    assert out["system"] == [25, 2, 0, True, 0, 3, 2, 2]
+    assert out["system_wait"] == [10, 77, 2, 0, 2]
+    assert out["fields"] == [0, [[83, 3, True], [94, 3, True]], 0, 2, 2, 2, 0]
 
 
 @needs_emu

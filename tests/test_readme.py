@@ -159,6 +159,10 @@ CHECKS = {
     "pip install . -Csetup-args=-Dnative=false": check_pure_python_install,
     "ACCEL_EMU_MEMORY=2G accel emu --devices 4 -- python -m numba.runtests numba.cuda.tests.cudadrv":
         "tests/test_standin_numba.py::test_numba_cuda_driver_tests_on_the_emulator",
+    "accel emu --devices 2 -- python -m pytest cuda_core/tests/test_device.py cuda_core/tests/test_stream.py "
+    "cuda_core/tests/test_event.py cuda_core/tests/test_context.py cuda_core/tests/test_memory.py "
+    "cuda_core/tests/test_memory_peer_access.py cuda_core/tests/memory cuda_core/tests/system":
+        "tests/test_standin_cuda_core.py::test_cuda_core_tests_on_the_emulator",
     "pip install '.[nvml]'": check_nvml_extra,
     "pytest bench/ --benchmark-only": check_collects,
     "pytest bench/test_bench_lazy_tensor.py": check_collects,

@@ -9,9 +9,11 @@
  * (streams, the worker pool, host functions, fork/unload), emu_event.c
  * (events, IPC event handles), emu_memory.c (allocations, copies, pools,
  * pinned host memory), emu_profiles.c (what board each device is),
- * emu_nvml.c and emu_nvml_device.c (NVML over the physical devices);
+ * emu_nvml.c, emu_nvml_device.c, emu_nvml_topology.c and emu_nvml_events.c (NVML over the physical
+ * devices);
  * shared state and hot helpers in emu_runtime.h.  The
- * stand-ins add emu_driver.c and emu_drvmem.c (the libcuda.so.1 driver layer) and
+ * stand-ins add emu_driver.c, emu_drvmem.c, emu_drvmanaged.c and emu_drvpoolipc.c (the libcuda.so.1
+ * driver layer) and
  * emu_standin.c (the other libcudart.so.13 exports); the libcudart.so.12
  * stand-in (emu_standin12.c, emu_props12.c) is a stateless layer over the
  * libcudart.so.13 one.

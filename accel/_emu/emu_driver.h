@@ -56,6 +56,31 @@ CUcontext ctx_primary(int dev);
 /* Work is created in the current context; none current is an error in the driver API. */
 #define NEED_CTX() do { if (!current_ctx()) return CUDA_ERROR_INVALID_CONTEXT; } while (0)
 
+/* emu_drvmanaged.c: managed memory's advice and prefetches (CUmemLocation passed by value, as the driver
+ * takes it). */
+typedef struct { int type, id; } CUmemLocation;
+EXPORT CUresult cuMemAdvise(CUdeviceptr p, size_t n, int advice, int device);
+EXPORT CUresult cuMemAdvise_v2(CUdeviceptr p, size_t n, int advice, CUmemLocation l);
+EXPORT CUresult cuMemRangeGetAttribute(void *data, size_t size, int attr, CUdeviceptr p, size_t count);
+EXPORT CUresult cuMemRangeGetAttributes(void **data, size_t *sizes, int *attrs, size_t n, CUdeviceptr p, size_t count);
+EXPORT CUresult cuMemPrefetchAsync(CUdeviceptr p, size_t n, int device, CUstream s);
+EXPORT CUresult cuMemPrefetchAsync_v2(CUdeviceptr p, size_t n, CUmemLocation l, unsigned int flags, CUstream s);
+EXPORT CUresult cuMemPrefetchBatchAsync(CUdeviceptr *ptrs, size_t *sizes, size_t count, CUmemLocation *locs,
+                                        size_t *idx, size_t nlocs, unsigned long long flags, CUstream s);
+EXPORT CUresult cuMemDiscardBatchAsync(CUdeviceptr *ptrs, size_t *sizes, size_t count, unsigned long long flags,
+                                       CUstream s);
+EXPORT CUresult cuMemDiscardAndPrefetchBatchAsync(CUdeviceptr *ptrs, size_t *sizes, size_t count,
+                                                  CUmemLocation *locs, size_t *idx, size_t nlocs,
+                                                  unsigned long long flags, CUstream s);
+
+/* emu_drvpoolipc.c: sharing pools (within the process).  cuMemPoolCreate tells it a pool's handle types. */
+void emu_pool_handle_types(CUmemoryPool pool, int types);
+EXPORT CUresult cuMemPoolExportToShareableHandle(void *out, CUmemoryPool pool, int type, unsigned long long flags);
+EXPORT CUresult cuMemPoolImportFromShareableHandle(CUmemoryPool *out, void *handle, int type,
+                                                   unsigned long long flags);
+EXPORT CUresult cuMemPoolExportPointer(void *out, CUdeviceptr ptr);
+EXPORT CUresult cuMemPoolImportPointer(CUdeviceptr *out, CUmemoryPool pool, const void *data);
+
 /* emu_drvmem.c: the memory entry points cuGetProcAddress hands out (name, ABI version, function). */
 typedef struct { const char *name; int since; const char *symbol; void *fn; } proc_t;
 extern const proc_t emu_drvmem_procs[];

@@ -59,6 +59,8 @@ typedef struct {
     void *pool;                     /* a stream-ordered allocation's pool, else NULL */
 } emu_ptrinfo_t;
 int emu_pointer_info(const void *p, emu_ptrinfo_t *out);
+/* emu_drvmanaged.c (the stand-ins only; weak, so NULL elsewhere): a freed managed allocation's advice goes. */
+void emu_advice_forget(const void *base) __attribute__((weak));
 
 /* emu_standin.c: the first call of an unsupported entry point is logged when ACCEL_EMU_TRACE=1. */
 void emu_trace_unsupported(const char *name, atomic_int *seen);
@@ -132,7 +134,11 @@ void emu_trace_unsupported(const char *name, atomic_int *seen);
     X(cuMemsetD8_v2) X(cuMemsetD8Async) X(cuMemsetD16_v2) X(cuMemsetD16Async) X(cuMemsetD32_v2) \
     X(cuMemsetD32Async) X(cuMemHostAlloc) X(cuMemAllocHost_v2) X(cuMemFreeHost) X(cuMemHostRegister_v2) \
     X(cuMemHostUnregister) X(cuMemHostGetDevicePointer_v2) X(cuIpcGetMemHandle) X(cuIpcOpenMemHandle_v2) \
-    X(cuIpcCloseMemHandle) X(cuPointerGetAttribute) X(cuPointerGetAttributes)
+    X(cuIpcCloseMemHandle) X(cuPointerGetAttribute) X(cuPointerGetAttributes) \
+    X(cuMemAdvise) X(cuMemAdvise_v2) X(cuMemRangeGetAttribute) X(cuMemRangeGetAttributes) \
+    X(cuMemPrefetchAsync) X(cuMemPrefetchAsync_v2) X(cuMemPrefetchBatchAsync) X(cuMemDiscardBatchAsync) \
+    X(cuMemDiscardAndPrefetchBatchAsync) X(cuMemPoolExportToShareableHandle) X(cuMemPoolImportFromShareableHandle) \
+    X(cuMemPoolExportPointer) X(cuMemPoolImportPointer)
 
 #define EMU_STANDIN_SYMBOLS(X) \
     X(cudaGetDriverEntryPointByVersion) X(cudaDeviceEnablePeerAccess) \

@@ -7,7 +7,8 @@
  *
  * Model (documented choices where the emulator has to pick):
  *  - One default pool per device, its current pool until cudaDeviceSetMemPool
- *    names a pool made by cudaMemPoolCreate (device memory only).
+ *    names a pool made by cudaMemPoolCreate (device memory, or managed memory,
+ *    whose allocations are marked managed; pinned host memory is not modelled).
  *    A pool owns blocks of host memory.  A live allocation is an alloc_t in
  *    the allocation table (with ->pool set), so copies, memsets and pointer
  *    attributes check it exactly like a cudaMalloc allocation.
@@ -287,8 +288,10 @@ EXPORT cudaError_t cudaFree(void *p)
     pthread_mutex_lock(&G);
     long i = alloc_exact(p);
     alloc_t *a = i >= 0 ? g_allocs[i] : NULL;
+    int managed = a && a->managed;
     if (a) alloc_unref(alloc_detach(i));
     pthread_mutex_unlock(&G);
+    if (managed && emu_advice_forget) emu_advice_forget(p);
     return a ? cudaSuccess : fail(cudaErrorInvalidValue);
 }
 
@@ -468,6 +471,7 @@ struct mempool {
     tnode_t *sizes;                 /* bucket_t by capacity */
     fblock_t *newest;               /* the free blocks in return order, newest first */
     size_t nblocks;                 /* free blocks */
+    int managed;                    /* a pool of managed memory (its allocations are managed) */
 };
 
 static mempool_t g_pools[MAX_DEVICES];
@@ -693,6 +697,7 @@ static alloc_t *pool_alloc(poolrec_t *rec, size_t n, cudaError_t *err)
     a->device = dev;
     a->pool = mp;
     a->cap = b.cap;
+    a->managed = mp->managed;   /* a managed pool's allocations are managed memory */
     alloc_table_insert(a);
     *err = cudaSuccess;
     return a;
@@ -783,6 +788,7 @@ EXPORT cudaError_t cudaFreeAsync(void *ptr, cudaStream_t h)
     }
     ensure_ctx(s->device);
     alloc_detach(i);
+    int managed = a->managed;
     if (!s->head && s->state == ST_IDLE) {
         free(it);               /* nothing queued: the stream reaches the free now */
         alloc_unref(a);
@@ -792,6 +798,7 @@ EXPORT cudaError_t cudaFreeAsync(void *ptr, cudaStream_t h)
         enqueue_raw(s, it);
     }
     pthread_mutex_unlock(&G);
+    if (managed && emu_advice_forget) emu_advice_forget(ptr);
     return cudaSuccess;
 }
 
@@ -1068,11 +1075,11 @@ EXPORT cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *at, co
 /* ------------------------------------------------------------- created pools */
 
 struct cudaMemPoolProps_head { int allocType, handleTypes, locType, locId; };
-enum { cudaMemAllocationTypePinned = 1, cudaMemLocationTypeDevice = 1,
+enum { cudaMemAllocationTypePinned = 1, cudaMemAllocationTypeManaged = 2, cudaMemLocationTypeDevice = 1,
        cudaMemAccessFlagsProtNone = 0, cudaMemAccessFlagsProtReadWrite = 3 };
 
-/* Pinned device memory on one device (pools of host or managed memory are not modelled:
- * cudaErrorNotSupported).  maxSize and the export handle types are accepted and not enforced.  A destroyed pool's handle is invalid at once; its free blocks are
+/* Pinned device memory on one device, or managed memory preferring a device or the host (counted against
+ * that device, or the current one); pools of pinned host memory are not modelled (cudaErrorNotSupported).  maxSize and the export handle types are accepted and not enforced.  A destroyed pool's handle is invalid at once; its free blocks are
  * released, and the blocks of allocations still live are released as they are freed (its release
  * threshold becomes 0); its small bookkeeping record stays allocated. */
 EXPORT cudaError_t cudaMemPoolCreate(cudaMemPool_t *out, const void *props)
@@ -1082,11 +1089,14 @@ EXPORT cudaError_t cudaMemPoolCreate(cudaMemPool_t *out, const void *props)
     if (!out || !props) return fail(cudaErrorInvalidValue);
     struct cudaMemPoolProps_head pr;
     memcpy(&pr, props, sizeof pr);
-    if (pr.allocType == 2 || (pr.allocType == cudaMemAllocationTypePinned && pr.locType >= 2 && pr.locType <= 4))
-        return fail(cudaErrorNotSupported);    /* managed memory; host, host NUMA node, current host NUMA node */
-    if (pr.allocType != cudaMemAllocationTypePinned || pr.locType != cudaMemLocationTypeDevice)
+    int managed = pr.allocType == cudaMemAllocationTypeManaged, dev = pr.locId;
+    if (pr.allocType == cudaMemAllocationTypePinned && pr.locType >= 2 && pr.locType <= 4)
+        return fail(cudaErrorNotSupported);    /* host, host NUMA node, current host NUMA node */
+    if (managed && (pr.locType == 0 || (pr.locType >= 2 && pr.locType <= 4)))
+        dev = t_dev;                           /* no or a host preference: counted on the current device */
+    else if ((pr.allocType != cudaMemAllocationTypePinned && !managed) || pr.locType != cudaMemLocationTypeDevice)
         return fail(cudaErrorInvalidValue);
-    if (pr.locId < 0 || pr.locId >= g_ndev) return fail(cudaErrorInvalidDevice);
+    if (dev < 0 || dev >= g_ndev) return fail(cudaErrorInvalidDevice);
     poolrec_t *rec = calloc(1, sizeof *rec);
     mempool_t *mp = calloc(1, sizeof *mp);
     pthread_mutex_lock(&G);
@@ -1100,8 +1110,9 @@ EXPORT cudaError_t cudaMemPoolCreate(cudaMemPool_t *out, const void *props)
     if (ok) {
         mp->ready = 1;
         mp->reuse[0] = mp->reuse[1] = mp->reuse[2] = 1;
+        mp->managed = managed;
         rec->mp = mp;
-        rec->dev = pr.locId;
+        rec->dev = dev;
         g_upools[g_nupools] = rec;
         *out = pool_handle_of(MAX_DEVICES + g_nupools++);
     }

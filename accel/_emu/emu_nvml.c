@@ -169,7 +169,8 @@ EXPORT nvmlReturn_t nvmlDeviceGetHandleByUUID(const char *uuid, nvml_device_t **
     for (int d = 0; d < emu_physical_devices(); d++) {
         char text[EMU_UUID_TEXT];
         emu_uuid_text(d, text);
-        if (strcmp(text, uuid) == 0) {
+        /* with its "GPU-" prefix, or without it as CUDA writes a UUID (cuda.core's to_system_device) */
+        if (strcmp(text, uuid) == 0 || (strncmp(text, "GPU-", 4) == 0 && strcmp(text + 4, uuid) == 0)) {
             *device = &g_nvml_devices[d];
             return NVML_SUCCESS;
         }

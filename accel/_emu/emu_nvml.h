@@ -1,5 +1,7 @@
-/* Shared by the emulator's NVML files: emu_nvml.c (init, system, handles, identity, memory, processes)
- * and emu_nvml_device.c (utilisation, sensors, power, clocks, PCI, modes).  The model is described at
+/* Shared by the emulator's NVML files: emu_nvml.c (init, system, handles, identity, memory, processes),
+ * emu_nvml_device.c (utilisation, sensors, power, clocks, PCI, modes), emu_nvml_topology.c
+ * (performance states, clock offsets, topology, affinity, the persistence setter) and emu_nvml_events.c
+ * (event sets, field values).  The model is described at
  * the top of emu_nvml.c.  Hidden like everything not marked EXPORT. */
 #ifndef ACCEL_EMU_NVML_H
 #define ACCEL_EMU_NVML_H
