@@ -4,7 +4,8 @@ Every entry point is driven through ctypes in a fresh process (NVML's init count
 nvmlInit it returns NVML_ERROR_UNINITIALIZED, after it a valid call succeeds, each NULL pointer and each
 bad handle is NVML_ERROR_INVALID_ARGUMENT, a short buffer NVML_ERROR_INSUFFICIENT_SIZE, a wrong struct
 version NVML_ERROR_ARGUMENT_VERSION_MISMATCH, and after the last nvmlShutdown it is uninitialised again;
-no call writes its outputs unless it succeeds.  Then NVML agrees with the runtime (memory, devices under
+no call writes its outputs unless it succeeds; a fault injected by name (ACCEL_EMU_FAIL / accelEmuSetFail)
+makes each entry point return NVML_ERROR_UNKNOWN and change nothing.  Then NVML agrees with the runtime (memory, devices under
 CUDA_VISIBLE_DEVICES), and the peers read it: nvidia-ml-py (pynvml), cuda.core's ``system``, torch's
 paths through accel's own NVML functions.  The peer tests skip when the peer is not installed.
 """
@@ -193,6 +194,9 @@ def build(tokens, handle, uuid, busid):
     return args, ptrs, short, version
 
 specs = [ln.split() for ln in os.environ["ENTRY_POINTS"].strip().splitlines()]
+FAULT_ONLY = ["nvmlDeviceClearFieldValues", "nvmlDeviceGetFieldValues", "nvmlDeviceRegisterEvents", "nvmlEventSetFree",
+              "nvmlEventSetWait_v2", "nvmlSystemEventSetCreate", "nvmlSystemEventSetFree", "nvmlSystemEventSetWait",
+              "nvmlSystemGetCudaDriverVersion", "nvmlSystemGetCudaDriverVersion_v2", "nvmlSystemRegisterEvents"]
 out = {"uninit": {}, "ok": {}, "null": {}, "badhandle": {}, "short": {}, "version": {}, "after": {}}
 
 def objects(args):
@@ -241,6 +245,31 @@ for name, *tokens in specs:
     if version is not None:
         args[version]._obj.version += 1
         out["version"][name] = call(name, args)
+setfail = getattr(lib, "accelEmuSetFail", None)
+if setfail is not None:                   # a fault injected by name on each entry point: NVML_ERROR_UNKNOWN,
+    setfail.argtypes = [c.c_char_p]       # nothing written, and the next call as before
+    out["fault"] = {}
+    for name, *tokens in specs:
+        if tokens[-1].isdigit():
+            tokens.pop()
+        args, _, _, _ = build(tokens, h, uuid.value, pci.busId)
+        armed = setfail(f"{name}:1".encode())
+        failed = call(name, args)
+        setfail(None)
+        out["fault"][name] = [armed, failed, call(name, args, expect_failure=False)]
+    # entry points the sweep does not build arguments for (event sets, field values: their own test): the
+    # hook comes before any argument is read, so NULL arguments show it; disarmed, they are refused as NULL
+    for name in FAULT_ONLY:
+        setfail(f"{name}:1".encode())
+        failed = getattr(lib, name)(None, None, None, None)
+        setfail(None)
+        out["fault"][name] = [0, failed, getattr(lib, name)(None, None, None, None) != 999]
+    count = U()
+    for name in ("nvmlInit_v2", "nvmlInit", "nvmlInitWithFlags", "nvmlShutdown"):
+        setfail(f"{name}:1".encode())
+        failed = getattr(lib, name)(*([0] if name == "nvmlInitWithFlags" else []))
+        setfail(None)
+        out["fault"][name] = [0, failed, lib.nvmlDeviceGetCount_v2(c.byref(count))]   # still initialised once
 rc += [lib.nvmlShutdown(), lib.nvmlShutdown(), lib.nvmlShutdown(), lib.nvmlShutdown()]
 for name, *tokens in specs:
     if tokens[-1].isdigit():
@@ -282,6 +311,20 @@ def test_every_entry_point_checks_its_arguments(subprocess_python):
                               "25": "The provided version is invalid/unsupported", "999": "Unknown Error",
                               "12345": "Unknown Error", "-1": "Unknown Error"}
     assert out["cudaver"] == [0, 2]     # works without nvmlInit, as the real one
+    ok = {n: rc for n, (rc, _) in out["ok"].items()}
+    fault_only = [n for n in out["fault"] if n not in ok and not n.startswith(("nvmlInit", "nvmlShutdown"))]
+    assert out["fault"] == {**{n: [0, 999, ok[n]] for n in names},     # NVML_ERROR_UNKNOWN, then as before
+                            **{n: [0, 999, True] for n in fault_only},
+                            **{n: [0, 999, 0] for n in ("nvmlInit_v2", "nvmlInit", "nvmlInitWithFlags", "nvmlShutdown")}}
+    names = names + fault_only
+    header = pathlib.Path(__file__).resolve().parents[1] / "accel" / "_emu" / "emu_internal.h"
+    if header.exists():                 # every entry point with a fault hook is swept (from a checkout)
+        import re
+        text = header.read_text()
+        block = text[text.index("#define EMU_NVML_SYMBOLS(X)"):]
+        hooked = set(re.findall(r"X\((\w+)\)", block[:block.index("\n\n")]))
+        assert hooked == set(names) | {"nvmlInit_v2", "nvmlInit", "nvmlInitWithFlags", "nvmlShutdown"}, \
+            hooked ^ (set(names) | {"nvmlInit_v2", "nvmlInit", "nvmlInitWithFlags", "nvmlShutdown"})
     assert out["wrote"] == []           # a failed call leaves every output as it was
 
 

@@ -87,6 +87,7 @@
 #define X_NAME(s) #s,
 static const char *const sym_names[SYM_COUNT] = {
     EMU_SYMBOLS(X_NAME) EMU_DRIVER_SYMBOLS(X_NAME) EMU_STANDIN_SYMBOLS(X_NAME) EMU_GRAPH_DRIVER_SYMBOLS(X_NAME)
+    EMU_NVML_SYMBOLS(X_NAME)
 };
 
 pthread_mutex_t g_fail_lock = PTHREAD_MUTEX_INITIALIZER;

@@ -156,9 +156,46 @@ void emu_trace_unsupported(const char *name, atomic_int *seen);
     X(cuGraphNodeGetDependencies) X(cuGraphClone) X(cuGraphNodeFindInClone) X(cuGraphExecUpdate_v2) \
     X(cuGraphAddMemAllocNode) X(cuGraphAddMemFreeNode)
 
+/* NVML's entry points (emu_nvml*.c): each has a fault hook by name; an injected fault is NVML_ERROR_UNKNOWN. */
+#define EMU_NVML_SYMBOLS(X) \
+    X(nvmlInit_v2) X(nvmlInit) X(nvmlInitWithFlags) X(nvmlShutdown) X(nvmlSystemGetDriverVersion) \
+    X(nvmlSystemGetNVMLVersion) X(nvmlSystemGetCudaDriverVersion) X(nvmlSystemGetCudaDriverVersion_v2) \
+    X(nvmlSystemGetDriverBranch) X(nvmlSystemGetProcessName) X(nvmlDeviceGetCount_v2) X(nvmlDeviceGetCount) \
+    X(nvmlDeviceGetHandleByIndex_v2) X(nvmlDeviceGetHandleByIndex) X(nvmlDeviceGetHandleByUUID) \
+    X(nvmlDeviceGetHandleByPciBusId_v2) X(nvmlDeviceGetHandleByPciBusId) X(nvmlDeviceGetIndex) \
+    X(nvmlDeviceGetName) X(nvmlDeviceGetUUID) X(nvmlDeviceGetSerial) X(nvmlDeviceGetMinorNumber) \
+    X(nvmlDeviceGetBrand) X(nvmlDeviceGetArchitecture) X(nvmlDeviceGetCudaComputeCapability) \
+    X(nvmlDeviceGetNumGpuCores) X(nvmlDeviceGetMemoryInfo) X(nvmlDeviceGetMemoryInfo_v2) \
+    X(nvmlDeviceGetComputeRunningProcesses_v3) X(nvmlDeviceGetComputeRunningProcesses_v2) \
+    X(nvmlDeviceGetComputeRunningProcesses) X(nvmlDeviceGetGraphicsRunningProcesses_v3) \
+    X(nvmlDeviceGetGraphicsRunningProcesses_v2) X(nvmlDeviceGetGraphicsRunningProcesses) \
+    X(nvmlDeviceGetMPSComputeRunningProcesses_v3) X(nvmlDeviceGetUtilizationRates) \
+    X(nvmlDeviceGetTemperature) X(nvmlDeviceGetTemperatureV) X(nvmlDeviceGetPowerUsage) \
+    X(nvmlDeviceGetPowerManagementLimit) X(nvmlDeviceGetPowerManagementDefaultLimit) \
+    X(nvmlDeviceGetEnforcedPowerLimit) X(nvmlDeviceGetFanSpeed) X(nvmlDeviceGetNumFans) \
+    X(nvmlDeviceGetClockInfo) X(nvmlDeviceGetMaxClockInfo) X(nvmlDeviceGetClock) \
+    X(nvmlDeviceGetPerformanceState) X(nvmlDeviceGetCurrentClocksEventReasons) \
+    X(nvmlDeviceGetSupportedClocksEventReasons) X(nvmlDeviceGetPciInfo_v3) X(nvmlDeviceGetPciInfoExt) \
+    X(nvmlDeviceGetCurrPcieLinkGeneration) X(nvmlDeviceGetMaxPcieLinkGeneration) \
+    X(nvmlDeviceGetGpuMaxPcieLinkGeneration) X(nvmlDeviceGetCurrPcieLinkWidth) \
+    X(nvmlDeviceGetMaxPcieLinkWidth) X(nvmlDeviceGetComputeMode) X(nvmlDeviceGetPersistenceMode) \
+    X(nvmlDeviceGetDisplayMode) X(nvmlDeviceGetDisplayActive) X(nvmlDeviceIsMigDeviceHandle) \
+    X(nvmlDeviceGetEccMode) X(nvmlDeviceGetMigMode) X(nvmlDeviceGetModuleId) X(nvmlDeviceGetNumaNodeId) \
+    X(nvmlDeviceGetAutoBoostedClocksEnabled) X(nvmlDeviceGetMaxCustomerBoostClock) \
+    X(nvmlDeviceGetMinMaxClockOfPState) X(nvmlDeviceGetPcieReplayCounter) X(nvmlDeviceGetPcieThroughput) \
+    X(nvmlDeviceGetMarginTemperature) X(nvmlDeviceGetMaxMigDeviceCount) X(nvmlDeviceGetP2PStatus) \
+    X(nvmlDeviceGetSupportedEventTypes) X(nvmlEventSetCreate) X(nvmlEventSetFree) \
+    X(nvmlDeviceRegisterEvents) X(nvmlEventSetWait_v2) X(nvmlSystemEventSetCreate) X(nvmlSystemEventSetFree) \
+    X(nvmlSystemRegisterEvents) X(nvmlSystemEventSetWait) X(nvmlDeviceGetFieldValues) \
+    X(nvmlDeviceClearFieldValues) X(nvmlDeviceGetSupportedPerformanceStates) \
+    X(nvmlDeviceGetDynamicPstatesInfo) X(nvmlDeviceGetClockOffsets) X(nvmlDeviceGetTopologyCommonAncestor) \
+    X(nvmlDeviceGetTopologyNearestGpus) X(nvmlSystemGetTopologyGpuSet) \
+    X(nvmlDeviceGetCpuAffinityWithinScope) X(nvmlDeviceGetCpuAffinity) X(nvmlDeviceGetMemoryAffinity) \
+    X(nvmlDeviceSetPersistenceMode)
+
 #define X_ENUM(s) SYM_##s,
 enum { EMU_SYMBOLS(X_ENUM) EMU_DRIVER_SYMBOLS(X_ENUM) EMU_STANDIN_SYMBOLS(X_ENUM) EMU_GRAPH_DRIVER_SYMBOLS(X_ENUM)
-       SYM_COUNT };
+       EMU_NVML_SYMBOLS(X_ENUM) SYM_COUNT };
 
 #define MAX_FAIL 64
 typedef struct { int sym; unsigned long long nth; } failpt_t;

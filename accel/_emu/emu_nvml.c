@@ -40,12 +40,26 @@ static nvmlReturn_t init(void)
     return NVML_SUCCESS;
 }
 
-EXPORT nvmlReturn_t nvmlInit_v2(void) { return init(); }
-EXPORT nvmlReturn_t nvmlInit(void) { return init(); }
-EXPORT nvmlReturn_t nvmlInitWithFlags(unsigned flags) { (void)flags; return init(); }
+EXPORT nvmlReturn_t nvmlInit_v2(void)
+{
+    if (EMU_FAULT(nvmlInit_v2)) return NVML_ERROR_UNKNOWN;
+    return init();
+}
+EXPORT nvmlReturn_t nvmlInit(void)
+{
+    if (EMU_FAULT(nvmlInit)) return NVML_ERROR_UNKNOWN;
+    return init();
+}
+EXPORT nvmlReturn_t nvmlInitWithFlags(unsigned flags)
+{
+    if (EMU_FAULT(nvmlInitWithFlags)) return NVML_ERROR_UNKNOWN;
+    (void)flags;
+    return init();
+}
 
 EXPORT nvmlReturn_t nvmlShutdown(void)
 {
+    if (EMU_FAULT(nvmlShutdown)) return NVML_ERROR_UNKNOWN;
     int refs = __atomic_load_n(&g_nvml_refs, __ATOMIC_ACQUIRE);
     while (refs > 0 && !__atomic_compare_exchange_n(&g_nvml_refs, &refs, refs - 1, 0, __ATOMIC_ACQ_REL,
                                                     __ATOMIC_ACQUIRE)) {
@@ -79,12 +93,14 @@ EXPORT const char *nvmlErrorString(nvmlReturn_t result)
 
 EXPORT nvmlReturn_t nvmlSystemGetDriverVersion(char *version, unsigned length)
 {
+    if (EMU_FAULT(nvmlSystemGetDriverVersion)) return NVML_ERROR_UNKNOWN;
     ENTER();
     return put_string(version, length, DRIVER_VERSION);
 }
 
 EXPORT nvmlReturn_t nvmlSystemGetNVMLVersion(char *version, unsigned length)
 {
+    if (EMU_FAULT(nvmlSystemGetNVMLVersion)) return NVML_ERROR_UNKNOWN;
     ENTER();
     return put_string(version, length, NVML_VERSION);
 }
@@ -97,11 +113,20 @@ static nvmlReturn_t cuda_version(int *v)
 }
 
 /* The CUDA version of the driver: works without nvmlInit in the real NVML too. */
-EXPORT nvmlReturn_t nvmlSystemGetCudaDriverVersion(int *v) { return cuda_version(v); }
-EXPORT nvmlReturn_t nvmlSystemGetCudaDriverVersion_v2(int *v) { return cuda_version(v); }
+EXPORT nvmlReturn_t nvmlSystemGetCudaDriverVersion(int *v)
+{
+    if (EMU_FAULT(nvmlSystemGetCudaDriverVersion)) return NVML_ERROR_UNKNOWN;
+    return cuda_version(v);
+}
+EXPORT nvmlReturn_t nvmlSystemGetCudaDriverVersion_v2(int *v)
+{
+    if (EMU_FAULT(nvmlSystemGetCudaDriverVersion_v2)) return NVML_ERROR_UNKNOWN;
+    return cuda_version(v);
+}
 
 EXPORT nvmlReturn_t nvmlSystemGetDriverBranch(nvmlSystemDriverBranchInfo_t *info, unsigned length)
 {
+    if (EMU_FAULT(nvmlSystemGetDriverBranch)) return NVML_ERROR_UNKNOWN;
     ENTER();
     if (!info) return NVML_ERROR_INVALID_ARGUMENT;
     if (info->version != NVML_VERSIONED(nvmlSystemDriverBranchInfo_t, 1))
@@ -115,6 +140,7 @@ EXPORT nvmlReturn_t nvmlSystemGetDriverBranch(nvmlSystemDriverBranchInfo_t *info
 /* The process's command (argv[0] from /proc); NOT_FOUND when there is no such process. */
 EXPORT nvmlReturn_t nvmlSystemGetProcessName(unsigned pid, char *name, unsigned length)
 {
+    if (EMU_FAULT(nvmlSystemGetProcessName)) return NVML_ERROR_UNKNOWN;
     ENTER();
     if (!name || length == 0) return NVML_ERROR_INVALID_ARGUMENT;
     char path[64], buf[1024];
@@ -141,8 +167,16 @@ static nvmlReturn_t count(unsigned *n)
     return NVML_SUCCESS;
 }
 
-EXPORT nvmlReturn_t nvmlDeviceGetCount_v2(unsigned *n) { return count(n); }
-EXPORT nvmlReturn_t nvmlDeviceGetCount(unsigned *n) { return count(n); }
+EXPORT nvmlReturn_t nvmlDeviceGetCount_v2(unsigned *n)
+{
+    if (EMU_FAULT(nvmlDeviceGetCount_v2)) return NVML_ERROR_UNKNOWN;
+    return count(n);
+}
+EXPORT nvmlReturn_t nvmlDeviceGetCount(unsigned *n)
+{
+    if (EMU_FAULT(nvmlDeviceGetCount)) return NVML_ERROR_UNKNOWN;
+    return count(n);
+}
 
 static nvmlReturn_t by_index(unsigned index, nvml_device_t **device)
 {
@@ -154,16 +188,19 @@ static nvmlReturn_t by_index(unsigned index, nvml_device_t **device)
 
 EXPORT nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned index, nvml_device_t **device)
 {
+    if (EMU_FAULT(nvmlDeviceGetHandleByIndex_v2)) return NVML_ERROR_UNKNOWN;
     return by_index(index, device);
 }
 
 EXPORT nvmlReturn_t nvmlDeviceGetHandleByIndex(unsigned index, nvml_device_t **device)
 {
+    if (EMU_FAULT(nvmlDeviceGetHandleByIndex)) return NVML_ERROR_UNKNOWN;
     return by_index(index, device);
 }
 
 EXPORT nvmlReturn_t nvmlDeviceGetHandleByUUID(const char *uuid, nvml_device_t **device)
 {
+    if (EMU_FAULT(nvmlDeviceGetHandleByUUID)) return NVML_ERROR_UNKNOWN;
     ENTER();
     if (!uuid || !device) return NVML_ERROR_INVALID_ARGUMENT;
     for (int d = 0; d < emu_physical_devices(); d++) {
@@ -219,16 +256,19 @@ static nvmlReturn_t by_bus_id(const char *id, nvml_device_t **device)
 
 EXPORT nvmlReturn_t nvmlDeviceGetHandleByPciBusId_v2(const char *id, nvml_device_t **device)
 {
+    if (EMU_FAULT(nvmlDeviceGetHandleByPciBusId_v2)) return NVML_ERROR_UNKNOWN;
     return by_bus_id(id, device);
 }
 
 EXPORT nvmlReturn_t nvmlDeviceGetHandleByPciBusId(const char *id, nvml_device_t **device)
 {
+    if (EMU_FAULT(nvmlDeviceGetHandleByPciBusId)) return NVML_ERROR_UNKNOWN;
     return by_bus_id(id, device);
 }
 
 EXPORT nvmlReturn_t nvmlDeviceGetIndex(nvml_device_t *h, unsigned *index)
 {
+    if (EMU_FAULT(nvmlDeviceGetIndex)) return NVML_ERROR_UNKNOWN;
     DEVICE(h, d);
     if (!index) return NVML_ERROR_INVALID_ARGUMENT;
     *index = (unsigned)d;
@@ -239,6 +279,7 @@ EXPORT nvmlReturn_t nvmlDeviceGetIndex(nvml_device_t *h, unsigned *index)
 
 EXPORT nvmlReturn_t nvmlDeviceGetName(nvml_device_t *h, char *name, unsigned length)
 {
+    if (EMU_FAULT(nvmlDeviceGetName)) return NVML_ERROR_UNKNOWN;
     DEVICE(h, d);
     char text[256];
     emu_device_name(d, text, sizeof text);
@@ -247,6 +288,7 @@ EXPORT nvmlReturn_t nvmlDeviceGetName(nvml_device_t *h, char *name, unsigned len
 
 EXPORT nvmlReturn_t nvmlDeviceGetUUID(nvml_device_t *h, char *uuid, unsigned length)
 {
+    if (EMU_FAULT(nvmlDeviceGetUUID)) return NVML_ERROR_UNKNOWN;
     DEVICE(h, d);
     char text[EMU_UUID_TEXT];
     emu_uuid_text(d, text);
@@ -255,6 +297,7 @@ EXPORT nvmlReturn_t nvmlDeviceGetUUID(nvml_device_t *h, char *uuid, unsigned len
 
 EXPORT nvmlReturn_t nvmlDeviceGetSerial(nvml_device_t *h, char *serial, unsigned length)
 {
+    if (EMU_FAULT(nvmlDeviceGetSerial)) return NVML_ERROR_UNKNOWN;
     DEVICE(h, d);
     char text[32];
     snprintf(text, sizeof text, "%013llu", 1650000000000ull + (unsigned long long)d);
@@ -263,6 +306,7 @@ EXPORT nvmlReturn_t nvmlDeviceGetSerial(nvml_device_t *h, char *serial, unsigned
 
 EXPORT nvmlReturn_t nvmlDeviceGetMinorNumber(nvml_device_t *h, unsigned *minor)
 {
+    if (EMU_FAULT(nvmlDeviceGetMinorNumber)) return NVML_ERROR_UNKNOWN;
     DEVICE(h, d);
     if (!minor) return NVML_ERROR_INVALID_ARGUMENT;
     *minor = (unsigned)d;
@@ -271,6 +315,7 @@ EXPORT nvmlReturn_t nvmlDeviceGetMinorNumber(nvml_device_t *h, unsigned *minor)
 
 EXPORT nvmlReturn_t nvmlDeviceGetBrand(nvml_device_t *h, int *brand)
 {
+    if (EMU_FAULT(nvmlDeviceGetBrand)) return NVML_ERROR_UNKNOWN;
     DEVICE(h, d);
     if (!brand) return NVML_ERROR_INVALID_ARGUMENT;
     *brand = emu_profile(d)->nvml_brand;
@@ -279,6 +324,7 @@ EXPORT nvmlReturn_t nvmlDeviceGetBrand(nvml_device_t *h, int *brand)
 
 EXPORT nvmlReturn_t nvmlDeviceGetArchitecture(nvml_device_t *h, unsigned *arch)
 {
+    if (EMU_FAULT(nvmlDeviceGetArchitecture)) return NVML_ERROR_UNKNOWN;
     DEVICE(h, d);
     if (!arch) return NVML_ERROR_INVALID_ARGUMENT;
     *arch = (unsigned)emu_profile(d)->nvml_arch;
@@ -287,6 +333,7 @@ EXPORT nvmlReturn_t nvmlDeviceGetArchitecture(nvml_device_t *h, unsigned *arch)
 
 EXPORT nvmlReturn_t nvmlDeviceGetCudaComputeCapability(nvml_device_t *h, int *major, int *minor)
 {
+    if (EMU_FAULT(nvmlDeviceGetCudaComputeCapability)) return NVML_ERROR_UNKNOWN;
     DEVICE(h, d);
     if (!major || !minor) return NVML_ERROR_INVALID_ARGUMENT;
     *major = emu_profile(d)->major;
@@ -296,6 +343,7 @@ EXPORT nvmlReturn_t nvmlDeviceGetCudaComputeCapability(nvml_device_t *h, int *ma
 
 EXPORT nvmlReturn_t nvmlDeviceGetNumGpuCores(nvml_device_t *h, unsigned *cores)
 {
+    if (EMU_FAULT(nvmlDeviceGetNumGpuCores)) return NVML_ERROR_UNKNOWN;
     DEVICE(h, d);
     if (!cores) return NVML_ERROR_INVALID_ARGUMENT;
     *cores = (unsigned)(emu_profile(d)->sms * emu_profile(d)->cores_per_sm);
@@ -306,6 +354,7 @@ EXPORT nvmlReturn_t nvmlDeviceGetNumGpuCores(nvml_device_t *h, unsigned *cores)
 
 EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvml_device_t *h, nvmlMemory_t *memory)
 {
+    if (EMU_FAULT(nvmlDeviceGetMemoryInfo)) return NVML_ERROR_UNKNOWN;
     DEVICE(h, d);
     if (!memory) return NVML_ERROR_INVALID_ARGUMENT;
     unsigned long long used = used_of(d);
@@ -317,6 +366,7 @@ EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvml_device_t *h, nvmlMemory_t *memo
 
 EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvml_device_t *h, nvmlMemory_v2_t *memory)
 {
+    if (EMU_FAULT(nvmlDeviceGetMemoryInfo_v2)) return NVML_ERROR_UNKNOWN;
     DEVICE(h, d);
     if (!memory) return NVML_ERROR_INVALID_ARGUMENT;
     if (memory->version != NVML_VERSIONED(nvmlMemory_v2_t, 2)) return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
@@ -356,35 +406,42 @@ static nvmlReturn_t processes(nvml_device_t *h, unsigned *count, void *infos, in
 
 EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvml_device_t *h, unsigned *count, void *infos)
 {
+    if (EMU_FAULT(nvmlDeviceGetComputeRunningProcesses_v3)) return NVML_ERROR_UNKNOWN;
     return processes(h, count, infos, 0, 1);
 }
 
 EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v2(nvml_device_t *h, unsigned *count, void *infos)
 {
+    if (EMU_FAULT(nvmlDeviceGetComputeRunningProcesses_v2)) return NVML_ERROR_UNKNOWN;
     return processes(h, count, infos, 0, 1);
 }
 
 EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses(nvml_device_t *h, unsigned *count, void *infos)
 {
+    if (EMU_FAULT(nvmlDeviceGetComputeRunningProcesses)) return NVML_ERROR_UNKNOWN;
     return processes(h, count, infos, 1, 1);
 }
 
 EXPORT nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v3(nvml_device_t *h, unsigned *count, void *infos)
 {
+    if (EMU_FAULT(nvmlDeviceGetGraphicsRunningProcesses_v3)) return NVML_ERROR_UNKNOWN;
     return processes(h, count, infos, 0, 0);
 }
 
 EXPORT nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v2(nvml_device_t *h, unsigned *count, void *infos)
 {
+    if (EMU_FAULT(nvmlDeviceGetGraphicsRunningProcesses_v2)) return NVML_ERROR_UNKNOWN;
     return processes(h, count, infos, 0, 0);
 }
 
 EXPORT nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses(nvml_device_t *h, unsigned *count, void *infos)
 {
+    if (EMU_FAULT(nvmlDeviceGetGraphicsRunningProcesses)) return NVML_ERROR_UNKNOWN;
     return processes(h, count, infos, 1, 0);
 }
 
 EXPORT nvmlReturn_t nvmlDeviceGetMPSComputeRunningProcesses_v3(nvml_device_t *h, unsigned *count, void *infos)
 {
+    if (EMU_FAULT(nvmlDeviceGetMPSComputeRunningProcesses_v3)) return NVML_ERROR_UNKNOWN;
     return processes(h, count, infos, 0, 0);
 }

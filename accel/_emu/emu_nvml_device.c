@@ -6,6 +6,7 @@
 
 EXPORT nvmlReturn_t nvmlDeviceGetUtilizationRates(nvml_device_t *h, nvmlUtilization_t *u)
 {
+    if (EMU_FAULT(nvmlDeviceGetUtilizationRates)) return NVML_ERROR_UNKNOWN;
     DEVICE(h, d);
     (void)d;
     if (!u) return NVML_ERROR_INVALID_ARGUMENT;
@@ -16,6 +17,7 @@ EXPORT nvmlReturn_t nvmlDeviceGetUtilizationRates(nvml_device_t *h, nvmlUtilizat
 
 EXPORT nvmlReturn_t nvmlDeviceGetTemperature(nvml_device_t *h, int sensor, unsigned *temp)
 {
+    if (EMU_FAULT(nvmlDeviceGetTemperature)) return NVML_ERROR_UNKNOWN;
     DEVICE(h, d);
     (void)d;
     if (sensor != 0 || !temp) return NVML_ERROR_INVALID_ARGUMENT;    /* NVML_TEMPERATURE_GPU only */
@@ -25,6 +27,7 @@ EXPORT nvmlReturn_t nvmlDeviceGetTemperature(nvml_device_t *h, int sensor, unsig
 
 EXPORT nvmlReturn_t nvmlDeviceGetTemperatureV(nvml_device_t *h, nvmlTemperature_t *t)
 {
+    if (EMU_FAULT(nvmlDeviceGetTemperatureV)) return NVML_ERROR_UNKNOWN;
     DEVICE(h, d);
     (void)d;
     if (!t) return NVML_ERROR_INVALID_ARGUMENT;
@@ -36,6 +39,7 @@ EXPORT nvmlReturn_t nvmlDeviceGetTemperatureV(nvml_device_t *h, nvmlTemperature_
 
 EXPORT nvmlReturn_t nvmlDeviceGetPowerUsage(nvml_device_t *h, unsigned *mw)
 {
+    if (EMU_FAULT(nvmlDeviceGetPowerUsage)) return NVML_ERROR_UNKNOWN;
     DEVICE(h, d);
     if (!mw) return NVML_ERROR_INVALID_ARGUMENT;
     *mw = (unsigned)emu_profile(d)->power_limit_w * 120;    /* 12 % of the limit, in mW */
@@ -50,12 +54,25 @@ static nvmlReturn_t power_limit(nvml_device_t *h, unsigned *mw)
     return NVML_SUCCESS;
 }
 
-EXPORT nvmlReturn_t nvmlDeviceGetPowerManagementLimit(nvml_device_t *h, unsigned *mw) { return power_limit(h, mw); }
-EXPORT nvmlReturn_t nvmlDeviceGetPowerManagementDefaultLimit(nvml_device_t *h, unsigned *mw) { return power_limit(h, mw); }
-EXPORT nvmlReturn_t nvmlDeviceGetEnforcedPowerLimit(nvml_device_t *h, unsigned *mw) { return power_limit(h, mw); }
+EXPORT nvmlReturn_t nvmlDeviceGetPowerManagementLimit(nvml_device_t *h, unsigned *mw)
+{
+    if (EMU_FAULT(nvmlDeviceGetPowerManagementLimit)) return NVML_ERROR_UNKNOWN;
+    return power_limit(h, mw);
+}
+EXPORT nvmlReturn_t nvmlDeviceGetPowerManagementDefaultLimit(nvml_device_t *h, unsigned *mw)
+{
+    if (EMU_FAULT(nvmlDeviceGetPowerManagementDefaultLimit)) return NVML_ERROR_UNKNOWN;
+    return power_limit(h, mw);
+}
+EXPORT nvmlReturn_t nvmlDeviceGetEnforcedPowerLimit(nvml_device_t *h, unsigned *mw)
+{
+    if (EMU_FAULT(nvmlDeviceGetEnforcedPowerLimit)) return NVML_ERROR_UNKNOWN;
+    return power_limit(h, mw);
+}
 
 EXPORT nvmlReturn_t nvmlDeviceGetFanSpeed(nvml_device_t *h, unsigned *speed)
 {
+    if (EMU_FAULT(nvmlDeviceGetFanSpeed)) return NVML_ERROR_UNKNOWN;
     DEVICE(h, d);
     (void)d;
     if (!speed) return NVML_ERROR_INVALID_ARGUMENT;
@@ -64,6 +81,7 @@ EXPORT nvmlReturn_t nvmlDeviceGetFanSpeed(nvml_device_t *h, unsigned *speed)
 
 EXPORT nvmlReturn_t nvmlDeviceGetNumFans(nvml_device_t *h, unsigned *n)
 {
+    if (EMU_FAULT(nvmlDeviceGetNumFans)) return NVML_ERROR_UNKNOWN;
     DEVICE(h, d);
     (void)d;
     if (!n) return NVML_ERROR_INVALID_ARGUMENT;
@@ -94,11 +112,20 @@ static nvmlReturn_t clock_of(nvml_device_t *h, int type, unsigned *mhz)
     return NVML_SUCCESS;
 }
 
-EXPORT nvmlReturn_t nvmlDeviceGetClockInfo(nvml_device_t *h, int type, unsigned *mhz) { return clock_of(h, type, mhz); }
-EXPORT nvmlReturn_t nvmlDeviceGetMaxClockInfo(nvml_device_t *h, int type, unsigned *mhz) { return clock_of(h, type, mhz); }
+EXPORT nvmlReturn_t nvmlDeviceGetClockInfo(nvml_device_t *h, int type, unsigned *mhz)
+{
+    if (EMU_FAULT(nvmlDeviceGetClockInfo)) return NVML_ERROR_UNKNOWN;
+    return clock_of(h, type, mhz);
+}
+EXPORT nvmlReturn_t nvmlDeviceGetMaxClockInfo(nvml_device_t *h, int type, unsigned *mhz)
+{
+    if (EMU_FAULT(nvmlDeviceGetMaxClockInfo)) return NVML_ERROR_UNKNOWN;
+    return clock_of(h, type, mhz);
+}
 
 EXPORT nvmlReturn_t nvmlDeviceGetClock(nvml_device_t *h, int type, int id, unsigned *mhz)
 {
+    if (EMU_FAULT(nvmlDeviceGetClock)) return NVML_ERROR_UNKNOWN;
     ENTER();
     if (device_of(h) >= 0 && (id < 0 || id > 3)) return NVML_ERROR_INVALID_ARGUMENT;
     return clock_of(h, type, mhz);      /* every clock id (current, application, boost) reads the same */
@@ -106,6 +133,7 @@ EXPORT nvmlReturn_t nvmlDeviceGetClock(nvml_device_t *h, int type, int id, unsig
 
 EXPORT nvmlReturn_t nvmlDeviceGetPerformanceState(nvml_device_t *h, int *pstate)
 {
+    if (EMU_FAULT(nvmlDeviceGetPerformanceState)) return NVML_ERROR_UNKNOWN;
     DEVICE(h, d);
     (void)d;
     if (!pstate) return NVML_ERROR_INVALID_ARGUMENT;
@@ -125,11 +153,13 @@ static nvmlReturn_t event_reasons(nvml_device_t *h, unsigned long long *reasons,
 /* Current: GPU idle (nvmlClocksEventReasonGpuIdle); supported: the ones a data-center board reports. */
 EXPORT nvmlReturn_t nvmlDeviceGetCurrentClocksEventReasons(nvml_device_t *h, unsigned long long *r)
 {
+    if (EMU_FAULT(nvmlDeviceGetCurrentClocksEventReasons)) return NVML_ERROR_UNKNOWN;
     return event_reasons(h, r, 0x1ull);
 }
 
 EXPORT nvmlReturn_t nvmlDeviceGetSupportedClocksEventReasons(nvml_device_t *h, unsigned long long *r)
 {
+    if (EMU_FAULT(nvmlDeviceGetSupportedClocksEventReasons)) return NVML_ERROR_UNKNOWN;
     return event_reasons(h, r, 0x1ffull);
 }
 
@@ -137,6 +167,7 @@ EXPORT nvmlReturn_t nvmlDeviceGetSupportedClocksEventReasons(nvml_device_t *h, u
 
 EXPORT nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvml_device_t *h, nvmlPciInfo_t *pci)
 {
+    if (EMU_FAULT(nvmlDeviceGetPciInfo_v3)) return NVML_ERROR_UNKNOWN;
     DEVICE(h, d);
     if (!pci) return NVML_ERROR_INVALID_ARGUMENT;
     const emu_profile_t *p = emu_profile(d);
@@ -151,6 +182,7 @@ EXPORT nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvml_device_t *h, nvmlPciInfo_t *pci
 
 EXPORT nvmlReturn_t nvmlDeviceGetPciInfoExt(nvml_device_t *h, nvmlPciInfoExt_t *pci)
 {
+    if (EMU_FAULT(nvmlDeviceGetPciInfoExt)) return NVML_ERROR_UNKNOWN;
     DEVICE(h, d);
     if (!pci) return NVML_ERROR_INVALID_ARGUMENT;
     if (pci->version != NVML_VERSIONED(nvmlPciInfoExt_t, 1)) return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
@@ -175,11 +207,31 @@ static nvmlReturn_t pcie(nvml_device_t *h, unsigned *out, int width)
     return NVML_SUCCESS;
 }
 
-EXPORT nvmlReturn_t nvmlDeviceGetCurrPcieLinkGeneration(nvml_device_t *h, unsigned *g) { return pcie(h, g, 0); }
-EXPORT nvmlReturn_t nvmlDeviceGetMaxPcieLinkGeneration(nvml_device_t *h, unsigned *g) { return pcie(h, g, 0); }
-EXPORT nvmlReturn_t nvmlDeviceGetGpuMaxPcieLinkGeneration(nvml_device_t *h, unsigned *g) { return pcie(h, g, 0); }
-EXPORT nvmlReturn_t nvmlDeviceGetCurrPcieLinkWidth(nvml_device_t *h, unsigned *w) { return pcie(h, w, 1); }
-EXPORT nvmlReturn_t nvmlDeviceGetMaxPcieLinkWidth(nvml_device_t *h, unsigned *w) { return pcie(h, w, 1); }
+EXPORT nvmlReturn_t nvmlDeviceGetCurrPcieLinkGeneration(nvml_device_t *h, unsigned *g)
+{
+    if (EMU_FAULT(nvmlDeviceGetCurrPcieLinkGeneration)) return NVML_ERROR_UNKNOWN;
+    return pcie(h, g, 0);
+}
+EXPORT nvmlReturn_t nvmlDeviceGetMaxPcieLinkGeneration(nvml_device_t *h, unsigned *g)
+{
+    if (EMU_FAULT(nvmlDeviceGetMaxPcieLinkGeneration)) return NVML_ERROR_UNKNOWN;
+    return pcie(h, g, 0);
+}
+EXPORT nvmlReturn_t nvmlDeviceGetGpuMaxPcieLinkGeneration(nvml_device_t *h, unsigned *g)
+{
+    if (EMU_FAULT(nvmlDeviceGetGpuMaxPcieLinkGeneration)) return NVML_ERROR_UNKNOWN;
+    return pcie(h, g, 0);
+}
+EXPORT nvmlReturn_t nvmlDeviceGetCurrPcieLinkWidth(nvml_device_t *h, unsigned *w)
+{
+    if (EMU_FAULT(nvmlDeviceGetCurrPcieLinkWidth)) return NVML_ERROR_UNKNOWN;
+    return pcie(h, w, 1);
+}
+EXPORT nvmlReturn_t nvmlDeviceGetMaxPcieLinkWidth(nvml_device_t *h, unsigned *w)
+{
+    if (EMU_FAULT(nvmlDeviceGetMaxPcieLinkWidth)) return NVML_ERROR_UNKNOWN;
+    return pcie(h, w, 1);
+}
 
 /* ---------------------------------------------------------------- modes */
 
@@ -192,17 +244,35 @@ static nvmlReturn_t mode(nvml_device_t *h, int *out, int value)
     return NVML_SUCCESS;
 }
 
-EXPORT nvmlReturn_t nvmlDeviceGetComputeMode(nvml_device_t *h, int *m) { return mode(h, m, 0); }   /* DEFAULT */
-EXPORT nvmlReturn_t nvmlDeviceGetPersistenceMode(nvml_device_t *h, int *m) { return mode(h, m, 1); }
-EXPORT nvmlReturn_t nvmlDeviceGetDisplayMode(nvml_device_t *h, int *m) { return mode(h, m, 0); }
-EXPORT nvmlReturn_t nvmlDeviceGetDisplayActive(nvml_device_t *h, int *m) { return mode(h, m, 0); }
+EXPORT nvmlReturn_t nvmlDeviceGetComputeMode(nvml_device_t *h, int *m)
+{
+    if (EMU_FAULT(nvmlDeviceGetComputeMode)) return NVML_ERROR_UNKNOWN;
+    return mode(h, m, 0); /* DEFAULT */
+}
+EXPORT nvmlReturn_t nvmlDeviceGetPersistenceMode(nvml_device_t *h, int *m)
+{
+    if (EMU_FAULT(nvmlDeviceGetPersistenceMode)) return NVML_ERROR_UNKNOWN;
+    return mode(h, m, 1);
+}
+EXPORT nvmlReturn_t nvmlDeviceGetDisplayMode(nvml_device_t *h, int *m)
+{
+    if (EMU_FAULT(nvmlDeviceGetDisplayMode)) return NVML_ERROR_UNKNOWN;
+    return mode(h, m, 0);
+}
+EXPORT nvmlReturn_t nvmlDeviceGetDisplayActive(nvml_device_t *h, int *m)
+{
+    if (EMU_FAULT(nvmlDeviceGetDisplayActive)) return NVML_ERROR_UNKNOWN;
+    return mode(h, m, 0);
+}
 EXPORT nvmlReturn_t nvmlDeviceIsMigDeviceHandle(nvml_device_t *h, unsigned *is_mig)
 {
+    if (EMU_FAULT(nvmlDeviceIsMigDeviceHandle)) return NVML_ERROR_UNKNOWN;
     return mode(h, (int *)is_mig, 0);
 }
 
 EXPORT nvmlReturn_t nvmlDeviceGetEccMode(nvml_device_t *h, int *current, int *pending)
 {
+    if (EMU_FAULT(nvmlDeviceGetEccMode)) return NVML_ERROR_UNKNOWN;
     DEVICE(h, d);
     (void)d;
     if (!current || !pending) return NVML_ERROR_INVALID_ARGUMENT;
@@ -212,6 +282,7 @@ EXPORT nvmlReturn_t nvmlDeviceGetEccMode(nvml_device_t *h, int *current, int *pe
 
 EXPORT nvmlReturn_t nvmlDeviceGetMigMode(nvml_device_t *h, unsigned *current, unsigned *pending)
 {
+    if (EMU_FAULT(nvmlDeviceGetMigMode)) return NVML_ERROR_UNKNOWN;
     DEVICE(h, d);
     if (!current || !pending) return NVML_ERROR_INVALID_ARGUMENT;
     if (!emu_profile(d)->mig) return NVML_ERROR_NOT_SUPPORTED;
@@ -223,6 +294,7 @@ EXPORT nvmlReturn_t nvmlDeviceGetMigMode(nvml_device_t *h, unsigned *current, un
 
 EXPORT nvmlReturn_t nvmlDeviceGetModuleId(nvml_device_t *h, unsigned *id)
 {
+    if (EMU_FAULT(nvmlDeviceGetModuleId)) return NVML_ERROR_UNKNOWN;
     DEVICE(h, d);
     if (!id) return NVML_ERROR_INVALID_ARGUMENT;
     *id = (unsigned)d + 1;              /* the board's slot, counted from 1 */
@@ -232,6 +304,7 @@ EXPORT nvmlReturn_t nvmlDeviceGetModuleId(nvml_device_t *h, unsigned *id)
 /* Not a NUMA-attached GPU (cudaDevAttrNumaConfig is 0). */
 EXPORT nvmlReturn_t nvmlDeviceGetNumaNodeId(nvml_device_t *h, unsigned *node)
 {
+    if (EMU_FAULT(nvmlDeviceGetNumaNodeId)) return NVML_ERROR_UNKNOWN;
     DEVICE(h, d);
     (void)d;
     if (!node) return NVML_ERROR_INVALID_ARGUMENT;
@@ -241,6 +314,7 @@ EXPORT nvmlReturn_t nvmlDeviceGetNumaNodeId(nvml_device_t *h, unsigned *node)
 /* Data-center boards have no auto boost setting. */
 EXPORT nvmlReturn_t nvmlDeviceGetAutoBoostedClocksEnabled(nvml_device_t *h, int *enabled, int *default_enabled)
 {
+    if (EMU_FAULT(nvmlDeviceGetAutoBoostedClocksEnabled)) return NVML_ERROR_UNKNOWN;
     DEVICE(h, d);
     (void)d;
     if (!enabled || !default_enabled) return NVML_ERROR_INVALID_ARGUMENT;
@@ -249,6 +323,7 @@ EXPORT nvmlReturn_t nvmlDeviceGetAutoBoostedClocksEnabled(nvml_device_t *h, int 
 
 EXPORT nvmlReturn_t nvmlDeviceGetMaxCustomerBoostClock(nvml_device_t *h, int type, unsigned *mhz)
 {
+    if (EMU_FAULT(nvmlDeviceGetMaxCustomerBoostClock)) return NVML_ERROR_UNKNOWN;
     return clock_of(h, type, mhz);
 }
 
@@ -256,6 +331,7 @@ EXPORT nvmlReturn_t nvmlDeviceGetMaxCustomerBoostClock(nvml_device_t *h, int typ
 EXPORT nvmlReturn_t nvmlDeviceGetMinMaxClockOfPState(nvml_device_t *h, int type, int pstate, unsigned *min,
                                                      unsigned *max)
 {
+    if (EMU_FAULT(nvmlDeviceGetMinMaxClockOfPState)) return NVML_ERROR_UNKNOWN;
     DEVICE(h, d);
     int c = clock_mhz(d, type);
     if (c < 0 || !min || !max) return NVML_ERROR_INVALID_ARGUMENT;
@@ -267,6 +343,7 @@ EXPORT nvmlReturn_t nvmlDeviceGetMinMaxClockOfPState(nvml_device_t *h, int type,
 
 EXPORT nvmlReturn_t nvmlDeviceGetPcieReplayCounter(nvml_device_t *h, unsigned *count)
 {
+    if (EMU_FAULT(nvmlDeviceGetPcieReplayCounter)) return NVML_ERROR_UNKNOWN;
     DEVICE(h, d);
     (void)d;
     if (!count) return NVML_ERROR_INVALID_ARGUMENT;
@@ -277,6 +354,7 @@ EXPORT nvmlReturn_t nvmlDeviceGetPcieReplayCounter(nvml_device_t *h, unsigned *c
 /* NVML_PCIE_UTIL_TX_BYTES / RX_BYTES in KB/s: nothing moves over a bus. */
 EXPORT nvmlReturn_t nvmlDeviceGetPcieThroughput(nvml_device_t *h, int counter, unsigned *kbps)
 {
+    if (EMU_FAULT(nvmlDeviceGetPcieThroughput)) return NVML_ERROR_UNKNOWN;
     DEVICE(h, d);
     (void)d;
     if ((counter != 0 && counter != 1) || !kbps) return NVML_ERROR_INVALID_ARGUMENT;
@@ -289,6 +367,7 @@ typedef struct { unsigned version; int marginTemperature; } nvmlMarginTemperatur
 /* Degrees below the slowdown threshold (87 C on these boards' data sheets' class). */
 EXPORT nvmlReturn_t nvmlDeviceGetMarginTemperature(nvml_device_t *h, nvmlMarginTemperature_t *margin)
 {
+    if (EMU_FAULT(nvmlDeviceGetMarginTemperature)) return NVML_ERROR_UNKNOWN;
     DEVICE(h, d);
     (void)d;
     if (!margin) return NVML_ERROR_INVALID_ARGUMENT;
@@ -300,6 +379,7 @@ EXPORT nvmlReturn_t nvmlDeviceGetMarginTemperature(nvml_device_t *h, nvmlMarginT
 /* MIG is disabled on every emulated board: no MIG devices. */
 EXPORT nvmlReturn_t nvmlDeviceGetMaxMigDeviceCount(nvml_device_t *h, unsigned *count)
 {
+    if (EMU_FAULT(nvmlDeviceGetMaxMigDeviceCount)) return NVML_ERROR_UNKNOWN;
     DEVICE(h, d);
     (void)d;
     if (!count) return NVML_ERROR_INVALID_ARGUMENT;
@@ -311,6 +391,7 @@ EXPORT nvmlReturn_t nvmlDeviceGetMaxMigDeviceCount(nvml_device_t *h, unsigned *c
  * a device with itself: NVML_P2P_STATUS_NOT_SUPPORTED.  Capability indices 0..5 (read .. unknown). */
 EXPORT nvmlReturn_t nvmlDeviceGetP2PStatus(nvml_device_t *h1, nvml_device_t *h2, int index, int *status)
 {
+    if (EMU_FAULT(nvmlDeviceGetP2PStatus)) return NVML_ERROR_UNKNOWN;
     ENTER();
     int d1 = device_of(h1), d2 = device_of(h2);
     if (d1 < 0 || d2 < 0 || index < 0 || index > 5 || !status) return NVML_ERROR_INVALID_ARGUMENT;

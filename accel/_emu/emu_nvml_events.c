@@ -93,6 +93,7 @@ static nvmlReturn_t set_wait(int system, void *set, unsigned timeout_ms)
 
 EXPORT nvmlReturn_t nvmlDeviceGetSupportedEventTypes(nvml_device_t *h, unsigned long long *types)
 {
+    if (EMU_FAULT(nvmlDeviceGetSupportedEventTypes)) return NVML_ERROR_UNKNOWN;
     DEVICE(h, d);
     (void)d;
     if (!types) return NVML_ERROR_INVALID_ARGUMENT;
@@ -102,18 +103,21 @@ EXPORT nvmlReturn_t nvmlDeviceGetSupportedEventTypes(nvml_device_t *h, unsigned 
 
 EXPORT nvmlReturn_t nvmlEventSetCreate(void **set)
 {
+    if (EMU_FAULT(nvmlEventSetCreate)) return NVML_ERROR_UNKNOWN;
     ENTER();
     return set ? set_create(0, set) : NVML_ERROR_INVALID_ARGUMENT;
 }
 
 EXPORT nvmlReturn_t nvmlEventSetFree(void *set)
 {
+    if (EMU_FAULT(nvmlEventSetFree)) return NVML_ERROR_UNKNOWN;
     ENTER();
     return set_free(0, set);
 }
 
 EXPORT nvmlReturn_t nvmlDeviceRegisterEvents(nvml_device_t *h, unsigned long long types, void *set)
 {
+    if (EMU_FAULT(nvmlDeviceRegisterEvents)) return NVML_ERROR_UNKNOWN;
     DEVICE(h, d);
     (void)d;
     if (types & ~DEVICE_EVENT_TYPES) return NVML_ERROR_NOT_SUPPORTED;
@@ -124,6 +128,7 @@ typedef struct { void *device; unsigned long long type, data; unsigned gi, ci; }
 
 EXPORT nvmlReturn_t nvmlEventSetWait_v2(void *set, nvmlEventData_t *data, unsigned timeout_ms)
 {
+    if (EMU_FAULT(nvmlEventSetWait_v2)) return NVML_ERROR_UNKNOWN;
     ENTER();
     if (!data) return NVML_ERROR_INVALID_ARGUMENT;
     return set_wait(0, set, timeout_ms);
@@ -148,18 +153,21 @@ _Static_assert(sizeof(nvmlSystemEventSetWaitRequest_t) == 32, "nvmlSystemEventSe
 
 EXPORT nvmlReturn_t nvmlSystemEventSetCreate(nvmlSystemEventSetRequest_t *r)
 {
+    if (EMU_FAULT(nvmlSystemEventSetCreate)) return NVML_ERROR_UNKNOWN;
     REQUEST(r, nvmlSystemEventSetRequest_t);
     return set_create(1, &r->set);
 }
 
 EXPORT nvmlReturn_t nvmlSystemEventSetFree(nvmlSystemEventSetRequest_t *r)
 {
+    if (EMU_FAULT(nvmlSystemEventSetFree)) return NVML_ERROR_UNKNOWN;
     REQUEST(r, nvmlSystemEventSetRequest_t);
     return set_free(1, r->set);
 }
 
 EXPORT nvmlReturn_t nvmlSystemRegisterEvents(nvmlSystemRegisterEventRequest_t *r)
 {
+    if (EMU_FAULT(nvmlSystemRegisterEvents)) return NVML_ERROR_UNKNOWN;
     REQUEST(r, nvmlSystemRegisterEventRequest_t);
     if (r->types & ~SYSTEM_EVENT_TYPES) return NVML_ERROR_NOT_SUPPORTED;
     return set_register(1, r->set, r->types);
@@ -167,6 +175,7 @@ EXPORT nvmlReturn_t nvmlSystemRegisterEvents(nvmlSystemRegisterEventRequest_t *r
 
 EXPORT nvmlReturn_t nvmlSystemEventSetWait(nvmlSystemEventSetWaitRequest_t *r)
 {
+    if (EMU_FAULT(nvmlSystemEventSetWait)) return NVML_ERROR_UNKNOWN;
     REQUEST(r, nvmlSystemEventSetWaitRequest_t);
     if (!r->data || !r->size) return NVML_ERROR_INVALID_ARGUMENT;
     return set_wait(1, r->set, r->timeout_ms);
@@ -202,10 +211,12 @@ static nvmlReturn_t fields(nvml_device_t *h, int count, nvmlFieldValue_t *values
 
 EXPORT nvmlReturn_t nvmlDeviceGetFieldValues(nvml_device_t *h, int count, nvmlFieldValue_t *values)
 {
+    if (EMU_FAULT(nvmlDeviceGetFieldValues)) return NVML_ERROR_UNKNOWN;
     return fields(h, count, values);
 }
 
 EXPORT nvmlReturn_t nvmlDeviceClearFieldValues(nvml_device_t *h, int count, nvmlFieldValue_t *values)
 {
+    if (EMU_FAULT(nvmlDeviceClearFieldValues)) return NVML_ERROR_UNKNOWN;
     return fields(h, count, values);
 }

@@ -24,6 +24,7 @@ _Static_assert(sizeof(nvmlGpuDynamicPstatesInfo_t) == 132, "nvmlGpuDynamicPstate
 /* `size` is in bytes: room for NVML_MAX_GPU_PERF_PSTATES (16) entries, P0 then NVML_PSTATE_UNKNOWN. */
 EXPORT nvmlReturn_t nvmlDeviceGetSupportedPerformanceStates(nvml_device_t *h, int *pstates, unsigned size)
 {
+    if (EMU_FAULT(nvmlDeviceGetSupportedPerformanceStates)) return NVML_ERROR_UNKNOWN;
     DEVICE(h, d);
     (void)d;
     if (!pstates) return NVML_ERROR_INVALID_ARGUMENT;
@@ -35,6 +36,7 @@ EXPORT nvmlReturn_t nvmlDeviceGetSupportedPerformanceStates(nvml_device_t *h, in
 
 EXPORT nvmlReturn_t nvmlDeviceGetDynamicPstatesInfo(nvml_device_t *h, nvmlGpuDynamicPstatesInfo_t *info)
 {
+    if (EMU_FAULT(nvmlDeviceGetDynamicPstatesInfo)) return NVML_ERROR_UNKNOWN;
     DEVICE(h, d);
     (void)d;
     if (!info) return NVML_ERROR_INVALID_ARGUMENT;
@@ -45,6 +47,7 @@ EXPORT nvmlReturn_t nvmlDeviceGetDynamicPstatesInfo(nvml_device_t *h, nvmlGpuDyn
 /* The graphics (0) and memory (2) clocks have offsets, of P0 only: all 0. */
 EXPORT nvmlReturn_t nvmlDeviceGetClockOffsets(nvml_device_t *h, nvmlClockOffset_t *info)
 {
+    if (EMU_FAULT(nvmlDeviceGetClockOffsets)) return NVML_ERROR_UNKNOWN;
     DEVICE(h, d);
     (void)d;
     if (!info) return NVML_ERROR_INVALID_ARGUMENT;
@@ -60,6 +63,7 @@ EXPORT nvmlReturn_t nvmlDeviceGetClockOffsets(nvml_device_t *h, nvmlClockOffset_
 
 EXPORT nvmlReturn_t nvmlDeviceGetTopologyCommonAncestor(nvml_device_t *h1, nvml_device_t *h2, int *level)
 {
+    if (EMU_FAULT(nvmlDeviceGetTopologyCommonAncestor)) return NVML_ERROR_UNKNOWN;
     ENTER();
     int d1 = device_of(h1), d2 = device_of(h2);
     if (d1 < 0 || d2 < 0 || !level) return NVML_ERROR_INVALID_ARGUMENT;
@@ -90,6 +94,7 @@ static nvmlReturn_t device_list(int except, unsigned *count, nvml_device_t **out
 EXPORT nvmlReturn_t nvmlDeviceGetTopologyNearestGpus(nvml_device_t *h, int level, unsigned *count,
                                                      nvml_device_t **out)
 {
+    if (EMU_FAULT(nvmlDeviceGetTopologyNearestGpus)) return NVML_ERROR_UNKNOWN;
     DEVICE(h, d);
     if (level < TOPOLOGY_INTERNAL || level > TOPOLOGY_SYSTEM || level % 10) return NVML_ERROR_INVALID_ARGUMENT;
     if (level < TOPOLOGY_NODE) {
@@ -109,6 +114,7 @@ static long online_cpus(void)
 /* Every GPU is close to every online CPU. */
 EXPORT nvmlReturn_t nvmlSystemGetTopologyGpuSet(unsigned cpu, unsigned *count, nvml_device_t **out)
 {
+    if (EMU_FAULT(nvmlSystemGetTopologyGpuSet)) return NVML_ERROR_UNKNOWN;
     ENTER();
     if (cpu >= (unsigned long)online_cpus()) return NVML_ERROR_INVALID_ARGUMENT;
     return device_list(-1, count, out);
@@ -137,16 +143,19 @@ static nvmlReturn_t affinity(nvml_device_t *h, unsigned size, unsigned long *set
 
 EXPORT nvmlReturn_t nvmlDeviceGetCpuAffinityWithinScope(nvml_device_t *h, unsigned size, unsigned long *set, int scope)
 {
+    if (EMU_FAULT(nvmlDeviceGetCpuAffinityWithinScope)) return NVML_ERROR_UNKNOWN;
     return affinity(h, size, set, scope, online_cpus());
 }
 
 EXPORT nvmlReturn_t nvmlDeviceGetCpuAffinity(nvml_device_t *h, unsigned size, unsigned long *set)
 {
+    if (EMU_FAULT(nvmlDeviceGetCpuAffinity)) return NVML_ERROR_UNKNOWN;
     return affinity(h, size, set, AFFINITY_NODE, online_cpus());
 }
 
 EXPORT nvmlReturn_t nvmlDeviceGetMemoryAffinity(nvml_device_t *h, unsigned size, unsigned long *set, int scope)
 {
+    if (EMU_FAULT(nvmlDeviceGetMemoryAffinity)) return NVML_ERROR_UNKNOWN;
     return affinity(h, size, set, scope, 1);      /* NUMA node 0 */
 }
 
@@ -154,6 +163,7 @@ EXPORT nvmlReturn_t nvmlDeviceGetMemoryAffinity(nvml_device_t *h, unsigned size,
 
 EXPORT nvmlReturn_t nvmlDeviceSetPersistenceMode(nvml_device_t *h, int mode)
 {
+    if (EMU_FAULT(nvmlDeviceSetPersistenceMode)) return NVML_ERROR_UNKNOWN;
     DEVICE(h, d);
     (void)d;
     if (mode != 0 && mode != 1) return NVML_ERROR_INVALID_ARGUMENT;
