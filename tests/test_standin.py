@@ -98,6 +98,41 @@ print(json.dumps([h != 0, rt.cudaGetLastError(), rt.cudaLaunchKernel(), rt.cudaL
                      says.format("cuLaunchKernel", "CUDA_ERROR_NOT_SUPPORTED")]
 
 
+def test_a_kernel_launched_in_a_capture_is_a_kernel_node_that_cannot_launch(subprocess_python):
+    """cudaLaunchKernel on a capturing stream records a kernel node (torch's kernels inside a CUDA graph
+    capture): the capture ends and instantiates, the graph's launch is cudaErrorNotSupported and queues
+    nothing; outside a capture the launch is refused as before."""
+    got = _json(subprocess_python, """
+class dim3(c.Structure): _fields_ = [("x", c.c_uint), ("y", c.c_uint), ("z", c.c_uint)]
+rt.cudaLaunchKernel.argtypes = [c.c_void_p, dim3, dim3, c.c_void_p, c.c_size_t, c.c_void_p]
+P = c.c_void_p
+s, g, x, buf = P(), P(), P(), P()
+assert rt.cudaSetDevice(0) == 0 and rt.cudaStreamCreate(c.byref(s)) == 0 and rt.cudaMalloc(c.byref(buf), 64) == 0
+out = [rt.cudaLaunchKernel(0x1234, dim3(1, 1, 1), dim3(32, 1, 1), None, 0, s), rt.cudaGetLastError()]
+assert rt.cudaStreamBeginCapture(s, 0) == 0
+out += [rt.cudaMemsetAsync(buf, 7, 64, s), rt.cudaLaunchKernel(0x1234, dim3(1, 1, 1), dim3(32, 1, 1), None, 0, s),
+        rt.cudaMemsetAsync(buf, 9, 64, s)]
+out.append(rt.cudaStreamEndCapture(s, c.byref(g)))
+n = c.c_size_t(0)
+out.append(rt.cudaGraphGetNodes(g, None, c.byref(n)))
+nodes = (P * n.value)()
+rt.cudaGraphGetNodes(g, nodes, c.byref(n))
+types = []
+for nd in nodes:
+    t = c.c_int(-1); rt.cudaGraphNodeGetType(P(nd), c.byref(t)); types.append(t.value)
+out.append(types)
+out.append(rt.cudaGraphInstantiate(c.byref(x), g, 0))
+host = (c.c_ubyte * 64)()
+assert rt.cudaMemset(buf, 1, 64) == 0
+out += [rt.cudaGraphLaunch(x, s), rt.cudaStreamSynchronize(s)]
+assert rt.cudaMemcpy(host, buf, 64, 2) == 0
+out.append(bytes(host) == bytes([1]) * 64)           # nothing of the graph ran
+out += [rt.cudaGraphExecDestroy(x), rt.cudaGraphDestroy(g), rt.cudaFree(buf), rt.cudaStreamDestroy(s)]
+print(json.dumps(out))
+""")
+    assert got == [801, 801, 0, 0, 0, 0, 0, [2, 0, 2], 0, 801, 0, True, 0, 0, 0, 0]
+
+
 def test_unsupported_calls_are_quiet_without_the_trace(subprocess_python):
     proc = _run(subprocess_python, "print(rt.cudaGraphAddNode(), rt.cudaStreamBeginCaptureToGraph(), cu.cuModuleLoad())")
     assert proc.stdout.split() == ["801", "801", "801"] and proc.stderr == ""

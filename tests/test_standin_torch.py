@@ -124,3 +124,26 @@ print(out)
     proc = on_emu(code)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "[False, True, True, True]"
+
+
+def test_torch_captures_a_kernel_and_its_replay_is_not_supported():
+    """A kernel launched inside torch.cuda.graph (``x + 1``) is recorded as a kernel node: the capture and
+    instantiation succeed, as on a GPU; the replay is cudaErrorNotSupported (the emulator runs no kernels)."""
+    code = """
+import numpy as np, torch
+x = torch.from_numpy(np.zeros(16, np.float32)).cuda()
+g = torch.cuda.CUDAGraph()
+with torch.cuda.graph(g):
+    y = x + 1
+out = ["captured"]
+try:
+    g.replay()
+    torch.cuda.synchronize()
+    out.append("replayed")
+except Exception as e:
+    out.append(type(e).__name__ + ": " + str(e).splitlines()[0])
+print(out)
+"""
+    proc = on_emu(code)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "['captured', 'AcceleratorError: CUDA error: operation not supported']"

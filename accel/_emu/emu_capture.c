@@ -83,6 +83,24 @@ static gnode_t *capture_node(stream_t *s, int type, cudaError_t *err)
     return nd;
 }
 
+/* A kernel launch (the libcudart stand-in's cudaLaunchKernel) on stream h: 1 when h is capturing, with a
+ * kernel node recorded after the stream's dependencies (*err 0) or the capture's error in *err; 0 when h is
+ * not capturing (or not a stream), so the caller refuses the launch.  The emulator runs no kernels: a graph
+ * holding a kernel node instantiates, and its launch is cudaErrorNotSupported (emu_graph.c). */
+int emu_capture_kernel(void *h, int *err)
+{
+    INIT();
+    cudaError_t e = cudaSuccess;
+    pthread_mutex_lock(&G);
+    stream_t *s = g_init_err ? NULL : get_stream((cudaStream_t)h, &e);
+    int capturing = s && s->cap;
+    e = cudaSuccess;
+    if (capturing) capture_node(s, GN_KERNEL, &e);
+    pthread_mutex_unlock(&G);
+    *err = e;
+    return capturing;
+}
+
 cudaError_t capture_unsafe_slow(void)
 {
     if (t_capmode == MODE_RELAXED) return cudaSuccess;

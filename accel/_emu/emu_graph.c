@@ -460,6 +460,9 @@ static cudaError_t launch_items(gexec_t *x, item_t **items, size_t *k)
             if ((it = item_new(IT_WAIT))) { it->rec = e->sh->latest; it->rec->refs++; }
             break;
         }
+        case GN_KERNEL:
+            err = cudaErrorNotSupported;    /* captured launches: the emulator runs no kernels */
+            break;
         default:
             continue;               /* empty and memory nodes: order only */
         }

@@ -193,6 +193,10 @@ void emu_trace_unsupported(const char *name, atomic_int *seen);
     X(nvmlDeviceGetCpuAffinityWithinScope) X(nvmlDeviceGetCpuAffinity) X(nvmlDeviceGetMemoryAffinity) \
     X(nvmlDeviceSetPersistenceMode)
 
+/* emu_capture.c: a kernel launch on stream h; 1 when h is capturing (a kernel node recorded, else the
+ * capture's error in *err), 0 when it is not (the launch is then refused: the emulator runs no kernels). */
+int emu_capture_kernel(void *h, int *err);
+
 #define X_ENUM(s) SYM_##s,
 enum { EMU_SYMBOLS(X_ENUM) EMU_DRIVER_SYMBOLS(X_ENUM) EMU_STANDIN_SYMBOLS(X_ENUM) EMU_GRAPH_DRIVER_SYMBOLS(X_ENUM)
        EMU_NVML_SYMBOLS(X_ENUM) SYM_COUNT };

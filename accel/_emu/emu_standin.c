@@ -159,7 +159,49 @@ EXPORT cudaError_t cudaStreamAddCallback(cudaStream_t s, cudaStreamCallback_t cb
     }
 
 /* kernels, modules and libraries */
-UNSUPPORTED(__cudaGetKernel) UNSUPPORTED(__cudaLaunchKernel) UNSUPPORTED(cudaLaunchKernel)
+
+/* A launch on a capturing stream becomes a kernel node (the graph instantiates; launching it is
+ * cudaErrorNotSupported); anywhere else the launch is refused, named by ACCEL_EMU_TRACE. */
+static cudaError_t launch(const char *name, atomic_int *seen, cudaStream_t stream)
+{
+    int err = 0;
+    if (emu_capture_kernel(stream, &err)) return err ? (t_last = err) : cudaSuccess;
+    emu_trace_unsupported(name, seen);
+    return t_last = cudaErrorNotSupported;
+}
+
+EXPORT cudaError_t cudaLaunchKernel(const void *func, dim3 grid, dim3 block, void **args, size_t shmem,
+                                    cudaStream_t stream)
+{
+    (void)func; (void)grid; (void)block; (void)args; (void)shmem;
+    static atomic_int seen;
+    return launch("cudaLaunchKernel", &seen, stream);
+}
+
+/* CUDA 13's launch stubs (crt/host_runtime.h): a kernel handle per host stub, then __cudaLaunchKernel(_ptsz)
+ * with it.  The handle is the stub's address (never dereferenced: no kernel runs). */
+EXPORT cudaError_t __cudaGetKernel(void **kernel, const void *func)
+{
+    if (!kernel) return t_last = cudaErrorInvalidValue;
+    *kernel = (void *)func;
+    return cudaSuccess;
+}
+
+EXPORT cudaError_t __cudaLaunchKernel(void *kernel, dim3 grid, dim3 block, void **args, size_t shmem,
+                                      cudaStream_t stream)
+{
+    (void)kernel; (void)grid; (void)block; (void)args; (void)shmem;
+    static atomic_int seen;
+    return launch("__cudaLaunchKernel", &seen, stream);
+}
+
+EXPORT cudaError_t __cudaLaunchKernel_ptsz(void *kernel, dim3 grid, dim3 block, void **args, size_t shmem,
+                                           cudaStream_t stream)
+{
+    (void)kernel; (void)grid; (void)block; (void)args; (void)shmem;
+    static atomic_int seen;
+    return launch("__cudaLaunchKernel_ptsz", &seen, stream ? stream : (cudaStream_t)2);  /* per-thread default */
+}
 UNSUPPORTED(cudaLaunchKernelExC) UNSUPPORTED(cudaLaunchCooperativeKernel)
 UNSUPPORTED(cudaFuncGetAttributes) UNSUPPORTED(cudaFuncSetAttribute)
 UNSUPPORTED(cudaKernelSetAttributeForDevice) UNSUPPORTED(cudaOccupancyMaxActiveBlocksPerMultiprocessor)
