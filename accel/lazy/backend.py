@@ -78,10 +78,12 @@ class _Compiler:
         self.ns = dict(_GLOBALS)
         self.ns.update(_optable.HELPERS)
         self.lines = []
+        self.alias = {}     # node index -> the index whose variable already holds the same parameter read
         self.nbuf = 0
 
     def _var(self, node):
-        return f"v{self.index[node]}"
+        i = self.index[node]
+        return f"v{self.alias.get(i, i)}"
 
     def build(self):
         post, index = self.post, self.index
@@ -120,11 +122,17 @@ class _Compiler:
         pool = {}
         owned = {}          # base index -> buffer name
         lines = self.lines
+        reads = {}
         for i, node in enumerate(post):
             kind = kinds[i]
             out = f"v{i}"
             if i in param_of:
                 s = node.shapes[0]
+                read = (param_of[i], not s.sizes)
+                first = reads.setdefault(read, i)
+                if first != i:              # the same parameter read again (one per use in LTC's graph)
+                    self.alias[i] = first
+                    continue
                 lines.append(f"{out} = P[{param_of[i]}].{'value' if not s.sizes else 'array'}")
                 continue
             ins = [self._var(o.node) for o in node.operands]
