@@ -14,8 +14,9 @@ python twin's.  The default run stops at 1e5 ops / 1e5 nodes; ``ACCEL_BENCH_SCAL
 and 1e6 nodes (about a minute more; the python twin several).
 """
 import gc
+import importlib.util
 import os
-import random
+import pathlib
 
 import numpy as np
 import pytest
@@ -32,6 +33,11 @@ try:
     from accel._native import _ir as native_ir
 except ImportError:          # a -Dnative=false install: python only
     native_ir = None
+
+# bench/ runs with --import-mode=importlib: the sibling module is loaded by path
+_spec = importlib.util.spec_from_file_location("bench_lazy", pathlib.Path(__file__).with_name("test_bench_lazy.py"))
+_bench_lazy = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_bench_lazy)
 
 FULL = os.environ.get("ACCEL_BENCH_SCALING") == "full"
 LIVE = [0, 1_000, 10_000, 100_000]
@@ -224,20 +230,9 @@ def test_cached_mark_step(benchmark, n):
 # -- post_order on an N-node DAG ---------------------------------------------------------------------------
 
 def _dag(ir, n, seed=0):
-    """test_bench_lazy's DAG at size n: every node on the previous one and a near or random earlier one, a
-    tenth device data with shared handles."""
-    rnd = random.Random(seed)
-    s = ir.Shape(6, [2, 3])
-    shapes = (s,)
-    add, mul = ir.OpKind("aten::add"), ir.OpKind("aten::mul")
-    outs = [ir.Output(ir.device_data(s, 0))]
-    for i in range(1, n):
-        if i % 10 == 0:
-            outs.append(ir.Output(ir.device_data(s, rnd.randrange(1000))))
-            continue
-        far = outs[rnd.randrange(len(outs))] if rnd.random() < 0.5 else outs[max(0, len(outs) - 1 - rnd.randrange(16))]
-        outs.append(ir.Output(ir.Node(add if i % 3 else mul, (outs[-1], far), shapes)))
-    return outs[-1]
+    """test_bench_lazy's DAG (every node on the previous one and a near or random earlier one, a tenth device
+    data with shared handles) at size n."""
+    return _bench_lazy._dag(ir, n, seed)
 
 
 _dags = {}
