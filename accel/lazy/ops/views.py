@@ -404,13 +404,6 @@ def _const(v):
     return n
 
 
-def _no_inverse(what):
-    def rev(base, m):
-        raise NotImplementedError(f"an in-place update of a {what} view is not supported by accel.lazy yet "
-                                  "(torch records it with a *_scatter inverse)")
-    return rev
-
-
 def _slice(a, dim, start, end, step, alias=True):
     """aten::slice_copy(input, start, end, step), dim an attribute; start / end as given (Python's slice
     bounds, raw), normalised for the shape as torch's slice does."""
@@ -494,7 +487,8 @@ def _alias(a, alias=True):
     t = _emit("aten::alias_copy", (_view_input(a, alias),), s.dtype, s.sizes, None, "aten::alias_copy")
     if not alias:
         return t
-    return _view_of(a, t, lambda x: _alias(x, False), _no_inverse("alias"))
+    # the inverse (alias_inverse, never a view): alias_copy of the updated alias
+    return _view_of(a, t, lambda x: _alias(x, False), lambda base, m: _alias(m, False))
 
 
 def _narrow(a, dim, start, length):
@@ -567,6 +561,11 @@ def _getitem(a, index, alias_self=True):
     return _alias(r) if r is a and alias_self else r
 
 
+def _full_slice(a, sl):
+    start, stop, step = _slice_bounds(sl)
+    return bool(a._shape.sizes) and start == 0 and a._shape.sizes[0] <= stop and step == 1
+
+
 def _slice_bounds(sl):
     step = 1 if sl.step is None else _index(sl.step, "slice step")
     if step <= 0:
@@ -618,9 +617,9 @@ def _movedim(a, source, destination):
         perm[d_] = s_
     rest = iter(i for i in range(nd) if i not in src)
     perm = [p if p != -1 else next(rest) for p in perm]
-    if perm == list(range(nd)):
-        return a
-    return _permute(a, perm)
+    if not nd:                           # torch: a 0-dim tensor's movedim is its alias
+        return _alias(a)
+    return _permute(a, perm)             # the identity too: LTC records permute_copy
 
 
 def _stack(tensors, dim=0):
@@ -641,11 +640,11 @@ def _stack(tensors, dim=0):
         raise IndexError(f"Dimension out of range (expected to be in range of [{-(nd + 1)}, {nd}], but got {d})")
     axis = d + nd + 1 if d < 0 else d
     code = tensors[0]._shape.dtype
-    for t in tensors:
-        if t._shape.dtype != code:
-            # LTC's shape function gives the first tensor's dtype where eager torch promotes: not reproduced
-            raise NotImplementedError("stack() of tensors of different dtypes is not supported by accel.lazy "
-                                      "(cast them to one dtype first)")
+    if D.result_type([(t._shape.dtype, D.DIM) for t in tensors]) != code:
+        # LTC's shape function gives the first tensor's dtype where eager torch promotes to another: torch
+        # disagrees with itself there, so accel refuses rather than pick one
+        raise NotImplementedError("stack() of tensors whose promoted dtype is not the first tensor's is not "
+                                  "supported by accel.lazy (cast them to one dtype first)")
     _fn_counter("stack")[0] += 1
     lst = Node(_op("lazy_tensors::tensor_list"), [t._ir() for t in tensors], ())
     sizes = first[:axis] + (len(tensors),) + first[axis:]
@@ -773,8 +772,16 @@ def _setitem_m(self, index, value):
         value = _number_tensor(v)
     if index is Ellipsis:
         view = self
+    elif type(index) is slice and _full_slice(self, index):
+        view = self                      # torch's setitem skips a lone slice covering the whole dim
     else:
         view = _getitem(self, index, False)
+    vs = tuple(value._shape.sizes)
+    if vs != tuple(view._shape.sizes):
+        k = 0                            # torch's copy_to: a view of the value without its leading 1-dims
+        while k < len(vs) and vs[k] == 1:
+            k += 1
+        value = _view(value, vs[k:], "view_copy_symint")
     view.copy_(value)
 
 
@@ -876,7 +883,7 @@ declare("select_scatter", {}, {}, [Kernel("aten::select_scatter", lambda k: _k_s
 declare("slice_scatter", {}, {}, [Kernel("aten::slice_scatter", lambda k: _k_scatter(k, "slice"))])
 declare("flatten", {"flatten": _flatten_m}, {"flatten": flatten})
 declare("unflatten", {"unflatten": _unflatten_m}, {"unflatten": unflatten})
-declare("view_as", {"view_as": _view_as_m})
+declare("view_as", {"view_as": _view_as_m, "reshape_as": _view_as_m})
 declare("expand_as", {"expand_as": _expand_as_m})
 declare("movedim", {"movedim": _movedim_m}, {"movedim": movedim})
 declare("stack", {}, {"stack": stack}, [Kernel("aten::stack", _k_stack)])
