@@ -74,7 +74,6 @@ EXPORT CUresult cuMemDiscardAndPrefetchBatchAsync(CUdeviceptr *ptrs, size_t *siz
                                                   unsigned long long flags, CUstream s);
 
 /* emu_drvpoolipc.c: sharing pools (within the process).  cuMemPoolCreate tells it a pool's handle types. */
-void emu_pool_handle_types(CUmemoryPool pool, int types);
 EXPORT CUresult cuMemPoolExportToShareableHandle(void *out, CUmemoryPool pool, int type, unsigned long long flags);
 EXPORT CUresult cuMemPoolImportFromShareableHandle(CUmemoryPool *out, void *handle, int type,
                                                    unsigned long long flags);
