@@ -515,6 +515,7 @@ static poolrec_t **g_upools;        /* created pools by slot; NULL when free */
 static uint64_t *g_upool_gen;       /* each slot's generation */
 static size_t *g_freeslots;         /* free slots below g_nupools */
 static size_t g_nupools, g_capupools, g_nfreeslots;
+static size_t g_npoolrecs;          /* created pools' records: live pools, and destroyed ones still in use */
 static cudaMemPool_t g_curpool[MAX_DEVICES];  /* cudaDeviceSetMemPool; NULL: the default pool */
 #define LOC_SLOTS (MAX_DEVICES + 4)
 static cudaMemPool_t g_locdefault[LOC_SLOTS], g_loccurrent[LOC_SLOTS];  /* pools by location (below) */
@@ -637,7 +638,10 @@ static void pool_trim(mempool_t *mp, uint64_t keep)
  * no free block.  G held. */
 static void pool_gone_if_idle(mempool_t *mp)
 {
-    if (!mp->handle && !mp->used && !mp->nblocks && (mp < g_pools || mp >= g_pools + MAX_DEVICES)) free(mp);
+    if (!mp->handle && !mp->used && !mp->nblocks && (mp < g_pools || mp >= g_pools + MAX_DEVICES)) {
+        free(mp);
+        g_npoolrecs--;
+    }
 }
 
 /* A freed pool allocation's block, back in its pool (from alloc_unref, G held).  O(log k). */
@@ -1123,7 +1127,8 @@ EXPORT cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *at, co
 struct cudaMemPoolProps_head { int allocType, handleTypes, locType, locId; void *win32; size_t maxSize; };
 enum { cudaMemAllocationTypePinned = 1, cudaMemAllocationTypeManaged = 2, cudaMemLocationTypeDevice = 1,
        cudaMemLocationTypeHost = 2, cudaMemLocationTypeHostNuma = 3, cudaMemLocationTypeHostNumaCurrent = 4,
-       cudaMemAccessFlagsProtNone = 0, cudaMemAccessFlagsProtReadWrite = 3, HOST_NUMA_NODES = 1 };
+       cudaMemAccessFlagsProtNone = 0, cudaMemAccessFlagsProtReadWrite = 3, HOST_NUMA_NODES = 1,
+       LOCATION_LOCALITY_DOMAIN = 6 };
 
 /* The pool's device and its location, from the properties; an error for properties the driver refuses.
  * Pinned memory: on a device, or on the host (its one NUMA node, node 0, named or not: a HOST location's
@@ -1148,6 +1153,7 @@ static cudaError_t pool_location(const struct cudaMemPoolProps_head *pr, int *de
         return pr->handleTypes ? cudaErrorInvalidValue : cudaSuccess;
     }
     if (pr->locType == cudaMemLocationTypeHostNuma && pr->locId >= 0 && pr->locId < HOST_NUMA_NODES) return cudaSuccess;
+    if (pr->locType == LOCATION_LOCALITY_DOMAIN) return cudaErrorNotSupported;     /* not modelled */
     return cudaErrorInvalidValue;       /* none, the current NUMA node, a node the host has not, others */
 }
 
@@ -1186,6 +1192,7 @@ static cudaError_t pool_create(cudaMemPool_t *out, const struct cudaMemPoolProps
         free(mp);
         return cudaErrorMemoryAllocation;
     }
+    g_npoolrecs++;
     mp->ready = 1;
     mp->reuse[0] = mp->reuse[1] = mp->reuse[2] = 1;
     mp->managed = pr->allocType == cudaMemAllocationTypeManaged;
@@ -1244,6 +1251,17 @@ EXPORT cudaError_t cudaMemPoolDestroy(cudaMemPool_t h)
     return ok ? cudaSuccess : fail(cudaErrorInvalidValue);
 }
 
+/* For leak tests (accelEmuLiveStreams' companion): the records of pools made by cudaMemPoolCreate (a
+ * destroyed pool's go with its last allocation), and in *slots (if not NULL) the pool table's size. */
+EXPORT size_t accelEmuLivePools(size_t *slots)
+{
+    pthread_mutex_lock(&G);
+    size_t n = g_npoolrecs;
+    if (slots) *slots = g_nupools;
+    pthread_mutex_unlock(&G);
+    return n;
+}
+
 EXPORT cudaError_t cudaDeviceSetMemPool(int dev, cudaMemPool_t h)
 {
     RT_ENTER(cudaDeviceSetMemPool, cudaErrorUnknown);
@@ -1263,7 +1281,7 @@ EXPORT cudaError_t cudaDeviceSetMemPool(int dev, cudaMemPool_t h)
  * managed memory (for a device, the host or no location): a default pool made on first use, which cannot
  * be destroyed, and a current one, which must be a pool of that kind and location (a managed location's
  * current pool: any live pool).  A destroyed current pool leaves its location's default current. */
-enum { LOC_MANAGED_HOST = MAX_DEVICES, LOC_MANAGED_NONE, LOC_PINNED_HOST, LOC_PINNED_NUMA, LOCATION_LOCALITY_DOMAIN = 6 };
+enum { LOC_MANAGED_HOST = MAX_DEVICES, LOC_MANAGED_NONE, LOC_PINNED_HOST, LOC_PINNED_NUMA };
 
 /* The slot of location loc for allocation type `type` (-1: a device's pinned memory), or the error. */
 static cudaError_t location_slot(const void *location, int type, int *slot, int *loc)
