@@ -118,6 +118,23 @@ out(r)
         "max_size": [OK, OOM, [OK, 4096]]}
 
 
+def test_location_defaults_stay_and_a_maximum_size_holds_for_every_pool(subprocess_python):
+    # a location's default pool (managed memory's too) cannot be destroyed; maxSize bounds a device's pool and
+    # a managed one as a host one (CUDA_ERROR_OUT_OF_MEMORY past it), and is reported
+    got = _json(subprocess_python, """
+m = VP(); assert cu.cuMemGetDefaultMemPool(R(m), R(Location(0, 0)), 2) == 0
+s = stream_on(0)
+r = [cu.cuMemPoolDestroy(m)]
+for p in (Props(1, 0, 1, 0, None, 8192), Props(2, 0, 1, 1, None, 8192)):
+    pool, a, b = new_pool(p), D(), D()
+    r.append([cu.cuMemAllocFromPoolAsync(R(a), 8000, pool, s), cu.cuMemAllocFromPoolAsync(R(b), 600, pool, s),
+              pool_attr(pool, 13), cu.cuMemFreeAsync(a, s), rt.cudaStreamSynchronize(s),
+              cu.cuMemAllocFromPoolAsync(R(b), 600, pool, s)])
+out(r)
+""")
+    assert got == [INVALID_VALUE] + [[OK, OOM, [OK, 8192], OK, OK, OK]] * 2
+
+
 def test_host_pool_access(subprocess_python):
     # The host always has read-write access to a pool of its memory; devices what was set (none at first);
     # a device's pool answers for devices only
