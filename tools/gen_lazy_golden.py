@@ -429,6 +429,31 @@ PROGRAMS += [
      "x0[:, 2:] = 0\nm = x0.masked_fill(T.ones(4, 4, device=D).tril() == 0, -1e9)\nout = [m.softmax(-1), x0]"),
 ]
 
+# Selection (issue 19): topk / sort / argsort / max(dim) as LTC's two-output nodes (``num_outputs=2``, operands
+# ``%n.1``), min(dim) and stable sorts eager; advanced indexing (integer / boolean index tensors: aten::index.Tensor
+# and aten::_index_put_impl_ run eagerly, as in LTC), masked_select / nonzero (data-dependent shapes: eager),
+# scatter / index_add (eager), scatter_add (traced), one_hot.  ``u`` below makes tie-free values (topk's order of
+# equal elements is unspecified in torch).
+_U = "u = x0 + T.arange({n}, device=D).reshape({shape}).float() * 0.001\n"
+PROGRAMS_SELECTION = [
+    ("sel_topk", "f32[2,3,4]", _U.format(n=24, shape="2, 3, 4") +
+     "v, i = u.topk(2)\nr = T.topk(u, 1, dim=1, largest=False)\nout = [v, i, r.values, r.indices, u.topk(2, 0).values]"),
+    ("sel_topk_idx", "f32[3,5]", _U.format(n=15, shape="3, 5") + "out = [u.topk(2).indices, u.topk(k=4, sorted=True)[0] * 2]"),
+    ("sel_sort", "f32[2,3,4]", _U.format(n=24, shape="2, 3, 4") +
+     "s = u.sort()\nout = [s.values, s.indices, u.sort(1, descending=True)[1], T.sort(u, 0)[0]]"),
+    ("sel_argsort", "f32[3,5]", _U.format(n=15, shape="3, 5") +
+     "out = [u.argsort(), T.argsort(u, 0, descending=True), u.argsort(-1, True) + 1]"),
+    ("sel_sort_int", "i64[4,6]", "out = [x0.sort(stable=True)[0], x0.argsort(stable=True), x0.max(1)[0], x0.max(0).indices * 0]"),
+    ("sel_max_dim", "f32[2,3,4]", _U.format(n=24, shape="2, 3, 4") +
+     "m = u.max(1)\nout = [m.values, m.indices, u.max(-1, keepdim=True)[0], T.max(u, 0)[1], "
+     "u.max(1).values * 2 + u.max(1)[1]]"),
+    ("sel_min_dim", "f32[2,3,4]", _U.format(n=24, shape="2, 3, 4") +
+     "m = u.min(1)\nout = [m.values, m.indices, T.min(u, -1, keepdim=True)[0] + 1]"),
+    ("sel_max_dim_0d", "f32[]", "m = x0.max(0)\nout = [m[0], m[1], x0.sort()[1]]"),
+]
+
+PROGRAMS += PROGRAMS_SELECTION
+
 DOT_EVERY = 5                 # _get_tensors_dot is recorded for every 5th program (it is long)
 # Counter scenarios: the code sees T, tensor(array), mark_step(), graph_hash(ts), sync_multi(ts),
 # to_numpy(t), record(ts) (takes the IR text of ts), reuse(flag) (set_reuse_ir) and np; the LTC counters
