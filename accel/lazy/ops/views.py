@@ -757,10 +757,6 @@ def _eager_roll(args, shifts, axes):
 helpers(_stack=_np.stack, _flip=_np.flip, _tile=_np.tile)
 
 
-def _getitem_m(self, index):
-    return _getitem(self, index)
-
-
 def _setitem_m(self, index, value):
     """t[index] = value as torch records it: the indexed view (select / slice / unsqueeze views), then copy_ of
     the value into it (a Python number as a CPU tensor), written back into ``t`` through the views'
@@ -867,7 +863,6 @@ def stack(tensors, dim=0):
 
 
 declare("prim::Constant", {}, {}, [Kernel("prim::Constant", _k_const)])
-declare("getitem", {"__getitem__": _getitem_m, "__setitem__": _setitem_m})
 declare("slice", {}, {}, [Kernel("aten::slice_copy", _k_slice, view=True)])
 declare("narrow", {"narrow": _narrow_m}, {"narrow": narrow})
 declare("select", {"select": _select_m}, {"select": select}, [Kernel("aten::select_copy", _k_select, view=True)])
