@@ -241,4 +241,4 @@ declare("topk", {"topk": _topk_m}, {"topk": _topk_f}, [Kernel("aten::topk", _k_t
 declare("sort", {"sort": _sort_m}, {"sort": _sort_f}, [Kernel("aten::sort", _k_sort)])
 declare("argsort", {"argsort": _argsort_m}, {"argsort": _argsort_f})
 declare("max.dim", {}, {}, [Kernel("aten::max.dim", _k_max_dim)])
-classes(**{"aten::topk": "TopK", "aten::sort": "Sort", "aten::max.dim": "MaxInDim"})
+classes(**{"aten::topk": "Topk", "aten::sort": "Sort", "aten::max.dim": "MaxDim"})
