@@ -174,10 +174,8 @@ def _np_key(x_ndim, dims, idx):
 
 
 def _torch_index_error(exc):
-    msg = str(exc).replace(" axis ", " dimension ")
-    if "boolean index did not match" in msg:
-        return IndexError(msg)
-    return IndexError(msg)
+    """numpy's IndexError of an out-of-range index in torch's words."""
+    return IndexError(str(exc).replace(" axis ", " dimension "))
 
 
 def _eager_index(args, dims):
@@ -209,7 +207,7 @@ def _value_sizes(value):
     return s[k:]
 
 
-def _index_put(target, dims, idx, value, accumulate, what="index_put_"):
+def _index_put(target, dims, idx, value, accumulate):
     """aten::_index_put_impl_ (eager): the new value of ``target`` (a data tensor)."""
     if value._shape.dtype != target._shape.dtype:
         raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
@@ -304,7 +302,7 @@ def index_put(self, indices, values, accumulate=False):
     _check_tensor(self, "index_put() self")
     _check_tensor(values, "index_put() values")
     dims, idx = _put_indices(self, indices, "index_put")
-    return _index_put(self, dims, idx, values, bool(accumulate), "index_put")
+    return _index_put(self, dims, idx, values, bool(accumulate))
 
 
 # ---------------------------------------------------------------- masked_select / nonzero
