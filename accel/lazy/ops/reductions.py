@@ -4,6 +4,7 @@ import numpy as _np
 from accel.lazy import _dtypes as D
 from accel.lazy._optable import Kernel, classes, declare
 from accel.lazy.executor import fallback
+from accel.lazy.ops.sorting import max_dim as _max_dim, min_dim as _min_dim
 from accel import _impl
 from accel.lazy._optable import helpers
 from accel.lazy.tensors import (
@@ -294,9 +295,8 @@ def _all_any(name, a, dim=None, keepdim=False):
 
 def _min_max(name, a, dim=None, keepdim=False):
     _check_tensor(a, f"{name}() input")
-    if dim is not None:
-        raise NotImplementedError(f"{name}(dim) (values and indices: a two-output node) is not supported by "
-                                  f"accel.lazy yet; use amax / argmax")
+    if dim is not None:                 # (values, indices): accel.lazy.ops.sorting
+        return (_max_dim if name == "max" else _min_dim)(a, dim, keepdim)
     if not _numel(a._shape.sizes):
         raise RuntimeError(f"{name}(): Expected reduction dim to be specified for input.numel() == 0. Specify "
                            "the reduction dim with the 'dim' argument.")

@@ -7,11 +7,12 @@ from accel.lazy import _dtypes as D
 from accel.lazy import inplace as _inplace
 from accel.lazy._optable import Kernel, classes, declare, helpers
 from accel.lazy.executor import fallback
+from accel.lazy.ops.factories import _empty
+from accel.lazy.ops.inplace import fill_ as _fill
 from accel.lazy.ops.reductions import _reduce
 from accel.lazy.tensors import (
     ALL_DIMS, LazyTensor, Node, _check_tensor, _dim_list, _emit, _fmt_size, _fn_counter, _index, _int_list,
     _as_number, _needs_args, _norm_dim, _op, _seed, _shape, _wrap_plain, set_attrs)
-from accel.lazy.tensors import tensor as _tensor
 
 _hash = _impl.module("_hash")
 
@@ -756,38 +757,45 @@ def _eager_roll(args, shifts, axes):
 helpers(_stack=_np.stack, _flip=_np.flip, _tile=_np.tile)
 
 
-def _getitem_m(self, index):
-    return _getitem(self, index)
-
-
 def _setitem_m(self, index, value):
-    """t[index] = value as torch records it: the indexed view (select / slice / unsqueeze views), then copy_ of
-    the value into it (a Python number as a CPU tensor), written back into ``t`` through the views'
-    inverses (select_scatter / slice_scatter) when ``t`` is next used."""
-    if type(value) is not LazyTensor:
+    """t[index] = value as torch records it: a Python number becomes a 0-dim tensor of ``t``'s dtype
+    (at::scalar_tensor on the lazy device: empty, then fill_), then the indexed view (select / slice / unsqueeze
+    views) takes it through copy_to, written back into ``t`` through the views' inverses (select_scatter /
+    slice_scatter) when ``t`` is next used."""
+    number = type(value) is not LazyTensor
+    if number:
         v = _as_number(value)
         if v is None:
             raise TypeError(f"t[...] = value: value must be a lazy tensor or a Python number, got "
                             f"{type(value).__name__}: {value!r}")
-        value = _number_tensor(v)
+        value = _fill(_empty((), self._shape.dtype), v)
     if index is Ellipsis:
         view = self
     elif type(index) is slice and _full_slice(self, index):
         view = self                      # torch's setitem skips a lone slice covering the whole dim
     else:
         view = _getitem(self, index, False)
-    vs = tuple(value._shape.sizes)
-    if vs != tuple(view._shape.sizes):
-        k = 0                            # torch's copy_to: a view of the value without its leading 1-dims
-        while k < len(vs) and vs[k] == 1:
-            k += 1
-        value = _view(value, vs[k:], "view_copy_symint")
-    view.copy_(value)
+    copy_to(view, value, number)
 
 
-def _number_tensor(v):
-    t = type(v)
-    return _tensor(_np.array(v, _np.float64 if t is float else (_np.int64 if t is int else _np.bool_)))
+def _prefix1s_stripped(sizes):
+    k = 0
+    while k < len(sizes) and sizes[k] == 1:
+        k += 1
+    return sizes[k:]
+
+
+def copy_to(dst, src, number=False):
+    """at::indexing::copy_to: copy_ when the sizes agree, else ``src`` viewed without its leading 1s and expanded
+    to ``dst``'s sizes first.  For a Python-number value LTC counts that view and expand twice."""
+    ds = dst._shape.sizes
+    if src._shape.sizes != ds:
+        src = _view(src, _prefix1s_stripped(src._shape.sizes), "view_copy_symint", False)
+        src = _expand(src, ds, False)
+        if number:
+            _fn_counter("view_copy_symint")[0] += 1
+            _fn_counter("expand_copy_symint")[0] += 1
+    dst.copy_(src)
 
 
 def _narrow_m(self, dim, start, length):
@@ -874,7 +882,6 @@ def stack(tensors, dim=0):
 
 
 declare("prim::Constant", {}, {}, [Kernel("prim::Constant", _k_const)])
-declare("getitem", {"__getitem__": _getitem_m, "__setitem__": _setitem_m})
 declare("slice", {}, {}, [Kernel("aten::slice_copy", _k_slice, view=True)])
 declare("narrow", {"narrow": _narrow_m}, {"narrow": narrow})
 declare("select", {"select": _select_m}, {"select": select}, [Kernel("aten::select_copy", _k_select, view=True)])
