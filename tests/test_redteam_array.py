@@ -8,6 +8,7 @@ import importlib
 import importlib.util
 import os
 import pathlib
+import re
 
 import numpy as np
 import pytest
@@ -57,7 +58,6 @@ def _capsule(cap):
 
 # -- shapes numpy refuses --------------------------------------------------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="shapes numpy calls too big are accepted when empty; DLPack strides truncated")
 @pytest.mark.parametrize("shape", [(0, 2**62, 2**62), (0, 2**30, 2**30, 2**30), (2**40, 0, 2**40)])
 def test_shape_too_big_is_refused_even_when_empty(mem, shape):
     """numpy refuses an array whose non-zero dimensions multiply past 2**63 bytes, even with a 0 in the shape
@@ -66,7 +66,7 @@ def test_shape_too_big_is_refused_even_when_empty(mem, shape):
     buf = mem.alloc(0)
     with pytest.raises(ValueError, match=r"too big"):
         np.empty(shape, np.float64)
-    with pytest.raises(ValueError, match=rf"^a DeviceArray of shape {shape} and item size 8 is too big"):
+    with pytest.raises(ValueError, match=rf"^a DeviceArray of shape {re.escape(str(shape))} and item size 8 is too big"):
         mem.as_array(buf, np.float64, shape)
     x = mem.as_array(mem.alloc(8), np.float64, (1,))
     with pytest.raises(ValueError, match=r"too big"):
@@ -87,7 +87,6 @@ def streams_of(mem):
     return importlib.import_module(mem.__name__.replace("_memory", "_stream"))
 
 
-@pytest.mark.xfail(strict=True, reason="65-dimensional arrays are accepted")
 def test_more_than_64_dimensions_are_refused(mem):
     """numpy's limit is 64 dimensions; a 65-dimensional DeviceArray could not be copied to the host."""
     buf = mem.alloc(8)
@@ -100,7 +99,6 @@ def test_more_than_64_dimensions_are_refused(mem):
     buf.free()
 
 
-@pytest.mark.xfail(strict=True, reason="empty() accepts shapes numpy refuses")
 def test_public_empty_refuses_what_numpy_refuses():
     before = cuda.memory_allocated(0)
     for shape in ((0, 2**62, 2**62), (1,) * 65):
@@ -111,7 +109,6 @@ def test_public_empty_refuses_what_numpy_refuses():
     assert cuda.memory_allocated(0) == before
 
 
-@pytest.mark.xfail(strict=True, reason="a capsule's ndim is read without a bound")
 def test_dlpack_capsule_with_more_than_64_dims_is_refused_unread(mem):
     """A capsule's ndim beyond numpy's 64 is refused before its shape is read (a lying ndim would read
     past the producer's shape array); the capsule stays unconsumed for its producer to delete."""
@@ -128,7 +125,6 @@ def test_dlpack_capsule_with_more_than_64_dims_is_refused_unread(mem):
     a.free()
 
 
-@pytest.mark.xfail(strict=True, reason="an ndarray shape gets numpy's internal message")
 def test_shape_may_be_a_numpy_integer_array():
     """numpy takes a 1-d integer array as a shape; accel answered with numpy's internal message."""
     a = cuda.empty(np.array([2, 3]), np.float32)
@@ -140,7 +136,6 @@ def test_shape_may_be_a_numpy_integer_array():
 
 # -- writes through overlapping views --------------------------------------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="writes through overlapping views keep the last")
 def test_copy_from_host_into_a_self_overlapping_view_is_refused(mem, rt, streams):
     """A producer's broadcast view (stride 0, as torch's expand exports it) has elements sharing bytes:
     copy_from_host wrote each row over the last and kept only the last (torch refuses such writes)."""
@@ -167,7 +162,6 @@ def test_copy_from_host_into_a_self_overlapping_view_is_refused(mem, rt, streams
 
 # -- the CUDA Array Interface ----------------------------------------------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="empty views export their address")
 def test_cai_of_an_empty_view_has_a_null_pointer(mem):
     """CAI v3: "For zero-size arrays, use 0 here" (the buffer's own export does; a[2:2] gave its address)."""
     a = _dev(mem, np.arange(24, dtype=np.float32).reshape(4, 6))
@@ -177,7 +171,6 @@ def test_cai_of_an_empty_view_has_a_null_pointer(mem):
     a.free()
 
 
-@pytest.mark.xfail(strict=True, reason="the CAI mask is ignored")
 def test_cai_mask_is_refused(mem, rt, streams):
     """CAI v3's ``mask`` marks invalid elements; accel ignored it and read them as data."""
     before = mem.memory_allocated(0)
@@ -197,7 +190,6 @@ STRUCT = np.dtype([("a", "<f4"), ("b", "u1"), ("c", "<i2", (2,))])
 ALIGNED = np.dtype([("a", "u1"), ("b", "<f8")], align=True)
 
 
-@pytest.mark.xfail(strict=True, reason="structured dtypes leave as void")
 @pytest.mark.parametrize("dtype", [STRUCT, ALIGNED], ids=["packed", "aligned"])
 def test_cai_keeps_a_structured_dtype(mem, rt, streams, dtype):
     """A structured dtype went out as typestr '|V9' alone and came back as void: the export now carries
@@ -243,7 +235,6 @@ class _BadDevice:
         return self.cap
 
 
-@pytest.mark.xfail(strict=True, reason="a malformed __dlpack_device__ gets an unpacking error")
 @pytest.mark.parametrize("dev", ["cuda", (2,), (2, 0, 0), None, (2, "0")])
 def test_malformed_dlpack_device_is_named(mem, dev):
     with pytest.raises(TypeError, match=r"^__dlpack_device__\(\) must return a tuple of two ints \(device type, "
@@ -251,7 +242,6 @@ def test_malformed_dlpack_device_is_named(mem, dev):
         _mi.from_dlpack(mem, streams_of(mem), _BadDevice(dev), True)
 
 
-@pytest.mark.xfail(strict=True, reason="the capsule's device is not checked")
 def test_capsule_on_another_device_than_dlpack_device_says_is_refused(mem):
     """The stream accel waits on is the one of the device __dlpack_device__ names; a capsule on another
     device got a DeviceArray whose stream was on the wrong device."""
@@ -268,7 +258,6 @@ def test_capsule_on_another_device_than_dlpack_device_says_is_refused(mem):
 
 # -- numpy conversion -----------------------------------------------------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="np.asarray makes an object array of views")
 def test_numpy_conversion_is_refused(mem):
     """np.asarray(a) iterated the sequence protocol into an object array of 0-d DeviceArrays (CuPy and
     torch refuse the implicit conversion); copy_to_host is the way."""

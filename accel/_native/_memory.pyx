@@ -674,6 +674,10 @@ cdef class DeviceArray:
         """``(2, device)``: kDLCUDA."""
         return (_mi.KDLCUDA, self._buf._dev)
 
+    def __array__(self, dtype=None, copy=None):
+        """Refused: numpy would read the array as a sequence of 0-d views (CuPy and torch refuse too)."""
+        raise TypeError("a DeviceArray is device memory: use copy_to_host() for a numpy array")
+
     def __repr__(self):
         state = "freed" if not self._buf._live else f"ptr={self._ptr:#x}"
         return (f"<accel.cuda.DeviceArray shape={self._shape} dtype={self._dtype} device=cuda:{self._buf._dev} "
@@ -780,7 +784,7 @@ def as_array(buf, dtype, shape, strides=None, offset=0):
     cdef Py_ssize_t k, n
     if type(buf) is not DeviceBuffer:
         raise TypeError(f"buf must be a DeviceBuffer, got {type(buf).__name__}")
-    if strides is None and type(offset) is int and offset == 0 and type(shape) is tuple:
+    if strides is None and type(offset) is int and offset == 0 and type(shape) is tuple and len(shape) <= 64:
         # to_device's and empty's case, checked in C: a numpy dtype, a tuple of ints, C-contiguous
         dt = dtype
         if isinstance(dt, _np().dtype) and dt.itemsize and not dt.hasobject and dt.subdtype is None:
@@ -788,8 +792,8 @@ def as_array(buf, dtype, shape, strides=None, offset=0):
             st = [0] * len(<tuple>shape)
             for k in range(len(<tuple>shape) - 1, -1, -1):
                 d = (<tuple>shape)[k]
-                if type(d) is not int or d < 0 or d >= FAST or (d and <size_t>n > (<DeviceBuffer>buf)._n // <size_t>d):
-                    break           # the general path says what is wrong (or that it does not fit)
+                if type(d) is not int or d <= 0 or d >= FAST or (d and <size_t>n > (<DeviceBuffer>buf)._n // <size_t>d):
+                    break           # the general path says what is wrong, checks an empty shape, or that it does not fit
                 st[k] = n
                 n *= <Py_ssize_t>d
             else:

@@ -634,6 +634,10 @@ class DeviceArray:
         """``(2, device)``: kDLCUDA."""
         return (_mi.KDLCUDA, self._buf._dev)
 
+    def __array__(self, dtype=None, copy=None):
+        """Refused: numpy would read the array as a sequence of 0-d views (CuPy and torch refuse too)."""
+        raise TypeError("a DeviceArray is device memory: use copy_to_host() for a numpy array")
+
     def __repr__(self):
         state = "freed" if not self._buf._live else f"ptr={self._ptr:#x}"
         return (f"<accel.cuda.DeviceArray shape={self._shape} dtype={self._dtype} device=cuda:{self._buf._dev} "
@@ -712,7 +716,7 @@ def as_array(buf, dtype, shape, strides=None, offset=0):
     from byte ``offset`` (element 0's); ValueError when the layout reaches outside the buffer."""
     if type(buf) is not DeviceBuffer:
         raise TypeError(f"buf must be a DeviceBuffer, got {type(buf).__name__}")
-    if strides is None and type(offset) is int and offset == 0 and type(shape) is tuple:
+    if strides is None and type(offset) is int and offset == 0 and type(shape) is tuple and len(shape) <= 64:
         # to_device's and empty's case: a numpy dtype, a tuple of ints, C-contiguous (as the native twin)
         dt = dtype
         if isinstance(dt, _np().dtype) and dt.itemsize and not dt.hasobject and dt.subdtype is None:
@@ -720,7 +724,7 @@ def as_array(buf, dtype, shape, strides=None, offset=0):
             st = [0] * len(shape)
             for k in range(len(shape) - 1, -1, -1):
                 d = shape[k]
-                if type(d) is not int or d < 0 or d >= _FAST:
+                if type(d) is not int or d <= 0 or d >= _FAST:
                     break
                 st[k] = n
                 n *= d
