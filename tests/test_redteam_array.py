@@ -299,3 +299,52 @@ def test_view_none_is_numpys_float64(mem):
     a = _dev(mem, x)
     assert a.view(None).dtype == x.view(None).dtype == np.float64
     a.free()
+
+
+# -- malformed CUDA Array Interface dicts ----------------------------------------------------------------------
+
+_MALFORMED = [
+    ("not a dict", [1, 2], TypeError, r"^__cuda_array_interface__ must be a dict, got list: \[1, 2\]$"),
+    ("no data", {"data": KeyError}, ValueError, r"^the CUDA array interface has no 'data' entry \(shape, typestr "
+                                                r"and data are required\)"),
+    ("no shape", {"shape": KeyError}, ValueError, r"has no 'shape' entry"),
+    ("no typestr", {"typestr": KeyError}, ValueError, r"has no 'typestr' entry"),
+    ("data None", {"data": None}, TypeError, r"^the CUDA array's data must be a tuple \(pointer, read-only flag\), "
+                                             r"got NoneType: None$"),
+    ("data int", {"data": 4096}, TypeError, r"data must be a tuple \(pointer, read-only flag\), got int: 4096$"),
+    ("data 1-tuple", {"data": (4096,)}, TypeError, r"got tuple: \(4096,\)$"),
+    ("data str pointer", {"data": ("0x10", False)}, TypeError, r"^the CUDA array's data pointer must be an int, "
+                                                               r"got str: '0x10'$"),
+    ("data negative", {"data": (-1, False)}, ValueError, r"^the CUDA array's data pointer must be in "
+                                                         r"\[0, 2\*\*64\), got -1$"),
+    ("data huge", {"data": (2**70, False)}, ValueError, r"got 1180591620717411303424$"),
+    ("shape int", {"shape": 6}, TypeError, r"^the CUDA array's shape must be a tuple of ints, got int: 6$"),
+    ("shape None", {"shape": None}, TypeError, r"shape must be a tuple of ints, got NoneType: None$"),
+    ("strides int", {"strides": 4}, TypeError, r"^the CUDA array's strides must be None or a tuple of ints, "
+                                               r"got int: 4$"),
+    ("version str", {"version": "3"}, TypeError, r"^the CUDA array's version must be an int, got str: '3'$"),
+]
+
+
+@pytest.mark.xfail(strict=True, reason="malformed CAI dicts get Python's own errors")
+@pytest.mark.parametrize("typed", [True, False], ids=["array", "buffer"])
+@pytest.mark.parametrize("case, change, exc, match", _MALFORMED, ids=[m[0] for m in _MALFORMED])
+def test_malformed_cuda_array_interface_is_named(mem, rt, streams, typed, case, change, exc, match):
+    """Each answered with Python's own KeyError / TypeError / IndexError / AttributeError ('NoneType' object is
+    not subscriptable, 'list' object has no attribute 'get', ...); nothing changes."""
+    a = _dev(mem, np.arange(6, dtype=np.float32))
+    before = mem.memory_allocated(0)
+    if isinstance(change, dict):
+        cai = dict(a.__cuda_array_interface__, version=3)
+        for k, v in change.items():
+            if v is KeyError:
+                del cai[k]
+            else:
+                cai[k] = v
+    else:
+        cai = change
+    with pytest.raises(exc, match=match):
+        _mi.as_buffer(rt, mem, streams, _CAI(cai), typed)
+    assert mem.memory_allocated(0) == before
+    assert np.array_equal(a.copy_to_host(), np.arange(6, dtype=np.float32))
+    a.free()
