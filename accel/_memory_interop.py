@@ -421,6 +421,35 @@ def _typestr_dtype(typestr, descr=None):
     return dt
 
 
+def _check_cai(cai):
+    """The entries of a CUDA Array Interface dict have the standard's types (else an error naming them)."""
+    if not isinstance(cai, dict):
+        raise TypeError(f"__cuda_array_interface__ must be a dict, got {type(cai).__name__}: {cai!r}")
+    for key in ("shape", "typestr", "data"):
+        if key not in cai:
+            raise ValueError(f"the CUDA array interface has no {key!r} entry (shape, typestr and data are "
+                             f"required), got the keys {sorted(map(str, cai))}")
+    data = cai["data"]
+    if not isinstance(data, (tuple, list)) or len(data) != 2:
+        raise TypeError(f"the CUDA array's data must be a tuple (pointer, read-only flag), got "
+                        f"{type(data).__name__}: {data!r}")
+    ptr = data[0]
+    if ptr is not None and (isinstance(ptr, bool) or not hasattr(type(ptr), "__index__")):
+        raise TypeError(f"the CUDA array's data pointer must be an int, got {type(ptr).__name__}: {ptr!r}")
+    if ptr is not None and not 0 <= _operator.index(ptr) < 2**64:
+        raise ValueError(f"the CUDA array's data pointer must be in [0, 2**64), got {ptr}")
+    if not isinstance(cai["shape"], (tuple, list)):
+        raise TypeError(f"the CUDA array's shape must be a tuple of ints, got {type(cai['shape']).__name__}: "
+                        f"{cai['shape']!r}")
+    strides = cai.get("strides")
+    if strides is not None and not isinstance(strides, (tuple, list)):
+        raise TypeError(f"the CUDA array's strides must be None or a tuple of ints, got {type(strides).__name__}: "
+                        f"{strides!r}")
+    version = cai.get("version", 0)
+    if isinstance(version, bool) or not isinstance(version, int):
+        raise TypeError(f"the CUDA array's version must be an int, got {type(version).__name__}: {version!r}")
+
+
 def as_buffer(cudart, mem, stream_mod, obj, typed=False):
     """A DeviceBuffer over ``obj``'s device memory: through ``__cuda_array_interface__`` (keeping ``obj``
     alive; its ``stream`` is waited for on the current stream), else DLPack.  With ``typed`` a DeviceArray
@@ -428,6 +457,7 @@ def as_buffer(cudart, mem, stream_mod, obj, typed=False):
     cai = getattr(obj, "__cuda_array_interface__", None)
     if cai is None:
         return from_dlpack(mem, stream_mod, obj, typed)
+    _check_cai(cai)
     producer = cai.get("stream")
     if producer is not None and (isinstance(producer, bool) or not isinstance(producer, int)):
         raise TypeError(f"the CUDA array's stream must be an int or None, got {type(producer).__name__}: "
@@ -439,7 +469,7 @@ def as_buffer(cudart, mem, stream_mod, obj, typed=False):
         raise BufferError(f"masked CUDA arrays are not supported (the CUDA array's mask is "
                           f"{type(cai['mask']).__name__}, not None)")
     data = cai["data"]
-    ptr = data[0] or 0
+    ptr = _operator.index(data[0] or 0)
     readonly = bool(data[1])
     itemsize = _itemsize(cai["typestr"])
     dtype = _typestr_dtype(cai["typestr"], cai.get("descr")) if typed else None
