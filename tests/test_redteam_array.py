@@ -347,3 +347,18 @@ def test_malformed_cuda_array_interface_is_named(mem, rt, streams, typed, case, 
     assert mem.memory_allocated(0) == before
     assert np.array_equal(a.copy_to_host(), np.arange(6, dtype=np.float32))
     a.free()
+
+
+@pytest.mark.xfail(strict=True, reason="a layout below address 0: native OverflowError, python twin accepts it")
+@pytest.mark.parametrize("strides, data", [((-2**62,), 0), ((2**62,), 2**64 - 2**61)], ids=["below-0", "past-2**64"])
+def test_import_reaching_outside_the_address_space_is_refused(mem, rt, streams, strides, data):
+    """A producer's strides that take the layout below address 0 or past 2**64: the native twin answered
+    "can't convert negative value to size_t", the Python twin made an array over a negative address."""
+    a = _dev(mem, np.arange(6, dtype=np.float32))
+    before = mem.memory_allocated(0)
+    cai = dict(a.__cuda_array_interface__, shape=(2,), strides=strides, data=(data or a.ptr, False))
+    with pytest.raises(ValueError, match=r"^the CUDA array's layout reaches bytes \[-?\d+, \d+\) outside the "
+                                         r"address space \[0, 2\*\*64\)$"):
+        _mi.as_buffer(rt, mem, streams, _CAI(cai), True)
+    assert mem.memory_allocated(0) == before
+    a.free()
