@@ -376,6 +376,10 @@ def _consume(mem, obj, cap, s, typed, dev_id):
     if not t.data and nbytes:
         raise BufferError(f"the DLPack tensor's data pointer is NULL but its shape {tuple(shape)} holds "
                           f"{nbytes} bytes")
+    base = (t.data or 0) + t.byte_offset
+    if nbytes and not (0 <= base + lo and base + hi <= 2**64):
+        raise BufferError(f"the DLPack tensor's layout reaches bytes [{base + lo}, {base + hi}) outside the "
+                          f"address space [0, 2**64)")
     readonly = versioned and bool(m.flags & _FLAG_READ_ONLY)
     _api.PyCapsule_SetName(cap, used)       # consumed: from now on the owner calls the deleter
     owner = _DLOwner(addr, m.deleter, obj)
@@ -476,6 +480,9 @@ def as_buffer(cudart, mem, stream_mod, obj, typed=False):
     shape, strides, nbytes, lo, hi = _layout(cai["shape"], cai.get("strides"), itemsize, "the CUDA array", typed)
     if not ptr and nbytes:
         raise ValueError(f"the CUDA array's data pointer is 0 but its shape {shape} holds {nbytes} bytes")
+    if nbytes and not (0 <= ptr + lo and ptr + hi <= 2**64):
+        raise ValueError(f"the CUDA array's layout reaches bytes [{ptr + lo}, {ptr + hi}) outside the address "
+                         f"space [0, 2**64)")
     d = cudart.cudaPointerGetAttributes(ptr)[1] if ptr else cudart.cudaGetDevice()
     if d < 0:
         raise BufferError(f"the CUDA array's pointer {ptr:#x} is not device memory")

@@ -349,7 +349,6 @@ def test_malformed_cuda_array_interface_is_named(mem, rt, streams, typed, case, 
     a.free()
 
 
-@pytest.mark.xfail(strict=True, reason="a layout below address 0: native OverflowError, python twin accepts it")
 @pytest.mark.parametrize("strides, data", [((-2**62,), 0), ((2**62,), 2**64 - 2**61)], ids=["below-0", "past-2**64"])
 def test_import_reaching_outside_the_address_space_is_refused(mem, rt, streams, strides, data):
     """A producer's strides that take the layout below address 0 or past 2**64: the native twin answered
@@ -361,4 +360,19 @@ def test_import_reaching_outside_the_address_space_is_refused(mem, rt, streams, 
                                          r"address space \[0, 2\*\*64\)$"):
         _mi.as_buffer(rt, mem, streams, _CAI(cai), True)
     assert mem.memory_allocated(0) == before
+    a.free()
+
+
+def test_dlpack_import_reaching_below_address_0_is_refused(mem):
+    a = _dev(mem, np.arange(6, dtype=np.float32))
+    cap = a[::2].__dlpack__(max_version=(1, 0))
+    _, t = _capsule(cap)
+    t.strides[0] = -2**60
+    with pytest.raises(BufferError, match=r"^the DLPack tensor's layout reaches bytes \[-\d+, \d+\) outside the "
+                                          r"address space \[0, 2\*\*64\)$"):
+        _mi.from_dlpack(mem, streams_of(mem), F.CapsuleProducer(cap, 0), True)
+    assert _mi._api.PyCapsule_IsValid(cap, b"dltensor_versioned")     # not consumed
+    del cap, t
+    F.collect()
+    assert not _mi._exports
     a.free()
