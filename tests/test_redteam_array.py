@@ -376,3 +376,20 @@ def test_dlpack_import_reaching_below_address_0_is_refused(mem):
     F.collect()
     assert not _mi._exports
     a.free()
+
+
+@pytest.mark.xfail(strict=True, reason="list() of a 0-d DeviceArray is [] (the IndexError ends the iteration)")
+def test_iteration_is_numpys(mem):
+    """Python's fallback iteration through __getitem__ ended at the 0-d array's IndexError: list(a[0, 0]) was
+    [] where numpy raises."""
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    a = _dev(mem, x)
+    with pytest.raises(TypeError):
+        list(x[0, 0:1].reshape(()))
+    with pytest.raises(TypeError, match=r"^iteration over a 0-d array$"):
+        list(a[0, 0])
+    rows = list(a)
+    assert [(r.shape, r.ptr - a.ptr) for r in rows] == [((3,), 0), ((3,), 12)]
+    assert list(a[:0]) == []
+    assert [np.array_equal(r.copy_to_host(), e) for r, e in zip(a.T, x.T)] == [True] * 3
+    a.free()
