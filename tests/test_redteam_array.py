@@ -378,7 +378,6 @@ def test_dlpack_import_reaching_below_address_0_is_refused(mem):
     a.free()
 
 
-@pytest.mark.xfail(strict=True, reason="list() of a 0-d DeviceArray is [] (the IndexError ends the iteration)")
 def test_iteration_is_numpys(mem):
     """Python's fallback iteration through __getitem__ ended at the 0-d array's IndexError: list(a[0, 0]) was
     [] where numpy raises."""

@@ -533,6 +533,12 @@ class DeviceArray:
             raise TypeError("len() of unsized object")
         return self._shape[0]
 
+    def __iter__(self):
+        """The views ``a[0]``, ``a[1]``, ... (numpy's iteration: a 0-d array is a TypeError)."""
+        if not self._shape:
+            raise TypeError("iteration over a 0-d array")
+        return (self[i] for i in range(self._shape[0]))
+
     def __getitem__(self, key):
         """A view for basic indexing (ints, slices with any step, ..., None), as numpy's."""
         if not self._buf._live:
