@@ -392,3 +392,20 @@ def test_iteration_is_numpys(mem):
     assert list(a[:0]) == []
     assert [np.array_equal(r.copy_to_host(), e) for r, e in zip(a.T, x.T)] == [True] * 3
     a.free()
+
+
+@pytest.mark.xfail(strict=True, reason="`in` compares 0-d views by identity; bool() is len() > 0")
+def test_membership_and_truth_are_not_silently_wrong(mem):
+    """``5 in a`` iterated and compared 0-d views by identity: False for an array holding 5; ``bool(a)`` was
+    ``len(a) > 0`` (True for [0.0], numpy: False; numpy refuses more than one element)."""
+    a = _dev(mem, np.array([5.0], np.float32))
+    with pytest.raises(TypeError, match=r"^a DeviceArray is device memory: use copy_to_host\(\) to test membership$"):
+        5 in a                      # noqa: B015
+    z = _dev(mem, np.zeros(1, np.float32))
+    assert bool(z.reshape(())) is False and bool(z) is False and bool(a) is True     # numpy: one element's value
+    b = _dev(mem, np.zeros((2, 3), np.float32))
+    for v in (b, b[:0]):
+        with pytest.raises(ValueError, match=r"^The truth value of a DeviceArray with "):
+            bool(v)
+    for x in (a, z, b):
+        x.free()
