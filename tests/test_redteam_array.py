@@ -394,7 +394,6 @@ def test_iteration_is_numpys(mem):
     a.free()
 
 
-@pytest.mark.xfail(strict=True, reason="`in` compares 0-d views by identity; bool() is len() > 0")
 def test_membership_and_truth_are_not_silently_wrong(mem):
     """``5 in a`` iterated and compared 0-d views by identity: False for an array holding 5; ``bool(a)`` was
     ``len(a) > 0`` (True for [0.0], numpy: False; numpy refuses more than one element)."""

@@ -570,6 +570,17 @@ cdef class DeviceArray:
             raise TypeError("iteration over a 0-d array")
         return (self[i] for i in range(self._shape[0]))
 
+    def __contains__(self, value):
+        raise TypeError("a DeviceArray is device memory: use copy_to_host() to test membership")
+
+    def __bool__(self):
+        """numpy's truth value: the one element's (read from the device), else a ValueError."""
+        n = self.size
+        if n != 1:
+            raise ValueError(f"The truth value of a DeviceArray with {n} elements is ambiguous (numpy's rule: "
+                             f"exactly one element has a truth value)")
+        return bool(self.copy_to_host())
+
     def __getitem__(self, key):
         """A view for basic indexing (ints, slices with any step, ..., None), as numpy's."""
         cdef Py_ssize_t start, stop, step, n, st, nd
