@@ -368,7 +368,7 @@ def _contiguous(arr, what):
 
 
 def copy_from(cudart, arr, other, stream):
-    """D2D from another DeviceArray of the same dtype and shape (both C-contiguous)."""
+    """D2D from another DeviceArray of the same dtype and shape (both C-contiguous, not partially overlapping)."""
     if type(other) is not type(arr):
         raise TypeError(f"other must be a DeviceArray, got {type(other).__name__}")
     _live(arr)
@@ -379,6 +379,12 @@ def copy_from(cudart, arr, other, stream):
                          f"{arr.dtype} and shape {arr.shape}: they must match")
     _contiguous(arr, "copy_from")
     _contiguous(other, "copy_from")
+    n = arr.nbytes
+    if (n and arr.ptr != other.ptr and arr.device.index == other.device.index
+            and arr.ptr < other.ptr + n and other.ptr < arr.ptr + n):
+        # one cudaMemcpyAsync over overlapping ranges is undefined in CUDA (torch refuses such copies too)
+        raise ValueError(f"cannot copy between DeviceArrays whose memory overlaps (bytes [{other.ptr}, "
+                         f"{other.ptr + n}) and [{arr.ptr}, {arr.ptr + n}) of device {arr.device.index})")
     return _mc.copy_from(cudart, arr, other, stream)
 
 

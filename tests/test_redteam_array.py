@@ -410,7 +410,6 @@ def test_membership_and_truth_are_not_silently_wrong(mem):
         x.free()
 
 
-@pytest.mark.xfail(strict=True, reason="copy_from of partially overlapping views is one cudaMemcpyAsync (undefined)")
 def test_copy_from_a_partially_overlapping_view_is_refused(mem, rt, streams):
     """``a[1:].copy_from(a[:-1])`` was one device-to-device cudaMemcpyAsync over overlapping ranges, which
     CUDA leaves undefined (the emulator's memmove hid it); torch refuses such copies.  Nothing is written."""

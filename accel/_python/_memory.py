@@ -626,7 +626,8 @@ class DeviceArray:
         return _ma.copy_from_host(_cudart, self, array, stream)
 
     def copy_from(self, other, stream=None):
-        """Copy another DeviceArray of the same dtype and shape into this one (both C-contiguous)."""
+        """Copy another DeviceArray of the same dtype and shape into this one (both C-contiguous; memory
+        partially overlapping this one's is a ValueError)."""
         _ready()
         return _ma.copy_from(_cudart, self, other, stream)
 
