@@ -87,9 +87,6 @@ def _end_raw(L, s):
         L.cudaGraphDestroy(g)
 
 
-@pytest.mark.xfail(strict=True, reason="reset() from a thread other than the capturing one (global mode) loses the "
-                                       "capture: cudaStreamEndCapture fails 909, the graph says 'empty', the stream "
-                                       "stays capturing and every device synchronisation in the process fails")
 def test_reset_from_another_thread_keeps_a_capture_it_cannot_end(sm, mem, rt, emu, live):
     s = sm.Stream()
     buf = mem.alloc(64, stream=s)
@@ -120,9 +117,6 @@ def test_reset_from_another_thread_keeps_a_capture_it_cannot_end(sm, mem, rt, em
     sm.current_stream().synchronize()
 
 
-@pytest.mark.xfail(strict=True, reason="replay() of a graph without keep_graph instantiates it itself when it finds "
-                                       "no executable graph: racing capture_end()/reset() on another thread it leaks "
-                                       "executable graphs and makes capture_begin()/capture_end() fail spuriously")
 def test_replays_racing_reset_and_recapture_leak_nothing(sm, mem, live):
     s = sm.Stream()
     buf = mem.alloc(64, stream=s)

@@ -145,7 +145,9 @@ cdef class CUDAGraph:
         """Launch the executable graph on the current stream of the capture device (instantiating it first
         with keep_graph).  RuntimeError without a successful capture."""
         if not self._has_exec:
-            if not self._ended:
+            # Only a keep_graph graph is instantiated here (torch's replay()); without keep_graph, capture_end()
+            # does it, and a replay on another thread must not race it (a second executable graph, leaked).
+            if not (self._ended and self._keep):
                 raise RuntimeError(_gc.NO_REPLAY)
             self.instantiate()
         if c_uninitialized():
@@ -172,16 +174,28 @@ cdef class CUDAGraph:
     cdef int _reset(self) except -1:
         cdef void* g = NULL
         cdef int orig = -1
+        cdef int err, status = 0
+        cdef cudaStream_t p
         if _t == NULL:
             return 0
+        self._ended = False                 # first: a replay on another thread must not instantiate again
         if self._capturing:
-            self._capturing = False
+            p = <cudaStream_t>(<Stream>self._stream)._ptr
             if not c_uninitialized():
                 orig = c_enter_device(_t, self._dev)
-            if _t.cudaStreamEndCapture(<cudaStream_t>(<Stream>self._stream)._ptr, <cudaGraph_t*>&g):
+            err = _t.cudaStreamEndCapture(p, <cudaGraph_t*>&g)
+            if err:
+                _t.cudaGetLastError()
+                if not _t.cudaStreamIsCapturing(p, &status) and status != 0:
+                    # CUDA did not end it (another thread's capture, a failed call): it stays this graph's
+                    c_leave_device(orig)
+                    if err == _gc.WRONG_THREAD:
+                        raise RuntimeError(_gc.RESET_WRONG_THREAD)
+                    raise error(err)
                 _t.cudaGetLastError()
             elif g != NULL:
                 _relaxed_destroy(False, <uintptr_t>g)
+            self._capturing = False
             c_leave_device(orig)
         if self._has_graph:
             self._has_graph = False
@@ -193,7 +207,6 @@ cdef class CUDAGraph:
                 _gc.warn("CUDA warning: cudaGraphExecDestroy failed in CUDAGraph.reset()")
         self._graph = 0
         self._exec = 0
-        self._ended = False
         return 0
 
     def pool(self):
@@ -260,5 +273,8 @@ cdef class CUDAGraph:
         if self._capturing or self._has_graph or self._has_exec:
             try:
                 self._reset()
-            except BaseException:  # a finaliser must not raise; the handles are the process's anyway
-                pass
+            except BaseException as e:  # a finaliser must not raise; the handles are the process's anyway
+                try:
+                    _gc.warn(_gc.DEL_OPEN.format(e), 2)
+                except BaseException:  # interpreter shutdown
+                    pass

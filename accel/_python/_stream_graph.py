@@ -146,7 +146,9 @@ class CUDAGraph:
         """Launch the executable graph on the current stream of the capture device (instantiating it first
         with keep_graph).  RuntimeError without a successful capture."""
         if not self._has_exec:
-            if not self._ended:
+            # Only a keep_graph graph is instantiated here (torch's replay()); without keep_graph, capture_end()
+            # does it, and a replay on another thread must not race it (a second executable graph, leaked).
+            if not (self._ended and self._keep):
                 raise RuntimeError(_gc.NO_REPLAY)
             self.instantiate()
         if not _dm._initialized and _dm._init_hook is not None:
@@ -166,14 +168,24 @@ class CUDAGraph:
         t = _s._T
         if t is None:
             return
+        _osa(self, "_ended", False)          # first: a replay on another thread must not instantiate again
         if self._capturing:
-            _osa(self, "_capturing", False)
             g = c_size_t()
             orig = _s._enter(self._dev) if _dm._initialized else -1
-            if t.cudaStreamEndCapture(self._stream._ptr, g):
+            err = t.cudaStreamEndCapture(self._stream._ptr, g)
+            if err:
+                t.cudaGetLastError()
+                st = c_int(0)
+                if not t.cudaStreamIsCapturing(self._stream._ptr, st) and st.value != 0:
+                    # CUDA did not end it (another thread's capture, a failed call): it stays this graph's
+                    _leave(orig)
+                    if err == _gc.WRONG_THREAD:
+                        raise RuntimeError(_gc.RESET_WRONG_THREAD)
+                    raise _cudart._error(err)
                 t.cudaGetLastError()
             elif g.value:
                 _relaxed_destroy("cudaGraphDestroy", g.value)
+            _osa(self, "_capturing", False)
             _leave(orig)
         if self._has_graph:
             _osa(self, "_has_graph", False)
@@ -186,7 +198,6 @@ class CUDAGraph:
         _osa(self, "_graph", 0)
         _osa(self, "_exec", 0)
         _osa(self, "_xp", None)
-        _osa(self, "_ended", False)
 
     def pool(self):
         """The memory pool id of this graph's capture (pass it to another capture_begin to share it)."""
@@ -251,5 +262,8 @@ class CUDAGraph:
         try:
             if self._capturing or self._has_graph or self._has_exec:
                 self.reset()
-        except Exception:  # noqa: BLE001 - a finaliser must not raise; the handles are the process's anyway
-            pass
+        except Exception as e:  # noqa: BLE001 - a finaliser must not raise; the handles are the process's anyway
+            try:
+                _gc.warn(_gc.DEL_OPEN.format(e), stacklevel=2)
+            except Exception:  # noqa: BLE001 - interpreter shutdown
+                pass
