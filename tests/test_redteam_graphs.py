@@ -169,9 +169,6 @@ def test_replays_racing_reset_and_recapture_leak_nothing(sm, mem, live):
     assert live() == before
 
 
-@pytest.mark.xfail(strict=True, reason="the emulator runs two launches of one executable graph on two streams at "
-                                       "once; CUDA orders each launch behind the previous launches of the same "
-                                       "cudaGraphExec_t (graph memory and static buffers are shared)")
 def test_launches_of_one_graph_on_two_streams_do_not_overlap(sm, rt):
     log, lock = [], threading.Lock()
 
