@@ -79,9 +79,10 @@ class _Worker:
         self._t.join(60)
 
 
-def _end_raw(L, s):
+def _end_raw(L, h):
+    """End whatever capture stream handle ``h`` is in (a test's cleanup), dropping its graph."""
     g = ctypes.c_void_p()
-    L.cudaStreamEndCapture(ctypes.c_void_p(s.cuda_stream), ctypes.byref(g))
+    L.cudaStreamEndCapture(ctypes.c_void_p(h), ctypes.byref(g))
     L.cudaGetLastError()
     if g.value:
         L.cudaGraphDestroy(g)
@@ -109,7 +110,7 @@ def test_reset_from_another_thread_keeps_a_capture_it_cannot_end(sm, mem, rt, em
     finally:
         w.run(lambda: (sm.set_stream(s), g.reset(), sm.set_stream(sm.default_stream(0))))   # ... which still can
         if rt.cudaStreamIsCapturing(s.cuda_stream):      # the defect lost it: end it raw, for the next tests
-            w.run(lambda: _end_raw(emu, s))
+            w.run(lambda: _end_raw(emu, s.cuda_stream))
         w.close()
     assert "empty" in repr(g) and rt.cudaStreamIsCapturing(s.cuda_stream) == 0
     del g
@@ -195,3 +196,36 @@ def test_launches_of_one_graph_on_two_streams_do_not_overlap(sm, rt):
     s1.synchronize()
     s2.synchronize()
     assert log == [("start", 1), ("end", 1)] * 3
+
+
+@pytest.mark.xfail(strict=True, reason="work queued on the legacy default stream while a blocking stream of the "
+                                       "device captures runs, silently ordered after the capture's real work; CUDA "
+                                       "refuses it (cudaErrorStreamCaptureImplicit) and invalidates the capture")
+def test_legacy_stream_work_while_a_blocking_stream_captures_is_refused(sm, mem, emu, live):
+    L, P = emu, ctypes.c_void_p
+    buf = mem.alloc(64)
+    sm.current_stream().synchronize()
+    bs = P()
+    assert L.cudaStreamCreate(ctypes.byref(bs)) == 0                 # flags 0: a blocking stream
+    before = live()
+    try:
+        assert L.cudaStreamBeginCapture(bs, 2) == 0                  # relaxed: no sync rule in the way
+        assert L.cudaMemsetAsync(P(buf.ptr), 1, ctypes.c_size_t(64), bs) == 0
+        assert L.cudaMemsetAsync(P(buf.ptr), 2, ctypes.c_size_t(64), P(0)) == 906
+        assert L.cudaGetLastError() == 906
+        st = ctypes.c_int()
+        assert L.cudaStreamIsCapturing(bs, ctypes.byref(st)) == 0 and st.value == 2     # invalidated
+        g = P()
+        assert L.cudaStreamEndCapture(bs, ctypes.byref(g)) == 901 and not g.value
+        L.cudaGetLastError()
+        nb = P()                                                     # a non-blocking stream's capture is no
+        assert L.cudaStreamCreateWithFlags(ctypes.byref(nb), 1) == 0  # business of the legacy stream's
+        assert L.cudaStreamBeginCapture(nb, 2) == 0
+        assert L.cudaMemsetAsync(P(buf.ptr), 3, ctypes.c_size_t(64), P(0)) == 0
+        assert L.cudaStreamEndCapture(nb, ctypes.byref(g)) == 0 and g.value
+        assert L.cudaGraphDestroy(g) == 0 and L.cudaStreamDestroy(nb) == 0
+    finally:
+        _end_raw(L, bs.value)
+        assert L.cudaDeviceSynchronize() == 0
+        L.cudaStreamDestroy(bs)
+    assert live() == before
