@@ -198,9 +198,6 @@ def test_launches_of_one_graph_on_two_streams_do_not_overlap(sm, rt):
     assert log == [("start", 1), ("end", 1)] * 3
 
 
-@pytest.mark.xfail(strict=True, reason="work queued on the legacy default stream while a blocking stream of the "
-                                       "device captures runs, silently ordered after the capture's real work; CUDA "
-                                       "refuses it (cudaErrorStreamCaptureImplicit) and invalidates the capture")
 def test_legacy_stream_work_while_a_blocking_stream_captures_is_refused(sm, mem, emu, live):
     L, P = emu, ctypes.c_void_p
     buf = mem.alloc(64)

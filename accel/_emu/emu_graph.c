@@ -521,7 +521,7 @@ EXPORT cudaError_t cudaGraphLaunch(cudaGraphExec_t xh, cudaStream_t sh)
         if ((done = item_new(IT_RECORD)) && !(done->rec = rec_new(2))) { free(done); done = NULL; }
         if (!done || (x->last && !x->last->reached && !wait)) err = cudaErrorMemoryAllocation;
     }
-    if (!err && k && implicit_sync(s)) err = cudaErrorMemoryAllocation;
+    if (!err && k) err = implicit_sync(s);
     if (err && k) {
         for (size_t i = 0; i < k; i++) {
             if (items[i]->kind == IT_RECORD) rec_unref(items[i]->rec);
