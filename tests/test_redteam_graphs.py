@@ -258,9 +258,6 @@ print(out)
 """
 
 
-@pytest.mark.xfail(strict=True, reason="cuGraphInstantiateWithParams with CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD: a failed "
-                                       "upload returns the error but leaves the executable graph alive (leaked, and "
-                                       "written to *phGraphExec)")
 def test_driver_instantiate_with_a_failed_upload_leaks_nothing(subprocess_python):
     r = subprocess_python(_UPLOAD_SCRIPT)
     assert r.returncode == 0, r.stderr
