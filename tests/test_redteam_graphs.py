@@ -312,10 +312,6 @@ print(ok, b"digraph" in data)
 """
 
 
-@pytest.mark.xfail(strict=True, reason="a DOT dump to a FIFO nobody reads yet (or a full pipe) freezes the process: the "
-                                       "native twin calls cudaGraphDebugDotPrint with the GIL held, and the emulator "
-                                       "opens and writes the file with its global lock held (every CUDA call of every "
-                                       "thread waits)")
 def test_debug_dump_to_a_blocking_path_does_not_stall_other_threads(twin, subprocess_python, tmp_path):
     import subprocess
     try:

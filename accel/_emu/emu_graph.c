@@ -288,7 +288,9 @@ static const char *node_name(int type)
     }
 }
 
-/* DOT in the shape of CUDA's: one cluster per graph, a record node per graph node, an edge per dependency. */
+/* DOT in the shape of CUDA's: one cluster per graph, a record node per graph node, an edge per dependency.
+ * The text is made in memory under G and written to `path` after G is dropped: opening or writing the
+ * file may block (a FIFO, a full pipe, a slow disk), and no other thread's call may wait for that. */
 EXPORT cudaError_t cudaGraphDebugDotPrint(cudaGraph_t gh, const char *path, unsigned int flags)
 {
     RT_ENTER(cudaGraphDebugDotPrint, cudaErrorUnknown);
@@ -296,11 +298,13 @@ EXPORT cudaError_t cudaGraphDebugDotPrint(cudaGraph_t gh, const char *path, unsi
     (void)flags;
     if (!path) return fail(cudaErrorInvalidValue);
     cudaError_t err = cudaSuccess;
+    char *text = NULL;
+    size_t len = 0;
     pthread_mutex_lock(&G);
     graph_t *g = get_graph(gh);
-    FILE *f = g ? fopen(path, "w") : NULL;
+    FILE *f = g ? open_memstream(&text, &len) : NULL;
     if (!g) err = cudaErrorInvalidResourceHandle;
-    else if (!f) err = cudaErrorInvalidValue;
+    else if (!f) err = cudaErrorMemoryAllocation;
     else {
         unsigned long long id = g->id;
         fprintf(f, "digraph dot {\n subgraph cluster_%llu {\nlabel=\"graph_%llu\" graph[style=\"dashed\"];\n", id, id);
@@ -324,9 +328,18 @@ EXPORT cudaError_t cudaGraphDebugDotPrint(cudaGraph_t gh, const char *path, unsi
             for (size_t k = 0; k < g->nodes[i]->ndeps; k++)
                 fprintf(f, "\"graph_%llu_node_%u\" -> \"graph_%llu_node_%zu\";\n", id, g->nodes[i]->deps[k], id, i);
         fprintf(f, "}\n}\n");
-        if (fclose(f)) err = cudaErrorInvalidValue;
+        if (fclose(f)) err = cudaErrorMemoryAllocation;
     }
     pthread_mutex_unlock(&G);
+    if (!err) {
+        FILE *out = fopen(path, "w");
+        if (!out) err = cudaErrorInvalidValue;
+        else {
+            if (fwrite(text, 1, len, out) != len) err = cudaErrorInvalidValue;
+            if (fclose(out)) err = cudaErrorInvalidValue;
+        }
+    }
+    free(text);
     return err ? fail(err) : cudaSuccess;
 }
 

@@ -232,7 +232,10 @@ cdef class CUDAGraph:
             return
         _gc.warn(f"DEBUG: calling cudaGraphDebugDotPrint() with {debug_path}")
         cdef const char* path = raw
-        err = _t.cudaGraphDebugDotPrint(<cudaGraph_t>self._graph, <const void*>path, _gc.DOT_FLAGS_VERBOSE)
+        cdef cudaGraph_t g = <cudaGraph_t>self._graph
+        cdef unsigned int flags = _gc.DOT_FLAGS_VERBOSE
+        with nogil:                         # writing the file may block (a FIFO, a full pipe)
+            err = _t.cudaGraphDebugDotPrint(g, <const void*>path, flags)
         if err:
             _t.cudaGetLastError()
             _gc.warn(f"CUDA warning: {_t.cudaGetErrorString(err).decode()} (cudaGraphDebugDotPrint)")
