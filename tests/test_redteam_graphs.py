@@ -345,8 +345,6 @@ def _attr_errors(mod):
     return out
 
 
-@pytest.mark.xfail(strict=True, reason="the Python twin's CUDAGraph refuses a subclass's own attributes (the compiled "
-                                       "twin's subclasses have a __dict__) and words its attribute errors differently")
 def test_cuda_graph_attributes_and_subclasses_match_across_twins(both_twins):
     native, python = (t.mod("_stream") for t in both_twins)
     got = _attr_errors(python)

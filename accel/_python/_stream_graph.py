@@ -38,6 +38,10 @@ def _relaxed_destroy(fn, handle):
     return err
 
 
+_GRAPH_FIELDS = frozenset(("_keep", "_graph", "_exec", "_xp", "_has_graph", "_has_exec", "_ended", "_capturing",
+                           "_dev", "_stream", "_pool"))   # the compiled twin's cdef fields (no attributes there)
+
+
 class CUDAGraph:
     """A CUDA graph captured from a stream and replayed, torch.cuda.CUDAGraph's names and semantics: capture
     on the current (non-default) stream between capture_begin() and capture_end(), replay() on the current
@@ -59,7 +63,20 @@ class CUDAGraph:
         _osa(self, "_pool", None)
 
     def __setattr__(self, name, value):
-        raise AttributeError(f"'accel.cuda.CUDAGraph' object attribute '{name}' is read-only")
+        # As the compiled twin's cdef class: its fields and methods cannot be set; a user subclass's instances
+        # have a __dict__ for their own attributes.
+        if type(self) is CUDAGraph or name in _GRAPH_FIELDS:
+            if name == "__class__" and not isinstance(value, type):
+                object.__setattr__(self, name, value)  # raises CPython's own TypeError, as the compiled twin
+            raise _s._frozen(self, name, CUDAGraph, _GRAPH_FIELDS, frozenset())
+        object.__setattr__(self, name, value)
+
+    def __delattr__(self, name):
+        if name == "__class__":
+            object.__delattr__(self, name)  # raises CPython's own TypeError, as the compiled twin
+        if type(self) is CUDAGraph or name in _GRAPH_FIELDS:
+            raise _s._frozen(self, name, CUDAGraph, _GRAPH_FIELDS, frozenset())
+        object.__delattr__(self, name)
 
     def capture_begin(self, pool=None, capture_error_mode="global"):
         """Begin capturing the current stream (not the default stream) into this graph; ``pool`` shares a
@@ -267,3 +284,6 @@ class CUDAGraph:
                 _gc.warn(_gc.DEL_OPEN.format(e), stacklevel=2)
             except Exception:  # noqa: BLE001 - interpreter shutdown
                 pass
+
+
+CUDAGraph.__module__ = _s.__name__  # accel._python._stream.CUDAGraph, as the compiled twin's is accel._native._stream.CUDAGraph
