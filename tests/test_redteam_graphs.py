@@ -350,3 +350,31 @@ def test_cuda_graph_attributes_and_subclasses_match_across_twins(both_twins):
     got = _attr_errors(python)
     assert got == _attr_errors(native)
     assert got[0] == "mine"
+
+
+def test_dropping_a_graph_whose_capture_another_thread_began_warns(sm, mem, rt, emu, live):
+    """Dropped on a thread that cannot end its capture (CUDA: only the capturing thread can), the graph says
+    so instead of losing the capture silently; that thread can still end it."""
+    s = sm.Stream()
+    buf = mem.alloc(64, stream=s)
+    s.synchronize()
+    before = live()
+    w = _Worker()
+
+    def begin():
+        sm.set_stream(s)
+        g = sm.CUDAGraph()
+        g.capture_begin()
+        buf.memset(1, stream=s)
+        sm.set_stream(sm.default_stream(0))
+        return g
+    g = w.run(begin)
+    try:
+        with pytest.warns(UserWarning, match="dropped with its capture still open.*capture_begin"):
+            del g
+            gc.collect()
+        assert rt.cudaStreamIsCapturing(s.cuda_stream) == 1
+    finally:
+        w.run(lambda: _end_raw(emu, s.cuda_stream))
+        w.close()
+    assert rt.cudaStreamIsCapturing(s.cuda_stream) == 0 and live() == before
