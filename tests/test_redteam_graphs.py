@@ -378,3 +378,38 @@ def test_dropping_a_graph_whose_capture_another_thread_began_warns(sm, mem, rt, 
         w.run(lambda: _end_raw(emu, s.cuda_stream))
         w.close()
     assert rt.cudaStreamIsCapturing(s.cuda_stream) == 0 and live() == before
+
+
+@pytest.mark.xfail(strict=True, reason="a capture on the per-thread default stream (cudaStreamPerThread) is lost by "
+                                       "reset() / capture_end() on another thread: handle 2 is that thread's own "
+                                       "stream, which is not capturing, so the graph forgets a capture still open")
+def test_per_thread_default_stream_capture_is_not_lost_from_another_thread(sm, mem, rt, emu, live):
+    buf = mem.alloc(64)
+    sm.current_stream().synchronize()
+    before = live()
+    w = _Worker()
+    pt = sm.ExternalStream(2)                       # cudaStreamPerThread
+
+    def begin():
+        sm.set_stream(pt)
+        g = sm.CUDAGraph()
+        g.capture_begin(capture_error_mode="relaxed")
+        buf.memset(1, stream=pt)
+        sm.set_stream(sm.default_stream(0))
+        return g
+    g = w.run(begin)
+    try:
+        for call in (g.reset, lambda: (sm.set_stream(pt), g.capture_end())):
+            with pytest.raises(RuntimeError, match="per-thread default stream"):
+                call()
+            sm.set_stream(sm.default_stream(0))
+            assert "capturing" in repr(g) and w.run(lambda: rt.cudaStreamIsCapturing(2)) == 1
+        w.run(lambda: (sm.set_stream(pt), g.capture_end(), sm.set_stream(sm.default_stream(0))))
+        assert "instantiated" in repr(g)
+        g.reset()
+    finally:
+        sm.set_stream(sm.default_stream(0))
+        w.run(lambda: _end_raw(emu, 2))
+        w.close()
+    del g
+    assert live() == before
