@@ -380,9 +380,6 @@ def test_dropping_a_graph_whose_capture_another_thread_began_warns(sm, mem, rt, 
     assert rt.cudaStreamIsCapturing(s.cuda_stream) == 0 and live() == before
 
 
-@pytest.mark.xfail(strict=True, reason="a capture on the per-thread default stream (cudaStreamPerThread) is lost by "
-                                       "reset() / capture_end() on another thread: handle 2 is that thread's own "
-                                       "stream, which is not capturing, so the graph forgets a capture still open")
 def test_per_thread_default_stream_capture_is_not_lost_from_another_thread(sm, mem, rt, emu, live):
     buf = mem.alloc(64)
     sm.current_stream().synchronize()

@@ -43,7 +43,7 @@ cdef class CUDAGraph:
     cdef uintptr_t _graph, _exec
     cdef bint _keep, _has_graph, _has_exec, _ended, _capturing
     cdef int _dev
-    cdef object _stream, _pool
+    cdef object _stream, _pool, _thread
     cdef object __weakref__
 
     def __cinit__(self):
@@ -73,6 +73,7 @@ cdef class CUDAGraph:
         _check_leave(err, orig)
         self._stream = s
         self._dev = s.device_index
+        self._thread = _gc.thread_id()
         self._pool = pool
         self._capturing = True
 
@@ -87,6 +88,8 @@ cdef class CUDAGraph:
             if cur.device_index != s.device_index:
                 raise RuntimeError(_gc.DEVICE_SWITCHED.format(cur.device_index, s.device_index, s.device_index))
             raise RuntimeError(_gc.SAME_STREAM)
+        if s._ptr == _gc.PER_THREAD and _gc.thread_id() != self._thread:
+            raise RuntimeError(_gc.PTDS_WRONG_THREAD.format("capture_end()"))
         c_ensure_init()
         cdef void* g = NULL
         cdef size_t n = 0
@@ -180,6 +183,8 @@ cdef class CUDAGraph:
             return 0
         self._ended = False                 # first: a replay on another thread must not instantiate again
         if self._capturing:
+            if (<Stream>self._stream)._ptr == _gc.PER_THREAD and _gc.thread_id() != self._thread:
+                raise RuntimeError(_gc.PTDS_WRONG_THREAD.format("reset()"))
             p = <cudaStream_t>(<Stream>self._stream)._ptr
             if not c_uninitialized():
                 orig = c_enter_device(_t, self._dev)

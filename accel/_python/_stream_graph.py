@@ -39,7 +39,7 @@ def _relaxed_destroy(fn, handle):
 
 
 _GRAPH_FIELDS = frozenset(("_keep", "_graph", "_exec", "_xp", "_has_graph", "_has_exec", "_ended", "_capturing",
-                           "_dev", "_stream", "_pool"))   # the compiled twin's cdef fields (no attributes there)
+                           "_dev", "_stream", "_pool", "_thread"))   # the compiled twin's cdef fields (no attributes there)
 
 
 class CUDAGraph:
@@ -49,7 +49,7 @@ class CUDAGraph:
     makes the executable graph, raw_cuda_graph() returns it)."""
 
     __slots__ = ("_keep", "_graph", "_exec", "_xp", "_has_graph", "_has_exec", "_ended", "_capturing", "_dev",
-                 "_stream", "_pool", "__weakref__")
+                 "_stream", "_pool", "_thread", "__weakref__")
 
     def __init__(self, keep_graph=False):
         _osa(self, "_keep", bool(keep_graph))
@@ -58,6 +58,7 @@ class CUDAGraph:
         for name in ("_has_graph", "_has_exec", "_ended", "_capturing"):
             _osa(self, name, False)
         _osa(self, "_dev", -1)
+        _osa(self, "_thread", 0)
         _osa(self, "_xp", None)
         _osa(self, "_stream", None)
         _osa(self, "_pool", None)
@@ -95,6 +96,7 @@ class CUDAGraph:
         _check(_s._T.cudaStreamBeginCapture(s._ptr, mode), orig)
         _osa(self, "_stream", s)
         _osa(self, "_dev", s.device_index)
+        _osa(self, "_thread", _gc.thread_id())
         _osa(self, "_pool", pool)
         _osa(self, "_capturing", True)
 
@@ -109,6 +111,8 @@ class CUDAGraph:
             if cur.device_index != s.device_index:
                 raise RuntimeError(_gc.DEVICE_SWITCHED.format(cur.device_index, s.device_index, s.device_index))
             raise RuntimeError(_gc.SAME_STREAM)
+        if s._ptr == _gc.PER_THREAD and _gc.thread_id() != self._thread:
+            raise RuntimeError(_gc.PTDS_WRONG_THREAD.format("capture_end()"))
         _c_ensure_init()
         t = _s._T
         g = c_size_t()
@@ -187,6 +191,8 @@ class CUDAGraph:
             return
         _osa(self, "_ended", False)          # first: a replay on another thread must not instantiate again
         if self._capturing:
+            if self._stream._ptr == _gc.PER_THREAD and _gc.thread_id() != self._thread:
+                raise RuntimeError(_gc.PTDS_WRONG_THREAD.format("reset()"))
             g = c_size_t()
             orig = _s._enter(self._dev) if _dm._initialized else -1
             err = t.cudaStreamEndCapture(self._stream._ptr, g)
