@@ -410,3 +410,29 @@ def test_per_thread_default_stream_capture_is_not_lost_from_another_thread(sm, m
         w.close()
     del g
     assert live() == before
+
+
+@pytest.mark.xfail(strict=True, reason="a cudaEventRecord refused when queued (here: on the legacy stream while a "
+                                       "blocking stream captures) drops the event's previous record: it then reads "
+                                       "as complete")
+def test_a_refused_event_record_keeps_the_previous_record(sm, emu):
+    L, P = emu, ctypes.c_void_p
+    gate = _fx.Gate()
+    busy, bs, ev = P(sm.Stream().cuda_stream), P(), P()
+    assert L.cudaStreamCreate(ctypes.byref(bs)) == 0 and L.cudaEventCreateWithFlags(ctypes.byref(ev), 2) == 0
+    try:
+        assert L.cudaLaunchHostFunc(busy, P(gate.ptr), None) == 0
+        assert L.cudaEventRecord(ev, busy) == 0 and L.cudaEventQuery(ev) == 600       # cudaErrorNotReady
+        L.cudaGetLastError()
+        assert L.cudaStreamBeginCapture(bs, 2) == 0
+        assert L.cudaEventRecord(ev, P(0)) == 906                                      # refused
+        L.cudaGetLastError()
+        _end_raw(L, bs.value)
+        assert L.cudaEventQuery(ev) == 600                                             # still the busy record
+        L.cudaGetLastError()
+    finally:
+        gate.open()
+        _end_raw(L, bs.value)
+        assert L.cudaStreamSynchronize(busy) == 0 and L.cudaEventQuery(ev) == 0
+        L.cudaEventDestroy(ev)
+        L.cudaStreamDestroy(bs)
