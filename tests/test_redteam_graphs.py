@@ -412,9 +412,6 @@ def test_per_thread_default_stream_capture_is_not_lost_from_another_thread(sm, m
     assert live() == before
 
 
-@pytest.mark.xfail(strict=True, reason="a cudaEventRecord refused when queued (here: on the legacy stream while a "
-                                       "blocking stream captures) drops the event's previous record: it then reads "
-                                       "as complete")
 def test_a_refused_event_record_keeps_the_previous_record(sm, emu):
     L, P = emu, ctypes.c_void_p
     gate = _fx.Gate()
