@@ -433,3 +433,35 @@ def test_a_refused_event_record_keeps_the_previous_record(sm, emu):
         assert L.cudaStreamSynchronize(busy) == 0 and L.cudaEventQuery(ev) == 0
         L.cudaEventDestroy(ev)
         L.cudaStreamDestroy(bs)
+
+
+def test_a_failed_instantiation_at_capture_end_is_not_retried_by_replay(sm, mem, emu, live):
+    """Without keep_graph, replay() never instantiates (torch's rule; a replay racing capture_end() leaked an
+    executable graph): after capture_end()'s instantiation failed, replay() raises torch's error and an explicit
+    instantiate() recovers; nothing leaks."""
+    s = sm.Stream()
+    buf = mem.alloc(64, stream=s)
+    s.synchronize()
+    before = live()
+    g = sm.CUDAGraph()
+    prev = sm.current_stream(0)
+    sm.set_stream(s)
+    try:
+        g.capture_begin()
+        buf.memset(1, stream=s)
+        emu.accelEmuSetFail(b"cudaGraphInstantiateWithFlags:1")
+        try:
+            with pytest.raises(CudaError):
+                g.capture_end()
+        finally:
+            emu.accelEmuSetFail(None)
+        assert sm.current_stream(0) == s
+    finally:
+        sm.set_stream(prev)
+    with pytest.raises(RuntimeError, match="without a preceding successful capture"):
+        g.replay()
+    g.instantiate()
+    g.replay()
+    sm.current_stream(0).synchronize()
+    g.reset()
+    assert live() == before
