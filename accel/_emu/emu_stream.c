@@ -250,7 +250,8 @@ cudaError_t implicit_sync(stream_t *s)
 {
     if (s->kind == SK_LEGACY) {
         int refused = 0;
-        for (stream_t *t = g_devstreams[s->device]; t; t = t->dnext)
+        int capturing = atomic_load_explicit(&g_ncap, memory_order_relaxed) != 0;
+        for (stream_t *t = capturing ? g_devstreams[s->device] : NULL; t; t = t->dnext)
             if (t != s && !(t->flags & STREAM_NONBLOCKING) && t->cap) {
                 capture_refuse(t);
                 refused = 1;
