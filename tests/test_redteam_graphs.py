@@ -16,7 +16,18 @@ from accel.errors import CudaError
 _spec = importlib.util.spec_from_file_location("memory_fixtures", pathlib.Path(__file__).with_name("memory_fixtures.py"))
 _fx = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_fx)
-mem, rt, emu = _fx.mem, _fx.rt, _fx.emu
+mem, rt = _fx.mem, _fx.rt
+
+
+@pytest.fixture
+def emu():
+    """The emulator's library through a handle of this module's own: raw calls here pass plain ctypes values,
+    whatever argtypes other test modules set on the shared handle's functions.  An armed fault is cleared."""
+    L = ctypes.CDLL(_fx.emu_lib()._name)
+    L.accelEmuSetFail.argtypes = [ctypes.c_char_p]
+    L.accelEmuLiveAllocations.restype = ctypes.c_size_t
+    yield L
+    L.accelEmuSetFail(None)
 
 pytestmark = pytest.mark.skipif(os.environ.get("ACCEL_CUDART") != "emu", reason="needs the emulated runtime")
 
