@@ -3,6 +3,7 @@ accel.cuda's graph API, off the hot path: torch's messages (aten/src/ATen/cuda/C
 modes, memory pool ids and the process-wide debug flag."""
 import itertools
 import os
+import threading
 import warnings
 
 # cudaStreamCaptureMode
@@ -25,6 +26,18 @@ DEVICE_SWITCHED = (SAME_STREAM + " The current device is {} but the capture bega
                    "set_device({}) (or leave the device context) before capture_end().")
 ALREADY_CAPTURING = "capture_begin() called while this CUDAGraph is capturing: call capture_end() first."
 INVALID = "Invalid capture."
+# cudaStreamEndCapture from a thread other than capture_begin()'s, for a capture not in relaxed mode
+WRONG_THREAD = 908
+RESET_WRONG_THREAD = ("reset(): this CUDAGraph's capture was begun on another thread, and CUDA lets only that "
+                      "thread end a capture whose capture_error_mode is not 'relaxed' "
+                      "(cudaErrorStreamCaptureWrongThread): call reset() or capture_end() on the thread that called "
+                      "capture_begin(); the capture is still open")
+DEL_OPEN = "CUDA warning: a CUDAGraph dropped with its capture still open: {}"
+PER_THREAD = 2              # cudaStreamPerThread: each thread's own default stream
+PTDS_WRONG_THREAD = ("{}: this CUDAGraph's capture is on the per-thread default stream (cudaStreamPerThread) of the "
+                     "thread that called capture_begin(), and on this thread that handle is another stream: call "
+                     "capture_end() or reset() on that thread; the capture is still open")
+thread_id = threading.get_ident
 EMPTY = ("The CUDA Graph is empty. This usually means that the graph was attempted to be captured on wrong "
          "device or stream.")
 NOT_ENDED = "capture_end() must have been called before calling instantiate"

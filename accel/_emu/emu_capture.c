@@ -13,7 +13,9 @@
  * stream, and, from a thread the capture modes prohibit, the potentially unsafe calls (device / stream /
  * event synchronisation and queries, cudaMalloc, cudaFree) return cudaErrorStreamCaptureUnsupported and
  * invalidate the captures concerned; work queued on an invalidated capture and its cudaStreamEndCapture
- * return cudaErrorStreamCaptureInvalidated.
+ * return cudaErrorStreamCaptureInvalidated.  Work on the legacy stream while a blocking stream of its
+ * device captures (an implicit dependency on the capture) is cudaErrorStreamCaptureImplicit and
+ * invalidates that capture (emu_stream.c's implicit_sync).
  *
  * Documented choices:
  *  - Kernel nodes cannot arise (the emulator launches no kernels).

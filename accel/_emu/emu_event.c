@@ -93,13 +93,13 @@ static cudaError_t event_record(cudaEvent_t eh, cudaStream_t sh, unsigned flags)
         free(it);
         free(r);
     } else if (!err) {
-        rec_unref(e->sh->latest);
-        e->sh->latest = r;
-        e->sh->capid = 0;
-        err = submit(s, it);
+        err = submit(s, it);            /* frees it (its reference to r) on failure */
         if (err) {
-            e->sh->latest = NULL;
-            rec_unref(r);
+            rec_unref(r);               /* refused: the event keeps its previous record */
+        } else {
+            rec_unref(e->sh->latest);
+            e->sh->latest = r;
+            e->sh->capid = 0;
         }
     } else {
         free(it);

@@ -3,9 +3,10 @@
  *
  * Nodes are kept in the order they were added, which is a topological order (a node only depends on
  * earlier ones), so cudaGraphLaunch queues the executable graph's nodes in that order on the launch
- * stream's FIFO (one valid schedule of the DAG), after the stream's earlier work.  At launch every copy /
- * memset range that was device memory at capture is checked again against the allocation table (memory
- * freed since gives cudaErrorInvalidValue and queues nothing).
+ * stream's FIFO (one valid schedule of the DAG), after the stream's earlier work and after the previous
+ * launch of the same executable graph, on whatever stream (CUDA orders the launches of one
+ * cudaGraphExec_t).  At launch every copy / memset range that was device memory at capture is checked
+ * again against the allocation table (memory freed since gives cudaErrorInvalidValue and queues nothing).
  *
  * Documented choices:
  *  - Graph memory: cudaMallocAsync in capture allocates from the stream's pool at once (its address is
@@ -287,7 +288,9 @@ static const char *node_name(int type)
     }
 }
 
-/* DOT in the shape of CUDA's: one cluster per graph, a record node per graph node, an edge per dependency. */
+/* DOT in the shape of CUDA's: one cluster per graph, a record node per graph node, an edge per dependency.
+ * The text is made in memory under G and written to `path` after G is dropped: opening or writing the
+ * file may block (a FIFO, a full pipe, a slow disk), and no other thread's call may wait for that. */
 EXPORT cudaError_t cudaGraphDebugDotPrint(cudaGraph_t gh, const char *path, unsigned int flags)
 {
     RT_ENTER(cudaGraphDebugDotPrint, cudaErrorUnknown);
@@ -295,11 +298,13 @@ EXPORT cudaError_t cudaGraphDebugDotPrint(cudaGraph_t gh, const char *path, unsi
     (void)flags;
     if (!path) return fail(cudaErrorInvalidValue);
     cudaError_t err = cudaSuccess;
+    char *text = NULL;
+    size_t len = 0;
     pthread_mutex_lock(&G);
     graph_t *g = get_graph(gh);
-    FILE *f = g ? fopen(path, "w") : NULL;
+    FILE *f = g ? open_memstream(&text, &len) : NULL;
     if (!g) err = cudaErrorInvalidResourceHandle;
-    else if (!f) err = cudaErrorInvalidValue;
+    else if (!f) err = cudaErrorMemoryAllocation;
     else {
         unsigned long long id = g->id;
         fprintf(f, "digraph dot {\n subgraph cluster_%llu {\nlabel=\"graph_%llu\" graph[style=\"dashed\"];\n", id, id);
@@ -323,9 +328,18 @@ EXPORT cudaError_t cudaGraphDebugDotPrint(cudaGraph_t gh, const char *path, unsi
             for (size_t k = 0; k < g->nodes[i]->ndeps; k++)
                 fprintf(f, "\"graph_%llu_node_%u\" -> \"graph_%llu_node_%zu\";\n", id, g->nodes[i]->deps[k], id, i);
         fprintf(f, "}\n}\n");
-        if (fclose(f)) err = cudaErrorInvalidValue;
+        if (fclose(f)) err = cudaErrorMemoryAllocation;
     }
     pthread_mutex_unlock(&G);
+    if (!err) {
+        FILE *out = fopen(path, "w");
+        if (!out) err = cudaErrorInvalidValue;
+        else {
+            if (fwrite(text, 1, len, out) != len) err = cudaErrorInvalidValue;
+            if (fclose(out)) err = cudaErrorInvalidValue;
+        }
+    }
+    free(text);
     return err ? fail(err) : cudaSuccess;
 }
 
@@ -405,6 +419,7 @@ EXPORT cudaError_t cudaGraphExecDestroy(cudaGraphExec_t xh)
         ht_del(&g_handles, x->handle);
         gmem_unref(x->mem);     /* queued copies hold their own references to the memory they touch */
         uset_unref(x->uo);      /* and queued launches to the user objects */
+        rec_unref(x->last);
         free(x->dep_off);
         free(x->dep_v);
         free(x->nodes);
@@ -508,14 +523,29 @@ EXPORT cudaError_t cudaGraphLaunch(cudaGraphExec_t xh, cudaStream_t sh)
             err = cudaErrorMemoryAllocation;
         }
     }
-    if (!err && k && implicit_sync(s)) {
-        err = cudaErrorMemoryAllocation;
+    /* CUDA orders a launch behind the previous launches of the same executable graph (on any stream): it
+     * waits for the last one's end marker, and leaves its own. */
+    item_t *wait = NULL, *done = NULL;
+    if (!err && k) {
+        if (x->last && !x->last->reached && (wait = item_new(IT_WAIT))) {
+            wait->rec = x->last;
+            x->last->refs++;
+        }
+        if ((done = item_new(IT_RECORD)) && !(done->rec = rec_new(2))) { free(done); done = NULL; }
+        if (!done || (x->last && !x->last->reached && !wait)) err = cudaErrorMemoryAllocation;
+    }
+    if (!err && k) err = implicit_sync(s);
+    if (err && k) {
         for (size_t i = 0; i < k; i++) {
             if (items[i]->kind == IT_RECORD) rec_unref(items[i]->rec);
             item_free(items[i]);
         }
         k = 0;
+        if (wait) item_free(wait);
+        if (done) { rec_unref(done->rec); item_free(done); }
+        wait = done = NULL;
     }
+    if (wait) enqueue_raw(s, wait);
     if (!err) ensure_ctx(s->device);
     if (!err && x->uo) x->uo->refs++;
     for (size_t i = 0; i < k; i++) {
@@ -529,6 +559,13 @@ EXPORT cudaError_t cudaGraphLaunch(cudaGraphExec_t xh, cudaStream_t sh)
             e->sh->capid = 0;
             s->last_rec = it->rec;
         }
+    }
+    if (done) {
+        rec_t *r = done->rec;
+        enqueue_raw(s, done);
+        s->last_rec = r;
+        rec_unref(x->last);
+        x->last = r;            /* rec_new(2): the item's reference and this one */
     }
     pthread_mutex_unlock(&G);
     if (items != small) free(items);

@@ -75,6 +75,7 @@ typedef struct {
     gmem_t *mem;
     uset_t *uo;                     /* user-object references (NULL: none) */
     uint32_t *dep_off, *dep_v;      /* its graph's dependencies by node index (CSR), for cudaGraphExecUpdate */
+    rec_t *last;                    /* reached when its latest launch has run (NULL: none queued) */
 } gexec_t;
 
 struct capture {

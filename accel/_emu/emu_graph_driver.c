@@ -145,14 +145,20 @@ EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec *x, CUgraph g, unsigned 
     return RT(cudaGraphInstantiateWithFlags(x, g, flags));
 }
 
-/* The parameters' upload stream is used when their flags ask for an upload; result_out says how it went. */
+/* The parameters' upload stream is used when their flags ask for an upload; result_out says how it went.  A
+ * failed upload fails the call: the executable graph is destroyed again (*x untouched). */
 EXPORT CUresult cuGraphInstantiateWithParams(CUgraphExec *x, CUgraph g, graph_instantiate_params_t *p)
 {
     DRV_ENTER_CREATE(cuGraphInstantiateWithParams);
-    if (!p) return CUDA_ERROR_INVALID_VALUE;
+    if (!p || !x) return CUDA_ERROR_INVALID_VALUE;
     p->hErrNode_out = NULL;
-    CUresult r = RT(cudaGraphInstantiateWithFlags(x, g, p->flags));
-    if (!r && (p->flags & CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD)) r = RT(cudaGraphUpload(*x, p->hUploadStream));
+    CUgraphExec made = NULL;
+    CUresult r = RT(cudaGraphInstantiateWithFlags(&made, g, p->flags));
+    if (!r && (p->flags & CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD)) {
+        r = RT(cudaGraphUpload(made, p->hUploadStream));
+        if (r) RT(cudaGraphExecDestroy(made));
+    }
+    if (!r) *x = made;
     p->result_out = r ? CUDA_GRAPH_INSTANTIATE_ERROR : CUDA_GRAPH_INSTANTIATE_SUCCESS;
     return r;
 }

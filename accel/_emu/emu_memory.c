@@ -822,7 +822,7 @@ EXPORT cudaError_t cudaFreeAsync(void *ptr, cudaStream_t h)
         free(it);
         return err ? fail(err) : cudaSuccess;
     }
-    if (s && a && implicit_sync(s)) err = cudaErrorMemoryAllocation;
+    if (s && a) err = implicit_sync(s);
     if (err) {
         pthread_mutex_unlock(&G);
         free(it);

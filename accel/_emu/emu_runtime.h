@@ -289,8 +289,10 @@ void stream_maybe_free(stream_t *s);
 /* Appends `it` to s's FIFO as is (G held). */
 void enqueue_raw(stream_t *s, item_t *it);
 /* Adds the waits s's next item needs: the legacy stream waits for the device's blocking streams,
- * a blocking stream for the legacy stream (G held); -1 when out of memory. */
-int implicit_sync(stream_t *s);
+ * a blocking stream for the legacy stream (G held); cudaErrorMemoryAllocation when out of memory,
+ * cudaErrorStreamCaptureImplicit (capture invalidated) when s is the legacy stream and a blocking
+ * stream of the device captures. */
+cudaError_t implicit_sync(stream_t *s);
 /* Queues `it` on s after the implicit synchronisation s needs (G held); frees it on failure. */
 cudaError_t submit(stream_t *s, item_t *it);
 /* Resolves a stream handle under G (0/1: legacy, 2: per-thread stream of the current device). */

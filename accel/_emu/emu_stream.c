@@ -242,29 +242,41 @@ static stream_t *legacy_stream(int dev)
 }
 
 /* The legacy default stream waits for all prior work of the device's
- * blocking streams, and blocking streams wait for prior legacy work. */
-int implicit_sync(stream_t *s)
+ * blocking streams, and blocking streams wait for prior legacy work.  Work
+ * on the legacy stream while a blocking stream of the device captures would
+ * depend on the capture: cudaErrorStreamCaptureImplicit, the capture
+ * invalidated (nothing queued). */
+cudaError_t implicit_sync(stream_t *s)
 {
     if (s->kind == SK_LEGACY) {
+        int refused = 0;
+        int capturing = atomic_load_explicit(&g_ncap, memory_order_relaxed) != 0;
+        for (stream_t *t = capturing ? g_devstreams[s->device] : NULL; t; t = t->dnext)
+            if (t != s && !(t->flags & STREAM_NONBLOCKING) && t->cap) {
+                capture_refuse(t);
+                refused = 1;
+            }
+        if (refused) return cudaErrorStreamCaptureImplicit;
         for (stream_t *t = g_devstreams[s->device]; t; t = t->dnext) {
             if (t == s || (t->flags & STREAM_NONBLOCKING) || !pending(t)) continue;
             rec_t *r = tail_rec(t);
-            if (!r || add_wait(s, r)) return -1;
+            if (!r || add_wait(s, r)) return cudaErrorMemoryAllocation;
         }
     } else if (!(s->flags & STREAM_NONBLOCKING)) {
         stream_t *l = g_legacy[s->device];
         if (l && pending(l)) {
             rec_t *r = tail_rec(l);
-            if (!r || add_wait(s, r)) return -1;
+            if (!r || add_wait(s, r)) return cudaErrorMemoryAllocation;
         }
     }
-    return 0;
+    return cudaSuccess;
 }
 
 cudaError_t submit(stream_t *s, item_t *it)
 {
     if (s->cap) return capture_item(s, it);     /* recorded as a graph node instead */
-    if (implicit_sync(s)) { item_free(it); return cudaErrorMemoryAllocation; }
+    cudaError_t ierr = implicit_sync(s);
+    if (ierr) { item_free(it); return ierr; }
     ensure_ctx(s->device);
     if (it->kind == IT_RECORD && s->state == ST_IDLE && !s->head) {
         /* A worker would reach it at once; doing it here saves a thread

@@ -43,7 +43,7 @@ cdef class CUDAGraph:
     cdef uintptr_t _graph, _exec
     cdef bint _keep, _has_graph, _has_exec, _ended, _capturing
     cdef int _dev
-    cdef object _stream, _pool
+    cdef object _stream, _pool, _thread
     cdef object __weakref__
 
     def __cinit__(self):
@@ -73,6 +73,7 @@ cdef class CUDAGraph:
         _check_leave(err, orig)
         self._stream = s
         self._dev = s.device_index
+        self._thread = _gc.thread_id()
         self._pool = pool
         self._capturing = True
 
@@ -87,6 +88,8 @@ cdef class CUDAGraph:
             if cur.device_index != s.device_index:
                 raise RuntimeError(_gc.DEVICE_SWITCHED.format(cur.device_index, s.device_index, s.device_index))
             raise RuntimeError(_gc.SAME_STREAM)
+        if s._ptr == _gc.PER_THREAD and _gc.thread_id() != self._thread:
+            raise RuntimeError(_gc.PTDS_WRONG_THREAD.format("capture_end()"))
         c_ensure_init()
         cdef void* g = NULL
         cdef size_t n = 0
@@ -145,7 +148,9 @@ cdef class CUDAGraph:
         """Launch the executable graph on the current stream of the capture device (instantiating it first
         with keep_graph).  RuntimeError without a successful capture."""
         if not self._has_exec:
-            if not self._ended:
+            # Only a keep_graph graph is instantiated here (torch's replay()); without keep_graph, capture_end()
+            # does it, and a replay on another thread must not race it (a second executable graph, leaked).
+            if not (self._ended and self._keep):
                 raise RuntimeError(_gc.NO_REPLAY)
             self.instantiate()
         if c_uninitialized():
@@ -172,16 +177,30 @@ cdef class CUDAGraph:
     cdef int _reset(self) except -1:
         cdef void* g = NULL
         cdef int orig = -1
+        cdef int err, status = 0
+        cdef cudaStream_t p
         if _t == NULL:
             return 0
+        self._ended = False                 # first: a replay on another thread must not instantiate again
         if self._capturing:
-            self._capturing = False
+            if (<Stream>self._stream)._ptr == _gc.PER_THREAD and _gc.thread_id() != self._thread:
+                raise RuntimeError(_gc.PTDS_WRONG_THREAD.format("reset()"))
+            p = <cudaStream_t>(<Stream>self._stream)._ptr
             if not c_uninitialized():
                 orig = c_enter_device(_t, self._dev)
-            if _t.cudaStreamEndCapture(<cudaStream_t>(<Stream>self._stream)._ptr, <cudaGraph_t*>&g):
+            err = _t.cudaStreamEndCapture(p, <cudaGraph_t*>&g)
+            if err:
+                _t.cudaGetLastError()
+                if not _t.cudaStreamIsCapturing(p, &status) and status != 0:
+                    # CUDA did not end it (another thread's capture, a failed call): it stays this graph's
+                    c_leave_device(orig)
+                    if err == _gc.WRONG_THREAD:
+                        raise RuntimeError(_gc.RESET_WRONG_THREAD)
+                    raise error(err)
                 _t.cudaGetLastError()
             elif g != NULL:
                 _relaxed_destroy(False, <uintptr_t>g)
+            self._capturing = False
             c_leave_device(orig)
         if self._has_graph:
             self._has_graph = False
@@ -193,7 +212,6 @@ cdef class CUDAGraph:
                 _gc.warn("CUDA warning: cudaGraphExecDestroy failed in CUDAGraph.reset()")
         self._graph = 0
         self._exec = 0
-        self._ended = False
         return 0
 
     def pool(self):
@@ -219,7 +237,10 @@ cdef class CUDAGraph:
             return
         _gc.warn(f"DEBUG: calling cudaGraphDebugDotPrint() with {debug_path}")
         cdef const char* path = raw
-        err = _t.cudaGraphDebugDotPrint(<cudaGraph_t>self._graph, <const void*>path, _gc.DOT_FLAGS_VERBOSE)
+        cdef cudaGraph_t g = <cudaGraph_t>self._graph
+        cdef unsigned int flags = _gc.DOT_FLAGS_VERBOSE
+        with nogil:                         # writing the file may block (a FIFO, a full pipe)
+            err = _t.cudaGraphDebugDotPrint(g, <const void*>path, flags)
         if err:
             _t.cudaGetLastError()
             _gc.warn(f"CUDA warning: {_t.cudaGetErrorString(err).decode()} (cudaGraphDebugDotPrint)")
@@ -260,5 +281,8 @@ cdef class CUDAGraph:
         if self._capturing or self._has_graph or self._has_exec:
             try:
                 self._reset()
-            except BaseException:  # a finaliser must not raise; the handles are the process's anyway
-                pass
+            except BaseException as e:  # a finaliser must not raise; the handles are the process's anyway
+                try:
+                    _gc.warn(_gc.DEL_OPEN.format(e), 2)
+                except BaseException:  # interpreter shutdown
+                    pass

@@ -38,6 +38,10 @@ def _relaxed_destroy(fn, handle):
     return err
 
 
+_GRAPH_FIELDS = frozenset(("_keep", "_graph", "_exec", "_xp", "_has_graph", "_has_exec", "_ended", "_capturing",
+                           "_dev", "_stream", "_pool", "_thread"))   # the compiled twin's cdef fields (no attributes there)
+
+
 class CUDAGraph:
     """A CUDA graph captured from a stream and replayed, torch.cuda.CUDAGraph's names and semantics: capture
     on the current (non-default) stream between capture_begin() and capture_end(), replay() on the current
@@ -45,7 +49,7 @@ class CUDAGraph:
     makes the executable graph, raw_cuda_graph() returns it)."""
 
     __slots__ = ("_keep", "_graph", "_exec", "_xp", "_has_graph", "_has_exec", "_ended", "_capturing", "_dev",
-                 "_stream", "_pool", "__weakref__")
+                 "_stream", "_pool", "_thread", "__weakref__")
 
     def __init__(self, keep_graph=False):
         _osa(self, "_keep", bool(keep_graph))
@@ -54,12 +58,26 @@ class CUDAGraph:
         for name in ("_has_graph", "_has_exec", "_ended", "_capturing"):
             _osa(self, name, False)
         _osa(self, "_dev", -1)
+        _osa(self, "_thread", 0)
         _osa(self, "_xp", None)
         _osa(self, "_stream", None)
         _osa(self, "_pool", None)
 
     def __setattr__(self, name, value):
-        raise AttributeError(f"'accel.cuda.CUDAGraph' object attribute '{name}' is read-only")
+        # As the compiled twin's cdef class: its fields and methods cannot be set; a user subclass's instances
+        # have a __dict__ for their own attributes.
+        if type(self) is CUDAGraph or name in _GRAPH_FIELDS:
+            if name == "__class__" and not isinstance(value, type):
+                object.__setattr__(self, name, value)  # raises CPython's own TypeError, as the compiled twin
+            raise _s._frozen(self, name, CUDAGraph, _GRAPH_FIELDS, frozenset())
+        object.__setattr__(self, name, value)
+
+    def __delattr__(self, name):
+        if name == "__class__":
+            object.__delattr__(self, name)  # raises CPython's own TypeError, as the compiled twin
+        if type(self) is CUDAGraph or name in _GRAPH_FIELDS:
+            raise _s._frozen(self, name, CUDAGraph, _GRAPH_FIELDS, frozenset())
+        object.__delattr__(self, name)
 
     def capture_begin(self, pool=None, capture_error_mode="global"):
         """Begin capturing the current stream (not the default stream) into this graph; ``pool`` shares a
@@ -78,6 +96,7 @@ class CUDAGraph:
         _check(_s._T.cudaStreamBeginCapture(s._ptr, mode), orig)
         _osa(self, "_stream", s)
         _osa(self, "_dev", s.device_index)
+        _osa(self, "_thread", _gc.thread_id())
         _osa(self, "_pool", pool)
         _osa(self, "_capturing", True)
 
@@ -92,6 +111,8 @@ class CUDAGraph:
             if cur.device_index != s.device_index:
                 raise RuntimeError(_gc.DEVICE_SWITCHED.format(cur.device_index, s.device_index, s.device_index))
             raise RuntimeError(_gc.SAME_STREAM)
+        if s._ptr == _gc.PER_THREAD and _gc.thread_id() != self._thread:
+            raise RuntimeError(_gc.PTDS_WRONG_THREAD.format("capture_end()"))
         _c_ensure_init()
         t = _s._T
         g = c_size_t()
@@ -146,7 +167,9 @@ class CUDAGraph:
         """Launch the executable graph on the current stream of the capture device (instantiating it first
         with keep_graph).  RuntimeError without a successful capture."""
         if not self._has_exec:
-            if not self._ended:
+            # Only a keep_graph graph is instantiated here (torch's replay()); without keep_graph, capture_end()
+            # does it, and a replay on another thread must not race it (a second executable graph, leaked).
+            if not (self._ended and self._keep):
                 raise RuntimeError(_gc.NO_REPLAY)
             self.instantiate()
         if not _dm._initialized and _dm._init_hook is not None:
@@ -166,14 +189,26 @@ class CUDAGraph:
         t = _s._T
         if t is None:
             return
+        _osa(self, "_ended", False)          # first: a replay on another thread must not instantiate again
         if self._capturing:
-            _osa(self, "_capturing", False)
+            if self._stream._ptr == _gc.PER_THREAD and _gc.thread_id() != self._thread:
+                raise RuntimeError(_gc.PTDS_WRONG_THREAD.format("reset()"))
             g = c_size_t()
             orig = _s._enter(self._dev) if _dm._initialized else -1
-            if t.cudaStreamEndCapture(self._stream._ptr, g):
+            err = t.cudaStreamEndCapture(self._stream._ptr, g)
+            if err:
+                t.cudaGetLastError()
+                st = c_int(0)
+                if not t.cudaStreamIsCapturing(self._stream._ptr, st) and st.value != 0:
+                    # CUDA did not end it (another thread's capture, a failed call): it stays this graph's
+                    _leave(orig)
+                    if err == _gc.WRONG_THREAD:
+                        raise RuntimeError(_gc.RESET_WRONG_THREAD)
+                    raise _cudart._error(err)
                 t.cudaGetLastError()
             elif g.value:
                 _relaxed_destroy("cudaGraphDestroy", g.value)
+            _osa(self, "_capturing", False)
             _leave(orig)
         if self._has_graph:
             _osa(self, "_has_graph", False)
@@ -186,7 +221,6 @@ class CUDAGraph:
         _osa(self, "_graph", 0)
         _osa(self, "_exec", 0)
         _osa(self, "_xp", None)
-        _osa(self, "_ended", False)
 
     def pool(self):
         """The memory pool id of this graph's capture (pass it to another capture_begin to share it)."""
@@ -251,5 +285,11 @@ class CUDAGraph:
         try:
             if self._capturing or self._has_graph or self._has_exec:
                 self.reset()
-        except Exception:  # noqa: BLE001 - a finaliser must not raise; the handles are the process's anyway
-            pass
+        except Exception as e:  # noqa: BLE001 - a finaliser must not raise; the handles are the process's anyway
+            try:
+                _gc.warn(_gc.DEL_OPEN.format(e), stacklevel=2)
+            except Exception:  # noqa: BLE001 - interpreter shutdown
+                pass
+
+
+CUDAGraph.__module__ = _s.__name__  # accel._python._stream.CUDAGraph, as the compiled twin's is accel._native._stream.CUDAGraph
