@@ -114,6 +114,15 @@ def wait_uses(cudart, uses, handle, d):
             cudart.cudaEventDestroy(ev)
 
 
+def sync_uses(cudart, uses):
+    """The fallback of a buffer released by the garbage collector whose ``wait_uses`` failed (no event could
+    be made or recorded): wait on the host for every stream in ``uses``, so the memory can go back to the
+    pool without racing their work (rather than leaking it)."""
+    for s in uses:
+        with _Guard(cudart, s.device_index):
+            cudart.cudaStreamSynchronize(s.cuda_stream)
+
+
 def stats_dict(c, reserved, reserved_high):
     """torch.cuda.memory_stats keys from a twin's counters ``c`` (a dict) and the pool's reserved bytes."""
     out = {}

@@ -17,6 +17,7 @@ import pathlib
 import pickle
 import re
 import textwrap
+import threading
 import tracemalloc
 
 import numpy as np
@@ -396,6 +397,33 @@ def test_a6_dlpack_consumer_stream_still_waits(mem, rt, streams):
 
 
 # -- A7: record_stream keeps a set ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("sym", ["cudaEventCreateWithFlags", "cudaEventRecord", "cudaStreamWaitEvent"])
+def test_a2_collected_buffer_whose_event_wait_fails_is_freed_after_a_host_wait(mem, rt, streams, emu, sym):
+    """A buffer recorded on another stream and dropped (freed by the collector) when the event that would
+    order its free after that stream cannot be made: its memory goes back to the pool once the stream's work
+    is done (a host wait), neither leaked nor freed under the work (red-team of issue 20)."""
+    d = 0
+    gate = Gate()
+    side = streams.Stream(device=d)
+    allocated = mem.memory_allocated(d)
+    buf = mem.alloc(4096, device=d)
+    buf.memset(1)
+    gate.block(rt, side)
+    buf.record_stream(side)
+    t = threading.Timer(0.2, gate.open)     # the host wait below returns once the gate opens
+    t.start()
+    assert emu.accelEmuSetFail(f"{sym}:1".encode()) == 0
+    try:
+        del buf
+        gc.collect()
+    finally:
+        emu.accelEmuSetFail(None)
+        t.join()
+    assert rt.cudaStreamQuery(side.cuda_stream) is True      # the side stream's work ran before the free
+    rt.cudaDeviceSynchronize()
+    assert mem.memory_allocated(d) == allocated
+
 
 def test_a7_record_stream_does_not_grow(mem, streams):
     buf = mem.alloc(256, device=0)

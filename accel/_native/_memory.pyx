@@ -259,8 +259,16 @@ cdef class DeviceBuffer:
             return
         try:
             self.free()
-        except BaseException:  # noqa: BLE001 - nothing to raise to; the memory stays with the pool
-            pass
+        except BaseException:  # noqa: BLE001 - nothing to raise to
+            if self._live and self._uses:
+                # the streams it was recorded on could not be waited for with events: wait on the host, then
+                # free it (else the memory would leak)
+                try:
+                    _mc.sync_uses(_cudart, self._uses)
+                    self._uses = None
+                    self.free()
+                except BaseException:  # noqa: BLE001 - the memory stays with the pool
+                    pass
 
     def __reduce__(self):
         raise _mc.copy_refused(self)
