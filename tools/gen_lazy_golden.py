@@ -429,6 +429,39 @@ PROGRAMS += [
      "x0[:, 2:] = 0\nm = x0.masked_fill(T.ones(4, 4, device=D).tril() == 0, -1e9)\nout = [m.softmax(-1), x0]"),
 ]
 
+# Norms, losses, RNG, bfloat16 and whole model programs (issue 19, h-lazynn).  layer_norm / batch_norm /
+# nll_loss are LTC nodes with several outputs; rms_norm, group_norm, logsumexp and label smoothing are
+# decomposed by torch before LTC sees them.
+PROGRAMS_NN = [
+    ("nn_layer_norm", "f32[2,3,8] f32[8] f32[8]",
+     "F = T.nn.functional\nout = [F.layer_norm(x0, (8,), x1, x2), F.layer_norm(x0, [8]), "
+     "F.layer_norm(x0, (3, 8), eps=1e-3) * 2, T.layer_norm(x0, (8,), x1)]"),
+    ("nn_rms_norm", "f32[2,3,8] f32[8]",
+     "F = T.nn.functional\nout = [F.rms_norm(x0, (8,), x1), F.rms_norm(x0, (8,), eps=1e-6), F.rms_norm(x0, (3, 8))]"),
+    ("nn_rms_norm_half", "f32[2,8]", "F = T.nn.functional\nout = [F.rms_norm(x0.half(), (8,)).float()]"),
+    ("nn_batch_norm_eval", "f32[2,4,3] f32[4] pf32[4] f32[4] f32[4]",
+     "F = T.nn.functional\nout = [F.batch_norm(x0, x1, x2, x3, x4), F.batch_norm(x0[:, :, 0], x1, x2), "
+     "F.batch_norm(x0, x1, x2, x3, None, False, 0.2, 1e-3)]"),
+    ("nn_group_norm", "f32[2,4,3] f32[4] f32[4]",
+     "F = T.nn.functional\nout = [F.group_norm(x0, 2, x1, x2), F.group_norm(x0 * 2, 4), F.group_norm(x0, 1, eps=1e-3)]"),
+    ("logsumexp", "f32[2,3,4]",
+     "out = [x0.logsumexp(-1), T.logsumexp(x0, (0, 2)), x0.logsumexp(1, keepdim=True), (x0 * 2).logsumexp(0) + 1]"),
+    ("nn_nll_loss", "f32[4,5] f32[5]",
+     "F = T.nn.functional\nt = T.arange(4, device=D) + 1\nlp = x0.log_softmax(-1)\n"
+     "out = [F.nll_loss(lp, t), F.nll_loss(lp, t, reduction='sum'), F.nll_loss(lp, t, reduction='none'), "
+     "F.nll_loss(lp, t, weight=x1.abs() + 0.25, ignore_index=1), F.nll_loss(lp[0], t[2])]"),
+    ("nn_cross_entropy", "f32[4,5] f32[5]",
+     "F = T.nn.functional\nt = 4 - T.arange(4, device=D)\n"
+     "out = [F.cross_entropy(x0, t), F.cross_entropy(x0, t, reduction='sum') * 2, "
+     "F.cross_entropy(x0, t, reduction='none'), F.cross_entropy(x0, t, ignore_index=3), "
+     "F.cross_entropy(x0, t, weight=x1.abs() + 0.5)]"),
+    ("nn_cross_entropy_ls", "f32[4,5]",
+     "F = T.nn.functional\nt = T.arange(4, device=D)\n"
+     "out = [F.cross_entropy(x0, t, label_smoothing=0.1), F.cross_entropy(x0, t, reduction='none', label_smoothing=0.2), "
+     "F.cross_entropy(x0, t, reduction='sum', label_smoothing=0.05, ignore_index=2)]"),
+]
+PROGRAMS += PROGRAMS_NN
+
 DOT_EVERY = 5                 # _get_tensors_dot is recorded for every 5th program (it is long)
 # Counter scenarios: the code sees T, tensor(array), mark_step(), graph_hash(ts), sync_multi(ts),
 # to_numpy(t), record(ts) (takes the IR text of ts), reuse(flag) (set_reuse_ir) and np; the LTC counters
