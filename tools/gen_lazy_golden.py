@@ -459,6 +459,17 @@ PROGRAMS_NN = [
      "F = T.nn.functional\nt = T.arange(4, device=D)\n"
      "out = [F.cross_entropy(x0, t, label_smoothing=0.1), F.cross_entropy(x0, t, reduction='none', label_smoothing=0.2), "
      "F.cross_entropy(x0, t, reduction='sum', label_smoothing=0.05, ignore_index=2)]"),
+    # RNG: drawn when the graph runs (post order) from torch's generator, reseeded by manual_seed
+    ("rng_rand", "f32[2]", "T.manual_seed(0)\nout = [T.rand(2, 3, device=D), T.rand(4, device=D, dtype=T.float64) * 2, "
+                           "T.rand((3,), device=D) + x0[0]]"),
+    ("rng_randn", "f32[2]", "T.manual_seed(1)\nout = [T.randn(4, 8, device=D), T.randn(5, device=D), "
+                            "T.randn(3, 7, device=D, dtype=T.float64), T.randn(2, device=D, dtype=T.float64)]"),
+    ("rng_randint", "f32[2]", "T.manual_seed(3)\nout = [T.randint(0, 10, (5,), device=D), T.randint(7, (2, 3), device=D), "
+                              "T.randint(-5, 5, (4,), device=D) * 2]"),
+    ("rng_like", "f32[3,4] i64[5]", "T.manual_seed(4)\nout = [T.rand_like(x0), T.randn_like(x0), T.randint_like(x1, 7), "
+                                    "T.randint_like(x0, 2, 9)]"),
+    ("rng_dropout", "f32[8,32]", "F = T.nn.functional\nT.manual_seed(5)\nout = [F.dropout(x0, 0.25), "
+                                 "F.dropout(x0, 0.5, training=False) * 1, F.dropout(x0 * 2, 0.9) + 1]"),
 ]
 PROGRAMS += PROGRAMS_NN
 

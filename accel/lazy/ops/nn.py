@@ -268,18 +268,6 @@ def mse_loss(input, target, reduction="mean"):
     return fallback("aten::mse_loss", "mse_loss", [input, target], s.dtype, (reduction,))
 
 
-def dropout(input, p=0.5, training=True, inplace=False):
-    """torch.nn.functional.dropout: the input itself when not training or p == 0 (as torch); random masks are
-    not supported yet."""
-    _check_tensor(input, "dropout() input")
-    p = _num(p, "dropout(): p")
-    if not 0 <= p <= 1:
-        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
-    if not training or p == 0:
-        return input
-    raise NotImplementedError("dropout(training=True) needs LTC's random ops, not supported by accel.lazy yet")
-
-
 def linear(input, weight, bias=None):
     """torch.nn.functional.linear for a 2-D input (mm with weight.t(), or addmm with the bias, as torch records
     it) or an N-D input without bias (matmul with weight.t())."""
@@ -364,6 +352,5 @@ declare("softplus", {}, {}, [Kernel("aten::softplus", _k_args("softplus"))], nn=
 declare("elu", {}, {}, [Kernel("aten::elu", _k_args("elu"))], nn={"elu": elu})
 declare("hardtanh", {}, {}, eager={"hardtanh": _eager_hardtanh}, nn={"hardtanh": hardtanh})
 declare("mse_loss", {}, {}, eager={"mse_loss": _eager_mse}, nn={"mse_loss": mse_loss})
-declare("dropout", {}, {}, nn={"dropout": dropout})
 declare("linear", {}, {}, [Kernel("aten::addmm", _k_args("addmm"))], nn={"linear": linear})
 classes(**{"aten::leaky_relu": "LeakyRelu", "aten::softplus": "Softplus", "aten::elu": "Elu", "aten::addmm": "Addmm"})
