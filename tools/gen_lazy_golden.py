@@ -470,6 +470,20 @@ PROGRAMS_NN = [
                                     "T.randint_like(x0, 2, 9)]"),
     ("rng_dropout", "f32[8,32]", "F = T.nn.functional\nT.manual_seed(5)\nout = [F.dropout(x0, 0.25), "
                                  "F.dropout(x0, 0.5, training=False) * 1, F.dropout(x0 * 2, 0.9) + 1]"),
+    # bfloat16: values compared as float32 (numpy has no bfloat16)
+    ("bf16_ops", "f32[2,3] f16[2,3]",
+     "b = x0.bfloat16()\nout = [(b * 3 + 1).float(), b + x1, (b * 0.1).exp().float(), b.sum().float(), "
+     "b.mean(0).float(), x0.to(T.bfloat16).softmax(-1).float(), (b / 3 - b.sqrt()).float()]"),
+    ("bf16_promote", "f32[2,3] f64[3] i64[3]",
+     "b = x0.to(T.bfloat16)\nout = [b * x1, (b + x2).float(), (b * 2.5).double(), (b > 0.3).int(), "
+     "(b * b).half(), b.type_as(x1), x1.bfloat16().float()]"),
+    ("bf16_reduce", "pf32[4,8]",
+     "b = (x0 * 1.37).bfloat16()\nout = [b.sum(1).float(), b.mean().float(), b.log().sum(0, keepdim=True).float(), "
+     "(b @ b.t()).float(), b.amax(1).float(), b.tanh().sigmoid().float()]"),
+    ("bf16_wide", "f32[64,64]",
+     "b = (x0 * 0.731 + 0.05).bfloat16()\nout = [(b.exp() / (b * b + 1)).float(), b.sin().sum(1).float(), "
+     "b.sum().float(), (b - b.mean(0)).abs().mean(1).float(), (b @ b).float(), b.softmax(0).float(), "
+     "b.rsqrt().float(), b.log_softmax(-1).float()]"),
 ]
 PROGRAMS += PROGRAMS_NN
 

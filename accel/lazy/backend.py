@@ -33,7 +33,7 @@ _GLOBALS = {"_" + n: getattr(_np, n) for n in (
     "power", "equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
     "add", "subtract", "logical_or", "logical_and", "clip", "sum", "mean", "matmul", "reshape", "transpose",
     "broadcast_to", "concatenate", "asarray", "full", "zeros")}
-_GLOBALS.update({"_astype": _astype, "_wrap_int": _wrap_int, "_checked_int": D.checked_int})
+_GLOBALS.update({"_round_bf16": D.round_bf16, "_astype": _astype, "_wrap_int": _wrap_int, "_checked_int": D.checked_int})
 _NARROW_INTS = frozenset((D.UINT8, D.INT8, D.INT16, D.INT32))
 _KERNELS = _optable.KERNELS
 for _c, _dt in D.CODE_TO_NP.items():
@@ -152,6 +152,9 @@ class _Compiler:
                     self.ns[buf] = _np.empty(key[1], D.CODE_TO_NP[key[0]])
                 owned[i] = (buf, key)
             self._emit(i, node, kind, attrs[i], ins, out, buf, param_of)
+            if shape is not None and shape.dtype == D.BFLOAT16 and not (k is not None and k.view):
+                # bfloat16 values live in float32 arrays: each result is rounded as torch rounds its float math
+                lines.append(f"{out} = _round_bf16({out})")
             self._release(i, node, base, last, owned, pool)
         rets = []
         for r in self.roots:

@@ -46,10 +46,17 @@ def _np_log_softmax(x, axis):
     return s
 
 
-def _half_softmax(x, axis, log):
-    """float16 (log_)softmax as torch's CPU kernels compute it: in float, with the roundings to half of its
-    two kernels (the last dim's keeps the sum and its log in half; the other dims' rounds exp(x - max))."""
-    f32, f16 = _np.float32, _np.float16
+def _half_softmax(x, axis, log, bf16=False):
+    """float16 / bfloat16 (log_)softmax as torch's CPU kernels compute it: in float, with the roundings to
+    the reduced type of its two kernels (the last dim's log_softmax keeps the sum and its log in it; the other
+    dims' half softmax rounds exp(x - max)).  bfloat16 values come (and go) as float32 arrays."""
+    f32 = _np.float32
+    if bf16:
+        def rnd(a):
+            return D.round_bf16(a)
+    else:
+        def rnd(a):
+            return a.astype(_np.float16)
     xf = x.astype(f32)
     s = xf - _np.max(xf, axis=axis, keepdims=True)
     e = _np.exp(s)
@@ -57,18 +64,28 @@ def _half_softmax(x, axis, log):
     last = axis == x.ndim - 1
     if log:
         if last:
-            return (s - _np.log(total.astype(f16).astype(f32)).astype(f16).astype(f32)).astype(f16)
-        return (s - _np.log(total)).astype(f16)
-    if not last:
-        e = e.astype(f16).astype(f32)
-    return (e / total).astype(f16)
+            return rnd(s - rnd(_np.log(rnd(total).astype(f32))).astype(f32))
+        return rnd(s - _np.log(total))
+    if not last and not bf16:       # (torch's bfloat16 softmax rounds only its result)
+        e = rnd(e).astype(f32)
+    return rnd(e / total)
 
 
-helpers(_softmax=_np_softmax, _log_softmax=_np_log_softmax)
+def _np_softmax_bf16(x, axis):
+    return _np.empty_like(x) if _np.size(x) == 0 else _half_softmax(x, axis, False, True)
+
+
+def _np_log_softmax_bf16(x, axis):
+    return _np.empty_like(x) if _np.size(x) == 0 else _half_softmax(x, axis, True, True)
+
+
+helpers(_softmax=_np_softmax, _log_softmax=_np_log_softmax, _softmax_bf16=_np_softmax_bf16,
+        _log_softmax_bf16=_np_log_softmax_bf16)
 
 
 def _k_softmax(k):
-    k.line(f"{k.out} = {k.kind[6:]}({k.x}, {k.attrs[1]})")
+    f = k.kind[6:] + ("_bf16" if k.code == D.BFLOAT16 else "")
+    k.line(f"{k.out} = {f}({k.x}, {k.attrs[1]})")
 
 
 def _input(x, name):

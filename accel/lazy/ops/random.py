@@ -68,7 +68,7 @@ def initial_seed():
 
 
 # ---------------------------------------------------------------- the draws (run by the kernels)
-_DIGITS = {D.FLOAT16: 11, getattr(D, "BFLOAT16", -1): 8}     # std::numeric_limits<scalar_t>::digits
+_DIGITS = {D.FLOAT16: 11, D.BFLOAT16: 8}     # std::numeric_limits<scalar_t>::digits
 
 
 def _uniform01(n, code):
@@ -91,7 +91,8 @@ def _np_uniform(sizes, lo, hi, code):
     else:            # float arithmetic (torch's dist_acctype<float> / <half> is float)
         f = _np.float32
         r = u.astype(f) * (f(hi) - f(lo)) + f(lo)
-    return r.astype(dt).reshape(sizes)
+    r = r.astype(dt).reshape(sizes)
+    return D.round_bf16(r) if code == D.BFLOAT16 else r
 
 
 def _np_random(sizes, lo, hi, code):
@@ -273,14 +274,14 @@ def _like(x, dtype, what):
 def rand_like(input, dtype=None, device=None):
     _device(device)
     e = _like(input, dtype, "rand_like")
-    _float_code(D.CODE_TO_NP[e._shape.dtype], "check_uniform_bounds")
+    _float_code(D.DTYPES[e._shape.dtype], "check_uniform_bounds")
     return _uniform(e)
 
 
 def randn_like(input, dtype=None, device=None):
     _device(device)
     e = _like(input, dtype, "randn_like")
-    _float_code(D.CODE_TO_NP[e._shape.dtype], "normal_kernel_cpu")
+    _float_code(D.DTYPES[e._shape.dtype], "normal_kernel_cpu")
     return _normal(e)
 
 
