@@ -484,6 +484,42 @@ PROGRAMS_NN = [
      "b = (x0 * 0.731 + 0.05).bfloat16()\nout = [(b.exp() / (b * b + 1)).float(), b.sin().sum(1).float(), "
      "b.sum().float(), (b - b.mean(0)).abs().mean(1).float(), (b @ b).float(), b.softmax(0).float(), "
      "b.rsqrt().float(), b.log_softmax(-1).float()]"),
+    # whole model programs
+    ("model_nn_mlp", "f32[2,4,8] f32[16,8] f32[16] f32[8,16] f32[8] f32[8] f32[8]",
+     "F = T.nn.functional\nh = F.layer_norm(x0, (8,), x5, x6)\nh = F.gelu(F.linear(h, x1, x2))\n"
+     "out = [x0 + F.linear(h, x3, x4)]"),
+    ("model_nn_attention", "f32[2,6,8] f32[24,8] f32[24] f32[8,8] f32[8] f32[8] f32[8]",
+     "F = T.nn.functional\nB, S, E, H = 2, 6, 8, 2\nDh = E // H\n"
+     "h = F.layer_norm(x0, (E,), x5, x6)\nqkv = F.linear(h, x1, x2)\n"
+     "q, k, v = qkv[..., :E], qkv[..., E:2 * E], qkv[..., 2 * E:]\n"
+     "q, k, v = [t.reshape(B, S, H, Dh).transpose(1, 2) for t in (q, k, v)]\n"
+     "pos = T.arange(S, device=D).float().unsqueeze(1)\n"
+     "inv = 1.0 / (10000 ** (T.arange(0, Dh, 2, device=D).float() / Dh))\n"
+     "ang = pos * inv\ncos, sin = ang.cos(), ang.sin()\n"
+     "def rot(t):\n    t1, t2 = t[..., :Dh // 2], t[..., Dh // 2:]\n"
+     "    return T.cat([t1 * cos - t2 * sin, t1 * sin + t2 * cos], -1)\n"
+     "q, k = rot(q), rot(k)\nmask = T.ones(S, S, device=D).triu(1) > 0\n"
+     "att = (q @ k.transpose(-1, -2)) * Dh ** -0.5\natt = att.masked_fill(mask, float('-inf')).softmax(-1)\n"
+     "y = (att @ v).transpose(1, 2).reshape(B, S, E)\nout = [x0 + F.linear(y, x3, x4)]"),
+    ("model_nn_rmsnorm_swiglu", "f32[2,4,8] f32[8] f32[16,8] f32[16,8] f32[8,16]",
+     "F = T.nn.functional\nh = F.rms_norm(x0, (8,), x1, eps=1e-6)\n"
+     "g = F.silu(F.linear(h, x2)) * F.linear(h, x3)\nout = [x0 + F.linear(g, x4)]"),
+    ("model_nn_embed_xent", "f32[10,8] i64[2,6]",
+     "F = T.nn.functional\nids = x1.abs()\nh = F.layer_norm(F.embedding(ids, x0), (8,))\n"
+     "logits = h @ x0.t()\ntgt = (ids + 1).reshape(-1)\n"
+     "out = [F.cross_entropy(logits.reshape(-1, 10), tgt), "
+     "F.cross_entropy(logits.reshape(-1, 10), tgt, label_smoothing=0.1, reduction='sum')]"),
+    ("model_nn_sgd_3steps", "f32[8,4] f32[8,2] f32[4,2]",
+     "w = x2\nbuf = T.zeros(4, 2, device=D)\nfor step in range(3):\n"
+     "    err = x0 @ w - x1\n    loss = (err * err).mean()\n    g = x0.t() @ err * (2.0 / 16)\n"
+     "    buf.mul_(0.9).add_(g)\n    w.sub_(buf * 0.1)\n    if step < 2:\n        mark_step()\n"
+     "out = [w, buf, loss]"),
+    ("model_nn_adam_3steps", "f32[8,4] f32[8,2] f32[4,2]",
+     "w = x2\nm = T.zeros_like(w)\nv = T.zeros_like(w)\nb1, b2, lr, eps = 0.9, 0.999, 0.01, 1e-8\n"
+     "for step in range(1, 4):\n    err = x0 @ w - x1\n    g = x0.t() @ err * (2.0 / 16)\n"
+     "    m.mul_(b1).add_(g, alpha=1 - b1)\n    v.mul_(b2).add_(g * g, alpha=1 - b2)\n"
+     "    mh = m / (1 - b1 ** step)\n    vh = v / (1 - b2 ** step)\n    w.sub_(lr * mh / (vh.sqrt() + eps))\n"
+     "    if step < 3:\n        mark_step()\nout = [w, m, v]"),
 ]
 PROGRAMS += PROGRAMS_NN
 
@@ -568,6 +604,53 @@ for i in range(3):
 to_numpy(p)
 """),
 ]
+# Counters of the norms / losses / RNG (issue 19, h-lazynn): eager parts, syncs, and optimizer steps.
+COUNTER_SCENARIOS_NN = [
+    ("nn_decomposed_fallbacks", """
+F = T.nn.functional
+x = tensor(np.linspace(-1, 1, 24, dtype=np.float32).reshape(2, 3, 4))
+y = x.logsumexp(-1)
+z = F.group_norm(x * 2, 3)
+t = tensor(np.array([0, 1], np.int64))
+l = F.cross_entropy(x[:, :, 0], t, label_smoothing=0.1)
+n = F.layer_norm(x, (4,)) + F.nll_loss(x[:, :, 1].log_softmax(-1), t)
+record([y, z, l, n])
+mark_step()
+to_numpy(y); to_numpy(n)
+y2 = x.logsumexp((0, 2)); mark_step()
+"""),
+    ("rng_steps", """
+F = T.nn.functional
+T.manual_seed(0)
+x = tensor(np.ones((4, 8), np.float32))
+for i in range(3):
+    r = T.rand(4, 8, device="lazy") + T.randn(4, 8, device="lazy")
+    d = F.dropout(x * r, 0.5)
+    record([d])
+    mark_step()
+to_numpy(d)
+"""),
+    ("sgd_adam_steps", """
+x = tensor(np.linspace(-1, 1, 32, dtype=np.float32).reshape(8, 4)); y = tensor(np.ones((8, 2), np.float32))
+w = tensor(np.full((4, 2), 0.5, np.float32)); buf = T.zeros(4, 2, device="lazy")
+for step in range(3):
+    g = x.t() @ (x @ w - y) * 0.125
+    buf.mul_(0.9).add_(g)
+    w.sub_(buf * 0.1)
+    record([w, buf])
+    mark_step()
+p = tensor(np.full((4, 2), 0.5, np.float32)); m = T.zeros_like(p); v = T.zeros_like(p)
+for step in range(1, 4):
+    g = x.t() @ (x @ p - y) * 0.125
+    m.mul_(0.9).add_(g, alpha=0.1)
+    v.mul_(0.999).add_(g * g, alpha=0.001)
+    p.sub_(0.01 * (m / (1 - 0.9 ** step)) / ((v / (1 - 0.999 ** step)).sqrt() + 1e-8))
+    record([p, m, v])
+    mark_step()
+to_numpy(p)
+"""),
+]
+COUNTER_SCENARIOS += COUNTER_SCENARIOS_NN
 COUNTERS_SKIPPED = ("CreateLtcTensor", "DestroyLtcTensor")
 
 _DTYPES = {"f16": "float16", "f32": "float32", "f64": "float64", "u8": "uint8", "i32": "int32", "i64": "int64",

@@ -9,7 +9,7 @@ from accel.lazy.executor import fallback
 from accel.lazy.tensors import (
     LazyTensor, _as_number, _check_tensor, _dtype_name, _emit, _fn_counter, _index, _norm_dim, _scalar_node, _seed)
 from accel.lazy.ops.casts import to_copy as _to_copy
-from accel.lazy.ops.views import _numel
+from accel.lazy.ops.views import _numel, _view
 
 
 def _softmax(opname, a, dim):
@@ -287,17 +287,25 @@ def mse_loss(input, target, reduction="mean"):
 
 def linear(input, weight, bias=None):
     """torch.nn.functional.linear for a 2-D input (mm with weight.t(), or addmm with the bias, as torch records
-    it) or an N-D input without bias (matmul with weight.t())."""
+    it), an N-D input without bias (matmul with weight.t()) or with a bias (addmm on the input viewed 2-D,
+    viewed back)."""
     _check_tensor(input, "linear() input")
     _check_tensor(weight, "linear() weight")
     from_ = input._shape.sizes
-    wt = weight.t()
     if bias is None:
-        return input.matmul(wt)
+        return input.matmul(weight.t())
     _check_tensor(bias, "linear() bias")
+    if len(from_) > 2:
+        # torch folds the leading dims: addmm on input.view(-1, in), viewed back (LTC's tensors are contiguous)
+        lead = 1
+        for n in from_[:-1]:
+            lead *= n
+        r = linear(_view(input, (lead, from_[-1]), "view_copy_symint"), weight, bias)
+        return _view(r, tuple(from_[:-1]) + (r._shape.sizes[1],), "view_copy_symint")
     if len(from_) != 2:
-        raise NotImplementedError("linear() of an input that is not 2-D with a bias (torch folds it through "
-                                  "addmm views) is not supported by accel.lazy yet; use input @ weight.t() + bias")
+        raise NotImplementedError("linear() of a 1-D input with a bias is not supported by accel.lazy yet; "
+                                  "use input @ weight.t() + bias")
+    wt = weight.t()
     ws = wt._shape.sizes
     if from_[1] != ws[0]:
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({from_[0]}x{from_[1]} and {ws[0]}x{ws[1]})")
