@@ -461,7 +461,8 @@ PROGRAMS_NN = [
      "F.cross_entropy(x0, t, reduction='sum', label_smoothing=0.05, ignore_index=2)]"),
     # RNG: drawn when the graph runs (post order) from torch's generator, reseeded by manual_seed
     ("rng_rand", "f32[2]", "T.manual_seed(0)\nout = [T.rand(2, 3, device=D), T.rand(4, device=D, dtype=T.float64) * 2, "
-                           "T.rand((3,), device=D) + x0[0]]"),
+                           "T.rand((3,), device=D) + x0[0], T.rand(5, device=D, dtype=T.float16), "
+                           "T.rand(5, device=D, dtype=T.bfloat16).float()]"),
     ("rng_randn", "f32[2]", "T.manual_seed(1)\nout = [T.randn(4, 8, device=D), T.randn(5, device=D), "
                             "T.randn(3, 7, device=D, dtype=T.float64), T.randn(2, device=D, dtype=T.float64)]"),
     ("rng_randint", "f32[2]", "T.manual_seed(3)\nout = [T.randint(0, 10, (5,), device=D), T.randint(7, (2, 3), device=D), "

@@ -68,17 +68,14 @@ def initial_seed():
 
 
 # ---------------------------------------------------------------- the draws (run by the kernels)
-_DIGITS = {D.FLOAT16: 11, D.BFLOAT16: 8}     # std::numeric_limits<scalar_t>::digits
-
-
 def _uniform01(n, code):
-    """n uniforms in [0, 1) as torch's uniform_real_distribution<scalar_t> draws them (as float64 values)."""
+    """n uniforms in [0, 1) as torch draws them (as float64 values): 53 random bits for double, 24 for the
+    other float types (half and bfloat16 too: torch rounds the float draw, as checked against torch 2.13)."""
     if code == D.FLOAT64:
         bits = _gen.random64(n) & _np.uint64((1 << 53) - 1)
         return bits.astype(_np.float64) * 2.0 ** -53
-    digits = _DIGITS.get(code, 24)
-    bits = _gen.random(n) & _np.uint64((1 << digits) - 1)
-    return bits.astype(_np.float64) * 2.0 ** -digits
+    bits = _gen.random(n) & _np.uint64((1 << 24) - 1)
+    return bits.astype(_np.float64) * 2.0 ** -24
 
 
 def _np_uniform(sizes, lo, hi, code):
