@@ -1,17 +1,22 @@
 """Random ops (issue 19), as torch 2.13 LTC records and runs them: ``rand`` / ``randn`` / ``randint`` (and
 ``*_like``) are an empty tensor (device data) fed to ``aten::uniform`` / ``aten::normal_functional`` /
-``aten::random`` (``generator=null``), dropout in training is ``aten::native_dropout`` (2 outputs: the
-result and the Bool mask).  The numbers are drawn when the graph runs (mark_step), in post order, from one
-process-wide generator, as LTC's TorchScript backend draws them from torch's default CPU generator.
+``aten::random`` (``generator=null``); the in-place ``uniform_`` / ``normal_`` / ``random_`` / ``bernoulli_(p)``
+are the same nodes on the tensor's value, committed to it; ``bernoulli`` is ``aten::bernoulli`` (with ``p=``
+for a number); dropout in training is ``aten::native_dropout`` (2 outputs: the result and the Bool mask;
+p == 1 is ``input * zeros({})``, an empty input itself).  The numbers are drawn when the graph runs
+(mark_step), in post order, from one process-wide generator, as LTC's TorchScript backend draws them from
+torch's default CPU generator.
 
 accel's generator is torch's CPU one: mt19937 seeded as ``torch.manual_seed`` seeds it (default seed
-67280421310721), with torch's transforms: uniform floats from 24 (float) / 53 (double) random bits, randint
-as ``bits % range + low``, normal by torch's Box-Muller (``normal_fill`` in blocks of 16 for tensors of 16 or
-more elements, the cached double Box-Muller below that), so that seeded ``rand`` / ``randint`` values are
-bit-equal to torch's and ``randn`` equal to float rounding (torch's vectorised log / sin / cos).  Bernoulli
-draws (dropout's mask) follow torch's portable kernel (``uniform double < 1 - p``), which is what torch 2.13's
-CPU wheel ran on the machine the goldens come from (the masks are bit-equal there); a torch build that takes
-MKL's bernoulli path (an MCG31 stream) gives other masks, equal in distribution only.
+67280421310721), with torch's transforms: uniform floats from 24 (float, half, bfloat16) / 53 (double) random
+bits, ``from + u * (to - from)`` in the dtype's float arithmetic as torch's eager kernel (LTC's TorchScript run
+rounds once, in double: within 1 ulp), randint as ``bits % range + low``, normal by torch's Box-Muller
+(``normal_fill`` in blocks of 16 for 16 or more elements, the tail's 16 drawn anew; the cached double
+Box-Muller below that), Bernoulli as ``u < p`` (a float draw against a probability tensor, a double draw
+against a number p).  Seeded values are bit-equal to torch's (``randn`` to float rounding: torch's vectorised
+log / sin / cos), as checked against torch 2.13.  Dropout's mask follows torch's portable Bernoulli kernel,
+which torch 2.13's CPU wheel ran on the machine the goldens come from; a torch build that takes MKL's
+Bernoulli path (an MCG31 stream) gives other masks, equal in distribution only.
 """
 import math
 import threading
@@ -21,7 +26,8 @@ import numpy as _np
 from accel.lazy import _dtypes as D
 from accel.lazy import tensors as T
 from accel.lazy._optable import Kernel, classes, declare, helpers
-from accel.lazy.ops.factories import _code, _device, _empty, _sizes
+from accel.lazy.inplace import commit as _commit, sync as _sync
+from accel.lazy.ops.factories import _code, _device, _empty, _sizes, zeros as _zeros
 from accel.lazy.tensors import (
     LazyTensor, _as_number, _check_tensor, _dtype_name, _fn_counter, _index, _op, _seed, _shape, set_attrs)
 
@@ -105,7 +111,13 @@ def _normal_fill(n, code, mean, std):
     """torch's normal_fill: n uniforms, Box-Muller on blocks of 16 (8 pairs), the tail block recomputed
     from 16 new uniforms."""
     f = _np.float64 if code == D.FLOAT64 else _np.float32
-    data = _uniform01(n, code).astype(f)
+    full = n - n % 16
+    if code in (D.FLOAT16, D.BFLOAT16):
+        # torch's half / bfloat16 kernel draws the whole blocks only, then the tail's 16 (checked against 2.13)
+        data = _np.empty(n, f)
+        data[:full] = _uniform01(full, code)
+    else:
+        data = _uniform01(n, code).astype(f)
 
     def fill16(block):
         u1 = f(1) - block[:8]
@@ -117,7 +129,6 @@ def _normal_fill(n, code, mean, std):
         out[8:] = radius * _np.sin(theta) * f(std) + f(mean)
         return out
 
-    full = n - n % 16
     if full:
         b = data[:full].reshape(-1, 16)
         u1 = f(1) - b[:, :8]
@@ -172,7 +183,21 @@ def _np_dropout(x, p):
     return out.astype(dt)
 
 
-helpers(_rng_uniform=_np_uniform, _rng_random=_np_random, _rng_normal=_np_normal, _rng_dropout=_np_dropout)
+def _np_bernoulli(x, p, code):
+    """bernoulli(x) (x: the probabilities; a float draw < p each, as torch's tensor kernel) or
+    bernoulli(x, p) (a double draw < p each, as its scalar kernel)."""
+    x = _np.asarray(x)
+    if p is None:
+        with _gen.lock:
+            u = _uniform01(x.size, D.FLOAT32).astype(_np.float32)
+        r = u.reshape(x.shape) < x.astype(_np.float32)
+    else:
+        r = _np_bernoulli_p(x.shape, p)
+    return r.astype(D.CODE_TO_NP[code])
+
+
+helpers(_rng_uniform=_np_uniform, _rng_random=_np_random, _rng_normal=_np_normal, _rng_dropout=_np_dropout,
+        _rng_bernoulli=_np_bernoulli)
 
 
 def _k_draw(name):
@@ -180,6 +205,10 @@ def _k_draw(name):
         a = k.attrs[1]
         k.line(f"{k.out} = {name}({tuple(k.shape.sizes)!r}, {a[0]!r}, {a[1]!r}, {k.code})")
     return emit
+
+
+def _k_bernoulli(k):
+    k.line(f"{k.out} = _rng_bernoulli({k.x}, {k.attrs[1]!r}, {k.code})")
 
 
 def _k_dropout(k):
@@ -290,6 +319,77 @@ def randint_like(input, low, high=None, dtype=None, device=None):
     return _random(e, _index(low, "randint_like(): low"), _index(high, "randint_like(): high"))
 
 
+def bernoulli(input, p=None, generator=None):
+    """torch.bernoulli(input) (input: the probabilities) or input.bernoulli(p): aten::bernoulli (with ``p=``
+    for a number p), 0 / 1 of the input's dtype."""
+    _check_tensor(input, "bernoulli() input")
+    _no_generator(generator)
+    s = input._shape
+    if s.dtype not in D.FLOATS:
+        raise NotImplementedError(f"\"bernoulli\" not implemented for '{_dtype_name(s.dtype)}'")
+    if p is None:
+        return _draw("aten::bernoulli", input, _seed(None), None, "generator=null", "bernoulli")
+    pv = _prob(p, "bernoulli")
+    return _draw("aten::bernoulli", input, _seed(pv, None), pv, f"p={_g(pv)}, generator=null", "bernoulli")
+
+
+def _prob(p, what):
+    if type(p) is LazyTensor:
+        raise NotImplementedError(f"{what}_(tensor p) runs eagerly in LTC (a fallback drawing at the call); "
+                                  "not supported by accel.lazy: use torch.bernoulli(p) (traced)")
+    pv = _as_number(p)
+    if pv is None or isinstance(p, bool):
+        raise TypeError(f"{what}(): p must be a Python number, got {type(p).__name__}: {p!r}")
+    pv = float(pv)
+    if not 0 <= pv <= 1:
+        raise RuntimeError(f"{what}_ expects p to be in [0, 1], but got p={_g(pv)}")
+    return pv
+
+
+def _in_place(t, what, trace):
+    """t.<what>_(...): the draw traced on t's value and committed to t (and its aliases), as functionalisation
+    records it."""
+    _check_tensor(t, f"{what}_() self")
+    _sync(t)
+    if t._shape.dtype not in D.FLOATS and what != "random":
+        raise NotImplementedError(f"\"{what}_\" not implemented for '{_dtype_name(t._shape.dtype)}'")
+    return _commit(t, trace(t))
+
+
+def _uniform_m(self, a=0.0, b=1.0, generator=None):
+    _no_generator(generator)
+    lo, hi = _as_number(a), _as_number(b)
+    if lo is None or hi is None:
+        raise TypeError(f"uniform_(): from and to must be Python numbers, got {a!r}, {b!r}")
+    return _in_place(self, "uniform", lambda t: _uniform(t, lo, hi))
+
+
+def _normal_m(self, mean=0.0, std=1.0, generator=None):
+    _no_generator(generator)
+    m, sd = _as_number(mean), _as_number(std)
+    if m is None or sd is None:
+        raise TypeError(f"normal_(): mean and std must be Python numbers, got {mean!r}, {std!r}")
+    return _in_place(self, "normal", lambda t: _normal(t, m, sd))
+
+
+def _random_m(self, a, b=None, generator=None):
+    _no_generator(generator)
+    lo, hi = (0, _index(a, "random_(): to")) if b is None else (_index(a, "random_(): from"), _index(b, "random_(): to"))
+    return _in_place(self, "random", lambda t: _random(t, lo, hi))
+
+
+def _bernoulli_m(self, p=0.5, generator=None):
+    _no_generator(generator)
+    pv = _prob(p, "bernoulli")
+    return _in_place(self, "bernoulli",
+                     lambda t: _draw("aten::bernoulli", t, _seed(pv, None), pv, f"p={_g(pv)}, generator=null",
+                                     "bernoulli"))
+
+
+def _bernoulli_out_m(self, p=None, generator=None):
+    return bernoulli(self, p, generator)
+
+
 def _no_generator(generator):
     if generator is not None:
         raise NotImplementedError("random ops with generator= are not supported by accel.lazy; use manual_seed")
@@ -310,6 +410,13 @@ def dropout(input, p=0.5, training=True, inplace=False):
     if not training or pv == 0:
         return input
     s = input._shape
+    n = 1
+    for k in s.sizes:
+        n *= k
+    if n == 0:                   # torch's _dropout_impl: an empty input is returned as it is
+        return input
+    if pv == 1:                  # not the fused kernel: input * zeros({}) (empty then zero_)
+        return input * _zeros((), dtype=D.DTYPES[s.dtype])
     if s.dtype not in D.FLOATS:
         raise RuntimeError(f"result type Float can't be cast to the desired output type {_dtype_name(s.dtype)}")
     _fn_counter("native_dropout")[0] += 1
@@ -325,6 +432,9 @@ declare("randn", {}, {"randn": randn, "randn_like": randn_like},
 declare("randint", {}, {"randint": randint, "randint_like": randint_like},
         [Kernel("aten::random", _k_draw("_rng_random"))])
 declare("manual_seed", {}, {"manual_seed": manual_seed, "initial_seed": initial_seed})
+declare("bernoulli", {"bernoulli": _bernoulli_out_m, "bernoulli_": _bernoulli_m}, {"bernoulli": bernoulli},
+        [Kernel("aten::bernoulli", _k_bernoulli)])
+declare("random in place", {"uniform_": _uniform_m, "normal_": _normal_m, "random_": _random_m})
 declare("native_dropout", {}, {}, [Kernel("aten::native_dropout", _k_dropout)], nn={"dropout": dropout})
-classes(**{"aten::uniform": "Uniform", "aten::normal_functional": "NormalFunctional", "aten::random": "RandomFrom",
+classes(**{"aten::bernoulli": "Bernoulli", "aten::uniform": "Uniform", "aten::normal_functional": "NormalFunctional", "aten::random": "RandomFrom",
            "aten::native_dropout": "NativeDropout"})
