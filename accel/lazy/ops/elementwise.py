@@ -422,7 +422,39 @@ def _k_reciprocal(k):
 
 
 def _k_rsqrt(k):
+    if k.code in (D.FLOAT16, D.BFLOAT16):
+        k.line(f"{k.out} = _rsqrt_reduced({k.x}, {k.code})")
+        return
     k.line(f"{k.out} = _true_divide(1, _sqrt({k.x}, dtype={k.dt}){', out=' + k.buf if k.buf else ''})")
+
+
+_VEC = 32          # torch's CPU loop: whole vectors of 32 half / bfloat16 values, then a scalar tail
+
+
+def _rsqrt_reduced(x, code):
+    """half / bfloat16 rsqrt as torch's CPU kernel computes it: 1 / sqrt in float, rounded once, over the
+    whole vectors; the scalar tail (the last numel % 32 values) rounds sqrt to the type first, then
+    1 / it.  (A tensor above torch's grain size, 32768, is split per thread, each part with its own tail:
+    this follows one part.)  bfloat16 values come and go as float32 arrays."""
+    x = _np.asarray(x)
+    f = x.astype(_np.float32)
+    if code == D.BFLOAT16:
+        rnd = D.round_bf16
+    else:
+        def rnd(a):
+            return _np.asarray(a).astype(_np.float16)
+    with _np.errstate(divide="ignore", invalid="ignore"):
+        out = _np.array(rnd(_np.float32(1) / _np.sqrt(f)))
+        n = out.size
+        tail = n % _VEC
+        if tail:
+            flat = out.reshape(-1)
+            t = f.reshape(-1)[n - tail:]
+            flat[n - tail:] = rnd(_np.float32(1) / _np.asarray(rnd(_np.sqrt(t)), _np.float32))
+    return out
+
+
+helpers(_rsqrt_reduced=_rsqrt_reduced)
 
 
 def _k_sigmoid(k):

@@ -89,25 +89,24 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
 
 
 def rms_norm(input, normalized_shape, weight=None, eps=None):
-    """torch.nn.functional.rms_norm, as torch 2.13 decomposes it: x * rsqrt(mean(x ** 2, last dims,
-    keepdim) + eps) (* weight); eps None: the dtype's epsilon; a half input is computed in float."""
+    """torch.nn.functional.rms_norm, as torch 2.13 decomposes it: x * rsqrt(mean(x ** 2, last dims, keepdim) +
+    eps) * weight, cast back to the input's dtype (a half / bfloat16 input is computed in float); eps (None:
+    the compute type's epsilon) is rounded to the compute type first, as torch's eps_val."""
     s = _float_input(input, "rms_norm")
     ns = _normalized_shape(normalized_shape, s.sizes, "rms_norm")
     weight = _opt(weight, "rms_norm() weight")
     _param_shape(weight, ns, "rms_norm() weight")
     nd = len(s.sizes)
     dims = [nd - i - 1 for i in range(len(ns))]
-    x = input
-    if s.dtype == D.FLOAT16:
-        x = _to_copy(input, _np.float32)
+    reduced = s.dtype in (D.FLOAT16, D.BFLOAT16)
+    x = _to_copy(input, _np.float32) if reduced else input
     e = float(_np.finfo(D.CODE_TO_NP[x._shape.dtype]).eps) if eps is None else _eps(eps, "rms_norm")
+    e = float(_np.asarray(e).astype(D.CODE_TO_NP[x._shape.dtype]))       # torch's opmath_t eps_val
     r = x * x.pow(2).mean(dims, keepdim=True).add(e).rsqrt()
     if weight is not None:
-        if s.dtype == D.FLOAT16:
-            raise NotImplementedError("rms_norm() of a half input with a weight is not supported by accel.lazy yet")
         r = r * weight
-    if s.dtype == D.FLOAT16:
-        r = _to_copy(r, _np.float16, layout=True)
+    if reduced:
+        r = _to_copy(r, D.DTYPES[s.dtype], layout=True)
     return r
 
 
@@ -178,9 +177,15 @@ def _var_mean(x, axis):
     a = tensor_value(x)
     _t._c_to_copy[0] += 1
     a64 = _np.asarray(a, _np.float64)
-    dt = a.dtype
-    return (_t.tensor(_np.asarray(a64.var(axis=axis, keepdims=True)).astype(dt)),
-            _t.tensor(_np.asarray(a64.mean(axis=axis, keepdims=True)).astype(dt)))
+    code = x._shape.dtype
+    return (_data_tensor(a64.var(axis=axis, keepdims=True), code),
+            _data_tensor(a64.mean(axis=axis, keepdims=True), code))
+
+
+def _data_tensor(a, code):
+    """A new tensor holding ``a`` as dtype ``code`` (bfloat16 rounded), as a fallback's result."""
+    a = _np.asarray(a).astype(D.CODE_TO_NP[code])
+    return _t.tensor(a, D.bfloat16) if code == D.BFLOAT16 else _t.tensor(a)
 
 
 # ---------------------------------------------------------------- logsumexp
@@ -221,7 +226,7 @@ def logsumexp(input, dim, keepdim=False):
     value = compute_values([r])[0]
     for name in ("aten::resize_", "lazy::_copy_from", "lazy::_copy_from_and_resize"):
         _metrics.Counter(name).add(1)
-    return _t.tensor(_np.array(value))
+    return _data_tensor(value, r._shape.dtype)
 
 
 def _squeeze_dims(a, dims, axes):
