@@ -540,6 +540,11 @@ PROGRAMS_NN = [
     ("reduced_rsqrt_tail", "pf32[3,25]",
      "out = [(x0 * 3.7).half().rsqrt(), (x0 * 3.7).bfloat16().rsqrt().float(), x0[:, :7].half().rsqrt(), "
      "(x0 + 0.1).bfloat16().rsqrt().sum().float()]"),
+    ("reduced_scalars", "f32[4,32] pf32[4,32]",
+     "h, g = (x0 / 7.3).half(), (x1 / 9.1).half()\nb, c = (x0 / 7.3).bfloat16(), (x1 / 9.1).bfloat16()\n"
+     "out = [h / 3.3, h * 0.1, h - 0.37, h.add(0.3, alpha=1.7), h.add(g, alpha=1.7), h.sub(g, alpha=0.3), "
+     "(b / 3.3).float(), (b - 0.37).float(), b.add(0.3, alpha=1.7).float(), b.add(c, alpha=1.7).float(), "
+     "(b * c + 1e-3).float(), (2.5 - b).float()]"),
 ]
 PROGRAMS += PROGRAMS_NN
 # Programs whose values are LTC's rather than eager torch's: eager torch runs a fused kernel (native_group_norm)

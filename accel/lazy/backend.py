@@ -35,6 +35,7 @@ _GLOBALS = {"_" + n: getattr(_np, n) for n in (
     "broadcast_to", "concatenate", "asarray", "full", "zeros")}
 _GLOBALS.update({"_round_bf16": D.round_bf16, "_astype": _astype, "_wrap_int": _wrap_int, "_checked_int": D.checked_int})
 _NARROW_INTS = frozenset((D.UINT8, D.INT8, D.INT16, D.INT32))
+_HALF_OPMATH = frozenset(("aten::mul", "aten::div"))
 _KERNELS = _optable.KERNELS
 for _c, _dt in D.CODE_TO_NP.items():
     _GLOBALS[f"_d{_c}"] = _dt
@@ -192,6 +193,15 @@ class _Compiler:
         kw = ""
         kern = _KERNELS.get(kind)
         weak = kern is not None and kern.weak
+        if code == D.FLOAT16 and kind in _HALF_OPMATH and any(
+                self.index[m] in param_of and not m.shapes[0].sizes and m.shapes[0].dtype == D.FLOAT64
+                for m in opnodes):
+            # torch's half mul / div by a Python float computes in float with the scalar as a float, rounding
+            # once at the end (numpy would round the scalar to half first)
+            kern.emit(_Emit(self, node, kind, attrs, ins, out, None, f", dtype=_d{D.FLOAT32}", shape, D.FLOAT32,
+                            f"_d{D.FLOAT32}", opnodes, param_of))
+            self.lines.append(f"{out} = {out}.astype({dt})")
+            return
         if not weak:
             # a 0-dim parameter is read as a Python number only where numpy's weak typing stands for torch's
             # wrapped-number / 0-dim priority; elsewhere (views, unary ops, reductions) it is its array

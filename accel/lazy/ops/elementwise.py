@@ -409,6 +409,12 @@ def _k_add_sub(k):
     y, a = ins[1], ins[2]
     if k.code in _NARROW_INTS:
         a = f"_checked_int({a}, {k.code})"        # torch's checked conversion of alpha, at run time
+    if k.code == D.FLOAT16:
+        k.line(f"{out} = {f}({k.x}, {y}{kw}) if {ins[2]} == 1 else _half_alpha({f}, {k.x}, {y}, {a})")
+        return
+    if k.code == D.BFLOAT16:
+        k.line(f"{out} = _bf16_alpha({f}, {k.x}, {y}, {a})")
+        return
     k.line(f"{out} = {f}({k.x}, {y}{kw}) if {ins[2]} == 1 else "
            f"{f}({k.x}, _multiply({y}, {a}, dtype={dt}, casting='unsafe'){kw})")
 
@@ -454,7 +460,23 @@ def _rsqrt_reduced(x, code):
     return out
 
 
-helpers(_rsqrt_reduced=_rsqrt_reduced)
+def _half_alpha(f, x, y, alpha):
+    """half x + alpha * y (f: numpy add or subtract) as torch computes it: in float, with y and alpha as half
+    values, rounded once."""
+    f32, f16 = _np.float32, _np.float16
+    return f(_np.asarray(x, f16).astype(f32), _np.asarray(y, f16).astype(f32) * f32(f16(alpha))).astype(f16)
+
+
+def _bf16_alpha(f, x, y, alpha):
+    """bfloat16 x + alpha * y (float32 arrays holding bfloat16 values) as torch computes it: in float, with a
+    number y and alpha rounded to bfloat16 first (the caller rounds the result)."""
+    y = D.round_bf16(y)
+    if alpha == 1:
+        return f(x, y, dtype=_np.float32)
+    return f(x, y * D.round_bf16(alpha), dtype=_np.float32)
+
+
+helpers(_rsqrt_reduced=_rsqrt_reduced, _half_alpha=_half_alpha, _bf16_alpha=_bf16_alpha)
 
 
 def _k_sigmoid(k):
