@@ -545,6 +545,19 @@ PROGRAMS_NN = [
      "out = [h / 3.3, h * 0.1, h - 0.37, h.add(0.3, alpha=1.7), h.add(g, alpha=1.7), h.sub(g, alpha=0.3), "
      "(b / 3.3).float(), (b - 0.37).float(), b.add(0.3, alpha=1.7).float(), b.add(c, alpha=1.7).float(), "
      "(b * c + 1e-3).float(), (2.5 - b).float()]"),
+    ("reduced_ops", "pf32[6,50] f32[6,50]",
+     "F = T.nn.functional\nouts = []\nfor dt in (T.float16, T.bfloat16):\n"
+     "    x, y = (x0 * 1.37).to(dt), (x1 * 0.73).to(dt)\n"
+     "    r = [x ** 1.7, x.pow(y), y.sigmoid(), F.gelu(y), F.silu(y), x.log(), y.exp(), x.sum(1), x.mean(0), "
+     "y.cumsum(1), x[:, :20].prod(1), y.softmax(1), y.log_softmax(0), x @ y.t(), y.std(1), F.leaky_relu(y, 0.1), "
+     "F.softplus(y), F.elu(y), y > 0.3, y == 0.25, y.masked_fill(y < 0.1, 0.3), x.rsqrt(), y.tanh()]\n"
+     "    outs += [t.float() if t.dtype == T.bfloat16 else t for t in r]\nout = outs"),
+    ("nn_loss_nd", "f32[2,5,4] f32[2,5,3,2] f32[5]",
+     "F = T.nn.functional\nt1 = (T.arange(8, device=D).reshape(2, 4) * 0.6).long()\n"
+     "t2 = (T.arange(12, device=D).reshape(2, 3, 2) * 0.4).long()\n"
+     "out = [F.cross_entropy(x0, t1), F.nll_loss(x0.log_softmax(1), t1, reduction='none'), "
+     "F.cross_entropy(x1, t2, reduction='sum'), F.cross_entropy(x1, t2, weight=x2.abs() + 0.5, ignore_index=2), "
+     "F.nll_loss(x1, t2, reduction='none'), F.cross_entropy(x0, t1, label_smoothing=0.1)]"),
 ]
 PROGRAMS += PROGRAMS_NN
 # Programs whose values are LTC's rather than eager torch's: eager torch runs a fused kernel (native_group_norm)

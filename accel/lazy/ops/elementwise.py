@@ -393,6 +393,10 @@ def _k_ufunc(ufunc):
 
 
 def _k_pow(k):
+    if k.code == D.BFLOAT16 and k.is_scalar_param(k.opnodes[1]):
+        # torch rounds a number exponent to the tensor's type (numpy, for half, does too)
+        k.line(f"{k.out} = _fpow({k.ins[0]}, _round_bf16({k.ins[1]}){k.kw})")
+        return
     if k.code in D.FLOATS:
         k.line(f"{k.out} = _fpow({', '.join(k.ins)}{k.kw})")
     else:
@@ -481,6 +485,9 @@ helpers(_rsqrt_reduced=_rsqrt_reduced, _half_alpha=_half_alpha, _bf16_alpha=_bf1
 
 def _k_sigmoid(k):
     out, x = k.out, k.x
+    if k.code == D.FLOAT16:          # torch computes half in float, rounding once
+        k.line(f"{out} = _true_divide(1, _add(1, _exp(_negative({x}, dtype=_d{D.FLOAT32})))).astype({k.dt})")
+        return
     if k.shape.sizes:
         k.line(f"{out} = _negative({x}{k.kw})")
         k.line(f"_exp({out}, out={out}); _add({out}, 1, out={out}); _true_divide(1, {out}, out={out})")
@@ -508,7 +515,11 @@ def _k_compare(k):
     cmp = k.attrs[1]
     ins = k.ins
     samples = [_sample(m, k.is_param(m)) for m in k.opnodes]
-    if _np.result_type(*samples) != D.CODE_TO_NP[cmp]:
+    if cmp == D.FLOAT16:            # torch casts a number to the compared type (numpy compares its exact value)
+        ins = [f"_astype({v}, _d{cmp})" for v in ins]
+    elif cmp == D.BFLOAT16:
+        ins = [f"_round_bf16({v})" for v in ins]
+    elif _np.result_type(*samples) != D.CODE_TO_NP[cmp]:
         ins = [f"_astype({v}, _d{cmp})" for v in ins]
     elif cmp in _NARROW_INTS:
         # an integer read as a Python int wraps around to the compared dtype, as torch casts it

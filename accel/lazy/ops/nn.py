@@ -327,6 +327,8 @@ def _broadcast_to_check(sizes, out):
 
 def _np_leaky_relu(x, slope, dt):
     x = _np.asarray(x)
+    if x.dtype == _np.float16:       # torch computes half in float, the slope as a float
+        return _np.where(x > 0, x, x.astype(_np.float32) * _np.float32(_np.asarray(slope))).astype(dt)
     return _np.where(x > 0, x, x * _np.asarray(slope).astype(dt)).astype(dt)
 
 

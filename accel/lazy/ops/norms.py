@@ -243,7 +243,8 @@ _REDUCTION = {"none": 0, "mean": 1, "sum": 2}
 
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
     """torch.nn.functional.nll_loss for an input [N, C] or [C] and class-index targets: aten::nll_loss_forward
-    (input, target, weight?) with 2 outputs (the loss, the total weight); the loss is output 0."""
+    (input, target, weight?) with 2 outputs (the loss, the total weight); the loss is output 0.  [N, C, d...]:
+    aten::nll_loss2d_forward (see _nll_loss_nd)."""
     if size_average is not None or reduce is not None:
         raise NotImplementedError("nll_loss(size_average=, reduce=) (deprecated) is not supported by accel.lazy; "
                                   "use reduction=")
@@ -255,9 +256,8 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
         raise RuntimeError(f"expected scalar type Long but found {_dtype_name(target._shape.dtype)}")
     nd = len(s.sizes)
     ts = target._shape.sizes
-    if nd not in (1, 2):
-        raise NotImplementedError(f"nll_loss() of a {nd}-D input (nll_loss2d, or a reshape) is not supported "
-                                  "by accel.lazy yet")
+    if nd >= 3:
+        return _nll_loss_nd(input, target, weight, ignore_index, reduction)
     if nd == 2 and tuple(ts) != (s.sizes[0],) or nd == 1 and len(ts) != 0:
         raise ValueError(f"Expected input batch_size ({s.sizes[0] if nd == 2 else 1}) to match target batch_size "
                          f"({ts[0] if ts else 1}).")
@@ -271,6 +271,31 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     ops = (input._ir(), target._ir(), None if weight is None else weight._ir())
     return _emit_multi("aten::nll_loss_forward", ops, ((s.dtype, out), (s.dtype, ())), _seed(red, ig),
                        (red, ig, weight is not None), f"reduction={red}, ignore_index={ig}")
+
+
+def _nll_loss_nd(input, target, weight, ignore_index, reduction):
+    """nll_loss of an input [N, C, d1, ...]: aten::nll_loss2d_forward on [N, C, H, W] (other ranks viewed as
+    [N, C, 1, -1] and the target as [N, 1, -1], the unreduced loss viewed back), as torch's nll_loss_nd."""
+    s, ts = input._shape, target._shape.sizes
+    n, c = s.sizes[0], s.sizes[1]
+    if tuple(ts) != (n,) + tuple(s.sizes[2:]):
+        raise ValueError(f"Expected target size {[n] + list(s.sizes[2:])}, got {list(ts)}")
+    x, t = input, target
+    if len(s.sizes) != 4:
+        t = _view(target, (n, 1, -1), "view_copy_symint")
+        x = _view(input, (n, c, 1, -1), "view_copy_symint")
+    weight = _opt(weight, "nll_loss() weight")
+    _param_shape(weight, (c,), "nll_loss() weight")
+    ig = _index(ignore_index, "nll_loss(): ignore_index")
+    red = _REDUCTION[reduction]
+    out = (n,) + tuple(x._shape.sizes[2:]) if red == 0 else ()
+    _fn_counter("nll_loss2d_forward")[0] += 1
+    ops = (x._ir(), t._ir(), None if weight is None else weight._ir())
+    r = _emit_multi("aten::nll_loss2d_forward", ops, ((s.dtype, out), (s.dtype, ())), _seed(red, ig),
+                    (red, ig, weight is not None), f"reduction={red}, ignore_index={ig}")
+    if red == 0 and len(s.sizes) != 4:
+        r = _view(r, ts, "view_copy_symint")
+    return r
 
 
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean",
@@ -348,6 +373,13 @@ def _np_batch_norm(x, *rest):
     return r.astype(x.dtype)
 
 
+def _np_nll2d(x, t, *rest):
+    x = _np.moveaxis(_np.asarray(x), 1, -1)           # [N, H, W, C]
+    t = _np.asarray(t)
+    return _np_nll(x.reshape(-1, x.shape[-1]), t.reshape(-1), *rest).reshape(
+        t.shape if rest[-1][0] == 0 else ())
+
+
 def _np_nll(x, t, *rest):
     (red, ig, has_w), params = rest[-1], rest[:-1]
     x = _np.asarray(x)
@@ -373,7 +405,8 @@ def _np_nll(x, t, *rest):
         return _np.asarray(total / w.sum(), x.dtype)
 
 
-helpers(_native_layer_norm=_np_layer_norm, _native_batch_norm=_np_batch_norm, _nll_loss_forward=_np_nll)
+helpers(_native_layer_norm=_np_layer_norm, _native_batch_norm=_np_batch_norm, _nll_loss_forward=_np_nll,
+        _nll_loss2d_forward=_np_nll2d)
 
 
 def _k_attrs(name):
@@ -412,8 +445,9 @@ def _batch_norm_f(input, weight, bias, running_mean, running_var, training, mome
 
 declare("batch_norm", {}, {"batch_norm": _batch_norm_f},
         [Kernel("aten::native_batch_norm", _k_attrs("_native_batch_norm"))], nn={"batch_norm": batch_norm})
-declare("nll_loss", {}, {}, [Kernel("aten::nll_loss_forward", _k_attrs("_nll_loss_forward"))],
+declare("nll_loss", {}, {}, [Kernel("aten::nll_loss_forward", _k_attrs("_nll_loss_forward")),
+                             Kernel("aten::nll_loss2d_forward", _k_attrs("_nll_loss2d_forward"))],
         nn={"nll_loss": nll_loss})
 declare("cross_entropy", {}, {}, nn={"cross_entropy": cross_entropy})
 classes(**{"aten::native_layer_norm": "NativeLayerNorm", "aten::native_batch_norm": "NativeBatchNorm",
-           "aten::nll_loss_forward": "NllLossForward"})
+           "aten::nll_loss_forward": "NllLossForward", "aten::nll_loss2d_forward": "NllLoss2dForward"})
