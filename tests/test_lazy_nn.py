@@ -180,6 +180,41 @@ def check_bfloat16_fallbacks_and_random():
     v = r.numpy()
     assert v.tolist() == [0.49609375, 0.76953125, 0.08837890625, 0.1318359375], v   # torch's bfloat16 rand
 
+def check_in_place_random_ops():
+    L.manual_seed(9)
+    x = L.tensor(np.zeros((3, 40), np.float32))
+    v = x[1]
+    v.uniform_(-1, 2)                    # on a view: written back into x, as functionalisation does
+    text = L.get_tensors_text([x + 0])
+    assert "aten::uniform(" in text and "from=-1, to=2, generator=null" in text and "select_scatter" in text, text
+    row = x.numpy()[1]
+    assert row.min() >= -1 and row.max() < 2 and np.all(x.numpy()[[0, 2]] == 0)
+    L.manual_seed(9)
+    y = L.tensor(np.zeros(40, np.float32)); y.uniform_(-1, 2)
+    assert np.array_equal(y.numpy(), row)            # the same draws from the same seed
+    z = L.tensor(np.zeros(1000, np.float32)); z.bernoulli_(0.25)
+    assert set(np.unique(z.numpy())) <= {0.0, 1.0} and abs(z.numpy().mean() - 0.25) < 0.05
+    w = L.tensor(np.zeros(10, np.float32)); w.random_(3, 9)
+    assert w.numpy().min() >= 3 and w.numpy().max() <= 8
+    raises(RuntimeError, lambda: z.bernoulli_(1.5), "p=1.5")
+    raises(NotImplementedError, lambda: z.bernoulli_(L.tensor(np.ones(1000, np.float32))), "tensor p")
+    raises(NotImplementedError, lambda: L.tensor(np.zeros(3, np.int64)).uniform_(), "not implemented")
+    b = L.bernoulli(L.tensor(np.full(2000, 0.75, np.float32)))
+    assert abs(b.numpy().mean() - 0.75) < 0.05
+
+def check_losses_over_extra_dims():
+    x = L.tensor(arr(2, 5, 4))
+    t = L.tensor(np.array([[0, 1, 2, 3], [4, 0, 1, 2]], np.int64))
+    lp = x.log_softmax(1)
+    a = lp.numpy().astype(np.float64)
+    picked = -np.take_along_axis(a, t.numpy()[:, None, :], 1)[:, 0, :]
+    text = L.get_tensors_text([F.nll_loss(lp, t)])
+    assert "aten::nll_loss2d_forward(" in text and "size=2 5 1 -1" in text, text
+    assert np.allclose(F.nll_loss(lp, t).numpy(), picked.mean(), rtol=1e-6)
+    assert np.allclose(F.nll_loss(lp, t, reduction="none").numpy(), picked, rtol=1e-6)
+    assert np.allclose(F.cross_entropy(x, t, reduction="sum").numpy(), picked.sum(), rtol=1e-6)
+    raises(ValueError, lambda: F.nll_loss(lp, L.tensor(np.zeros((2, 3), np.int64))), "Expected target size")
+
 def check_linear_nd_with_bias():
     x = L.tensor(arr(2, 3, 4)); w = L.tensor(arr(5, 4, seed=1)); b = L.tensor(arr(5, seed=2))
     y = F.linear(x, w, b)

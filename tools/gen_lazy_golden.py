@@ -558,6 +558,8 @@ PROGRAMS_NN = [
      "out = [F.cross_entropy(x0, t1), F.nll_loss(x0.log_softmax(1), t1, reduction='none'), "
      "F.cross_entropy(x1, t2, reduction='sum'), F.cross_entropy(x1, t2, weight=x2.abs() + 0.5, ignore_index=2), "
      "F.nll_loss(x1, t2, reduction='none'), F.cross_entropy(x0, t1, label_smoothing=0.1)]"),
+    ("rng_view_inplace", "f32[3,40]",
+     "T.manual_seed(12)\ny = x0 * 1\nv = y[1]\nv.uniform_(-1, 2)\nw = y[1:]\nw.normal_(0.5, 2)\nout = [y + 0, v * 2]"),
 ]
 PROGRAMS += PROGRAMS_NN
 # Programs whose values are LTC's rather than eager torch's: eager torch runs a fused kernel (native_group_norm)
