@@ -692,6 +692,23 @@ for step in range(1, 4):
     mark_step()
 to_numpy(p)
 """),
+    ("nn_reuse_ir", """
+F = T.nn.functional
+reuse(True)
+T.manual_seed(1)
+x = tensor(np.linspace(-1, 1, 24, dtype=np.float32).reshape(2, 3, 4)); t = tensor(np.array([0, 3, 1], np.int64))
+w = tensor(np.ones(4, np.float32)); rm = tensor(np.zeros(3, np.float32)); rv = tensor(np.ones(3, np.float32))
+mark_step()
+for i in range(3):
+    r = T.rand(2, 3, 4, device="lazy") * x + T.randn(4, device="lazy")
+    d = F.dropout(r, 0.5)
+    l = F.layer_norm(d, (4,), w) + F.rms_norm(x, (4,), w)
+    b = F.batch_norm(l, rm, rv)
+    e = F.cross_entropy(b[0], t) + F.nll_loss(b[1].log_softmax(-1), t, reduction='sum')
+    record([b, e])
+    mark_step()
+reuse(False)
+"""),
 ]
 COUNTER_SCENARIOS += COUNTER_SCENARIOS_NN
 COUNTERS_SKIPPED = ("CreateLtcTensor", "DestroyLtcTensor")

@@ -15,6 +15,7 @@ from accel.lazy.ops.nn import _softmax
 from accel.lazy.ops.reductions import _amax
 from accel.lazy.ops.casts import to_copy as _to_copy
 from accel.lazy.ops.views import _numel, _unsqueeze, _view
+from accel.lazy.trie import TrieCache
 from accel.lazy.tensors import (
     LazyTensor, _as_number, _check_tensor, _dim_list, _dtype_name, _emit, _fn_counter, _index, _int_list,
     _norm_dim, _op, _seed, _shape, set_attrs)
@@ -32,6 +33,12 @@ def _emit_multi(opname, operands, shapes, seed, args, tags):
     shs = tuple(_shape(c, tuple(s)) for c, s in shapes)
     n = Node(_op(opname), operands, shs, len(shs), seed)
     set_attrs(n, opname, args, f"num_outputs={len(shs)}, " + tags)
+    if _t._reuse[0] and any(o is None and any(p is not None for p in operands[i + 1:])
+                            for i, o in enumerate(operands)):
+        # LTC's CanBeReused compares operand(i) position by position over the operands without the absent
+        # ones: an absent optional before a present one shifts them, so such a node is never reused
+        TrieCache.get().insert(n)
+        return _t._wrap_plain(n, shs[0])
     return _t._wrap(n, shs[0])
 
 
