@@ -560,6 +560,15 @@ PROGRAMS_NN = [
      "F.nll_loss(x1, t2, reduction='none'), F.cross_entropy(x0, t1, label_smoothing=0.1)]"),
     ("rng_view_inplace", "f32[3,40]",
      "T.manual_seed(12)\ny = x0 * 1\nv = y[1]\nv.uniform_(-1, 2)\nw = y[1:]\nw.normal_(0.5, 2)\nout = [y + 0, v * 2]"),
+    ("optim_pointwise", "f32[2,3] f32[2,3] pf32[2,3] f32[3]",
+     "out = [T.addcmul(x0, x1, x2, value=0.1), x0.addcdiv(x1, x2, value=-0.5), x0.addcmul(x1, x3), "
+     "x0.lerp(x1, 0.3), T.lerp(x0, x1, 0.8), x0.lerp(x1, x2 / 4)]"),
+    ("model_nn_adam_torch_style", "f32[8,4] f32[8,2] f32[4,2]",
+     "import math\nw = x2\nm = T.zeros_like(w)\nv = T.zeros_like(w)\nb1, b2, lr, eps = 0.9, 0.999, 0.01, 1e-8\n"
+     "for step in range(1, 4):\n    g = x0.t() @ (x0 @ w - x1) * (2.0 / 16)\n    m.lerp_(g, 1 - b1)\n"
+     "    v.mul_(b2).addcmul_(g, g, value=1 - b2)\n    bc1, bc2 = 1 - b1 ** step, 1 - b2 ** step\n"
+     "    denom = (v.sqrt() / math.sqrt(bc2)).add_(eps)\n    w.addcdiv_(m, denom, value=-lr / bc1)\n"
+     "    if step < 3:\n        mark_step()\nout = [w, m, v]"),
 ]
 PROGRAMS += PROGRAMS_NN
 # Programs whose values are LTC's rather than eager torch's: eager torch runs a fused kernel (native_group_norm)
@@ -708,6 +717,19 @@ for i in range(3):
     record([b, e])
     mark_step()
 reuse(False)
+"""),
+    ("adam_torch_style_steps", """
+x = tensor(np.linspace(-1, 1, 32, dtype=np.float32).reshape(8, 4)); y = tensor(np.ones((8, 2), np.float32))
+p = tensor(np.full((4, 2), 0.5, np.float32)); m = T.zeros_like(p); v = T.zeros_like(p)
+for step in range(1, 4):
+    g = x.t() @ (x @ p - y) * 0.125
+    m.lerp_(g, 0.1)
+    v.mul_(0.999).addcmul_(g, g, value=0.001)
+    denom = (v.sqrt() / (1 - 0.999 ** step) ** 0.5).add_(1e-8)
+    p.addcdiv_(m, denom, value=-0.01 / (1 - 0.9 ** step))
+    record([p, m, v])
+    mark_step()
+to_numpy(p)
 """),
 ]
 COUNTER_SCENARIOS += COUNTER_SCENARIOS_NN

@@ -3,7 +3,7 @@ family of accel.lazy.ops (which declare their ops in accel.lazy._optable), binds
 operators to LazyTensor, and exports the declared module functions (torch.exp, torch.matmul, ...)."""
 from accel.lazy import _optable
 from accel.lazy.ops import (  # noqa: F401
-    casts, elementwise, factories, inplace, linalg, nn, norms, random, reductions, selection, views)
+    casts, elementwise, factories, inplace, linalg, nn, norms, optim, random, reductions, selection, views)
 from accel.lazy.tensors import LazyTensor
 
 
