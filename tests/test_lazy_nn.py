@@ -215,6 +215,25 @@ def check_losses_over_extra_dims():
     assert np.allclose(F.cross_entropy(x, t, reduction="sum").numpy(), picked.sum(), rtol=1e-6)
     raises(ValueError, lambda: F.nll_loss(lp, L.tensor(np.zeros((2, 3), np.int64))), "Expected target size")
 
+def check_optimizer_pointwise_ops():
+    a, b, c = L.tensor(arr(2, 3)), L.tensor(arr(2, 3, seed=1)), L.tensor(arr(2, 3, seed=2) + 3)
+    r = L.addcmul(a, b, c, value=0.5)
+    assert "aten::addcmul(" in L.get_tensors_text([r])
+    assert np.allclose(r.numpy(), arr(2, 3) + 0.5 * arr(2, 3, seed=1) * (arr(2, 3, seed=2) + 3))
+    assert np.allclose(a.addcdiv(b, c, value=-2).numpy(), arr(2, 3) - 2 * arr(2, 3, seed=1) / (arr(2, 3, seed=2) + 3))
+    before = cv("aten::lerp.Scalar")
+    m = a.lerp(b, 0.25)
+    assert cv("aten::lerp.Scalar") == before + 1 and m._node is None     # eager, as in LTC: a data tensor
+    assert np.allclose(m.numpy(), arr(2, 3) + 0.25 * (arr(2, 3, seed=1) - arr(2, 3)))
+    p = L.tensor(arr(2, 3)); p.addcmul_(b, c, value=0.1); p.lerp_(b, 0.9)
+    assert np.allclose(p.numpy(), (arr(2, 3) + 0.1 * arr(2, 3, seed=1) * (arr(2, 3, seed=2) + 3)) * 0.1 +
+                       0.9 * arr(2, 3, seed=1), rtol=1e-5, atol=1e-6)
+    raises(RuntimeError, lambda: L.addcmul(a, b, L.tensor(arr(4))), "size")
+    raises(TypeError, lambda: L.addcmul(a, b, c, value="x"), "value")
+    raises(RuntimeError, lambda: L.addcdiv(L.tensor(np.ones(3, np.int64)), L.tensor(np.ones(3, np.int64)),
+                                           L.tensor(np.ones(3, np.int64))), "Integer division")
+    raises(RuntimeError, lambda: L.tensor(np.ones(3, np.int64)).addcmul_(a[0], a[0]), "can't be cast")
+
 def check_linear_nd_with_bias():
     x = L.tensor(arr(2, 3, 4)); w = L.tensor(arr(5, 4, seed=1)); b = L.tensor(arr(5, seed=2))
     y = F.linear(x, w, b)
