@@ -10,7 +10,8 @@ import operator
 
 from accel import _memory_common as _mc
 
-__all__ = ["dtype_arg", "shape_arg", "strides_arg", "offset_arg", "c_strides", "is_c_contiguous", "span", "check_view", "index",
+__all__ = ["dtype_arg", "shape_arg", "strides_arg", "offset_arg", "c_strides", "is_c_contiguous", "span", "check_shape",
+           "check_view", "overlaps", "index",
            "reshape", "view", "copy_to_host", "copy_from_host", "copy_from", "memset", "out_of_bounds"]
 
 
@@ -59,10 +60,16 @@ def offset_arg(offset):
     return operator.index(offset)
 
 
+MAXDIMS = 64     # numpy's NPY_MAXDIMS
+
+
 def shape_arg(shape):
-    """``shape`` (an int or a sequence of ints) as a tuple of non-negative ints."""
+    """``shape`` (an int, a sequence of ints or a 1-d integer numpy array, as numpy takes) as a tuple of
+    non-negative ints."""
     if isinstance(shape, (tuple, list)):
         out = tuple(_entry(s) for s in shape)
+    elif isinstance(shape, _np().ndarray) and shape.ndim == 1:
+        out = tuple(_entry(s) for s in shape.tolist())
     else:
         out = (_entry(shape),)
     if any(s < 0 for s in out):
@@ -105,8 +112,24 @@ def span(shape, strides, itemsize):
     return lo, hi + itemsize
 
 
+def check_shape(shape, itemsize):
+    """numpy's limits on a shape: at most 64 dimensions, and its non-zero dimensions times the item size
+    below 2**63 bytes, even when another dimension is 0 (numpy's "array is too big")."""
+    if len(shape) > MAXDIMS:
+        raise ValueError(f"a DeviceArray has at most {MAXDIMS} dimensions (numpy's limit), got {len(shape)}")
+    n = itemsize
+    for s in shape:
+        if s:
+            n *= s
+    if n >= 2**63:
+        raise ValueError(f"a DeviceArray of shape {shape} and item size {itemsize} is too big: its non-zero "
+                         f"dimensions hold {n} bytes (at most 2**63 - 1, as numpy)")
+
+
 def check_view(nbytes, offset, shape, strides, itemsize):
-    """Refuse a layout (element 0 at byte ``offset``) reaching outside a buffer of ``nbytes``."""
+    """Refuse a layout (element 0 at byte ``offset``) reaching outside a buffer of ``nbytes``, or a shape
+    numpy refuses (check_shape)."""
+    check_shape(shape, itemsize)
     if len(strides) != len(shape):
         raise ValueError(f"strides {strides} must have one entry per dimension of shape {shape}")
     lo, hi = span(shape, strides, itemsize)
@@ -281,9 +304,36 @@ def _runs(shape, strides, itemsize):
         yield sum(i * st for i, st in zip(idx, outer_strides)), inner
 
 
+def overlaps(shape, strides, itemsize):
+    """Whether two elements of a layout share a byte (a broadcast view's stride 0, a stride below the item
+    size): nested strides are checked in O(ndim), other layouts element by element."""
+    axes = sorted((abs(st), dim) for dim, st in zip(shape, strides) if dim > 1)
+    if not axes or any(dim == 0 for dim in shape):
+        return False
+    reach = itemsize          # bytes spanned by one block of the axes with smaller strides
+    for st, dim in axes:
+        if st < reach:
+            break
+        reach = st * (dim - 1) + reach
+    else:
+        return False
+    np = _np()
+    size = 1
+    for _, dim in axes:
+        size *= dim
+    if size > 2**24:
+        return True           # not nested and too many elements to look at: refused as if they overlapped
+    offs = np.zeros(1, np.int64)
+    for st, dim in axes:
+        offs = (offs[:, None] + np.arange(dim, dtype=np.int64) * st).reshape(-1)
+    offs.sort()
+    return bool((np.diff(offs) < itemsize).any())
+
+
 def copy_from_host(cudart, arr, array, stream):
     """H2D of a host array of the DeviceArray's dtype and shape.  Contiguous: as DeviceBuffer.copy_from_host;
-    non-contiguous: one copy per contiguous run of the view, synchronised before returning."""
+    non-contiguous: one copy per contiguous run of the view, synchronised before returning.  A view whose
+    elements share bytes (a producer's broadcast) is refused: the copies would keep only the last."""
     _live(arr)
     _writable(arr)
     host = _host_array(array, "array")
@@ -292,6 +342,10 @@ def copy_from_host(cudart, arr, array, stream):
                          f"{arr.dtype} and shape {arr.shape}: they must match")
     if is_c_contiguous(arr.shape, arr.strides, arr.itemsize):
         return _mc.copy_from_host(cudart, arr, array, stream)
+    if overlaps(arr.shape, arr.strides, arr.itemsize):
+        raise ValueError(f"cannot copy into a DeviceArray whose elements overlap in memory (shape {arr.shape}, "
+                         f"strides {arr.strides}, item size {arr.itemsize}): more than one element refers to "
+                         f"the same bytes")
     flat, addr, n = _mc._host_view(array, "array", False)
     s = _mc._stream_of(cudart, arr, stream)
     pos = 0
@@ -314,7 +368,7 @@ def _contiguous(arr, what):
 
 
 def copy_from(cudart, arr, other, stream):
-    """D2D from another DeviceArray of the same dtype and shape (both C-contiguous)."""
+    """D2D from another DeviceArray of the same dtype and shape (both C-contiguous, not partially overlapping)."""
     if type(other) is not type(arr):
         raise TypeError(f"other must be a DeviceArray, got {type(other).__name__}")
     _live(arr)
@@ -325,6 +379,12 @@ def copy_from(cudart, arr, other, stream):
                          f"{arr.dtype} and shape {arr.shape}: they must match")
     _contiguous(arr, "copy_from")
     _contiguous(other, "copy_from")
+    n = arr.nbytes
+    if (n and arr.ptr != other.ptr and arr.device.index == other.device.index
+            and arr.ptr < other.ptr + n and other.ptr < arr.ptr + n):
+        # one cudaMemcpyAsync over overlapping ranges is undefined in CUDA (torch refuses such copies too)
+        raise ValueError(f"cannot copy between DeviceArrays whose memory overlaps (bytes [{other.ptr}, "
+                         f"{other.ptr + n}) and [{arr.ptr}, {arr.ptr + n}) of device {arr.device.index})")
     return _mc.copy_from(cudart, arr, other, stream)
 
 

@@ -33,12 +33,16 @@ def cuda_array_interface(buf):
 
 def array_interface(arr):
     """CUDA Array Interface v3 of a DeviceArray: its dtype's typestr, shape, byte strides (None when
-    C-contiguous), the address of element 0, read-only flag and its buffer's stream."""
+    C-contiguous), the address of element 0 (0 when the array is empty, as the standard says), read-only flag
+    and its buffer's stream; a structured dtype's fields in ``descr`` (numpy's array interface's)."""
     if arr.closed:
         raise ValueError("the DeviceArray was freed")
     strides = None if _ma.is_c_contiguous(arr.shape, arr.strides, arr.itemsize) else arr.strides
-    return {"shape": arr.shape, "typestr": arr.dtype.str, "data": (arr.ptr, arr.readonly), "strides": strides,
-            "version": 3, "stream": _cai_stream(arr.stream.cuda_stream)}
+    cai = {"shape": arr.shape, "typestr": arr.dtype.str, "data": (arr.ptr if arr.size else 0, arr.readonly),
+           "strides": strides, "version": 3, "stream": _cai_stream(arr.stream.cuda_stream)}
+    if arr.dtype.names is not None:
+        cai["descr"] = arr.dtype.descr
+    return cai
 
 
 # DLDataTypeCode: kDLInt, kDLUInt, kDLFloat, kDLBfloat, kDLComplex, kDLBool
@@ -282,6 +286,8 @@ def _layout(shape, strides, itemsize, what, typed):
     if ints is None or any(s < 0 for s in ints):
         raise ValueError(f"{what}'s shape must hold non-negative ints, got {shape}")
     shape = ints
+    if typed:
+        _ma.check_shape(shape, itemsize)
     if strides is not None:
         strides = tuple(strides)
         if len(strides) != len(shape):
@@ -317,7 +323,12 @@ def from_dlpack(mem, stream_mod, obj, typed=False):
     if not hasattr(obj, "__dlpack__") or not hasattr(obj, "__dlpack_device__"):
         raise TypeError(f"from_dlpack needs an object with __dlpack__ and __dlpack_device__, "
                         f"got {type(obj).__name__}")
-    dev_type, dev_id = obj.__dlpack_device__()
+    dev = obj.__dlpack_device__()
+    ints = _ints(dev) if isinstance(dev, tuple) else None
+    if ints is None or len(ints) != 2:
+        raise TypeError(f"__dlpack_device__() must return a tuple of two ints (device type, device id), got "
+                        f"{type(dev).__name__}: {dev!r}")
+    dev_type, dev_id = ints
     if dev_type != KDLCUDA:
         raise BufferError(f"from_dlpack needs CUDA memory (kDLCUDA = 2), got device type {dev_type}")
     s = stream_mod.current_stream(dev_id)
@@ -327,13 +338,13 @@ def from_dlpack(mem, stream_mod, obj, typed=False):
     except TypeError:
         cap = obj.__dlpack__(stream=h)   # a producer from before DLPack 1.0
     with _consume_lock:     # the check and the rename as one step: two threads cannot both consume it
-        return _consume(mem, obj, cap, s, typed)
+        return _consume(mem, obj, cap, s, typed, dev_id)
 
 
 _consume_lock = _threading.Lock()
 
 
-def _consume(mem, obj, cap, s, typed):
+def _consume(mem, obj, cap, s, typed, dev_id):
     for versioned in (True, False):
         name, used = _NAMES[versioned]
         if _api.PyCapsule_IsValid(cap, name):
@@ -347,8 +358,13 @@ def _consume(mem, obj, cap, s, typed):
     t = m.dl_tensor
     if t.device.device_type != KDLCUDA:
         raise BufferError(f"the capsule's tensor is not CUDA memory (device type {t.device.device_type})")
+    if t.device.device_id != dev_id:
+        raise BufferError(f"the capsule's tensor is on device {t.device.device_id} but __dlpack_device__() said "
+                          f"{dev_id}")
     if t.ndim < 0:
         raise BufferError(f"the DLPack tensor's ndim must be >= 0, got {t.ndim}")
+    if t.ndim > _ma.MAXDIMS:        # before its shape is read: numpy's limit
+        raise BufferError(f"the DLPack tensor's ndim must be at most {_ma.MAXDIMS}, got {t.ndim}")
     if typed:
         dtype = np_dtype(t.dtype.code, t.dtype.bits, t.dtype.lanes)
         itemsize = dtype.itemsize
@@ -360,6 +376,10 @@ def _consume(mem, obj, cap, s, typed):
     if not t.data and nbytes:
         raise BufferError(f"the DLPack tensor's data pointer is NULL but its shape {tuple(shape)} holds "
                           f"{nbytes} bytes")
+    base = (t.data or 0) + t.byte_offset
+    if nbytes and not (0 <= base + lo and base + hi <= 2**64):
+        raise BufferError(f"the DLPack tensor's layout reaches bytes [{base + lo}, {base + hi}) outside the "
+                          f"address space [0, 2**64)")
     readonly = versioned and bool(m.flags & _FLAG_READ_ONLY)
     _api.PyCapsule_SetName(cap, used)       # consumed: from now on the owner calls the deleter
     owner = _DLOwner(addr, m.deleter, obj)
@@ -382,17 +402,56 @@ def _itemsize(typestr):
     return int(size)
 
 
-def _typestr_dtype(typestr):
-    """The numpy dtype of a CUDA Array Interface typestr (its size already checked by _itemsize)."""
+def _typestr_dtype(typestr, descr=None):
+    """The numpy dtype of a CUDA Array Interface typestr (its size already checked by _itemsize); a void
+    typestr with a ``descr`` of fields (numpy's array interface's) is that structured dtype."""
     import numpy as np
 
     try:
         dt = np.dtype(typestr)
     except (TypeError, ValueError):
         raise ValueError(f"the CUDA array's typestr {typestr!r} is not a dtype numpy knows") from None
+    if descr is not None and dt.kind == "V" and descr != [("", typestr)]:
+        try:
+            fields = np.lib.format.descr_to_dtype(list(descr))
+        except (TypeError, ValueError, IndexError, KeyError):
+            raise ValueError(f"the CUDA array's descr {descr!r} is not one numpy knows") from None
+        if fields.itemsize != dt.itemsize:
+            raise ValueError(f"the CUDA array's descr {descr!r} has item size {fields.itemsize} but the typestr "
+                             f"{typestr!r} says {dt.itemsize}")
+        dt = fields
     if dt.hasobject:
         raise TypeError(f"the CUDA array's typestr {typestr!r} holds Python objects")
     return dt
+
+
+def _check_cai(cai):
+    """The entries of a CUDA Array Interface dict have the standard's types (else an error naming them)."""
+    if not isinstance(cai, dict):
+        raise TypeError(f"__cuda_array_interface__ must be a dict, got {type(cai).__name__}: {cai!r}")
+    for key in ("shape", "typestr", "data"):
+        if key not in cai:
+            raise ValueError(f"the CUDA array interface has no {key!r} entry (shape, typestr and data are "
+                             f"required), got the keys {sorted(map(str, cai))}")
+    data = cai["data"]
+    if not isinstance(data, (tuple, list)) or len(data) != 2:
+        raise TypeError(f"the CUDA array's data must be a tuple (pointer, read-only flag), got "
+                        f"{type(data).__name__}: {data!r}")
+    ptr = data[0]
+    if ptr is not None and (isinstance(ptr, bool) or not hasattr(type(ptr), "__index__")):
+        raise TypeError(f"the CUDA array's data pointer must be an int, got {type(ptr).__name__}: {ptr!r}")
+    if ptr is not None and not 0 <= _operator.index(ptr) < 2**64:
+        raise ValueError(f"the CUDA array's data pointer must be in [0, 2**64), got {ptr}")
+    if not isinstance(cai["shape"], (tuple, list)):
+        raise TypeError(f"the CUDA array's shape must be a tuple of ints, got {type(cai['shape']).__name__}: "
+                        f"{cai['shape']!r}")
+    strides = cai.get("strides")
+    if strides is not None and not isinstance(strides, (tuple, list)):
+        raise TypeError(f"the CUDA array's strides must be None or a tuple of ints, got {type(strides).__name__}: "
+                        f"{strides!r}")
+    version = cai.get("version", 0)
+    if isinstance(version, bool) or not isinstance(version, int):
+        raise TypeError(f"the CUDA array's version must be an int, got {type(version).__name__}: {version!r}")
 
 
 def as_buffer(cudart, mem, stream_mod, obj, typed=False):
@@ -402,6 +461,7 @@ def as_buffer(cudart, mem, stream_mod, obj, typed=False):
     cai = getattr(obj, "__cuda_array_interface__", None)
     if cai is None:
         return from_dlpack(mem, stream_mod, obj, typed)
+    _check_cai(cai)
     producer = cai.get("stream")
     if producer is not None and (isinstance(producer, bool) or not isinstance(producer, int)):
         raise TypeError(f"the CUDA array's stream must be an int or None, got {type(producer).__name__}: "
@@ -409,14 +469,20 @@ def as_buffer(cudart, mem, stream_mod, obj, typed=False):
     if producer == 0:
         raise ValueError("the CUDA array's stream must not be 0 (CUDA Array Interface v3: 1 is the legacy default "
                          "stream, 2 the per-thread default stream, None no synchronisation)")
+    if cai.get("mask") is not None:
+        raise BufferError(f"masked CUDA arrays are not supported (the CUDA array's mask is "
+                          f"{type(cai['mask']).__name__}, not None)")
     data = cai["data"]
-    ptr = data[0] or 0
+    ptr = _operator.index(data[0] or 0)
     readonly = bool(data[1])
     itemsize = _itemsize(cai["typestr"])
-    dtype = _typestr_dtype(cai["typestr"]) if typed else None
+    dtype = _typestr_dtype(cai["typestr"], cai.get("descr")) if typed else None
     shape, strides, nbytes, lo, hi = _layout(cai["shape"], cai.get("strides"), itemsize, "the CUDA array", typed)
     if not ptr and nbytes:
         raise ValueError(f"the CUDA array's data pointer is 0 but its shape {shape} holds {nbytes} bytes")
+    if nbytes and not (0 <= ptr + lo and ptr + hi <= 2**64):
+        raise ValueError(f"the CUDA array's layout reaches bytes [{ptr + lo}, {ptr + hi}) outside the address "
+                         f"space [0, 2**64)")
     d = cudart.cudaPointerGetAttributes(ptr)[1] if ptr else cudart.cudaGetDevice()
     if d < 0:
         raise BufferError(f"the CUDA array's pointer {ptr:#x} is not device memory")

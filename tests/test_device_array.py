@@ -332,7 +332,7 @@ def test_as_buffer_typed_keeps_layout_and_read_only(mem, rt, streams):
     a = _dev(mem, x)
     for v, e in ((a, x), (a[::-1, 1::3], x[::-1, 1::3]), (a[2], x[2]), (a[1:1], x[1:1])):
         alias = _mi.as_buffer(rt, mem, streams, v, True)
-        assert type(alias) is type(a) and alias.ptr == v.ptr
+        assert type(alias) is type(a) and alias.ptr == (v.ptr if v.size else 0)   # CAI v3: 0 when empty
         assert (alias.shape, alias.strides, alias.dtype) == (e.shape, e.strides, e.dtype)
         assert np.array_equal(alias.copy_to_host(), e)
         alias.free()                                  # frees nothing of a

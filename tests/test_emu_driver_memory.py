@@ -211,8 +211,8 @@ out(r)
                    "access": [OK, 0, OK, OK, 3, INVALID_VALUE, INVALID_DEVICE, INVALID_VALUE],
                    "attrs": [OK, INVALID_VALUE, OK, INVALID_VALUE],
                    "after_destroy": [True, INVALID_VALUE, INVALID_VALUE, INVALID_VALUE, INVALID_VALUE],
-                   "location": [OK, True, OK, NOT_SUPPORTED, OK, INVALID_VALUE, INVALID_VALUE, OK,
-                                OK, INVALID_DEVICE, NOT_SUPPORTED, OK],
+                   "location": [OK, True, OK, OK, OK, INVALID_VALUE, INVALID_VALUE, OK,
+                                OK, INVALID_DEVICE, OK, OK],
                    "bad": [INVALID_DEVICE] + [INVALID_VALUE] * 4 + [INVALID_DEVICE] + [INVALID_VALUE] * 5}
 
 
@@ -245,7 +245,7 @@ r["created"] = [attr(d.value, 8, I), attr(d.value, 9, I)]
 out(r)
 """)
     assert got == {"distinct": True, "managed": [[OK, 1], [OK, 0], 1024], "host_reads": "abcd",
-                   "set": [OK, OK, OK, True, INVALID_VALUE, INVALID_DEVICE, NOT_SUPPORTED],
+                   "set": [OK, OK, OK, True, INVALID_VALUE, INVALID_DEVICE, INVALID_VALUE],
                    "created": [[OK, 1], [OK, 1]]}
 
 

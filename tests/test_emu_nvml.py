@@ -515,12 +515,13 @@ out["device"] = [types.value, lib.nvmlDeviceRegisterEvents(h, 8, s), lib.nvmlDev
 out["waited"] = time.monotonic() - t0 >= 0.2
 out["free"] = [lib.nvmlEventSetFree(s), lib.nvmlEventSetFree(s), lib.nvmlEventSetWait_v2(s, c.byref(d), 10),
                lib.nvmlEventSetCreate(None)]
+s2 = VP(); assert lib.nvmlEventSetCreate(c.byref(s2)) == 0   # a live device set: the wrong kind for system calls
 cr = SetReq(0x01000010)
 out["system"] = [lib.nvmlSystemEventSetCreate(c.byref(SetReq(0x01000011))), lib.nvmlSystemEventSetCreate(None),
                  lib.nvmlSystemEventSetCreate(c.byref(cr)), bool(cr.set),
                  lib.nvmlSystemRegisterEvents(c.byref(RegReq(0x01000018, 1, cr.set))),
                  lib.nvmlSystemRegisterEvents(c.byref(RegReq(0x01000018, 4, cr.set))),
-                 lib.nvmlSystemRegisterEvents(c.byref(RegReq(0x01000018, 1, s))),
+                 lib.nvmlSystemRegisterEvents(c.byref(RegReq(0x01000018, 1, s2))),
                  lib.nvmlEventSetWait_v2(cr.set, c.byref(d), 10)]
 buf = (c.c_char * 64)()
 w = WaitReq(0x01000020, 50, cr.set, c.addressof(buf), 1, 77)

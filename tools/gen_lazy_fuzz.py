@@ -28,6 +28,9 @@ import numpy as np
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "tests" / "data" / "lazy_fuzz.json.gz"
+# the suites: "core" (the op set of issue 17, programs p0, p1, ...) and "ops" (issue 19's op families on top of
+# them, programs q0, q1, ...), each its own corpus
+CORPORA = {"core": CORPUS, "ops": ROOT / "tests" / "data" / "lazy_fuzz_ops.json.gz"}
 
 # ---------------------------------------------------------------- inputs
 DTYPES = {"b": "bool", "u8": "uint8", "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64",
@@ -114,8 +117,8 @@ class TorchAPI:
     def upload(self, a):
         return self.torch.from_numpy(a.copy()).to("lazy")
 
-    def C(self, data):
-        return self.torch.tensor(data).to("lazy")
+    def C(self, data, **kw):
+        return self.torch.tensor(data, **kw).to("lazy")
 
     def text(self, ts):
         return self._strip.sub("", self.torch._C._lazy._get_tensors_text(ts))
@@ -135,7 +138,7 @@ def _tensor_vars(env):
 
 def execute(api, lines, arrays):
     """Run a program's ``lines`` with ``api``; returns what the corpus records (see the module docstring)."""
-    env = {"T": api.T, "C": api.C}
+    env = {"T": api.T, "C": api.C, "D": "lazy", "F": api.T.nn.functional}
     steps, recs = [], []
     Tensor = api.Tensor
 
@@ -294,7 +297,8 @@ class Gen:
         self.index = index
         self.lines = []
         self.tags = set()
-        self.env = {"T": torch, "C": torch.tensor, "M": lambda: None, "R": lambda v: None}
+        self.env = {"T": torch, "C": torch.tensor, "M": lambda: None, "R": lambda v: None, "D": "cpu",
+                    "F": torch.nn.functional}
         self.nv = 0
 
     # -- random helpers --
@@ -729,6 +733,288 @@ GENERATORS = [(g_unary, 12), (g_binary, 14), (g_scalar, 12), (g_reduce, 7), (g_v
               (g_clamp, 3), (g_to, 4), (g_cat, 3), (g_matmul, 3), (g_inplace, 8), (g_inplace_other, 4),
               (g_compare, 6), (g_record, 3), (g_create, 2)]
 
+# ---------------------------------------------------------------- issue 19's ops (the "ops" suite)
+def _index_list(g, shape, hi):
+    """A nested list of ints in [0, hi) (sometimes one out of range: torch's error) of ``shape``."""
+    if not shape:
+        return g.ri(0, max(hi - 1, 0)) if hi and not g.chance(0.03) else hi
+    return [_index_list(g, shape[1:], hi) for _ in range(shape[0])]
+
+
+def _basic_index(g, t):
+    """A basic index expression for ``t``: ints, slices (steps), None, ...; sometimes out of range."""
+    parts = []
+    nd = t.dim()
+    k = g.ri(0, min(nd, 3)) if nd else 0
+    for d in range(k):
+        size = t.shape[d]
+        r = g.ri(0, 5)
+        if r == 0 and size:
+            parts.append(str(g.ri(-size, size - 1) if not g.chance(0.03) else size))
+        elif r == 1:
+            parts.append(f"{g.ri(-size - 1, size)}:")
+        elif r == 2:
+            parts.append(f":{g.ri(-size - 1, size + 1)}")
+        elif r == 3:
+            parts.append(f"::{g.choice((1, 2, 3))}" if not g.chance(0.04) else "::-1")
+        elif r == 4:
+            parts.append(f"{g.ri(0, max(size - 1, 0))}:{g.ri(-size, size + 1)}:{g.choice((1, 2))}")
+        else:
+            parts.append(":")
+    if g.chance(0.2):
+        parts.insert(g.ri(0, len(parts)), "None")
+    if g.chance(0.15) and "..." not in parts:
+        parts.insert(g.ri(0, len(parts)), "...")
+    if not parts:
+        parts = [g.choice(("...", "None", ":"))]
+    return ", ".join(parts)
+
+
+def g_index(g):
+    a = g.pick()
+    t = g.env[a]
+    nd = t.dim()
+    r = g.ri(0, 3)
+    if r == 0 or nd == 0:
+        return f"{a}[{_basic_index(g, t)}]", {"getitem"}
+    d = g.dim(t)
+    size = t.shape[d % nd] if -nd <= d < nd else 0
+    if r == 1:
+        start = g.ri(-size, size) if size else 0
+        length = g.ri(0, max(size - (start % size if size else 0), 0))
+        return g.choice((f"{a}.narrow({d}, {start}, {length})", f"T.narrow({a}, {d}, {start}, {length})")), {"narrow"}
+    if r == 2 and size:
+        return g.choice((f"{a}.select({d}, {g.ri(-size, size - 1)})", f"T.select({a}, {d}, {g.ri(-size, size - 1)})")), \
+            {"select"}
+    return f"{a}[{_basic_index(g, t)}]", {"getitem"}
+
+
+def g_setitem(g):
+    a = g.pick(lambda t: t.dim() > 0)
+    if a is None:
+        return None
+    t = g.env[a]
+    idx = _basic_index(g, t)
+    if g.chance(0.5):
+        return f"{a}[{idx}] = {_lit(g.scalar())}", {"setitem"}, True
+    b = g.pick()
+    return f"{a}[{idx}] = {b}", {"setitem"}, True
+
+
+def g_shape_ops(g):
+    a = g.pick()
+    t = g.env[a]
+    nd = t.dim()
+    r = g.ri(0, 10)
+    if r == 0:
+        if nd == 0 or g.chance(0.3):
+            return f"{a}.flatten()", {"flatten"}
+        s = g.ri(-nd, nd - 1)
+        e = g.ri(s % nd, nd - 1)
+        return g.choice((f"{a}.flatten({s}, {e})", f"T.flatten({a}, {s}, {e})")), {"flatten"}
+    if r == 1 and nd:
+        d = g.dim(t)
+        size = t.shape[d % nd] if -nd <= d < nd else 1
+        divs = [k for k in range(1, size + 1) if size % k == 0] or [1]
+        k = g.choice(divs)
+        return f"{a}.unflatten({d}, ({k}, {size // k if k else 0}))", {"unflatten"}
+    if r == 2 and nd:
+        return g.choice((f"{a}.movedim({g.dim(t)}, {g.dim(t)})", f"T.movedim({a}, {g.dim(t)}, {g.dim(t)})")), {"movedim"}
+    if r == 3 and nd:
+        dims = sorted({g.ri(0, nd - 1) for _ in range(g.ri(1, nd))})
+        return g.choice((f"{a}.flip({tuple(dims)!r})", f"T.flip({a}, {dims!r})")), {"flip"}
+    if r == 4:
+        reps = [g.ri(1, 2) for _ in range(nd + g.ri(0, 1))] or [2]
+        return f"{a}.repeat({', '.join(map(str, reps))})", {"repeat"}
+    if r == 5:
+        if nd and g.chance(0.7):
+            return g.choice((f"{a}.roll({g.ri(-3, 3)}, {g.dim(t)})", f"T.roll({a}, {g.ri(-3, 3)}, {g.dim(t)})")), {"roll"}
+        return f"{a}.roll({g.ri(-3, 3)})", {"roll"}
+    if r == 6:
+        others = [n for n in g.tensors() if tuple(g.env[n].shape) == tuple(t.shape)]
+        parts = [a] + [g.choice(others) for _ in range(g.ri(0, 2))]
+        return f"T.stack([{', '.join(parts)}], {g.ri(-nd - 1, nd)})", {"stack"}
+    if r == 7:
+        return g.choice((f"{a}.clone()", f"T.clone({a})", f"{a}.contiguous()", f"{a}.t().contiguous()" if nd <= 2
+                         else f"{a}.transpose(0, 1).contiguous()")), {"clone"}
+    if r == 8:
+        b = g.pick()
+        return g.choice((f"{a}.expand_as({b})", f"{a}.view_as({b})", f"{a}.reshape_as({b})")), {"expand_as"}
+    if r == 9:
+        b = g.pick()
+        return g.choice((f"{a}.type_as({b})", f"{a}.to({b})")), {"type_as"}
+    return g.choice((f"{a}.half()", f"{a}.float()", f"{a}.double()", f"{a}.bool()")), {"casts"}
+
+
+def g_int_cast(g):
+    a = g.pick()
+    t = g.env[a]
+    if t.is_floating_point() and not _float_stable(t, -2 ** 31, 2 ** 31 - 1, integral=True):
+        return None
+    return g.choice((f"{a}.long()", f"{a}.int()")), {"casts"}
+
+
+def g_select_mask(g):
+    a = g.pick()
+    t = g.env[a]
+    s = g.scalar()
+    if not _pair_stable(t, _num(s)):
+        return None
+    cond = f"({a} {g.choice(list(COMPARE.values()))} {_lit(s)})"
+    b = g.pick()
+    r = g.ri(0, 6)
+    if r == 0:
+        return f"T.where({cond}, {a}, {b})", {"where"}
+    if r == 1:
+        return f"T.where({cond}, {a}, {_lit(g.scalar())})", {"where"}
+    if r == 2:
+        # a mask larger than the tensor: eager torch broadcasts, LTC keeps the tensor's shape (values and
+        # shape disagree in torch itself), accel refuses -- not generated
+        tb = g.env[b]
+        ok = tb.dim() >= t.dim() and all(y in (1, x) for x, y in zip(tb.shape[::-1], t.shape[::-1]))
+        return (f"{b}.masked_fill({cond}, {_lit(g.scalar())})" if ok and g.chance(0.5) else
+                f"{a}.masked_fill({cond}, {_lit(g.scalar())})"), {"masked_fill"}
+    if r == 3:
+        c = g.pick()
+        return g.choice((f"T.logical_and({cond}, {c})", f"T.logical_or({c}, {cond})", f"T.logical_not({c})",
+                         f"{cond}.logical_xor({c})")), {"logical"}
+    if r == 4:
+        return g.choice((f"T.isnan({a})", f"{a}.isinf()", f"T.isinf({a} / 0)", f"T.isnan({a} * 0 / 0)")), {"isnan"}
+    if r == 5:
+        return g.choice((f"T.nan_to_num({a} / 0)", f"{a}.nan_to_num(0.5)", f"({a} / 0).nan_to_num(1.0, 2.0, -2.0)")), \
+            {"nan_to_num"}
+    return g.choice((f"{a}.any()", f"{a}.all()", f"T.any({cond})", f"{cond}.all({g.dim(t)})" if t.dim() else
+                     f"{cond}.any()")), {"any_all"}
+
+
+def g_gather(g):
+    a = g.pick(lambda t: t.dim() > 0)
+    if a is None:
+        return None
+    t = g.env[a]
+    nd = t.dim()
+    d = g.ri(-nd, nd - 1)
+    size = t.shape[d % nd]
+    r = g.ri(0, 2)
+    if r == 0:
+        shape = [g.ri(0, s) if k != d % nd else g.ri(0, 3) for k, s in enumerate(t.shape)]
+        idx = f"C({_index_list(g, shape, size)!r})"
+        if nd > 1 and any(x == 0 for x in shape):
+            return None                      # an empty nested list loses its shape
+        return g.choice((f"{a}.gather({d}, {idx})", f"T.gather({a}, {d}, {idx})")), {"gather"}
+    n = g.ri(0, 4)
+    idx = f"C({_index_list(g, (n,), size)!r}, dtype=T.int64)"
+    if r == 1:
+        return g.choice((f"{a}.index_select({d}, {idx})", f"T.index_select({a}, {d}, {idx})")), {"index_select"}
+    w = g.pick(lambda u: u.dim() == 2 and u.is_floating_point())
+    if w is None:
+        return None
+    rows = g.env[w].shape[0]
+    ids = f"C({_index_list(g, (g.ri(1, 3), g.ri(0, 3)), rows)!r})"
+    return f"F.embedding({ids}, {w})", {"embedding"}
+
+
+def g_reduce2(g):
+    a = g.pick()
+    t = g.env[a]
+    nd = t.dim()
+    keep = ", keepdim=True" if g.chance(0.3) else ""
+    dim = f"{g.dim(t)}" if nd else "0"
+    r = g.ri(0, 7)
+    if r == 0:
+        op = g.choice(("var", "std"))
+        form = g.ri(0, 3)
+        if form == 0:
+            return f"{a}.{op}()", {op}
+        if form == 1:
+            return f"{a}.{op}({dim}{keep})", {op}
+        if form == 2:
+            return f"{a}.{op}({dim}, correction={g.choice((0, 1, 2))}{keep})", {op}
+        return f"T.{op}({a}, {dim}, unbiased={g.choice((True, False))}{keep})", {op}
+    if r == 1:
+        return g.choice((f"{a}.norm()", f"{a}.norm(1)", f"{a}.norm(dim={dim}{keep})", f"T.norm({a}, 2, {dim})",
+                         f"T.linalg.vector_norm({a})", f"T.linalg.vector_norm({a}, {g.choice((1, 2, 3))}, {dim})")), \
+            {"norm"}
+    if r == 2:
+        return g.choice((f"{a}.prod()", f"{a}.prod({dim}{keep})", f"T.prod({a})")), {"prod"}
+    if r == 3:
+        return g.choice((f"{a}.cumsum({dim})", f"T.cumsum({a}, {dim})", f"{a}.cumsum({dim}, dtype=T.float64)")), \
+            {"cumsum"}
+    if r == 4:
+        if t.is_floating_point() and not _float_stable(t):
+            return None
+        op = g.choice(("argmax", "argmin"))
+        return g.choice((f"{a}.{op}()", f"{a}.{op}({dim}{keep})", f"T.{op}({a}, {dim})")), {op}
+    if r == 5:
+        return g.choice((f"{a}.amin({dim}{keep})", f"{a}.max()", f"{a}.min()", f"T.amin({a})")), {"amin"}
+    if r == 6:
+        return g.choice((f"{a}.mean({dim}, dtype=T.float64)", f"{a}.sum({dim}, dtype=T.float32)",
+                         f"{a}.softmax({dim}, dtype=T.float64)", f"T.log_softmax({a}, {dim}, dtype=T.float32)")), \
+            {"reduce_dtype"}
+    return g.choice((f"{a}.any({dim})", f"{a}.all({dim}{keep})")), {"any_all"}
+
+
+def g_activation(g):
+    a = g.pick(lambda t: t.is_floating_point()) or g.pick()
+    r = g.ri(0, 9)
+    forms = [
+        (f"F.gelu({a})", "gelu"), (f"F.gelu({a}, approximate='tanh')", "gelu"), (f"F.silu({a})", "silu"),
+        (f"T.erf({a})", "erf"), (f"F.leaky_relu({a}, {g.choice((0.01, 0.2, 2.0))})", "leaky_relu"),
+        (f"F.softplus({a}, {g.choice((1, 2))}, {g.choice((20, 1))})", "softplus"),
+        (f"F.elu({a}, {g.choice((1.0, 0.5))})", "elu"), (f"F.hardtanh({a}, -0.5, {g.choice((0.5, 1.0))})", "hardtanh"),
+        (f"{a}.sigmoid() * {a}", "silu"), (f"T.tanh({a}).erf()", "erf")]
+    expr, tag = forms[r]
+    return expr, {tag}
+
+
+def g_nn(g):
+    a = g.pick(lambda t: t.is_floating_point() and t.dim() >= 1)
+    if a is None:
+        return None
+    t = g.env[a]
+    r = g.ri(0, 2)
+    if r == 0:
+        b = g.pick(lambda u: tuple(u.shape) == tuple(t.shape))
+        red = g.choice(("", ", reduction='sum'", ", reduction='none'"))
+        return f"F.mse_loss({a}, {b}{red})", {"mse_loss"}
+    k = t.shape[-1]
+    w = g.pick(lambda u: u.dim() == 2 and u.shape[-1] == k and u.dtype == t.dtype)
+    if w is None:
+        return None
+    bias = g.pick(lambda u: u.dim() == 1 and u.shape[0] == g.env[w].shape[0] and u.dtype == t.dtype)
+    return (f"F.linear({a}, {w}, {bias})" if bias and g.chance(0.6) else f"F.linear({a}, {w})"), {"linear"}
+
+
+def g_factory(g):
+    r = g.ri(0, 7)
+    shape = tuple(g.choice((0, 1, 2, 3)) for _ in range(g.ri(0, 3)))
+    dt = f", dtype=T.{g.dtype()}" if g.chance(0.3) else ""
+    if r == 0:
+        return f"T.{g.choice(('zeros', 'ones'))}({shape!r}, device=D{dt})", {"factory"}
+    if r == 1:
+        return f"T.full({shape!r}, {_lit(g.scalar())}, device=D{dt})", {"factory"}
+    if r == 2:
+        a = g.pick()
+        return g.choice((f"T.zeros_like({a})", f"T.ones_like({a}{dt})", f"T.full_like({a}, {_lit(g.scalar())})")), \
+            {"factory_like"}
+    if r == 3:
+        return g.choice((f"T.arange({g.ri(0, 6)}, device=D)", f"T.arange({g.ri(-3, 2)}, {g.ri(2, 6)}, {g.ri(1, 3)}, "
+                         f"device=D{dt})", f"T.arange(0, 2, 0.5, device=D)", f"T.arange(4, 0, -1, device=D)")), {"arange"}
+    if r == 4:
+        return g.choice((f"T.eye({g.ri(0, 4)}, device=D{dt})", f"T.eye({g.ri(1, 3)}, {g.ri(1, 4)}, device=D)")), {"eye"}
+    if r == 5:
+        return f"T.linspace({g.ri(-2, 0)}, {g.ri(1, 3)}, {g.ri(0, 5)}, device=D)", {"linspace"}
+    a = g.pick(lambda t: t.dim() >= 2)
+    if a is None:
+        return None
+    op = g.choice(("triu", "tril"))
+    return g.choice((f"{a}.{op}()", f"{a}.{op}({g.ri(-2, 2)})", f"T.{op}({a}, {g.ri(-1, 1)})")), {op}
+
+
+OPS_GENERATORS = [(g_index, 8), (g_setitem, 4), (g_shape_ops, 10), (g_int_cast, 2), (g_select_mask, 8), (g_gather, 5),
+                  (g_reduce2, 8), (g_activation, 5), (g_nn, 3), (g_factory, 5)]
+
+
 _SHAPES = [(), (0,), (1,), (3,), (2, 3), (1, 3), (2, 1), (3, 0), (2, 3, 2), (2, 1, 3), (1, 2, 2, 2)]
 
 
@@ -754,9 +1040,10 @@ def random_spec(rng):
     return " ".join(items)
 
 
-def generate(torch, index):
-    """Program ``index``: (spec, seed, lines, tags, expected_exception_line or None)."""
-    rng = np.random.default_rng(20170 + index)
+def generate(torch, index, suite="core"):
+    """Program ``index`` of ``suite``: (spec, seed, lines, tags, expected_exception_line or None)."""
+    ops = suite == "ops"
+    rng = np.random.default_rng((920170 if ops else 20170) + index)
     spec = random_spec(rng)
     seed = 5000 + index
     g = Gen(torch, rng, index)
@@ -764,9 +1051,9 @@ def generate(torch, index):
         g.env[f"x{i}"] = torch.from_numpy(a.copy())
     length = int(rng.integers(3, 15))
     allow_error = rng.random() < 0.15
-    gens, weights = zip(*GENERATORS)
+    gens, weights = zip(*(GENERATORS + OPS_GENERATORS if ops else GENERATORS))
     weights = np.array(weights, float)
-    if rng.random() < 0.4:              # programs of the ops accel.lazy had before issue 17 only
+    if not ops and rng.random() < 0.4:              # programs of the ops accel.lazy had before issue 17 only
         weights[[k for k, f in enumerate(gens) if f in (g_inplace, g_inplace_other, g_compare)]] = 0
     p = weights / weights.sum()
     exc_line = None
@@ -820,7 +1107,7 @@ def record(api, spec, seed, lines):
     return execute(api, lines, arrays)
 
 
-def build(count):
+def build(count, suite="core"):
     api = TorchAPI()
     torch = api.torch
     torch.manual_seed(0)
@@ -829,12 +1116,20 @@ def build(count):
     dropped = collections.Counter()
     index = 0
     while len(programs) < count:
-        spec, seed, lines, tags, exc_line, eager = generate(torch, index)
+        spec, seed, lines, tags, exc_line, eager = generate(torch, index, suite)
         index += 1
         try:
             rec = record(api, spec, seed, lines)
+            if suite == "ops":
+                # LTC's hashes can depend on what ran before (its scalar device-data cache): the program is
+                # recorded again at once, warm, and dropped if the two records differ (accel dedupes scalars
+                # as a warm cache does)
+                again = record(api, spec, seed, lines)
         except Exception:            # noqa: BLE001 (torch's LTC failed outside a line, e.g. at execution)
             dropped["ltc_raised_outside_a_line"] += 1
+            continue
+        if suite == "ops" and again["steps"] != rec["steps"]:
+            dropped["ltc_depends_on_history"] += 1
             continue
         got = None if rec["exc"] is None else rec["exc"][0]
         if got != exc_line:          # LTC refuses a different line than eager mode: not a valid program
@@ -845,6 +1140,12 @@ def build(count):
             # failed call (accel refuses first and changes nothing)
             dropped["amax_refused_after_sync"] += 1
             continue
+        if suite == "ops" and exc_line is not None and \
+                record(api, spec, seed, lines[:exc_line])["steps"][-1] != rec["steps"][-1]:
+            # the same for any refused line that changed the lazy state first (a CPU fallback that syncs
+            # its inputs, then finds their dtype unsupported: vector_norm / argmax / dot of bool or ints)
+            dropped["refused_after_changing_state"] += 1
+            continue
         rtol = program_rtol(dict(rec, inputs=spec))
         if rec["names"] != eager["names"] or not all(
                 _same_value(e, v, rtol) for e, v in zip(eager["values"], rec["values"])):
@@ -853,9 +1154,9 @@ def build(count):
         if rec["exc"] is not None:
             tags.add("exception")
         tags.update("dtype:" + d for d in _dtypes_of(rec))
-        programs.append({"name": f"p{index - 1}", "inputs": spec, "seed": seed, "code": lines,
+        programs.append({"name": f"{'q' if suite == 'ops' else 'p'}{index - 1}", "inputs": spec, "seed": seed, "code": lines,
                          "tags": sorted(tags), **rec})
-    return {"torch_version": torch.__version__, "generator": "tools/gen_lazy_fuzz.py", "dropped": dropped,
+    return {"torch_version": torch.__version__, "generator": "tools/gen_lazy_fuzz.py", "suite": suite, "dropped": dropped,
             "programs": programs}
 
 
@@ -940,12 +1241,14 @@ def minimise(api, worker, program):
 def main(argv):
     import argparse
     ap = argparse.ArgumentParser()
-    ap.add_argument("path", nargs="?", default=str(CORPUS))
+    ap.add_argument("path", nargs="?")
     ap.add_argument("--count", type=int, default=3000)
+    ap.add_argument("--suite", choices=sorted(CORPORA), default="core")
     ap.add_argument("--minimise", nargs="*")
     ap.add_argument("--backend", default="python")
     ap.add_argument("--venv-python", default="python3")
     args = ap.parse_args(argv)
+    args.path = args.path or str(CORPORA[args.suite])
     if args.minimise is not None:
         doc = load_corpus(args.path)
         api = TorchAPI()
@@ -957,7 +1260,7 @@ def main(argv):
             print(json.dumps({"name": n, "inputs": p["inputs"], "seed": p["seed"], "code": p["code"],
                               "fails": worker.fails(p)}))
         return
-    doc = build(args.count)
+    doc = build(args.count, args.suite)
     write_corpus(doc, args.path)
     print(f"wrote {len(doc['programs'])} programs to {args.path} ({doc['dropped']} dropped)")
 

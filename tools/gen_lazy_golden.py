@@ -429,6 +429,71 @@ PROGRAMS += [
      "x0[:, 2:] = 0\nm = x0.masked_fill(T.ones(4, 4, device=D).tril() == 0, -1e9)\nout = [m.softmax(-1), x0]"),
 ]
 
+# Selection (issue 19): topk / sort / argsort / max(dim) as LTC's two-output nodes (``num_outputs=2``, operands
+# ``%n.1``), min(dim) and stable sorts eager; advanced indexing (integer / boolean index tensors: aten::index.Tensor
+# and aten::_index_put_impl_ run eagerly, as in LTC), masked_select / nonzero (data-dependent shapes: eager),
+# scatter / index_add (eager), scatter_add (traced), one_hot.  ``u`` below makes tie-free values (topk's order of
+# equal elements is unspecified in torch).
+_U = "u = x0 + T.arange({n}, device=D).reshape({shape}).float() * 0.001\n"
+PROGRAMS_SELECTION = [
+    ("sel_topk", "f32[2,3,4]", _U.format(n=24, shape="2, 3, 4") +
+     "v, i = u.topk(2)\nr = T.topk(u, 1, dim=1, largest=False)\nout = [v, i, r.values, r.indices, u.topk(2, 0).values]"),
+    ("sel_topk_idx", "f32[3,5]", _U.format(n=15, shape="3, 5") + "out = [u.topk(2).indices, u.topk(k=4, sorted=True)[0] * 2]"),
+    ("sel_sort", "f32[2,3,4]", _U.format(n=24, shape="2, 3, 4") +
+     "s = u.sort()\nout = [s.values, s.indices, u.sort(1, descending=True)[1], T.sort(u, 0)[0]]"),
+    ("sel_argsort", "f32[3,5]", _U.format(n=15, shape="3, 5") +
+     "out = [u.argsort(), T.argsort(u, 0, descending=True), u.argsort(-1, True) + 1]"),
+    ("sel_sort_int", "i64[4,6]", "out = [x0.sort(stable=True)[0], x0.argsort(stable=True), x0.max(1)[0], x0.max(0).indices * 0]"),
+    ("sel_max_dim", "f32[2,3,4]", _U.format(n=24, shape="2, 3, 4") +
+     "m = u.max(1)\nout = [m.values, m.indices, u.max(-1, keepdim=True)[0], T.max(u, 0)[1], "
+     "u.max(1).values * 2 + u.max(1)[1]]"),
+    ("sel_min_dim", "f32[2,3,4]", _U.format(n=24, shape="2, 3, 4") +
+     "m = u.min(1)\nout = [m.values, m.indices, T.min(u, -1, keepdim=True)[0] + 1]"),
+    ("sel_max_dim_0d", "f32[]", "m = x0.max(0)\nout = [m[0], m[1], x0.sort()[1]]"),
+    # advanced indexing: eager aten::index.Tensor after the basic part's views
+    ("sel_idx_mask", "f32[2,3,4]", "out = [x0[x0 > 0], x0[x0[:, :, 0] > 0], (x0 * 2)[(x0 < 1).sum(-1) > 1]]"),
+    ("sel_idx_int", "f32[2,3,4]", "i = T.arange(2, device=D).flip(0)\nj = T.arange(3, device=D).flip(0).clamp(max=1)\n"
+     "out = [x0[i], x0[:, j], x0[i, j[:2]], x0[..., j], x0[1:, j] + 1]"),
+    ("sel_idx_mixed", "f32[2,3,4]", "i = T.arange(2, device=D)\nm = T.arange(4, device=D) > 1\n"
+     "out = [x0[0, i], x0[None, i], x0[i, :, i], x0[:, ::2, m], x0[[1, 0]], x0[:, [True, False, True]]]"),
+    ("sel_idx_0dim", "f32[2,3,4]", "i = T.arange(3, device=D)[1]\nout = [x0[i], x0[:, i, 1:]]"),
+    ("sel_idx_bool", "f32[2,3]", "out = [x0[True], x0[False], x0[None, 1, True]]"),
+    ("sel_setitem_mask", "f32[2,3,4]", "x0[x0 > 1] = 0\nout = [x0 * 1]"),
+    ("sel_setitem_int", "f32[2,3,4] f32[2,2,4]", "i = T.arange(2, device=D) * 2\nx0[:, i] = x1\nx0[1, i] = -1.5\n"
+     "out = [x0 + 0]"),
+    ("sel_setitem_view", "f32[2,3,4]", "v = x0[0]\nv[v < 0] = 7\nout = [x0 * 1, v]"),
+    ("sel_setitem_tensor_val", "f32[4,3] f32[1,3]", "m = x0.sum(1) > 0\nx0[m] = x1\nx0[T.arange(2, device=D)] = x1 * 2\n"
+     "out = [x0 + 0]"),
+    ("sel_index_put", "f32[3,4] f32[2,4]", "i = T.arange(2, device=D) + 1\ny = x0.index_put((i,), x1)\n"
+     "x0.index_put_((i * 0,), x1, accumulate=True)\nout = [y, x0 * 1]"),
+    # data-dependent shapes and scatter / gather by index
+    ("sel_masked_select", "f32[2,3,4] f32[4]", "out = [x0.masked_select(x0 > 0), T.masked_select(x0, x1 > 0)]"),
+    ("sel_nonzero", "f32[3,4]", "out = [(x0 > 0).nonzero(), T.nonzero(x0)]"),
+    ("sel_scatter", "f32[3,4] f32[3,2]", "i = T.arange(4, device=D).flip(0)[:2].expand(3, 2)\nr = T.arange(3, device=D).unsqueeze(1).expand(3, 2)\n"
+     "out = [x0.scatter(1, i, x1), x0.scatter(1, i, 2.5), T.scatter(x0, 0, r.flip(0), x1)]"),
+    ("sel_scatter_add", "f32[3,4] f32[3,2] f32[5]", "i = T.arange(6, device=D).reshape(3, 2).clamp(max=3)\n"
+     "out = [x0.scatter_add(1, i, x1), T.scatter_add(x2, 0, T.arange(5, device=D).clamp(max=1), x2)]"),
+    ("sel_index_add", "f32[3,4] f32[3,2]", "i = T.arange(2, device=D) * 3\n"
+     "out = [x0.index_add(1, i, x1), x0.index_add(1, i, x1, alpha=2), T.index_add(x0, 1, i, x1)]"),
+    ("sel_one_hot", "f32[3]", "F = T.nn.functional\nids = T.arange(4, device=D).flip(0).clamp(max=2)\n"
+     "out = [F.one_hot(ids, 5), F.one_hot(ids), F.one_hot(ids.reshape(2, 2), 3).float() * 2]"),
+    ("sel_inplace_scatter", "f32[3,4] f32[3,2]", "i = T.arange(4, device=D).flip(0)[:2].expand(3, 2)\n"
+     "x0.scatter_(1, i, x1)\nx0.scatter_add_(1, i, x1)\nx0.index_add_(0, T.arange(3, device=D), x0 * 1)\nout = [x0]"),
+    # whole programs: causal attention with a boolean mask and top-k sampling of the logits; top-k routing
+    ("sel_model_attn_topk", "f32[2,4,8] f32[8,24] f32[8,10]",
+     "B, S, E = 2, 4, 8\nq, k, v = (x0 @ x1).split(8, -1) if False else ((x0 @ x1)[..., :8], (x0 @ x1)[..., 8:16], "
+     "(x0 @ x1)[..., 16:])\nmask = T.ones(S, S, device=D).triu(1).bool()\n"
+     "att = (q @ k.transpose(-1, -2) * E ** -0.5).masked_fill(mask, float('-inf')).softmax(-1)\n"
+     "logits = (att @ v)[:, -1] @ x2\nvals, idx = logits.topk(3)\nprobs = vals.softmax(-1)\n"
+     "best = idx.gather(-1, probs.argmax(-1, keepdim=True))\nout = [probs, idx, best, logits.max(-1)[1]]"),
+    ("sel_model_moe_route", "f32[6,8] f32[8,4]",
+     "g = (x0 @ x1).softmax(-1)\nw, e = g.topk(2, -1)\nw = w / w.sum(-1, keepdim=True)\n"
+     "dense = T.zeros(6, 4, device=D).scatter_add(1, e, w)\nsel = e[:, 0] == 1\n"
+     "out = [w, e, dense, g.sort(-1, descending=True)[0][:, :2], x0[sel].sum(0)]"),
+]
+
+PROGRAMS += PROGRAMS_SELECTION
+
 # Norms, losses, RNG, bfloat16 and whole model programs (issue 19, h-lazynn).  layer_norm / batch_norm /
 # nll_loss are LTC nodes with several outputs; rms_norm, group_norm, logsumexp and label smoothing are
 # decomposed by torch before LTC sees them.
@@ -656,6 +721,64 @@ for i in range(3):
 to_numpy(p)
 """),
 ]
+# Selection (issue 19): what LTC syncs, compiles and copies for the eager index / index_put / masked_select /
+# nonzero / scatter / split fallbacks and the two-output nodes.  split / chunk / unbind results are not read: torch
+# 2.13 LTC crashes (segfault) reading them as IR, and counts nothing for their .cpu().
+COUNTER_SCENARIOS_SELECTION = [
+    ("sel_index_fallbacks", """
+x = tensor(np.arange(24, dtype=np.float32).reshape(2, 3, 4)); i = tensor(np.array([1, 0]))
+a = x[x > 10]; b = x[:, i]; c = (x * 2)[1:, i]; d = x[None, i]; e = x[0, i]; f = x[[1, 0]]
+record([a, b, c, d, e, f])
+g = x.masked_select(x > 3); h = (x > 10).nonzero(); k = x[True]
+record([g, h, k])
+mark_step()
+to_numpy(b)
+"""),
+    ("sel_setitem_fallbacks", """
+x = tensor(np.arange(24, dtype=np.float32).reshape(2, 3, 4)); i = tensor(np.array([1, 0]))
+v = tensor(np.ones((2, 2, 4), np.float32))
+x[x > 10] = 0
+x[i] = 5.0
+x[:, i] = v
+record([x])
+y = x * 2
+y[y > 3] = y[y > 3] * 2
+y.index_put_((i,), tensor(np.array(3.0, np.float32)), accumulate=True)
+z = y.index_put((i,), tensor(np.array(1.5, np.float32)))
+w = x[0]
+w[i] = 1.0
+record([x, w, y, z])
+mark_step()
+"""),
+    ("sel_scatter_onehot", """
+x = tensor(np.arange(12, dtype=np.float32).reshape(3, 4)); i = tensor(np.array([[0, 1], [1, 2], [3, 0]]))
+s = tensor(np.ones((3, 2), np.float32))
+a = x.scatter(1, i, s); b = x.scatter(1, i, 5.0); c = x.scatter_add(1, i, s)
+d = x.index_add(0, tensor(np.array([0, 2])), tensor(np.ones((2, 4), np.float32)), alpha=2)
+ids = tensor(np.array([1, 0, 3]))
+e = T.nn.functional.one_hot(ids, 5); f = T.nn.functional.one_hot(ids)
+record([a, b, c, d, e, f])
+mark_step()
+"""),
+    ("sel_multi_output", """
+x = tensor(np.arange(24, dtype=np.float32).reshape(2, 3, 4))
+v, i = x.topk(2); s = x.sort(1, descending=True); m = x.max(1); n = x.min(1)
+st = x.sort(stable=True); a = x.argsort(); a2 = x.argsort(stable=True)
+y = v * 2 + i + m.values.sum() + s[1].sum()
+record([y, m.indices, a])
+graph_hash([v, i, y])
+sync_multi([v])
+mark_step()
+to_numpy(i); to_numpy(n.values)
+"""),
+    ("sel_split_fallbacks", """
+x = tensor(np.arange(24, dtype=np.float32).reshape(2, 3, 4))
+p = x.split(2, -1); q = (x * 2).chunk(2, 1); r = x.unbind(1); t = x.split([1, 2], 1)
+mark_step()
+"""),
+]
+COUNTER_SCENARIOS += COUNTER_SCENARIOS_SELECTION
+
 # Counters of the norms / losses / RNG (issue 19, h-lazynn): eager parts, syncs, and optimizer steps.
 COUNTER_SCENARIOS_NN = [
     ("nn_decomposed_fallbacks", """

@@ -73,8 +73,7 @@ EXPORT CUresult cuMemDiscardAndPrefetchBatchAsync(CUdeviceptr *ptrs, size_t *siz
                                                   CUmemLocation *locs, size_t *idx, size_t nlocs,
                                                   unsigned long long flags, CUstream s);
 
-/* emu_drvpoolipc.c: sharing pools (within the process).  cuMemPoolCreate tells it a pool's handle types. */
-void emu_pool_handle_types(CUmemoryPool pool, int types);
+/* emu_drvpoolipc.c: sharing pools (within the process), by the handle types a pool was made with. */
 EXPORT CUresult cuMemPoolExportToShareableHandle(void *out, CUmemoryPool pool, int type, unsigned long long flags);
 EXPORT CUresult cuMemPoolImportFromShareableHandle(CUmemoryPool *out, void *handle, int type,
                                                    unsigned long long flags);

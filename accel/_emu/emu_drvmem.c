@@ -29,6 +29,9 @@ int cudaMemPoolGetAccess(int *, void *, const void *);
 int cudaDeviceGetMemPool(void **, int);
 int cudaDeviceGetDefaultMemPool(void **, int);
 int cudaDeviceSetMemPool(int, void *);
+int cudaMemGetMemPool(void **, const void *, int);
+int cudaMemGetDefaultMemPool(void **, const void *, int);
+int cudaMemSetMemPool(const void *, int, void *);
 int cudaHostAlloc(void **, size_t, unsigned int);
 int cudaFreeHost(void *);
 int cudaHostRegister(void *, size_t, unsigned int);
@@ -128,12 +131,12 @@ EXPORT CUresult cuMemGetAddressRange_v2(CUdeviceptr *base, size_t *size, CUdevic
 
 /* ------------------------------------------------------------------ pools */
 
+/* Pools of pinned memory on a device or the host (HOST, HOST_NUMA node 0), of managed memory; the export
+ * handle types are the pool's (CU_MEMPOOL_ATTR_EXPORT_HANDLE_TYPES, emu_drvpoolipc.c). */
 EXPORT CUresult cuMemPoolCreate(CUmemoryPool *pool, const void *props)
 {
     DRV_ENTER_CREATE(cuMemPoolCreate);
-    CUresult r = RT(cudaMemPoolCreate(pool, props));
-    if (!r) emu_pool_handle_types(*pool, ((const int *)props)[1]);    /* CUmemPoolProps.handleTypes */
-    return r;
+    return RT(cudaMemPoolCreate(pool, props));
 }
 
 #define POOL_FN(name, params, call) EXPORT CUresult name params { DRV_ENTER(name); return RT(call); }
@@ -149,83 +152,16 @@ POOL_FN(cuDeviceGetMemPool, (CUmemoryPool *pool, CUdevice dev), cudaDeviceGetMem
 POOL_FN(cuDeviceGetDefaultMemPool, (CUmemoryPool *pool, CUdevice dev), cudaDeviceGetDefaultMemPool(pool, dev))
 POOL_FN(cuDeviceSetMemPool, (CUdevice dev, CUmemoryPool pool), cudaDeviceSetMemPool(dev, pool))
 
-/* CUDA 13's pool of a location and allocation type.  Pinned memory on a device: cuDeviceGet/SetMemPool;
- * pinned host memory is not modelled (CUDA_ERROR_NOT_SUPPORTED, logged with ACCEL_EMU_TRACE=1).  Managed
- * memory, for a device or the host: a pool of managed memory made on first use (cudaMemPoolCreate) is the
- * location's default, and cuMemSetMemPool changes its current one. */
-enum { LOC_DEVICE = 1, LOC_HOST = 2, ALLOC_PINNED = 1, ALLOC_MANAGED = 2 };
-
-static CUresult location_pool(const CUmemLocation *loc, int type)
-{
-    static atomic_int seen;
-    if (!loc || type < 1 || type > 2) return CUDA_ERROR_INVALID_VALUE;
-    if (loc->type == LOC_DEVICE) return loc->id >= 0 && loc->id < g_ndev ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
-    if (type == ALLOC_MANAGED && loc->type >= 0 && loc->type <= 4) return CUDA_SUCCESS;  /* none, host (NUMA) */
-    if (loc->type < 1) return CUDA_ERROR_INVALID_VALUE;
-    emu_trace_unsupported("cuMemGetMemPool / cuMemSetMemPool (pinned host memory pools)", &seen);
-    return CUDA_ERROR_NOT_SUPPORTED;
-}
-
-/* Managed memory's pools by location: devices 0 .. g_ndev-1, then the host (its one NUMA node), then no
- * preferred location. */
-static pthread_mutex_t M = PTHREAD_MUTEX_INITIALIZER;
-static CUmemoryPool g_managed_default[EMU_MAX_DEVICES + 2], g_managed_current[EMU_MAX_DEVICES + 2];
-
-static int managed_slot(const CUmemLocation *loc)
-{
-    return loc->type == LOC_DEVICE ? loc->id : loc->type == 0 ? EMU_MAX_DEVICES + 1 : EMU_MAX_DEVICES;
-}
-
-static CUresult managed_pool(CUmemoryPool *pool, const CUmemLocation *loc, int current)
-{
-    if (!pool) return CUDA_ERROR_INVALID_VALUE;
-    int slot = managed_slot(loc);
-    CUresult r = CUDA_SUCCESS;
-    pthread_mutex_lock(&M);
-    if (!g_managed_default[slot]) {
-        struct { int alloc_type, handle_types, loc_type, loc_id; void *win32; size_t max_size; unsigned short usage;
-                 char reserved[54]; } props = { ALLOC_MANAGED, 0, loc->type, loc->id, NULL, 0, 0, {0} };
-        r = RT(cudaMemPoolCreate(&g_managed_default[slot], &props));
-    }
-    if (!r) *pool = current && g_managed_current[slot] ? g_managed_current[slot] : g_managed_default[slot];
-    pthread_mutex_unlock(&M);
-    return r;
-}
-
-EXPORT CUresult cuMemGetMemPool(CUmemoryPool *pool, const CUmemLocation *loc, int type)
-{
-    DRV_ENTER(cuMemGetMemPool);
-    CUresult r = location_pool(loc, type);
-    if (r) return r;
-    return type == ALLOC_MANAGED ? managed_pool(pool, loc, 1) : RT(cudaDeviceGetMemPool(pool, loc->id));
-}
-
-EXPORT CUresult cuMemGetDefaultMemPool(CUmemoryPool *pool, const CUmemLocation *loc, int type)
-{
-    DRV_ENTER(cuMemGetDefaultMemPool);
-    CUresult r = location_pool(loc, type);
-    if (r) return r;
-    return type == ALLOC_MANAGED ? managed_pool(pool, loc, 0) : RT(cudaDeviceGetDefaultMemPool(pool, loc->id));
-}
-
-/* A managed location's current pool must be a live pool (its kind is not checked). */
-EXPORT CUresult cuMemSetMemPool(const CUmemLocation *loc, int type, CUmemoryPool pool)
-{
-    unsigned long long v;
-    DRV_ENTER(cuMemSetMemPool);
-    CUresult r = location_pool(loc, type);
-    if (r) return r;
-    if (type != ALLOC_MANAGED) return RT(cudaDeviceSetMemPool(loc->id, pool));
-    if (RT(cudaMemPoolGetAttribute(pool, 4, &v))) return CUDA_ERROR_INVALID_VALUE;
-    pthread_mutex_lock(&M);
-    g_managed_current[managed_slot(loc)] = pool;
-    pthread_mutex_unlock(&M);
-    return CUDA_SUCCESS;
-}
+/* CUDA 13's pool of a location and allocation type (a device's, the host's, managed memory's): the
+ * runtime's (emu_memory.c, cudaMemGetMemPool ...), which makes a location's default pool on first use. */
+POOL_FN(cuMemGetMemPool, (CUmemoryPool *pool, const CUmemLocation *loc, int type), cudaMemGetMemPool(pool, loc, type))
+POOL_FN(cuMemGetDefaultMemPool, (CUmemoryPool *pool, const CUmemLocation *loc, int type),
+        cudaMemGetDefaultMemPool(pool, loc, type))
+POOL_FN(cuMemSetMemPool, (const CUmemLocation *loc, int type, CUmemoryPool pool), cudaMemSetMemPool(loc, type, pool))
 
 /* ------------------------------------------------------------ copies and sets */
 
-enum { KIND_H2D = 1, KIND_D2H = 2, KIND_D2D = 3, KIND_DEFAULT = 4 };
+enum { KIND_H2D = 1, KIND_D2H = 2, KIND_D2D = 3, KIND_DEFAULT = 4, LOC_DEVICE = 1 };
 int cudaStreamGetDevice(void *, int *);
 
 /* The device a copy on stream s runs on: the stream's, or the current context's for the NULL, legacy
@@ -239,13 +175,14 @@ static int copy_device(CUstream s)
 
 /* A stream-ordered pool's memory is reached only from its own device and the devices its pool grants
  * access (cuMemPoolSetAccess): a copy that runs on another device is CUDA_ERROR_INVALID_VALUE, as the
- * real driver answers (peer access of contexts does not extend to pools). */
+ * real driver answers (peer access of contexts does not extend to pools).  A pool of pinned host memory
+ * is copied by every device (as cuMemHostAlloc memory is), and managed memory is every device's. */
 static CUresult reachable(const void *p, int dev)
 {
     emu_ptrinfo_t in;
     int flags = 0;
-    if (dev < 0 || !emu_pointer_info(p, &in) || !in.pool || in.device == dev || in.kind == EMU_PTR_MANAGED)
-        return CUDA_SUCCESS;                    /* managed memory is every device's */
+    if (dev < 0 || !emu_pointer_info(p, &in) || !in.pool || in.device == dev || in.kind != EMU_PTR_DEVICE)
+        return CUDA_SUCCESS;
     CUmemLocation loc = { LOC_DEVICE, dev };
     if (RT(cudaMemPoolGetAccess(&flags, in.pool, &loc)) || !flags) return CUDA_ERROR_INVALID_VALUE;
     return CUDA_SUCCESS;

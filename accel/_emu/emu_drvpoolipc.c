@@ -21,41 +21,27 @@ int cudaMemPoolGetAttribute(void *, int, void *);
 enum { HANDLE_POSIX_FD = 1 };
 #define EXPORT_MAGIC 0x61636365656d7531ull        /* "accelemu1" */
 
-/* Pools made with handle types, and the descriptors exported (by the file they open). */
-typedef struct { CUmemoryPool pool; int types; } shared_t;
+/* The descriptors exported (by the file they open); an entry goes when its pool is destroyed (dropped
+ * at the next export), so that making and destroying shared pools leaves nothing behind. */
 typedef struct { CUmemoryPool pool; dev_t dev; ino_t ino; } exported_t;
 static pthread_mutex_t S = PTHREAD_MUTEX_INITIALIZER;
-static shared_t *g_shared;
-static size_t g_nshared, g_capshared;
 static exported_t *g_exported;
 static size_t g_nexported, g_capexported;
 
-/* From cuMemPoolCreate: pool was made with these handle types. */
-void emu_pool_handle_types(CUmemoryPool pool, int types)
-{
-    if (!types) return;
-    pthread_mutex_lock(&S);
-    if (g_nshared == g_capshared) {
-        size_t nc = g_capshared ? g_capshared * 2 : 8;
-        shared_t *ns = realloc(g_shared, nc * sizeof *ns);
-        if (ns) { g_shared = ns; g_capshared = nc; }
-    }
-    if (g_nshared < g_capshared) g_shared[g_nshared++] = (shared_t){ pool, types };
-    pthread_mutex_unlock(&S);
-}
-
-static shared_t *shared_of(CUmemoryPool pool)     /* S held */
-{
-    for (size_t i = 0; i < g_nshared; i++)
-        if (g_shared[i].pool == pool) return &g_shared[i];
-    return NULL;
-}
+enum { ATTR_RELEASE_THRESHOLD = 4, ATTR_EXPORT_HANDLE_TYPES = 10 };
 
 /* A live pool (its attributes can be read). */
 static int live(CUmemoryPool pool)
 {
     unsigned long long v;
-    return RT(cudaMemPoolGetAttribute(pool, 4, &v)) == 0;
+    return RT(cudaMemPoolGetAttribute(pool, ATTR_RELEASE_THRESHOLD, &v)) == 0;
+}
+
+/* The handle types a live pool was made with (CUmemPoolProps.handleTypes), 0 for none or a dead pool. */
+static int handle_types(CUmemoryPool pool)
+{
+    int types = 0;
+    return RT(cudaMemPoolGetAttribute(pool, ATTR_EXPORT_HANDLE_TYPES, &types)) ? 0 : types;
 }
 
 static CUresult elsewhere(void)
@@ -70,11 +56,7 @@ EXPORT CUresult cuMemPoolExportToShareableHandle(void *out, CUmemoryPool pool, i
     struct stat st;
     DRV_ENTER_CREATE(cuMemPoolExportToShareableHandle);
     if (!out || flags || !live(pool)) return CUDA_ERROR_INVALID_VALUE;
-    pthread_mutex_lock(&S);
-    shared_t *sh = shared_of(pool);
-    int types = sh ? sh->types : 0;
-    pthread_mutex_unlock(&S);
-    if (!(types & type)) return CUDA_ERROR_INVALID_VALUE;
+    if (!(handle_types(pool) & type)) return CUDA_ERROR_INVALID_VALUE;
     if (type != HANDLE_POSIX_FD) return CUDA_ERROR_NOT_SUPPORTED;
     int fd = memfd_create("accel-emu-pool", MFD_CLOEXEC);
     if (fd < 0) return CUDA_ERROR_OUT_OF_MEMORY;
@@ -83,6 +65,9 @@ EXPORT CUresult cuMemPoolExportToShareableHandle(void *out, CUmemoryPool pool, i
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
     pthread_mutex_lock(&S);
+    for (size_t i = 0; i < g_nexported;)          /* entries of destroyed pools go */
+        if (!live(g_exported[i].pool)) g_exported[i] = g_exported[--g_nexported];
+        else i++;
     if (g_nexported == g_capexported) {
         size_t nc = g_capexported ? g_capexported * 2 : 8;
         exported_t *ne = realloc(g_exported, nc * sizeof *ne);
@@ -129,11 +114,7 @@ EXPORT CUresult cuMemPoolExportPointer(void *out_, CUdeviceptr ptr)
     DRV_ENTER(cuMemPoolExportPointer);
     if (!out || !emu_pointer_info((void *)(uintptr_t)ptr, &in) || !in.pool || (uintptr_t)in.base != ptr)
         return CUDA_ERROR_INVALID_VALUE;
-    pthread_mutex_lock(&S);
-    shared_t *sh = shared_of(in.pool);
-    int ok = sh && (sh->types & HANDLE_POSIX_FD);
-    pthread_mutex_unlock(&S);
-    if (!ok) return CUDA_ERROR_INVALID_VALUE;
+    if (!(handle_types(in.pool) & HANDLE_POSIX_FD)) return CUDA_ERROR_INVALID_VALUE;
     memset(out, 0, sizeof *out);
     out->magic = EXPORT_MAGIC;
     out->pid = (unsigned long long)getpid();

@@ -62,8 +62,9 @@ int emu_pointer_info(const void *p, emu_ptrinfo_t *out);
 /* emu_drvmanaged.c (the stand-ins only; weak, so NULL elsewhere): a freed managed allocation's advice goes. */
 void emu_advice_forget(const void *base) __attribute__((weak));
 
-/* emu_standin.c: the first call of an unsupported entry point is logged when ACCEL_EMU_TRACE=1. */
-void emu_trace_unsupported(const char *name, atomic_int *seen);
+/* emu_standin.c: the first call of an unsupported entry point is logged when ACCEL_EMU_TRACE=1 (the stand-ins
+ * only; weak, so NULL elsewhere). */
+void emu_trace_unsupported(const char *name, atomic_int *seen) __attribute__((weak));
 
 /* --------------------------------------------------------------------------- fault injection */
 
@@ -93,7 +94,8 @@ void emu_trace_unsupported(const char *name, atomic_int *seen);
     X(cudaMemPoolGetAttribute) X(cudaMemPoolSetAttribute) X(cudaMemPoolTrimTo) X(cudaHostAlloc) \
     X(cudaFreeHost) X(cudaHostRegister) X(cudaHostUnregister) \
     X(cudaMallocFromPoolAsync) X(cudaMemPoolCreate) X(cudaMemPoolDestroy) X(cudaDeviceSetMemPool) \
-    X(cudaMemPoolSetAccess) X(cudaMemPoolGetAccess) X(cudaMallocManaged) X(cudaMemcpy) X(cudaMemset) \
+    X(cudaMemPoolSetAccess) X(cudaMemPoolGetAccess) X(cudaMemGetMemPool) X(cudaMemGetDefaultMemPool) \
+    X(cudaMemSetMemPool) X(cudaMallocManaged) X(cudaMemcpy) X(cudaMemset) \
     X(cudaMemcpy2DAsync) X(cudaMemcpyPeerAsync) X(cudaHostGetDevicePointer) X(cudaIpcGetMemHandle) \
     X(cudaIpcOpenMemHandle) X(cudaIpcCloseMemHandle) X(cudaDeviceSetLimit) X(cudaDeviceGetLimit) \
     X(cudaStreamBeginCapture) X(cudaStreamEndCapture) X(cudaStreamGetCaptureInfo) X(cudaGraphCreate) \

@@ -7,9 +7,11 @@
  *
  * Model (documented choices where the emulator has to pick):
  *  - One default pool per device, its current pool until cudaDeviceSetMemPool
- *    names a pool made by cudaMemPoolCreate (device memory, or managed memory,
- *    whose allocations are marked managed; pinned host memory is not modelled).
- *    A pool owns blocks of host memory.  A live allocation is an alloc_t in
+ *    names a pool made by cudaMemPoolCreate (device memory, managed memory,
+ *    whose allocations are marked managed, or pinned host memory, whose
+ *    allocations are host memory counted against no device).  The host and
+ *    managed memory's locations have default pools made on first use
+ *    (cudaMemGetDefaultMemPool).  A pool owns blocks of host memory.  A live allocation is an alloc_t in
  *    the allocation table (with ->pool set), so copies, memsets and pointer
  *    attributes check it exactly like a cudaMalloc allocation.
  *  - Sizes are rounded up to 512 bytes for the pool (reserved / used bytes);
@@ -443,7 +445,9 @@ enum {
     cudaMemPoolReuseFollowEventDependencies = 1, cudaMemPoolReuseAllowOpportunistic = 2,
     cudaMemPoolReuseAllowInternalDependencies = 3, cudaMemPoolAttrReleaseThreshold = 4,
     cudaMemPoolAttrReservedMemCurrent = 5, cudaMemPoolAttrReservedMemHigh = 6,
-    cudaMemPoolAttrUsedMemCurrent = 7, cudaMemPoolAttrUsedMemHigh = 8,
+    cudaMemPoolAttrUsedMemCurrent = 7, cudaMemPoolAttrUsedMemHigh = 8, cudaMemPoolAttrAllocationType = 9,
+    cudaMemPoolAttrExportHandleTypes = 10, cudaMemPoolAttrLocationId = 11, cudaMemPoolAttrLocationType = 12,
+    cudaMemPoolAttrMaxPoolSize = 13,
     cudaErrorHostMemoryAlreadyRegistered = 712, cudaErrorHostMemoryNotRegistered = 713,
 };
 
@@ -472,9 +476,18 @@ struct mempool {
     fblock_t *newest;               /* the free blocks in return order, newest first */
     size_t nblocks;                 /* free blocks */
     int managed;                    /* a pool of managed memory (its allocations are managed) */
+    int dev;                        /* the device its memory is counted against; -1: pinned host memory */
+    int alloc_type, loc_type, loc_id, handle_types;     /* its properties (cudaMemPoolProps) */
+    uint64_t max_size;
+    cudaMemPool_t handle;           /* NULL once destroyed */
 };
 
 static mempool_t g_pools[MAX_DEVICES];
+
+static cudaMemPool_t pool_handle(int dev)
+{
+    return (cudaMemPool_t)(uintptr_t)(POOL_HANDLE_BASE + ((uint64_t)dev << 4) + TAG_POOL);
+}
 
 static mempool_t *pool_of(int dev)
 {
@@ -482,26 +495,34 @@ static mempool_t *pool_of(int dev)
     if (!mp->ready) {
         mp->ready = 1;
         mp->reuse[0] = mp->reuse[1] = mp->reuse[2] = 1;
+        mp->dev = mp->loc_id = dev;
+        mp->alloc_type = mp->loc_type = 1;  /* pinned memory on a device */
+        mp->handle = pool_handle(dev);
     }
     return mp;
 }
 
-static cudaMemPool_t pool_handle(int dev)
-{
-    return (cudaMemPool_t)(uintptr_t)(POOL_HANDLE_BASE + ((uint64_t)dev << 4) + TAG_POOL);
-}
-
-/* What a pool handle names: the pool, its device, which devices it grants access (cudaMemPoolSetAccess).
+/* What a pool handle names: the pool, its device (-1 for pinned host memory), which devices it grants
+ * access (cudaMemPoolSetAccess), and whether it is a location's default pool (which cannot be destroyed).
  * The default pools' handles hold the device (ids 0 .. MAX_DEVICES-1); pools made by cudaMemPoolCreate
- * have the ids above, which only grow, so a destroyed pool's handle never names a later one. */
-typedef struct { mempool_t *mp; int dev; unsigned char access[MAX_DEVICES]; } poolrec_t;
+ * have the ids above: a slot (reused once its pool is destroyed, so that creating and destroying pools
+ * leaves nothing behind) and the slot's generation, so that a destroyed pool's handle never names a
+ * later one. */
+typedef struct { mempool_t *mp; int dev, fixed; unsigned char access[MAX_DEVICES]; } poolrec_t;
 static poolrec_t g_defpools[MAX_DEVICES];
-static poolrec_t **g_upools;        /* created pools by id - MAX_DEVICES; NULL once destroyed */
-static size_t g_nupools, g_capupools;
+#define SLOT_BITS 20                /* at most 2^20 created pools alive at once */
+static poolrec_t **g_upools;        /* created pools by slot; NULL when free */
+static uint64_t *g_upool_gen;       /* each slot's generation */
+static size_t *g_freeslots;         /* free slots below g_nupools */
+static size_t g_nupools, g_capupools, g_nfreeslots;
+static size_t g_npoolrecs;          /* created pools' records: live pools, and destroyed ones still in use */
 static cudaMemPool_t g_curpool[MAX_DEVICES];  /* cudaDeviceSetMemPool; NULL: the default pool */
+#define LOC_SLOTS (MAX_DEVICES + 4)
+static cudaMemPool_t g_locdefault[LOC_SLOTS], g_loccurrent[LOC_SLOTS];  /* pools by location (below) */
 
-static cudaMemPool_t pool_handle_of(uint64_t id)
+static cudaMemPool_t pool_handle_of(size_t slot, uint64_t gen)
 {
+    uint64_t id = MAX_DEVICES + slot + (gen << SLOT_BITS);
     return (cudaMemPool_t)(uintptr_t)(POOL_HANDLE_BASE + (id << 4) + TAG_POOL);
 }
 
@@ -513,11 +534,13 @@ static poolrec_t *pool_lookup(cudaMemPool_t h)
     uint64_t id = (v - POOL_HANDLE_BASE) >> 4;
     if (id < (uint64_t)g_ndev) {
         poolrec_t *r = &g_defpools[id];
-        if (!r->mp) { r->mp = pool_of((int)id); r->dev = (int)id; }
+        if (!r->mp) { r->mp = pool_of((int)id); r->dev = (int)id; r->fixed = 1; }
         return r;
     }
-    if (id < MAX_DEVICES || id - MAX_DEVICES >= g_nupools) return NULL;
-    return g_upools[id - MAX_DEVICES];
+    if (id < MAX_DEVICES) return NULL;
+    uint64_t slot = (id - MAX_DEVICES) & ((1u << SLOT_BITS) - 1);
+    if (slot >= g_nupools || !g_upools[slot] || g_upools[slot]->mp->handle != h) return NULL;
+    return g_upools[slot];
 }
 
 /* The device's current pool (G held). */
@@ -590,8 +613,16 @@ static block_t pool_unlink(mempool_t *mp, bucket_t *bk, fblock_t *f)
     return b;
 }
 
+/* Bytes reserved by pool mp (negative: released), counted against its device's memory unless it is a
+ * pool of pinned host memory.  G held. */
+static void pool_charge(mempool_t *mp, size_t n, int sign)
+{
+    mp->reserved += sign > 0 ? n : -n;
+    if (mp->dev >= 0) g_mem_used[mp->dev] += sign > 0 ? n : -n;
+}
+
 /* Frees unused blocks (last returned first) until at most `keep` bytes are reserved.  G held. */
-static void pool_trim(int dev, mempool_t *mp, uint64_t keep)
+static void pool_trim(mempool_t *mp, uint64_t keep)
 {
     while (mp->reserved > keep && mp->newest) {
         fblock_t *f = mp->newest;   /* the newest block is the head of its bucket */
@@ -599,8 +630,17 @@ static void pool_trim(int dev, mempool_t *mp, uint64_t keep)
         block_t b = pool_unlink(mp, bk, f);
         range_release(b.base);
         free(b.base);
-        mp->reserved -= b.cap;
-        g_mem_used[dev] -= b.cap;
+        pool_charge(mp, b.cap, -1);
+    }
+}
+
+/* A destroyed pool goes once nothing of it is left: no allocation (live, or freed and not yet back) and
+ * no free block.  G held. */
+static void pool_gone_if_idle(mempool_t *mp)
+{
+    if (!mp->handle && !mp->used && !mp->nblocks && (mp < g_pools || mp >= g_pools + MAX_DEVICES)) {
+        free(mp);
+        g_npoolrecs--;
     }
 }
 
@@ -608,7 +648,6 @@ static void pool_trim(int dev, mempool_t *mp, uint64_t keep)
 static void pool_block_back(alloc_t *a)
 {
     mempool_t *mp = a->pool;
-    int dev = a->device;
     mp->used -= a->cap;
     tnode_t *n = tree_find(mp->sizes, a->cap);
     bucket_t *bk = n ? TREE_ENTRY(n, bucket_t, node) : bucket_new();
@@ -617,8 +656,8 @@ static void pool_block_back(alloc_t *a)
         if (bk && !n) bucket_drop(bk);
         range_release(a->base);
         free(a->base);
-        mp->reserved -= a->cap;
-        g_mem_used[dev] -= a->cap;
+        pool_charge(mp, a->cap, -1);
+        pool_gone_if_idle(mp);
         return;
     }
     if (!n) {
@@ -635,7 +674,8 @@ static void pool_block_back(alloc_t *a)
     if (mp->newest) mp->newest->newer = f;
     mp->newest = f;
     mp->nblocks++;
-    if (mp->reserved > mp->threshold) pool_trim(dev, mp, mp->threshold);
+    if (mp->reserved > mp->threshold) pool_trim(mp, mp->threshold);
+    pool_gone_if_idle(mp);
 }
 
 /* Takes the best-fitting free block for `need` bytes: the smallest capacity that fits and is at most
@@ -655,29 +695,31 @@ static void pool_use(mempool_t *mp, size_t cap)
     if (mp->used > mp->used_high) mp->used_high = mp->used;
 }
 
-/* cudaMallocAsync (pool NULL: the current pool of the stream's device) and cudaMallocFromPoolAsync. */
-/* n > 0 bytes from pool rec into a new allocation in the table (G held; dropped around the system
- * allocation): NULL with *err when out of memory. */
-static alloc_t *pool_alloc(poolrec_t *rec, size_t n, cudaError_t *err)
+/* n > 0 bytes from pool rec into a new allocation in the table, made on device adev (the stream's: a
+ * device pool's own device, any device for pinned host memory), G held; dropped around the system
+ * allocation: NULL with *err when out of memory.  A device's pool is limited by the device's free memory,
+ * a pool of pinned host memory by the host's; either by its maximum size, when it was made with one. */
+static alloc_t *pool_alloc(poolrec_t *rec, size_t n, int adev, cudaError_t *err)
 {
-    int dev = rec->dev;
-    *err = cudaErrorMemoryAllocation;
-    if (n > g_mem_total[dev] || n > SIZE_MAX - POOL_ROUND) return NULL;
-    size_t need = (n + POOL_ROUND - 1) / POOL_ROUND * POOL_ROUND;
     mempool_t *mp = rec->mp;
+    int dev = mp->dev;
+    if (dev >= 0) adev = dev;
+    *err = cudaErrorMemoryAllocation;
+    if ((dev >= 0 && n > g_mem_total[dev]) || n > SIZE_MAX - POOL_ROUND) return NULL;
+    size_t need = (n + POOL_ROUND - 1) / POOL_ROUND * POOL_ROUND;
     block_t b;
     if (!pool_take(mp, need, &b)) {
-        if (need > g_mem_total[dev] - g_mem_used[dev]) return NULL;
-        g_mem_used[dev] += need;    /* reserve before the (unlocked) allocation */
-        mp->reserved += need;
+        if (dev >= 0 && need > g_mem_total[dev] - g_mem_used[dev]) return NULL;
+        if (mp->max_size && need > mp->max_size - (mp->reserved < mp->max_size ? mp->reserved : mp->max_size))
+            return NULL;
+        pool_charge(mp, need, 1);   /* reserve before the (unlocked) allocation */
         if (mp->reserved > mp->reserved_high) mp->reserved_high = mp->reserved;
         pthread_mutex_unlock(&G);
         void *mem = NULL;
-        if (posix_memalign(&mem, 256, need)) mem = NULL;
+        if (posix_memalign(&mem, dev < 0 ? 4096 : 256, need)) mem = NULL;
         pthread_mutex_lock(&G);
         if (!mem) {
-            g_mem_used[dev] -= need;
-            mp->reserved -= need;
+            pool_charge(mp, need, -1);
             return NULL;
         }
         b.base = mem;
@@ -686,7 +728,7 @@ static alloc_t *pool_alloc(poolrec_t *rec, size_t n, cudaError_t *err)
     alloc_t *a = calloc(1, sizeof *a);
     if (!a || alloc_table_room()) {
         free(a);
-        alloc_t tmp = { .base = b.base, .size = n, .device = dev, .pool = mp, .cap = b.cap };
+        alloc_t tmp = { .base = b.base, .size = n, .device = adev, .pool = mp, .cap = b.cap };
         pool_use(mp, b.cap);
         pool_block_back(&tmp);
         return NULL;
@@ -694,7 +736,7 @@ static alloc_t *pool_alloc(poolrec_t *rec, size_t n, cudaError_t *err)
     pool_use(mp, b.cap);
     a->base = b.base;
     a->size = n;
-    a->device = dev;
+    a->device = adev;
     a->pool = mp;
     a->cap = b.cap;
     a->managed = mp->managed;   /* a managed pool's allocations are managed memory */
@@ -724,7 +766,7 @@ static cudaError_t malloc_async(void **p, size_t n, cudaStream_t h, cudaMemPool_
         *p = NULL;
         return cudaSuccess;
     }
-    alloc_t *a = pool_alloc(rec, n, &err);
+    alloc_t *a = pool_alloc(rec, n, s->device, &err);
     if (!a) {
         pthread_mutex_unlock(&G);
         return fail(err);
@@ -743,7 +785,7 @@ static cudaError_t malloc_async(void **p, size_t n, cudaStream_t h, cudaMemPool_
  * (dropped around the system allocation); NULL with *err. */
 alloc_t *emu_graph_alloc(int dev, size_t n, cudaError_t *err)
 {
-    return pool_alloc(pool_lookup(pool_handle(dev)), n, err);
+    return pool_alloc(pool_lookup(pool_handle(dev)), n, dev, err);
 }
 
 EXPORT cudaError_t cudaMallocAsync(void **p, size_t n, cudaStream_t h)
@@ -852,9 +894,16 @@ EXPORT cudaError_t cudaMemPoolGetAttribute(cudaMemPool_t h, int attr, void *valu
     case cudaMemPoolAttrReservedMemHigh: v = mp->reserved_high; break;
     case cudaMemPoolAttrUsedMemCurrent: v = mp->used; break;
     case cudaMemPoolAttrUsedMemHigh: v = mp->used_high; break;
+    case cudaMemPoolAttrAllocationType: *(int *)value = mp->alloc_type; break;
+    case cudaMemPoolAttrExportHandleTypes: *(int *)value = mp->handle_types; break;
+    case cudaMemPoolAttrLocationId: *(int *)value = mp->loc_id; break;
+    case cudaMemPoolAttrLocationType: *(int *)value = mp->loc_type; break;
+    case cudaMemPoolAttrMaxPoolSize: v = mp->max_size; break;
     default: err = cudaErrorInvalidValue; break;
     }
-    if (!err && attr >= cudaMemPoolAttrReleaseThreshold) memcpy(value, &v, sizeof v);
+    if (!err && attr >= cudaMemPoolAttrReleaseThreshold && (attr <= cudaMemPoolAttrUsedMemHigh ||
+                                                            attr == cudaMemPoolAttrMaxPoolSize))
+        memcpy(value, &v, sizeof v);
     pthread_mutex_unlock(&G);
     return err ? fail(err) : cudaSuccess;
 }
@@ -902,7 +951,7 @@ EXPORT cudaError_t cudaMemPoolTrimTo(cudaMemPool_t h, size_t keep)
     RT_NEED_DEVICE();
     pthread_mutex_lock(&G);
     poolrec_t *rec = pool_lookup(h);
-    if (rec) pool_trim(rec->dev, rec->mp, keep);
+    if (rec) pool_trim(rec->mp, keep);
     pthread_mutex_unlock(&G);
     return rec ? cudaSuccess : fail(cudaErrorInvalidValue);
 }
@@ -1057,10 +1106,11 @@ EXPORT cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *at, co
         pthread_mutex_unlock(&G);
         return cudaSuccess;
     }
-    at->type = a ? (a->managed ? 3 : 2) : 0;      /* cudaMemoryTypeDevice, cudaMemoryTypeManaged */
+    int host = a && a->pool && a->pool->dev < 0;  /* from a pool of pinned host memory */
+    at->type = a ? (a->managed ? 3 : host ? 1 : 2) : 0;     /* cudaMemoryTypeManaged / Host / Device */
     at->device = a ? a->device : -2;
     at->devicePointer = a ? (void *)p : NULL;
-    at->hostPointer = a && a->managed ? (void *)p : NULL;
+    at->hostPointer = a && (a->managed || host) ? (void *)p : NULL;
     pthread_mutex_unlock(&G);
     return cudaSuccess;
 }
@@ -1074,14 +1124,94 @@ EXPORT cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *at, co
 
 /* ------------------------------------------------------------- created pools */
 
-struct cudaMemPoolProps_head { int allocType, handleTypes, locType, locId; };
+struct cudaMemPoolProps_head { int allocType, handleTypes, locType, locId; void *win32; size_t maxSize; };
 enum { cudaMemAllocationTypePinned = 1, cudaMemAllocationTypeManaged = 2, cudaMemLocationTypeDevice = 1,
-       cudaMemAccessFlagsProtNone = 0, cudaMemAccessFlagsProtReadWrite = 3 };
+       cudaMemLocationTypeHost = 2, cudaMemLocationTypeHostNuma = 3, cudaMemLocationTypeHostNumaCurrent = 4,
+       cudaMemAccessFlagsProtNone = 0, cudaMemAccessFlagsProtReadWrite = 3, HOST_NUMA_NODES = 1,
+       LOCATION_LOCALITY_DOMAIN = 6 };
 
-/* Pinned device memory on one device, or managed memory preferring a device or the host (counted against
- * that device, or the current one); pools of pinned host memory are not modelled (cudaErrorNotSupported).  maxSize and the export handle types are accepted and not enforced.  A destroyed pool's handle is invalid at once; its free blocks are
- * released, and the blocks of allocations still live are released as they are freed (its release
- * threshold becomes 0); its small bookkeeping record stays allocated. */
+/* The pool's device and its location, from the properties; an error for properties the driver refuses.
+ * Pinned memory: on a device, or on the host (its one NUMA node, node 0, named or not: a HOST location's
+ * id is ignored, and such a pool cannot be exported: handleTypes 0); managed memory: preferring a device,
+ * the host or nothing (counted against that device, or the current one). */
+static cudaError_t pool_location(const struct cudaMemPoolProps_head *pr, int *dev, int *loc_id)
+{
+    int managed = pr->allocType == cudaMemAllocationTypeManaged;
+    *dev = *loc_id = pr->locId;
+    if (pr->allocType != cudaMemAllocationTypePinned && !managed) return cudaErrorInvalidValue;
+    if (pr->locType == cudaMemLocationTypeDevice)
+        return pr->locId >= 0 && pr->locId < g_ndev ? cudaSuccess : cudaErrorInvalidDevice;
+    if (managed) {
+        if (pr->locType != 0 && (pr->locType < cudaMemLocationTypeHost || pr->locType > cudaMemLocationTypeHostNumaCurrent))
+            return cudaErrorInvalidValue;
+        *dev = t_dev;
+        return cudaSuccess;
+    }
+    *dev = -1;
+    if (pr->locType == cudaMemLocationTypeHost) {
+        *loc_id = 0;
+        return pr->handleTypes ? cudaErrorInvalidValue : cudaSuccess;
+    }
+    if (pr->locType == cudaMemLocationTypeHostNuma && pr->locId >= 0 && pr->locId < HOST_NUMA_NODES) return cudaSuccess;
+    if (pr->locType == LOCATION_LOCALITY_DOMAIN) return cudaErrorNotSupported;     /* not modelled */
+    return cudaErrorInvalidValue;       /* none, the current NUMA node, a node the host has not, others */
+}
+
+/* A slot for a new created pool (G held): its index, or -1 when out of memory or slots. */
+static long pool_slot(void)
+{
+    if (g_nfreeslots) return (long)g_freeslots[--g_nfreeslots];
+    if (g_nupools == (size_t)1 << SLOT_BITS) return -1;
+    if (g_nupools == g_capupools) {
+        size_t nc = g_capupools ? g_capupools * 2 : 16;
+        poolrec_t **nu = realloc(g_upools, nc * sizeof *nu);
+        if (nu) g_upools = nu;
+        uint64_t *ng = nu ? realloc(g_upool_gen, nc * sizeof *ng) : NULL;
+        if (ng) g_upool_gen = ng;
+        size_t *nf = ng ? realloc(g_freeslots, nc * sizeof *nf) : NULL;
+        if (!nf) return -1;
+        g_freeslots = nf;
+        g_capupools = nc;
+    }
+    g_upool_gen[g_nupools] = 0;
+    return (long)g_nupools++;
+}
+
+/* Makes a pool (G held): maxSize is the most it reserves (0: no limit but the device's or the host's);
+ * the export handle types are kept (cudaMemPoolAttrExportHandleTypes) for the driver layer's exports. */
+static cudaError_t pool_create(cudaMemPool_t *out, const struct cudaMemPoolProps_head *pr)
+{
+    int dev, loc_id;
+    cudaError_t err = pool_location(pr, &dev, &loc_id);
+    if (err) return err;
+    poolrec_t *rec = calloc(1, sizeof *rec);
+    mempool_t *mp = calloc(1, sizeof *mp);
+    long slot = rec && mp ? pool_slot() : -1;
+    if (slot < 0) {
+        free(rec);
+        free(mp);
+        return cudaErrorMemoryAllocation;
+    }
+    g_npoolrecs++;
+    mp->ready = 1;
+    mp->reuse[0] = mp->reuse[1] = mp->reuse[2] = 1;
+    mp->managed = pr->allocType == cudaMemAllocationTypeManaged;
+    mp->dev = dev;
+    mp->alloc_type = pr->allocType;
+    mp->loc_type = pr->locType;
+    mp->loc_id = loc_id;
+    mp->handle_types = pr->handleTypes;
+    mp->max_size = pr->maxSize;
+    mp->handle = pool_handle_of((size_t)slot, g_upool_gen[slot]);
+    rec->mp = mp;
+    rec->dev = dev;
+    g_upools[slot] = rec;
+    *out = mp->handle;
+    return cudaSuccess;
+}
+
+/* A destroyed pool's handle is invalid at once; its free blocks are released, the blocks of allocations
+ * still live as they are freed (its release threshold becomes 0), and its records once the last one is. */
 EXPORT cudaError_t cudaMemPoolCreate(cudaMemPool_t *out, const void *props)
 {
     RT_ENTER(cudaMemPoolCreate, cudaErrorMemoryAllocation);
@@ -1089,40 +1219,10 @@ EXPORT cudaError_t cudaMemPoolCreate(cudaMemPool_t *out, const void *props)
     if (!out || !props) return fail(cudaErrorInvalidValue);
     struct cudaMemPoolProps_head pr;
     memcpy(&pr, props, sizeof pr);
-    int managed = pr.allocType == cudaMemAllocationTypeManaged, dev = pr.locId;
-    if (pr.allocType == cudaMemAllocationTypePinned && pr.locType >= 2 && pr.locType <= 4)
-        return fail(cudaErrorNotSupported);    /* host, host NUMA node, current host NUMA node */
-    if (managed && (pr.locType == 0 || (pr.locType >= 2 && pr.locType <= 4)))
-        dev = t_dev;                           /* no or a host preference: counted on the current device */
-    else if ((pr.allocType != cudaMemAllocationTypePinned && !managed) || pr.locType != cudaMemLocationTypeDevice)
-        return fail(cudaErrorInvalidValue);
-    if (dev < 0 || dev >= g_ndev) return fail(cudaErrorInvalidDevice);
-    poolrec_t *rec = calloc(1, sizeof *rec);
-    mempool_t *mp = calloc(1, sizeof *mp);
     pthread_mutex_lock(&G);
-    int ok = rec && mp;
-    if (ok && g_nupools == g_capupools) {
-        size_t nc = g_capupools ? g_capupools * 2 : 16;
-        poolrec_t **nu = realloc(g_upools, nc * sizeof *nu);
-        if (nu) { g_upools = nu; g_capupools = nc; }
-        else ok = 0;
-    }
-    if (ok) {
-        mp->ready = 1;
-        mp->reuse[0] = mp->reuse[1] = mp->reuse[2] = 1;
-        mp->managed = managed;
-        rec->mp = mp;
-        rec->dev = dev;
-        g_upools[g_nupools] = rec;
-        *out = pool_handle_of(MAX_DEVICES + g_nupools++);
-    }
+    cudaError_t err = pool_create(out, &pr);
     pthread_mutex_unlock(&G);
-    if (!ok) {
-        free(rec);
-        free(mp);
-        return fail(cudaErrorMemoryAllocation);
-    }
-    return cudaSuccess;
+    return err ? fail(err) : cudaSuccess;
 }
 
 EXPORT cudaError_t cudaMemPoolDestroy(cudaMemPool_t h)
@@ -1131,16 +1231,35 @@ EXPORT cudaError_t cudaMemPoolDestroy(cudaMemPool_t h)
     RT_NEED_DEVICE();
     pthread_mutex_lock(&G);
     poolrec_t *rec = pool_lookup(h);
-    int isdefault = rec && rec == &g_defpools[rec->dev];
-    if (rec && !isdefault) {
-        g_upools[(((uint64_t)(uintptr_t)h - POOL_HANDLE_BASE) >> 4) - MAX_DEVICES] = NULL;
-        if (g_curpool[rec->dev] == h) g_curpool[rec->dev] = NULL;
-        rec->mp->threshold = 0;
-        pool_trim(rec->dev, rec->mp, 0);
+    int ok = rec && !rec->fixed;
+    if (ok) {
+        size_t slot = ((((uint64_t)(uintptr_t)h - POOL_HANDLE_BASE) >> 4) - MAX_DEVICES) & ((1u << SLOT_BITS) - 1);
+        g_upools[slot] = NULL;
+        g_upool_gen[slot]++;
+        g_freeslots[g_nfreeslots++] = slot;
+        if (rec->dev >= 0 && g_curpool[rec->dev] == h) g_curpool[rec->dev] = NULL;
+        for (int i = 0; i < LOC_SLOTS; i++)
+            if (g_loccurrent[i] == h) g_loccurrent[i] = NULL;
+        mempool_t *mp = rec->mp;
+        mp->handle = NULL;
+        mp->threshold = 0;
+        pool_trim(mp, 0);
+        pool_gone_if_idle(mp);
         free(rec);
     }
     pthread_mutex_unlock(&G);
-    return rec && !isdefault ? cudaSuccess : fail(cudaErrorInvalidValue);
+    return ok ? cudaSuccess : fail(cudaErrorInvalidValue);
+}
+
+/* For leak tests (accelEmuLiveStreams' companion): the records of pools made by cudaMemPoolCreate (a
+ * destroyed pool's go with its last allocation), and in *slots (if not NULL) the pool table's size. */
+EXPORT size_t accelEmuLivePools(size_t *slots)
+{
+    pthread_mutex_lock(&G);
+    size_t n = g_npoolrecs;
+    if (slots) *slots = g_nupools;
+    pthread_mutex_unlock(&G);
+    return n;
 }
 
 EXPORT cudaError_t cudaDeviceSetMemPool(int dev, cudaMemPool_t h)
@@ -1156,10 +1275,116 @@ EXPORT cudaError_t cudaDeviceSetMemPool(int dev, cudaMemPool_t h)
     return ok ? cudaSuccess : fail(cudaErrorInvalidValue);
 }
 
+/* CUDA 13's pools by location and allocation type (cudaMemGetMemPool, cudaMemSetMemPool,
+ * cudaMemGetDefaultMemPool; the driver's cuMem*MemPool).  Pinned memory on a device: the device's pools
+ * (cudaDeviceGetMemPool / cudaDeviceSetMemPool).  Pinned memory on the host (HOST, or its NUMA node 0) and
+ * managed memory (for a device, the host or no location): a default pool made on first use, which cannot
+ * be destroyed, and a current one, which must be a pool of that kind and location (a managed location's
+ * current pool: any live pool).  A destroyed current pool leaves its location's default current. */
+enum { LOC_MANAGED_HOST = MAX_DEVICES, LOC_MANAGED_NONE, LOC_PINNED_HOST, LOC_PINNED_NUMA };
+
+/* The slot of location loc for allocation type `type` (-1: a device's pinned memory), or the error. */
+static cudaError_t location_slot(const void *location, int type, int *slot, int *loc)
+{
+    if (!location) return cudaErrorInvalidValue;
+    memcpy(loc, location, 2 * sizeof *loc);
+    if (type != cudaMemAllocationTypePinned && type != cudaMemAllocationTypeManaged) return cudaErrorInvalidValue;
+    if (loc[0] == cudaMemLocationTypeDevice) {
+        if (loc[1] < 0 || loc[1] >= g_ndev) return cudaErrorInvalidDevice;
+        *slot = type == cudaMemAllocationTypePinned ? -1 : loc[1];
+        return cudaSuccess;
+    }
+    if (type == cudaMemAllocationTypeManaged) {             /* none, the host or a host NUMA node */
+        if (loc[0] < 0 || loc[0] > cudaMemLocationTypeHostNumaCurrent) return cudaErrorInvalidValue;
+        *slot = loc[0] ? LOC_MANAGED_HOST : LOC_MANAGED_NONE;
+        return cudaSuccess;
+    }
+    if (loc[0] == cudaMemLocationTypeHost) *slot = LOC_PINNED_HOST;
+    else if (loc[0] == cudaMemLocationTypeHostNuma && loc[1] >= 0 && loc[1] < HOST_NUMA_NODES) *slot = LOC_PINNED_NUMA;
+    else if (loc[0] == LOCATION_LOCALITY_DOMAIN) {
+        static atomic_int seen;
+        if (emu_trace_unsupported) emu_trace_unsupported("cudaMemGetMemPool / cuMemGetMemPool (locality domains)", &seen);
+        return cudaErrorNotSupported;
+    } else return cudaErrorInvalidValue;
+    return cudaSuccess;
+}
+
+/* The default (current: 0) or current pool of a location into *out (G held). */
+static cudaError_t location_pool(cudaMemPool_t *out, const void *location, int type, int current)
+{
+    int slot, loc[2];
+    cudaError_t err = location_slot(location, type, &slot, loc);
+    if (err) return err;
+    if (!out) return cudaErrorInvalidValue;
+    if (slot < 0) {
+        *out = current ? current_pool(loc[1]) : pool_handle(loc[1]);
+        return cudaSuccess;
+    }
+    if (!g_locdefault[slot]) {
+        struct cudaMemPoolProps_head pr = { type, 0, loc[0], loc[1], NULL, 0 };
+        cudaMemPool_t made;
+        if ((err = pool_create(&made, &pr))) return err;
+        pool_lookup(made)->fixed = 1;
+        g_locdefault[slot] = made;
+    }
+    *out = current && g_loccurrent[slot] ? g_loccurrent[slot] : g_locdefault[slot];
+    return cudaSuccess;
+}
+
+static cudaError_t location_pool_entry(cudaMemPool_t *out, const void *location, int type, int current)
+{
+    pthread_mutex_lock(&G);
+    cudaError_t err = location_pool(out, location, type, current);
+    pthread_mutex_unlock(&G);
+    return err ? fail(err) : cudaSuccess;
+}
+
+EXPORT cudaError_t cudaMemGetMemPool(cudaMemPool_t *out, const void *location, int type)
+{
+    RT_ENTER(cudaMemGetMemPool, cudaErrorMemoryAllocation);
+    RT_NEED_DEVICE();
+    return location_pool_entry(out, location, type, 1);
+}
+
+EXPORT cudaError_t cudaMemGetDefaultMemPool(cudaMemPool_t *out, const void *location, int type)
+{
+    RT_ENTER(cudaMemGetDefaultMemPool, cudaErrorMemoryAllocation);
+    RT_NEED_DEVICE();
+    return location_pool_entry(out, location, type, 0);
+}
+
+EXPORT cudaError_t cudaMemSetMemPool(const void *location, int type, cudaMemPool_t h)
+{
+    RT_ENTER(cudaMemSetMemPool, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    int slot, loc[2];
+    cudaError_t err = location_slot(location, type, &slot, loc);
+    if (err) return fail(err);
+    pthread_mutex_lock(&G);
+    poolrec_t *rec = pool_lookup(h);
+    mempool_t *mp = rec ? rec->mp : NULL;
+    int ok = rec != NULL;
+    if (ok && slot < 0) ok = rec->dev == loc[1];
+    else if (ok && slot >= LOC_PINNED_HOST)
+        ok = mp->dev < 0 && mp->loc_type == (slot == LOC_PINNED_HOST ? cudaMemLocationTypeHost : cudaMemLocationTypeHostNuma);
+    if (ok && slot < 0) g_curpool[loc[1]] = h == pool_handle(loc[1]) ? NULL : h;
+    else if (ok) g_loccurrent[slot] = h;
+    pthread_mutex_unlock(&G);
+    return ok ? cudaSuccess : fail(cudaErrorInvalidValue);
+}
+
 typedef struct { int type, id, flags; } access_desc_t;    /* cudaMemAccessDesc */
 
-/* The pool's own device always has read-write access; others have what was set (none at first).
- * Every device can reach every other's memory in the emulator, so access changes nothing else. */
+/* The pool's own device always has read-write access; others have what was set (none at first).  A pool
+ * of pinned host memory is the host's: the host (a HOST location, or the host's NUMA node) always has
+ * read-write access, devices what was set (none at first: copies reach it from any device, as they reach
+ * cuMemHostAlloc memory, but kernels would need access).  Every device can reach every other's memory in
+ * the emulator, so access changes nothing else. */
+static int host_location(int type, int id)
+{
+    return type == cudaMemLocationTypeHost || (type == cudaMemLocationTypeHostNuma && id >= 0 && id < HOST_NUMA_NODES);
+}
+
 EXPORT cudaError_t cudaMemPoolSetAccess(cudaMemPool_t h, const void *descs, size_t count)
 {
     RT_ENTER(cudaMemPoolSetAccess, cudaErrorUnknown);
@@ -1172,7 +1397,9 @@ EXPORT cudaError_t cudaMemPoolSetAccess(cudaMemPool_t h, const void *descs, size
     for (size_t i = 0; !err && i < count; i++) {       /* all checked before any is applied */
         access_desc_t d;
         memcpy(&d, (const char *)descs + i * sizeof d, sizeof d);
-        if (d.type != cudaMemLocationTypeDevice) err = cudaErrorInvalidValue;
+        if (d.type != cudaMemLocationTypeDevice)
+            err = rec->dev < 0 && host_location(d.type, d.id) && d.flags == cudaMemAccessFlagsProtReadWrite
+                  ? cudaSuccess : cudaErrorInvalidValue;
         else if (d.id < 0 || d.id >= g_ndev) err = cudaErrorInvalidDevice;
         else if (d.flags != cudaMemAccessFlagsProtNone && d.flags != cudaMemAccessFlagsProtReadWrite)
             err = cudaErrorInvalidValue;
@@ -1181,7 +1408,7 @@ EXPORT cudaError_t cudaMemPoolSetAccess(cudaMemPool_t h, const void *descs, size
     for (size_t i = 0; !err && i < count; i++) {
         access_desc_t d;
         memcpy(&d, (const char *)descs + i * sizeof d, sizeof d);
-        rec->access[d.id] = (unsigned char)d.flags;
+        if (d.type == cudaMemLocationTypeDevice) rec->access[d.id] = (unsigned char)d.flags;
     }
     pthread_mutex_unlock(&G);
     return err ? fail(err) : cudaSuccess;
@@ -1194,13 +1421,15 @@ EXPORT cudaError_t cudaMemPoolGetAccess(int *flags, cudaMemPool_t h, const void 
     if (!flags || !location) return fail(cudaErrorInvalidValue);
     int loc[2];
     memcpy(loc, location, sizeof loc);
-    if (loc[0] != cudaMemLocationTypeDevice) return fail(cudaErrorInvalidValue);
-    if (loc[1] < 0 || loc[1] >= g_ndev) return fail(cudaErrorInvalidDevice);
+    int host = host_location(loc[0], loc[1]);
+    if (loc[0] != cudaMemLocationTypeDevice && !host) return fail(cudaErrorInvalidValue);
+    if (!host && (loc[1] < 0 || loc[1] >= g_ndev)) return fail(cudaErrorInvalidDevice);
     pthread_mutex_lock(&G);
     poolrec_t *rec = pool_lookup(h);
-    if (rec) *flags = loc[1] == rec->dev ? cudaMemAccessFlagsProtReadWrite : rec->access[loc[1]];
+    int ok = rec && (!host || rec->dev < 0);        /* a device's pool answers for devices only */
+    if (ok) *flags = host || loc[1] == rec->dev ? cudaMemAccessFlagsProtReadWrite : rec->access[loc[1]];
     pthread_mutex_unlock(&G);
-    return rec ? cudaSuccess : fail(cudaErrorInvalidValue);
+    return ok ? cudaSuccess : fail(cudaErrorInvalidValue);
 }
 
 /* ------------------------------------------------------------ managed memory */
@@ -1362,16 +1591,11 @@ int emu_pointer_info(const void *p, emu_ptrinfo_t *out)
     alloc_t *a = alloc_containing(p);
     long i = a ? -1 : host_floor(p);
     if (a) {
-        out->kind = a->managed ? EMU_PTR_MANAGED : EMU_PTR_DEVICE;
+        out->kind = a->managed ? EMU_PTR_MANAGED : a->pool && a->pool->dev < 0 ? EMU_PTR_HOST : EMU_PTR_DEVICE;
         out->device = a->device;
         out->base = a->base;
         out->size = a->size;
-        if (a->pool) {
-            for (int d = 0; d < g_ndev && !out->pool; d++)
-                if (pool_of(d) == a->pool) out->pool = pool_handle(d);
-            for (size_t u = 0; u < g_nupools && !out->pool; u++)
-                if (g_upools[u] && g_upools[u]->mp == a->pool) out->pool = pool_handle_of(MAX_DEVICES + u);
-        }
+        if (a->pool) out->pool = a->pool->handle;      /* NULL once the pool is destroyed */
     } else if (i >= 0 && (uintptr_t)p < (uintptr_t)g_host[i].base + g_host[i].size) {
         out->kind = EMU_PTR_HOST;
         out->device = g_host[i].device;

@@ -287,11 +287,13 @@ int emu_device_attr(int attr, int phys, int *v)
     case 130: *v = 0; break;                      /* NumaConfig */
     case 131: *v = -1; break;                     /* NumaId */
     case 133: *v = 0; break;                      /* MpsEnabled */
-    case 134: *v = -1; break;                     /* HostNumaId */
+    case 134: *v = 0; break;                      /* HostNumaId: the host's one NUMA node */
     case 135: case 138: *v = 0; break;
     case 139: *v = (int)(p->pci_device << 16 | 0x10de); break;     /* GpuPciDeviceId */
     case 140: *v = (int)(p->pci_subsystem << 16 | 0x10de); break;  /* GpuPciSubsystemId */
-    case 142: case 143: case 144: *v = 0; break;
+    case 142: *v = 1; break;                      /* HostNumaMemoryPoolsSupported (node 0) */
+    case 143: *v = 0; break;                      /* HostNumaMultinodeIpcSupported */
+    case 144: *v = 1; break;                      /* HostMemoryPoolsSupported */
     case 147: *v = 0; break;
     default: return -1;
     }

@@ -533,6 +533,23 @@ class DeviceArray:
             raise TypeError("len() of unsized object")
         return self._shape[0]
 
+    def __iter__(self):
+        """The views ``a[0]``, ``a[1]``, ... (numpy's iteration: a 0-d array is a TypeError)."""
+        if not self._shape:
+            raise TypeError("iteration over a 0-d array")
+        return (self[i] for i in range(self._shape[0]))
+
+    def __contains__(self, value):
+        raise TypeError("a DeviceArray is device memory: use copy_to_host() to test membership")
+
+    def __bool__(self):
+        """numpy's truth value: the one element's (read from the device), else a ValueError."""
+        n = self.size
+        if n != 1:
+            raise ValueError(f"The truth value of a DeviceArray with {n} elements is ambiguous (numpy's rule: "
+                             f"exactly one element has a truth value)")
+        return bool(self.copy_to_host())
+
     def __getitem__(self, key):
         """A view for basic indexing (ints, slices with any step, ..., None), as numpy's."""
         if not self._buf._live:
@@ -609,7 +626,8 @@ class DeviceArray:
         return _ma.copy_from_host(_cudart, self, array, stream)
 
     def copy_from(self, other, stream=None):
-        """Copy another DeviceArray of the same dtype and shape into this one (both C-contiguous)."""
+        """Copy another DeviceArray of the same dtype and shape into this one (both C-contiguous; memory
+        partially overlapping this one's is a ValueError)."""
         _ready()
         return _ma.copy_from(_cudart, self, other, stream)
 
@@ -633,6 +651,10 @@ class DeviceArray:
     def __dlpack_device__(self):
         """``(2, device)``: kDLCUDA."""
         return (_mi.KDLCUDA, self._buf._dev)
+
+    def __array__(self, dtype=None, copy=None):
+        """Refused: numpy would read the array as a sequence of 0-d views (CuPy and torch refuse too)."""
+        raise TypeError("a DeviceArray is device memory: use copy_to_host() for a numpy array")
 
     def __repr__(self):
         state = "freed" if not self._buf._live else f"ptr={self._ptr:#x}"
@@ -712,7 +734,7 @@ def as_array(buf, dtype, shape, strides=None, offset=0):
     from byte ``offset`` (element 0's); ValueError when the layout reaches outside the buffer."""
     if type(buf) is not DeviceBuffer:
         raise TypeError(f"buf must be a DeviceBuffer, got {type(buf).__name__}")
-    if strides is None and type(offset) is int and offset == 0 and type(shape) is tuple:
+    if strides is None and type(offset) is int and offset == 0 and type(shape) is tuple and len(shape) <= 64:
         # to_device's and empty's case: a numpy dtype, a tuple of ints, C-contiguous (as the native twin)
         dt = dtype
         if isinstance(dt, _np().dtype) and dt.itemsize and not dt.hasobject and dt.subdtype is None:
@@ -720,7 +742,7 @@ def as_array(buf, dtype, shape, strides=None, offset=0):
             st = [0] * len(shape)
             for k in range(len(shape) - 1, -1, -1):
                 d = shape[k]
-                if type(d) is not int or d < 0 or d >= _FAST:
+                if type(d) is not int or d <= 0 or d >= _FAST:
                     break
                 st[k] = n
                 n *= d

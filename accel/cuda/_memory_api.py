@@ -16,7 +16,8 @@ CUDA Array Interface.  Copies are methods of both:
   pinned ``out`` the copy is asynchronous: synchronise the stream before reading it; into a pageable
   ``out`` it is synchronous.  A strided DeviceArray reads the bytes it spans and gathers them (synchronous).
 - ``copy_from(other, stream=None)``: device -> device, also across devices, ordered after the work
-  queued so far on ``other``'s stream (DeviceArrays: the same dtype and shape, both C-contiguous).
+  queued so far on ``other``'s stream (DeviceArrays: the same dtype and shape, both C-contiguous, not
+  partially overlapping).
 - ``memset(byte, stream=None)`` (a DeviceArray: C-contiguous).
 
 ``stream`` defaults to the buffer's own stream (the one it was allocated on); a copy on another stream

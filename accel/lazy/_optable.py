@@ -21,6 +21,8 @@ METHODS = {}
 FUNCTIONS = {}
 # torch.nn.functional name -> function (accel.lazy.nn.functional), where it differs from the module function
 NN_FUNCTIONAL = {}
+# torch.linalg name -> function (accel.lazy.linalg)
+LINALG = {}
 # op name -> Op (the declarations, for listing and tests)
 OPS = {}
 
@@ -65,14 +67,15 @@ def _add(table, key, value, what):
     table[key] = value
 
 
-def declare(name, methods=None, functions=None, kernels=(), eager=None, nn=None):
+def declare(name, methods=None, functions=None, kernels=(), eager=None, nn=None, linalg=None):
     """Declare op ``name``: ``methods`` / ``functions`` map names to callables (self / input first),
     ``kernels`` is a sequence of Kernel, ``eager`` maps fallback kernel names to functions.  Returns the Op."""
     methods = dict(methods or {})
     functions = dict(functions or {})
     eager = dict(eager or {})
     nn = dict(nn or {})
-    for table, items, what in ((NN_FUNCTIONAL, nn, "nn.functional function"), (METHODS, methods, "method"), (FUNCTIONS, functions, "module function"),
+    linalg = dict(linalg or {})
+    for table, items, what in ((NN_FUNCTIONAL, nn, "nn.functional function"), (LINALG, linalg, "linalg function"), (METHODS, methods, "method"), (FUNCTIONS, functions, "module function"),
                                (KERNELS, {k.kind: k for k in kernels}, "node kind"), (EAGER, eager, "eager kernel"),
                                (OPS, {name: None}, "op")):
         for k, v in items.items():         # checked first: a refused declaration changes nothing
@@ -88,6 +91,8 @@ def declare(name, methods=None, functions=None, kernels=(), eager=None, nn=None)
         _add(EAGER, k, f, "eager kernel")
     for k, f in nn.items():
         _add(NN_FUNCTIONAL, k, f, "nn.functional function")
+    for k, f in linalg.items():
+        _add(LINALG, k, f, "linalg function")
     op = OPS[name] = Op(name, tuple(methods), tuple(functions), tuple(k.kind for k in kernels), tuple(eager))
     return op
 

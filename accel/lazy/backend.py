@@ -13,7 +13,7 @@ import numpy as _np
 
 from accel.lazy import _dtypes as D
 from accel.lazy import _optable
-from accel.lazy.tensors import node_attrs
+from accel.lazy.tensors import node_attrs, Output as _Output
 
 
 # Which kinds are elementwise / views / weakly typed comes from the op table (accel.lazy._optable).
@@ -41,9 +41,10 @@ for _c, _dt in D.CODE_TO_NP.items():
     _GLOBALS[f"_d{_c}"] = _dt
 
 
-def _sample(node, is_param):
-    """What numpy sees for a value: a Python scalar for a 0-dim parameter (weakly typed), else its dtype."""
-    s = node.shapes[0]
+def _sample(node, is_param, index=0):
+    """What numpy sees for a value (output ``index`` of ``node``): a Python scalar for a 0-dim parameter (weakly
+    typed), else its dtype."""
+    s = node.shapes[index]
     if is_param and not s.sizes:
         return {D.BOOL: True, D.FLOAT64: 0.0}.get(s.dtype, 0.0 if s.dtype in D.FLOATS else 0)
     return D.CODE_TO_NP[s.dtype]
@@ -86,6 +87,15 @@ class _Compiler:
         i = self.index[node]
         return f"v{self.alias.get(i, i)}"
 
+    def _out(self, o):
+        """The expression of operand / root ``o`` (an Output or a Node): ``v<i>``, or ``v<i>[k]`` for output k of
+        a multi-output node (its kernel assigns a tuple)."""
+        if type(o) is not _Output:
+            return self._var(o)
+        n = o.node
+        v = self._var(n)
+        return f"{v}[{o.index}]" if n.num_outputs > 1 else v
+
     def build(self):
         post, index = self.post, self.index
         n = len(post)
@@ -119,7 +129,7 @@ class _Compiler:
                 if kinds[index[o.node]] == "lazy_tensors::tensor_list":
                     for o2 in o.node.operands:
                         last[base[index[o2.node]]] = i
-        escapes = set(base[index[r]] for r in self.roots)
+        escapes = set(base[index[r.node if type(r) is _Output else r]] for r in self.roots)
         pool = {}
         owned = {}          # base index -> buffer name
         lines = self.lines
@@ -136,7 +146,7 @@ class _Compiler:
                     continue
                 lines.append(f"{out} = P[{param_of[i]}].{'value' if not s.sizes else 'array'}")
                 continue
-            ins = [self._var(o.node) for o in node.operands]
+            ins = [self._out(o) for o in node.operands]
             shape = node.shapes[0] if node.shapes else None
             buf = None
             k = _KERNELS.get(kind)
@@ -153,12 +163,22 @@ class _Compiler:
                     self.ns[buf] = _np.empty(key[1], D.CODE_TO_NP[key[0]])
                 owned[i] = (buf, key)
             self._emit(i, node, kind, attrs[i], ins, out, buf, param_of)
-            if shape is not None and shape.dtype == D.BFLOAT16 and not (k is not None and k.view):
+            if not (k is not None and k.view) and any(s.dtype == D.BFLOAT16 for s in node.shapes):
                 # bfloat16 values live in float32 arrays: each result is rounded as torch rounds its float math
-                lines.append(f"{out} = _round_bf16({out})")
+                if node.num_outputs > 1:
+                    bf = tuple(j for j, s in enumerate(node.shapes) if s.dtype == D.BFLOAT16)
+                    lines.append(f"{out} = tuple(_round_bf16(x) if j in {bf!r} else x for j, x in enumerate({out}))")
+                else:
+                    lines.append(f"{out} = _round_bf16({out})")
             self._release(i, node, base, last, owned, pool)
         rets = []
         for r in self.roots:
+            if type(r) is _Output and r.node.num_outputs > 1:
+                # output k of a multi-output kernel: a fresh array (0-dim results as arrays of their dtype)
+                rets.append(f"_asarray({self._out(r)}, _d{r.shape.dtype})")
+                continue
+            if type(r) is _Output:
+                r = r.node
             i = index[r]
             s = r.shapes[0]
             v = f"v{i}"
@@ -209,7 +229,7 @@ class _Compiler:
                 if self.index[m] in param_of and not m.shapes[0].sizes:
                     ins[k] = f"P[{param_of[self.index[m]]}].array"
         if kern is not None and kern.ewise:
-            samples = [_sample(m, weak and self.index[m] in param_of) for m in opnodes]
+            samples = [_sample(o.node, weak and self.index[o.node] in param_of, o.index) for o in node.operands]
             if kern.natural == "two":                       # add / sub: alpha takes no part
                 natural = _np.result_type(*samples[:2])
             elif kern.natural is None:

@@ -18,6 +18,7 @@ from accel.lazy.trie import TrieCache, hold as _trie_hold, release_all as _trie_
 
 _ir = _impl.module("_ir")
 _hash = _impl.module("_hash")
+_Output = _ir.Output            # a tensor of a multi-output node (topk, sort, max.dim) holds Output(node, i)
 
 COMPILATION_CACHE_SIZE = 1024          # FLAGS_torch_lazy_compilation_cache_size
 
@@ -210,7 +211,7 @@ def _drop_kept_ir():
     for t in _t.live_tensors():
         n, h = t._node, t._handle
         if h is not None and n is not None:
-            if n.is_device_data and n.handle is h:
+            if type(n) is not _Output and n.is_device_data and n.handle is h:
                 _trie_hold(n, t)
             else:
                 t._node = None
@@ -312,7 +313,10 @@ def _tags(node):
     if node.is_device_data:
         return f", device={node.device}" if node.device is not None else ""
     a = _t.node_attrs(node)
-    return ", " + a[2] if a is not None and a[2] else ""
+    t = ", " + a[2] if a is not None and a[2] else ""
+    if node.num_outputs > 1:            # Node::ToString's first tag
+        t = f", num_outputs={node.num_outputs}" + t
+    return t
 
 
 def get_tensors_text(tensors):
@@ -323,7 +327,7 @@ def get_tensors_text(tensors):
     ids = {n: i for i, n in enumerate(post)}
     root_of = {}
     for i, n in enumerate(nodes):
-        root_of[n] = i
+        root_of[n.node if type(n) is _Output else n] = i        # DumpUtil: roots by node, the last one wins
     lines = ["IR {"]
     for i, n in enumerate(post):
         ops = ", ".join(f"%{ids[o.node]}" + (f".{o.index}" if o.node.num_outputs > 1 else "") for o in n.operands)

@@ -26,6 +26,7 @@ _ir = _impl.module("_ir")
 _hash = _impl.module("_hash")
 _lt = _impl.module("_lazy_trace")
 Node = _ir.Node
+Output = _ir.Output
 Shape = _ir.Shape
 _device_data = _ir.device_data
 _OpKind = _ir.OpKind
@@ -215,6 +216,8 @@ _wrap = _wrap_plain = _lt.wrap      # swapped for _wrap_slow while force_fallbac
 
 
 def _wrap_slow(node, shape):
+    if type(node) is Output:        # an output of a multi-output node (its node went through here already)
+        return _wrap_plain(node, shape)
     if _forced and node is not None and node.op.qualified_name in _forced:
         return _run_forced(node, shape)
     if not _reuse[0]:
@@ -373,6 +376,23 @@ def _dtype_name(code):
 _forced = set()
 
 
+def _emit_multi(opname, operands, shapes, seed=None, kind=None, args=None, tags=None):
+    """Build one node of several outputs (``shapes``: (code, sizes) each) and wrap each output in a new tensor
+    (holding ``Output(node, i)``), as LTC's multi-output nodes (topk, sort, max.dim)."""
+    shp = tuple(_shape(c, s) for c, s in shapes)
+    n = Node(_op(opname), operands, shp, len(shp), _ME if seed is None else seed)
+    if tags is not None or kind is not None:
+        set_attrs(n, kind or opname, args, tags)
+    if _reuse[0]:
+        tc = TrieCache.get()
+        hit = tc._lookup(n, reuse_counter_name)
+        if hit is None:
+            tc.insert(n)
+        else:
+            n = hit
+    return tuple(_wrap(Output(n, i), s) for i, s in enumerate(shp))
+
+
 def _emit(opname, operands, code, sizes, seed=None, kind=None, args=None, tags=None):
     """Build one node and wrap it in a new tensor (the common path of every op)."""
     shape = _shape(code, sizes)
@@ -465,7 +485,8 @@ class LazyTensor(_lt.TensorBase):
         return self.numpy().item()
 
     def __repr__(self):
-        state = "data" if self._node is None else str(self._node.op)
+        n = self._node
+        state = "data" if n is None else (str(n.op) if type(n) is not Output else f"{n.node.op}.{n.index}")
         return f"<LazyTensor id={self._id} {_dtype_name(self._shape.dtype)}{list(self._shape.sizes)} {state}>"
 
     def __bool__(self):

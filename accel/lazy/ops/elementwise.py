@@ -514,7 +514,7 @@ def _k_compare(k):
     # compared in torch's promoted dtype (numpy would promote int64 with float32 to float64)
     cmp = k.attrs[1]
     ins = k.ins
-    samples = [_sample(m, k.is_param(m)) for m in k.opnodes]
+    samples = [_sample(o.node, k.is_param(o.node), o.index) for o in k.node.operands]
     if cmp == D.FLOAT16:            # torch casts a number to the compared type (numpy compares its exact value)
         ins = [f"_astype({v}, _d{cmp})" for v in ins]
     elif cmp == D.BFLOAT16:
@@ -529,9 +529,10 @@ def _k_compare(k):
     k.line(f"{k.out} = _{_COMPARE[k.kind[6:]]}({ins[0]}, {ins[1]}{', out=' + k.buf if k.buf else ''})")
 
 
-def _sample(node, is_param):
-    """What numpy sees for a value: a Python scalar for a 0-dim parameter (weakly typed), else its dtype."""
-    s = node.shapes[0]
+def _sample(node, is_param, index=0):
+    """What numpy sees for a value (output ``index`` of ``node``): a Python scalar for a 0-dim parameter (weakly
+    typed), else its dtype."""
+    s = node.shapes[index]
     if is_param and not s.sizes:
         return {D.BOOL: True, D.FLOAT64: 0.0}.get(s.dtype, 0.0 if s.dtype in D.FLOATS else 0)
     return D.CODE_TO_NP[s.dtype]

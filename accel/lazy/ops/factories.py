@@ -78,6 +78,19 @@ def full(size, fill_value, dtype=None, device=None):
     return fill_(_empty(sizes, _fill_code(v, dtype)), v)
 
 
+def _fresh(t):
+    """A ``*_like`` result: torch fills it below functionalisation, so its storage counts as never updated
+    (views of it are not regenerated; zeros / ones / full fill above it, and theirs are)."""
+    t._base = None
+    return t
+
+
+def _mutated(t):
+    """An ``out=`` factory's result (linspace, eye): its storage was written, as arange's."""
+    t._base = _MUTATED
+    return t
+
+
 def _like(x, what):
     _check_tensor(x, f"{what}() input")
     return x._shape.sizes
@@ -92,18 +105,18 @@ def zeros_like(input, dtype=None, device=None):
     _device(device)
     sizes = _like(input, "zeros_like")
     _fn_counter("_copy_from")[0] += 1           # LTC's zeros_like copies the empty result (lazy::_copy_from)
-    return zero_(_empty(sizes, _code(dtype, input._shape.dtype)))
+    return _fresh(zero_(_empty(sizes, _code(dtype, input._shape.dtype))))
 
 
 def ones_like(input, dtype=None, device=None):
     _device(device)
-    return fill_(_empty(_like(input, "ones_like"), _code(dtype, input._shape.dtype)), 1)
+    return _fresh(fill_(_empty(_like(input, "ones_like"), _code(dtype, input._shape.dtype)), 1))
 
 
 def full_like(input, fill_value, dtype=None, device=None):
     _device(device)
     sizes = _like(input, "full_like")
-    return fill_(_empty(sizes, _code(dtype, input._shape.dtype)), fill_value)
+    return _fresh(fill_(_empty(sizes, _code(dtype, input._shape.dtype)), fill_value))
 
 
 def arange(start, end=None, step=1, dtype=None, device=None):
@@ -148,7 +161,7 @@ def eye(n, m=None, dtype=None, device=None):
     if n < 0 or m < 0:
         raise RuntimeError(f"n must be greater or equal to 0, got {min(n, m)}")
     _fn_counter("_copy_from_and_resize")[0] += 1
-    return fallback("aten::eye.m_out", "eye", [], _code(dtype), (n, m))
+    return _mutated(fallback("aten::eye.m_out", "eye", [], _code(dtype), (n, m)))
 
 
 def linspace(start, end, steps, dtype=None, device=None):
@@ -160,7 +173,7 @@ def linspace(start, end, steps, dtype=None, device=None):
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
     _fn_counter("_copy_from_and_resize")[0] += 1
-    return fallback("aten::linspace.out", "linspace", [], _code(dtype), (a, b, steps))
+    return _mutated(fallback("aten::linspace.out", "linspace", [], _code(dtype), (a, b, steps)))
 
 
 def _tri(name, a, diagonal):

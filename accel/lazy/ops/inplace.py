@@ -47,8 +47,9 @@ def _unsafe_cast(t, code):
 
 
 def _begin(t, what):
+    """An in-place op's first step: torch checks it (on meta tensors) before it syncs ``t``, so a refused op
+    leaves a stale ``t`` stale; each op calls ``sync(t)`` once its checks passed."""
     T._check_tensor(t, f"{what}() self")
-    sync(t)
 
 
 def add_(t, other, alpha=1, name="add"):
@@ -62,6 +63,7 @@ def add_(t, other, alpha=1, name="add"):
     if tc in D.INTS and code in D.FLOATS:
         raise RuntimeError("Promotion of int.add/sub_(float) in in-place ops are not possible due to element "
                            "size change.")
+    sync(t)
     r = t.add(other, alpha=alpha) if name == "add" else t.sub(other, alpha=alpha)
     return commit(t, r)
 
@@ -74,6 +76,7 @@ def mul_(t, other):
     _begin(t, "mul_")
     sizes, _, _ = _other_info(t, other, "mul_")
     _check_sizes(t, sizes)
+    sync(t)
     return commit(t, t.mul(other))
 
 
@@ -85,6 +88,7 @@ def div_(t, other):
     if tc not in D.FLOATS:
         code = code if code in D.FLOATS else D.DEFAULT_FLOAT
         raise RuntimeError(f"result type {_tname(code)} can't be cast to the desired output type {_tname(tc)}")
+    sync(t)
     return commit(t, t.div(other))
 
 
@@ -93,11 +97,13 @@ def pow_(t, other):
     sizes, code, _ = _other_info(t, other, "pow_")
     _check_sizes(t, sizes)
     _unsafe_cast(t, code)
+    sync(t)
     return commit(t, t.pow(other))
 
 
 def clamp_(t, min=None, max=None):
     _begin(t, "clamp_")
+    sync(t)
     r = t.clamp(min, max)
     _unsafe_cast(t, r._shape.dtype)          # a refused clamp_ leaves t as it was (r is dropped)
     return commit(t, r)
@@ -111,11 +117,13 @@ def unary_(t, name):
     if name in _UNARY_FLOAT or name == "sin":
         if code not in D.FLOATS:
             _unsafe_cast(t, D.DEFAULT_FLOAT)
+    sync(t)
     return commit(t, getattr(t, name)())
 
 
 def zero_(t):
     _begin(t, "zero_")
+    sync(t)
     T._fn_counter("zero")[0] += 1
     s = t._shape
     return commit(t, T._emit("aten::zero", (t._ir(),), s.dtype, s.sizes))
@@ -148,6 +156,7 @@ def fill_(t, value):
     s = t._shape
     code = s.dtype
     v = _fill_value(v, code)
+    sync(t)
     T._fn_counter("fill_")[0] += 1
     key = T._scalar_key(code, v)
     d = T._cached_data(key, lambda: _np.array(v, D.CODE_TO_NP[code]))
@@ -170,6 +179,7 @@ def copy_(t, src):
     if tuple(sizes) != tuple(t._shape.sizes):
         raise RuntimeError(f"output with shape {T._fmt_size(t._shape.sizes)} doesn't match the broadcast shape "
                            f"{T._fmt_size(sizes)}")
+    sync(t)
     return commit(t, fallback("aten::copy", "copy", [t, src], t._shape.dtype))
 
 

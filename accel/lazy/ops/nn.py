@@ -166,9 +166,8 @@ def _erf(x):
     """erf of a float array, value by value with the C library's erf (numpy has none)."""
     x = _np.asarray(x)
     dt = x.dtype if x.dtype.kind == "f" else _np.dtype(_np.float32)
-    if x.dtype == _np.float64:
-        return _np_erf(x).astype(_np.float64)
-    return _np_erf(x.astype(_np.float64)).astype(dt)
+    # frompyfunc gives an object array, or a bare Python float for a 0-dim input
+    return _np.asarray(_np_erf(x.astype(_np.float64)), _np.float64).astype(dt, copy=False)
 
 
 def _np_gelu(x, approximate):
@@ -265,8 +264,15 @@ def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
     """torch.nn.functional.hardtanh: no lazy kernel in LTC (eager, counter aten::hardtanh)."""
     if inplace:
         raise NotImplementedError("hardtanh(inplace=True) is not supported by accel.lazy")
-    s = _float_input(input, "hardtanh")
+    _check_tensor(input, "hardtanh() input")
+    s = input._shape
     lo, hi = _num(min_val, "hardtanh(): min_val"), _num(max_val, "hardtanh(): max_val")
+    if s.dtype == D.BOOL:
+        raise RuntimeError("Bool inputs not supported for hardtanh")
+    if s.dtype == D.UINT8 and lo < 0 and 0 not in s.sizes:
+        raise RuntimeError("cannot do hardtanh on an unsigned type with negative limits")
+    if s.dtype in D.INTS:                # an integer tensor is clamped by the limits truncated to integers
+        lo, hi = int(lo), int(hi)
     return fallback("aten::hardtanh", "hardtanh", [input], s.dtype, (lo, hi))
 
 
@@ -282,30 +288,38 @@ def mse_loss(input, target, reduction="mean"):
     if target._shape.sizes != s.sizes:
         raise NotImplementedError("mse_loss with broadcasting input and target is not supported by accel.lazy "
                                   "(torch warns about it too)")
-    return fallback("aten::mse_loss", "mse_loss", [input, target], s.dtype, (reduction,))
+    code = D.result_type([(s.dtype, D.DIM), (target._shape.dtype, D.DIM)])      # torch promotes the two
+    return fallback("aten::mse_loss", "mse_loss", [input, target], code, (reduction,))
 
 
 def linear(input, weight, bias=None):
     """torch.nn.functional.linear for a 2-D input (mm with weight.t(), or addmm with the bias, as torch records
-    it), an N-D input without bias (matmul with weight.t()) or with a bias (addmm on the input viewed 2-D,
-    viewed back)."""
+    it) or an N-D input without bias (matmul with weight.t())."""
     _check_tensor(input, "linear() input")
     _check_tensor(weight, "linear() weight")
     from_ = input._shape.sizes
-    if bias is None:
-        return input.matmul(weight.t())
-    _check_tensor(bias, "linear() bias")
-    if len(from_) > 2:
-        # torch folds the leading dims: addmm on input.view(-1, in), viewed back (LTC's tensors are contiguous)
-        lead = 1
-        for n in from_[:-1]:
-            lead *= n
-        r = linear(_view(input, (lead, from_[-1]), "view_copy_symint"), weight, bias)
-        return _view(r, tuple(from_[:-1]) + (r._shape.sizes[1],), "view_copy_symint")
-    if len(from_) != 2:
-        raise NotImplementedError("linear() of a 1-D input with a bias is not supported by accel.lazy yet; "
-                                  "use input @ weight.t() + bias")
     wt = weight.t()
+    if bias is None:
+        return input.matmul(wt)
+    _check_tensor(bias, "linear() bias")
+    if len(from_) != 2 and from_:
+        # torch's _flatten_nd_linear: the input viewed as a matrix, addmm, the result viewed back
+        k = from_[-1]
+        if k != weight._shape.sizes[-1]:
+            raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({_numel(from_[:-1])}x{k} and "
+                               f"{wt._shape.sizes[0]}x{wt._shape.sizes[1]})")
+        flat = _view(input, (_numel(from_) // k if k else 0, k), "view_copy_symint")
+        r = _addmm_linear(flat, wt, bias)
+        return _view(r, from_[:-1] + (r._shape.sizes[1],), "view_copy_symint")
+    if len(from_) != 2:
+        raise RuntimeError(f"both arguments to linear need to be at least 1D, but they are 0D and "
+                           f"{len(weight._shape.sizes)}D")
+    return _addmm_linear(input, wt, bias)
+
+
+def _addmm_linear(input, wt, bias):
+    from_ = input._shape.sizes
+    weight = wt
     ws = wt._shape.sizes
     if from_[1] != ws[0]:
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({from_[0]}x{from_[1]} and {ws[0]}x{ws[1]})")
@@ -366,7 +380,10 @@ def _k_args(name):
 
 
 def _eager_hardtanh(args, lo, hi):
-    return _np.clip(args[0], lo, hi)
+    x = _np.asarray(args[0])
+    if x.dtype.kind in "iu":             # clamp: the upper limit wins where they cross, as torch's min(max())
+        return _np.minimum(_np.maximum(x.astype(_np.int64), lo), hi)
+    return _np.minimum(_np.maximum(x, lo), hi)
 
 
 def _eager_mse(args, reduction):

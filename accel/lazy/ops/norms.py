@@ -29,17 +29,24 @@ def _g(v):
 
 
 def _emit_multi(opname, operands, shapes, seed, args, tags):
-    """A node with several outputs (``shapes``: (dtype code, sizes) each), wrapped as its output 0."""
+    """A node with several outputs (``shapes``: (dtype code, sizes) each; its kernel returns a tuple): a tensor
+    per output, holding Output(node, i), as LTC makes them; the functional forms hand back output 0."""
     shs = tuple(_shape(c, tuple(s)) for c, s in shapes)
     n = Node(_op(opname), operands, shs, len(shs), seed)
-    set_attrs(n, opname, args, f"num_outputs={len(shs)}, " + tags)
-    if _t._reuse[0] and any(o is None and any(p is not None for p in operands[i + 1:])
-                            for i, o in enumerate(operands)):
-        # LTC's CanBeReused compares operand(i) position by position over the operands without the absent
-        # ones: an absent optional before a present one shifts them, so such a node is never reused
-        TrieCache.get().insert(n)
-        return _t._wrap_plain(n, shs[0])
-    return _t._wrap(n, shs[0])
+    set_attrs(n, opname, args, tags)
+    if _t._reuse[0]:
+        tc = TrieCache.get()
+        if any(o is None and any(p is not None for p in operands[i + 1:]) for i, o in enumerate(operands)):
+            # LTC's CanBeReused compares operand(i) position by position over the operands without the absent
+            # ones: an absent optional before a present one shifts them, so such a node is never reused
+            tc.insert(n)
+        else:
+            hit = tc._lookup(n, _t.reuse_counter_name)
+            if hit is None:
+                tc.insert(n)
+            else:
+                n = hit
+    return tuple(_t._wrap(_t.Output(n, i), s) for i, s in enumerate(shs))[0]
 
 
 def _opt(x, what):
@@ -362,7 +369,8 @@ def _np_layer_norm(x, *rest):
         r = r * w
     if b is not None:
         r = r + b
-    return r.astype(x.dtype)
+    dt = x.dtype
+    return r.astype(dt), mean.astype(dt), (1 / _np.sqrt(var + eps)).astype(dt)
 
 
 def _np_batch_norm(x, *rest):
@@ -377,17 +385,19 @@ def _np_batch_norm(x, *rest):
         r = r * _np.reshape(w, shape)
     if b is not None:
         r = r + _np.reshape(b, shape)
-    return r.astype(x.dtype)
+    c = x.shape[1]
+    return r.astype(x.dtype), _np.zeros(c, x.dtype), _np.zeros(c, x.dtype)     # eval: no batch statistics
 
 
 def _np_nll2d(x, t, *rest):
     x = _np.moveaxis(_np.asarray(x), 1, -1)           # [N, H, W, C]
     t = _np.asarray(t)
-    return _np_nll(x.reshape(-1, x.shape[-1]), t.reshape(-1), *rest).reshape(
-        t.shape if rest[-1][0] == 0 else ())
+    loss, total_w = _np_nll(x.reshape(-1, x.shape[-1]), t.reshape(-1), *rest)
+    return loss.reshape(t.shape if rest[-1][0] == 0 else ()), total_w
 
 
 def _np_nll(x, t, *rest):
+    """(the loss, the total weight) of nll_loss_forward."""
     (red, ig, has_w), params = rest[-1], rest[:-1]
     x = _np.asarray(x)
     t = _np.asarray(t).astype(_np.int64)
@@ -403,13 +413,14 @@ def _np_nll(x, t, *rest):
     w = _np.where(keep, w, 0.0)
     picked = x2[_np.arange(len(t1)), safe].astype(_np.float64)
     losses = -picked * w
+    total_w = _np.asarray(w.sum(), x.dtype)
     if red == 0:
-        return losses.astype(x.dtype).reshape(t.shape)
+        return losses.astype(x.dtype).reshape(t.shape), total_w
     total = losses.sum()
     if red == 2:
-        return _np.asarray(total, x.dtype)
+        return _np.asarray(total, x.dtype), total_w
     with _np.errstate(all="ignore"):
-        return _np.asarray(total / w.sum(), x.dtype)
+        return _np.asarray(total / w.sum(), x.dtype), total_w
 
 
 helpers(_native_layer_norm=_np_layer_norm, _native_batch_norm=_np_batch_norm, _nll_loss_forward=_np_nll,

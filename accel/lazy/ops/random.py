@@ -175,12 +175,13 @@ def _np_bernoulli_p(sizes, p):
 
 
 def _np_dropout(x, p):
+    """(the result, the Bool mask) of native_dropout."""
     x = _np.asarray(x)
     mask = _np_bernoulli_p(x.shape, 1.0 - p)
     scale = 0.0 if p == 1 else 1.0 / (1.0 - p)
     dt = x.dtype
     out = (x * mask.astype(dt)) * dt.type(scale)
-    return out.astype(dt)
+    return out.astype(dt), mask
 
 
 def _np_bernoulli(x, p, code):
@@ -420,10 +421,8 @@ def dropout(input, p=0.5, training=True, inplace=False):
     if s.dtype not in D.FLOATS:
         raise RuntimeError(f"result type Float can't be cast to the desired output type {_dtype_name(s.dtype)}")
     _fn_counter("native_dropout")[0] += 1
-    shapes = (s, _shape(D.BOOL, s.sizes))
-    n = T.Node(_op("aten::native_dropout"), (input._ir(),), shapes, 2, _seed(pv, True))
-    set_attrs(n, "aten::native_dropout", pv, f"num_outputs=2, p={_g(pv)}, train=1")
-    return T._wrap(n, s)
+    return T._emit_multi("aten::native_dropout", (input._ir(),), ((s.dtype, s.sizes), (D.BOOL, s.sizes)),
+                         _seed(pv, True), "aten::native_dropout", pv, f"p={_g(pv)}, train=1")[0]
 
 
 declare("rand", {}, {"rand": rand, "rand_like": rand_like}, [Kernel("aten::uniform", _k_draw("_rng_uniform"))])

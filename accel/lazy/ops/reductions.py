@@ -4,6 +4,7 @@ import numpy as _np
 from accel.lazy import _dtypes as D
 from accel.lazy._optable import Kernel, classes, declare
 from accel.lazy.executor import fallback
+from accel.lazy.ops.sorting import max_dim as _max_dim, min_dim as _min_dim
 from accel import _impl
 from accel.lazy._optable import helpers
 from accel.lazy.tensors import (
@@ -13,13 +14,23 @@ from accel.lazy.tensors import (
 _hash = _impl.module("_hash")
 
 
-def _reduce(name, a, dim, keepdim):
+def _reduce(name, a, dim, keepdim, dtype=None):
     _check_tensor(a, f"{name}() input")
     if type(keepdim) is not bool:
         raise TypeError(f"{name}(): keepdim must be a bool, got {type(keepdim).__name__}: {keepdim!r}")
     s = a._shape
     code = s.dtype
-    if name == "sum":
+    if dtype is not None:                # dtype=: the input is cast to it first (recorded as the node's dtype)
+        code = D.to_code(dtype, f"{name}() dtype")
+        if name == "mean" and code not in D.FLOATS:
+            raise RuntimeError(f"mean(): could not infer output dtype. Optional dtype must be either a floating "
+                               f"point or complex dtype. Got: {_dtype_name(code)}")
+        dh, dname = _dtype_hash(code), _dtype_name(code)
+    else:
+        dh, dname = _NULL, "null"
+    if dtype is not None:
+        pass                             # as given
+    elif name == "sum":
         if code not in D.FLOATS:
             code = D.INT64
     elif code not in D.FLOATS:
@@ -30,8 +41,8 @@ def _reduce(name, a, dim, keepdim):
     _fn_counter(name)[0] += 1
     nd = len(s.sizes)
     if dim is ALL_DIMS:
-        return _emit("aten::" + name, (a._ir(),), code, (), _seed(None), "aten::" + name + ".all", None,
-                     "dtype=null")
+        return _emit("aten::" + name, (a._ir(),), code, (), _hash.mhash_hashes((dh,)), "aten::" + name + ".all",
+                     None, "dtype=" + dname)
     if dim is None:
         dims = None
         axes = tuple(range(nd))
@@ -41,30 +52,33 @@ def _reduce(name, a, dim, keepdim):
         axes = tuple(_norm_dim(d, nd) for d in dims)
         if len(set(axes)) != len(axes):
             raise RuntimeError(f"dim {axes[0]} appears multiple times in the list of dims")
-        if not axes:
+        if not nd:                       # a 0-dim tensor's dim 0 / -1 reduces nothing
+            axes = ()
+        elif not axes:
             axes = tuple(range(nd))
     sizes = tuple((1 if i in axes else n) for i, n in enumerate(s.sizes) if keepdim or i not in axes)
-    tags = f"dim={'null' if dims is None else _dim_list(dims)}, keepdim={int(keepdim)}, dtype=null"
-    return _emit("aten::" + name, (a._ir(),), code, sizes, _seed(dims, keepdim, None),
-                 "aten::" + name + ".dim", (axes, keepdim), tags)
+    tags = f"dim={'null' if dims is None else _dim_list(dims)}, keepdim={int(keepdim)}, dtype={dname}"
+    seed = _hash.mhash_hashes((_hash.hash_value(dims) if dims is not None else _NULL, _hash.hash_value(keepdim), dh))
+    return _emit("aten::" + name, (a._ir(),), code, sizes, seed, "aten::" + name + ".dim", (axes, keepdim), tags)
 
 
-def _amax(a, dim, keepdim):
-    _check_tensor(a, "amax() input")
+def _amax(a, dim, keepdim, name="amax"):
+    """amax / amin: no lazy kernel in LTC (eager, counter aten::amax / aten::amin)."""
+    _check_tensor(a, f"{name}() input")
     nd = a.ndim
     dims = [dim] if not isinstance(dim, (tuple, list)) else list(dim)
-    axes = tuple(_norm_dim(d, nd) for d in _int_list(dims, "amax() dim"))
+    axes = tuple(_norm_dim(d, nd) for d in _int_list(dims, f"{name}() dim"))
     if type(keepdim) is not bool:
-        raise TypeError(f"amax(): keepdim must be a bool, got {type(keepdim).__name__}: {keepdim!r}")
+        raise TypeError(f"{name}(): keepdim must be a bool, got {type(keepdim).__name__}: {keepdim!r}")
     sizes = a._shape.sizes
     if not axes and 0 in sizes:
-        raise RuntimeError("amax(): Expected reduction dim to be specified for input.numel() == 0. Specify the "
+        raise RuntimeError(f"{name}(): Expected reduction dim to be specified for input.numel() == 0. Specify the "
                            "reduction dim with the 'dim' argument.")
     for d in axes:
         if sizes and sizes[d] == 0:
-            raise IndexError(f"amax(): Expected reduction dim {d} to have non-zero size.")
+            raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
     axes = axes or tuple(range(nd))
-    return fallback("aten::amax", "amax", [a], a._shape.dtype, (axes, keepdim))
+    return fallback("aten::" + name, name, [a], a._shape.dtype, (axes if nd else (), keepdim))
 
 
 # ---------------------------------------------------------------- kernels
@@ -85,8 +99,8 @@ def _k_reduce_dim(k):
         k.line(f"{k.out} = {f}({k.x}, axis={axes!r}, keepdims={keep}, dtype={k.dt})")
 
 
-def _eager_amax(args, axes, keepdim):
-    r = _np.asarray(_np.amax(args[0], axis=axes, keepdims=keepdim))
+def _eager_amax(args, axes, keepdim, f=_np.amax):
+    r = _np.asarray(f(args[0], axis=axes, keepdims=keepdim))
     if r.dtype.kind == "f":              # torch's max gives the positive quiet NaN, whatever NaN it met
         r = _np.where(_np.isnan(r), _np.array(_np.nan, r.dtype), r)
     return r
@@ -98,28 +112,36 @@ def _input(x, name):
     return x
 
 
-def _sum(self, dim=ALL_DIMS, keepdim=False):
-    return _reduce("sum", self, dim, keepdim)
+def _sum(self, dim=ALL_DIMS, keepdim=False, dtype=None):
+    return _reduce("sum", self, dim, keepdim, dtype)
 
 
-def _mean(self, dim=ALL_DIMS, keepdim=False):
-    return _reduce("mean", self, dim, keepdim)
+def _mean(self, dim=ALL_DIMS, keepdim=False, dtype=None):
+    return _reduce("mean", self, dim, keepdim, dtype)
 
 
 def _amax_m(self, dim=(), keepdim=False):
     return _amax(self, dim, keepdim)
 
 
-def sum(input, dim=ALL_DIMS, keepdim=False):
-    return _input(input, "sum").sum(dim, keepdim)
+def _amin_m(self, dim=(), keepdim=False):
+    return _amax(self, dim, keepdim, "amin")
 
 
-def mean(input, dim=ALL_DIMS, keepdim=False):
-    return _input(input, "mean").mean(dim, keepdim)
+def sum(input, dim=ALL_DIMS, keepdim=False, dtype=None):
+    return _input(input, "sum").sum(dim, keepdim, dtype=dtype)
+
+
+def mean(input, dim=ALL_DIMS, keepdim=False, dtype=None):
+    return _input(input, "mean").mean(dim, keepdim, dtype=dtype)
 
 
 def amax(input, dim=(), keepdim=False):
     return _input(input, "amax").amax(dim, keepdim)
+
+
+def amin(input, dim=(), keepdim=False):
+    return _input(input, "amin").amin(dim, keepdim)
 
 
 declare("sum", {"sum": _sum}, {"sum": sum},
@@ -127,6 +149,8 @@ declare("sum", {"sum": _sum}, {"sum": sum},
 declare("mean", {"mean": _mean}, {"mean": mean},
         [Kernel("aten::mean.all", _k_reduce_all), Kernel("aten::mean.dim", _k_reduce_dim)])
 declare("amax", {"amax": _amax_m}, {"amax": amax}, eager={"amax": _eager_amax})
+declare("amin", {"amin": _amin_m}, {"amin": amin},
+        eager={"amin": lambda args, axes, keepdim: _eager_amax(args, axes, keepdim, _np.amin)})
 classes(**{"aten::sum.all": "Sum", "aten::sum.dim": "SumDimIntlist", "aten::mean.all": "Mean",
            "aten::mean.dim": "MeanDim"})
 
@@ -139,7 +163,7 @@ def _dims_of(dim, nd, what):
     axes = tuple(_norm_dim(d, nd) for d in dims)
     if len(set(axes)) != len(axes):
         raise RuntimeError(f"dim {axes[0]} appears multiple times in the list of dims")
-    return dims, axes
+    return dims, (axes if nd else ())           # a 0-dim tensor's dim 0 / -1 reduces nothing
 
 
 def _reduced_sizes(sizes, axes, keepdim):
@@ -228,6 +252,33 @@ def _norm(a, p="fro", dim=None, keepdim=False):
                  (axes, keepdim), f"dim={_dim_list(dims)}, keepdim={int(keepdim)}")
 
 
+def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
+    """torch.linalg.vector_norm: no lazy kernel in LTC (eager, counter aten::linalg_vector_norm)."""
+    _check_tensor(x, "linalg.vector_norm() input")
+    code = _float_only(x, "linalg.vector_norm")
+    if dtype is not None:
+        code = D.to_code(dtype, "linalg.vector_norm() dtype")
+        if code not in D.FLOATS:
+            raise RuntimeError(f"linalg.vector_norm(): dtype should be floating point or complex. Got "
+                               f"{_dtype_name(code)} instead.")
+    p = _as_number(ord)
+    if p is None or type(p) is bool:
+        raise TypeError(f"linalg.vector_norm(): ord must be a number, got {type(ord).__name__}: {ord!r}")
+    nd = len(x._shape.sizes)
+    axes = tuple(range(nd)) if dim is None else (_dims_of(dim, nd, "linalg.vector_norm")[1] or tuple(range(nd)))
+    if p < 0 or p == float("inf"):
+        for ax in axes:
+            if x._shape.sizes[ax] == 0:
+                raise RuntimeError(f"linalg.vector_norm cannot compute the {ord} norm on an empty tensor because "
+                                   "the operation does not have an identity")
+    return fallback("aten::linalg_vector_norm", "linalg_vector_norm", [x], code, (float(p), axes, bool(keepdim)))
+
+
+def _eager_vector_norm(args, p, axes, keepdim):
+    x = _np.abs(_np.asarray(args[0]).astype(_np.float64))
+    return _np_norm(x, p, axes, keepdim, _np.float64)
+
+
 def _all_any(name, a, dim=None, keepdim=False):
     _check_tensor(a, f"{name}() input")
     code = D.UINT8 if a._shape.dtype == D.UINT8 else D.BOOL
@@ -244,9 +295,8 @@ def _all_any(name, a, dim=None, keepdim=False):
 
 def _min_max(name, a, dim=None, keepdim=False):
     _check_tensor(a, f"{name}() input")
-    if dim is not None:
-        raise NotImplementedError(f"{name}(dim) (values and indices: a two-output node) is not supported by "
-                                  f"accel.lazy yet; use amax / argmax")
+    if dim is not None:                 # (values, indices): accel.lazy.ops.sorting
+        return (_max_dim if name == "max" else _min_dim)(a, dim, keepdim)
     if not _numel(a._shape.sizes):
         raise RuntimeError(f"{name}(): Expected reduction dim to be specified for input.numel() == 0. Specify "
                            "the reduction dim with the 'dim' argument.")
@@ -263,6 +313,8 @@ def _numel(sizes):
 
 def _arg(name, a, dim=None, keepdim=False):
     _check_tensor(a, f"{name}() input")
+    if a._shape.dtype == D.BOOL:
+        raise RuntimeError(f"{name}(): does not support bool input")
     nd = len(a._shape.sizes)
     if dim is None:
         if not _numel(a._shape.sizes):
@@ -329,8 +381,13 @@ def _np_norm(x, p, axes, keepdim, dt):
     return _np.asarray(r).astype(dt)
 
 
+def _np_cumsum(x, axis, dtype):
+    x = _np.asarray(x)
+    return _np.cumsum(x, axis=axis, dtype=dtype) if x.ndim else x.astype(dtype)
+
+
 helpers(_std=_np_std, _norm=_np_norm, _all=_np.all, _any=_np.any, _min=_np.min, _max=_np.max,
-        _cumsum=_np.cumsum)
+        _cumsum=_np_cumsum)
 
 
 def _k_std(k):
@@ -390,8 +447,9 @@ def _eager_arg(name):
 def _eager_prod(args, axis, keepdim, code=None):
     x = _np.asarray(args[0])
     if code in (D.FLOAT16, D.BFLOAT16) and x.size:
-        return _reduced_prod(x, axis, keepdim, code)
-    return _np.prod(x, axis=axis, keepdims=keepdim, dtype=x.dtype if x.dtype.kind == "f" else _np.int64)
+        return _reduced_prod(x, axis if x.ndim else None, keepdim, code)
+    return _np.asarray(_np.prod(x, axis=axis if x.ndim else None, keepdims=keepdim,
+                                dtype=x.dtype if x.dtype.kind == "f" else _np.int64))
 
 
 def _reduced_prod(x, axis, keepdim, code):
@@ -428,6 +486,7 @@ declare("var", {"var": _method(lambda self, dim=None, unbiased=None, keepdim=Fal
         {"var": _fn("var")}, eager={"var": _eager_var})
 declare("norm", {"norm": _method(lambda self, p="fro", dim=None, keepdim=False: _norm(self, p, dim, keepdim),
                                  "norm")}, {"norm": _fn("norm")}, [Kernel("aten::norm", _k_norm)])
+declare("linalg_vector_norm", linalg={"vector_norm": vector_norm}, eager={"linalg_vector_norm": _eager_vector_norm})
 for _n in ("all", "any"):
     declare(_n, {_n: _method((lambda n: lambda self, dim=None, keepdim=False: _all_any(n, self, dim, keepdim))(_n),
                              _n)}, {_n: _fn(_n)}, [Kernel("aten::" + _n, _k_all_any)], eager={_n: _eager_all_any(_n)})

@@ -6,6 +6,7 @@ import numpy as _np
 from accel.lazy import _dtypes as D
 from accel.lazy._optable import Kernel, classes, declare, helpers
 from accel.lazy.executor import fallback
+from accel.lazy.ops.casts import to_copy as _to_copy
 from accel.lazy.ops.factories import full, zeros_like
 from accel.lazy.tensors import (
     LazyTensor, _as_number, _broadcast, _check_tensor, _emit, _fn_counter, _index, _norm_dim, _prio, _scalar_code,
@@ -67,6 +68,10 @@ def where(condition, input, other):
             sizes = _broadcast(sizes, x._shape.sizes)
     code = D.result_type(ops)
     args = [condition] + [x if type(x) is LazyTensor else _scalar_tensor(_as_number(x)) for x in (input, other)]
+    if (type(input) is LazyTensor) != (type(other) is LazyTensor):
+        # where(cond, tensor, number) / where(cond, number, tensor): torch's scalar overloads cast the tensor
+        # to the result dtype first, so the fallback runs (and syncs) the cast; tensor / tensor: the tensors
+        args = [args[0]] + [x if x._shape.dtype == code else _to_copy(x, D.CODE_TO_NP[code]) for x in args[1:]]
     return fallback("aten::where.self", "where", args, code)
 
 
@@ -77,6 +82,29 @@ def _logical(name, a, b=None):
         _broadcast(a._shape.sizes, b._shape.sizes)
     _fn_counter("_copy_from_and_resize")[0] += 1
     return fallback(f"aten::{name}.out", name, [a] if b is None else [a, b], D.BOOL)
+
+
+def _nan_to_num(a, nan=0.0, posinf=None, neginf=None):
+    """torch.nan_to_num: no lazy kernel in LTC (eager through its out= form, counter aten::nan_to_num.out)."""
+    _check_tensor(a, "nan_to_num() input")
+    vals = []
+    for what, v in (("nan", nan), ("posinf", posinf), ("neginf", neginf)):
+        if v is not None:
+            x = _as_number(v)
+            if x is None or type(x) is bool:
+                raise TypeError(f"nan_to_num(): argument '{what}' must be a float or None, got "
+                                f"{type(v).__name__}: {v!r}")
+            v = float(x)
+        vals.append(v)
+    _fn_counter("_copy_from_and_resize")[0] += 1
+    return fallback("aten::nan_to_num.out", "nan_to_num", [a], a._shape.dtype, tuple(vals))
+
+
+def _eager_nan_to_num(args, nan, posinf, neginf):
+    x = _np.asarray(args[0])
+    if x.dtype.kind != "f":
+        return x.copy()
+    return _np.nan_to_num(x, nan=nan, posinf=posinf, neginf=neginf)
 
 
 def _isnan_isinf(name, a):
@@ -91,7 +119,7 @@ def _isnan_isinf(name, a):
 def _gather(a, dim, index, sparse_grad=False):
     _check_tensor(a, "gather() input")
     _check_tensor(index, "gather() index")
-    if index._shape.dtype != D.INT64:
+    if index._shape.dtype != D.INT64 and 0 not in index._shape.sizes:      # torch checks a non-empty index
         raise RuntimeError("gather(): Expected dtype int64 for index")
     s = a._shape
     d = _index(dim, "gather(): dim")
@@ -161,6 +189,14 @@ def _np_masked_fill(x, mask, v, dt):
 
 
 def _np_gather(x, idx, axis):
+    """torch.gather: out[i][j] = x[idx[i][j]][j] (axis 0); idx may be smaller than x on the other dims."""
+    x = _np.asarray(x)
+    idx = _np.asarray(idx)
+    if idx.size == 0:
+        return _np.empty(idx.shape, x.dtype)
+    if x.ndim == 0:
+        return _np.broadcast_to(x, idx.shape).copy() if not _np.any(idx) else x.reshape(1)[idx]
+    x = x[tuple(slice(None) if d == axis else slice(0, n) for d, n in enumerate(idx.shape))]
     return _np.take_along_axis(x, idx, axis)
 
 
@@ -265,6 +301,18 @@ for _n, _np_f in (("isnan", _np.isnan), ("isinf", _np.isinf)):
     _m, _f, _e = _mk(_n, _np_f)
     declare(_n, {_n: _m}, {_n: _f}, eager={_n: _e})
 del _n, _m, _f, _e, _np_f, _mk
+
+
+def _nan_to_num_m(self, nan=0.0, posinf=None, neginf=None):
+    return _nan_to_num(self, nan, posinf, neginf)
+
+
+def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
+    return _nan_to_num(_input(input, "nan_to_num"), nan, posinf, neginf)
+
+
+declare("nan_to_num", {"nan_to_num": _nan_to_num_m}, {"nan_to_num": nan_to_num},
+        eager={"nan_to_num": _eager_nan_to_num})
 declare("gather", {"gather": _gather_m}, {"gather": gather}, [Kernel("aten::gather", _k_gather)])
 declare("index_select", {"index_select": _index_select_m}, {"index_select": index_select},
         [Kernel("aten::index_select", _k_index_select)])

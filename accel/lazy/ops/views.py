@@ -7,11 +7,12 @@ from accel.lazy import _dtypes as D
 from accel.lazy import inplace as _inplace
 from accel.lazy._optable import Kernel, classes, declare, helpers
 from accel.lazy.executor import fallback
+from accel.lazy.ops.factories import _empty
+from accel.lazy.ops.inplace import fill_ as _fill
 from accel.lazy.ops.reductions import _reduce
 from accel.lazy.tensors import (
     ALL_DIMS, LazyTensor, Node, _check_tensor, _dim_list, _emit, _fmt_size, _fn_counter, _index, _int_list,
     _as_number, _needs_args, _norm_dim, _op, _seed, _shape, _wrap_plain, set_attrs)
-from accel.lazy.tensors import tensor as _tensor
 
 _hash = _impl.module("_hash")
 
@@ -404,13 +405,6 @@ def _const(v):
     return n
 
 
-def _no_inverse(what):
-    def rev(base, m):
-        raise NotImplementedError(f"an in-place update of a {what} view is not supported by accel.lazy yet "
-                                  "(torch records it with a *_scatter inverse)")
-    return rev
-
-
 def _slice(a, dim, start, end, step, alias=True):
     """aten::slice_copy(input, start, end, step), dim an attribute; start / end as given (Python's slice
     bounds, raw), normalised for the shape as torch's slice does."""
@@ -494,7 +488,8 @@ def _alias(a, alias=True):
     t = _emit("aten::alias_copy", (_view_input(a, alias),), s.dtype, s.sizes, None, "aten::alias_copy")
     if not alias:
         return t
-    return _view_of(a, t, lambda x: _alias(x, False), _no_inverse("alias"))
+    # the inverse (alias_inverse, never a view): alias_copy of the updated alias
+    return _view_of(a, t, lambda x: _alias(x, False), lambda base, m: _alias(m, False))
 
 
 def _narrow(a, dim, start, length):
@@ -567,6 +562,11 @@ def _getitem(a, index, alias_self=True):
     return _alias(r) if r is a and alias_self else r
 
 
+def _full_slice(a, sl):
+    start, stop, step = _slice_bounds(sl)
+    return bool(a._shape.sizes) and start == 0 and a._shape.sizes[0] <= stop and step == 1
+
+
 def _slice_bounds(sl):
     step = 1 if sl.step is None else _index(sl.step, "slice step")
     if step <= 0:
@@ -618,9 +618,9 @@ def _movedim(a, source, destination):
         perm[d_] = s_
     rest = iter(i for i in range(nd) if i not in src)
     perm = [p if p != -1 else next(rest) for p in perm]
-    if perm == list(range(nd)):
-        return a
-    return _permute(a, perm)
+    if not nd:                           # torch: a 0-dim tensor's movedim is its alias
+        return _alias(a)
+    return _permute(a, perm)             # the identity too: LTC records permute_copy
 
 
 def _stack(tensors, dim=0):
@@ -641,11 +641,11 @@ def _stack(tensors, dim=0):
         raise IndexError(f"Dimension out of range (expected to be in range of [{-(nd + 1)}, {nd}], but got {d})")
     axis = d + nd + 1 if d < 0 else d
     code = tensors[0]._shape.dtype
-    for t in tensors:
-        if t._shape.dtype != code:
-            # LTC's shape function gives the first tensor's dtype where eager torch promotes: not reproduced
-            raise NotImplementedError("stack() of tensors of different dtypes is not supported by accel.lazy "
-                                      "(cast them to one dtype first)")
+    if D.result_type([(t._shape.dtype, D.DIM) for t in tensors]) != code:
+        # LTC's shape function gives the first tensor's dtype where eager torch promotes to another: torch
+        # disagrees with itself there, so accel refuses rather than pick one
+        raise NotImplementedError("stack() of tensors whose promoted dtype is not the first tensor's is not "
+                                  "supported by accel.lazy (cast them to one dtype first)")
     _fn_counter("stack")[0] += 1
     lst = Node(_op("lazy_tensors::tensor_list"), [t._ir() for t in tensors], ())
     sizes = first[:axis] + (len(tensors),) + first[axis:]
@@ -757,30 +757,45 @@ def _eager_roll(args, shifts, axes):
 helpers(_stack=_np.stack, _flip=_np.flip, _tile=_np.tile)
 
 
-def _getitem_m(self, index):
-    return _getitem(self, index)
-
-
 def _setitem_m(self, index, value):
-    """t[index] = value as torch records it: the indexed view (select / slice / unsqueeze views), then copy_ of
-    the value into it (a Python number as a CPU tensor), written back into ``t`` through the views'
-    inverses (select_scatter / slice_scatter) when ``t`` is next used."""
-    if type(value) is not LazyTensor:
+    """t[index] = value as torch records it: a Python number becomes a 0-dim tensor of ``t``'s dtype
+    (at::scalar_tensor on the lazy device: empty, then fill_), then the indexed view (select / slice / unsqueeze
+    views) takes it through copy_to, written back into ``t`` through the views' inverses (select_scatter /
+    slice_scatter) when ``t`` is next used."""
+    number = type(value) is not LazyTensor
+    if number:
         v = _as_number(value)
         if v is None:
             raise TypeError(f"t[...] = value: value must be a lazy tensor or a Python number, got "
                             f"{type(value).__name__}: {value!r}")
-        value = _number_tensor(v)
+        value = _fill(_empty((), self._shape.dtype), v)
     if index is Ellipsis:
         view = self
+    elif type(index) is slice and _full_slice(self, index):
+        view = self                      # torch's setitem skips a lone slice covering the whole dim
     else:
         view = _getitem(self, index, False)
-    view.copy_(value)
+    copy_to(view, value, number)
 
 
-def _number_tensor(v):
-    t = type(v)
-    return _tensor(_np.array(v, _np.float64 if t is float else (_np.int64 if t is int else _np.bool_)))
+def _prefix1s_stripped(sizes):
+    k = 0
+    while k < len(sizes) and sizes[k] == 1:
+        k += 1
+    return sizes[k:]
+
+
+def copy_to(dst, src, number=False):
+    """at::indexing::copy_to: copy_ when the sizes agree, else ``src`` viewed without its leading 1s and expanded
+    to ``dst``'s sizes first.  For a Python-number value LTC counts that view and expand twice."""
+    ds = dst._shape.sizes
+    if src._shape.sizes != ds:
+        src = _view(src, _prefix1s_stripped(src._shape.sizes), "view_copy_symint", False)
+        src = _expand(src, ds, False)
+        if number:
+            _fn_counter("view_copy_symint")[0] += 1
+            _fn_counter("expand_copy_symint")[0] += 1
+    dst.copy_(src)
 
 
 def _narrow_m(self, dim, start, length):
@@ -867,7 +882,6 @@ def stack(tensors, dim=0):
 
 
 declare("prim::Constant", {}, {}, [Kernel("prim::Constant", _k_const)])
-declare("getitem", {"__getitem__": _getitem_m, "__setitem__": _setitem_m})
 declare("slice", {}, {}, [Kernel("aten::slice_copy", _k_slice, view=True)])
 declare("narrow", {"narrow": _narrow_m}, {"narrow": narrow})
 declare("select", {"select": _select_m}, {"select": select}, [Kernel("aten::select_copy", _k_select, view=True)])
@@ -876,7 +890,7 @@ declare("select_scatter", {}, {}, [Kernel("aten::select_scatter", lambda k: _k_s
 declare("slice_scatter", {}, {}, [Kernel("aten::slice_scatter", lambda k: _k_scatter(k, "slice"))])
 declare("flatten", {"flatten": _flatten_m}, {"flatten": flatten})
 declare("unflatten", {"unflatten": _unflatten_m}, {"unflatten": unflatten})
-declare("view_as", {"view_as": _view_as_m})
+declare("view_as", {"view_as": _view_as_m, "reshape_as": _view_as_m})
 declare("expand_as", {"expand_as": _expand_as_m})
 declare("movedim", {"movedim": _movedim_m}, {"movedim": movedim})
 declare("stack", {}, {"stack": stack}, [Kernel("aten::stack", _k_stack)])
