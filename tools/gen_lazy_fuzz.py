@@ -1011,8 +1011,124 @@ def g_factory(g):
     return g.choice((f"{a}.{op}()", f"{a}.{op}({g.ri(-2, 2)})", f"T.{op}({a}, {g.ri(-1, 1)})")), {op}
 
 
+def _distinct(t, dim=None):
+    """Whether ``t``'s values are distinct (along ``dim``): sort / topk / max indices are then unambiguous."""
+    a = t.detach().double().numpy()
+    if a.size == 0:
+        return True
+    if np.isnan(a).any():
+        return False
+    if dim is None or a.ndim == 0:
+        return len(np.unique(a)) == a.size
+    m = np.moveaxis(a, dim, -1).reshape(-1, a.shape[dim])
+    return all(len(np.unique(r)) == len(r) for r in m)
+
+
+def g_adv_index(g):
+    a = g.pick(lambda t: t.dim() > 0)
+    if a is None:
+        return None
+    t = g.env[a]
+    n0 = t.shape[0]
+    r = g.ri(0, 6)
+    idx = f"C({_index_list(g, (g.ri(0, 3),), n0)!r}, dtype=T.int64)"
+    if r == 0:
+        return f"{a}[{idx}]", {"adv_index"}
+    if r == 1:
+        return f"{a}[{_index_list(g, (g.ri(1, 3),), n0)!r}]", {"adv_index"}
+    if r == 2 and t.dim() >= 2:
+        return f"{a}[:, C({_index_list(g, (g.ri(0, 3),), t.shape[1])!r}, dtype=T.int64)]", {"adv_index"}
+    s = g.scalar()
+    if not _pair_stable(t, _num(s)):
+        return None
+    if r == 3:
+        return f"{a}[{a} > {_lit(s)}]", {"mask_index"}
+    if r == 4:
+        return g.choice((f"T.masked_select({a}, {a} <= {_lit(s)})", f"{a}.masked_select({a} != {_lit(s)})")), \
+            {"masked_select"}
+    if r == 5:
+        return f"T.nonzero({a} > {_lit(s)})", {"nonzero"}
+    return f"{a}[{idx}, ...]", {"adv_index"}
+
+
+def g_adv_setitem(g):
+    a = g.pick(lambda t: t.dim() > 0)
+    if a is None:
+        return None
+    t = g.env[a]
+    s = g.scalar()
+    if g.chance(0.5):
+        if not _pair_stable(t, _num(s)):
+            return None
+        return f"{a}[{a} < {_lit(s)}] = {_lit(g.scalar())}", {"mask_setitem"}, True
+    idx = f"C({sorted(set(_index_list(g, (g.ri(1, 3),), t.shape[0])))!r}, dtype=T.int64)"
+    return g.choice((f"{a}[{idx}] = {_lit(s)}", f"{a}.index_put_(({idx},), C({_lit(s)}))")), {"index_put"}, True
+
+
+def g_sorting(g):
+    a = g.pick()
+    t = g.env[a]
+    nd = t.dim()
+    d = g.ri(-nd, nd - 1) if nd else 0
+    size = t.shape[d % nd] if nd else 1
+    r = g.ri(0, 5)
+    distinct = _distinct(t, d % nd if nd else None)
+    if r == 0:
+        k = g.ri(0, size)
+        which = g.choice(("values", "indices", "values")) if distinct else "values"
+        largest = g.choice(("", ", largest=False"))
+        return g.choice((f"{a}.topk({k}, {d}{largest}).{which}", f"T.topk({a}, {k}, dim={d}{largest})[{0 if which == 'values' else 1}]")), {"topk"}
+    if r == 1:
+        which = g.choice(("values", "indices")) if distinct else "values"
+        desc = g.choice(("", ", descending=True"))
+        return g.choice((f"{a}.sort({d}{desc}).{which}", f"T.sort({a}, {d}{desc})[{0 if which == 'values' else 1}]")), {"sort"}
+    if r == 2:
+        if not distinct:
+            return None
+        return g.choice((f"{a}.argsort({d})", f"T.argsort({a}, {d}, descending=True)")), {"argsort"}
+    op = g.choice(("max", "min"))
+    which = g.choice(("values", "indices")) if distinct else "values"
+    keep = g.choice(("", ", keepdim=True"))
+    return g.choice((f"{a}.{op}({d}{keep}).{which}", f"T.{op}({a}, {d}{keep})[{0 if which == 'values' else 1}]")), {op + "_dim"}
+
+
+def g_scatter(g):
+    a = g.pick(lambda t: t.dim() > 0)
+    if a is None:
+        return None
+    t = g.env[a]
+    nd = t.dim()
+    d = g.ri(-nd, nd - 1)
+    ax = d % nd
+    r = g.ri(0, 4)
+    if r == 3:
+        n = g.ri(0, 3)
+        src = g.pick(lambda u: u.dim() == nd and u.shape[ax] == n and all(u.shape[k] == t.shape[k] for k in range(nd) if k != ax) and u.dtype == t.dtype)
+        if src is None:
+            return None
+        idx = f"C({_index_list(g, (n,), t.shape[ax])!r}, dtype=T.int64)"
+        return g.choice((f"{a}.index_add({d}, {idx}, {src})", f"T.index_add({a}, {d}, {idx}, {src}, alpha=2)")), {"index_add"}
+    if r == 4:
+        k = g.ri(1, 4)
+        return f"F.one_hot(C({_index_list(g, (g.ri(0, 3),), k)!r}), {g.choice((k, -1))})", {"one_hot"}
+    src = g.pick(lambda u: u.dim() == nd and u.dtype == t.dtype)
+    if src is None:
+        return None
+    su = g.env[src]
+    shape = [g.ri(0, min(su.shape[k], t.shape[k] if k != ax else su.shape[k])) for k in range(nd)]
+    if any(x == 0 for x in shape) and nd > 1:
+        return None
+    idx = f"C({_index_list(g, tuple(shape), t.shape[ax])!r}, dtype=T.int64)"
+    if r == 0:
+        return g.choice((f"{a}.scatter_add({d}, {idx}, {src})", f"T.scatter_add({a}, {d}, {idx}, {src})")), {"scatter_add"}
+    if r == 1:
+        return f"{a}.scatter({d}, {idx}, {_lit(g.scalar())})", {"scatter"}
+    return f"{a}.scatter({d}, {idx}, {src})", {"scatter"}
+
+
 OPS_GENERATORS = [(g_index, 8), (g_setitem, 4), (g_shape_ops, 10), (g_int_cast, 2), (g_select_mask, 8), (g_gather, 5),
-                  (g_reduce2, 8), (g_activation, 5), (g_nn, 3), (g_factory, 5)]
+                  (g_reduce2, 8), (g_activation, 5), (g_nn, 3), (g_factory, 5), (g_adv_index, 5), (g_adv_setitem, 3),
+                  (g_sorting, 5), (g_scatter, 4)]
 
 
 _SHAPES = [(), (0,), (1,), (3,), (2, 3), (1, 3), (2, 1), (3, 0), (2, 3, 2), (2, 1, 3), (1, 2, 2, 2)]

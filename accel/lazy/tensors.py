@@ -92,6 +92,11 @@ def _cached_data(key, make):
     return d
 
 
+# The source data of 0-dim empty() tensors: torch's is uninitialised memory, whose bytes key the data cache, so it
+# shares a handle with no real value; accel's (zero-filled) gets a key of its own.
+_UNINIT = weakref.WeakSet()
+
+
 def clear_data_cache():
     """Drop every cached scalar handle (nodes that hold one keep it)."""
     with _data_lock:
@@ -425,7 +430,8 @@ class LazyTensor(_lt.TensorBase):
             if a.ndim == 0:
                 code = self._shape.dtype
                 v = a.item()
-                h = _cached_data(_scalar_key(code, v), lambda: a)
+                key = _scalar_key(code, v) if src not in _UNINIT else (code, "uninitialised", id(src))
+                h = _cached_data(key, lambda: a)
             else:
                 h = src
         elif h is None:

@@ -10,7 +10,7 @@ from accel.lazy import _dtypes as D
 from accel.lazy import tensors as T
 from accel.lazy._optable import Kernel, classes, declare, helpers
 from accel.lazy.executor import fallback
-from accel.lazy.inplace import _MUTATED
+from accel.lazy.inplace import _MUTATED, sync
 from accel.lazy.ops.inplace import fill_, zero_
 from accel.lazy.tensors import (
     _as_number, _check_tensor, _emit, _fn_counter, _index, _int_list, _scalar_node, _seed, _shape)
@@ -43,6 +43,8 @@ def _empty(sizes, code):
     a.flags.writeable = False
     t = T._wrap(None, _shape(code, sizes))
     t._src = T.Data(a)
+    if not sizes:
+        T._UNINIT.add(t._src)
     return t
 
 
@@ -93,6 +95,7 @@ def _mutated(t):
 
 def _like(x, what):
     _check_tensor(x, f"{what}() input")
+    sync(x)                              # torch's functionalisation syncs every tensor input, a stale alias too
     return x._shape.sizes
 
 

@@ -183,7 +183,23 @@ def _eager_index(args, dims):
     try:
         return _np.asarray(x[_np_key(x.ndim, dims, idx)])
     except IndexError as e:
+        # torch checks each index as it copies an element: an empty result checks none
+        shape = _empty_result_shape(x, dims, idx)
+        if shape is not None:
+            return _np.empty(shape, x.dtype)
         raise _torch_index_error(e) from None
+
+
+def _empty_result_shape(x, dims, idx):
+    """The result's shape when it has no elements (found on a stand-in with every integer index 0), else None."""
+    x = _np.asarray(x)
+    dummy = _np.empty(tuple(max(n, 1) if d in dims else n for d, n in enumerate(x.shape)), _np.uint8)
+    try:
+        shape = dummy[_np_key(x.ndim, dims, [_np.zeros_like(i) if _np.asarray(i).dtype.kind == "i" else i
+                                             for i in idx])].shape
+    except IndexError:
+        return None
+    return shape if 0 in shape else None
 
 
 def getitem(self, index):
@@ -209,6 +225,10 @@ def _value_sizes(value):
 
 def _index_put(target, dims, idx, value, accumulate):
     """aten::_index_put_impl_ (eager): the new value of ``target`` (a data tensor)."""
+    ts = target._shape.sizes
+    for d, t in zip(dims, idx):          # torch's AdvancedIndex checks this before the dtypes
+        if d < len(ts) and ts[d] == 0 and t._shape.dtype not in (D.BOOL, D.UINT8) and 0 not in t._shape.sizes:
+            raise IndexError("index is out of bounds for dimension with size 0")
     if value._shape.dtype != target._shape.dtype:
         raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
                            f"{_tname(target._shape.dtype)} for the destination and {_tname(value._shape.dtype)} for "
@@ -228,7 +248,9 @@ def _index_put(target, dims, idx, value, accumulate):
         else:
             out[key] = v
     except IndexError as e:
-        raise _torch_index_error(e) from None
+        if _empty_result_shape(x, dims, ivals) is None:
+            raise _torch_index_error(e) from None
+        # no element selected: torch checks each index as it writes an element, so none is checked
     except ValueError:
         raise RuntimeError(f"shape mismatch: value tensor of shape {list(v.shape)} cannot be broadcast to indexing "
                            f"result of shape {list(x[key].shape)}") from None
@@ -487,6 +509,8 @@ def _eager_index_add(args, axis, alpha):
     out = _np.array(x, copy=True)
     if out.ndim == 0:
         return out + src * alpha
+    if out.ndim > 1 and (idx.size == 0 or out.size == 0):
+        return out                       # torch returns before it checks any index
     _check_bounds(idx.reshape(-1), out.shape[axis], axis)
     key = (slice(None),) * axis + (idx.reshape(-1),)
     _np.add.at(out, key, (src * alpha).astype(out.dtype) if alpha != 1 else src)

@@ -103,6 +103,13 @@ def pow_(t, other):
 
 def clamp_(t, min=None, max=None):
     _begin(t, "clamp_")
+    ops = [(t._shape.dtype, T._prio(t))]     # clamp's result dtype, known before t is synced
+    for b in (min, max):
+        if type(b) is T.LazyTensor:
+            ops.append((b._shape.dtype, T._prio(b)))
+        elif b is not None and T._as_number(b) is not None:
+            ops.append((T._scalar_code(T._as_number(b)), D.WRAPPED))
+    _unsafe_cast(t, D.result_type(ops))
     sync(t)
     r = t.clamp(min, max)
     _unsafe_cast(t, r._shape.dtype)          # a refused clamp_ leaves t as it was (r is dropped)

@@ -175,8 +175,13 @@ def _np_gelu(x, approximate):
     xf = x.astype(_np.float64)
     if approximate == "tanh":
         r = 0.5 * xf * (1 + _np.tanh(math.sqrt(2 / math.pi) * (xf + 0.044715 * xf ** 3)))
-    else:
-        r = 0.5 * xf * (1 + _erf(xf * (1 / math.sqrt(2))))
+        return r.astype(x.dtype)
+    # torch's order in its accumulation type (float32 for float16 / float32): x * (1 + erf(x / sqrt 2)), then
+    # halved, so 2 * x overflows to inf where torch's does
+    acc = _np.float64 if x.dtype == _np.float64 else _np.float32
+    xa = x.astype(acc)
+    with _np.errstate(over="ignore"):
+        r = (xa * (1 + _erf(xf * (1 / math.sqrt(2))).astype(acc))) * acc(0.5)
     return r.astype(x.dtype)
 
 

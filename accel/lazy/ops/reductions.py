@@ -322,6 +322,8 @@ def _arg(name, a, dim=None, keepdim=False):
         axis = None
     else:
         axis = _norm_dim(_index(dim, f"{name}(): dim"), nd)
+        if nd and a._shape.sizes[axis] == 0:
+            raise IndexError(f"{name}(): Expected reduction dim {axis} to have non-zero size.")
     return fallback("aten::" + name, name, [a], D.INT64, (axis, bool(keepdim)))
 
 
@@ -420,9 +422,11 @@ def _eager_var(args, axes, corr, keepdim):
     n = 1
     for ax in axes:
         n *= x.shape[ax]
-    xf = x.astype(_np.float64)
+    # torch's accumulation type: float32 for float16 / float32 (a mean that overflows is inf, as torch's)
+    xf = x.astype(_np.float64 if x.dtype == _np.float64 else _np.float32)
     with _np.errstate(all="ignore"):
-        return _np.sum((xf - xf.mean(axis=axes, keepdims=True)) ** 2, axis=axes, keepdims=keepdim) / max(n - corr, 0)
+        m = xf.mean(axis=axes, keepdims=True)
+        return _np.sum((xf - m) ** 2, axis=axes, keepdims=keepdim) / xf.dtype.type(max(n - corr, 0))
 
 
 def _eager_all_any(name):
