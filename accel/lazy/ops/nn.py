@@ -371,8 +371,9 @@ def _np_addmm(bias, a, b, beta, alpha, dt):
     beta, alpha = _np.asarray(beta).item(), _np.asarray(alpha).item()
     r = _np.matmul(a, b)
     if alpha != 1:
-        r = r * alpha
-    return (r + (bias if beta == 1 else bias * beta)).astype(dt)
+        r *= alpha
+    r += bias if beta == 1 else bias * beta        # r is a new array: added in place
+    return r.astype(dt, copy=False)
 
 
 helpers(_leaky_relu=_np_leaky_relu, _softplus=_np_softplus, _elu=_np_elu, _addmm=_np_addmm)

@@ -357,20 +357,25 @@ def _bitwise_not(mask):
 
 # ---------------------------------------------------------------- kernels
 def _np_layer_norm(x, *rest):
+    """(result, mean, rstd) of native_layer_norm: in float for float / half / bfloat16 inputs (as torch's CPU
+    kernel accumulates), in double for double ones."""
     (k, eps, has_w, has_b), params = rest[-1], list(rest[:-1])
     w = params.pop(0) if has_w else None
     b = params.pop(0) if has_b else None
-    x64 = _np.asarray(x, _np.float64)
-    axes = tuple(range(x64.ndim - k, x64.ndim))
-    mean = x64.mean(axis=axes, keepdims=True)
-    var = ((x64 - mean) ** 2).mean(axis=axes, keepdims=True)
-    r = (x64 - mean) / _np.sqrt(var + eps)
-    if w is not None:
-        r = r * w
-    if b is not None:
-        r = r + b
     dt = x.dtype
-    return r.astype(dt), mean.astype(dt), (1 / _np.sqrt(var + eps)).astype(dt)
+    calc = _np.float64 if dt == _np.float64 else _np.float32
+    xc = _np.asarray(x, calc)
+    axes = tuple(range(xc.ndim - k, xc.ndim))
+    mean = xc.mean(axis=axes, keepdims=True)
+    d = xc - mean
+    var = _np.square(d).mean(axis=axes, keepdims=True)
+    rstd = 1 / _np.sqrt(var + calc(eps))
+    d *= rstd
+    if w is not None:
+        d *= w
+    if b is not None:
+        d += b
+    return d.astype(dt, copy=False), mean.astype(dt), rstd.astype(dt)
 
 
 def _np_batch_norm(x, *rest):
