@@ -169,6 +169,7 @@ CHECKS = {
     "ACCEL_BACKEND=python pytest bench/test_bench_lazy_tensor.py": check_collects,
     "pytest bench/test_bench_stream.py -k record --benchmark-only": check_collects,
     "pytest bench/test_bench_graphs.py --benchmark-only": check_collects,
+    "pytest bench/test_bench_lazy_attention.py --benchmark-only": check_collects,
     "python -m pytest": "tests/test_foundation.py::test_suite_refuses_source_tree",   # the README warns against it
     "python tools/gen_bindings.py accel/_cudart_table.py readme": "tests/test_bindings_table.py::test_readme_lists_exactly_the_table",
 }

@@ -494,6 +494,152 @@ PROGRAMS_SELECTION = [
 
 PROGRAMS += PROGRAMS_SELECTION
 
+# Norms, losses, RNG, bfloat16 and whole model programs (issue 19, h-lazynn).  layer_norm / batch_norm /
+# nll_loss are LTC nodes with several outputs; rms_norm, group_norm, logsumexp and label smoothing are
+# decomposed by torch before LTC sees them.
+PROGRAMS_NN = [
+    ("nn_layer_norm", "f32[2,3,8] f32[8] f32[8]",
+     "F = T.nn.functional\nout = [F.layer_norm(x0, (8,), x1, x2), F.layer_norm(x0, [8]), "
+     "F.layer_norm(x0, (3, 8), eps=1e-3) * 2, T.layer_norm(x0, (8,), x1)]"),
+    ("nn_rms_norm", "f32[2,3,8] f32[8]",
+     "F = T.nn.functional\nout = [F.rms_norm(x0, (8,), x1), F.rms_norm(x0, (8,), eps=1e-6), F.rms_norm(x0, (3, 8))]"),
+    ("nn_rms_norm_half", "f32[2,8]", "F = T.nn.functional\nout = [F.rms_norm(x0.half(), (8,)).float()]"),
+    ("nn_batch_norm_eval", "f32[2,4,3] f32[4] pf32[4] f32[4] f32[4]",
+     "F = T.nn.functional\nout = [F.batch_norm(x0, x1, x2, x3, x4), F.batch_norm(x0[:, :, 0], x1, x2), "
+     "F.batch_norm(x0, x1, x2, x3, None, False, 0.2, 1e-3)]"),
+    ("nn_group_norm", "f32[2,4,3] f32[4] f32[4]",
+     "F = T.nn.functional\nout = [F.group_norm(x0, 2, x1, x2), F.group_norm(x0 * 2, 4), F.group_norm(x0, 1, eps=1e-3)]"),
+    ("logsumexp", "f32[2,3,4]",
+     "out = [x0.logsumexp(-1), T.logsumexp(x0, (0, 2)), x0.logsumexp(1, keepdim=True), (x0 * 2).logsumexp(0) + 1]"),
+    ("nn_nll_loss", "f32[4,5] f32[5]",
+     "F = T.nn.functional\nt = T.arange(4, device=D) + 1\nlp = x0.log_softmax(-1)\n"
+     "out = [F.nll_loss(lp, t), F.nll_loss(lp, t, reduction='sum'), F.nll_loss(lp, t, reduction='none'), "
+     "F.nll_loss(lp, t, weight=x1.abs() + 0.25, ignore_index=1), F.nll_loss(lp[0], t[2])]"),
+    ("nn_cross_entropy", "f32[4,5] f32[5]",
+     "F = T.nn.functional\nt = 4 - T.arange(4, device=D)\n"
+     "out = [F.cross_entropy(x0, t), F.cross_entropy(x0, t, reduction='sum') * 2, "
+     "F.cross_entropy(x0, t, reduction='none'), F.cross_entropy(x0, t, ignore_index=3), "
+     "F.cross_entropy(x0, t, weight=x1.abs() + 0.5)]"),
+    ("nn_cross_entropy_ls", "f32[4,5]",
+     "F = T.nn.functional\nt = T.arange(4, device=D)\n"
+     "out = [F.cross_entropy(x0, t, label_smoothing=0.1), F.cross_entropy(x0, t, reduction='none', label_smoothing=0.2), "
+     "F.cross_entropy(x0, t, reduction='sum', label_smoothing=0.05, ignore_index=2)]"),
+    # RNG: drawn when the graph runs (post order) from torch's generator, reseeded by manual_seed
+    ("rng_rand", "f32[2]", "T.manual_seed(0)\nout = [T.rand(2, 3, device=D), T.rand(4, device=D, dtype=T.float64) * 2, "
+                           "T.rand((3,), device=D) + x0[0], T.rand(5, device=D, dtype=T.float16), "
+                           "T.rand(5, device=D, dtype=T.bfloat16).float()]"),
+    ("rng_randn", "f32[2]", "T.manual_seed(1)\nout = [T.randn(4, 8, device=D), T.randn(5, device=D), "
+                            "T.randn(3, 7, device=D, dtype=T.float64), T.randn(2, device=D, dtype=T.float64)]"),
+    ("rng_randint", "f32[2]", "T.manual_seed(3)\nout = [T.randint(0, 10, (5,), device=D), T.randint(7, (2, 3), device=D), "
+                              "T.randint(-5, 5, (4,), device=D) * 2]"),
+    ("rng_like", "f32[3,4] i64[5]", "T.manual_seed(4)\nout = [T.rand_like(x0), T.randn_like(x0), T.randint_like(x1, 7), "
+                                    "T.randint_like(x0, 2, 9)]"),
+    ("rng_dropout", "f32[8,32]", "F = T.nn.functional\nT.manual_seed(5)\nout = [F.dropout(x0, 0.25), "
+                                 "F.dropout(x0, 0.5, training=False) * 1, F.dropout(x0 * 2, 0.9) + 1]"),
+    # bfloat16: values compared as float32 (numpy has no bfloat16)
+    ("bf16_ops", "f32[2,3] f16[2,3]",
+     "b = x0.bfloat16()\nout = [(b * 3 + 1).float(), b + x1, (b * 0.1).exp().float(), b.sum().float(), "
+     "b.mean(0).float(), x0.to(T.bfloat16).softmax(-1).float(), (b / 3 - b.sqrt()).float()]"),
+    ("bf16_promote", "f32[2,3] f64[3] i64[3]",
+     "b = x0.to(T.bfloat16)\nout = [b * x1, (b + x2).float(), (b * 2.5).double(), (b > 0.3).int(), "
+     "(b * b).half(), b.type_as(x1), x1.bfloat16().float()]"),
+    ("bf16_reduce", "pf32[4,8]",
+     "b = (x0 * 1.37).bfloat16()\nout = [b.sum(1).float(), b.mean().float(), b.log().sum(0, keepdim=True).float(), "
+     "(b @ b.t()).float(), b.amax(1).float(), b.tanh().sigmoid().float()]"),
+    ("bf16_wide", "f32[64,64]",
+     "b = (x0 * 0.731 + 0.05).bfloat16()\nout = [(b.exp() / (b * b + 1)).float(), b.sin().sum(1).float(), "
+     "b.sum().float(), (b - b.mean(0)).abs().mean(1).float(), (b @ b).float(), b.softmax(0).float(), "
+     "b.rsqrt().float(), b.log_softmax(-1).float()]"),
+    # whole model programs
+    ("model_nn_mlp", "f32[2,4,8] f32[16,8] f32[16] f32[8,16] f32[8] f32[8] f32[8]",
+     "F = T.nn.functional\nh = F.layer_norm(x0, (8,), x5, x6)\nh = F.gelu(F.linear(h, x1, x2))\n"
+     "out = [x0 + F.linear(h, x3, x4)]"),
+    ("model_nn_attention", "f32[2,6,8] f32[24,8] f32[24] f32[8,8] f32[8] f32[8] f32[8]",
+     "F = T.nn.functional\nB, S, E, H = 2, 6, 8, 2\nDh = E // H\n"
+     "h = F.layer_norm(x0, (E,), x5, x6)\nqkv = F.linear(h, x1, x2)\n"
+     "q, k, v = qkv[..., :E], qkv[..., E:2 * E], qkv[..., 2 * E:]\n"
+     "q, k, v = [t.reshape(B, S, H, Dh).transpose(1, 2) for t in (q, k, v)]\n"
+     "pos = T.arange(S, device=D).float().unsqueeze(1)\n"
+     "inv = 1.0 / (10000 ** (T.arange(0, Dh, 2, device=D).float() / Dh))\n"
+     "ang = pos * inv\ncos, sin = ang.cos(), ang.sin()\n"
+     "def rot(t):\n    t1, t2 = t[..., :Dh // 2], t[..., Dh // 2:]\n"
+     "    return T.cat([t1 * cos - t2 * sin, t1 * sin + t2 * cos], -1)\n"
+     "q, k = rot(q), rot(k)\nmask = T.ones(S, S, device=D).triu(1) > 0\n"
+     "att = (q @ k.transpose(-1, -2)) * Dh ** -0.5\natt = att.masked_fill(mask, float('-inf')).softmax(-1)\n"
+     "y = (att @ v).transpose(1, 2).reshape(B, S, E)\nout = [x0 + F.linear(y, x3, x4)]"),
+    ("model_nn_rmsnorm_swiglu", "f32[2,4,8] f32[8] f32[16,8] f32[16,8] f32[8,16]",
+     "F = T.nn.functional\nh = F.rms_norm(x0, (8,), x1, eps=1e-6)\n"
+     "g = F.silu(F.linear(h, x2)) * F.linear(h, x3)\nout = [x0 + F.linear(g, x4)]"),
+    ("model_nn_embed_xent", "f32[10,8] i64[2,6]",
+     "F = T.nn.functional\nids = x1.abs()\nh = F.layer_norm(F.embedding(ids, x0), (8,))\n"
+     "logits = h @ x0.t()\ntgt = (ids + 1).reshape(-1)\n"
+     "out = [F.cross_entropy(logits.reshape(-1, 10), tgt), "
+     "F.cross_entropy(logits.reshape(-1, 10), tgt, label_smoothing=0.1, reduction='sum')]"),
+    ("model_nn_sgd_3steps", "f32[8,4] f32[8,2] f32[4,2]",
+     "w = x2\nbuf = T.zeros(4, 2, device=D)\nfor step in range(3):\n"
+     "    err = x0 @ w - x1\n    loss = (err * err).mean()\n    g = x0.t() @ err * (2.0 / 16)\n"
+     "    buf.mul_(0.9).add_(g)\n    w.sub_(buf * 0.1)\n    if step < 2:\n        mark_step()\n"
+     "out = [w, buf, loss]"),
+    ("model_nn_adam_3steps", "f32[8,4] f32[8,2] f32[4,2]",
+     "w = x2\nm = T.zeros_like(w)\nv = T.zeros_like(w)\nb1, b2, lr, eps = 0.9, 0.999, 0.01, 1e-8\n"
+     "for step in range(1, 4):\n    err = x0 @ w - x1\n    g = x0.t() @ err * (2.0 / 16)\n"
+     "    m.mul_(b1).add_(g, alpha=1 - b1)\n    v.mul_(b2).add_(g * g, alpha=1 - b2)\n"
+     "    mh = m / (1 - b1 ** step)\n    vh = v / (1 - b2 ** step)\n    w.sub_(lr * mh / (vh.sqrt() + eps))\n"
+     "    if step < 3:\n        mark_step()\nout = [w, m, v]"),
+    # (appended last: a program's inputs are seeded by its index)
+    ("rng_inplace", "f32[3,40]",
+     "T.manual_seed(6)\ny = x0 * 1\ny.uniform_(-1, 2)\nz = x0[0] * 0\nz.normal_(1, 3)\nw = T.zeros(10, device=D)\n"
+     "w.random_(3, 9)\nb = T.ones(64, device=D)\nb.bernoulli_(0.7)\n"
+     "out = [y, z, w, b, T.bernoulli(T.rand(30, device=D)), T.ones(20, device=D).bernoulli(0.2)]"),
+    ("rng_reduced", "f32[2,3]",
+     "F = T.nn.functional\nT.manual_seed(8)\nout = [T.randn(40, device=D, dtype=T.bfloat16).float(), "
+     "T.randn(17, device=D, dtype=T.float16), T.randn(7, device=D, dtype=T.float16), F.dropout(x0, 1.0), "
+     "F.dropout(x0[:0], 0.3) + 1]"),
+    ("nn_norms_reduced", "f32[2,3,8] f32[8] f32[8]",
+     "F = T.nn.functional\nh, b = x0.half(), x0.bfloat16()\n"
+     "out = [F.rms_norm(h, (8,), x1.half()), F.rms_norm(b, (8,), eps=1e-6).float(), F.rms_norm(x0, (8,), eps=1e-6), "
+     "F.layer_norm(h, (8,), x1.half(), x2.half()), F.layer_norm(b, (8,)).float(), "
+     "F.cross_entropy(b[0], T.arange(3, device=D)).float()]"),
+    ("nn_group_norm_bf16", "f32[2,3,8] f32[3]",
+     "F = T.nn.functional\nout = [F.group_norm(x0.bfloat16(), 3, x1.bfloat16()).float()]"),
+    ("reduced_rsqrt_tail", "pf32[3,25]",
+     "out = [(x0 * 3.7).half().rsqrt(), (x0 * 3.7).bfloat16().rsqrt().float(), x0[:, :7].half().rsqrt(), "
+     "(x0 + 0.1).bfloat16().rsqrt().sum().float()]"),
+    ("reduced_scalars", "f32[4,32] pf32[4,32]",
+     "h, g = (x0 / 7.3).half(), (x1 / 9.1).half()\nb, c = (x0 / 7.3).bfloat16(), (x1 / 9.1).bfloat16()\n"
+     "out = [h / 3.3, h * 0.1, h - 0.37, h.add(0.3, alpha=1.7), h.add(g, alpha=1.7), h.sub(g, alpha=0.3), "
+     "(b / 3.3).float(), (b - 0.37).float(), b.add(0.3, alpha=1.7).float(), b.add(c, alpha=1.7).float(), "
+     "(b * c + 1e-3).float(), (2.5 - b).float()]"),
+    ("reduced_ops", "pf32[6,50] f32[6,50]",
+     "F = T.nn.functional\nouts = []\nfor dt in (T.float16, T.bfloat16):\n"
+     "    x, y = (x0 * 1.37).to(dt), (x1 * 0.73).to(dt)\n"
+     "    r = [x ** 1.7, x.pow(y), y.sigmoid(), F.gelu(y), F.silu(y), x.log(), y.exp(), x.sum(1), x.mean(0), "
+     "y.cumsum(1), x[:, :20].prod(1), y.softmax(1), y.log_softmax(0), x @ y.t(), y.std(1), F.leaky_relu(y, 0.1), "
+     "F.softplus(y), F.elu(y), y > 0.3, y == 0.25, y.masked_fill(y < 0.1, 0.3), x.rsqrt(), y.tanh()]\n"
+     "    outs += [t.float() if t.dtype == T.bfloat16 else t for t in r]\nout = outs"),
+    ("nn_loss_nd", "f32[2,5,4] f32[2,5,3,2] f32[5]",
+     "F = T.nn.functional\nt1 = (T.arange(8, device=D).reshape(2, 4) * 0.6).long()\n"
+     "t2 = (T.arange(12, device=D).reshape(2, 3, 2) * 0.4).long()\n"
+     "out = [F.cross_entropy(x0, t1), F.nll_loss(x0.log_softmax(1), t1, reduction='none'), "
+     "F.cross_entropy(x1, t2, reduction='sum'), F.cross_entropy(x1, t2, weight=x2.abs() + 0.5, ignore_index=2), "
+     "F.nll_loss(x1, t2, reduction='none'), F.cross_entropy(x0, t1, label_smoothing=0.1)]"),
+    ("rng_view_inplace", "f32[3,40]",
+     "T.manual_seed(12)\ny = x0 * 1\nv = y[1]\nv.uniform_(-1, 2)\nw = y[1:]\nw.normal_(0.5, 2)\nout = [y + 0, v * 2]"),
+    ("optim_pointwise", "f32[2,3] f32[2,3] pf32[2,3] f32[3]",
+     "out = [T.addcmul(x0, x1, x2, value=0.1), x0.addcdiv(x1, x2, value=-0.5), x0.addcmul(x1, x3), "
+     "x0.lerp(x1, 0.3), T.lerp(x0, x1, 0.8), x0.lerp(x1, x2 / 4)]"),
+    ("model_nn_adam_torch_style", "f32[8,4] f32[8,2] f32[4,2]",
+     "import math\nw = x2\nm = T.zeros_like(w)\nv = T.zeros_like(w)\nb1, b2, lr, eps = 0.9, 0.999, 0.01, 1e-8\n"
+     "for step in range(1, 4):\n    g = x0.t() @ (x0 @ w - x1) * (2.0 / 16)\n    m.lerp_(g, 1 - b1)\n"
+     "    v.mul_(b2).addcmul_(g, g, value=1 - b2)\n    bc1, bc2 = 1 - b1 ** step, 1 - b2 ** step\n"
+     "    denom = (v.sqrt() / math.sqrt(bc2)).add_(eps)\n    w.addcdiv_(m, denom, value=-lr / bc1)\n"
+     "    if step < 3:\n        mark_step()\nout = [w, m, v]"),
+]
+PROGRAMS += PROGRAMS_NN
+# Programs whose values are LTC's rather than eager torch's: eager torch runs a fused kernel (native_group_norm)
+# where LTC runs torch's decomposition, which rounds every step in bfloat16.
+VALUES_FROM_LTC = {"nn_group_norm_bf16"}
+
 DOT_EVERY = 5                 # _get_tensors_dot is recorded for every 5th program (it is long)
 # Counter scenarios: the code sees T, tensor(array), mark_step(), graph_hash(ts), sync_multi(ts),
 # to_numpy(t), record(ts) (takes the IR text of ts), reuse(flag) (set_reuse_ir) and np; the LTC counters
@@ -632,6 +778,84 @@ mark_step()
 """),
 ]
 COUNTER_SCENARIOS += COUNTER_SCENARIOS_SELECTION
+
+# Counters of the norms / losses / RNG (issue 19, h-lazynn): eager parts, syncs, and optimizer steps.
+COUNTER_SCENARIOS_NN = [
+    ("nn_decomposed_fallbacks", """
+F = T.nn.functional
+x = tensor(np.linspace(-1, 1, 24, dtype=np.float32).reshape(2, 3, 4))
+y = x.logsumexp(-1)
+z = F.group_norm(x * 2, 3)
+t = tensor(np.array([0, 1], np.int64))
+l = F.cross_entropy(x[:, :, 0], t, label_smoothing=0.1)
+n = F.layer_norm(x, (4,)) + F.nll_loss(x[:, :, 1].log_softmax(-1), t)
+record([y, z, l, n])
+mark_step()
+to_numpy(y); to_numpy(n)
+y2 = x.logsumexp((0, 2)); mark_step()
+"""),
+    ("rng_steps", """
+F = T.nn.functional
+T.manual_seed(0)
+x = tensor(np.ones((4, 8), np.float32))
+for i in range(3):
+    r = T.rand(4, 8, device="lazy") + T.randn(4, 8, device="lazy")
+    d = F.dropout(x * r, 0.5)
+    record([d])
+    mark_step()
+to_numpy(d)
+"""),
+    ("sgd_adam_steps", """
+x = tensor(np.linspace(-1, 1, 32, dtype=np.float32).reshape(8, 4)); y = tensor(np.ones((8, 2), np.float32))
+w = tensor(np.full((4, 2), 0.5, np.float32)); buf = T.zeros(4, 2, device="lazy")
+for step in range(3):
+    g = x.t() @ (x @ w - y) * 0.125
+    buf.mul_(0.9).add_(g)
+    w.sub_(buf * 0.1)
+    record([w, buf])
+    mark_step()
+p = tensor(np.full((4, 2), 0.5, np.float32)); m = T.zeros_like(p); v = T.zeros_like(p)
+for step in range(1, 4):
+    g = x.t() @ (x @ p - y) * 0.125
+    m.mul_(0.9).add_(g, alpha=0.1)
+    v.mul_(0.999).add_(g * g, alpha=0.001)
+    p.sub_(0.01 * (m / (1 - 0.9 ** step)) / ((v / (1 - 0.999 ** step)).sqrt() + 1e-8))
+    record([p, m, v])
+    mark_step()
+to_numpy(p)
+"""),
+    ("nn_reuse_ir", """
+F = T.nn.functional
+reuse(True)
+T.manual_seed(1)
+x = tensor(np.linspace(-1, 1, 24, dtype=np.float32).reshape(2, 3, 4)); t = tensor(np.array([0, 3, 1], np.int64))
+w = tensor(np.ones(4, np.float32)); rm = tensor(np.zeros(3, np.float32)); rv = tensor(np.ones(3, np.float32))
+mark_step()
+for i in range(3):
+    r = T.rand(2, 3, 4, device="lazy") * x + T.randn(4, device="lazy")
+    d = F.dropout(r, 0.5)
+    l = F.layer_norm(d, (4,), w) + F.rms_norm(x, (4,), w)
+    b = F.batch_norm(l, rm, rv)
+    e = F.cross_entropy(b[0], t) + F.nll_loss(b[1].log_softmax(-1), t, reduction='sum')
+    record([b, e])
+    mark_step()
+reuse(False)
+"""),
+    ("adam_torch_style_steps", """
+x = tensor(np.linspace(-1, 1, 32, dtype=np.float32).reshape(8, 4)); y = tensor(np.ones((8, 2), np.float32))
+p = tensor(np.full((4, 2), 0.5, np.float32)); m = T.zeros_like(p); v = T.zeros_like(p)
+for step in range(1, 4):
+    g = x.t() @ (x @ p - y) * 0.125
+    m.lerp_(g, 0.1)
+    v.mul_(0.999).addcmul_(g, g, value=0.001)
+    denom = (v.sqrt() / (1 - 0.999 ** step) ** 0.5).add_(1e-8)
+    p.addcdiv_(m, denom, value=-0.01 / (1 - 0.9 ** step))
+    record([p, m, v])
+    mark_step()
+to_numpy(p)
+"""),
+]
+COUNTER_SCENARIOS += COUNTER_SCENARIOS_NN
 COUNTERS_SKIPPED = ("CreateLtcTensor", "DestroyLtcTensor")
 
 _DTYPES = {"f16": "float16", "f32": "float32", "f64": "float64", "u8": "uint8", "i32": "int32", "i64": "int64",
@@ -713,9 +937,11 @@ def main(path):
         torch._lazy.mark_step()
         values_from = None
         try:
+            if name in VALUES_FROM_LTC:
+                raise RuntimeError(name)
             eager = [t.numpy() for t in run_program(torch, code, [torch.from_numpy(a.copy()) for a in arrays],
                                                     device="cpu")]
-        except RuntimeError:          # eager torch refuses what LTC runs: LTC's values
+        except RuntimeError:          # eager torch refuses what LTC runs (or differs by design): LTC's values
             eager = [t.cpu().numpy() for t in lazy]
             values_from = "ltc"
         entry = {"name": name, "inputs": spec, "code": code, "text": text, "hash": ghash,

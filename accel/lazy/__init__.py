@@ -104,10 +104,11 @@ from accel.lazy import linalg  # noqa: E402
 
 float16, float32, float64 = _D.CODE_TO_NP[5], _D.CODE_TO_NP[6], _D.CODE_TO_NP[7]
 uint8, int8, int16, int32, int64 = (_D.CODE_TO_NP[c] for c in (0, 1, 2, 3, 4))
+bfloat16 = _D.bfloat16
 bool = _D.CODE_TO_NP[11]  # noqa: A001 (torch's name; the builtin is not used below this line)
 
 __all__ += ["LazyTensor", "tensor", "force_fallback", "get_force_fallback", "get_tensors_text", "get_tensors_dot",
             "get_graph_hash", "mark_step", "sync_multi", "wait_device_ops", "get_tensor_id",
             "get_latest_computation_graph", "set_backend", "computation_cache", "run_cached_graph", "set_reuse_ir",
             "get_reuse_ir", "nn", "linalg",
-            "float16", "float32", "float64", "uint8", "int8", "int16", "int32", "int64", "bool"] + _functions.__all__
+            "float16", "bfloat16", "float32", "float64", "uint8", "int8", "int16", "int32", "int64", "bool"] + _functions.__all__

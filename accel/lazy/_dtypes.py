@@ -9,7 +9,49 @@ CODE_TO_NP = {BOOL: _np.dtype(_np.bool_), UINT8: _np.dtype(_np.uint8), INT8: _np
               INT16: _np.dtype(_np.int16), INT32: _np.dtype(_np.int32), INT64: _np.dtype(_np.int64),
               FLOAT16: _np.dtype(_np.float16), FLOAT32: _np.dtype(_np.float32), FLOAT64: _np.dtype(_np.float64)}
 NP_TO_CODE = {dt: c for c, dt in CODE_TO_NP.items()}
-FLOATS = frozenset((FLOAT16, FLOAT32, FLOAT64))
+
+
+class BFloat16Type:
+    """The dtype object of bfloat16 (numpy has none): ``accel.lazy.bfloat16``.  A bfloat16 tensor's values
+    are stored as float32 arrays holding bfloat16 values exactly (every result rounded to nearest-even
+    bfloat16, as torch rounds its float computation), so ``numpy()`` gives them as float32."""
+    name = "bfloat16"
+    itemsize = 2
+    kind = "f"
+
+    def __repr__(self):
+        return "accel.lazy.bfloat16"
+
+    def __str__(self):
+        return "bfloat16"
+
+    def __reduce__(self):
+        return (_bfloat16, ())
+
+
+def _bfloat16():
+    return bfloat16
+
+
+bfloat16 = BFloat16Type()
+BFLOAT16 = 15
+CODE_TO_NP[BFLOAT16] = _np.dtype(_np.float32)      # its storage (NP_TO_CODE keeps float32 -> Float)
+# the dtype objects tensors report (``.dtype``): numpy's, and bfloat16's own
+DTYPES = dict(CODE_TO_NP)
+DTYPES[BFLOAT16] = bfloat16
+FLOATS = frozenset((FLOAT16, FLOAT32, FLOAT64, BFLOAT16))
+
+
+def round_bf16(x):
+    """float32 values rounded to the nearest bfloat16 (ties to even; NaN stays NaN), as float32."""
+    a = _np.array(x, _np.float32, copy=True)
+    bits = a.view(_np.uint32)
+    nan = _np.isnan(a)
+    bits += _np.uint32(0x7FFF) + ((bits >> _np.uint32(16)) & _np.uint32(1))
+    bits &= _np.uint32(0xFFFF0000)
+    if nan.any():
+        a[nan] = _np.nan
+    return a
 INTS = frozenset((UINT8, INT8, INT16, INT32, INT64))
 DEFAULT_FLOAT = FLOAT32
 
@@ -78,7 +120,10 @@ def result_type(operands):
 
 
 def to_code(dtype, what="dtype"):
-    """The code of a dtype given as a numpy dtype, a numpy type or a name like 'float32'."""
+    """The code of a dtype given as a numpy dtype, a numpy type, accel.lazy.bfloat16 or a name like
+    'float32' / 'bfloat16'."""
+    if dtype is bfloat16 or (type(dtype) is str and dtype in ("bfloat16", "torch.bfloat16")):
+        return BFLOAT16
     try:
         dt = _np.dtype(dtype)
     except TypeError:
@@ -87,7 +132,7 @@ def to_code(dtype, what="dtype"):
     code = NP_TO_CODE.get(dt)
     if code is None:
         raise TypeError(f"{what} {dt} is not supported by lazy tensors; expected one of "
-                        f"{', '.join(str(d) for d in CODE_TO_NP.values())}")
+                        f"{', '.join(str(d) for d in DTYPES.values())}")
     return code
 
 

@@ -33,8 +33,9 @@ _GLOBALS = {"_" + n: getattr(_np, n) for n in (
     "power", "equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
     "add", "subtract", "logical_or", "logical_and", "clip", "sum", "mean", "matmul", "reshape", "transpose",
     "broadcast_to", "concatenate", "asarray", "full", "zeros")}
-_GLOBALS.update({"_astype": _astype, "_wrap_int": _wrap_int, "_checked_int": D.checked_int})
+_GLOBALS.update({"_round_bf16": D.round_bf16, "_astype": _astype, "_wrap_int": _wrap_int, "_checked_int": D.checked_int})
 _NARROW_INTS = frozenset((D.UINT8, D.INT8, D.INT16, D.INT32))
+_HALF_OPMATH = frozenset(("aten::mul", "aten::div"))
 _KERNELS = _optable.KERNELS
 for _c, _dt in D.CODE_TO_NP.items():
     _GLOBALS[f"_d{_c}"] = _dt
@@ -162,6 +163,13 @@ class _Compiler:
                     self.ns[buf] = _np.empty(key[1], D.CODE_TO_NP[key[0]])
                 owned[i] = (buf, key)
             self._emit(i, node, kind, attrs[i], ins, out, buf, param_of)
+            if not (k is not None and k.view) and any(s.dtype == D.BFLOAT16 for s in node.shapes):
+                # bfloat16 values live in float32 arrays: each result is rounded as torch rounds its float math
+                if node.num_outputs > 1:
+                    bf = tuple(j for j, s in enumerate(node.shapes) if s.dtype == D.BFLOAT16)
+                    lines.append(f"{out} = tuple(_round_bf16(x) if j in {bf!r} else x for j, x in enumerate({out}))")
+                else:
+                    lines.append(f"{out} = _round_bf16({out})")
             self._release(i, node, base, last, owned, pool)
         rets = []
         for r in self.roots:
@@ -205,6 +213,15 @@ class _Compiler:
         kw = ""
         kern = _KERNELS.get(kind)
         weak = kern is not None and kern.weak
+        if code == D.FLOAT16 and kind in _HALF_OPMATH and any(
+                self.index[m] in param_of and not m.shapes[0].sizes and m.shapes[0].dtype == D.FLOAT64
+                for m in opnodes):
+            # torch's half mul / div by a Python float computes in float with the scalar as a float, rounding
+            # once at the end (numpy would round the scalar to half first)
+            kern.emit(_Emit(self, node, kind, attrs, ins, out, None, f", dtype=_d{D.FLOAT32}", shape, D.FLOAT32,
+                            f"_d{D.FLOAT32}", opnodes, param_of))
+            self.lines.append(f"{out} = {out}.astype({dt})")
+            return
         if not weak:
             # a 0-dim parameter is read as a Python number only where numpy's weak typing stands for torch's
             # wrapped-number / 0-dim priority; elsewhere (views, unary ops, reductions) it is its array

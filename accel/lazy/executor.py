@@ -384,7 +384,7 @@ def fallback(counter, name, inputs, code, params=()):
     args = [tensor_value(t) if type(t) is LazyTensor else t for t in inputs]
     _t._c_to_copy[0] += len(tensors)     # the inputs' copies to the CPU
     result = _np.asarray(_backend_mod.eager(name, args, params)).astype(D.CODE_TO_NP[code], copy=False)
-    return _t.tensor(result)
+    return _t.tensor(result, D.bfloat16) if code == D.BFLOAT16 else _t.tensor(result)
 
 
 _t.install_runtime(tensor_value=tensor_value, compute_nodes=compute_nodes)

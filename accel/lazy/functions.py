@@ -3,7 +3,8 @@ family of accel.lazy.ops (which declare their ops in accel.lazy._optable), binds
 operators to LazyTensor, and exports the declared module functions (torch.exp, torch.matmul, ...)."""
 from accel.lazy import _optable
 from accel.lazy.ops import (  # noqa: F401
-    casts, elementwise, factories, indexing, inplace, linalg, nn, reductions, selection, sorting, views)
+    casts, elementwise, factories, indexing, inplace, linalg, nn, norms, optim, random, reductions, selection,
+    sorting, views)
 from accel.lazy.tensors import LazyTensor
 
 

@@ -455,7 +455,7 @@ class LazyTensor(_lt.TensorBase):
 
     @property
     def dtype(self):
-        return D.CODE_TO_NP[self._shape.dtype]
+        return D.DTYPES[self._shape.dtype]
 
     @property
     def ndim(self):
@@ -510,6 +510,16 @@ class LazyTensor(_lt.TensorBase):
 
 _c_local_scalar = _cell("aten::_local_scalar_dense")
 
+
+def _bf16_tensor(a):
+    """A bfloat16 tensor of the values of ``a`` (rounded to bfloat16, stored as float32)."""
+    a = D.round_bf16(a)
+    a.flags.writeable = False
+    t = _wrap(None, _shape(D.BFLOAT16, tuple(int(s) for s in a.shape)))
+    t._src = Data(a)
+    _c_to_copy[0] += 1
+    return t
+
 _lt.setup(LazyTensor, _c_create, _c_destroy, _data_cache, _device_data, DEVICE, _SCALAR_KIND)
 
 
@@ -531,6 +541,8 @@ def tensor(data, dtype=None):
         a = _np.array(data, dtype=None if dtype is None else D.CODE_TO_NP[D.to_code(dtype)], copy=True)
         if dtype is None and a.dtype == _np.float64 and not isinstance(data, (_np.ndarray, _np.generic)):
             a = a.astype(_np.float32)          # torch.tensor([1.5]) is Float (the default dtype)
+    if dtype is not None and D.to_code(dtype) == D.BFLOAT16:
+        return _bf16_tensor(a)
     code = D.NP_TO_CODE.get(a.dtype.newbyteorder("=") if a.dtype.byteorder == ">" else a.dtype)
     if code is None:
         raise TypeError(f"tensor() got numpy dtype {a.dtype}; supported: "

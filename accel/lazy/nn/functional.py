@@ -5,7 +5,7 @@ from accel.lazy import functions as _functions  # noqa: F401  (fills the op tabl
 
 _NAMES = ("relu", "gelu", "silu", "softmax", "log_softmax", "embedding", "sigmoid", "tanh", "leaky_relu", "softplus",
           "elu", "hardtanh", "mse_loss", "dropout", "linear",
-          "one_hot")
+          "layer_norm", "rms_norm", "group_norm", "batch_norm", "nll_loss", "cross_entropy", "one_hot")
 
 
 def _export():

@@ -53,14 +53,14 @@ def _type_as(self, other):
 
 def _cast_method(name, code):
     def f(self):
-        return _to(self, D.CODE_TO_NP[code])
+        return _to(self, D.DTYPES[code])
     f.__name__ = f.__qualname__ = name
-    f.__doc__ = f"self.to({D.CODE_TO_NP[code]}) (aten::_to_copy; the tensor itself when it has that dtype)."
+    f.__doc__ = f"self.to({D.DTYPES[code]}) (aten::_to_copy; the tensor itself when it has that dtype)."
     return f
 
 
 declare("to", {"to": _to_method, "type_as": _type_as}, {}, [Kernel("aten::_to_copy", _k_to_copy)])
 declare("dtype casts", {n: _cast_method(n, c) for n, c in (
     ("half", D.FLOAT16), ("float", D.FLOAT32), ("double", D.FLOAT64), ("long", D.INT64), ("int", D.INT32),
-    ("short", D.INT16), ("char", D.INT8), ("byte", D.UINT8), ("bool", D.BOOL))})
+    ("short", D.INT16), ("char", D.INT8), ("byte", D.UINT8), ("bool", D.BOOL), ("bfloat16", D.BFLOAT16))})
 classes(**{"aten::_to_copy": "ToCopy"})

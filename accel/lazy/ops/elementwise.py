@@ -393,6 +393,10 @@ def _k_ufunc(ufunc):
 
 
 def _k_pow(k):
+    if k.code == D.BFLOAT16 and k.is_scalar_param(k.opnodes[1]):
+        # torch rounds a number exponent to the tensor's type (numpy, for half, does too)
+        k.line(f"{k.out} = _fpow({k.ins[0]}, _round_bf16({k.ins[1]}){k.kw})")
+        return
     if k.code in D.FLOATS:
         k.line(f"{k.out} = _fpow({', '.join(k.ins)}{k.kw})")
     else:
@@ -409,6 +413,12 @@ def _k_add_sub(k):
     y, a = ins[1], ins[2]
     if k.code in _NARROW_INTS:
         a = f"_checked_int({a}, {k.code})"        # torch's checked conversion of alpha, at run time
+    if k.code == D.FLOAT16:
+        k.line(f"{out} = {f}({k.x}, {y}{kw}) if {ins[2]} == 1 else _half_alpha({f}, {k.x}, {y}, {a})")
+        return
+    if k.code == D.BFLOAT16:
+        k.line(f"{out} = _bf16_alpha({f}, {k.x}, {y}, {a})")
+        return
     k.line(f"{out} = {f}({k.x}, {y}{kw}) if {ins[2]} == 1 else "
            f"{f}({k.x}, _multiply({y}, {a}, dtype={dt}, casting='unsafe'){kw})")
 
@@ -422,11 +432,62 @@ def _k_reciprocal(k):
 
 
 def _k_rsqrt(k):
+    if k.code in (D.FLOAT16, D.BFLOAT16):
+        k.line(f"{k.out} = _rsqrt_reduced({k.x}, {k.code})")
+        return
     k.line(f"{k.out} = _true_divide(1, _sqrt({k.x}, dtype={k.dt}){', out=' + k.buf if k.buf else ''})")
+
+
+_VEC = 32          # torch's CPU loop: whole vectors of 32 half / bfloat16 values, then a scalar tail
+
+
+def _rsqrt_reduced(x, code):
+    """half / bfloat16 rsqrt as torch's CPU kernel computes it: 1 / sqrt in float, rounded once, over the
+    whole vectors; the scalar tail (the last numel % 32 values) rounds sqrt to the type first, then
+    1 / it.  (A tensor above torch's grain size, 32768, is split per thread, each part with its own tail:
+    this follows one part.)  bfloat16 values come and go as float32 arrays."""
+    x = _np.asarray(x)
+    f = x.astype(_np.float32)
+    if code == D.BFLOAT16:
+        rnd = D.round_bf16
+    else:
+        def rnd(a):
+            return _np.asarray(a).astype(_np.float16)
+    with _np.errstate(divide="ignore", invalid="ignore"):
+        out = _np.array(rnd(_np.float32(1) / _np.sqrt(f)))
+        n = out.size
+        tail = n % _VEC
+        if tail:
+            flat = out.reshape(-1)
+            t = f.reshape(-1)[n - tail:]
+            flat[n - tail:] = rnd(_np.float32(1) / _np.asarray(rnd(_np.sqrt(t)), _np.float32))
+    return out
+
+
+def _half_alpha(f, x, y, alpha):
+    """half x + alpha * y (f: numpy add or subtract) as torch computes it: in float, with y and alpha as half
+    values, rounded once."""
+    f32, f16 = _np.float32, _np.float16
+    return f(_np.asarray(x, f16).astype(f32), _np.asarray(y, f16).astype(f32) * f32(f16(alpha))).astype(f16)
+
+
+def _bf16_alpha(f, x, y, alpha):
+    """bfloat16 x + alpha * y (float32 arrays holding bfloat16 values) as torch computes it: in float, with a
+    number y and alpha rounded to bfloat16 first (the caller rounds the result)."""
+    y = D.round_bf16(y)
+    if alpha == 1:
+        return f(x, y, dtype=_np.float32)
+    return f(x, y * D.round_bf16(alpha), dtype=_np.float32)
+
+
+helpers(_rsqrt_reduced=_rsqrt_reduced, _half_alpha=_half_alpha, _bf16_alpha=_bf16_alpha)
 
 
 def _k_sigmoid(k):
     out, x = k.out, k.x
+    if k.code == D.FLOAT16:          # torch computes half in float, rounding once
+        k.line(f"{out} = _true_divide(1, _add(1, _exp(_negative({x}, dtype=_d{D.FLOAT32})))).astype({k.dt})")
+        return
     if k.shape.sizes:
         k.line(f"{out} = _negative({x}{k.kw})")
         k.line(f"_exp({out}, out={out}); _add({out}, 1, out={out}); _true_divide(1, {out}, out={out})")
@@ -454,7 +515,11 @@ def _k_compare(k):
     cmp = k.attrs[1]
     ins = k.ins
     samples = [_sample(o.node, k.is_param(o.node), o.index) for o in k.node.operands]
-    if _np.result_type(*samples) != D.CODE_TO_NP[cmp]:
+    if cmp == D.FLOAT16:            # torch casts a number to the compared type (numpy compares its exact value)
+        ins = [f"_astype({v}, _d{cmp})" for v in ins]
+    elif cmp == D.BFLOAT16:
+        ins = [f"_round_bf16({v})" for v in ins]
+    elif _np.result_type(*samples) != D.CODE_TO_NP[cmp]:
         ins = [f"_astype({v}, _d{cmp})" for v in ins]
     elif cmp in _NARROW_INTS:
         # an integer read as a Python int wraps around to the compared dtype, as torch casts it

@@ -46,10 +46,17 @@ def _np_log_softmax(x, axis):
     return s
 
 
-def _half_softmax(x, axis, log):
-    """float16 (log_)softmax as torch's CPU kernels compute it: in float, with the roundings to half of its
-    two kernels (the last dim's keeps the sum and its log in half; the other dims' rounds exp(x - max))."""
-    f32, f16 = _np.float32, _np.float16
+def _half_softmax(x, axis, log, bf16=False):
+    """float16 / bfloat16 (log_)softmax as torch's CPU kernels compute it: in float, with the roundings to
+    the reduced type of its two kernels (the last dim's log_softmax keeps the sum and its log in it; the other
+    dims' half softmax rounds exp(x - max)).  bfloat16 values come (and go) as float32 arrays."""
+    f32 = _np.float32
+    if bf16:
+        def rnd(a):
+            return D.round_bf16(a)
+    else:
+        def rnd(a):
+            return a.astype(_np.float16)
     xf = x.astype(f32)
     s = xf - _np.max(xf, axis=axis, keepdims=True)
     e = _np.exp(s)
@@ -57,18 +64,28 @@ def _half_softmax(x, axis, log):
     last = axis == x.ndim - 1
     if log:
         if last:
-            return (s - _np.log(total.astype(f16).astype(f32)).astype(f16).astype(f32)).astype(f16)
-        return (s - _np.log(total)).astype(f16)
-    if not last:
-        e = e.astype(f16).astype(f32)
-    return (e / total).astype(f16)
+            return rnd(s - rnd(_np.log(rnd(total).astype(f32))).astype(f32))
+        return rnd(s - _np.log(total))
+    if not last and not bf16:       # (torch's bfloat16 softmax rounds only its result)
+        e = rnd(e).astype(f32)
+    return rnd(e / total)
 
 
-helpers(_softmax=_np_softmax, _log_softmax=_np_log_softmax)
+def _np_softmax_bf16(x, axis):
+    return _np.empty_like(x) if _np.size(x) == 0 else _half_softmax(x, axis, False, True)
+
+
+def _np_log_softmax_bf16(x, axis):
+    return _np.empty_like(x) if _np.size(x) == 0 else _half_softmax(x, axis, True, True)
+
+
+helpers(_softmax=_np_softmax, _log_softmax=_np_log_softmax, _softmax_bf16=_np_softmax_bf16,
+        _log_softmax_bf16=_np_log_softmax_bf16)
 
 
 def _k_softmax(k):
-    k.line(f"{k.out} = {k.kind[6:]}({k.x}, {k.attrs[1]})")
+    f = k.kind[6:] + ("_bf16" if k.code == D.BFLOAT16 else "")
+    k.line(f"{k.out} = {f}({k.x}, {k.attrs[1]})")
 
 
 def _input(x, name):
@@ -280,18 +297,6 @@ def mse_loss(input, target, reduction="mean"):
     return fallback("aten::mse_loss", "mse_loss", [input, target], code, (reduction,))
 
 
-def dropout(input, p=0.5, training=True, inplace=False):
-    """torch.nn.functional.dropout: the input itself when not training or p == 0 (as torch); random masks are
-    not supported yet."""
-    _check_tensor(input, "dropout() input")
-    p = _num(p, "dropout(): p")
-    if not 0 <= p <= 1:
-        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
-    if not training or p == 0:
-        return input
-    raise NotImplementedError("dropout(training=True) needs LTC's random ops, not supported by accel.lazy yet")
-
-
 def linear(input, weight, bias=None):
     """torch.nn.functional.linear for a 2-D input (mm with weight.t(), or addmm with the bias, as torch records
     it) or an N-D input without bias (matmul with weight.t())."""
@@ -341,6 +346,8 @@ def _broadcast_to_check(sizes, out):
 
 def _np_leaky_relu(x, slope, dt):
     x = _np.asarray(x)
+    if x.dtype == _np.float16:       # torch computes half in float, the slope as a float
+        return _np.where(x > 0, x, x.astype(_np.float32) * _np.float32(_np.asarray(slope))).astype(dt)
     return _np.where(x > 0, x, x * _np.asarray(slope).astype(dt)).astype(dt)
 
 
@@ -364,8 +371,9 @@ def _np_addmm(bias, a, b, beta, alpha, dt):
     beta, alpha = _np.asarray(beta).item(), _np.asarray(alpha).item()
     r = _np.matmul(a, b)
     if alpha != 1:
-        r = r * alpha
-    return (r + (bias if beta == 1 else bias * beta)).astype(dt)
+        r *= alpha
+    r += bias if beta == 1 else bias * beta        # r is a new array: added in place
+    return r.astype(dt, copy=False)
 
 
 helpers(_leaky_relu=_np_leaky_relu, _softplus=_np_softplus, _elu=_np_elu, _addmm=_np_addmm)
@@ -394,6 +402,5 @@ declare("softplus", {}, {}, [Kernel("aten::softplus", _k_args("softplus"))], nn=
 declare("elu", {}, {}, [Kernel("aten::elu", _k_args("elu"))], nn={"elu": elu})
 declare("hardtanh", {}, {}, eager={"hardtanh": _eager_hardtanh}, nn={"hardtanh": hardtanh})
 declare("mse_loss", {}, {}, eager={"mse_loss": _eager_mse}, nn={"mse_loss": mse_loss})
-declare("dropout", {}, {}, nn={"dropout": dropout})
 declare("linear", {}, {}, [Kernel("aten::addmm", _k_args("addmm"))], nn={"linear": linear})
 classes(**{"aten::leaky_relu": "LeakyRelu", "aten::softplus": "Softplus", "aten::elu": "Elu", "aten::addmm": "Addmm"})

@@ -331,9 +331,9 @@ def _prod(a, dim=None, keepdim=False):
     _check_tensor(a, "prod() input")
     code = a._shape.dtype if a._shape.dtype in D.FLOATS else D.INT64
     if dim is None:
-        return fallback("aten::prod", "prod", [a], code, (None, False))
+        return fallback("aten::prod", "prod", [a], code, (None, False, code))
     axis = _norm_dim(_index(dim, "prod(): dim"), len(a._shape.sizes))
-    return fallback("aten::prod.dim_int", "prod", [a], code, (axis, bool(keepdim)))
+    return fallback("aten::prod.dim_int", "prod", [a], code, (axis, bool(keepdim), code))
 
 
 def _cumsum(a, dim, dtype=None):
@@ -411,6 +411,9 @@ def _k_min_max(k):
 
 
 def _k_cumsum(k):
+    if k.code == D.FLOAT16:          # torch accumulates half in float, rounding each output
+        k.line(f"{k.out} = _cumsum({k.x}, {k.attrs[1]}, dtype=_d{D.FLOAT32}).astype({k.dt})")
+        return
     k.line(f"{k.out} = _cumsum({k.x}, {k.attrs[1]}, dtype={k.dt})")
 
 
@@ -445,10 +448,26 @@ def _eager_arg(name):
     return g
 
 
-def _eager_prod(args, axis, keepdim):
+def _eager_prod(args, axis, keepdim, code=None):
     x = _np.asarray(args[0])
+    if code in (D.FLOAT16, D.BFLOAT16) and x.size:
+        return _reduced_prod(x, axis if x.ndim else None, keepdim, code)
     return _np.asarray(_np.prod(x, axis=axis if x.ndim else None, keepdims=keepdim,
                                 dtype=x.dtype if x.dtype.kind == "f" else _np.int64))
+
+
+def _reduced_prod(x, axis, keepdim, code):
+    """half / bfloat16 prod as torch's CPU kernel: the running product rounded to the type at every step, in
+    order along the dim (the flattened tensor for a full reduction; torch's vectorised reduction of a long
+    row rounds in another order: equal to the type's rounding)."""
+    rnd = D.round_bf16 if code == D.BFLOAT16 else (lambda a: _np.asarray(a).astype(_np.float16))
+    xs = _np.moveaxis(x.reshape(-1) if axis is None else x, 0 if axis is None else axis, 0).astype(_np.float32)
+    acc = _np.ones(xs.shape[1:], _np.float32)
+    for row in xs:
+        acc = _np.asarray(rnd(acc * row), _np.float32)
+    if axis is None:
+        return acc.reshape((1,) * x.ndim) if keepdim else acc
+    return _np.expand_dims(acc, axis) if keepdim else acc
 
 
 def _method(f, name):

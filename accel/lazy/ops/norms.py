@@ -1,0 +1,476 @@
+"""Normalisation and losses (issue 19): layer_norm, batch_norm (eval), nll_loss / cross_entropy as the LTC
+nodes torch 2.13 records (aten::native_layer_norm, aten::native_batch_norm with 3 outputs,
+aten::nll_loss_forward with 2; the tensors hold output 0), and what torch decomposes before LTC sees it:
+rms_norm (pow / mean / add / rsqrt / mul), group_norm (views around an eager var_mean), logsumexp (an eager
+amax, then a graph that torch's out= path syncs at once: the result is device data), cross_entropy's
+label smoothing."""
+import numpy as _np
+
+from accel.lazy import _dtypes as D
+from accel.lazy import metrics as _metrics
+from accel.lazy import tensors as _t
+from accel.lazy._optable import Kernel, classes, declare, helpers
+from accel.lazy.executor import compute_values, tensor_value
+from accel.lazy.ops.nn import _softmax
+from accel.lazy.ops.reductions import _amax
+from accel.lazy.ops.casts import to_copy as _to_copy
+from accel.lazy.ops.views import _numel, _unsqueeze, _view
+from accel.lazy.trie import TrieCache
+from accel.lazy.tensors import (
+    LazyTensor, _as_number, _check_tensor, _dim_list, _dtype_name, _emit, _fn_counter, _index, _int_list,
+    _norm_dim, _op, _seed, _shape, set_attrs)
+
+Node = _t.Node
+
+
+def _g(v):
+    """A double as LTC's tags print it (C++ ostream's default: %g with 6 digits)."""
+    return f"{float(v):g}"
+
+
+def _emit_multi(opname, operands, shapes, seed, args, tags):
+    """A node with several outputs (``shapes``: (dtype code, sizes) each; its kernel returns a tuple): a tensor
+    per output, holding Output(node, i), as LTC makes them; the functional forms hand back output 0."""
+    shs = tuple(_shape(c, tuple(s)) for c, s in shapes)
+    n = Node(_op(opname), operands, shs, len(shs), seed)
+    set_attrs(n, opname, args, tags)
+    if _t._reuse[0]:
+        tc = TrieCache.get()
+        if any(o is None and any(p is not None for p in operands[i + 1:]) for i, o in enumerate(operands)):
+            # LTC's CanBeReused compares operand(i) position by position over the operands without the absent
+            # ones: an absent optional before a present one shifts them, so such a node is never reused
+            tc.insert(n)
+        else:
+            hit = tc._lookup(n, _t.reuse_counter_name)
+            if hit is None:
+                tc.insert(n)
+            else:
+                n = hit
+    return tuple(_t._wrap(_t.Output(n, i), s) for i, s in enumerate(shs))[0]
+
+
+def _opt(x, what):
+    if x is None:
+        return None
+    _check_tensor(x, what)
+    return x
+
+
+def _float_input(a, what):
+    _check_tensor(a, f"{what}() input")
+    if a._shape.dtype not in D.FLOATS:
+        raise RuntimeError(f"{what}(): expected a floating point input, got {_dtype_name(a._shape.dtype)}")
+    return a._shape
+
+
+def _normalized_shape(ns, sizes, what):
+    ns = [ns] if not isinstance(ns, (tuple, list)) else list(ns)
+    ns = _int_list(ns, f"{what}(): normalized_shape") if ns else []
+    if not ns or len(ns) > len(sizes) or list(sizes[len(sizes) - len(ns):]) != ns:
+        raise RuntimeError(f"Given normalized_shape={ns}, expected input with shape [*, "
+                           f"{', '.join(str(n) for n in ns)}], but got input of size{list(sizes)}")
+    return ns
+
+
+def _eps(v, what):
+    e = _as_number(v)
+    if e is None or isinstance(v, bool):
+        raise TypeError(f"{what}(): eps must be a Python number, got {type(v).__name__}: {v!r}")
+    return float(e)
+
+
+def _param_shape(p, sizes, what):
+    if p is not None and tuple(p._shape.sizes) != tuple(sizes):
+        raise RuntimeError(f"{what}: expected a tensor of shape {list(sizes)}, got {list(p._shape.sizes)}")
+
+
+# ---------------------------------------------------------------- layer_norm / rms_norm
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+    """torch.nn.functional.layer_norm: aten::native_layer_norm(input, weight?, bias?) with 3 outputs
+    (the result, mean and rstd of shape [*, 1, ...]); the result is output 0."""
+    s = _float_input(input, "layer_norm")
+    ns = _normalized_shape(normalized_shape, s.sizes, "layer_norm")
+    weight, bias = _opt(weight, "layer_norm() weight"), _opt(bias, "layer_norm() bias")
+    _param_shape(weight, ns, "layer_norm() weight")
+    _param_shape(bias, ns, "layer_norm() bias")
+    e = _eps(eps, "layer_norm")
+    stat = tuple(s.sizes[:len(s.sizes) - len(ns)]) + (1,) * len(ns)
+    _fn_counter("native_layer_norm")[0] += 1
+    ops = (input._ir(), None if weight is None else weight._ir(), None if bias is None else bias._ir())
+    return _emit_multi("aten::native_layer_norm", ops, ((s.dtype, s.sizes), (s.dtype, stat), (s.dtype, stat)),
+                       _seed(ns, e), (len(ns), e, weight is not None, bias is not None),
+                       f"normalized_shape={_dim_list(ns)}, eps={_g(e)}")
+
+
+def rms_norm(input, normalized_shape, weight=None, eps=None):
+    """torch.nn.functional.rms_norm, as torch 2.13 decomposes it: x * rsqrt(mean(x ** 2, last dims, keepdim) +
+    eps) * weight, cast back to the input's dtype (a half / bfloat16 input is computed in float); eps (None:
+    the compute type's epsilon) is rounded to the compute type first, as torch's eps_val."""
+    s = _float_input(input, "rms_norm")
+    ns = _normalized_shape(normalized_shape, s.sizes, "rms_norm")
+    weight = _opt(weight, "rms_norm() weight")
+    _param_shape(weight, ns, "rms_norm() weight")
+    nd = len(s.sizes)
+    dims = [nd - i - 1 for i in range(len(ns))]
+    reduced = s.dtype in (D.FLOAT16, D.BFLOAT16)
+    x = _to_copy(input, _np.float32) if reduced else input
+    e = float(_np.finfo(D.CODE_TO_NP[x._shape.dtype]).eps) if eps is None else _eps(eps, "rms_norm")
+    e = float(_np.asarray(e).astype(D.CODE_TO_NP[x._shape.dtype]))       # torch's opmath_t eps_val
+    r = x * x.pow(2).mean(dims, keepdim=True).add(e).rsqrt()
+    if weight is not None:
+        r = r * weight
+    if reduced:
+        r = _to_copy(r, D.DTYPES[s.dtype], layout=True)
+    return r
+
+
+# ---------------------------------------------------------------- batch_norm (eval)
+def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5):
+    """torch.nn.functional.batch_norm with running statistics (training=False): aten::native_batch_norm
+    (input, weight?, bias?, running_mean, running_var) with 3 outputs; the result is output 0."""
+    s = _float_input(input, "batch_norm")
+    if training:
+        raise NotImplementedError("batch_norm(training=True) (batch statistics, updating the running ones in "
+                                  "place) is not supported by accel.lazy yet")
+    if running_mean is None or running_var is None:
+        raise NotImplementedError("batch_norm() without running statistics is not supported by accel.lazy yet")
+    if len(s.sizes) < 2:
+        raise ValueError(f"Expected 2D or more input (got {len(s.sizes)}D input)")
+    c = s.sizes[1]
+    ts = []
+    for name, p in (("weight", weight), ("bias", bias), ("running_mean", running_mean),
+                    ("running_var", running_var)):
+        p = _opt(p, f"batch_norm() {name}")
+        _param_shape(p, (c,), f"batch_norm() {name}")
+        ts.append(p)
+    e = _eps(eps, "batch_norm")
+    m = _as_number(momentum)
+    if m is None:
+        raise TypeError(f"batch_norm(): momentum must be a Python number, got {momentum!r}")
+    m = float(m)
+    _fn_counter("native_batch_norm")[0] += 1
+    ops = (input._ir(),) + tuple(None if p is None else p._ir() for p in ts)
+    return _emit_multi("aten::native_batch_norm", ops, ((s.dtype, s.sizes), (s.dtype, (c,)), (s.dtype, (c,))),
+                       _seed(False, m, e), (e, ts[0] is not None, ts[1] is not None),
+                       f"training=0, momentum={_g(m)}, eps={_g(e)}")
+
+
+# ---------------------------------------------------------------- group_norm
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
+    """torch.nn.functional.group_norm as torch 2.13 decomposes it: x.view(N, G, -1), an eager var_mean
+    (correction 0, keepdim), (x - mean) * rsqrt(var + eps), viewed back, * weight, + bias (viewed [1, C, 1...])."""
+    s = _float_input(input, "group_norm")
+    g = _index(num_groups, "group_norm(): num_groups")
+    if len(s.sizes) < 2:
+        raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received {len(s.sizes)}")
+    n, c = s.sizes[0], s.sizes[1]
+    if g <= 0 or c % g:
+        raise RuntimeError(f"Expected number of channels in input to be divisible by num_groups, but got input "
+                           f"of shape {list(s.sizes)} and num_groups={g}")
+    weight, bias = _opt(weight, "group_norm() weight"), _opt(bias, "group_norm() bias")
+    _param_shape(weight, (c,), "group_norm() weight")
+    _param_shape(bias, (c,), "group_norm() bias")
+    e = _eps(eps, "group_norm")
+    xr = _view(input, (n, g, _numel(s.sizes) // (n * g) if n * g else 0), "view_copy_symint")
+    var, mean = _var_mean(xr, 2)
+    rstd = (var + e).rsqrt()
+    out = _view((xr - mean) * rstd, s.sizes, "view_copy_symint")
+    shape = (1, c) + (1,) * (len(s.sizes) - 2)
+    if weight is not None:
+        out = out * _view(weight, shape, "view_copy_symint")
+    if bias is not None:
+        out = out + _view(bias, shape, "view_copy_symint")
+    _fn_counter("squeeze_copy")[0] += 2         # torch squeezes mean and rstd for its other two outputs
+    return out
+
+
+def _var_mean(x, axis):
+    """torch.var_mean(x, [axis], correction=0, keepdim=True): no lazy kernel in LTC (eager, counter
+    aten::var_mean.correction); two results holding data."""
+    _metrics.Counter("aten::var_mean.correction").add(1)
+    a = tensor_value(x)
+    _t._c_to_copy[0] += 1
+    a64 = _np.asarray(a, _np.float64)
+    code = x._shape.dtype
+    return (_data_tensor(a64.var(axis=axis, keepdims=True), code),
+            _data_tensor(a64.mean(axis=axis, keepdims=True), code))
+
+
+def _data_tensor(a, code):
+    """A new tensor holding ``a`` as dtype ``code`` (bfloat16 rounded), as a fallback's result."""
+    a = _np.asarray(a).astype(D.CODE_TO_NP[code])
+    return _t.tensor(a, D.bfloat16) if code == D.BFLOAT16 else _t.tensor(a)
+
+
+# ---------------------------------------------------------------- logsumexp
+def logsumexp(input, dim, keepdim=False):
+    """torch.logsumexp as torch 2.13 runs it on LTC: an eager amax (keepdim), inf maxima set to 0 (in place on
+    the squeezed view, as functionalisation records it), log(sum(exp(x - max))) + max, then synced by the
+    out= path's copy: the result holds device data."""
+    _check_tensor(input, "logsumexp() input")
+    if type(keepdim) is not bool:
+        raise TypeError(f"logsumexp(): keepdim must be a bool, got {type(keepdim).__name__}: {keepdim!r}")
+    x = input
+    if x._shape.dtype not in D.FLOATS:
+        x = _to_copy(x, _np.float32)
+    nd = len(x._shape.sizes)
+    dims = [dim] if not isinstance(dim, (tuple, list)) else list(dim)
+    dims = _int_list(dims, "logsumexp() dim") if dims else []
+    if not dims:
+        raise NotImplementedError("logsumexp() over no dims is not supported by accel.lazy yet")
+    axes = sorted(_norm_dim(d, nd) for d in dims)
+    if len(set(axes)) != len(axes):
+        raise RuntimeError(f"dim {axes[0]} appears multiple times in the list of dims")
+    if 0 in x._shape.sizes:
+        raise NotImplementedError("logsumexp() of an empty tensor is not supported by accel.lazy yet")
+    maxes = _amax(x, dims, True)
+    if keepdim:
+        maxes = maxes.masked_fill(maxes.abs() == float("inf"), 0)
+        squeezed = maxes
+    else:
+        sq = _squeeze_dims(maxes, dims, axes)
+        sq = sq.masked_fill(sq.abs() == float("inf"), 0)
+        maxes = sq
+        for a in axes:
+            maxes = _unsqueeze(maxes, a, False)
+        squeezed = _squeeze_dims(maxes, dims, axes)
+    r = (x - maxes).exp().sum(dims, keepdim).log().add(squeezed)
+    # torch's out= path: resize_ (a fallback), then the result copied through the CPU: computed now (as
+    # .cpu() computes, the graph stays), handed back as a new tensor holding its data
+    value = compute_values([r])[0]
+    for name in ("aten::resize_", "lazy::_copy_from", "lazy::_copy_from_and_resize"):
+        _metrics.Counter(name).add(1)
+    return _data_tensor(value, r._shape.dtype)
+
+
+def _squeeze_dims(a, dims, axes):
+    s = a._shape
+    sizes = tuple(n for i, n in enumerate(s.sizes) if i not in axes or n != 1)
+    _fn_counter("squeeze_copy")[0] += 1
+    return _emit("aten::squeeze_copy", (a._ir(),), s.dtype, sizes, _seed(dims), "reshape", None,
+                 f"dim={_dim_list(dims)}")
+
+
+# ---------------------------------------------------------------- nll_loss / cross_entropy
+_REDUCTION = {"none": 0, "mean": 1, "sum": 2}
+
+
+def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
+    """torch.nn.functional.nll_loss for an input [N, C] or [C] and class-index targets: aten::nll_loss_forward
+    (input, target, weight?) with 2 outputs (the loss, the total weight); the loss is output 0.  [N, C, d...]:
+    aten::nll_loss2d_forward (see _nll_loss_nd)."""
+    if size_average is not None or reduce is not None:
+        raise NotImplementedError("nll_loss(size_average=, reduce=) (deprecated) is not supported by accel.lazy; "
+                                  "use reduction=")
+    s = _float_input(input, "nll_loss")
+    _check_tensor(target, "nll_loss() target")
+    if reduction not in _REDUCTION:
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    if target._shape.dtype not in (D.INT64, D.UINT8):
+        raise RuntimeError(f"expected scalar type Long but found {_dtype_name(target._shape.dtype)}")
+    nd = len(s.sizes)
+    ts = target._shape.sizes
+    if nd >= 3:
+        return _nll_loss_nd(input, target, weight, ignore_index, reduction)
+    if nd == 2 and tuple(ts) != (s.sizes[0],) or nd == 1 and len(ts) != 0:
+        raise ValueError(f"Expected input batch_size ({s.sizes[0] if nd == 2 else 1}) to match target batch_size "
+                         f"({ts[0] if ts else 1}).")
+    weight = _opt(weight, "nll_loss() weight")
+    c = s.sizes[-1]
+    _param_shape(weight, (c,), "nll_loss() weight")
+    ig = _index(ignore_index, "nll_loss(): ignore_index")
+    red = _REDUCTION[reduction]
+    out = (s.sizes[0],) if red == 0 and nd == 2 else ()
+    _fn_counter("nll_loss_forward")[0] += 1
+    ops = (input._ir(), target._ir(), None if weight is None else weight._ir())
+    return _emit_multi("aten::nll_loss_forward", ops, ((s.dtype, out), (s.dtype, ())), _seed(red, ig),
+                       (red, ig, weight is not None), f"reduction={red}, ignore_index={ig}")
+
+
+def _nll_loss_nd(input, target, weight, ignore_index, reduction):
+    """nll_loss of an input [N, C, d1, ...]: aten::nll_loss2d_forward on [N, C, H, W] (other ranks viewed as
+    [N, C, 1, -1] and the target as [N, 1, -1], the unreduced loss viewed back), as torch's nll_loss_nd."""
+    s, ts = input._shape, target._shape.sizes
+    n, c = s.sizes[0], s.sizes[1]
+    if tuple(ts) != (n,) + tuple(s.sizes[2:]):
+        raise ValueError(f"Expected target size {[n] + list(s.sizes[2:])}, got {list(ts)}")
+    x, t = input, target
+    if len(s.sizes) != 4:
+        t = _view(target, (n, 1, -1), "view_copy_symint")
+        x = _view(input, (n, c, 1, -1), "view_copy_symint")
+    weight = _opt(weight, "nll_loss() weight")
+    _param_shape(weight, (c,), "nll_loss() weight")
+    ig = _index(ignore_index, "nll_loss(): ignore_index")
+    red = _REDUCTION[reduction]
+    out = (n,) + tuple(x._shape.sizes[2:]) if red == 0 else ()
+    _fn_counter("nll_loss2d_forward")[0] += 1
+    ops = (x._ir(), t._ir(), None if weight is None else weight._ir())
+    r = _emit_multi("aten::nll_loss2d_forward", ops, ((s.dtype, out), (s.dtype, ())), _seed(red, ig),
+                    (red, ig, weight is not None), f"reduction={red}, ignore_index={ig}")
+    if red == 0 and len(s.sizes) != 4:
+        r = _view(r, ts, "view_copy_symint")
+    return r
+
+
+def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean",
+                  label_smoothing=0.0):
+    """torch.nn.functional.cross_entropy with class-index targets: _log_softmax over the class dim, then
+    nll_loss_forward; label_smoothing > 0 adds torch's smoothing term (its ~ignore_mask runs eagerly, as
+    LTC's bitwise_not fallback)."""
+    s = _float_input(input, "cross_entropy")
+    if size_average is not None or reduce is not None:
+        raise NotImplementedError("cross_entropy(size_average=, reduce=) (deprecated) is not supported by "
+                                  "accel.lazy; use reduction=")
+    _check_tensor(target, "cross_entropy() target")
+    if target._shape.dtype in D.FLOATS:
+        raise NotImplementedError("cross_entropy() with class-probability targets is not supported by accel.lazy yet")
+    ls = _as_number(label_smoothing)
+    if ls is None or not 0.0 <= ls <= 1.0:
+        raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing!r}")
+    class_dim = 0 if len(s.sizes) == 1 else 1
+    logp = _softmax("_log_softmax", input, class_dim)
+    if ls == 0:
+        return nll_loss(logp, target, weight, None, ignore_index, None, reduction)
+    if weight is not None:
+        raise NotImplementedError("cross_entropy() with weight and label_smoothing is not supported by accel.lazy yet")
+    if reduction not in _REDUCTION:
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    n_classes = s.sizes[class_dim]
+    ig = _index(ignore_index, "cross_entropy(): ignore_index")
+    nll = nll_loss(logp, target, None, None, ig, None, reduction)
+    ignore_mask = target == ig
+    smooth = logp.sum(class_dim).neg().masked_fill(ignore_mask, 0.0)
+    if reduction == "mean":
+        smooth = smooth.sum() / _bitwise_not(ignore_mask).sum()
+    elif reduction == "sum":
+        smooth = smooth.sum()
+    return nll * (1 - ls) + smooth * (ls / n_classes)
+
+
+def _bitwise_not(mask):
+    """~mask: no lazy kernel in LTC (eager, counter aten::bitwise_not)."""
+    _metrics.Counter("aten::bitwise_not").add(1)
+    a = tensor_value(mask)
+    _t._c_to_copy[0] += 1
+    return _t.tensor(_np.logical_not(a))
+
+
+# ---------------------------------------------------------------- kernels
+def _np_layer_norm(x, *rest):
+    """(result, mean, rstd) of native_layer_norm: in float for float / half / bfloat16 inputs (as torch's CPU
+    kernel accumulates), in double for double ones."""
+    (k, eps, has_w, has_b), params = rest[-1], list(rest[:-1])
+    w = params.pop(0) if has_w else None
+    b = params.pop(0) if has_b else None
+    dt = x.dtype
+    calc = _np.float64 if dt == _np.float64 else _np.float32
+    xc = _np.asarray(x, calc)
+    axes = tuple(range(xc.ndim - k, xc.ndim))
+    mean = xc.mean(axis=axes, keepdims=True)
+    d = xc - mean
+    var = _np.square(d).mean(axis=axes, keepdims=True)
+    rstd = 1 / _np.sqrt(var + calc(eps))
+    d *= rstd
+    if w is not None:
+        d *= w
+    if b is not None:
+        d += b
+    return d.astype(dt, copy=False), mean.astype(dt), rstd.astype(dt)
+
+
+def _np_batch_norm(x, *rest):
+    (eps, has_w, has_b), params = rest[-1], list(rest[:-1])
+    w = params.pop(0) if has_w else None
+    b = params.pop(0) if has_b else None
+    rm, rv = params
+    shape = (1, -1) + (1,) * (x.ndim - 2)
+    x64 = _np.asarray(x, _np.float64)
+    r = (x64 - _np.reshape(rm, shape)) / _np.sqrt(_np.reshape(rv, shape).astype(_np.float64) + eps)
+    if w is not None:
+        r = r * _np.reshape(w, shape)
+    if b is not None:
+        r = r + _np.reshape(b, shape)
+    c = x.shape[1]
+    return r.astype(x.dtype), _np.zeros(c, x.dtype), _np.zeros(c, x.dtype)     # eval: no batch statistics
+
+
+def _np_nll2d(x, t, *rest):
+    x = _np.moveaxis(_np.asarray(x), 1, -1)           # [N, H, W, C]
+    t = _np.asarray(t)
+    loss, total_w = _np_nll(x.reshape(-1, x.shape[-1]), t.reshape(-1), *rest)
+    return loss.reshape(t.shape if rest[-1][0] == 0 else ()), total_w
+
+
+def _np_nll(x, t, *rest):
+    """(the loss, the total weight) of nll_loss_forward."""
+    (red, ig, has_w), params = rest[-1], rest[:-1]
+    x = _np.asarray(x)
+    t = _np.asarray(t).astype(_np.int64)
+    x2 = x.reshape(-1, x.shape[-1])
+    t1 = t.reshape(-1)
+    c = x2.shape[1]
+    keep = t1 != ig
+    bad = t1[keep & ((t1 < 0) | (t1 >= c))]
+    if bad.size:
+        raise IndexError(f"Target {int(bad[0])} is out of bounds.")
+    safe = _np.where(keep, t1, 0)
+    w = _np.asarray(params[0], _np.float64)[safe] if has_w else _np.ones(len(t1))
+    w = _np.where(keep, w, 0.0)
+    picked = x2[_np.arange(len(t1)), safe].astype(_np.float64)
+    losses = -picked * w
+    total_w = _np.asarray(w.sum(), x.dtype)
+    if red == 0:
+        return losses.astype(x.dtype).reshape(t.shape), total_w
+    total = losses.sum()
+    if red == 2:
+        return _np.asarray(total, x.dtype), total_w
+    with _np.errstate(all="ignore"):
+        return _np.asarray(total / w.sum(), x.dtype), total_w
+
+
+helpers(_native_layer_norm=_np_layer_norm, _native_batch_norm=_np_batch_norm, _nll_loss_forward=_np_nll,
+        _nll_loss2d_forward=_np_nll2d)
+
+
+def _k_attrs(name):
+    def emit(k):
+        k.line(f"{k.out} = {name}({', '.join(k.ins)}, {k.attrs[1]!r})")
+    return emit
+
+
+def _input(x, name):
+    if type(x) is not LazyTensor:
+        raise TypeError(f"{name}(): argument 'input' must be a lazy tensor, got {type(x).__name__}: {x!r}")
+    return x
+
+
+def _logsumexp_m(self, dim, keepdim=False):
+    return logsumexp(self, dim, keepdim)
+
+
+def _logsumexp_f(input, dim, keepdim=False):
+    return logsumexp(_input(input, "logsumexp"), dim, keepdim)
+
+
+def _layer_norm_f(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+    return layer_norm(_input(input, "layer_norm"), normalized_shape, weight, bias, eps)
+
+
+declare("logsumexp", {"logsumexp": _logsumexp_m}, {"logsumexp": _logsumexp_f})
+declare("layer_norm", {}, {"layer_norm": _layer_norm_f},
+        [Kernel("aten::native_layer_norm", _k_attrs("_native_layer_norm"))], nn={"layer_norm": layer_norm})
+declare("rms_norm", {}, {"rms_norm": rms_norm}, nn={"rms_norm": rms_norm})
+declare("group_norm", {}, {"group_norm": group_norm}, nn={"group_norm": group_norm})
+def _batch_norm_f(input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled=True):
+    """torch.batch_norm (the module function's argument order)."""
+    return batch_norm(_input(input, "batch_norm"), running_mean, running_var, weight, bias, training, momentum, eps)
+
+
+declare("batch_norm", {}, {"batch_norm": _batch_norm_f},
+        [Kernel("aten::native_batch_norm", _k_attrs("_native_batch_norm"))], nn={"batch_norm": batch_norm})
+declare("nll_loss", {}, {}, [Kernel("aten::nll_loss_forward", _k_attrs("_nll_loss_forward")),
+                             Kernel("aten::nll_loss2d_forward", _k_attrs("_nll_loss2d_forward"))],
+        nn={"nll_loss": nll_loss})
+declare("cross_entropy", {}, {}, nn={"cross_entropy": cross_entropy})
+classes(**{"aten::native_layer_norm": "NativeLayerNorm", "aten::native_batch_norm": "NativeBatchNorm",
+           "aten::nll_loss_forward": "NllLossForward", "aten::nll_loss2d_forward": "NllLoss2dForward"})

@@ -1,0 +1,439 @@
+"""Random ops (issue 19), as torch 2.13 LTC records and runs them: ``rand`` / ``randn`` / ``randint`` (and
+``*_like``) are an empty tensor (device data) fed to ``aten::uniform`` / ``aten::normal_functional`` /
+``aten::random`` (``generator=null``); the in-place ``uniform_`` / ``normal_`` / ``random_`` / ``bernoulli_(p)``
+are the same nodes on the tensor's value, committed to it; ``bernoulli`` is ``aten::bernoulli`` (with ``p=``
+for a number); dropout in training is ``aten::native_dropout`` (2 outputs: the result and the Bool mask;
+p == 1 is ``input * zeros({})``, an empty input itself).  The numbers are drawn when the graph runs
+(mark_step), in post order, from one process-wide generator, as LTC's TorchScript backend draws them from
+torch's default CPU generator.
+
+accel's generator is torch's CPU one: mt19937 seeded as ``torch.manual_seed`` seeds it (default seed
+67280421310721), with torch's transforms: uniform floats from 24 (float, half, bfloat16) / 53 (double) random
+bits, ``from + u * (to - from)`` in the dtype's float arithmetic as torch's eager kernel (LTC's TorchScript run
+rounds once, in double: within 1 ulp), randint as ``bits % range + low``, normal by torch's Box-Muller
+(``normal_fill`` in blocks of 16 for 16 or more elements, the tail's 16 drawn anew; the cached double
+Box-Muller below that), Bernoulli as ``u < p`` (a float draw against a probability tensor, a double draw
+against a number p).  Seeded values are bit-equal to torch's (``randn`` to float rounding: torch's vectorised
+log / sin / cos), as checked against torch 2.13.  Dropout's mask follows torch's portable Bernoulli kernel,
+which torch 2.13's CPU wheel ran on the machine the goldens come from; a torch build that takes MKL's
+Bernoulli path (an MCG31 stream) gives other masks, equal in distribution only.
+"""
+import math
+import threading
+
+import numpy as _np
+
+from accel.lazy import _dtypes as D
+from accel.lazy import tensors as T
+from accel.lazy._optable import Kernel, classes, declare, helpers
+from accel.lazy.inplace import commit as _commit, sync as _sync
+from accel.lazy.ops.factories import _code, _device, _empty, _sizes, zeros as _zeros
+from accel.lazy.tensors import (
+    LazyTensor, _as_number, _check_tensor, _dtype_name, _fn_counter, _index, _op, _seed, _shape, set_attrs)
+
+DEFAULT_SEED = 67280421310721       # c10::default_rng_seed_val
+
+
+class _Generator:
+    """torch's CPUGeneratorImpl: an mt19937 (numpy's RandomState seeds it as std::mt19937 / torch do) and the
+    cached second double normal sample."""
+
+    def __init__(self, seed=DEFAULT_SEED):
+        self.lock = threading.RLock()
+        self.manual_seed(seed)
+
+    def manual_seed(self, seed):
+        with self.lock:
+            self.seed = seed
+            self.mt = _np.random.RandomState(seed & 0xFFFFFFFF)
+            self.next_normal = None
+
+    def random(self, n):
+        """n raw 32-bit draws (CPUGeneratorImpl::random)."""
+        return self.mt.randint(0, 1 << 32, size=n, dtype=_np.uint32).astype(_np.uint64)
+
+    def random64(self, n):
+        """n 64-bit draws: two 32-bit ones each, the first as the high half (random64)."""
+        r = self.random(2 * n)
+        return (r[0::2] << _np.uint64(32)) | r[1::2]
+
+
+_gen = _Generator()
+
+
+def manual_seed(seed):
+    """torch.manual_seed: reseed the generator random ops draw from when their graph runs."""
+    s = _index(seed, "manual_seed(): seed")
+    _gen.manual_seed(s & 0xFFFFFFFFFFFFFFFF)
+    return _gen
+
+
+def initial_seed():
+    """torch.initial_seed: the generator's seed."""
+    return _gen.seed
+
+
+# ---------------------------------------------------------------- the draws (run by the kernels)
+def _uniform01(n, code):
+    """n uniforms in [0, 1) as torch draws them (as float64 values): 53 random bits for double, 24 for the
+    other float types (half and bfloat16 too: torch rounds the float draw, as checked against torch 2.13)."""
+    if code == D.FLOAT64:
+        bits = _gen.random64(n) & _np.uint64((1 << 53) - 1)
+        return bits.astype(_np.float64) * 2.0 ** -53
+    bits = _gen.random(n) & _np.uint64((1 << 24) - 1)
+    return bits.astype(_np.float64) * 2.0 ** -24
+
+
+def _np_uniform(sizes, lo, hi, code):
+    n = int(_np.prod(sizes, dtype=_np.int64))
+    dt = D.CODE_TO_NP[code]
+    with _gen.lock:
+        u = _uniform01(n, code)
+    if code == D.FLOAT64:
+        r = u * (hi - lo) + lo
+    else:            # float arithmetic (torch's dist_acctype<float> / <half> is float)
+        f = _np.float32
+        r = u.astype(f) * (f(hi) - f(lo)) + f(lo)
+    r = r.astype(dt).reshape(sizes)
+    return D.round_bf16(r) if code == D.BFLOAT16 else r
+
+
+def _np_random(sizes, lo, hi, code):
+    n = int(_np.prod(sizes, dtype=_np.int64))
+    rng = hi - lo
+    with _gen.lock:
+        v = _gen.random64(n) if rng >= 1 << 32 else _gen.random(n)
+    r = (v % _np.uint64(rng)).astype(_np.int64) + lo
+    return r.astype(D.CODE_TO_NP[code]).reshape(sizes)
+
+
+def _normal_fill(n, code, mean, std):
+    """torch's normal_fill: n uniforms, Box-Muller on blocks of 16 (8 pairs), the tail block recomputed
+    from 16 new uniforms."""
+    f = _np.float64 if code == D.FLOAT64 else _np.float32
+    full = n - n % 16
+    if code in (D.FLOAT16, D.BFLOAT16):
+        # torch's half / bfloat16 kernel draws the whole blocks only, then the tail's 16 (checked against 2.13)
+        data = _np.empty(n, f)
+        data[:full] = _uniform01(full, code)
+    else:
+        data = _uniform01(n, code).astype(f)
+
+    def fill16(block):
+        u1 = f(1) - block[:8]
+        u2 = block[8:]
+        radius = _np.sqrt(f(-2) * _np.log(u1))
+        theta = f(2.0 * math.pi) * u2
+        out = _np.empty(16, f)
+        out[:8] = radius * _np.cos(theta) * f(std) + f(mean)
+        out[8:] = radius * _np.sin(theta) * f(std) + f(mean)
+        return out
+
+    if full:
+        b = data[:full].reshape(-1, 16)
+        u1 = f(1) - b[:, :8]
+        radius = _np.sqrt(f(-2) * _np.log(u1))
+        theta = f(2.0 * math.pi) * b[:, 8:]
+        out = _np.empty_like(b)
+        out[:, :8] = radius * _np.cos(theta) * f(std) + f(mean)
+        out[:, 8:] = radius * _np.sin(theta) * f(std) + f(mean)
+        data[:full] = out.reshape(-1)
+    if n % 16:
+        data[n - 16:] = fill16(_uniform01(16, code).astype(f))
+    return data
+
+
+def _normal_serial(n, mean, std):
+    """torch's at::normal_distribution<double>, one value at a time, with the generator's cached sample."""
+    out = _np.empty(n, _np.float64)
+    for i in range(n):
+        c = _gen.next_normal
+        if c is not None:
+            _gen.next_normal = None
+            out[i] = c * std + mean
+            continue
+        u1, u2 = _uniform01(2, D.FLOAT64)
+        r = math.sqrt(-2.0 * math.log1p(-u2))
+        theta = 2.0 * math.pi * u1
+        _gen.next_normal = r * math.sin(theta)
+        out[i] = r * math.cos(theta) * std + mean
+    return out
+
+
+def _np_normal(sizes, mean, std, code):
+    n = int(_np.prod(sizes, dtype=_np.int64))
+    with _gen.lock:
+        r = _normal_fill(n, code, mean, std) if n >= 16 else _normal_serial(n, mean, std)
+    return r.astype(D.CODE_TO_NP[code]).reshape(sizes)
+
+
+def _np_bernoulli_p(sizes, p):
+    n = int(_np.prod(sizes, dtype=_np.int64))
+    with _gen.lock:
+        u = _uniform01(n, D.FLOAT64)
+    return (u < p).reshape(sizes)
+
+
+def _np_dropout(x, p):
+    """(the result, the Bool mask) of native_dropout."""
+    x = _np.asarray(x)
+    mask = _np_bernoulli_p(x.shape, 1.0 - p)
+    scale = 0.0 if p == 1 else 1.0 / (1.0 - p)
+    dt = x.dtype
+    out = (x * mask.astype(dt)) * dt.type(scale)
+    return out.astype(dt), mask
+
+
+def _np_bernoulli(x, p, code):
+    """bernoulli(x) (x: the probabilities; a float draw < p each, as torch's tensor kernel) or
+    bernoulli(x, p) (a double draw < p each, as its scalar kernel)."""
+    x = _np.asarray(x)
+    if p is None:
+        with _gen.lock:
+            u = _uniform01(x.size, D.FLOAT32).astype(_np.float32)
+        r = u.reshape(x.shape) < x.astype(_np.float32)
+    else:
+        r = _np_bernoulli_p(x.shape, p)
+    return r.astype(D.CODE_TO_NP[code])
+
+
+helpers(_rng_uniform=_np_uniform, _rng_random=_np_random, _rng_normal=_np_normal, _rng_dropout=_np_dropout,
+        _rng_bernoulli=_np_bernoulli)
+
+
+def _k_draw(name):
+    def emit(k):
+        a = k.attrs[1]
+        k.line(f"{k.out} = {name}({tuple(k.shape.sizes)!r}, {a[0]!r}, {a[1]!r}, {k.code})")
+    return emit
+
+
+def _k_bernoulli(k):
+    k.line(f"{k.out} = _rng_bernoulli({k.x}, {k.attrs[1]!r}, {k.code})")
+
+
+def _k_dropout(k):
+    k.line(f"{k.out} = _rng_dropout({k.x}, {k.attrs[1]!r})")
+
+
+# ---------------------------------------------------------------- tracing
+def _g(v):
+    return f"{float(v):g}"
+
+
+def _draw(opname, empty, seed, args, tags, counter):
+    s = empty._shape
+    _fn_counter(counter)[0] += 1
+    n = T.Node(_op(opname), (empty._ir(),), (s,), 1, seed)
+    set_attrs(n, opname, args, tags)
+    return T._wrap(n, s)
+
+
+def _float_code(dtype, what):
+    code = _code(dtype)
+    if code not in D.FLOATS:
+        raise NotImplementedError(f"\"{what}\" not implemented for '{_dtype_name(code)}'")
+    return code
+
+
+def _uniform(empty, lo=0.0, hi=1.0):
+    lo, hi = float(lo), float(hi)
+    if not lo <= hi:
+        raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={_g(lo)} > to={_g(hi)}")
+    return _draw("aten::uniform", empty, _seed(lo, hi, None), (lo, hi), f"from={_g(lo)}, to={_g(hi)}, generator=null",
+                 "uniform")
+
+
+def _normal(empty, mean=0.0, std=1.0):
+    mean, std = float(mean), float(std)
+    if std < 0:
+        raise RuntimeError(f"normal expects std >= 0.0, but found std {_g(std)}")
+    return _draw("aten::normal_functional", empty, _seed(mean, std, None), (mean, std),
+                 f"mean={_g(mean)}, std={_g(std)}, generator=null", "normal_functional")
+
+
+def _random(empty, lo, hi):
+    if not lo < hi:
+        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={lo} >= to={hi}")
+    return _draw("aten::random", empty, _seed(lo, hi, None), (lo, hi), f"from={lo}, to={hi}, generator=null",
+                 "random")
+
+
+def rand(*size, dtype=None, device=None, generator=None):
+    """torch.rand on the lazy device: aten::uniform(empty, from=0, to=1)."""
+    _device(device)
+    _no_generator(generator)
+    return _uniform(_empty(_sizes(size, "rand"), _float_code(dtype, "check_uniform_bounds")))
+
+
+def randn(*size, dtype=None, device=None, generator=None):
+    """torch.randn on the lazy device: aten::normal_functional(empty, mean=0, std=1)."""
+    _device(device)
+    _no_generator(generator)
+    return _normal(_empty(_sizes(size, "randn"), _float_code(dtype, "normal_kernel_cpu")))
+
+
+def _randint_args(args, what):
+    if len(args) == 2:
+        (high, size), low = args, 0
+    elif len(args) == 3:
+        low, high, size = args
+    else:
+        raise TypeError(f"{what}() takes (high, size) or (low, high, size), got {len(args)} positional arguments")
+    return _index(low, f"{what}(): low"), _index(high, f"{what}(): high"), size
+
+
+def randint(*args, dtype=None, device=None, generator=None):
+    """torch.randint(low=0, high, size) on the lazy device: aten::random(empty, from=low, to=high) (int64)."""
+    _device(device)
+    _no_generator(generator)
+    low, high, size = _randint_args(args, "randint")
+    sizes = _sizes((size,) if not isinstance(size, (tuple, list)) else tuple(size), "randint")
+    return _random(_empty(sizes, _code(dtype, D.INT64)), low, high)
+
+
+def _like(x, dtype, what):
+    _check_tensor(x, f"{what}() input")
+    _fn_counter("_copy_from")[0] += 1           # LTC copies the empty_like result in (lazy::_copy_from)
+    return _empty(x._shape.sizes, _code(dtype, x._shape.dtype))
+
+
+def rand_like(input, dtype=None, device=None):
+    _device(device)
+    e = _like(input, dtype, "rand_like")
+    _float_code(D.DTYPES[e._shape.dtype], "check_uniform_bounds")
+    return _uniform(e)
+
+
+def randn_like(input, dtype=None, device=None):
+    _device(device)
+    e = _like(input, dtype, "randn_like")
+    _float_code(D.DTYPES[e._shape.dtype], "normal_kernel_cpu")
+    return _normal(e)
+
+
+def randint_like(input, low, high=None, dtype=None, device=None):
+    _device(device)
+    if high is None:
+        low, high = 0, low
+    e = _like(input, dtype, "randint_like")
+    return _random(e, _index(low, "randint_like(): low"), _index(high, "randint_like(): high"))
+
+
+def bernoulli(input, p=None, generator=None):
+    """torch.bernoulli(input) (input: the probabilities) or input.bernoulli(p): aten::bernoulli (with ``p=``
+    for a number p), 0 / 1 of the input's dtype."""
+    _check_tensor(input, "bernoulli() input")
+    _no_generator(generator)
+    s = input._shape
+    if s.dtype not in D.FLOATS:
+        raise NotImplementedError(f"\"bernoulli\" not implemented for '{_dtype_name(s.dtype)}'")
+    if p is None:
+        return _draw("aten::bernoulli", input, _seed(None), None, "generator=null", "bernoulli")
+    pv = _prob(p, "bernoulli")
+    return _draw("aten::bernoulli", input, _seed(pv, None), pv, f"p={_g(pv)}, generator=null", "bernoulli")
+
+
+def _prob(p, what):
+    if type(p) is LazyTensor:
+        raise NotImplementedError(f"{what}_(tensor p) runs eagerly in LTC (a fallback drawing at the call); "
+                                  "not supported by accel.lazy: use torch.bernoulli(p) (traced)")
+    pv = _as_number(p)
+    if pv is None or isinstance(p, bool):
+        raise TypeError(f"{what}(): p must be a Python number, got {type(p).__name__}: {p!r}")
+    pv = float(pv)
+    if not 0 <= pv <= 1:
+        raise RuntimeError(f"{what}_ expects p to be in [0, 1], but got p={_g(pv)}")
+    return pv
+
+
+def _in_place(t, what, trace):
+    """t.<what>_(...): the draw traced on t's value and committed to t (and its aliases), as functionalisation
+    records it."""
+    _check_tensor(t, f"{what}_() self")
+    _sync(t)
+    if t._shape.dtype not in D.FLOATS and what != "random":
+        raise NotImplementedError(f"\"{what}_\" not implemented for '{_dtype_name(t._shape.dtype)}'")
+    return _commit(t, trace(t))
+
+
+def _uniform_m(self, a=0.0, b=1.0, generator=None):
+    _no_generator(generator)
+    lo, hi = _as_number(a), _as_number(b)
+    if lo is None or hi is None:
+        raise TypeError(f"uniform_(): from and to must be Python numbers, got {a!r}, {b!r}")
+    return _in_place(self, "uniform", lambda t: _uniform(t, lo, hi))
+
+
+def _normal_m(self, mean=0.0, std=1.0, generator=None):
+    _no_generator(generator)
+    m, sd = _as_number(mean), _as_number(std)
+    if m is None or sd is None:
+        raise TypeError(f"normal_(): mean and std must be Python numbers, got {mean!r}, {std!r}")
+    return _in_place(self, "normal", lambda t: _normal(t, m, sd))
+
+
+def _random_m(self, a, b=None, generator=None):
+    _no_generator(generator)
+    lo, hi = (0, _index(a, "random_(): to")) if b is None else (_index(a, "random_(): from"), _index(b, "random_(): to"))
+    return _in_place(self, "random", lambda t: _random(t, lo, hi))
+
+
+def _bernoulli_m(self, p=0.5, generator=None):
+    _no_generator(generator)
+    pv = _prob(p, "bernoulli")
+    return _in_place(self, "bernoulli",
+                     lambda t: _draw("aten::bernoulli", t, _seed(pv, None), pv, f"p={_g(pv)}, generator=null",
+                                     "bernoulli"))
+
+
+def _bernoulli_out_m(self, p=None, generator=None):
+    return bernoulli(self, p, generator)
+
+
+def _no_generator(generator):
+    if generator is not None:
+        raise NotImplementedError("random ops with generator= are not supported by accel.lazy; use manual_seed")
+
+
+def dropout(input, p=0.5, training=True, inplace=False):
+    """torch.nn.functional.dropout: the input itself when not training or p == 0 (as torch); in training,
+    aten::native_dropout(input, p, train=1) (the result and its Bool mask; the tensor is the result)."""
+    _check_tensor(input, "dropout() input")
+    pv = _as_number(p)
+    if pv is None or isinstance(p, bool):
+        raise TypeError(f"dropout(): p must be a Python number, got {type(p).__name__}: {p!r}")
+    pv = float(pv)
+    if not 0 <= pv <= 1:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {pv}")
+    if inplace:
+        raise NotImplementedError("dropout(inplace=True) is not supported by accel.lazy yet")
+    if not training or pv == 0:
+        return input
+    s = input._shape
+    n = 1
+    for k in s.sizes:
+        n *= k
+    if n == 0:                   # torch's _dropout_impl: an empty input is returned as it is
+        return input
+    if pv == 1:                  # not the fused kernel: input * zeros({}) (empty then zero_)
+        return input * _zeros((), dtype=D.DTYPES[s.dtype])
+    if s.dtype not in D.FLOATS:
+        raise RuntimeError(f"result type Float can't be cast to the desired output type {_dtype_name(s.dtype)}")
+    _fn_counter("native_dropout")[0] += 1
+    return T._emit_multi("aten::native_dropout", (input._ir(),), ((s.dtype, s.sizes), (D.BOOL, s.sizes)),
+                         _seed(pv, True), "aten::native_dropout", pv, f"p={_g(pv)}, train=1")[0]
+
+
+declare("rand", {}, {"rand": rand, "rand_like": rand_like}, [Kernel("aten::uniform", _k_draw("_rng_uniform"))])
+declare("randn", {}, {"randn": randn, "randn_like": randn_like},
+        [Kernel("aten::normal_functional", _k_draw("_rng_normal"))])
+declare("randint", {}, {"randint": randint, "randint_like": randint_like},
+        [Kernel("aten::random", _k_draw("_rng_random"))])
+declare("manual_seed", {}, {"manual_seed": manual_seed, "initial_seed": initial_seed})
+declare("bernoulli", {"bernoulli": _bernoulli_out_m, "bernoulli_": _bernoulli_m}, {"bernoulli": bernoulli},
+        [Kernel("aten::bernoulli", _k_bernoulli)])
+declare("random in place", {"uniform_": _uniform_m, "normal_": _normal_m, "random_": _random_m})
+declare("native_dropout", {}, {}, [Kernel("aten::native_dropout", _k_dropout)], nn={"dropout": dropout})
+classes(**{"aten::bernoulli": "Bernoulli", "aten::uniform": "Uniform", "aten::normal_functional": "NormalFunctional", "aten::random": "RandomFrom",
+           "aten::native_dropout": "NativeDropout"})
