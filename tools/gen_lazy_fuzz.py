@@ -1126,9 +1126,57 @@ def g_scatter(g):
     return f"{a}.scatter({d}, {idx}, {src})", {"scatter"}
 
 
+def g_norms(g):
+    # non-empty inputs only: accel refuses group_norm / batch_norm / nll_loss of empty tensors (README)
+    a = g.pick(lambda t: t.is_floating_point() and t.dim() >= 1 and t.numel() > 0)
+    if a is None:
+        return None
+    t = g.env[a]
+    n = t.shape[-1]
+    r = g.ri(0, 6)
+    eps = g.choice(("", ", eps=1e-3"))
+    if r == 0:
+        w = g.pick(lambda u: tuple(u.shape) == (n,) and u.dtype == t.dtype)
+        wb = f", {w}" if w and g.chance(0.5) else ""
+        if wb and g.chance(0.5):
+            wb += f", {w}"
+        return f"F.layer_norm({a}, ({n},){wb}{eps})", {"layer_norm"}
+    if r == 1:
+        w = g.pick(lambda u: tuple(u.shape) == (n,) and u.dtype == t.dtype)
+        return (f"F.rms_norm({a}, ({n},), {w}{eps})" if w and g.chance(0.5) else f"F.rms_norm({a}, ({n},){eps})"), \
+            {"rms_norm"}
+    if r == 2 and t.dim() >= 2:
+        c = t.shape[1]
+        groups = [k for k in range(1, c + 1) if c % k == 0] or [1]
+        return f"F.group_norm({a}, {g.choice(groups)}{eps})", {"group_norm"}
+    if r == 3 and t.dim() >= 2:
+        c = t.shape[1]
+        rm = [g.ri(-4, 4) / 4 for _ in range(c)]
+        rv = [g.ri(1, 8) / 4 for _ in range(c)]
+        dt = str(t.dtype).replace("torch.", "T.")
+        return f"F.batch_norm({a}, C({rm!r}, dtype={dt}), C({rv!r}, dtype={dt}), training=False{eps})", {"batch_norm"}
+    if r == 4:
+        return g.choice((f"T.logsumexp({a}, {g.dim(t)})", f"{a}.logsumexp({g.dim(t)}, keepdim=True)")), {"logsumexp"}
+    if r == 5:
+        b = g.pick(lambda u: u.dtype == t.dtype)
+        c = g.pick(lambda u: u.dtype == t.dtype)
+        return g.choice((f"T.addcmul({a}, {b}, {c}, value={_lit(g.scalar())})", f"{a}.addcdiv({b}, {c})",
+                         f"T.lerp({a}, {b}, {g.choice((0.5, 0.25, 2.0))})")), {"addcmul"}
+    if t.dim() != 2:
+        return None
+    nb, nc = t.shape
+    tgt = f"C({_index_list(g, (nb,), nc)!r})"
+    red = g.choice(("", ", reduction='sum'", ", reduction='none'"))
+    if g.chance(0.5):
+        ls = g.choice(("", ", label_smoothing=0.1"))
+        return f"F.cross_entropy({a}, {tgt}{red}{ls})", {"cross_entropy"}
+    ig = g.choice(("", ", ignore_index=0"))
+    return f"F.nll_loss({a}.log_softmax(1), {tgt}{red}{ig})", {"nll_loss"}
+
+
 OPS_GENERATORS = [(g_index, 8), (g_setitem, 4), (g_shape_ops, 10), (g_int_cast, 2), (g_select_mask, 8), (g_gather, 5),
                   (g_reduce2, 8), (g_activation, 5), (g_nn, 3), (g_factory, 5), (g_adv_index, 5), (g_adv_setitem, 3),
-                  (g_sorting, 5), (g_scatter, 4)]
+                  (g_sorting, 5), (g_scatter, 4), (g_norms, 6)]
 
 
 _SHAPES = [(), (0,), (1,), (3,), (2, 3), (1, 3), (2, 1), (3, 0), (2, 3, 2), (2, 1, 3), (1, 2, 2, 2)]

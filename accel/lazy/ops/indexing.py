@@ -511,6 +511,8 @@ def _eager_index_add(args, axis, alpha):
         return out + src * alpha
     if out.ndim > 1 and (idx.size == 0 or out.size == 0):
         return out                       # torch returns before it checks any index
+    if out.ndim == 1 and ((idx < 0) | (idx >= out.shape[0])).any():
+        raise IndexError("index out of range in self")      # torch's 1-d index_add checks in its own words
     _check_bounds(idx.reshape(-1), out.shape[axis], axis)
     key = (slice(None),) * axis + (idx.reshape(-1),)
     _np.add.at(out, key, (src * alpha).astype(out.dtype) if alpha != 1 else src)

@@ -274,10 +274,10 @@ def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
     lo, hi = _num(min_val, "hardtanh(): min_val"), _num(max_val, "hardtanh(): max_val")
     if s.dtype == D.BOOL:
         raise RuntimeError("Bool inputs not supported for hardtanh")
-    if s.dtype == D.UINT8 and lo < 0 and 0 not in s.sizes:
-        raise RuntimeError("cannot do hardtanh on an unsigned type with negative limits")
     if s.dtype in D.INTS:                # an integer tensor is clamped by the limits truncated to integers
         lo, hi = int(lo), int(hi)
+    if s.dtype == D.UINT8 and lo < 0 and 0 not in s.sizes:
+        raise RuntimeError("cannot do hardtanh on an unsigned type with negative limits")
     return fallback("aten::hardtanh", "hardtanh", [input], s.dtype, (lo, hi))
 
 

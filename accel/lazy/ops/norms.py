@@ -136,6 +136,8 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         raise NotImplementedError("batch_norm() without running statistics is not supported by accel.lazy yet")
     if len(s.sizes) < 2:
         raise ValueError(f"Expected 2D or more input (got {len(s.sizes)}D input)")
+    if 0 in s.sizes:
+        raise NotImplementedError("batch_norm() of an empty tensor is not supported by accel.lazy yet")
     c = s.sizes[1]
     ts = []
     for name, p in (("weight", weight), ("bias", bias), ("running_mean", running_mean),
@@ -167,6 +169,12 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     if g <= 0 or c % g:
         raise RuntimeError(f"Expected number of channels in input to be divisible by num_groups, but got input "
                            f"of shape {list(s.sizes)} and num_groups={g}")
+    size = [n * c // g, g] + list(s.sizes[2:])      # torch.nn.functional's _verify_batch_size
+    if _numel([size[0]] + size[2:]) == 1:
+        raise ValueError(f"Expected more than 1 value per channel when training, got input size {size}")
+    if 0 in s.sizes:
+        # torch's native_group_norm of an empty input returns as_strided views of empty results: not traced here
+        raise NotImplementedError("group_norm() of an empty tensor is not supported by accel.lazy yet")
     weight, bias = _opt(weight, "group_norm() weight"), _opt(bias, "group_norm() bias")
     _param_shape(weight, (c,), "group_norm() weight")
     _param_shape(bias, (c,), "group_norm() bias")
@@ -222,19 +230,20 @@ def logsumexp(input, dim, keepdim=False):
     if len(set(axes)) != len(axes):
         raise RuntimeError(f"dim {axes[0]} appears multiple times in the list of dims")
     if 0 in x._shape.sizes:
-        raise NotImplementedError("logsumexp() of an empty tensor is not supported by accel.lazy yet")
-    maxes = _amax(x, dims, True)
-    if keepdim:
-        maxes = maxes.masked_fill(maxes.abs() == float("inf"), 0)
-        squeezed = maxes
+        r = x.exp().sum(dims, keepdim).log()        # torch takes no max of an empty tensor
     else:
-        sq = _squeeze_dims(maxes, dims, axes)
-        sq = sq.masked_fill(sq.abs() == float("inf"), 0)
-        maxes = sq
-        for a in axes:
-            maxes = _unsqueeze(maxes, a, False)
-        squeezed = _squeeze_dims(maxes, dims, axes)
-    r = (x - maxes).exp().sum(dims, keepdim).log().add(squeezed)
+        maxes = _amax(x, dims, True)
+        if keepdim:
+            maxes = maxes.masked_fill(maxes.abs() == float("inf"), 0)
+            squeezed = maxes
+        else:
+            sq = _squeeze_dims(maxes, dims, axes)
+            sq = sq.masked_fill(sq.abs() == float("inf"), 0)
+            maxes = sq
+            for a in axes:
+                maxes = _unsqueeze(maxes, a, False)
+            squeezed = _squeeze_dims(maxes, dims, axes)
+        r = (x - maxes).exp().sum(dims, keepdim).log().add(squeezed)
     # torch's out= path: resize_ (a fallback), then the result copied through the CPU: computed now (as
     # .cpu() computes, the graph stays), handed back as a new tensor holding its data
     value = compute_values([r])[0]
@@ -263,6 +272,9 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
         raise NotImplementedError("nll_loss(size_average=, reduce=) (deprecated) is not supported by accel.lazy; "
                                   "use reduction=")
     s = _float_input(input, "nll_loss")
+    if 0 in s.sizes:
+        raise NotImplementedError("nll_loss() / cross_entropy() of an empty input is not supported by accel.lazy "
+                                  "yet")
     _check_tensor(target, "nll_loss() target")
     if reduction not in _REDUCTION:
         raise ValueError(f"{reduction} is not a valid value for reduction")

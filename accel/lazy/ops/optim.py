@@ -15,7 +15,7 @@ from accel.lazy.tensors import _as_number, _broadcast, _check_tensor, _emit, _fn
 
 def _number(v, what):
     n = _as_number(v)
-    if n is None or isinstance(v, bool):
+    if n is None:                            # a bool is a number here, as torch's Scalar
         raise TypeError(f"{what} must be a Python number, got {type(v).__name__}: {v!r}")
     return n
 

@@ -275,8 +275,9 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
 
 
 def _eager_vector_norm(args, p, axes, keepdim):
-    x = _np.abs(_np.asarray(args[0]).astype(_np.float64))
-    return _np_norm(x, p, axes, keepdim, _np.float64)
+    x = _np.asarray(args[0])
+    acc = _np.float64 if x.dtype == _np.float64 else _np.float32    # torch's accumulation type (the last bits
+    return _np_norm(_np.abs(x.astype(acc)), p, axes, keepdim, acc)   # show in 0-dim data, deduplicated by bytes)
 
 
 def _all_any(name, a, dim=None, keepdim=False):
