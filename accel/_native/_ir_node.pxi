@@ -168,7 +168,10 @@ cdef class Node:
         else:
             ops = _seq(operands, "Node operands", "Output, Node or None")
         if type(shapes) is tuple:
-            shp = shapes
+            if PyTuple_GET_SIZE(shapes) == 1 and type(<object>PyTuple_GET_ITEM(shapes, 0)) is Shape:
+                shp = <object>PyTuple_GET_ITEM(shapes, 0)   # kept alone, as from a list (below)
+            else:
+                shp = shapes
         elif type(shapes) is list:
             if len(<list>shapes) == 1 and type((<list>shapes)[0]) is Shape:
                 shp = (<list>shapes)[0]             # kept alone: no tuple until .shapes is read
