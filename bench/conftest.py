@@ -97,6 +97,22 @@ def _scaling(tr, benches):
             if target:
                 line += f" (target <= {target[1]:g}: {'met' if ratio <= target[1] else 'MISSED'})"
         tr.write_line(line)
+        _above_floor(tr, rows, series.get((rows[0].extra_info.get("floor"), twin), []))
+
+
+def _above_floor(tr, rows, floor_rows):
+    """For a series with a floor series (extra_info["floor"], the same twin): its cost above the floor at
+    each size the floor was measured at, and the ratio of those (largest size / smallest size)."""
+    floor = {b.extra_info["scale"]: _per_op(b) for b in floor_rows}
+    above = [(b.extra_info["scale"], _per_op(b) - floor[b.extra_info["scale"]]) for b in rows
+             if b.extra_info["scale"] in floor]
+    if not above:
+        return
+    cells = "  ".join(f"{scale:g}: {ns * 1e9:,.1f}" for scale, ns in above)
+    line = f"      above the floor: {cells}"
+    if len(above) > 1 and above[0][1] > 0:
+        line += f"  ratio {above[-1][1] / above[0][1]:.2f}"
+    tr.write_line(line)
 
 
 TORCH_X = 5.0    # issue 10: accel native >= 5x faster than torch.cuda on the same runtime, or, where

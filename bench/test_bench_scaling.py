@@ -4,19 +4,25 @@ with the ratio of the largest size to the smallest (printed under "accel scaling
 - ``alloc(4096)`` + ``free()`` and the raw ``cudaMallocAsync`` + ``cudaFreeAsync`` pair with N other
   buffers live (both twins; target: ratio <= 1.5 from 0 to 1e5);
 - lazy tracing ``x = x + 1.0``, a chain of N ops, with the cyclic GC on (target: ratio <= 1.3 from 1e3 to
-  3e5) and, for reference, off;
+  3e5) and, for reference, off; and its floor: plain Python allocating, per op, blocks of the sizes that a
+  traced op leaves live (measured with tracemalloc), kept and freed the same way;
 - ``post_order`` on an N-node DAG (both twins; target: ratio <= 2 from 1e4 to 1e6), the same keeping the
-  result (its list is freed outside the timing), and ``graph_hash`` for reference;
+  result (its list is freed outside the timing), ``graph_hash`` and ``graph_size`` (the walk alone) for
+  reference, and the floor of any post_order: a new list of the same N nodes (``list`` of its result);
+- for a series with a floor, the summary also shows its cost above the floor at each size and their ratio;
 - the first (uncached) ``mark_step`` of an N-op chain, per op, against a cached one.
 
 The lazy tensor rows run on the selected twin (``accel.backend``): run with ACCEL_BACKEND=python for the
 python twin's.  The default run stops at 1e5 ops / 1e5 nodes; ``ACCEL_BENCH_SCALING=full`` adds 3e5 ops
 and 1e6 nodes (about a minute more; the python twin several).
 """
+import collections
 import gc
 import importlib.util
 import os
 import pathlib
+import sys
+import tracemalloc
 
 import numpy as np
 import pytest
@@ -50,10 +56,16 @@ IR = {"python": python_ir} if native_ir is None else {"native": native_ir, "pyth
 LOOP = 100
 
 
-def _series(benchmark, series, twin, scale, unit, per, target=None):
+FLOOR_TRACE = "floor: the same live blocks per op, plain Python"
+FLOOR_WALK = "floor: a list of the same nodes (list(post_order result))"
+
+
+def _series(benchmark, series, twin, scale, unit, per, target=None, floor=None):
     benchmark.extra_info.update(series=series, twin=twin, scale=scale, unit=unit, per=per)
     if target:
         benchmark.extra_info["target"] = target
+    if floor:                   # the summary also shows the cost above that series (same twin and size)
+        benchmark.extra_info["floor"] = floor
 
 
 # -- allocation with N buffers live ----------------------------------------------------------------------
@@ -153,7 +165,7 @@ def _trace(holder, n):
 
 
 def _trace_rounds(n):
-    return max(2, min(15, 300_000 // n))
+    return max(5, min(15, 300_000 // n))      # a median of 5 at least: the machine may be shared
 
 
 def _run_trace(benchmark, n, gc_on):
@@ -177,15 +189,80 @@ def _run_trace(benchmark, n, gc_on):
 @pytest.mark.benchmark(group="scaling: lazy tracing x = x + 1.0, a chain of N ops")
 @pytest.mark.parametrize("n", OPS)
 def test_trace_chain_gc_on(benchmark, n):
-    _series(benchmark, "tracing, GC on", accel.backend, n, "op", n, ("<=", 1.3))
+    _series(benchmark, "tracing, GC on", accel.backend, n, "op", n, ("<=", 1.3), FLOOR_TRACE)
     _run_trace(benchmark, n, True)
 
 
 @pytest.mark.benchmark(group="scaling: lazy tracing x = x + 1.0, a chain of N ops")
 @pytest.mark.parametrize("n", OPS)
 def test_trace_chain_gc_off(benchmark, n):
-    _series(benchmark, "tracing, GC off", accel.backend, n, "op", n)
+    _series(benchmark, "tracing, GC off", accel.backend, n, "op", n, floor=FLOOR_TRACE)
     _run_trace(benchmark, n, False)
+
+
+def _op_blocks():
+    """The sizes of the memory blocks one traced ``x = x + 1.0`` leaves live (tracemalloc over 1000 ops):
+    what the floor below allocates per op."""
+    x = L.tensor(np.zeros(4, np.float32)) + 1.0
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = collections.Counter(t.size for t in tracemalloc.take_snapshot().traces)
+        for _ in range(1000):
+            x = x + 1.0
+        after = collections.Counter(t.size for t in tracemalloc.take_snapshot().traces)
+    finally:
+        tracemalloc.stop()
+    blocks = []
+    for size, count in sorted(after.items()):
+        blocks += [size] * round((count - before.get(size, 0)) / 1000)
+    return blocks
+
+
+def _floor_parts(blocks):
+    """One op of the floor: a tuple (the chain's link, as big as the smallest block) holding the previous
+    link and one bytes object per other block, each of that block's size."""
+    link, rest = blocks[0], blocks[1:]
+    items = max(1 + len(rest), (link - _TUPLE_BASE) // 8)
+    return [b - _BYTES_BASE for b in rest], (None,) * (items - 1 - len(rest))
+
+
+_TUPLE_BASE = sys.getsizeof(())             # tuple: base + 8 per item (the GC header included)
+_BYTES_BASE = sys.getsizeof(b"")            # bytes: base + 1 per byte
+
+
+def _floor_trace(holder, n, sizes, pad):
+    x = holder[0]
+    for _ in range(n):
+        x = (x, *map(bytes, sizes), *pad)
+    holder[0] = x
+
+
+@pytest.mark.benchmark(group="scaling: lazy tracing x = x + 1.0, a chain of N ops")
+@pytest.mark.parametrize("n", OPS)
+def test_trace_floor(benchmark, n):
+    """The floor of tracing's growth: plain Python allocating, per op, blocks of the sizes a traced op leaves
+    live (the same bytes and count, kept in a chain and freed between rounds as the traced chain is), with
+    the GC off (the chain's links are tuples, which the GC would rescan).  Fresh memory costs page faults
+    and cache misses that no allocation avoids; tracing's own cost is the part above this row."""
+    blocks = _op_blocks()
+    sizes, pad = _floor_parts(blocks)
+    _series(benchmark, FLOOR_TRACE, accel.backend, n, "op", n)
+    benchmark.extra_info["blocks"] = blocks
+    holder = [None]
+
+    def setup():
+        holder[0] = None
+        gc.collect()
+        return (holder, n, sizes, pad), {}
+
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        benchmark.pedantic(_floor_trace, setup=setup, iterations=1, rounds=_trace_rounds(n), warmup_rounds=1)
+    finally:
+        holder[0] = None
+        (gc.enable if was else gc.disable)()
 
 
 # -- first (uncached) and cached mark_step of an N-op chain -----------------------------------------------
@@ -258,20 +335,27 @@ def _keep(fn, holder, root):
 
 
 WALKS = {"post_order": ("post_order", ("<=", 2.0)), "post_order_kept": ("post_order, list freed untimed", None),
-         "graph_hash": ("graph_hash", None)}
+         "graph_hash": ("graph_hash", None), "graph_size": ("graph_size (the walk alone, no list)", None),
+         "floor_list": (FLOOR_WALK, None)}
 
 
 @pytest.mark.benchmark(group="scaling: post_order on an N-node DAG")
-@pytest.mark.parametrize("walk", list(WALKS))       # walk varies fastest: one DAG serves three rows
+@pytest.mark.parametrize("walk", list(WALKS))       # walk varies fastest: one DAG serves all its rows
 @pytest.mark.parametrize("twin", list(IR))
 @pytest.mark.parametrize("n", NODES)
 def test_walk(benchmark, walk, twin, n):
     root, size = _the_dag(twin, n)
     ir = IR[twin]
     series, target = WALKS[walk]
-    _series(benchmark, series, twin, n, "node", size, target)
+    _series(benchmark, series, twin, n, "node", size, target, FLOOR_WALK if walk.startswith("post_order") else None)
     rounds = _walk_rounds(twin, n)
-    if walk == "post_order_kept":
+    if walk == "floor_list":
+        # The least any post_order returning these N nodes pays: a new list of them (one reference each,
+        # in post order), the previous round's list freed inside the timing as post_order's is.
+        nodes = ir.post_order([root])
+        benchmark.pedantic(list, args=(nodes,), iterations=1, rounds=rounds, warmup_rounds=1)
+        del nodes
+    elif walk == "post_order_kept":
         holder = []
 
         def setup():

@@ -31,6 +31,7 @@ cdef extern from "_ir_arena.h":
         Py_ssize_t cap
     acc_rec *acc_recs
     PyObject **acc_self
+    uint64_t *acc_serial
     int32_t acc_top
     uint32_t *acc_hstamp
     int32_t *acc_hidx

@@ -4,7 +4,8 @@
  * every Node owns one slot of two parallel arrays indexed by a small int id:
  *   acc_recs[id]   visit stamp, operand count and flags, operand ids or the interned handle id: 16
  *                  bytes, so checking an operand's stamp also brings in the record its expansion reads,
- *   acc_self[id]   borrowed back-pointer to the Node, only for building result lists.
+ *   acc_self[id]   borrowed back-pointer to the Node, only for building result lists,
+ *   acc_serial[id] the Node's serial number (kept here, not in the Node: a smaller object to allocate).
  * Slot 0 is never used, so a zeroed Node (id 0) owns nothing.  Freed slots are recycled lowest first
  * (a bitmap of free slots with summary levels): a graph built after others were freed gets ids in
  * creation order again, and a walk's accesses stay close to sequential instead of scattered by the
@@ -48,6 +49,7 @@ typedef struct { int32_t *d; Py_ssize_t n, cap; } acc_ivec;
 
 static acc_rec *acc_recs = NULL;
 static PyObject **acc_self = NULL;
+static uint64_t *acc_serial = NULL;   /* the node's serial number (loop checks, see _ir_node.pxi) */
 static int32_t acc_cap = 0, acc_top = 1;
 
 /* Free slots below acc_top: acc_fb[0] has one bit per slot (set: free), acc_fb[k] one bit per word of
@@ -148,6 +150,7 @@ static int32_t acc_alloc(PyObject *self, Py_ssize_t nops) {
             if (acc_cap == INT32_MAX ||
                 acc_grow_to((void **)&acc_recs, sizeof(acc_rec), cap) ||
                 acc_grow_to((void **)&acc_self, sizeof(PyObject *), cap) ||
+                acc_grow_to((void **)&acc_serial, sizeof(uint64_t), cap) ||
                 acc_fb_resize(cap)) {
                 free(ext);        /* the arrays that did grow just stay larger */
                 return 0;

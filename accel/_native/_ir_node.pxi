@@ -132,7 +132,7 @@ cdef class Node:
     cdef uint8_t _is_data
     cdef int32_t _nout
     cdef uint32_t _nbad              # operand edges counted in _nbad (see _check_link)
-    cdef uint64_t _serial
+    # (its serial number is acc_serial[_id], in the arena: the object fits a smaller allocator class)
     cdef OpKind _op
     cdef object _shapes              # a Shape (the usual single shape) or a tuple of Shapes
     cdef _Extra _extra               # None unless seeded, multi-output operands or device data
@@ -168,7 +168,10 @@ cdef class Node:
         else:
             ops = _seq(operands, "Node operands", "Output, Node or None")
         if type(shapes) is tuple:
-            shp = shapes
+            if PyTuple_GET_SIZE(shapes) == 1 and type(<object>PyTuple_GET_ITEM(shapes, 0)) is Shape:
+                shp = <object>PyTuple_GET_ITEM(shapes, 0)   # kept alone, as from a list (below)
+            else:
+                shp = shapes
         elif type(shapes) is list:
             if len(<list>shapes) == 1 and type((<list>shapes)[0]) is Shape:
                 shp = (<list>shapes)[0]             # kept alone: no tuple until .shapes is read
@@ -259,7 +262,7 @@ cdef class Node:
         self._shp = h
         self._dag = hd if dyn else h
         _serial_next += _SERIAL_STEP
-        self._serial = _serial_next
+        acc_serial[self._id] = _serial_next
         if multi:
             try:
                 self._extra = _Extra.__new__(_Extra)
@@ -446,9 +449,9 @@ cdef int _set_operand(Node self, Py_ssize_t i, Node target, Py_ssize_t oi) excep
         self._extra = x
     if target._gc and not self._gc:
         _track_late(self)
-    if self._nbad or target._serial >= self._serial:
+    if self._nbad or acc_serial[target._id] >= acc_serial[self._id]:
         for j in range(n):
-            if (<Node>acc_self[ids[j]])._serial >= self._serial:
+            if acc_serial[ids[j]] >= acc_serial[self._id]:
                 bad += 1
         _nbad += <Py_ssize_t>bad - <Py_ssize_t>self._nbad
         self._nbad = bad

@@ -182,7 +182,7 @@ cdef str _loop_msg(Node target, Node node):
 
 
 cdef inline uint64_t _serial_of(int32_t id) noexcept:
-    return (<Node>acc_self[id])._serial
+    return acc_serial[id]
 
 
 cdef int _check_link(Node node, Node target) except -1:
@@ -193,7 +193,7 @@ cdef int _check_link(Node node, Node target) except -1:
     iterative walk from target looks for node, skipping (while no edge is out of order) whatever is older
     than node; the nodes it went through are then renumbered below node where there is room, so that the
     new edge, and those the walk passed, keep the order."""
-    cdef uint64_t limit = node._serial
+    cdef uint64_t limit = acc_serial[node._id]
     cdef bint prune = _nbad == 0
     cdef uint32_t emitting, emitted
     cdef int32_t e, c, want = node._id
@@ -204,7 +204,7 @@ cdef int _check_link(Node node, Node target) except -1:
     cdef bint found = False
     if target is node:
         raise ValueError(_loop_msg(target, node))
-    if prune and target._serial < limit:
+    if prune and acc_serial[target._id] < limit:
         return 0
     emitting = _begin(None)
     emitted = emitting + 1
@@ -277,8 +277,8 @@ cdef void _renumber(acc_ivec *post) noexcept:
             if s > m:
                 m = s
         nd = <Node>acc_self[x]
-        if m + 1 < nd._serial:
-            nd._serial = m + 1
+        if m + 1 < acc_serial[x]:
+            acc_serial[x] = m + 1
             _nbad -= nd._nbad
             nd._nbad = 0
 
