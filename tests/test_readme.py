@@ -170,6 +170,8 @@ CHECKS = {
     "pytest bench/test_bench_stream.py -k record --benchmark-only": check_collects,
     "pytest bench/test_bench_graphs.py --benchmark-only": check_collects,
     "pytest bench/test_bench_lazy_attention.py --benchmark-only": check_collects,
+    "ACCEL_BENCH_SCALING=full pytest bench/test_bench_scaling.py --benchmark-only --benchmark-timer=time.process_time":
+        check_collects,
     "python -m pytest": "tests/test_foundation.py::test_suite_refuses_source_tree",   # the README warns against it
     "python tools/gen_bindings.py accel/_cudart_table.py readme": "tests/test_bindings_table.py::test_readme_lists_exactly_the_table",
 }
