@@ -31,7 +31,8 @@ def _np_softmax(x, axis):
         return _np.empty_like(x)
     if x.dtype == _np.float16:
         return _half_softmax(x, axis, False)
-    e = _np.exp(x - _np.max(x, axis=axis, keepdims=True))
+    e = _np.asarray(_np.subtract(x, _np.max(x, axis=axis, keepdims=True)))     # (0-dim: a scalar otherwise)
+    _np.exp(e, out=e)                    # in place: one temporary of x's size, not two
     e /= _np.sum(e, axis=axis, keepdims=True)
     return e
 

@@ -185,7 +185,9 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
 
 # ---------------------------------------------------------------- kernels
 def _np_masked_fill(x, mask, v, dt):
-    return _np.where(mask, _np.asarray(v).astype(dt), x)
+    r = _np.array(x, dtype=dt)           # a copy, then the value where the mask is set (cheaper than where())
+    _np.copyto(r, _np.asarray(v).astype(dt), where=mask)
+    return r
 
 
 def _np_gather(x, idx, axis):
