@@ -153,6 +153,8 @@ def test_programs_match_torch(corpus, replayed):
 
 @pytest.mark.xfail(bool(KNOWN), reason="KNOWN differences (documented deviations)", strict=False)
 def test_pending_programs_match_torch(corpus, replayed):
+    if not any(_pending(p) for p in corpus["programs"]):
+        pytest.skip(f"no KNOWN programs in the {corpus['suite']} corpus")
     fails = replayed["fails"]
     bad = [p["name"] for p in corpus["programs"] if p["name"] in fails and _pending(p)]
     assert not bad, _report(corpus, fails, bad)
