@@ -7,6 +7,7 @@ The guard below makes it impossible to test the source tree by accident: ``accel
 installed build, and when that build says it compiled the native modules they must all import.
 """
 import importlib
+import json
 import os
 import pathlib
 import subprocess
@@ -125,6 +126,37 @@ def run_python(code, env=None, timeout=120):
 @pytest.fixture(scope="session")
 def subprocess_python():
     return run_python
+
+
+# The runner appended to a lazy test module's CHECKS script: every check_* function, its traceback if it fails.
+_CHECKS_RUNNER = """
+import json as _json, traceback as _traceback, accel as _accel
+_results = {}
+for _name, _fn in list(globals().items()):
+    if _name.startswith("check_"):
+        try:
+            _fn()
+            _results[_name] = "ok"
+        except Exception:
+            _results[_name] = _traceback.format_exc()
+print(_json.dumps({"backend": _accel.backend, "results": _results}))
+"""
+
+
+@pytest.fixture(scope="session")
+def lazy_checks():
+    """``lazy_checks(code, backend)``: run the check_* functions of ``code`` in a fresh interpreter on the
+    twin ``backend`` (ACCEL_BACKEND); {name: "ok" or the traceback}.  Skips native on a -Dnative=false build."""
+    def run(code, backend, timeout=600):
+        from accel import _build_config
+        if backend == "native" and not _build_config.NATIVE:
+            pytest.skip("installed with -Dnative=false: no compiled twin")
+        r = run_python(code + _CHECKS_RUNNER, env={"ACCEL_BACKEND": backend}, timeout=timeout)
+        assert r.returncode == 0, r.stderr[-3000:]
+        out = json.loads(r.stdout.strip().splitlines()[-1])
+        assert out["backend"] == backend
+        return out["results"]
+    return run
 
 
 @pytest.fixture

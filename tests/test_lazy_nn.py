@@ -3,7 +3,6 @@ RNG (torch's CPU generator reproduced: seeded values, reproducibility, statistic
 in training, and bfloat16 (storage, rounding, promotion).  The texts, hashes and values against torch are in
 tests/test_lazy_tensor_golden.py; these are the behaviours and errors around them.  Each check runs once per
 twin in its own interpreter (ACCEL_BACKEND)."""
-import json
 import re
 
 import pytest
@@ -241,30 +240,14 @@ def check_linear_nd_with_bias():
     assert "aten::view_copy(%4), size=6 4" in text and "aten::view_copy(%7), size=2 3 5, ROOT=0" in text, text
     assert np.allclose(y.numpy(), arr(2, 3, 4) @ arr(5, 4, seed=1).T + arr(5, seed=2), rtol=1e-6)
 
-results = {}
-for name, fn in list(globals().items()):
-    if name.startswith("check_"):
-        try:
-            fn()
-            results[name] = "ok"
-        except Exception:
-            results[name] = traceback.format_exc()
-print(json.dumps({"backend": accel.backend, "results": results}))
 '''
 
 NAMES = re.findall(r"^def (check_\w+)\(", CHECKS, re.M)
 
 
 @pytest.fixture(scope="module", params=["native", "python"])
-def results(request, subprocess_python):
-    from accel import _build_config
-    if request.param == "native" and not _build_config.NATIVE:
-        pytest.skip("installed with -Dnative=false: no compiled twin")
-    r = subprocess_python(CHECKS, env={"ACCEL_BACKEND": request.param}, timeout=600)
-    assert r.returncode == 0, r.stderr[-3000:]
-    out = json.loads(r.stdout.strip().splitlines()[-1])
-    assert out["backend"] == request.param
-    return out["results"]
+def results(request, lazy_checks):
+    return lazy_checks(CHECKS, request.param)
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -3,7 +3,6 @@ LTC): advanced indexing and index_put, topk / sort / argsort / max / min over a 
 index_add, one_hot, masked_select, nonzero, split / chunk / unbind -- torch's errors for bad arguments (nothing
 traced or changed by a refused call), values against numpy, the multi-output nodes through mark_step, the
 computation cache and in-place updates.  Each check runs once per twin in its own interpreter (ACCEL_BACKEND)."""
-import json
 import re
 
 import pytest
@@ -264,30 +263,14 @@ def check_split_chunk_unbind():
     raises(IndexError, lambda: L.tensor(np.float32(1)).unbind(), "Dimension specified as 0 but tensor has no dimensions")
     raises(IndexError, lambda: x.unbind(3), "Dimension out of range")
 
-results = {}
-for name, fn in list(globals().items()):
-    if name.startswith("check_"):
-        try:
-            fn()
-            results[name] = "ok"
-        except Exception:
-            results[name] = traceback.format_exc()
-print(json.dumps({"backend": accel.backend, "results": results}))
 '''
 
 NAMES = re.findall(r"^def (check_\w+)\(", CHECKS, re.M)
 
 
 @pytest.fixture(scope="module", params=["native", "python"])
-def results(request, subprocess_python):
-    from accel import _build_config
-    if request.param == "native" and not _build_config.NATIVE:
-        pytest.skip("installed with -Dnative=false: no compiled twin")
-    r = subprocess_python(CHECKS, env={"ACCEL_BACKEND": request.param}, timeout=600)
-    assert r.returncode == 0, r.stderr[-3000:]
-    out = json.loads(r.stdout.strip().splitlines()[-1])
-    assert out["backend"] == request.param
-    return out["results"]
+def results(request, lazy_checks):
+    return lazy_checks(CHECKS, request.param)
 
 
 @pytest.mark.parametrize("name", NAMES)

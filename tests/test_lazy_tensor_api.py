@@ -1,7 +1,6 @@
 """Lazy tensors: sync / mark_step and the computation cache, live-tensor tracking, metrics, IR reuse,
 force_fallback, errors, and a 1e5-op chain.  Each check runs once per twin in its own interpreter
 (ACCEL_BACKEND), so that the tensor layer sits on that twin's IR."""
-import json
 import re
 
 import pytest
@@ -340,30 +339,14 @@ def check_fallback_keeps_input_ir():
     assert np.allclose(z.numpy(), np.sin(arr(2, 3) * 2), rtol=1e-6)
     assert (M.counter_value("aten::sin") or 0) >= 1
 
-results = {}
-for name, fn in list(globals().items()):
-    if name.startswith("check_"):
-        try:
-            fn()
-            results[name] = "ok"
-        except Exception:
-            results[name] = traceback.format_exc()
-print(json.dumps({"backend": accel.backend, "results": results}))
 '''
 
 NAMES = re.findall(r"^def (check_\w+)\(", CHECKS, re.M)
 
 
 @pytest.fixture(scope="module", params=["native", "python"])
-def results(request, subprocess_python):
-    from accel import _build_config
-    if request.param == "native" and not _build_config.NATIVE:
-        pytest.skip("installed with -Dnative=false: no compiled twin")
-    r = subprocess_python(CHECKS, env={"ACCEL_BACKEND": request.param}, timeout=600)
-    assert r.returncode == 0, r.stderr[-3000:]
-    out = json.loads(r.stdout.strip().splitlines()[-1])
-    assert out["backend"] == request.param
-    return out["results"]
+def results(request, lazy_checks):
+    return lazy_checks(CHECKS, request.param)
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -2,7 +2,6 @@
 torch 2.13 LTC): torch's errors for bad indices and arguments, the unsupported cases refused without
 tracing or changing anything, views of updated tensors, and counters.  Each check runs once per twin in its
 own interpreter (ACCEL_BACKEND)."""
-import json
 import re
 
 import pytest
@@ -135,30 +134,14 @@ def check_factory_errors_and_values():
     assert np.array_equal(L.eye(2, 3).numpy(), np.eye(2, 3, dtype=np.float32))
     assert np.allclose(L.linspace(0, 1, 3).numpy(), [0, 0.5, 1])
 
-results = {}
-for name, fn in list(globals().items()):
-    if name.startswith("check_"):
-        try:
-            fn()
-            results[name] = "ok"
-        except Exception:
-            results[name] = traceback.format_exc()
-print(json.dumps({"backend": accel.backend, "results": results}))
 '''
 
 NAMES = re.findall(r"^def (check_\w+)\(", CHECKS, re.M)
 
 
 @pytest.fixture(scope="module", params=["native", "python"])
-def results(request, subprocess_python):
-    from accel import _build_config
-    if request.param == "native" and not _build_config.NATIVE:
-        pytest.skip("installed with -Dnative=false: no compiled twin")
-    r = subprocess_python(CHECKS, env={"ACCEL_BACKEND": request.param}, timeout=600)
-    assert r.returncode == 0, r.stderr[-3000:]
-    out = json.loads(r.stdout.strip().splitlines()[-1])
-    assert out["backend"] == request.param
-    return out["results"]
+def results(request, lazy_checks):
+    return lazy_checks(CHECKS, request.param)
 
 
 @pytest.mark.parametrize("name", NAMES)
