@@ -1,6 +1,7 @@
 """Fixtures shared by the device-memory tests (loaded by path: the suite runs with --import-mode=importlib,
 so test modules cannot import each other)."""
 import ctypes
+import gc
 import threading
 
 import pytest
@@ -59,3 +60,32 @@ def emu():
     cdll = emu_lib()
     yield cdll
     cdll.accelEmuSetFail(None)
+
+
+@pytest.fixture
+def sm(twin):
+    """The twin's _stream module (accel.cuda's device parser), default streams current on devices 0-3, device 0
+    current: before and after the test (the graph tests)."""
+    from accel.cuda import _stream_api
+    mod, dev = twin.mod("_stream"), twin.mod("_device")
+    mod.set_index_parser(_stream_api._parse_device)
+    for d in range(4):
+        mod.set_stream(mod.default_stream(d))
+    dev.set_current_device(0)
+    yield mod
+    for d in range(4):
+        mod.set_stream(mod.default_stream(d))
+    dev.set_current_device(0)
+
+
+@pytest.fixture
+def live(emu):
+    """counts(): the emulator's live graphs, graph execs, captures and allocations, after a collection."""
+    for name in ("accelEmuLiveGraphs", "accelEmuLiveGraphExecs", "accelEmuLiveCaptures"):
+        getattr(emu, name).restype = ctypes.c_int
+
+    def counts():
+        gc.collect()
+        return (emu.accelEmuLiveGraphs(), emu.accelEmuLiveGraphExecs(), emu.accelEmuLiveCaptures(),
+                emu.accelEmuLiveAllocations())
+    return counts

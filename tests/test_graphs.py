@@ -20,38 +20,13 @@ _spec = importlib.util.spec_from_file_location("memory_fixtures", pathlib.Path(_
 _fx = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_fx)
 mem, rt, emu = _fx.mem, _fx.rt, _fx.emu
+sm, live = _fx.sm, _fx.live          # the graph tests' stream module and live-handle counts
 HOSTFN = _fx.HOSTFN
 
 pytestmark = pytest.mark.skipif(os.environ.get("ACCEL_CUDART") != "emu", reason="needs the emulated runtime")
 
 UNSUPPORTED, INVALIDATED, UNJOINED, CAPTURED_EVENT = 900, 901, 904, 907
 N = 256
-
-
-@pytest.fixture
-def sm(twin):
-    from accel.cuda import _stream_api
-    mod, dev = twin.mod("_stream"), twin.mod("_device")
-    mod.set_index_parser(_stream_api._parse_device)
-    for d in range(4):
-        mod.set_stream(mod.default_stream(d))
-    dev.set_current_device(0)
-    yield mod
-    for d in range(4):
-        mod.set_stream(mod.default_stream(d))
-    dev.set_current_device(0)
-
-
-@pytest.fixture
-def live(emu):
-    for name in ("accelEmuLiveGraphs", "accelEmuLiveGraphExecs", "accelEmuLiveCaptures"):
-        getattr(emu, name).restype = ctypes.c_int
-
-    def counts():
-        gc.collect()
-        return (emu.accelEmuLiveGraphs(), emu.accelEmuLiveGraphExecs(), emu.accelEmuLiveCaptures(),
-                emu.accelEmuLiveAllocations())
-    return counts
 
 
 def _capture(sm, g, s, body, **kw):

@@ -7,7 +7,6 @@ import os
 import pathlib
 import threading
 import time
-import warnings
 
 import pytest
 
@@ -17,6 +16,7 @@ _spec = importlib.util.spec_from_file_location("memory_fixtures", pathlib.Path(_
 _fx = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_fx)
 mem, rt = _fx.mem, _fx.rt
+sm, live = _fx.sm, _fx.live          # the graph tests' stream module and live-handle counts
 
 
 @pytest.fixture
@@ -30,32 +30,6 @@ def emu():
     L.accelEmuSetFail(None)
 
 pytestmark = pytest.mark.skipif(os.environ.get("ACCEL_CUDART") != "emu", reason="needs the emulated runtime")
-
-
-@pytest.fixture
-def sm(twin):
-    from accel.cuda import _stream_api
-    mod, dev = twin.mod("_stream"), twin.mod("_device")
-    mod.set_index_parser(_stream_api._parse_device)
-    for d in range(4):
-        mod.set_stream(mod.default_stream(d))
-    dev.set_current_device(0)
-    yield mod
-    for d in range(4):
-        mod.set_stream(mod.default_stream(d))
-    dev.set_current_device(0)
-
-
-@pytest.fixture
-def live(emu):
-    for name in ("accelEmuLiveGraphs", "accelEmuLiveGraphExecs", "accelEmuLiveCaptures"):
-        getattr(emu, name).restype = ctypes.c_int
-
-    def counts():
-        gc.collect()
-        return (emu.accelEmuLiveGraphs(), emu.accelEmuLiveGraphExecs(), emu.accelEmuLiveCaptures(),
-                emu.accelEmuLiveAllocations())
-    return counts
 
 
 class _Worker:
