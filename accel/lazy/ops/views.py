@@ -514,7 +514,8 @@ def _narrow(a, dim, start, length):
 def _getitem(a, index, alias_self=True):
     """torch's Tensor.__getitem__ for ints, slices, None and ...: select_copy / slice_copy / unsqueeze_copy as
     torch's indexing records them (a lone slice is always sliced; in a tuple a slice covering the whole
-    dim is skipped, and a result that is the tensor itself becomes alias_copy)."""
+    dim is skipped, and a result that is the tensor itself becomes alias_copy).  ``alias_self=False``: the
+    view of a setitem, where torch skips a lone whole-dim slice too and the tensor itself stays itself."""
     t = type(index)
     if t is int or isinstance(index, _np.integer):
         if not a._shape.sizes:
@@ -523,11 +524,13 @@ def _getitem(a, index, alias_self=True):
         return _select(a, 0, _index(index, "index"), True, "getitem")
     if t is slice:
         start, stop, step = _slice_bounds(index)
+        if not alias_self and a._shape.sizes and start == 0 and a._shape.sizes[0] <= stop and step == 1:
+            return a                     # setitem: torch's applySlice skips a slice covering the whole dim
         return _slice(a, 0, start, stop, step)
     if index is None:
         return _unsqueeze(a, 0)
     if index is Ellipsis:
-        return _alias(a)
+        return _alias(a) if alias_self else a
     if t is not tuple:
         index = (index,)
     for i in index:
@@ -560,11 +563,6 @@ def _getitem(a, index, alias_self=True):
         else:
             r = _select(r, dim, _index(i, "index"), True, "getitem")
     return _alias(r) if r is a and alias_self else r
-
-
-def _full_slice(a, sl):
-    start, stop, step = _slice_bounds(sl)
-    return bool(a._shape.sizes) and start == 0 and a._shape.sizes[0] <= stop and step == 1
 
 
 def _slice_bounds(sl):
@@ -769,12 +767,7 @@ def _setitem_m(self, index, value):
             raise TypeError(f"t[...] = value: value must be a lazy tensor or a Python number, got "
                             f"{type(value).__name__}: {value!r}")
         value = _fill(_empty((), self._shape.dtype), v)
-    if index is Ellipsis:
-        view = self
-    elif type(index) is slice and _full_slice(self, index):
-        view = self                      # torch's setitem skips a lone slice covering the whole dim
-    else:
-        view = _getitem(self, index, False)
+    view = _getitem(self, index, False)
     copy_to(view, value, number)
 
 
