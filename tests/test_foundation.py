@@ -57,6 +57,20 @@ def test_backend_env_selection(subprocess_python, value, backend):
     assert got == expected and modname == f"accel._{expected}._cudart"
 
 
+@pytest.mark.parametrize("twin", ["native", "python"])
+def test_import_does_not_load_numpy(subprocess_python, twin):
+    """`import accel.cuda` (a device or stream switch) costs what it did before the typed arrays and lazy
+    tensors: numpy (and its BLAS threads) load with the first array or lazy tensor, not at import."""
+    if twin == "native" and not _build_config.NATIVE:
+        pytest.skip("no compiled twin")
+    r = subprocess_python("import sys, accel, accel.cuda as c, accel.device_interface, accel.accelerator\n"
+                          "c.Event(); print(accel.backend, sorted(m for m in sys.modules if m.split('.')[0] == 'numpy'))\n"
+                          "import accel.lazy as L; L.tensor([1.0]); print('numpy' in sys.modules)",
+                          env={"ACCEL_BACKEND": twin, "ACCEL_CUDART": "emu"})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split("\n")[:2] == [f"{twin} []", "True"], r.stdout
+
+
 def test_backend_env_invalid(subprocess_python):
     r = subprocess_python("import accel", env={"ACCEL_BACKEND": "fast"})
     assert r.returncode != 0 and "ACCEL_BACKEND='fast' is not valid" in r.stderr

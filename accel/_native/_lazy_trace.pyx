@@ -6,7 +6,6 @@ cimport cython
 from cpython.dict cimport PyDict_GetItem
 from cpython.ref cimport PyObject
 
-from numpy import dtype as _np_dtype, generic as _np_generic, ndarray as _np_ndarray
 
 cdef object _cls = None
 cdef list _create = None
@@ -81,10 +80,20 @@ cdef int _unlink(TensorBase t) except -1:
     return 0
 
 
-cdef object _OBJECT_DTYPE = _np_dtype(object)
+# numpy's types, imported by the first Data: `import accel` (and accel.cuda) does not import numpy.
+cdef object _np_ndarray = None, _np_generic = None, _OBJECT_DTYPE = None
+
+
+def _load_numpy():
+    global _np_ndarray, _np_generic, _OBJECT_DTYPE
+    import numpy
+    _np_generic, _OBJECT_DTYPE = numpy.generic, numpy.dtype(object)
+    _np_ndarray = numpy.ndarray
 
 
 def _data_check(array):
+    if _np_ndarray is None:
+        _load_numpy()
     if not ((type(array) is _np_ndarray or isinstance(array, _np_generic)) and array.dtype != _OBJECT_DTYPE):
         raise TypeError(f"lazy Data needs a numpy array (or numpy scalar) of a non-object dtype, got "
                         f"{type(array).__name__}: {array!r}")

@@ -76,6 +76,7 @@ DEF NOT_READY = 600
 DEF DISABLE_TIMING = 2
 DEF INTERPROCESS = 4
 DEF NON_BLOCKING = 1
+cdef unsigned int _EXTERNAL = _sc.EVENT_EXTERNAL   # read once: the hot paths test it without a module lookup
 
 cdef Table* _t = NULL
 cdef int _ndev = -1                 # device count, set once by _init_global

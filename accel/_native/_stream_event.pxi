@@ -63,7 +63,7 @@ cdef class Event:
         cdef int orig = -1 if here else c_enter_device(_t, d)
         cdef cudaEvent_t e = <cudaEvent_t>self._h
         cdef cudaStream_t p = <cudaStream_t>s._ptr
-        if self._flags & _sc.EVENT_EXTERNAL:
+        if self._flags & _EXTERNAL:
             with nogil:
                 err = _t.cudaEventRecordWithFlags(e, p, 1)   # cudaEventRecordExternal
         else:
@@ -95,7 +95,7 @@ cdef class Event:
         cdef int orig = -1 if here else c_enter_device(_t, s.device_index)
         cdef cudaEvent_t e = <cudaEvent_t>self._h
         cdef cudaStream_t p = <cudaStream_t>s._ptr
-        if self._flags & _sc.EVENT_EXTERNAL:
+        if self._flags & _EXTERNAL:
             # cudaEventWaitExternal is only valid during capture
             if not _t.cudaStreamIsCapturing(p, &capturing) and capturing == 1:
                 flags = 1

@@ -5,7 +5,6 @@ data cache into a new device-data node).  accel.lazy.tensors configures it once 
 from itertools import count as _count
 from weakref import ref as _ref
 
-from numpy import dtype as _np_dtype, generic as _np_generic, ndarray as _np_ndarray
 
 _live = {}                  # id -> weak reference, for every registered tensor not yet finalized
 _cls = _create = _destroy = _cache_get = _touch = _device_data = _device = None
@@ -36,11 +35,21 @@ class TensorBase:
             pass
 
 
-_OBJECT_DTYPE = _np_dtype(object)
+# numpy's types, imported by the first Data: `import accel` (and accel.cuda) does not import numpy.
+_np_ndarray = _np_generic = _OBJECT_DTYPE = None
+
+
+def _load_numpy():
+    global _np_ndarray, _np_generic, _OBJECT_DTYPE
+    import numpy
+    _np_generic, _OBJECT_DTYPE = numpy.generic, numpy.dtype(object)
+    _np_ndarray = numpy.ndarray
 _set = object.__setattr__
 
 
 def _data_check(array):
+    if _np_ndarray is None:
+        _load_numpy()
     if not ((type(array) is _np_ndarray or isinstance(array, _np_generic)) and array.dtype != _OBJECT_DTYPE):
         raise TypeError(f"lazy Data needs a numpy array (or numpy scalar) of a non-object dtype, got "
                         f"{type(array).__name__}: {array!r}")
