@@ -31,13 +31,19 @@ class Kernel:
     """How the numpy backend compiles one node kind: ``emit(k)`` appends the statements computing it (``k``:
     the backend's emission context); ``ewise``: elementwise (may write into a reused buffer, its dtype
     handled by the backend's casting rule); ``weak``: a 0-dim parameter operand is read as a Python
-    number (torch's wrapped-number typing); ``view``: the result aliases its first operand's memory."""
-    __slots__ = ("kind", "emit", "ewise", "weak", "view", "natural")
+    number (torch's wrapped-number typing); ``view``: the result aliases its first operand's memory;
+    ``out``: not elementwise, but its emit writes a float32 / float64 result (its first) into ``k.buf`` when
+    the backend gives it one (a buffer the program owns and reuses from step to step, never one of the node's
+    own operands), so that a cached step allocates no large array afresh; for a ``view`` kind, ``out`` means
+    that numpy may have to copy (a reshape of a non-contiguous array): the backend gives it a buffer of its
+    own (never shared with another node) for that copy, unless its result may reach a root."""
+    __slots__ = ("kind", "emit", "ewise", "weak", "view", "natural", "out")
 
-    def __init__(self, kind, emit, ewise=False, weak=False, view=False, natural="all"):
+    def __init__(self, kind, emit, ewise=False, weak=False, view=False, natural="all", out=False):
         self.kind = kind
         self.emit = emit
         self.ewise = ewise
+        self.out = out
         self.weak = weak
         self.view = view
         # for ewise kinds: which operands make numpy's own result dtype ("all", "two" or None: never numpy's)

@@ -7,7 +7,10 @@ accel.lazy.executor.set_backend.
 
 Elementwise ops write into buffers that the program owns and reuses from step to step (numpy's ``out=``),
 chosen by liveness: a buffer is reused once every value reading it (views included) has been consumed.
-Roots never live in such buffers, so results handed to tensors are never overwritten.
+Kernels declared ``out`` (matmul, addmm, softmax, masked_fill, layer_norm, cat) write their float results
+into such buffers too (never one of their own operands'), and a reshape numpy must copy copies into a buffer
+of its own, so that a cached step allocates no large array afresh (fresh multi-megabyte arrays cost page
+faults on every step).  Roots never live in such buffers, so results handed to tensors are never overwritten.
 """
 import numpy as _np
 
@@ -36,6 +39,7 @@ _GLOBALS = {"_" + n: getattr(_np, n) for n in (
 _GLOBALS.update({"_round_bf16": D.round_bf16, "_astype": _astype, "_wrap_int": _wrap_int, "_checked_int": D.checked_int})
 _NARROW_INTS = frozenset((D.UINT8, D.INT8, D.INT16, D.INT32))
 _HALF_OPMATH = frozenset(("aten::mul", "aten::div"))
+_OUT_DTYPES = frozenset((D.FLOAT32, D.FLOAT64))      # what an ``out`` kernel (not elementwise) writes into a buffer
 _KERNELS = _optable.KERNELS
 for _c, _dt in D.CODE_TO_NP.items():
     _GLOBALS[f"_d{_c}"] = _dt
@@ -82,6 +86,7 @@ class _Compiler:
         self.lines = []
         self.alias = {}     # node index -> the index whose variable already holds the same parameter read
         self.nbuf = 0
+        self.npriv = 0
 
     def _var(self, node):
         i = self.index[node]
@@ -150,9 +155,19 @@ class _Compiler:
             shape = node.shapes[0] if node.shapes else None
             buf = None
             k = _KERNELS.get(kind)
-            if k is not None and k.ewise and shape.sizes and i not in escapes:
-                # inputs read for the last time here may hand their buffer to the output
-                self._release(i, node, base, last, owned, pool)
+            if k is not None and k.view and k.out and shape.dtype in _OUT_DTYPES and shape.sizes \
+                    and base[i] not in escapes:
+                # a view numpy may have to copy: the copy goes into a buffer of this node alone (its readers,
+                # views of it included, are all done within the step; no root can see it)
+                buf = f"_p{self.npriv}"
+                self.npriv += 1
+                self.ns[buf] = _np.empty(tuple(shape.sizes), D.CODE_TO_NP[shape.dtype])
+            elif k is not None and (k.ewise or (k.out and not k.view and shape is not None
+                                                and shape.dtype in _OUT_DTYPES)) and shape.sizes and i not in escapes:
+                if k.ewise:
+                    # inputs read for the last time here may hand their buffer to the output (an elementwise
+                    # kernel reads each element before it writes it); other kernels never write over an input
+                    self._release(i, node, base, last, owned, pool)
                 key = (shape.dtype, tuple(shape.sizes))
                 free = pool.get(key)
                 if free:
@@ -194,7 +209,8 @@ class _Compiler:
         code = compile(src, "<accel.lazy graph>", "exec")
         exec(code, self.ns)
         run = self.ns.pop("run")        # no cycle through the globals: an evicted program is freed at once
-        scratch = sum(self.ns[f"_b{k}"].nbytes for k in range(self.nbuf))
+        scratch = sum(self.ns[f"_b{k}"].nbytes for k in range(self.nbuf)) + \
+            sum(self.ns[f"_p{k}"].nbytes for k in range(self.npriv))
         return Program(run, src, len(handles), n, scratch + len(src))
 
     def _release(self, i, node, base, last, owned, pool):

@@ -117,7 +117,8 @@ def _unsafe_view(out, size):
 
 
 def _k_matmul(k):
-    k.line(f"{k.out} = _matmul({k.ins[0]}, {k.ins[1]})")
+    out = f", out={k.buf}" if k.buf else ""
+    k.line(f"{k.out} = _matmul({k.ins[0]}, {k.ins[1]}{out})")
 
 
 def _eager_dot(args):
@@ -140,9 +141,9 @@ def _rmatmul_m(self, other):
     return matmul(other, self)
 
 
-declare("mm", {"mm": _mm_m}, {"mm": mm}, [Kernel("aten::mm", _k_matmul)])
-declare("bmm", {"bmm": _bmm_m}, {"bmm": bmm}, [Kernel("aten::bmm", _k_matmul)])
-declare("mv", {}, {}, [Kernel("aten::mv", _k_matmul)])
+declare("mm", {"mm": _mm_m}, {"mm": mm}, [Kernel("aten::mm", _k_matmul, out=True)])
+declare("bmm", {"bmm": _bmm_m}, {"bmm": bmm}, [Kernel("aten::bmm", _k_matmul, out=True)])
+declare("mv", {}, {}, [Kernel("aten::mv", _k_matmul, out=True)])
 declare("matmul", {"matmul": _matmul_m, "__matmul__": _matmul_m, "__rmatmul__": _rmatmul_m}, {"matmul": matmul},
         eager={"dot": _eager_dot})
 classes(**{"aten::mm": "Mm", "aten::bmm": "Bmm", "aten::mv": "Mv"})

@@ -26,23 +26,24 @@ def _softmax(opname, a, dim):
 
 
 # ---------------------------------------------------------------- kernels
-def _np_softmax(x, axis):
+def _np_softmax(x, axis, out=None):
+    """``out``: the program's buffer for the result (float32 / float64, x's shape), or None (a new array)."""
     if _np.size(x) == 0:                 # torch returns the empty result (numpy's max refuses a 0-size axis)
         return _np.empty_like(x)
     if x.dtype == _np.float16:
         return _half_softmax(x, axis, False)
-    e = _np.asarray(_np.subtract(x, _np.max(x, axis=axis, keepdims=True)))     # (0-dim: a scalar otherwise)
+    e = _np.asarray(_np.subtract(x, _np.max(x, axis=axis, keepdims=True), out=out))   # (0-dim: a scalar otherwise)
     _np.exp(e, out=e)                    # in place: one temporary of x's size, not two
     e /= _np.sum(e, axis=axis, keepdims=True)
     return e
 
 
-def _np_log_softmax(x, axis):
+def _np_log_softmax(x, axis, out=None):
     if _np.size(x) == 0:
         return _np.empty_like(x)
     if x.dtype == _np.float16:
         return _half_softmax(x, axis, True)
-    s = x - _np.max(x, axis=axis, keepdims=True)
+    s = _np.asarray(_np.subtract(x, _np.max(x, axis=axis, keepdims=True), out=out))
     s -= _np.log(_np.sum(_np.exp(s), axis=axis, keepdims=True))
     return s
 
@@ -86,7 +87,8 @@ helpers(_softmax=_np_softmax, _log_softmax=_np_log_softmax, _softmax_bf16=_np_so
 
 def _k_softmax(k):
     f = k.kind[6:] + ("_bf16" if k.code == D.BFLOAT16 else "")
-    k.line(f"{k.out} = {f}({k.x}, {k.attrs[1]})")
+    out = f", {k.buf}" if k.buf else ""
+    k.line(f"{k.out} = {f}({k.x}, {k.attrs[1]}{out})")
 
 
 def _input(x, name):
@@ -116,9 +118,9 @@ def log_softmax(input, dim, dtype=None):
     return _input(input, "log_softmax").log_softmax(dim, dtype=dtype)
 
 
-declare("softmax", {"softmax": _softmax_m}, {"softmax": softmax}, [Kernel("aten::_softmax", _k_softmax)])
+declare("softmax", {"softmax": _softmax_m}, {"softmax": softmax}, [Kernel("aten::_softmax", _k_softmax, out=True)])
 declare("log_softmax", {"log_softmax": _log_softmax_m}, {"log_softmax": log_softmax},
-        [Kernel("aten::_log_softmax", _k_softmax)])
+        [Kernel("aten::_log_softmax", _k_softmax, out=True)])
 classes(**{"aten::_softmax": "Softmax", "aten::_log_softmax": "LogSoftmax"})
 
 
@@ -368,9 +370,9 @@ def _np_elu(x, alpha, scale, input_scale, dt):
     return _np.where(xf > 0, xf * sc, _np.expm1(xf * isc) * a * sc).astype(dt)
 
 
-def _np_addmm(bias, a, b, beta, alpha, dt):
+def _np_addmm(bias, a, b, beta, alpha, dt, out=None):
     beta, alpha = _np.asarray(beta).item(), _np.asarray(alpha).item()
-    r = _np.matmul(a, b)
+    r = _np.matmul(a, b, out=out)
     if alpha != 1:
         r *= alpha
     r += bias if beta == 1 else bias * beta        # r is a new array: added in place
@@ -382,7 +384,8 @@ helpers(_leaky_relu=_np_leaky_relu, _softplus=_np_softplus, _elu=_np_elu, _addmm
 
 def _k_args(name):
     def emit(k):
-        k.line(f"{k.out} = _{name}({', '.join(k.ins)}, {k.dt})")
+        out = f", out={k.buf}" if k.buf else ""          # (kinds declared out=True)
+        k.line(f"{k.out} = _{name}({', '.join(k.ins)}, {k.dt}{out})")
     return emit
 
 
@@ -403,5 +406,5 @@ declare("softplus", {}, {}, [Kernel("aten::softplus", _k_args("softplus"))], nn=
 declare("elu", {}, {}, [Kernel("aten::elu", _k_args("elu"))], nn={"elu": elu})
 declare("hardtanh", {}, {}, eager={"hardtanh": _eager_hardtanh}, nn={"hardtanh": hardtanh})
 declare("mse_loss", {}, {}, eager={"mse_loss": _eager_mse}, nn={"mse_loss": mse_loss})
-declare("linear", {}, {}, [Kernel("aten::addmm", _k_args("addmm"))], nn={"linear": linear})
+declare("linear", {}, {}, [Kernel("aten::addmm", _k_args("addmm"), out=True)], nn={"linear": linear})
 classes(**{"aten::leaky_relu": "LeakyRelu", "aten::softplus": "Softplus", "aten::elu": "Elu", "aten::addmm": "Addmm"})

@@ -368,9 +368,10 @@ def _bitwise_not(mask):
 
 
 # ---------------------------------------------------------------- kernels
-def _np_layer_norm(x, *rest):
+def _np_layer_norm(x, *rest, out=None):
     """(result, mean, rstd) of native_layer_norm: in float for float / half / bfloat16 inputs (as torch's CPU
-    kernel accumulates), in double for double ones."""
+    kernel accumulates), in double for double ones.  ``out``: the program's buffer for the result (float32 /
+    float64, x's shape), or None."""
     (k, eps, has_w, has_b), params = rest[-1], list(rest[:-1])
     w = params.pop(0) if has_w else None
     b = params.pop(0) if has_b else None
@@ -379,7 +380,7 @@ def _np_layer_norm(x, *rest):
     xc = _np.asarray(x, calc)
     axes = tuple(range(xc.ndim - k, xc.ndim))
     mean = xc.mean(axis=axes, keepdims=True)
-    d = xc - mean
+    d = _np.subtract(xc, mean, out=out if out is not None and out.dtype == calc else None)
     var = _np.square(d).mean(axis=axes, keepdims=True)
     rstd = 1 / _np.sqrt(var + calc(eps))
     d *= rstd
@@ -446,7 +447,8 @@ helpers(_native_layer_norm=_np_layer_norm, _native_batch_norm=_np_batch_norm, _n
 
 def _k_attrs(name):
     def emit(k):
-        k.line(f"{k.out} = {name}({', '.join(k.ins)}, {k.attrs[1]!r})")
+        out = f", out={k.buf}" if k.buf else ""           # (kinds declared out=True)
+        k.line(f"{k.out} = {name}({', '.join(k.ins)}, {k.attrs[1]!r}{out})")
     return emit
 
 
@@ -470,7 +472,7 @@ def _layer_norm_f(input, normalized_shape, weight=None, bias=None, eps=1e-5):
 
 declare("logsumexp", {"logsumexp": _logsumexp_m}, {"logsumexp": _logsumexp_f})
 declare("layer_norm", {}, {"layer_norm": _layer_norm_f},
-        [Kernel("aten::native_layer_norm", _k_attrs("_native_layer_norm"))], nn={"layer_norm": layer_norm})
+        [Kernel("aten::native_layer_norm", _k_attrs("_native_layer_norm"), out=True)], nn={"layer_norm": layer_norm})
 declare("rms_norm", {}, {"rms_norm": rms_norm}, nn={"rms_norm": rms_norm})
 declare("group_norm", {}, {"group_norm": group_norm}, nn={"group_norm": group_norm})
 def _batch_norm_f(input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled=True):

@@ -184,8 +184,13 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
 
 
 # ---------------------------------------------------------------- kernels
-def _np_masked_fill(x, mask, v, dt):
-    r = _np.array(x, dtype=dt)           # a copy, then the value where the mask is set (cheaper than where())
+def _np_masked_fill(x, mask, v, dt, out=None):
+    """``out``: the program's buffer for the result (of x's shape and ``dt``), or None (a new array)."""
+    if out is None:
+        r = _np.array(x, dtype=dt)       # a copy, then the value where the mask is set (cheaper than where())
+    else:
+        r = out
+        _np.copyto(r, x, casting="unsafe")
     _np.copyto(r, _np.asarray(v).astype(dt), where=mask)
     return r
 
@@ -206,7 +211,8 @@ helpers(_masked_fill=_np_masked_fill, _gather=_np_gather, _take=_np.take)
 
 
 def _k_masked_fill(k):
-    k.line(f"{k.out} = _masked_fill({k.ins[0]}, {k.ins[1]}, {k.ins[2]}, {k.dt})")
+    out = f", {k.buf}" if k.buf else ""
+    k.line(f"{k.out} = _masked_fill({k.ins[0]}, {k.ins[1]}, {k.ins[2]}, {k.dt}{out})")
 
 
 def _k_gather(k):
@@ -286,7 +292,7 @@ def _logical_fns(name, unary):
 
 
 declare("masked_fill", {"masked_fill": _masked_fill_m}, {"masked_fill": masked_fill},
-        [Kernel("aten::masked_fill", _k_masked_fill)])
+        [Kernel("aten::masked_fill", _k_masked_fill, out=True)])
 declare("where", {"where": _where_m}, {"where": where}, eager={"where": _eager_where})
 for _n in _LOGICAL:
     _m, _f = _logical_fns(_n, _n == "logical_not")

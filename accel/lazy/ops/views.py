@@ -275,7 +275,36 @@ def cat(tensors, dim=0):
 
 # ---------------------------------------------------------------- kernels
 def _k_reshape(k):
-    k.line(f"{k.out} = _reshape({k.x}, {tuple(k.shape.sizes)!r})")
+    if k.buf:           # a copy, where numpy must make one, goes into this node's own buffer
+        k.line(f"{k.out} = _reshape_into({k.x}, {tuple(k.shape.sizes)!r}, {k.buf})")
+    else:
+        k.line(f"{k.out} = _reshape({k.x}, {tuple(k.shape.sizes)!r})")
+
+
+try:
+    _np.reshape(_np.zeros(1), 1, copy=False)
+    _VIEW_ONLY = True                    # numpy >= 2.1: reshape(copy=False) refuses to copy
+except TypeError:
+    _VIEW_ONLY = False
+
+
+def _np_reshape_into(x, shape, buf):
+    """``x`` reshaped (C order): a view where numpy can make one, else a copy written into ``buf`` (of
+    ``shape``, the program's own buffer of this node, reused from step to step)."""
+    if _VIEW_ONLY:
+        try:
+            return _np.reshape(x, shape, copy=False)
+        except ValueError:
+            pass
+    else:
+        r = _np.reshape(x, shape)
+        if r.base is x or _np.shares_memory(r, x):
+            return r
+    _np.copyto(buf.reshape(_np.shape(x)), x)
+    return buf
+
+
+helpers(_reshape_into=_np_reshape_into)
 
 
 def _k_t(k):
@@ -302,7 +331,9 @@ def _k_cat(k):
     if keep == ():
         k.line(f"{k.out} = _zeros((0,), {k.dt})")
     else:
-        k.line(f"{k.out} = _concatenate({x}, axis={axis}, dtype={k.dt}, casting='same_kind')")
+        # into the program's buffer when it gives one (a float result: numpy takes no dtype= with out=)
+        into = f"out={k.buf}" if k.buf else f"dtype={k.dt}"
+        k.line(f"{k.out} = _concatenate({x}, axis={axis}, {into}, casting='same_kind')")
 
 
 # ---------------------------------------------------------------- the declarations
@@ -368,7 +399,7 @@ def squeeze(input, dim=None):
     return _input(input, "squeeze").squeeze(dim)
 
 
-_RESHAPE = Kernel("reshape", _k_reshape, view=True)
+_RESHAPE = Kernel("reshape", _k_reshape, view=True, out=True)
 declare("view", {"view": _view_m, "reshape": _reshape_m}, {"reshape": reshape}, [_RESHAPE])
 declare("t", {"t": _t_m}, {"t": t}, [Kernel("aten::t_copy", _k_t, view=True)])
 declare("transpose", {"transpose": _transpose_m}, {"transpose": transpose},
@@ -378,7 +409,7 @@ declare("unsqueeze", {"unsqueeze": _unsqueeze_m}, {"unsqueeze": unsqueeze})
 declare("squeeze", {"squeeze": _squeeze_m}, {"squeeze": squeeze})
 declare("expand", {"expand": _expand_m}, {}, [Kernel("expand", _k_expand, view=True)])
 declare("cat", {}, {"cat": cat},
-        [Kernel("lazy_tensors::tensor_list", _k_tensor_list), Kernel("aten::cat", _k_cat)])
+        [Kernel("lazy_tensors::tensor_list", _k_tensor_list), Kernel("aten::cat", _k_cat, out=True)])
 
 
 def _squeeze_class(node, attrs):
