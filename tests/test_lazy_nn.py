@@ -77,6 +77,37 @@ def check_losses():
     bad = F.nll_loss(lp, L.tensor(np.array([0, 9, 2, 1], np.int64)))
     raises(IndexError, lambda: bad.numpy(), "Target 9 is out of bounds")
 
+def check_cross_entropy_targets_and_smoothing_as_torch_decides():
+    # torch 2.13's cross_entropy_loss: a target of the input's shape holds class probabilities (checked as
+    # torch checks it), a negative label_smoothing is no smoothing, the errors carry torch's messages, and a
+    # refused call traces nothing
+    x, p = L.tensor(arr(4, 5)), L.tensor(np.full((4, 5), 0.2, np.float32))
+    t = L.tensor(np.array([0, 4, 2, 1], np.int64))
+    L.mark_step()
+    n = cv("lazy::_log_softmax")
+    raises(RuntimeError, lambda: F.cross_entropy(x, L.tensor(np.ones((4, 5), np.int64))),
+           "Expected floating point type for target with class probabilities, got Long")
+    raises(RuntimeError, lambda: F.cross_entropy(x, p, ignore_index=2), "ignore_index is not supported for floating point target")
+    raises(RuntimeError, lambda: F.cross_entropy(x, t, label_smoothing=2), "Got: 2")
+    raises(RuntimeError, lambda: F.cross_entropy(x, p, weight=L.tensor(arr(4))),
+           "weight tensor should be defined either for all 5 classes or no classes but got weight tensor of shape: [4]")
+    raises(TypeError, lambda: F.cross_entropy(x, t, label_smoothing="a"), "'label_smoothing' (position 6) must be float, not str")
+    raises(RuntimeError, lambda: F.nll_loss(x, L.tensor(np.array([0, 4, 2, 1], np.int32))), "but got Int")
+    assert cv("lazy::_log_softmax") == n
+    # (torch traces the log_softmax before it refuses these: its counter counts one each, as here)
+    raises(RuntimeError, lambda: F.cross_entropy(x, p, label_smoothing=1.5), "label_smoothing must be between 0.0 and 1.0. Got: 1.5")
+    raises(RuntimeError, lambda: F.cross_entropy(x, L.tensor(arr(4))), "expected target dtype to be Long or Byte, but got Float")
+    a = x.numpy().astype(np.float64)
+    lp = a - np.log(np.exp(a).sum(1, keepdims=True))
+    assert np.allclose(F.cross_entropy(x, p).numpy(), -(lp * 0.2).sum() / 4, rtol=1e-6)
+    assert np.allclose(F.cross_entropy(x, t, label_smoothing=-0.3).numpy(), F.cross_entropy(x, t).numpy())
+    w = np.array([1, 2, 3, 4, 5], np.float32)
+    got = F.cross_entropy(x, t, weight=L.tensor(w), label_smoothing=0.1).numpy()
+    tw = w[[0, 4, 2, 1]]
+    nll = -(lp[np.arange(4), [0, 4, 2, 1]] * tw).sum() / tw.sum()
+    smooth = -(lp * w).sum() / tw.sum()
+    assert np.allclose(got, 0.9 * nll + 0.1 / 5 * smooth, rtol=1e-5), (got, 0.9 * nll + 0.1 / 5 * smooth)
+
 def check_logsumexp_holds_data_and_is_stable():
     x = L.tensor(np.array([[1000.0, 1000.0], [-np.inf, -np.inf]], np.float32))
     y = x.logsumexp(1)

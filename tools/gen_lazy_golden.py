@@ -634,6 +634,26 @@ PROGRAMS_NN = [
      "    v.mul_(b2).addcmul_(g, g, value=1 - b2)\n    bc1, bc2 = 1 - b1 ** step, 1 - b2 ** step\n"
      "    denom = (v.sqrt() / math.sqrt(bc2)).add_(eps)\n    w.addcdiv_(m, denom, value=-lr / bc1)\n"
      "    if step < 3:\n        mark_step()\nout = [w, m, v]"),
+    # cross_entropy with class-probability targets (a target of the input's shape) and with weights and label
+    # smoothing together (appended last: a program's inputs are seeded by its index)
+    ("nn_cross_entropy_prob", "f32[4,5] pf32[4,5] f32[5] f32[2,5,3] pf32[2,5,3]",
+     "F = T.nn.functional\np = x1 / x1.sum(1, keepdim=True)\nw = x2.abs() + 0.5\n"
+     "p3 = x4 / x4.sum(1, keepdim=True)\n"
+     "out = [F.cross_entropy(x0, p), F.cross_entropy(x0, p, reduction='sum'), F.cross_entropy(x0, p, reduction='none'), "
+     "F.cross_entropy(x0, p, weight=w), F.cross_entropy(x0, p, weight=w, reduction='none', label_smoothing=0.1), "
+     "F.cross_entropy(x3, p3, label_smoothing=0.2), F.cross_entropy(x3, p3, weight=w, reduction='none'), "
+     "F.cross_entropy(x0[1], p[1]), F.cross_entropy(x0, p.double()), F.cross_entropy(x0, p, label_smoothing=-0.1), "
+     "F.cross_entropy(x0[:0], p[:0]), F.cross_entropy(x0[:0], p[:0], reduction='sum')]"),
+    ("nn_cross_entropy_ls_weight", "f32[4,5] f32[5] f32[2,5,3]",
+     "F = T.nn.functional\nt = 4 - T.arange(4, device=D)\nw = x1.abs() + 0.5\n"
+     "t3 = (T.arange(6, device=D).reshape(2, 3) * 0.7).long()\n"
+     "out = [F.cross_entropy(x0, t, weight=w, label_smoothing=0.1), "
+     "F.cross_entropy(x0, t, weight=w, label_smoothing=0.2, reduction='sum'), "
+     "F.cross_entropy(x0, t, weight=w, label_smoothing=0.3, reduction='none', ignore_index=2), "
+     "F.cross_entropy(x0, t, weight=w, label_smoothing=0.1, ignore_index=4), "
+     "F.cross_entropy(x2, t3, weight=w, label_smoothing=0.1), "
+     "F.cross_entropy(x2, t3, weight=w, label_smoothing=0.15, reduction='none'), "
+     "F.cross_entropy(x0, t, label_smoothing=-0.5), F.cross_entropy(x0, t, label_smoothing=True)]"),
 ]
 PROGRAMS += PROGRAMS_NN
 # Programs whose values are LTC's rather than eager torch's: eager torch runs a fused kernel (native_group_norm)

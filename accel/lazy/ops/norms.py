@@ -279,7 +279,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     if reduction not in _REDUCTION:
         raise ValueError(f"{reduction} is not a valid value for reduction")
     if target._shape.dtype not in (D.INT64, D.UINT8):
-        raise RuntimeError(f"expected scalar type Long but found {_dtype_name(target._shape.dtype)}")
+        raise RuntimeError(f"expected target dtype to be Long or Byte, but got {_dtype_name(target._shape.dtype)}")
     nd = len(s.sizes)
     ts = target._shape.sizes
     if nd >= 3:
@@ -326,34 +326,97 @@ def _nll_loss_nd(input, target, weight, ignore_index, reduction):
 
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean",
                   label_smoothing=0.0):
-    """torch.nn.functional.cross_entropy with class-index targets: _log_softmax over the class dim, then
-    nll_loss_forward; label_smoothing > 0 adds torch's smoothing term (its ~ignore_mask runs eagerly, as
-    LTC's bitwise_not fallback)."""
+    """torch.nn.functional.cross_entropy as torch 2.13's cross_entropy_loss decomposes it: a target of the
+    input's shape holds class probabilities (_prob_target); otherwise class indices: _log_softmax over the class
+    dim, then nll_loss_forward, and label_smoothing > 0 adds torch's smoothing term (_smoothed)."""
     s = _float_input(input, "cross_entropy")
     if size_average is not None or reduce is not None:
         raise NotImplementedError("cross_entropy(size_average=, reduce=) (deprecated) is not supported by "
                                   "accel.lazy; use reduction=")
     _check_tensor(target, "cross_entropy() target")
-    if target._shape.dtype in D.FLOATS:
-        raise NotImplementedError("cross_entropy() with class-probability targets is not supported by accel.lazy yet")
     ls = _as_number(label_smoothing)
-    if ls is None or not 0.0 <= ls <= 1.0:
-        raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing!r}")
-    class_dim = 0 if len(s.sizes) == 1 else 1
-    logp = _softmax("_log_softmax", input, class_dim)
-    if ls == 0:
-        return nll_loss(logp, target, weight, None, ignore_index, None, reduction)
-    if weight is not None:
-        raise NotImplementedError("cross_entropy() with weight and label_smoothing is not supported by accel.lazy yet")
+    if ls is None:
+        raise TypeError(f"cross_entropy_loss(): argument 'label_smoothing' (position 6) must be float, not "
+                        f"{type(label_smoothing).__name__}")
+    ls = float(ls)
     if reduction not in _REDUCTION:
         raise ValueError(f"{reduction} is not a valid value for reduction")
-    n_classes = s.sizes[class_dim]
+    weight = _opt(weight, "cross_entropy() weight")
     ig = _index(ignore_index, "cross_entropy(): ignore_index")
-    nll = nll_loss(logp, target, None, None, ig, None, reduction)
+    class_dim = 0 if len(s.sizes) == 1 else 1
+    if tuple(target._shape.sizes) == tuple(s.sizes):      # torch: the same shapes mean class probabilities
+        return _prob_target(input, target, weight, reduction, ig, ls, label_smoothing, class_dim)
+    if ls > 0.0 and ls > 1.0:
+        raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing!r}")
+    logp = _softmax("_log_softmax", input, class_dim)
+    if not ls > 0.0:                 # (torch takes a negative or NaN label_smoothing as none)
+        return nll_loss(logp, target, weight, None, ig, None, reduction)
+    return _smoothed(logp, target, weight, reduction, ig, ls, class_dim)
+
+
+def _class_weight(weight, logp, class_dim):
+    """The class weights viewed to broadcast along the class dim of ``logp`` (torch's weight_broadcast_shape)."""
+    nd = len(logp._shape.sizes)
+    if nd <= 1:
+        return weight
+    shape = [1] * nd
+    shape[class_dim] = weight._shape.sizes[0]
+    return _view(weight, shape, "view_copy_symint")
+
+
+def _prob_target(input, target, weight, reduction, ig, ls, given, class_dim):
+    """torch's cross_entropy_loss_prob_target: -(log_softmax(input) * target [* weight]) summed (over the class
+    dim for reduction='none'), the mean divided by numel / n_classes (an integer, as torch's SymInt division)."""
+    ts = target._shape
+    if ts.dtype not in D.FLOATS:
+        raise RuntimeError(f"Expected floating point type for target with class probabilities, got "
+                           f"{_dtype_name(ts.dtype)}")
+    if ig >= 0:
+        raise RuntimeError("ignore_index is not supported for floating point target")
+    s = input._shape
+    n_classes = s.sizes[class_dim]
+    if weight is not None and (len(weight._shape.sizes) != 1 or _numel(weight._shape.sizes) != n_classes):
+        raise RuntimeError(f"cross_entropy: weight tensor should be defined either for all {n_classes} classes or "
+                           f"no classes but got weight tensor of shape: {list(weight._shape.sizes)}")
+    logp = _softmax("_log_softmax", input, class_dim)
+    if ls > 0.0:
+        if ls > 1.0:
+            raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {given!r}")
+        target = target * (1 - ls) + ls / n_classes
+    prod = logp * target
+    if weight is not None:
+        prod = prod * _class_weight(weight, logp, class_dim)
+    if reduction == "none":
+        return prod.sum(class_dim).neg()
+    total = prod.sum()
+    if reduction == "sum":
+        return total.neg()
+    numel = _numel(s.sizes)
+    if numel == 0:
+        return total.fill_(float("nan")).neg()
+    return total.neg() / (numel // n_classes)
+
+
+def _smoothed(logp, target, weight, reduction, ig, ls, class_dim):
+    """torch's cross_entropy_loss_label_smoothing for class-index targets: (1 - ls) * nll_loss + ls / n_classes *
+    the smoothing term; with weights, the mean divides by the targets' weights (torch 2.13's gather / masked_fill
+    form), without them by the count of targets not ignored (its ~ignore_mask runs eagerly, as LTC's
+    bitwise_not fallback)."""
+    n_classes = logp._shape.sizes[class_dim]
+    nll = nll_loss(logp, target, weight, None, ig, None, reduction)
     ignore_mask = target == ig
-    smooth = logp.sum(class_dim).neg().masked_fill(ignore_mask, 0.0)
+    if weight is not None:
+        smooth = (logp * _class_weight(weight, logp, class_dim)).sum(class_dim).neg()
+    else:
+        smooth = logp.sum(class_dim).neg()
+    smooth = smooth.masked_fill(ignore_mask, 0.0)
     if reduction == "mean":
-        smooth = smooth.sum() / _bitwise_not(ignore_mask).sum()
+        if weight is not None:
+            filtered = target.masked_fill(ignore_mask, 0)
+            tgt_w = weight.gather(0, filtered.flatten())          # (flat, as LTC records it)
+            smooth = smooth.sum() / tgt_w.masked_fill(ignore_mask.flatten(), 0).sum()
+        else:
+            smooth = smooth.sum() / _bitwise_not(ignore_mask).sum()
     elif reduction == "sum":
         smooth = smooth.sum()
     return nll * (1 - ls) + smooth * (ls / n_classes)
