@@ -207,10 +207,42 @@ def check_scatter_index_add_one_hot():
     want[:, 3] += 1
     same(y, want)
 
+def check_scatter_reductions_run_eagerly_as_in_ltc():
+    # scatter(reduce=) and scatter_reduce are eager in LTC: counted under torch's kernel names; torch warns once
+    # that scatter's reduce with a tensor src is deprecated; bad reductions are refused with torch's messages
+    import warnings
+    x = L.tensor(arr(3, 4))
+    i = L.tensor(np.array([[0, 1, 0, 2]]))
+    src = L.tensor(np.ones((1, 4), np.float32))
+    L.mark_step()
+    M.reset()
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        a = x.scatter(0, i, src, reduce="add")
+        b = x.scatter(0, i, src, reduce="multiply")
+    assert len(w) <= 1 and all("scatter_reduce instead" in str(m.message) for m in w), [str(m.message) for m in w]
+    c = x.scatter(0, i, 2.0, reduce="add")
+    d = x.scatter_reduce(0, i, src * 3, "amax", include_self=False)
+    cv = lambda name: M.counter_value(name) or 0
+    assert cv("aten::scatter.reduce") == 2 and cv("aten::scatter.value_reduce") == 1
+    assert cv("aten::scatter_reduce.two") == 1
+    want = arr(3, 4)
+    wa, wb, wc, wd = want.copy(), want.copy(), want.copy(), want.copy()
+    for j, r in enumerate([0, 1, 0, 2]):
+        wa[r, j] += 1; wb[r, j] *= 1; wc[r, j] += 2; wd[r, j] = 3
+    for got, exp in ((a, wa), (b, wb), (c, wc), (d, wd)):
+        assert np.array_equal(got.numpy(), exp), (got.numpy(), exp)
+    raises(RuntimeError, lambda: x.scatter(0, i, src, reduce="max"), "reduce argument must be either add or multiply.")
+    raises(RuntimeError, lambda: x.scatter_reduce(0, i, src, "median"),
+           "reduce argument must be either sum, prod, mean, amax or amin, got median")
+    raises(TypeError, lambda: x.scatter_reduce(0, i, src, "sum", include_self=1), "include_self")
+    raises(RuntimeError, lambda: x.scatter_reduce(0, i, src.double(), "sum"), "scatter(): Expected self.dtype to be equal to src.dtype")
+    assert cv("aten::scatter_reduce.two") == 1
+
 def check_scatter_errors():
     x = L.tensor(arr(3, 4))
     i = L.tensor(np.array([[0, 1]]))
-    raises(RuntimeError, lambda: x.scatter(1, i.to(L.int32), 1.0), "Expected dtype int64 for index")
+    raises(RuntimeError, lambda: x.scatter(1, i.to(L.int16), 1.0), "scatter(): Expected dtype int32/int64 for index")
     raises(RuntimeError, lambda: x.scatter(1, i, L.tensor(np.ones((1, 2), np.int64))), "Expected self.dtype to be equal to src.dtype")
     raises(RuntimeError, lambda: x.scatter(1, L.tensor(np.array([0])), 1.0), "same number of dimensions")
     raises(RuntimeError, lambda: x.scatter(1, L.tensor(np.zeros((4, 1), np.int64)), 1.0), "to be no larger than self")

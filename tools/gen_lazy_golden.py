@@ -654,6 +654,20 @@ PROGRAMS_NN = [
      "F.cross_entropy(x2, t3, weight=w, label_smoothing=0.1), "
      "F.cross_entropy(x2, t3, weight=w, label_smoothing=0.15, reduction='none'), "
      "F.cross_entropy(x0, t, label_smoothing=-0.5), F.cross_entropy(x0, t, label_smoothing=True)]"),
+    ("scatter_reduce", "f32[3,4] f32[2,4] i64[3,4] i64[2,4]",
+     "idx = T.tensor([[0, 1, 0, 2], [2, 0, 0, 1]], device=D)\n"
+     "out = [x0.scatter(0, idx, x1, reduce='add'), x0.scatter(0, idx, x1, reduce='multiply'), "
+     "x0.scatter(1, idx[:, :3], 1.5, reduce='add'), x2.scatter(0, idx, 3, reduce='multiply'), "
+     "x0.scatter_reduce(0, idx, x1, 'sum'), x0.scatter_reduce(0, idx, x1, 'prod', include_self=False), "
+     "x0.scatter_reduce(0, idx, x1, 'mean'), x0.scatter_reduce(0, idx, x1, 'mean', include_self=False), "
+     "x0.scatter_reduce(0, idx, x1, 'amax', include_self=False), T.scatter_reduce(x0, 0, idx, x1, 'amin'), "
+     "x2.scatter_reduce(0, idx, x3, 'mean'), x2.scatter_reduce(0, idx, x3, 'mean', include_self=False), "
+     "x2.scatter_reduce(1, idx, x3, 'amax', include_self=False), x2.scatter_reduce(0, idx, x3, 'amin', include_self=False), "
+     "x0.clone().scatter_reduce_(0, idx, x1, 'sum', include_self=False), x0.clone().scatter_(0, idx, x1, reduce='add')]"),
+    ("index_int32", "f32[3,4] f32[2,4]",
+     "idx = T.tensor([[0, 1, 0, 2], [2, 0, 0, 1]], device=D).int()\n"
+     "out = [x0.scatter(0, idx, x1), x0.scatter(1, idx[:, :3], 2.5), x0.scatter_add(0, idx, x1), x0.gather(0, idx), "
+     "x0.gather(1, idx[:, :2]) * 2, x0.scatter_reduce(0, idx, x1, 'amax'), x0.scatter(0, idx, x1, reduce='multiply')]"),
 ]
 PROGRAMS += PROGRAMS_NN
 # Programs whose values are LTC's rather than eager torch's: eager torch runs a fused kernel (native_group_norm)

@@ -528,9 +528,17 @@ def _check_tensor(t, what):
         raise TypeError(f"{what} must be a lazy tensor, got {type(t).__name__}: {t!r}")
 
 
-def tensor(data, dtype=None):
+def _device(device):
+    """The ``device=`` of a factory (tensor() included): the lazy device (None, "lazy", "lazy:0"); anything else
+    is refused."""
+    if device is not None and str(device) not in ("lazy", "lazy:0"):
+        raise ValueError(f"accel.lazy factories make lazy tensors: device must be None or 'lazy', got {device!r}")
+
+
+def tensor(data, dtype=None, device=None):
     """A lazy tensor holding a copy of ``data`` (a numpy array or anything numpy.asarray takes, e.g. a
-    Python scalar): torch.from_numpy(a).to("lazy")."""
+    Python scalar): torch.from_numpy(a).to("lazy"); ``device``: None or the lazy device, as torch.tensor's."""
+    _device(device)
     if type(data) is LazyTensor:
         raise TypeError("tensor() needs array data, got a lazy tensor (use .to(dtype) or the tensor itself)")
     if isinstance(data, (bool, int, float)) and dtype is None:

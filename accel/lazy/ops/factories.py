@@ -13,7 +13,7 @@ from accel.lazy.executor import fallback
 from accel.lazy.inplace import _MUTATED, sync
 from accel.lazy.ops.inplace import fill_, zero_
 from accel.lazy.tensors import (
-    _as_number, _check_tensor, _emit, _fn_counter, _index, _int_list, _scalar_node, _seed, _shape)
+    _as_number, _check_tensor, _device, _emit, _fn_counter, _index, _int_list, _scalar_node, _seed, _shape)
 
 
 def _sizes(size, what):
@@ -24,12 +24,6 @@ def _sizes(size, what):
         if n < 0:
             raise RuntimeError(f"Trying to create tensor with negative dimension {n}: {list(sizes)}")
     return sizes
-
-
-def _device(device):
-    """The ``device=`` of a factory: the lazy device (None, "lazy", "lazy:0"); anything else is refused."""
-    if device is not None and str(device) not in ("lazy", "lazy:0"):
-        raise ValueError(f"accel.lazy factories make lazy tensors: device must be None or 'lazy', got {device!r}")
 
 
 def _code(dtype, default=D.DEFAULT_FLOAT, what="dtype"):

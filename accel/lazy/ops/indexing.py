@@ -16,6 +16,8 @@
   read as IR (tensor id, text, hash, any op: a segfault), only ``.cpu()`` works; here they are data tensors
   (the input's copy to the CPU counted, the outputs' copies back not, as LTC counts them).
 """
+import warnings
+
 import numpy as _np
 
 from accel.lazy import _dtypes as D
@@ -361,8 +363,8 @@ def _eager_nonzero(args):
 def _scatter_checks(self, dim, index, src, what):
     _check_tensor(self, f"{what}() self")
     _check_tensor(index, f"{what}() index")
-    if index._shape.dtype != D.INT64:
-        raise RuntimeError(f"{what}(): Expected dtype int64 for index")
+    if index._shape.dtype not in (D.INT64, D.INT32):      # (torch's scatter_gather_dtype_check names "scatter")
+        raise RuntimeError("scatter(): Expected dtype int32/int64 for index")
     d = _index(dim, f"{what}(): dim")
     s = self._shape.sizes
     axis = _norm_dim(d, len(s))
@@ -371,7 +373,7 @@ def _scatter_checks(self, dim, index, src, what):
         raise RuntimeError("Index tensor must have the same number of dimensions as self tensor")
     if src is not None:
         if src._shape.dtype != self._shape.dtype:
-            raise RuntimeError(f"{what}(): Expected self.dtype to be equal to src.dtype")
+            raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
         if len(src._shape.sizes) != len(isz) and src._shape.sizes:
             raise RuntimeError("Index tensor must have the same number of dimensions as src tensor")
     for i, n in enumerate(isz):
@@ -383,23 +385,61 @@ def _scatter_checks(self, dim, index, src, what):
     return d, axis
 
 
+_warned_reduce = []
+
+
 def scatter(self, dim, index, src=None, value=None, reduce=None):
-    """Tensor.scatter(dim, index, src) / scatter(dim, index, value): eager (aten::scatter.src / .value)."""
-    if reduce is not None:
-        raise NotImplementedError("scatter(reduce=...) is not supported by accel.lazy")
+    """Tensor.scatter(dim, index, src) / scatter(dim, index, value): eager (aten::scatter.src / .value); with
+    reduce='add' / 'multiply', eager aten::scatter.reduce / .value_reduce (torch warns once that the reduce
+    argument with a tensor src is deprecated)."""
     if src is None and value is None:
         raise TypeError("scatter() missing 1 required positional argument: 'src' or 'value'")
     if src is not None and type(src) is not LazyTensor:
         value, src = src, None
+    if reduce is not None and reduce not in ("add", "multiply"):
+        raise RuntimeError("reduce argument must be either add or multiply.")
     if src is not None:
         _, axis = _scatter_checks(self, dim, index, src, "scatter")
-        return fallback("aten::scatter.src", "scatter", [self, index, src], self._shape.dtype, (axis,))
+        if reduce is None:
+            return fallback("aten::scatter.src", "scatter", [self, index, src], self._shape.dtype, (axis,))
+        if not _warned_reduce:
+            _warned_reduce.append(True)
+            warnings.warn("The reduce argument of torch.scatter with Tensor src is deprecated and will be removed "
+                          "in a future PyTorch release. Use torch.scatter_reduce instead for more reduction "
+                          "options.", UserWarning, stacklevel=2)
+        return fallback("aten::scatter.reduce", "scatter_reduce", [self, index, src], self._shape.dtype,
+                        (axis, _LEGACY_REDUCE[reduce], True))
     v = T._as_number(value)
     if v is None:
         raise TypeError(f"scatter(): value must be a lazy tensor or a Python number, got {type(value).__name__}: "
                         f"{value!r}")
     _, axis = _scatter_checks(self, dim, index, None, "scatter")
-    return fallback("aten::scatter.value", "scatter_value", [self, index], self._shape.dtype, (axis, v))
+    if reduce is None:
+        return fallback("aten::scatter.value", "scatter_value", [self, index], self._shape.dtype, (axis, v))
+    return fallback("aten::scatter.value_reduce", "scatter_reduce", [self, index, v], self._shape.dtype,
+                    (axis, _LEGACY_REDUCE[reduce], True))
+
+
+_LEGACY_REDUCE = {"add": "sum", "multiply": "prod"}
+_REDUCES = ("sum", "prod", "mean", "amax", "amin")
+
+
+def scatter_reduce(self, dim, index, src, reduce, *, include_self=True):
+    """Tensor.scatter_reduce(dim, index, src, reduce, include_self=True): eager (aten::scatter_reduce.two)."""
+    _check_tensor(src, "scatter_reduce() src")
+    if reduce not in _REDUCES:
+        raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
+    if type(include_self) is not bool:
+        raise TypeError(f"scatter_reduce(): argument 'include_self' must be bool, not {type(include_self).__name__}")
+    _, axis = _scatter_checks(self, dim, index, src, "scatter_reduce")
+    return fallback("aten::scatter_reduce.two", "scatter_reduce", [self, index, src], self._shape.dtype,
+                    (axis, reduce, include_self))
+
+
+def scatter_reduce_(self, dim, index, src, reduce, *, include_self=True):
+    _check_tensor(self, "scatter_reduce_() self")
+    sync(self)
+    return commit(self, scatter_reduce(self, dim, index, src, reduce, include_self=include_self))
 
 
 def scatter_(self, dim, index, src=None, value=None, reduce=None):
@@ -463,6 +503,53 @@ def _np_scatter(x, idx, src, axis, add):
 
 def _eager_scatter(args, axis):
     return _np_scatter(args[0], args[1], args[2], axis, False)
+
+
+_UFUNC_AT = {"sum": _np.add, "mean": _np.add, "prod": _np.multiply, "amax": _np.maximum, "amin": _np.minimum}
+
+
+def _eager_scatter_reduce(args, axis, reduce, include_self):
+    """scatter_reduce / scatter(reduce=) on numpy: each indexed element of a copy of self reduced with the src
+    values scattered to it (``include_self=False``: those elements start from the reduction's identity, so self
+    takes no part); ``mean`` divides by the count (self counted when included), flooring for integers."""
+    x, idx, src = _np.asarray(args[0]), _np.asarray(args[1]), args[2]
+    out = _np.array(x, copy=True)
+    if out.ndim == 0:
+        r = _eager_scatter_reduce([out.reshape(1), idx.reshape(-1), _np.asarray(src).reshape(-1) if _np.ndim(src)
+                                   else src], 0, reduce, include_self)
+        return r.reshape(())
+    if not idx.size:
+        return out
+    _check_bounds(idx, out.shape[axis], axis)
+    if _np.ndim(src):
+        src = _np.asarray(src)[tuple(slice(0, n) for n in idx.shape)]
+    else:
+        src = _np.broadcast_to(_np.asarray(src).astype(out.dtype), idx.shape)
+    g = _grid(idx, axis)
+    if not include_self:
+        if reduce in ("sum", "mean"):
+            out[g] = 0
+        elif reduce == "prod":
+            out[g] = 1
+        elif out.dtype.kind == "f":
+            out[g] = -_np.inf if reduce == "amax" else _np.inf
+        elif out.dtype == bool:
+            out[g] = reduce == "amin"
+        else:
+            info = _np.iinfo(out.dtype)
+            out[g] = info.min if reduce == "amax" else info.max
+    _UFUNC_AT[reduce].at(out, g, src.astype(out.dtype, copy=False))
+    if reduce == "mean":
+        count = _np.zeros(out.shape, _np.int64)
+        if include_self:
+            count += 1
+        _np.add.at(count, g, 1)
+        count = _np.maximum(count, 1)
+        if out.dtype.kind in "iu":
+            out = _np.floor_divide(out, count).astype(out.dtype)
+        else:
+            out = (out / count).astype(out.dtype)
+    return out
 
 
 def _eager_scatter_value(args, axis, v):
@@ -643,6 +730,10 @@ def _scatter_f(input, dim, index, src=None, value=None, reduce=None):
     return scatter(_input(input, "scatter"), dim, index, src, value, reduce)
 
 
+def _scatter_reduce_f(input, dim, index, src, reduce, *, include_self=True):
+    return scatter_reduce(_input(input, "scatter_reduce"), dim, index, src, reduce, include_self=include_self)
+
+
 def _scatter_add_f(input, dim, index, src):
     return scatter_add(_input(input, "scatter_add"), dim, index, src)
 
@@ -669,7 +760,10 @@ declare("masked_select", {"masked_select": _masked_select_m}, {"masked_select": 
         eager={"masked_select": _eager_masked_select})
 declare("nonzero", {"nonzero": nonzero}, {"nonzero": _nonzero_f}, eager={"nonzero": _eager_nonzero})
 declare("scatter", {"scatter": scatter, "scatter_": scatter_}, {"scatter": _scatter_f},
-        eager={"scatter": _eager_scatter, "scatter_value": _eager_scatter_value})
+        eager={"scatter": _eager_scatter, "scatter_value": _eager_scatter_value,
+               "scatter_reduce": _eager_scatter_reduce})
+declare("scatter_reduce", {"scatter_reduce": scatter_reduce, "scatter_reduce_": scatter_reduce_},
+        {"scatter_reduce": _scatter_reduce_f})
 declare("scatter_add", {"scatter_add": scatter_add, "scatter_add_": scatter_add_}, {"scatter_add": _scatter_add_f},
         [Kernel("aten::scatter_add", _k_scatter_add)])
 declare("index_add", {"index_add": index_add, "index_add_": index_add_}, {"index_add": _index_add_f},

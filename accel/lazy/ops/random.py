@@ -27,9 +27,9 @@ from accel.lazy import _dtypes as D
 from accel.lazy import tensors as T
 from accel.lazy._optable import Kernel, classes, declare, helpers
 from accel.lazy.inplace import commit as _commit, sync as _sync
-from accel.lazy.ops.factories import _code, _device, _empty, _sizes, zeros as _zeros
+from accel.lazy.ops.factories import _code, _empty, _sizes, zeros as _zeros
 from accel.lazy.tensors import (
-    LazyTensor, _as_number, _check_tensor, _dtype_name, _fn_counter, _index, _op, _seed, _shape, set_attrs)
+    LazyTensor, _as_number, _check_tensor, _device, _dtype_name, _fn_counter, _index, _op, _seed, _shape, set_attrs)
 
 DEFAULT_SEED = 67280421310721       # c10::default_rng_seed_val
 

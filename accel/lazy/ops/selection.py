@@ -119,8 +119,8 @@ def _isnan_isinf(name, a):
 def _gather(a, dim, index, sparse_grad=False):
     _check_tensor(a, "gather() input")
     _check_tensor(index, "gather() index")
-    if index._shape.dtype != D.INT64 and 0 not in index._shape.sizes:      # torch checks a non-empty index
-        raise RuntimeError("gather(): Expected dtype int64 for index")
+    if index._shape.dtype not in (D.INT64, D.INT32) and 0 not in index._shape.sizes:   # (checked when non-empty)
+        raise RuntimeError("gather(): Expected dtype int32/int64 for index")
     s = a._shape
     d = _index(dim, "gather(): dim")
     nd = len(s.sizes)
