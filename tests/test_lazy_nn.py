@@ -108,6 +108,25 @@ def check_cross_entropy_targets_and_smoothing_as_torch_decides():
     smooth = -(lp * w).sum() / tw.sum()
     assert np.allclose(got, 0.9 * nll + 0.1 / 5 * smooth, rtol=1e-5), (got, 0.9 * nll + 0.1 / 5 * smooth)
 
+def check_ops2_fuzz_findings():
+    # found by the ops2 fuzz corpus (torch 2.13 LTC as the oracle), minimised
+    x = L.tensor(np.array([np.inf, 1.0, 2.0], np.float32))
+    # an ignored target is never read (torch: +0, not inf * 0), and a zero loss is +0 as torch sums from 0
+    y = F.cross_entropy(x, L.tensor(np.array(1)), reduction="none", ignore_index=1)
+    assert y.numpy() == 0 and not np.signbit(y.numpy())
+    z = F.cross_entropy(L.tensor(np.array([[-1.75], [0.25]], np.float32)), L.tensor(np.array([0, 0])))
+    assert z.numpy() == 0 and not np.signbit(z.numpy())
+    # no classes: label_smoothing / 0 is C++'s inf, not a ZeroDivisionError
+    e = L.tensor(np.zeros(0, np.float32))
+    assert np.isnan(F.cross_entropy(e, e, label_smoothing=0.5).numpy())
+    # var / std over nothing: torch's +NaN (0-dim data is deduplicated by its bytes)
+    h = L.tensor(np.zeros(0, np.float16))
+    assert L.var(h, -1, unbiased=False).numpy().view(np.uint16) == 0x7E00
+    assert L.std(L.tensor(np.zeros((0, 3), np.float32))).numpy().view(np.uint32) == 0x7FC00000
+    # roll of an empty tensor: its clone, whatever the dims; gather with an empty index of another rank
+    assert L.tensor(np.zeros((3, 0))).roll(-3, 2).shape == (3, 0)
+    assert L.tensor(arr(2, 3)).gather(0, L.tensor(np.zeros(0, np.int32))).shape == (0,)
+
 def check_logsumexp_holds_data_and_is_stable():
     x = L.tensor(np.array([[1000.0, 1000.0], [-np.inf, -np.inf]], np.float32))
     y = x.logsumexp(1)

@@ -28,9 +28,12 @@ import numpy as np
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "tests" / "data" / "lazy_fuzz.json.gz"
-# the suites: "core" (the op set of issue 17, programs p0, p1, ...) and "ops" (issue 19's op families on top of
-# them, programs q0, q1, ...), each its own corpus
-CORPORA = {"core": CORPUS, "ops": ROOT / "tests" / "data" / "lazy_fuzz_ops.json.gz"}
+# the suites: "core" (the op set of issue 17, programs p0, p1, ...), "ops" (issue 19's op families on top of
+# them, programs q0, q1, ...) and "ops2" (the ops added after the ops corpus was made -- scatter reductions,
+# int32 indices, cross_entropy with class probabilities or weights with label smoothing -- mixed with all the
+# others, programs r0, r1, ...), each its own corpus
+CORPORA = {"core": CORPUS, "ops": ROOT / "tests" / "data" / "lazy_fuzz_ops.json.gz",
+           "ops2": ROOT / "tests" / "data" / "lazy_fuzz_ops2.json.gz"}
 
 # ---------------------------------------------------------------- inputs
 DTYPES = {"b": "bool", "u8": "uint8", "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64",
@@ -1179,6 +1182,74 @@ OPS_GENERATORS = [(g_index, 8), (g_setitem, 4), (g_shape_ops, 10), (g_int_cast, 
                   (g_sorting, 5), (g_scatter, 4), (g_norms, 6)]
 
 
+# ---------------------------------------------------------------- the "ops2" suite's ops
+def g_scatter_reduce(g):
+    a = g.pick(lambda t: t.dim() > 0 and t.dtype != g.torch.bool)
+    if a is None:
+        return None
+    t = g.env[a]
+    nd = t.dim()
+    d = g.ri(-nd, nd - 1)
+    ax = d % nd
+    src = g.pick(lambda u: u.dim() == nd and u.dtype == t.dtype)
+    if src is None:
+        return None
+    su = g.env[src]
+    shape = [g.ri(0, min(su.shape[k], t.shape[k] if k != ax else su.shape[k])) for k in range(nd)]
+    if any(x == 0 for x in shape) and nd > 1:
+        return None
+    idt = g.choice(("T.int64", "T.int32"))
+    idx = f"C({_index_list(g, tuple(shape), t.shape[ax])!r}, dtype={idt})"
+    tags = {"index_int32"} if idt == "T.int32" else set()
+    r = g.ri(0, 5)
+    if r == 0:
+        return f"{a}.scatter({d}, {idx}, {src}, reduce={g.choice(('add', 'multiply'))!r})", tags | {"scatter_reduce_legacy"}
+    if r == 1:
+        return f"{a}.scatter({d}, {idx}, {_lit(g.scalar())}, reduce={g.choice(('add', 'multiply'))!r})", \
+            tags | {"scatter_reduce_legacy"}
+    if r in (2, 3):
+        how = g.choice(("sum", "prod", "mean", "amax", "amin"))
+        inc = g.choice(("", ", include_self=False", ", include_self=True"))
+        form = g.choice((f"{a}.scatter_reduce({d}, {idx}, {src}, {how!r}{inc})",
+                         f"T.scatter_reduce({a}, {d}, {idx}, {src}, {how!r}{inc})",
+                         f"{a}.clone().scatter_reduce_({d}, {idx}, {src}, {how!r}{inc})"))
+        return form, tags | {"scatter_reduce"}
+    if r == 4:
+        return g.choice((f"{a}.scatter_add({d}, {idx}, {src})", f"{a}.scatter({d}, {idx}, {src})")), tags | {"scatter"}
+    gshape = [g.ri(0, t.shape[k]) if k != ax else g.ri(0, 3) for k in range(nd)]
+    return f"{a}.gather({d}, C({_index_list(g, tuple(gshape), t.shape[ax])!r}, dtype={idt}))", tags | {"gather"}
+
+
+def g_cross_entropy2(g):
+    a = g.pick(lambda t: t.is_floating_point() and 1 <= t.dim() <= 3)
+    if a is None:
+        return None
+    t = g.env[a]
+    cdim = 0 if t.dim() == 1 else 1
+    nc = t.shape[cdim]
+    red = g.choice(("", ", reduction='sum'", ", reduction='none'", ", reduction='mean'"))
+    ls = g.choice(("", "", ", label_smoothing=0.1", ", label_smoothing=0.3", ", label_smoothing=-0.2",
+                   ", label_smoothing=1.0", ", label_smoothing=1.5"))
+    w = ""
+    if g.chance(0.5):
+        w = f", weight=C({[g.ri(1, 8) / 4 for _ in range(nc)]!r}, dtype={str(t.dtype).replace('torch.', 'T.')})"
+    if g.chance(0.5):
+        p = g.pick(lambda u: tuple(u.shape) == tuple(t.shape) and u.is_floating_point())
+        if p is None:
+            return None
+        tgt = g.choice((p, f"{p}.softmax({cdim})", f"{p}.abs()"))
+        return f"F.cross_entropy({a}, {tgt}{w}{red}{ls})", {"cross_entropy_prob"}
+    if t.numel() == 0 or nc == 0:
+        return None
+    tshape = tuple(t.shape[:cdim]) + tuple(t.shape[cdim + 1:]) if t.dim() > 1 else ()
+    tgt = f"C({_index_list(g, tshape, nc)!r})"
+    ig = g.choice(("", "", ", ignore_index=0", ", ignore_index=1"))
+    return f"F.cross_entropy({a}, {tgt}{w}{red}{ls}{ig})", {"cross_entropy_ls_weight" if w and ls else "cross_entropy"}
+
+
+OPS2_GENERATORS = [(g_scatter_reduce, 40), (g_cross_entropy2, 40)]
+
+
 _SHAPES = [(), (0,), (1,), (3,), (2, 3), (1, 3), (2, 1), (3, 0), (2, 3, 2), (2, 1, 3), (1, 2, 2, 2)]
 
 
@@ -1206,8 +1277,8 @@ def random_spec(rng):
 
 def generate(torch, index, suite="core"):
     """Program ``index`` of ``suite``: (spec, seed, lines, tags, expected_exception_line or None)."""
-    ops = suite == "ops"
-    rng = np.random.default_rng((920170 if ops else 20170) + index)
+    ops = suite != "core"
+    rng = np.random.default_rng({"core": 20170, "ops": 920170, "ops2": 1920170}[suite] + index)
     spec = random_spec(rng)
     seed = 5000 + index
     g = Gen(torch, rng, index)
@@ -1215,7 +1286,8 @@ def generate(torch, index, suite="core"):
         g.env[f"x{i}"] = torch.from_numpy(a.copy())
     length = int(rng.integers(3, 15))
     allow_error = rng.random() < 0.15
-    gens, weights = zip(*(GENERATORS + OPS_GENERATORS if ops else GENERATORS))
+    gens, weights = zip(*(GENERATORS + OPS_GENERATORS + (OPS2_GENERATORS if suite == "ops2" else []) if ops
+                          else GENERATORS))
     weights = np.array(weights, float)
     if not ops and rng.random() < 0.4:              # programs of the ops accel.lazy had before issue 17 only
         weights[[k for k, f in enumerate(gens) if f in (g_inplace, g_inplace_other, g_compare)]] = 0
@@ -1284,7 +1356,7 @@ def build(count, suite="core"):
         index += 1
         try:
             rec = record(api, spec, seed, lines)
-            if suite == "ops":
+            if suite != "core":
                 # LTC's hashes can depend on what ran before (its scalar device-data cache): the program is
                 # recorded again at once, warm, and dropped if the two records differ (accel dedupes scalars
                 # as a warm cache does)
@@ -1292,7 +1364,7 @@ def build(count, suite="core"):
         except Exception:            # noqa: BLE001 (torch's LTC failed outside a line, e.g. at execution)
             dropped["ltc_raised_outside_a_line"] += 1
             continue
-        if suite == "ops" and again["steps"] != rec["steps"]:
+        if suite != "core" and again["steps"] != rec["steps"]:
             dropped["ltc_depends_on_history"] += 1
             continue
         got = None if rec["exc"] is None else rec["exc"][0]
@@ -1304,7 +1376,7 @@ def build(count, suite="core"):
             # failed call (accel refuses first and changes nothing)
             dropped["amax_refused_after_sync"] += 1
             continue
-        if suite == "ops" and exc_line is not None and \
+        if suite != "core" and exc_line is not None and \
                 record(api, spec, seed, lines[:exc_line])["steps"][-1] != rec["steps"][-1]:
             # the same for any refused line that changed the lazy state first (a CPU fallback that syncs
             # its inputs, then finds their dtype unsupported: vector_norm / argmax / dot of bool or ints)
@@ -1318,7 +1390,7 @@ def build(count, suite="core"):
         if rec["exc"] is not None:
             tags.add("exception")
         tags.update("dtype:" + d for d in _dtypes_of(rec))
-        programs.append({"name": f"{'q' if suite == 'ops' else 'p'}{index - 1}", "inputs": spec, "seed": seed, "code": lines,
+        programs.append({"name": f"{dict(core='p', ops='q', ops2='r')[suite]}{index - 1}", "inputs": spec, "seed": seed, "code": lines,
                          "tags": sorted(tags), **rec})
     return {"torch_version": torch.__version__, "generator": "tools/gen_lazy_fuzz.py", "suite": suite, "dropped": dropped,
             "programs": programs}

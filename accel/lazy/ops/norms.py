@@ -354,14 +354,20 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     return _smoothed(logp, target, weight, reduction, ig, ls, class_dim)
 
 
-def _class_weight(weight, logp, class_dim):
-    """The class weights viewed to broadcast along the class dim of ``logp`` (torch's weight_broadcast_shape)."""
+def _class_weight(weight, logp, class_dim, always=False):
+    """The class weights viewed to broadcast along the class dim of ``logp`` (torch's weight_broadcast_shape;
+    the probability path keeps a 1-D input's weight as it is, the label-smoothing path views it ``always``)."""
     nd = len(logp._shape.sizes)
-    if nd <= 1:
+    if nd <= 1 and not always:
         return weight
     shape = [1] * nd
     shape[class_dim] = weight._shape.sizes[0]
     return _view(weight, shape, "view_copy_symint")
+
+
+def _ratio(ls, n_classes):
+    """label_smoothing / n_classes as C++ divides doubles (no classes: inf, for a label_smoothing > 0)."""
+    return ls / n_classes if n_classes else float("inf")
 
 
 def _prob_target(input, target, weight, reduction, ig, ls, given, class_dim):
@@ -382,7 +388,7 @@ def _prob_target(input, target, weight, reduction, ig, ls, given, class_dim):
     if ls > 0.0:
         if ls > 1.0:
             raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {given!r}")
-        target = target * (1 - ls) + ls / n_classes
+        target = target * (1 - ls) + _ratio(ls, n_classes)
     prod = logp * target
     if weight is not None:
         prod = prod * _class_weight(weight, logp, class_dim)
@@ -406,7 +412,7 @@ def _smoothed(logp, target, weight, reduction, ig, ls, class_dim):
     nll = nll_loss(logp, target, weight, None, ig, None, reduction)
     ignore_mask = target == ig
     if weight is not None:
-        smooth = (logp * _class_weight(weight, logp, class_dim)).sum(class_dim).neg()
+        smooth = (logp * _class_weight(weight, logp, class_dim, always=True)).sum(class_dim).neg()
     else:
         smooth = logp.sum(class_dim).neg()
     smooth = smooth.masked_fill(ignore_mask, 0.0)
@@ -419,7 +425,7 @@ def _smoothed(logp, target, weight, reduction, ig, ls, class_dim):
             smooth = smooth.sum() / _bitwise_not(ignore_mask).sum()
     elif reduction == "sum":
         smooth = smooth.sum()
-    return nll * (1 - ls) + smooth * (ls / n_classes)
+    return nll * (1 - ls) + smooth * _ratio(ls, n_classes)
 
 
 def _bitwise_not(mask):
@@ -492,12 +498,12 @@ def _np_nll(x, t, *rest):
     safe = _np.where(keep, t1, 0)
     w = _np.asarray(params[0], _np.float64)[safe] if has_w else _np.ones(len(t1))
     w = _np.where(keep, w, 0.0)
-    picked = x2[_np.arange(len(t1)), safe].astype(_np.float64)
-    losses = -picked * w
+    picked = _np.where(keep, x2[_np.arange(len(t1)), safe].astype(_np.float64), 0.0)   # ignored: never read
     total_w = _np.asarray(w.sum(), x.dtype)
-    if red == 0:
+    if red == 0:                         # torch: -x[t] * w, and +0 where the target is ignored
+        losses = _np.where(keep, -picked * w, 0.0)
         return losses.astype(x.dtype).reshape(t.shape), total_w
-    total = losses.sum()
+    total = 0.0 - (picked * w).sum()     # torch subtracts from 0: a zero loss is +0
     if red == 2:
         return _np.asarray(total, x.dtype), total_w
     with _np.errstate(all="ignore"):

@@ -363,7 +363,7 @@ def _np_std(x, axes, corr, keepdim, dt):
     m = _np.mean(xf, axis=axes, keepdims=True)
     ss = _np.sum((xf - m) ** 2, axis=axes, keepdims=keepdim)
     with _np.errstate(all="ignore"):
-        return _np.sqrt(ss / max(n - corr, 0)).astype(dt)
+        return _empty_nan(_np.sqrt(ss / max(n - corr, 0)).astype(dt), n)
 
 
 def _np_norm(x, p, axes, keepdim, dt):
@@ -427,7 +427,17 @@ def _eager_var(args, axes, corr, keepdim):
     xf = x.astype(_np.float64 if x.dtype == _np.float64 else _np.float32)
     with _np.errstate(all="ignore"):
         m = xf.mean(axis=axes, keepdims=True)
-        return _np.sum((xf - m) ** 2, axis=axes, keepdims=keepdim) / xf.dtype.type(max(n - corr, 0))
+        r = _np.sum((xf - m) ** 2, axis=axes, keepdims=keepdim) / xf.dtype.type(max(n - corr, 0))
+    return _empty_nan(r, n)
+
+
+def _empty_nan(r, n):
+    """torch's var / std over no elements: its quiet NaN constant (+NaN; numpy's 0 / 0 gives the x86 default -NaN,
+    and 0-dim data is deduplicated by its bytes)."""
+    if n == 0:
+        r = _np.asarray(r)
+        r = _np.full(r.shape, _np.nan, r.dtype)
+    return r
 
 
 def _eager_all_any(name):

@@ -126,10 +126,11 @@ def _gather(a, dim, index, sparse_grad=False):
     nd = len(s.sizes)
     axis = _norm_dim(d, nd)
     isz = index._shape.sizes
-    if len(isz) != max(nd, 1) and not (nd == 0 and len(isz) <= 1):
+    empty = 0 in isz                    # torch checks the shapes of a non-empty index only
+    if len(isz) != max(nd, 1) and not (nd == 0 and len(isz) <= 1) and not empty:
         raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
     for i, (n, m) in enumerate(zip(isz, s.sizes)):
-        if i != axis and n > m:
+        if i != axis and n > m and not empty:
             raise RuntimeError(f"Size does not match at dimension {i} expected index {list(isz)} to be no larger "
                                f"than self {list(s.sizes)} apart from dimension {axis}")
     _fn_counter("gather")[0] += 1

@@ -730,6 +730,8 @@ def _roll(a, shifts, dims=None):
         dl = _int_list([dims] if not isinstance(dims, (tuple, list)) else list(dims), "roll() dims")
         if len(dl) != len(sh):
             raise RuntimeError(f"shifts and dimensions must align. shifts: {len(sh)}, dims:{len(dl)}")
+        if 0 in a._shape.sizes:          # torch returns an empty tensor's clone before it looks at the dims
+            return fallback("aten::roll", "roll", [a], a._shape.dtype, (0, None))
         axes = tuple(_norm_dim(x, len(a._shape.sizes)) for x in dl)
     return fallback("aten::roll", "roll", [a], a._shape.dtype, (tuple(sh) if axes is not None else sh[0], axes))
 
