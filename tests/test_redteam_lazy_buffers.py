@@ -7,7 +7,8 @@ Defects found here (each has its check): pow(x, 0.5) written into its operand's 
 overwritten operand (-inf ** 0.5 gave NaN); two graphs with one graph hash but other wiring (LTC hashes a
 device-data node by its shape only, so f(a, a, c) and f(b, c, b) hash alike) ran one program for both;
 with IR reuse, the trie handed back a cached node reading another device-data node than the one traced
-(a view of a tensor carried across steps read an older step's data).  Each check runs once per twin in
+(a view of a tensor carried across steps read an older step's data); run_cached_graph broadcast inputs of
+other sizes into the program's buffers (and cast other dtypes into them).  Each check runs once per twin in
 its own interpreter (ACCEL_BACKEND)."""
 import re
 
@@ -163,6 +164,31 @@ def check_reuse_ir_view_of_a_tensor_carried_across_steps():
     finally:
         L.set_reuse_ir(prev_reuse)
         L.mark_step()
+
+# ---- defect 4: run_cached_graph on inputs of other sizes, broadcast into the program's buffers -----------
+def check_run_cached_graph_refuses_inputs_its_buffers_do_not_fit():
+    L.mark_step()
+    x = L.tensor(np.ones((4, 4), np.float32))
+    y = ((x * 2) + 1).relu()
+    h = L.get_graph_hash([y])
+    L.sync_multi([y])                        # parameters in post order: 1 (add's other and alpha), 2, x
+    close(L.run_cached_graph(h, [1, 2, np.full((4, 4), 3, np.float32)])[0].numpy(), np.full((4, 4), 7, np.float32))
+    for bad in (np.arange(4, dtype=np.float32), np.ones((2, 4, 4), np.float32), np.ones((4, 4), np.float64),
+                np.ones((4, 4), np.int64)):
+        # was: a [4] input broadcast into the [4, 4] buffer (a [4, 4] result), float64 / int64 cast into it
+        try:
+            L.run_cached_graph(h, [1, 2, bad])
+        except RuntimeError as e:
+            assert f"run_cached_graph: inputs[2] must be float32[4, 4] as the cached computation was compiled " \
+                   f"for, got {bad.dtype}{list(bad.shape)}" in str(e), e
+        else:
+            raise AssertionError(f"no error for {bad.dtype}{list(bad.shape)}")
+    try:
+        L.run_cached_graph(h, [np.ones(1), 2, np.ones((4, 4), np.float32)])
+    except RuntimeError as e:
+        assert "inputs[0] must be int64[]" in str(e), e
+    else:
+        raise AssertionError("no error for a 1-element array as a scalar")
 
 # ---- attacks that held: kept as regression checks -----------------------------------------------------
 def check_buffered_kernels_results_survive_later_steps():

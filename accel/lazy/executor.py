@@ -302,7 +302,21 @@ def run_cached_graph(hash_bytes, inputs):
     inputs = list(inputs)
     if len(inputs) != prog.num_params:
         raise RuntimeError(f"the cached computation takes {prog.num_params} inputs, got {len(inputs)}")
-    params = [Data(_np.asarray(tensor_value(x) if isinstance(x, LazyTensor) else x)) for x in inputs]
+    arrays = [_np.asarray(tensor_value(x) if isinstance(x, LazyTensor) else x) for x in inputs]
+    shapes = getattr(prog, "param_shapes", None)
+    if shapes is not None:
+        # the program's scratch buffers are made for its graph's sizes: another shape would be broadcast
+        # into them (or another dtype cast), silently
+        for i, (a, s) in enumerate(zip(arrays, shapes)):
+            want = tuple(s.sizes)
+            if not want:
+                ok = a.ndim == 0
+            else:
+                ok = a.shape == want and a.dtype == D.CODE_TO_NP[s.dtype]
+            if not ok:
+                raise RuntimeError(f"run_cached_graph: inputs[{i}] must be {D.DTYPES[s.dtype]}{list(want)} as the "
+                                   f"cached computation was compiled for, got {a.dtype}{list(a.shape)}")
+    params = [Data(a) for a in arrays]
     with _device_lock, _np.errstate(all="ignore"):
         _latest[0] = prog
         outs = prog.run(params)
