@@ -11,7 +11,7 @@ import os as _os
 cimport cython
 from libc.stdint cimport uint64_t, uint32_t, int32_t
 from libc.stdlib cimport malloc, realloc, free
-from libc.string cimport memcpy
+from libc.string cimport memcpy, memset
 from cpython.ref cimport PyObject, Py_INCREF, Py_DECREF
 from cpython.list cimport PyList_New, PyList_SET_ITEM, PyList_AsTuple
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM, PyTuple_GET_SIZE, PyTuple_GET_ITEM

@@ -434,3 +434,62 @@ def graph_hash(roots, tensor_ids=None):
     finally:
         free(rv.d)
         free(seq.d)
+
+
+def wiring_hash(post):
+    """16 bytes naming how the nodes of ``post`` (a post order: a list of Nodes) read each other: DataHash of
+    the int32 sequence, per node, of its operand count, then per operand the operand node's position in
+    ``post`` (-1 if absent) and its output index.  A graph hash (GetGraphHash) sees operands only through
+    their hashes, and a device-data node's hash is its shape's: two graphs that read the same tensors in
+    other places hash alike; this tells them apart."""
+    cdef list lst = post if type(post) is list else list(post)
+    cdef Py_ssize_t n = len(lst), k, j, nops, w = 0, total = 0
+    cdef int32_t *pos = NULL
+    cdef int32_t *buf = NULL
+    cdef int32_t *ids
+    cdef int32_t top = acc_top
+    cdef Node nd
+    cdef tuple idx
+    cdef acc_h128 h
+    cdef unsigned char out[16]
+    try:
+        pos = <int32_t*>malloc((<size_t>top + 1) * sizeof(int32_t))
+        if pos == NULL:
+            raise MemoryError()
+        memset(pos, 0xff, (<size_t>top + 1) * sizeof(int32_t))      # -1: not in post
+        for k in range(n):
+            o = lst[k]
+            if not isinstance(o, Node):
+                raise TypeError(f"wiring_hash needs a list of Nodes, got {_tname(o)} at [{k}]: {o!r}")
+            nd = <Node>o
+            if nd._id:
+                pos[nd._id] = <int32_t>k
+                total += 1 + 2 * <Py_ssize_t>(acc_recs[nd._id].info >> 1)
+            else:
+                total += 1
+        buf = <int32_t*>malloc((<size_t>total + 1) * sizeof(int32_t))
+        if buf == NULL:
+            raise MemoryError()
+        for k in range(n):
+            nd = <Node>lst[k]
+            if not nd._id:
+                buf[w] = 0
+                w += 1
+                continue
+            nops = acc_recs[nd._id].info >> 1
+            ids = acc_ops(&acc_recs[nd._id])
+            idx = nd._extra.idx if nd._extra is not None else None
+            buf[w] = <int32_t>nops
+            w += 1
+            for j in range(nops):
+                buf[w] = pos[ids[j]] if ids[j] <= top else -1
+                buf[w + 1] = <int32_t>(<object>idx[j]) if idx is not None else 0
+                w += 2
+        h = acc_data_hash(buf, <size_t>w * sizeof(int32_t))
+        for j in range(8):
+            out[j] = (h.lo >> (8 * j)) & 0xff
+            out[8 + j] = (h.hi >> (8 * j)) & 0xff
+        return PyBytes_FromStringAndSize(<char*>out, 16)
+    finally:
+        free(pos)
+        free(buf)

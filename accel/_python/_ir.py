@@ -3,6 +3,7 @@
 Same public names, signatures, results and error texts as the Cython module (tests enforce it).
 All hashes are Python ints in [0, 2**128); see shared/reference/ltc_ir.md for the algorithms.
 """
+import array as _array
 import itertools as _itertools
 import operator as _operator
 import os as _os
@@ -793,3 +794,25 @@ def graph_hash(roots, tensor_ids=None):
         ph = ph ^ ((x + (ph << 6) + (ph >> 2)) & m128)
     h = h ^ ((ph * _KB + _GOLD + (h << 6) + (h >> 2)) & _M128)
     return h.to_bytes(16, "little")
+
+
+def wiring_hash(post):
+    """16 bytes naming how the nodes of ``post`` (a post order: a list of Nodes) read each other: DataHash of
+    the int32 sequence, per node, of its operand count, then per operand the operand node's position in
+    ``post`` (-1 if absent) and its output index.  A graph hash (GetGraphHash) sees operands only through
+    their hashes, and a device-data node's hash is its shape's: two graphs that read the same tensors in
+    other places hash alike; this tells them apart."""
+    lst = post if type(post) is list else list(post)
+    for k, o in enumerate(lst):
+        if not isinstance(o, Node):
+            raise TypeError(f"wiring_hash needs a list of Nodes, got {_tname(o)} at [{k}]: {o!r}")
+    pos = {id(nd): k for k, nd in enumerate(lst)}
+    buf = _array.array("i")
+    for nd in lst:
+        ops = nd._opnodes
+        idx = nd._opidx
+        buf.append(len(ops))
+        for j, m in enumerate(ops):
+            buf.append(pos.get(id(m), -1))
+            buf.append(idx[j] if idx is not None else 0)
+    return _hash_block(buf.tobytes(), _DATA_SEED).to_bytes(16, "little")

@@ -57,15 +57,17 @@ def _sample(node, is_param, index=0):
 class Program:
     """A compiled graph: ``run(params)`` returns the roots' arrays; ``text`` is the generated source;
     ``nbytes`` the host memory it keeps (its scratch buffers and its source text), which the
-    computation cache's byte budget counts."""
-    __slots__ = ("run", "text", "num_params", "graph_size", "nbytes")
+    computation cache's byte budget counts; ``param_shapes`` the Shape of each parameter (or None): its
+    scratch buffers are made for those sizes, so it runs on nothing else."""
+    __slots__ = ("run", "text", "num_params", "graph_size", "nbytes", "param_shapes")
 
-    def __init__(self, run, text, num_params, graph_size, nbytes=0):
+    def __init__(self, run, text, num_params, graph_size, nbytes=0, param_shapes=None):
         self.run = run
         self.text = text
         self.num_params = num_params
         self.graph_size = graph_size
         self.nbytes = nbytes
+        self.param_shapes = param_shapes
 
 
 class NumpyBackend:
@@ -211,7 +213,11 @@ class _Compiler:
         run = self.ns.pop("run")        # no cycle through the globals: an evicted program is freed at once
         scratch = sum(self.ns[f"_b{k}"].nbytes for k in range(self.nbuf)) + \
             sum(self.ns[f"_p{k}"].nbytes for k in range(self.npriv))
-        return Program(run, src, len(handles), n, scratch + len(src))
+        shapes = [None] * len(handles)
+        for i, k in param_of.items():
+            if shapes[k] is None:
+                shapes[k] = post[i].shapes[0]
+        return Program(run, src, len(handles), n, scratch + len(src), tuple(shapes))
 
     def _release(self, i, node, base, last, owned, pool):
         for o in node.operands:

@@ -142,6 +142,10 @@ def get_graph_hash(tensors):
         return _ir.graph_hash([t._node for t in roots])
 
 
+# cache key -> the wiring_hash of the post order its program was compiled from (under the device lock)
+_wirings = {}
+
+
 def _execute(nodes, key):
     """Post-order, cache lookup (compile on a miss), run; returns the roots' arrays.  The caller holds
     the device lock."""
@@ -151,12 +155,24 @@ def _execute(nodes, key):
         # the dag hash leaves sizes out; a numpy program is compiled for its sizes, so they join the key
         key = key + repr([tuple(n.shapes[0].sizes) if n.shapes else () for n in post]).encode()
     prog = _cache.get(key)
+    wiring = _ir.wiring_hash(post)
+    if prog is not None and _wirings.get(key) != wiring:
+        # the same graph hash, other wiring: LTC's hash sees operands only through their hashes (a
+        # device-data node's is its shape's), so f(a, a, c) and f(b, c, b) hash alike; the program
+        # compiled for one would read the other's tensors in the wrong places.  Compiled afresh.
+        _cache.erase(key)
+        prog = None
     if prog is None:
         _c_uncached[0] += 1
         prog = _backend.compile(post, nodes)
         if prog.num_params != len(params):
             raise RuntimeError(f"compiled program takes {prog.num_params} parameters, graph has {len(params)}")
         prog = _cache.add(key, prog)
+        if len(_wirings) >= 2 * max(_cache.maxsize, 16):     # forget the evicted programs' wirings
+            live = set(_cache._items)
+            for k in [k for k in _wirings if k not in live]:
+                del _wirings[k]
+        _wirings[key] = wiring
     else:
         _c_cached[0] += 1
     _latest[0] = prog
@@ -286,7 +302,21 @@ def run_cached_graph(hash_bytes, inputs):
     inputs = list(inputs)
     if len(inputs) != prog.num_params:
         raise RuntimeError(f"the cached computation takes {prog.num_params} inputs, got {len(inputs)}")
-    params = [Data(_np.asarray(tensor_value(x) if isinstance(x, LazyTensor) else x)) for x in inputs]
+    arrays = [_np.asarray(tensor_value(x) if isinstance(x, LazyTensor) else x) for x in inputs]
+    shapes = getattr(prog, "param_shapes", None)
+    if shapes is not None:
+        # the program's scratch buffers are made for its graph's sizes: another shape would be broadcast
+        # into them (or another dtype cast), silently
+        for i, (a, s) in enumerate(zip(arrays, shapes)):
+            want = tuple(s.sizes)
+            if not want:
+                ok = a.ndim == 0
+            else:
+                ok = a.shape == want and a.dtype == D.CODE_TO_NP[s.dtype]
+            if not ok:
+                raise RuntimeError(f"run_cached_graph: inputs[{i}] must be {D.DTYPES[s.dtype]}{list(want)} as the "
+                                   f"cached computation was compiled for, got {a.dtype}{list(a.shape)}")
+    params = [Data(a) for a in arrays]
     with _device_lock, _np.errstate(all="ignore"):
         _latest[0] = prog
         outs = prog.run(params)

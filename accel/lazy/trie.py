@@ -41,6 +41,19 @@ def _retarget(node, handle):
     node.set_data(handle)
 
 
+def _same_operands(n, probe):
+    """Whether cached ``n`` reads the very values ``probe`` reads.  A device-data node's hash is its shape's,
+    so an equal hash alone can hand back a node reading another device-data node (one that a tensor kept
+    across a mark_step no longer traces through the trie), and with it an older step's data."""
+    a, b = n.operands, probe.operands
+    if len(a) != len(b):
+        return False
+    for x, y in zip(a, b):
+        if x.node is not y.node or x.index != y.index:
+            return False
+    return True
+
+
 def _next_id():
     n = getattr(_ids, "next", 0)
     _ids.next = n + 1
@@ -93,7 +106,8 @@ class TrieCache:
         for i, entry in enumerate(self.current.successors):
             n = entry.ir_node
             if (n.op is probe.op and not n.is_device_data and n.num_outputs == probe.num_outputs
-                    and n.hash == probe.hash and n.shape_hash == probe.shape_hash):
+                    and n.hash == probe.hash and n.shape_hash == probe.shape_hash
+                    and _same_operands(n, probe)):
                 return self._hit(i, counter_name)
         return None
 

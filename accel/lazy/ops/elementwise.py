@@ -372,10 +372,14 @@ def _ipow(x, y, dt):
 def _fpow(x, y, **kw):
     """Floating pow as torch's kernel (C's pow) computes it: numpy takes ``x ** 0.5`` (a single-element
     exponent) as ``sqrt(x)``, which gives NaN for -inf and -0.0 for -0.0 where pow gives +inf and +0.0."""
+    # what the fix reads of x and y is taken first: the out= buffer may be x's own (a buffer handed on by an
+    # operand read for the last time here), which power() overwrites
+    half = _np.size(y) == 1 and _np.asarray(y).reshape(-1)[0] == 0.5
+    neginf = _np.isneginf(x) if half else None
     r = _np.power(x, y, **kw)
-    if _np.size(y) == 1 and _np.asarray(y).reshape(-1)[0] == 0.5:
+    if half:
         r = _np.asarray(r)
-        fixed = _np.where(_np.isneginf(x), _np.asarray(_np.inf, r.dtype), r) + _np.asarray(0.0, r.dtype)
+        fixed = _np.where(neginf, _np.asarray(_np.inf, r.dtype), r) + _np.asarray(0.0, r.dtype)
         if r.ndim:
             r[...] = fixed               # (r may be the out= buffer)
         else:
