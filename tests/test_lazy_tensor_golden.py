@@ -57,7 +57,7 @@ for sc in doc["counter_scenarios"]:
     L.mark_step()
     M.reset()
     texts = gen.run_scenario(L, sc["code"], L.tensor, L.mark_step, L.get_graph_hash, L.sync_multi,
-                             lambda t: t.numpy(), L.get_tensors_text, L.set_reuse_ir)
+                             lambda t: t.numpy(), L.get_tensors_text, L.set_reuse_ir, L.force_fallback)
     if texts != sc["texts"]:
         fails.append(f"texts of {sc['name']}: {texts} != {sc['texts']}")
     got = {n: M.counter_value(n) for n in M.counter_names() if n not in gen.COUNTERS_SKIPPED}

@@ -810,6 +810,17 @@ x = tensor(np.arange(24, dtype=np.float32).reshape(2, 3, 4))
 p = x.split(2, -1); q = (x * 2).chunk(2, 1); r = x.unbind(1); t = x.split([1, 2], 1)
 mark_step()
 """),
+    ("sel_force_fallback_topk", """
+x = tensor(np.arange(24, dtype=np.float32).reshape(2, 3, 4))
+mark_step()
+force("aten::topk")
+v, i = x.topk(2)
+s = x.sort(1)
+m = x.max(1)
+force("")
+record([v * 2, i, s.values, m.indices])
+mark_step()
+"""),
 ]
 COUNTER_SCENARIOS += COUNTER_SCENARIOS_SELECTION
 
@@ -930,12 +941,13 @@ def run_program(T, code, inputs, mark_step=None, device="lazy"):
     return env["out"]
 
 
-def run_scenario(T, code, tensor, mark_step, graph_hash, sync_multi, to_numpy, tensors_text, reuse):
-    """Run a counter scenario; returns the IR texts it took with ``record(tensors)``."""
+def run_scenario(T, code, tensor, mark_step, graph_hash, sync_multi, to_numpy, tensors_text, reuse, force=None):
+    """Run a counter scenario; returns the IR texts it took with ``record(tensors)``.  ``force(op)``: the
+    force_fallback setting (torch._C._lazy._set_force_fallback; "" clears it)."""
     texts = []
     env = {"T": T, "np": np, "tensor": tensor, "mark_step": mark_step, "graph_hash": graph_hash,
            "sync_multi": sync_multi, "to_numpy": to_numpy, "record": lambda ts: texts.append(tensors_text(ts)),
-           "reuse": reuse}
+           "reuse": reuse, "force": force}
     exec(code, env)
     return texts
 
@@ -994,7 +1006,7 @@ def main(path):
                              torch._C._lazy._get_graph_hash, lambda ts: torch._lazy.sync_multi(ts, []),
                              lambda t: t.cpu().numpy(),
                              lambda ts: strip.sub("", torch._C._lazy._get_tensors_text(ts)),
-                             torch._C._lazy._set_reuse_ir)
+                             torch._C._lazy._set_reuse_ir, torch._C._lazy._set_force_fallback)
         counters.append({"name": name, "code": code, "texts": texts,
                          "counters": {n: M.counter_value(n) for n in M.counter_names() if n not in COUNTERS_SKIPPED}})
     # a program whose name, inputs, code, IR text and hash equal the committed file's keeps its committed entry:
