@@ -1095,6 +1095,19 @@ def g_sorting(g):
     return g.choice((f"{a}.{op}({d}{keep}).{which}", f"T.{op}({a}, {d}{keep})[{0 if which == 'values' else 1}]")), {op + "_dim"}
 
 
+def _scatter_src_index(g, t, ax):
+    """A source variable for scattering into ``t`` along ``ax`` and an index shape that fits both, or None."""
+    nd = t.dim()
+    src = g.pick(lambda u: u.dim() == nd and u.dtype == t.dtype)
+    if src is None:
+        return None
+    su = g.env[src]
+    shape = [g.ri(0, min(su.shape[k], t.shape[k] if k != ax else su.shape[k])) for k in range(nd)]
+    if any(x == 0 for x in shape) and nd > 1:
+        return None
+    return src, shape
+
+
 def g_scatter(g):
     a = g.pick(lambda t: t.dim() > 0)
     if a is None:
@@ -1114,13 +1127,10 @@ def g_scatter(g):
     if r == 4:
         k = g.ri(1, 4)
         return f"F.one_hot(C({_index_list(g, (g.ri(0, 3),), k)!r}), {g.choice((k, -1))})", {"one_hot"}
-    src = g.pick(lambda u: u.dim() == nd and u.dtype == t.dtype)
-    if src is None:
+    picked = _scatter_src_index(g, t, ax)
+    if picked is None:
         return None
-    su = g.env[src]
-    shape = [g.ri(0, min(su.shape[k], t.shape[k] if k != ax else su.shape[k])) for k in range(nd)]
-    if any(x == 0 for x in shape) and nd > 1:
-        return None
+    src, shape = picked
     idx = f"C({_index_list(g, tuple(shape), t.shape[ax])!r}, dtype=T.int64)"
     if r == 0:
         return g.choice((f"{a}.scatter_add({d}, {idx}, {src})", f"T.scatter_add({a}, {d}, {idx}, {src})")), {"scatter_add"}
@@ -1191,13 +1201,10 @@ def g_scatter_reduce(g):
     nd = t.dim()
     d = g.ri(-nd, nd - 1)
     ax = d % nd
-    src = g.pick(lambda u: u.dim() == nd and u.dtype == t.dtype)
-    if src is None:
+    picked = _scatter_src_index(g, t, ax)
+    if picked is None:
         return None
-    su = g.env[src]
-    shape = [g.ri(0, min(su.shape[k], t.shape[k] if k != ax else su.shape[k])) for k in range(nd)]
-    if any(x == 0 for x in shape) and nd > 1:
-        return None
+    src, shape = picked
     idt = g.choice(("T.int64", "T.int32"))
     idx = f"C({_index_list(g, tuple(shape), t.shape[ax])!r}, dtype={idt})"
     tags = {"index_int32"} if idt == "T.int32" else set()

@@ -44,6 +44,8 @@ def _load_numpy():
     import numpy
     _np_generic, _OBJECT_DTYPE = numpy.generic, numpy.dtype(object)
     _np_ndarray = numpy.ndarray
+
+
 _set = object.__setattr__
 
 

@@ -157,15 +157,15 @@ class _Compiler:
             shape = node.shapes[0] if node.shapes else None
             buf = None
             k = _KERNELS.get(kind)
-            if k is not None and k.view and k.out and shape.dtype in _OUT_DTYPES and shape.sizes \
-                    and base[i] not in escapes:
-                # a view numpy may have to copy: the copy goes into a buffer of this node alone (its readers,
-                # views of it included, are all done within the step; no root can see it)
-                buf = f"_p{self.npriv}"
-                self.npriv += 1
-                self.ns[buf] = _np.empty(tuple(shape.sizes), D.CODE_TO_NP[shape.dtype])
-            elif k is not None and (k.ewise or (k.out and not k.view and shape is not None
-                                                and shape.dtype in _OUT_DTYPES)) and shape.sizes and i not in escapes:
+            floats_out = k is not None and k.out and shape.sizes and shape.dtype in _OUT_DTYPES
+            if floats_out and k.view:
+                if base[i] not in escapes:
+                    # a view numpy may have to copy: the copy goes into a buffer of this node alone (its readers,
+                    # views of it included, are all done within the step; no root can see it)
+                    buf = f"_p{self.npriv}"
+                    self.npriv += 1
+                    self.ns[buf] = _np.empty(tuple(shape.sizes), D.CODE_TO_NP[shape.dtype])
+            elif (floats_out or (k is not None and k.ewise and shape.sizes)) and i not in escapes:
                 if k.ewise:
                     # inputs read for the last time here may hand their buffer to the output (an elementwise
                     # kernel reads each element before it writes it); other kernels never write over an input

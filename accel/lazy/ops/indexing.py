@@ -478,45 +478,18 @@ def _check_bounds(idx, n, axis):
         raise RuntimeError(f"index {v} is out of bounds for dimension {axis} with size {n}")
 
 
-def _np_scatter(x, idx, src, axis, add):
-    out = _np.array(x, copy=True)
-    if out.ndim == 0:
-        out = out.reshape(1)
-        idx, src = idx.reshape(-1), _np.asarray(src).reshape(-1)
-        axis = 0
-        r = _np_scatter(out, idx, src, 0, add)
-        return r.reshape(())
-    if not idx.size:
-        return out
-    _check_bounds(idx, out.shape[axis], axis)
-    if _np.ndim(src):
-        src = src[tuple(slice(0, n) for n in idx.shape)]
-    else:
-        src = _np.broadcast_to(_np.asarray(src, out.dtype), idx.shape)
-    g = _grid(idx, axis)
-    if add:
-        _np.add.at(out, g, src)
-    else:
-        out[g] = src
-    return out
-
-
-def _eager_scatter(args, axis):
-    return _np_scatter(args[0], args[1], args[2], axis, False)
-
-
 _UFUNC_AT = {"sum": _np.add, "mean": _np.add, "prod": _np.multiply, "amax": _np.maximum, "amin": _np.minimum}
 
 
-def _eager_scatter_reduce(args, axis, reduce, include_self):
-    """scatter_reduce / scatter(reduce=) on numpy: each indexed element of a copy of self reduced with the src
-    values scattered to it (``include_self=False``: those elements start from the reduction's identity, so self
-    takes no part); ``mean`` divides by the count (self counted when included), flooring for integers."""
-    x, idx, src = _np.asarray(args[0]), _np.asarray(args[1]), args[2]
+def _np_scatter(x, idx, src, axis, reduce=None, include_self=True):
+    """scatter / scatter_add / scatter(reduce=) / scatter_reduce on numpy: a copy of ``x`` with the ``src`` values
+    (a scalar broadcasts) written to the indexed elements (``reduce`` None), or reduced into them with ``reduce``
+    ("sum", "prod", "mean", "amax", "amin"; ``include_self=False``: those elements start from the reduction's
+    identity, so x takes no part; ``mean`` divides by the count, x counted when included, flooring integers)."""
     out = _np.array(x, copy=True)
     if out.ndim == 0:
-        r = _eager_scatter_reduce([out.reshape(1), idx.reshape(-1), _np.asarray(src).reshape(-1) if _np.ndim(src)
-                                   else src], 0, reduce, include_self)
+        r = _np_scatter(out.reshape(1), _np.asarray(idx).reshape(-1),
+                        _np.asarray(src).reshape(-1) if _np.ndim(src) else src, 0, reduce, include_self)
         return r.reshape(())
     if not idx.size:
         return out
@@ -524,8 +497,11 @@ def _eager_scatter_reduce(args, axis, reduce, include_self):
     if _np.ndim(src):
         src = _np.asarray(src)[tuple(slice(0, n) for n in idx.shape)]
     else:
-        src = _np.broadcast_to(_np.asarray(src).astype(out.dtype), idx.shape)
+        src = _np.broadcast_to(_np.asarray(src).astype(out.dtype), idx.shape)     # (an int wraps, as torch casts)
     g = _grid(idx, axis)
+    if reduce is None:
+        out[g] = src
+        return out
     if not include_self:
         if reduce in ("sum", "mean"):
             out[g] = 0
@@ -545,19 +521,24 @@ def _eager_scatter_reduce(args, axis, reduce, include_self):
             count += 1
         _np.add.at(count, g, 1)
         count = _np.maximum(count, 1)
-        if out.dtype.kind in "iu":
-            out = _np.floor_divide(out, count).astype(out.dtype)
-        else:
-            out = (out / count).astype(out.dtype)
+        out = (_np.floor_divide(out, count) if out.dtype.kind in "iu" else out / count).astype(out.dtype)
     return out
 
 
+def _eager_scatter(args, axis):
+    return _np_scatter(args[0], args[1], args[2], axis)
+
+
+def _eager_scatter_reduce(args, axis, reduce, include_self):
+    return _np_scatter(_np.asarray(args[0]), _np.asarray(args[1]), args[2], axis, reduce, include_self)
+
+
 def _eager_scatter_value(args, axis, v):
-    return _np_scatter(args[0], args[1], v, axis, False)
+    return _np_scatter(args[0], args[1], v, axis)
 
 
 def _k_scatter_add(k):
-    k.line(f"{k.out} = _scatter_k({k.ins[0]}, {k.ins[1]}, {k.ins[2]}, {k.attrs[1]}, True)")
+    k.line(f"{k.out} = _scatter_k({k.ins[0]}, {k.ins[1]}, {k.ins[2]}, {k.attrs[1]}, 'sum')")
 
 
 helpers(_scatter_k=_np_scatter)

@@ -290,18 +290,15 @@ except TypeError:
 
 def _np_reshape_into(x, shape, buf):
     """``x`` reshaped (C order): a view where numpy can make one, else a copy written into ``buf`` (of
-    ``shape``, the program's own buffer of this node, reused from step to step)."""
-    if _VIEW_ONLY:
-        try:
-            return _np.reshape(x, shape, copy=False)
-        except ValueError:
-            pass
-    else:
-        r = _np.reshape(x, shape)
-        if r.base is x or _np.shares_memory(r, x):
-            return r
-    _np.copyto(buf.reshape(_np.shape(x)), x)
-    return buf
+    ``shape``, the program's own buffer of this node, reused from step to step).  numpy < 2.1 cannot be asked
+    for a view only: there numpy's reshape decides (a fresh array where it copies)."""
+    if not _VIEW_ONLY:
+        return _np.reshape(x, shape)
+    try:
+        return _np.reshape(x, shape, copy=False)
+    except ValueError:                   # a copy is needed
+        _np.copyto(buf.reshape(_np.shape(x)), x)
+        return buf
 
 
 helpers(_reshape_into=_np_reshape_into)
