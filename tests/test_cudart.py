@@ -306,6 +306,43 @@ def test_memory_roundtrip_and_accounting(rt, emu):
     rt.cudaStreamDestroy(s)
 
 
+# The structs the runtime writes through the bindings, as CUDA 13's driver_types.h / cuda_runtime_api.h
+# declare them on LP64: cudaPointerAttributes is CUDA 12's 24 bytes and `long reserved[8]` (a binding with
+# CUDA 12's struct let a real CUDA 13 runtime write 64 bytes past it: a crash on the first GPU run).
+CUDA13_STRUCT_SIZES = {"cudaDeviceProp": 1008, "cudaIpcEventHandle_t": 64, "cudaPointerAttributes": 88}
+
+
+def test_bindings_give_the_runtime_room_for_cuda13_structs(twin):
+    sizes = twin.mod("_cudart").STRUCT_SIZES
+    assert sorted(sizes) == sorted(CUDA13_STRUCT_SIZES)
+    for name, need in CUDA13_STRUCT_SIZES.items():
+        assert sizes[name] >= need, name
+
+
+def test_cuda13_struct_sizes_are_the_headers(tmp_path):
+    """CUDA13_STRUCT_SIZES against the installed toolkit's headers, where there are CUDA 13 headers and a C
+    compiler (skipped otherwise)."""
+    import shutil
+    import subprocess
+    include = next((p for p in (os.environ.get("CUDA_HOME", ""), "/usr/local/cuda")
+                    if p and os.path.exists(os.path.join(p, "include", "cuda_runtime_api.h"))), None)
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if not include or not cc:
+        pytest.skip("no CUDA headers or no C compiler")
+    src = tmp_path / "sizes.c"
+    src.write_text("#include <cuda_runtime_api.h>\n#include <stdio.h>\nint main(void) {\n"
+                   '    printf("%d %zu %zu %zu\\n", CUDART_VERSION, sizeof(struct cudaDeviceProp),\n'
+                   "           sizeof(cudaIpcEventHandle_t), sizeof(struct cudaPointerAttributes));\n"
+                   "    return 0;\n}\n")
+    exe = tmp_path / "sizes"
+    subprocess.run([cc, f"-I{include}/include", str(src), "-o", str(exe)], check=True, capture_output=True)
+    version, *sizes = map(int, subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout.split())
+    if version // 1000 != 13:
+        pytest.skip(f"the installed headers are CUDA {version}")
+    assert dict(zip(["cudaDeviceProp", "cudaIpcEventHandle_t", "cudaPointerAttributes"], sizes)) == \
+        CUDA13_STRUCT_SIZES
+
+
 def test_pointer_attributes_unregistered(rt):
     buf = ctypes.create_string_buffer(8)
     assert rt.cudaPointerGetAttributes(ctypes.addressof(buf))[0] == 0

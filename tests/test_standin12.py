@@ -147,16 +147,19 @@ print(json.dumps(out))
 
 
 def test_pointer_attributes_stay_in_the_cuda12_struct(subprocess_python):
-    # forwarded as is: CUDA 13's struct cudaPointerAttributes is 64 bytes longer than CUDA 12's (24), and the
-    # emulator writes only the fields both have
+    # CUDA 13's struct cudaPointerAttributes is 64 bytes longer than CUDA 12's (24): the 13 stand-in writes all
+    # 88 (the reserved bytes zeroed), the 12 stand-in converts and writes CUDA 12's 24 alone
     got = _json(subprocess_python, """
-buf, p = c.create_string_buffer(b"\\xab" * 128, 128), c.c_void_p()
+buf, buf13, p = c.create_string_buffer(b"\\xab" * 128, 128), c.create_string_buffer(b"\\xab" * 128, 128), c.c_void_p()
 out = [rt12.cudaSetDevice(2), rt12.cudaMalloc(c.byref(p), 64), rt12.cudaPointerGetAttributes(buf, c.c_void_p(p.value + 8))]
 out += [int.from_bytes(buf.raw[0:4], "little"), int.from_bytes(buf.raw[4:8], "little"),
-        int.from_bytes(buf.raw[8:16], "little") == p.value + 8, buf.raw[24:] == b"\\xab" * 104, rt12.cudaFree(p)]
+        int.from_bytes(buf.raw[8:16], "little") == p.value + 8, buf.raw[24:] == b"\\xab" * 104]
+out += [rt13.cudaPointerGetAttributes(buf13, c.c_void_p(p.value + 8)), buf13.raw[:24] == buf.raw[:24],
+        buf13.raw[24:88] == bytes(64), buf13.raw[88:] == b"\\xab" * 40]
+out += [rt12.cudaPointerGetAttributes(None, p), rt12.cudaGetLastError(), rt12.cudaFree(p)]
 print(json.dumps(out))
 """)
-    assert got == [0, 0, 0, 2, 2, True, True, 0]
+    assert got == [0, 0, 0, 2, 2, True, True, 0, True, True, True, 1, 1, 0]
 
 
 def test_versions(subprocess_python):

@@ -104,11 +104,12 @@ ctypedef void (*cudaHostFn_t)(void*) noexcept nogil
 cdef struct IpcEventHandle:
     char reserved[64]
 
-cdef struct PointerAttributes:
+cdef struct PointerAttributes:              # CUDA 13's layout (88 bytes); CUDA 12's is its first 24
     int type
     int device
     void* devicePointer
     void* hostPointer
+    long reserved[8]
 '''
 
 NATIVE_PXD_TAIL = '''
@@ -147,6 +148,10 @@ cdef extern from "Python.h":
 
 DEF NOT_READY = {NOT_READY}
 DEF PROPS_SIZE = {PROPS_SIZE}
+
+# The bytes the bindings give the runtime for each struct it writes (tests compare them with CUDA's headers).
+STRUCT_SIZES = {{"cudaDeviceProp": PROPS_SIZE, "cudaIpcEventHandle_t": sizeof(IpcEventHandle),
+                "cudaPointerAttributes": sizeof(PointerAttributes)}}
 
 cdef Table _t
 cdef DriverTable _d
@@ -437,8 +442,14 @@ class _IpcEventHandle(ctypes.Structure):
     _fields_ = [("reserved", ctypes.c_char * 64)]
 
 
-class _PointerAttributes(ctypes.Structure):
-    _fields_ = [("type", c_int), ("device", c_int), ("devicePointer", c_void_p), ("hostPointer", c_void_p)]
+class _PointerAttributes(ctypes.Structure):  # CUDA 13's layout (88 bytes); CUDA 12's is its first 24
+    _fields_ = [("type", c_int), ("device", c_int), ("devicePointer", c_void_p), ("hostPointer", c_void_p),
+                ("reserved", ctypes.c_long * 8)]
+
+
+# The bytes the bindings give the runtime for each struct it writes (tests compare them with CUDA's headers).
+STRUCT_SIZES = {{"cudaDeviceProp": _PROPS_SIZE, "cudaIpcEventHandle_t": ctypes.sizeof(_IpcEventHandle),
+                "cudaPointerAttributes": ctypes.sizeof(_PointerAttributes)}}
 
 
 class _Missing:

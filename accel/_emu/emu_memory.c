@@ -1019,6 +1019,7 @@ static int host_attributes(const void *p, struct cudaPointerAttributes *at)
 {
     long i = host_floor(p);
     if (i < 0 || (uintptr_t)p >= (uintptr_t)g_host[i].base + g_host[i].size) return 0;
+    memset(at, 0, sizeof *at);
     at->type = 1;
     at->device = g_host[i].device;
     at->devicePointer = (void *)p;
@@ -1107,6 +1108,7 @@ EXPORT cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *at, co
         return cudaSuccess;
     }
     int host = a && a->pool && a->pool->dev < 0;  /* from a pool of pinned host memory */
+    memset(at, 0, sizeof *at);                    /* CUDA 13's reserved bytes too */
     at->type = a ? (a->managed ? 3 : host ? 1 : 2) : 0;     /* cudaMemoryTypeManaged / Host / Device */
     at->device = a ? a->device : -2;
     at->devicePointer = a ? (void *)p : NULL;

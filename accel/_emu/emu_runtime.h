@@ -40,10 +40,12 @@ typedef int CUdevice;
 typedef void (*cudaHostFn_t)(void *);
 typedef void *cudaMemPool_t;
 typedef struct { char reserved[64]; } cudaIpcEventHandle_t;
-/* The fields CUDA 12's struct has (CUDA 13 appended 64 bytes, which the emulator leaves as they are): the
- * libcudart.so.12 stand-in forwards cudaPointerGetAttributes to the CUDA 13 entry point as is. */
-struct cudaPointerAttributes { int type; int device; void *devicePointer; void *hostPointer; };
-_Static_assert(sizeof(struct cudaPointerAttributes) == 8 + 2 * sizeof(void *), "CUDA 12 cudaPointerAttributes");
+/* CUDA 13's layout: CUDA 12's fields, then 64 reserved bytes, all of which the runtime writes (zeroed here),
+ * so a caller with CUDA 12's 24-byte struct overruns it, as on a real CUDA 13 runtime.  The libcudart.so.12
+ * stand-in converts (emu_standin12.c). */
+struct cudaPointerAttributes { int type; int device; void *devicePointer; void *hostPointer; long reserved[8]; };
+_Static_assert(sizeof(struct cudaPointerAttributes) == 8 + 2 * sizeof(void *) + 8 * sizeof(long),
+               "CUDA 13 cudaPointerAttributes");
 struct cudaDeviceProp;
 
 enum {

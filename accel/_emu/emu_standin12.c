@@ -7,15 +7,15 @@
  * through accel, or the libcuda.so.1 stand-in -- are the same objects.
  *  - Entry points whose ABI CUDA 13 kept (and the unsupported stubs, which ignore their arguments)
  *    are a single jump to the same name at version libcudart.so.13: no wrapper, no signature to
- *    restate, the callee's own argument checks, last-error and fault-injection behaviour.  (CUDA 13
- *    grew struct cudaPointerAttributes by 64 bytes; the emulator writes only the CUDA 12 fields, see
- *    emu_runtime.h, so cudaPointerGetAttributes is one of them.)
+ *    restate, the callee's own argument checks, last-error and fault-injection behaviour.
  *  - The ones whose ABI differs are converted here: cudaGetDeviceProperties_v2 (the CUDA 12
- *    cudaDeviceProp layout, emu_props12.c), cudaStreamGetCaptureInfo_v2 (no edge data),
+ *    cudaDeviceProp layout, emu_props12.c), cudaPointerGetAttributes (CUDA 13's struct is 64 bytes
+ *    longer: only CUDA 12's 24 are written), cudaStreamGetCaptureInfo_v2 (no edge data),
  *    cudaGetDriverEntryPoint (gone in 13: driver entry points at the CUDA 12 ABI version), and
  *    cudaRuntimeGetVersion, which reports EMU_CUDA12_VERSION.  cudaDriverGetVersion reports the
  *    emulated driver's 13000, as a CUDA 13 driver does under a CUDA 12 runtime. */
 #include <stddef.h>
+#include <string.h>
 
 #include "emu_props.h"
 #include "emu_props12.h"
@@ -33,6 +33,7 @@ typedef int cudaError_t;
 CUDA13(cudaError_t, cudaRuntimeGetVersion, (int *))
 CUDA13(cudaError_t, cudaGetDeviceProperties, (void *, int))
 CUDA13(cudaError_t, cudaDeviceGetAttribute, (int *, int, int))
+CUDA13(cudaError_t, cudaPointerGetAttributes, (void *, const void *))
 CUDA13(cudaError_t, cudaStreamGetCaptureInfo, (void *, int *, unsigned long long *, void **, const void **,
                                                const void **, size_t *))
 CUDA13(cudaError_t, cudaGetDriverEntryPointByVersion, (const char *, void **, unsigned int, unsigned long long,
@@ -95,7 +96,6 @@ FORWARD(cudaMalloc) FORWARD(cudaFree) FORWARD(cudaMemGetInfo) FORWARD(cudaMalloc
 FORWARD(cudaDeviceGetDefaultMemPool) FORWARD(cudaDeviceGetMemPool) FORWARD(cudaMemPoolGetAttribute)
 FORWARD(cudaMemPoolSetAttribute) FORWARD(cudaMemPoolTrimTo) FORWARD(cudaHostAlloc) FORWARD(cudaFreeHost)
 FORWARD(cudaHostRegister) FORWARD(cudaHostUnregister) FORWARD(cudaMemcpyAsync) FORWARD(cudaMemsetAsync)
-FORWARD(cudaPointerGetAttributes)
 /* not supported by the emulator (the 13 stand-in's stubs: cudaErrorNotSupported, traced by name) */
 FORWARD(cudaLaunchKernel) FORWARD(cudaLaunchKernelExC) FORWARD(cudaFuncGetAttributes) FORWARD(cudaFuncSetAttribute)
 FORWARD(cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags)
@@ -122,6 +122,16 @@ EXPORT cudaError_t cudaGetDeviceProperties_v2(void *prop, int dev)
     struct emu_device_prop p;
     cudaError_t e = cudaGetDeviceProperties_13(prop ? &p : NULL, dev);
     return e ? e : emu_props12(prop, &p, cudaDeviceGetAttribute_13, dev);
+}
+
+/* CUDA 12's struct cudaPointerAttributes: the first 24 bytes of CUDA 13's (type, device, devicePointer,
+ * hostPointer); CUDA 13 appended 64 reserved bytes that a CUDA 12 caller has no room for. */
+EXPORT cudaError_t cudaPointerGetAttributes(void *at, const void *p)
+{
+    struct { int type, device; void *devicePointer, *hostPointer; long reserved[8]; } a13;
+    cudaError_t e = cudaPointerGetAttributes_13(at ? (void *)&a13 : NULL, p);
+    if (!e) memcpy(at, &a13, offsetof(__typeof__(a13), reserved));
+    return e;
 }
 
 /* CUDA 12's signature: no edge data (CUDA 13's cudaStreamGetCaptureInfo is 12's _v3). */
