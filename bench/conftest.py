@@ -45,7 +45,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     if not session or not session.benchmarks:
         return
     groups = {}
-    for b in session.benchmarks:
+    measured = [b for b in session.benchmarks if b.stats is not None and b.stats.data]   # a failed one has none
+    for b in measured:
         groups.setdefault(b.group, []).append(b)
     tr = terminalreporter
     tr.section("accel ratios (median; ratio to each floor of the same group and twin, same run)")
@@ -59,7 +60,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
             tr.write_line(f"  {b.name:<48} {ns:9.1f} ns/{unit}  {ratios}")
         _peer_ratios(tr, benches)
         _targets(tr, benches)
-    _scaling(tr, session.benchmarks)
+    _scaling(tr, measured)
     from accel import _lib
     lib = _lib.cudart()
     tr.write_line(f"runtime: {lib.path}" + (" (emulated: accel's stand-in libraries)" if lib.emulated else ""))
