@@ -246,7 +246,21 @@ def check_in_place_random_ops():
     w = L.tensor(np.zeros(10, np.float32)); w.random_(3, 9)
     assert w.numpy().min() >= 3 and w.numpy().max() <= 8
     raises(RuntimeError, lambda: z.bernoulli_(1.5), "p=1.5")
-    raises(NotImplementedError, lambda: z.bernoulli_(L.tensor(np.ones(1000, np.float32))), "tensor p")
+    before = z.numpy().copy()
+    raises(RuntimeError, lambda: z.bernoulli_(L.tensor(np.full(1000, 1.5, np.float32))), "p_in >= 0")
+    raises(RuntimeError, lambda: z.exponential_(0), "lambda > 0.0")
+    raises(RuntimeError, lambda: z.bernoulli_(L.tensor(np.ones(999, np.float32))), "expanded size")
+    assert np.array_equal(z.numpy(), before)               # a failed fallback writes nothing back
+    assert z.bernoulli_(L.tensor(np.ones(1000, np.float32))) is z and z.numpy().min() == 1
+    assert z.exponential_(2.0) is z and z.numpy().min() > 0 and abs(z.numpy().mean() - 0.5) < 0.1
+    # a p out of range at element k: the k draws before it were taken (torch checks each p as it draws)
+    L.manual_seed(5)
+    raises(RuntimeError, lambda: L.tensor(np.zeros(4, np.float32)).bernoulli_(
+        L.tensor(np.array([0.5, 0.5, 0.5, 2.0], np.float32))), "p_in")
+    after_three = L.rand(2).numpy()
+    L.manual_seed(5)
+    L.rand(3).numpy()
+    assert np.array_equal(after_three, L.rand(2).numpy())
     raises(NotImplementedError, lambda: L.tensor(np.zeros(3, np.int64)).uniform_(), "not implemented")
     b = L.bernoulli(L.tensor(np.full(2000, 0.75, np.float32)))
     assert abs(b.numpy().mean() - 0.75) < 0.05

@@ -668,6 +668,19 @@ PROGRAMS_NN = [
      "idx = T.tensor([[0, 1, 0, 2], [2, 0, 0, 1]], device=D).int()\n"
      "out = [x0.scatter(0, idx, x1), x0.scatter(1, idx[:, :3], 2.5), x0.scatter_add(0, idx, x1), x0.gather(0, idx), "
      "x0.gather(1, idx[:, :2]) * 2, x0.scatter_reduce(0, idx, x1, 'amax'), x0.scatter(0, idx, x1, reduce='multiply')]"),
+    # the in-place draws LTC runs eagerly (drawn at the call; no lazy draw before them here, so eager torch draws
+    # in the same order), and torch.bernoulli of a float64 probability tensor (53-bit draws)
+    ("rng_exponential", "f32[3,40]",
+     "T.manual_seed(13)\ny = x0 * 1\ny.exponential_()\nz = T.zeros(7, device=D, dtype=T.float64)\nz.exponential_(2.5)\n"
+     "h = T.zeros(20, device=D, dtype=T.float16)\nh.exponential_(0.5)\nb = T.zeros(9, device=D, dtype=T.bfloat16)\n"
+     "b.exponential_()\nv = y[1]\nv.exponential_(3)\nw = T.ones(4, device=D).exponential_(float('inf'))\n"
+     "out = [y, z, h, b.float(), v * 2, w]"),
+    ("rng_bernoulli_tensor", "f32[4,8] f64[8]",
+     "T.manual_seed(14)\ny = T.zeros(4, 8, device=D)\ny.bernoulli_(x0.sigmoid())\n"
+     "w = T.zeros(2, 8, device=D, dtype=T.int64)\nw.bernoulli_(x1.sigmoid())\n"
+     "hb = T.zeros(8, device=D, dtype=T.bool)\nhb.bernoulli_(x0[0].sigmoid().half())\n"
+     "u = x0 * 1\nr = u[1:3]\nr.bernoulli_(T.full((8,), 0.5, device=D))\n"
+     "out = [y, w, hb, u, r + 0, T.bernoulli(x1.sigmoid()), T.bernoulli(x1[:4].sigmoid().float())]"),
 ]
 PROGRAMS += PROGRAMS_NN
 # Programs whose values are LTC's rather than eager torch's: eager torch runs a fused kernel (native_group_norm)
@@ -898,6 +911,23 @@ for step in range(1, 4):
     record([p, m, v])
     mark_step()
 to_numpy(p)
+"""),
+]
+COUNTER_SCENARIOS_NN += [
+    ("rng_eager_inplace", """
+T.manual_seed(2)
+x = tensor(np.linspace(-1, 1, 24, dtype=np.float32).reshape(4, 6))
+y = x * 2
+y.exponential_(1.5)
+v = y[1:3]
+v.bernoulli_(x[0].sigmoid())
+record([y, v])
+mark_step()
+z = T.rand(4, 6, device="lazy") + y
+z.exponential_()
+record([z])
+mark_step()
+to_numpy(z)
 """),
 ]
 COUNTER_SCENARIOS += COUNTER_SCENARIOS_NN

@@ -24,12 +24,15 @@ import threading
 import numpy as _np
 
 from accel.lazy import _dtypes as D
+from accel.lazy import metrics as _metrics
 from accel.lazy import tensors as T
 from accel.lazy._optable import Kernel, classes, declare, helpers
+from accel.lazy.executor import tensor_value
 from accel.lazy.inplace import commit as _commit, sync as _sync
 from accel.lazy.ops.factories import _code, _empty, _sizes, zeros as _zeros
 from accel.lazy.tensors import (
-    LazyTensor, _as_number, _check_tensor, _device, _dtype_name, _fn_counter, _index, _op, _seed, _shape, set_attrs)
+    LazyTensor, _as_number, _check_tensor, _device, _dtype_name, _fmt_size, _fn_counter, _index, _op, _seed, _shape,
+    set_attrs)
 
 DEFAULT_SEED = 67280421310721       # c10::default_rng_seed_val
 
@@ -190,8 +193,10 @@ def _np_bernoulli(x, p, code):
     x = _np.asarray(x)
     if p is None:
         with _gen.lock:
-            u = _uniform01(x.size, D.FLOAT32).astype(_np.float32)
-        r = u.reshape(x.shape) < x.astype(_np.float32)
+            if x.dtype == _np.float64:       # bernoulli_distribution<double>: a 53-bit draw against a double p
+                r = _uniform01(x.size, D.FLOAT64).reshape(x.shape) < x
+            else:                            # <float>: a 24-bit draw against p as a float
+                r = _uniform01(x.size, D.FLOAT32).astype(_np.float32).reshape(x.shape) < x.astype(_np.float32)
     else:
         r = _np_bernoulli_p(x.shape, p)
     return r.astype(D.CODE_TO_NP[code])
@@ -335,9 +340,6 @@ def bernoulli(input, p=None, generator=None):
 
 
 def _prob(p, what):
-    if type(p) is LazyTensor:
-        raise NotImplementedError(f"{what}_(tensor p) runs eagerly in LTC (a fallback drawing at the call); "
-                                  "not supported by accel.lazy: use torch.bernoulli(p) (traced)")
     pv = _as_number(p)
     if pv is None or isinstance(p, bool):
         raise TypeError(f"{what}(): p must be a Python number, got {type(p).__name__}: {p!r}")
@@ -381,10 +383,100 @@ def _random_m(self, a, b=None, generator=None):
 
 def _bernoulli_m(self, p=0.5, generator=None):
     _no_generator(generator)
+    if type(p) is LazyTensor:
+        return _bernoulli_tensor_m(self, p)
     pv = _prob(p, "bernoulli")
     return _in_place(self, "bernoulli",
                      lambda t: _draw("aten::bernoulli", t, _seed(pv, None), pv, f"p={_g(pv)}, generator=null",
                                      "bernoulli"))
+
+
+# ---------------------------------------------------------------- in-place draws LTC runs eagerly
+# exponential_ and bernoulli_(tensor p) have no lazy kernel in torch 2.13: its CPU fallback copies the operands to
+# the CPU (computing their graphs), draws there at the call, and copies the result back into the tensor.
+def _eager_in_place(self, counter, inputs, draw):
+    """The fallback: ``draw(values)`` on the operands' values (self's first), committed to ``self`` (and its
+    aliases) as a copy back (lazy::_copy_from_and_resize), counted as ``counter``."""
+    _metrics.Counter(counter).add(1)
+    values = [tensor_value(t) for t in inputs]
+    T._c_to_copy[0] += len(inputs)
+    out = draw(*values)
+    _fn_counter("_copy_from_and_resize")[0] += 1
+    r = T.tensor(out, D.bfloat16) if self._shape.dtype == D.BFLOAT16 else T.tensor(out)
+    T._c_to_copy[0] -= 1                 # written in by the kernel, not copied to the device
+    return _commit(self, r)
+
+
+def _exponential_m(self, lambd=1.0, *, generator=None):
+    """Tensor.exponential_(lambd=1): eager (aten::exponential_), torch's exponential_distribution<double>:
+    ``-1 / lambd * log1p(-u)`` of a 53-bit uniform u per element, cast to the tensor's dtype (through float for
+    half / bfloat16, as torch's cast)."""
+    _check_tensor(self, "exponential_() self")
+    _no_generator(generator)
+    lam = _as_number(lambd)
+    if lam is None or isinstance(lambd, bool):
+        raise TypeError(f"exponential_(): lambd must be a Python number, got {type(lambd).__name__}: {lambd!r}")
+    lam = float(lam)
+    if not lam > 0:
+        raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={_g(lam)}")
+    code = self._shape.dtype
+    if code not in D.FLOATS:
+        raise RuntimeError("Exponential distribution is a continuous probability distribution. dtype must be a "
+                           f"floating point but you specified {_dtype_name(code)}")
+    _sync(self)
+
+    def draw(x):
+        with _gen.lock:
+            u = _uniform01(x.size, D.FLOAT64)
+        scale = -1.0 / lam
+        v = _np.fromiter((scale * math.log1p(-e) for e in u.tolist()), _np.float64, u.size)  # libm's log1p
+        if code != D.FLOAT64:
+            v = v.astype(_np.float32)
+        return v.astype(D.CODE_TO_NP[code]).reshape(x.shape)
+    return _eager_in_place(self, "aten::exponential_", [self], draw)
+
+
+_TENSOR_TYPE = {D.FLOAT32: "FloatTensor", D.FLOAT64: "DoubleTensor", D.FLOAT16: "HalfTensor",
+                D.BFLOAT16: "BFloat16Tensor"}
+
+
+def _check_expands(shape, sizes):
+    """torch's expand_inplace check: a tensor of ``shape`` expands to ``sizes`` (its messages)."""
+    ps = shape.sizes
+    n, nd = len(sizes), len(ps)
+    if n < nd:
+        raise RuntimeError(f"expand(torch.{_TENSOR_TYPE[shape.dtype]}{{{_fmt_size(ps)}}}, size={_fmt_size(sizes)}): the "
+                           f"number of sizes provided ({n}) must be greater or equal to the number of dimensions in "
+                           f"the tensor ({nd})")
+    for i, want in enumerate(sizes):
+        have = ps[i - (n - nd)] if i >= n - nd else 1
+        if have != want and have != 1:
+            raise RuntimeError(f"The expanded size of the tensor ({want}) must match the existing size ({have}) at "
+                               f"non-singleton dimension {i}.  Target sizes: {_fmt_size(sizes)}.  Tensor sizes: "
+                               f"{_fmt_size(ps)}")
+
+
+def _bernoulli_tensor_m(self, p):
+    """Tensor.bernoulli_(p) with a tensor p: eager (aten::bernoulli_.Tensor): p broadcast to self's sizes, a
+    draw per element as torch.bernoulli(p) draws, 0 / 1 in self's dtype."""
+    _check_tensor(self, "bernoulli_() self")
+    _sync(self)
+    pc = p._shape.dtype
+    if pc not in D.FLOATS:
+        raise NotImplementedError(f"\"bernoulli_tensor_cpu_p_\" not implemented for '{_dtype_name(pc)}'")
+    _check_expands(p._shape, self._shape.sizes)
+
+    def draw(x, pv):
+        pv = _np.broadcast_to(pv, x.shape)
+        bad = ~((pv >= 0) & (pv <= 1))          # NaN too
+        if bad.any():                            # torch checks each p as it draws: the ones before were drawn
+            k = int(bad.reshape(-1).argmax())
+            with _gen.lock:
+                _uniform01(k, D.FLOAT64 if pv.dtype == _np.float64 else D.FLOAT32)
+            raise RuntimeError("Expected p_in >= 0 && p_in <= 1 to be true, but got false.  (Could this error "
+                               "message be improved?  If so, please report an enhancement request to PyTorch.)")
+        return _np_bernoulli(pv, None, self._shape.dtype)
+    return _eager_in_place(self, "aten::bernoulli_.Tensor", [self, p], draw)
 
 
 def _bernoulli_out_m(self, p=None, generator=None):
@@ -433,7 +525,8 @@ declare("randint", {}, {"randint": randint, "randint_like": randint_like},
 declare("manual_seed", {}, {"manual_seed": manual_seed, "initial_seed": initial_seed})
 declare("bernoulli", {"bernoulli": _bernoulli_out_m, "bernoulli_": _bernoulli_m}, {"bernoulli": bernoulli},
         [Kernel("aten::bernoulli", _k_bernoulli)])
-declare("random in place", {"uniform_": _uniform_m, "normal_": _normal_m, "random_": _random_m})
+declare("random in place", {"uniform_": _uniform_m, "normal_": _normal_m, "random_": _random_m,
+                            "exponential_": _exponential_m})
 declare("native_dropout", {}, {}, [Kernel("aten::native_dropout", _k_dropout)], nn={"dropout": dropout})
 classes(**{"aten::bernoulli": "Bernoulli", "aten::uniform": "Uniform", "aten::normal_functional": "NormalFunctional", "aten::random": "RandomFrom",
            "aten::native_dropout": "NativeDropout"})
