@@ -681,6 +681,17 @@ PROGRAMS_NN = [
      "hb = T.zeros(8, device=D, dtype=T.bool)\nhb.bernoulli_(x0[0].sigmoid().half())\n"
      "u = x0 * 1\nr = u[1:3]\nr.bernoulli_(T.full((8,), 0.5, device=D))\n"
      "out = [y, w, hb, u, r + 0, T.bernoulli(x1.sigmoid()), T.bernoulli(x1[:4].sigmoid().float())]"),
+    # generator=: the node hashes the generator's state (TensorHash(get_state())) and draws from it when the graph
+    # runs; each generator's draws in post order (= program order here), so eager torch draws the same numbers
+    ("rng_generator", "f32[3,8]",
+     "g = T.Generator().manual_seed(21)\nh = T.Generator().manual_seed(22)\nk = T.Generator().manual_seed(23)\n"
+     "a = T.rand(2, 3, device=D, generator=g)\nb = T.randn(20, device=D, generator=h)\n"
+     "c = T.randint(0, 9, (5,), device=D, generator=g)\ny = x0 * 1\ny.uniform_(-2, 2, generator=h)\n"
+     "z = T.bernoulli(x0.sigmoid(), generator=g)\nw = x0[0].bernoulli(0.3, generator=h)\n"
+     "q = T.zeros(2, 8, device=D)\n"
+     "q.bernoulli_(x0[1].sigmoid(), generator=k)\nn = T.zeros(3, device=D, dtype=T.float64)\n"
+     "n.normal_(1, 2, generator=k)\nm = T.zeros(4, device=D, dtype=T.int64)\nm.random_(3, 7, generator=k)\n"
+     "T.manual_seed(3)\nd = T.rand(4, device=D)\nout = [a, b, c, y, z, w, q, n, m, d]"),
 ]
 PROGRAMS += PROGRAMS_NN
 # Programs whose values are LTC's rather than eager torch's: eager torch runs a fused kernel (native_group_norm)
@@ -928,6 +939,21 @@ z.exponential_()
 record([z])
 mark_step()
 to_numpy(z)
+"""),
+    # a graph given generator= hashes the generator's state: equal states share the cached program (torch 2.13's
+    # then draws from the generator it was compiled with; accel's from the one given, see the README)
+    ("rng_generator_cache", """
+for seed in (2, 9, 9, 9):
+    g = T.Generator().manual_seed(seed)
+    t = T.rand(4, device="lazy", generator=g) * 2
+    record([t])
+    mark_step()
+g = T.Generator().manual_seed(9)
+u = tensor(np.zeros(3, np.float32))
+u.normal_(generator=g)
+u.uniform_(generator=g)
+record([u])
+mark_step()
 """),
 ]
 COUNTER_SCENARIOS += COUNTER_SCENARIOS_NN

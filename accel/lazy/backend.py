@@ -2,7 +2,9 @@
 
 A backend has ``name`` and ``compile(post, roots) -> Program``; a Program has ``run(params)`` (the
 parameters' Data handles in parameter-sequence order, returning one array per root) and ``text`` (its
-readable source).  Another backend (a fusing one, or one on accel streams) can be set beside this one with
+readable source).  A graph with nodes that carry a run-time argument (tensors.run_arg: the generator of a
+random op given ``generator=``) is run as ``run(params, args)``, those arguments in post order; without
+``args`` the program uses the ones it was compiled with.  Another backend (a fusing one, or one on accel streams) can be set beside this one with
 accel.lazy.executor.set_backend.
 
 Elementwise ops write into buffers that the program owns and reuses from step to step (numpy's ``out=``),
@@ -16,7 +18,7 @@ import numpy as _np
 
 from accel.lazy import _dtypes as D
 from accel.lazy import _optable
-from accel.lazy.tensors import node_attrs, Output as _Output
+from accel.lazy.tensors import node_attrs, run_arg as _run_arg, Output as _Output
 
 
 # Which kinds are elementwise / views / weakly typed comes from the op table (accel.lazy._optable).
@@ -89,6 +91,8 @@ class _Compiler:
         self.alias = {}     # node index -> the index whose variable already holds the same parameter read
         self.nbuf = 0
         self.npriv = 0
+        self.slots = {}     # node index -> its run-time argument's slot in G (post order), tensors.run_arg
+        self.run_args = []
 
     def _var(self, node):
         i = self.index[node]
@@ -123,6 +127,10 @@ class _Compiler:
         for i, node in enumerate(post):
             a = node_attrs(node)
             attrs[i] = a
+            r = _run_arg(node)
+            if r is not None:
+                self.slots[i] = len(self.run_args)
+                self.run_args.append(r)
             kind = a[0] if a is not None else node.op.qualified_name
             kinds[i] = kind
             k = _KERNELS.get(kind)
@@ -207,10 +215,15 @@ class _Compiler:
                 v = f"{v}.copy()"
             rets.append(v)
         body = "\n".join("    " + x for x in lines)
-        src = f"def run(P):\n{body}\n    return ({', '.join(rets)}{',' if len(rets) == 1 else ''})\n"
+        # G: the nodes' run-time arguments in post order (the executor passes the traced graph's; by default
+        # the ones this program was compiled with, as run_cached_graph runs it)
+        head = "def run(P, G=_G0):" if self.run_args else "def run(P):"
+        src = f"{head}\n{body}\n    return ({', '.join(rets)}{',' if len(rets) == 1 else ''})\n"
         code = compile(src, "<accel.lazy graph>", "exec")
+        self.ns["_G0"] = tuple(self.run_args)
         exec(code, self.ns)
         run = self.ns.pop("run")        # no cycle through the globals: an evicted program is freed at once
+        del self.ns["_G0"]
         scratch = sum(self.ns[f"_b{k}"].nbytes for k in range(self.nbuf)) + \
             sum(self.ns[f"_p{k}"].nbytes for k in range(self.npriv))
         shapes = [None] * len(handles)
@@ -295,6 +308,11 @@ class _Emit:
 
     def is_scalar_param(self, m):
         return self.comp.index[m] in self.param_of and not m.shapes[0].sizes
+
+    def run_arg(self):
+        """The expression of this node's run-time argument (``G[k]``), or None if it has none."""
+        k = self.comp.slots.get(self.comp.index[self.node])
+        return None if k is None else f"G[{k}]"
 
 
 def eager(name, args, params=()):

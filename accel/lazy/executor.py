@@ -177,8 +177,9 @@ def _execute(nodes, key):
         _c_cached[0] += 1
     _latest[0] = prog
     _m_graph_size.add_sample(len(post))
+    gens = _t.run_args(post)              # e.g. the generators random ops given generator= draw from
     with _np.errstate(all="ignore"):     # torch gives inf/nan silently, as numpy then does
-        return prog.run(params)
+        return prog.run(params, gens) if gens else prog.run(params)
 
 
 def sync_tensors(tensors):

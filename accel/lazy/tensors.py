@@ -211,6 +211,39 @@ def node_attrs(node):
     return e[1:]
 
 
+# ---- run-time arguments: a Python object a node's kernel is handed when its graph runs, in no hash (the
+# generator a random op given generator= draws from).  A cached program takes them anew at each run, so that
+# an equal graph traced with another such object uses that one. ----
+_run_args = {}
+
+
+def _drop_run_arg(ref, _a=_run_args):
+    _a.pop(ref.key, None)
+
+
+def set_run_arg(node, obj):
+    k = id(node)
+    _run_args[k] = (weakref.KeyedRef(node, _drop_run_arg, k), obj)
+
+
+def run_arg(node):
+    """The run-time argument of ``node``, or None."""
+    e = _run_args.get(id(node))
+    return None if e is None or e[0]() is not node else e[1]
+
+
+def run_args(post):
+    """The run-time arguments of a post order's nodes, in post order (empty when none has one)."""
+    if not _run_args:
+        return ()
+    out = []
+    for n in post:
+        e = _run_args.get(id(n))
+        if e is not None and e[0]() is n:
+            out.append(e[1])
+    return out
+
+
 # ---- live tensors ----
 
 

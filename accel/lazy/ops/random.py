@@ -19,6 +19,7 @@ which torch 2.13's CPU wheel ran on the machine the goldens come from; a torch b
 Bernoulli path (an MCG31 stream) gives other masks, equal in distribution only.
 """
 import math
+import struct
 import threading
 
 import numpy as _np
@@ -37,22 +38,53 @@ from accel.lazy.tensors import (
 DEFAULT_SEED = 67280421310721       # c10::default_rng_seed_val
 
 
-class _Generator:
-    """torch's CPUGeneratorImpl: an mt19937 (numpy's RandomState seeds it as std::mt19937 / torch do) and the
-    cached second double normal sample."""
+_STATE_SIZE = 5056                  # sizeof(CPUGeneratorImplState)
+_M64 = 0xFFFFFFFFFFFFFFFF
 
-    def __init__(self, seed=DEFAULT_SEED):
+
+class Generator:
+    """torch.Generator on the CPU (the lazy device's random ops draw from CPU generators, as LTC's TorchScript
+    backend does): torch's CPUGeneratorImpl, an mt19937 (numpy's RandomState seeds and steps it as torch's
+    at::mt19937 does) with the cached second double normal sample.  ``get_state()`` is torch's byte layout
+    (CPUGeneratorImplState, 5056 bytes), which LTC hashes into the graph hash of a random op given
+    ``generator=``."""
+
+    def __init__(self, device="cpu"):
+        dev = str(device) if device is not None else "cpu"
+        if dev.split(":")[0] != "cpu":
+            raise RuntimeError(f"accel.lazy.Generator: only CPU generators exist here (the lazy device draws "
+                               f"from CPU generators, as LTC does), got device={device!r}")
+        self.device = "cpu"
         self.lock = threading.RLock()
-        self.manual_seed(seed)
+        self.manual_seed(DEFAULT_SEED)
+
+    def __repr__(self):
+        return f"<accel.lazy.Generator object at {id(self):#x}>"
 
     def manual_seed(self, seed):
+        """Reseed (torch's: the low 32 bits seed the mt19937, initial_seed() keeps all 64); returns self."""
+        s = _index(seed, "manual_seed(): seed") & _M64
         with self.lock:
-            self.seed = seed
-            self.mt = _np.random.RandomState(seed & 0xFFFFFFFF)
+            self._seed = s
+            self.mt = _np.random.RandomState(s & 0xFFFFFFFF)
+            self._twist_next = 0     # freshly seeded: torch's mt19937 reports next_ = 0 until its first draw
             self.next_normal = None
+            self._float_normal = bytes(5)
+        return self
+
+    def initial_seed(self):
+        return self._seed
+
+    def seed(self):
+        """Reseed from the operating system's entropy (torch: std::random_device); returns the seed."""
+        import os
+        s = int.from_bytes(os.urandom(8), "little") >> 1      # torch's seeds fit int64 here too
+        self.manual_seed(s)
+        return s
 
     def random(self, n):
         """n raw 32-bit draws (CPUGeneratorImpl::random)."""
+        self._twist_next = None
         return self.mt.randint(0, 1 << 32, size=n, dtype=_np.uint32).astype(_np.uint64)
 
     def random64(self, n):
@@ -60,38 +92,110 @@ class _Generator:
         r = self.random(2 * n)
         return (r[0::2] << _np.uint64(32)) | r[1::2]
 
+    def get_state(self):
+        """torch's CPUGeneratorImplState bytes (a uint8 numpy array of 5056): the initial seed, mt19937's
+        left / seeded / next and its 624 words (as uint64), the cached double normal sample."""
+        with self.lock:
+            _, key, pos = self.mt.get_state()[:3]
+            left, nxt = (1, self._twist_next) if self._twist_next is not None else (625 - pos, pos)
+            buf = bytearray(_STATE_SIZE)
+            struct.pack_into("<QiiQ", buf, 0, self._seed, left, 1, nxt)
+            buf[24:24 + 624 * 8] = key.astype("<u8").tobytes()
+            if self.next_normal is not None:
+                struct.pack_into("<d", buf, 5024, self.next_normal)
+                struct.pack_into("<i", buf, 5040, 1)
+            buf[5048:5053] = self._float_normal
+        return _np.frombuffer(bytes(buf), _np.uint8).copy()
 
-_gen = _Generator()
+    def set_state(self, new_state):
+        """Restore a state get_state() gave (torch's checks and messages); returns self."""
+        if type(new_state) is LazyTensor:
+            if new_state._shape.dtype != D.UINT8:
+                raise TypeError("RNG state must be a torch.ByteTensor")
+            new_state = new_state.numpy()
+        a = _np.asarray(new_state) if not isinstance(new_state, (bytes, bytearray)) else \
+            _np.frombuffer(new_state, _np.uint8)
+        if a.dtype != _np.uint8:
+            raise TypeError("RNG state must be a torch.ByteTensor")
+        if a.size != _STATE_SIZE:
+            raise RuntimeError(f"Expected a CPUGeneratorImplState of size {_STATE_SIZE} but found the input RNG "
+                               f"state size to be {a.size}")
+        b = a.tobytes()
+        seed, left, seeded, nxt = struct.unpack_from("<QiiQ", b, 0)
+        nxt &= 0xFFFFFFFF                                    # torch keeps next_ as a uint32
+        if not (seeded and 0 < left <= 624 and nxt <= 624):
+            raise RuntimeError("Invalid mt19937 state")
+        if left > 1 and left + nxt != 625:
+            # torch's mt19937 twists when ``left`` runs out, numpy's when its position reaches 624: a state
+            # where the two disagree (never one torch itself produced) cannot be stepped here as torch would
+            raise RuntimeError(f"accel.lazy.Generator.set_state: a state with left={left} and next={nxt} (left + "
+                               f"next != 625) is not one torch's mt19937 produces; not supported")
+        key = _np.frombuffer(b, "<u8", 624, 24).astype(_np.uint32)
+        valid = struct.unpack_from("<i", b, 5040)[0]
+        with self.lock:
+            self._seed = seed
+            self.mt.set_state(("MT19937", key, 624 if left == 1 else nxt))
+            self._twist_next = nxt if left == 1 else None
+            self.next_normal = struct.unpack_from("<d", b, 5024)[0] if valid else None
+            self._float_normal = b[5048:5053]
+        return self
+
+
+default_generator = _gen = Generator()
 
 
 def manual_seed(seed):
-    """torch.manual_seed: reseed the generator random ops draw from when their graph runs."""
-    s = _index(seed, "manual_seed(): seed")
-    _gen.manual_seed(s & 0xFFFFFFFFFFFFFFFF)
-    return _gen
+    """torch.manual_seed: reseed the default generator (random ops without generator= draw from it when their
+    graph runs); returns it."""
+    return _gen.manual_seed(seed)
 
 
 def initial_seed():
-    """torch.initial_seed: the generator's seed."""
-    return _gen.seed
+    """torch.initial_seed: the default generator's seed."""
+    return _gen.initial_seed()
+
+
+def seed():
+    """torch.seed: reseed the default generator from the operating system's entropy; returns the seed."""
+    return _gen.seed()
+
+
+def get_rng_state():
+    """torch.get_rng_state: the default generator's state (torch's byte layout, a uint8 numpy array)."""
+    return _gen.get_state()
+
+
+def set_rng_state(new_state):
+    """torch.set_rng_state."""
+    _gen.set_state(new_state)
+
+
+def _generator(generator):
+    """The generator a random op draws from: the default one for None, else an accel.lazy.Generator."""
+    if generator is None:
+        return None
+    if type(generator) is not Generator:
+        raise TypeError(f"generator must be an accel.lazy.Generator (or None), got {type(generator).__name__}: "
+                        f"{generator!r}")
+    return generator
 
 
 # ---------------------------------------------------------------- the draws (run by the kernels)
-def _uniform01(n, code):
+def _uniform01(n, code, g):
     """n uniforms in [0, 1) as torch draws them (as float64 values): 53 random bits for double, 24 for the
     other float types (half and bfloat16 too: torch rounds the float draw, as checked against torch 2.13)."""
     if code == D.FLOAT64:
-        bits = _gen.random64(n) & _np.uint64((1 << 53) - 1)
+        bits = g.random64(n) & _np.uint64((1 << 53) - 1)
         return bits.astype(_np.float64) * 2.0 ** -53
-    bits = _gen.random(n) & _np.uint64((1 << 24) - 1)
+    bits = g.random(n) & _np.uint64((1 << 24) - 1)
     return bits.astype(_np.float64) * 2.0 ** -24
 
 
-def _np_uniform(sizes, lo, hi, code):
+def _np_uniform(sizes, lo, hi, code, g=_gen):
     n = int(_np.prod(sizes, dtype=_np.int64))
     dt = D.CODE_TO_NP[code]
-    with _gen.lock:
-        u = _uniform01(n, code)
+    with g.lock:
+        u = _uniform01(n, code, g)
     if code == D.FLOAT64:
         r = u * (hi - lo) + lo
     else:            # float arithmetic (torch's dist_acctype<float> / <half> is float)
@@ -101,16 +205,16 @@ def _np_uniform(sizes, lo, hi, code):
     return D.round_bf16(r) if code == D.BFLOAT16 else r
 
 
-def _np_random(sizes, lo, hi, code):
+def _np_random(sizes, lo, hi, code, g=_gen):
     n = int(_np.prod(sizes, dtype=_np.int64))
     rng = hi - lo
-    with _gen.lock:
-        v = _gen.random64(n) if rng >= 1 << 32 else _gen.random(n)
+    with g.lock:
+        v = g.random64(n) if rng >= 1 << 32 else g.random(n)
     r = (v % _np.uint64(rng)).astype(_np.int64) + lo
     return r.astype(D.CODE_TO_NP[code]).reshape(sizes)
 
 
-def _normal_fill(n, code, mean, std):
+def _normal_fill(n, code, mean, std, g):
     """torch's normal_fill: n uniforms, Box-Muller on blocks of 16 (8 pairs), the tail block recomputed
     from 16 new uniforms."""
     f = _np.float64 if code == D.FLOAT64 else _np.float32
@@ -118,9 +222,9 @@ def _normal_fill(n, code, mean, std):
     if code in (D.FLOAT16, D.BFLOAT16):
         # torch's half / bfloat16 kernel draws the whole blocks only, then the tail's 16 (checked against 2.13)
         data = _np.empty(n, f)
-        data[:full] = _uniform01(full, code)
+        data[:full] = _uniform01(full, code, g)
     else:
-        data = _uniform01(n, code).astype(f)
+        data = _uniform01(n, code, g).astype(f)
 
     def fill16(block):
         u1 = f(1) - block[:8]
@@ -142,38 +246,38 @@ def _normal_fill(n, code, mean, std):
         out[:, 8:] = radius * _np.sin(theta) * f(std) + f(mean)
         data[:full] = out.reshape(-1)
     if n % 16:
-        data[n - 16:] = fill16(_uniform01(16, code).astype(f))
+        data[n - 16:] = fill16(_uniform01(16, code, g).astype(f))
     return data
 
 
-def _normal_serial(n, mean, std):
+def _normal_serial(n, mean, std, g):
     """torch's at::normal_distribution<double>, one value at a time, with the generator's cached sample."""
     out = _np.empty(n, _np.float64)
     for i in range(n):
-        c = _gen.next_normal
+        c = g.next_normal
         if c is not None:
-            _gen.next_normal = None
+            g.next_normal = None
             out[i] = c * std + mean
             continue
-        u1, u2 = _uniform01(2, D.FLOAT64)
+        u1, u2 = _uniform01(2, D.FLOAT64, g)
         r = math.sqrt(-2.0 * math.log1p(-u2))
         theta = 2.0 * math.pi * u1
-        _gen.next_normal = r * math.sin(theta)
+        g.next_normal = r * math.sin(theta)
         out[i] = r * math.cos(theta) * std + mean
     return out
 
 
-def _np_normal(sizes, mean, std, code):
+def _np_normal(sizes, mean, std, code, g=_gen):
     n = int(_np.prod(sizes, dtype=_np.int64))
-    with _gen.lock:
-        r = _normal_fill(n, code, mean, std) if n >= 16 else _normal_serial(n, mean, std)
+    with g.lock:
+        r = _normal_fill(n, code, mean, std, g) if n >= 16 else _normal_serial(n, mean, std, g)
     return r.astype(D.CODE_TO_NP[code]).reshape(sizes)
 
 
-def _np_bernoulli_p(sizes, p):
+def _np_bernoulli_p(sizes, p, g=_gen):
     n = int(_np.prod(sizes, dtype=_np.int64))
-    with _gen.lock:
-        u = _uniform01(n, D.FLOAT64)
+    with g.lock:
+        u = _uniform01(n, D.FLOAT64, g)
     return (u < p).reshape(sizes)
 
 
@@ -187,18 +291,18 @@ def _np_dropout(x, p):
     return out.astype(dt), mask
 
 
-def _np_bernoulli(x, p, code):
+def _np_bernoulli(x, p, code, g=_gen):
     """bernoulli(x) (x: the probabilities; a float draw < p each, as torch's tensor kernel) or
     bernoulli(x, p) (a double draw < p each, as its scalar kernel)."""
     x = _np.asarray(x)
     if p is None:
-        with _gen.lock:
+        with g.lock:
             if x.dtype == _np.float64:       # bernoulli_distribution<double>: a 53-bit draw against a double p
-                r = _uniform01(x.size, D.FLOAT64).reshape(x.shape) < x
+                r = _uniform01(x.size, D.FLOAT64, g).reshape(x.shape) < x
             else:                            # <float>: a 24-bit draw against p as a float
-                r = _uniform01(x.size, D.FLOAT32).astype(_np.float32).reshape(x.shape) < x.astype(_np.float32)
+                r = _uniform01(x.size, D.FLOAT32, g).astype(_np.float32).reshape(x.shape) < x.astype(_np.float32)
     else:
-        r = _np_bernoulli_p(x.shape, p)
+        r = _np_bernoulli_p(x.shape, p, g)
     return r.astype(D.CODE_TO_NP[code])
 
 
@@ -206,15 +310,21 @@ helpers(_rng_uniform=_np_uniform, _rng_random=_np_random, _rng_normal=_np_normal
         _rng_bernoulli=_np_bernoulli)
 
 
+def _gen_arg(k):
+    """``, G[i]`` for a node given generator= (its generator, handed to the program at each run), else ''."""
+    g = k.run_arg()
+    return f", {g}" if g else ""
+
+
 def _k_draw(name):
     def emit(k):
         a = k.attrs[1]
-        k.line(f"{k.out} = {name}({tuple(k.shape.sizes)!r}, {a[0]!r}, {a[1]!r}, {k.code})")
+        k.line(f"{k.out} = {name}({tuple(k.shape.sizes)!r}, {a[0]!r}, {a[1]!r}, {k.code}{_gen_arg(k)})")
     return emit
 
 
 def _k_bernoulli(k):
-    k.line(f"{k.out} = _rng_bernoulli({k.x}, {k.attrs[1]!r}, {k.code})")
+    k.line(f"{k.out} = _rng_bernoulli({k.x}, {k.attrs[1]!r}, {k.code}{_gen_arg(k)})")
 
 
 def _k_dropout(k):
@@ -226,12 +336,28 @@ def _g(v):
     return f"{float(v):g}"
 
 
-def _draw(opname, empty, seed, args, tags, counter):
+def _gen_hash(gen):
+    """What LTC hashes for an optional generator: kNullOpt, or TensorHash(get_state()) (its state bytes)."""
+    return None if gen is None else gen.get_state().tobytes()
+
+
+def _gen_tag(gen):
+    return "generator=null" if gen is None else "generator=torch.Generator()"
+
+
+def _draw(opname, empty, seed, args, tags, counter, gen=None):
+    """The random node; given a generator, the node draws from it when its graph runs (a run-time argument of
+    the program, so that a cached program draws from the generator of the graph it runs)."""
     s = empty._shape
     _fn_counter(counter)[0] += 1
     n = T.Node(_op(opname), (empty._ir(),), (s,), 1, seed)
     set_attrs(n, opname, args, tags)
-    return T._wrap(n, s)
+    if gen is not None:
+        T.set_run_arg(n, gen)
+    w = T._wrap(n, s)
+    if gen is not None and w._node is not n:       # reused from the IR trie: draw from this call's generator
+        T.set_run_arg(w._node, gen)
+    return w
 
 
 def _float_code(dtype, what):
@@ -241,41 +367,41 @@ def _float_code(dtype, what):
     return code
 
 
-def _uniform(empty, lo=0.0, hi=1.0):
+def _uniform(empty, lo=0.0, hi=1.0, gen=None):
     lo, hi = float(lo), float(hi)
     if not lo <= hi:
         raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={_g(lo)} > to={_g(hi)}")
-    return _draw("aten::uniform", empty, _seed(lo, hi, None), (lo, hi), f"from={_g(lo)}, to={_g(hi)}, generator=null",
-                 "uniform")
+    return _draw("aten::uniform", empty, _seed(lo, hi, _gen_hash(gen)), (lo, hi),
+                 f"from={_g(lo)}, to={_g(hi)}, {_gen_tag(gen)}", "uniform", gen)
 
 
-def _normal(empty, mean=0.0, std=1.0):
+def _normal(empty, mean=0.0, std=1.0, gen=None):
     mean, std = float(mean), float(std)
     if std < 0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {_g(std)}")
-    return _draw("aten::normal_functional", empty, _seed(mean, std, None), (mean, std),
-                 f"mean={_g(mean)}, std={_g(std)}, generator=null", "normal_functional")
+    return _draw("aten::normal_functional", empty, _seed(mean, std, _gen_hash(gen)), (mean, std),
+                 f"mean={_g(mean)}, std={_g(std)}, {_gen_tag(gen)}", "normal_functional", gen)
 
 
-def _random(empty, lo, hi):
+def _random(empty, lo, hi, gen=None):
     if not lo < hi:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={lo} >= to={hi}")
-    return _draw("aten::random", empty, _seed(lo, hi, None), (lo, hi), f"from={lo}, to={hi}, generator=null",
-                 "random")
+    return _draw("aten::random", empty, _seed(lo, hi, _gen_hash(gen)), (lo, hi), f"from={lo}, to={hi}, {_gen_tag(gen)}",
+                 "random", gen)
 
 
 def rand(*size, dtype=None, device=None, generator=None):
     """torch.rand on the lazy device: aten::uniform(empty, from=0, to=1)."""
     _device(device)
-    _no_generator(generator)
-    return _uniform(_empty(_sizes(size, "rand"), _float_code(dtype, "check_uniform_bounds")))
+    g = _generator(generator)
+    return _uniform(_empty(_sizes(size, "rand"), _float_code(dtype, "check_uniform_bounds")), gen=g)
 
 
 def randn(*size, dtype=None, device=None, generator=None):
     """torch.randn on the lazy device: aten::normal_functional(empty, mean=0, std=1)."""
     _device(device)
-    _no_generator(generator)
-    return _normal(_empty(_sizes(size, "randn"), _float_code(dtype, "normal_kernel_cpu")))
+    g = _generator(generator)
+    return _normal(_empty(_sizes(size, "randn"), _float_code(dtype, "normal_kernel_cpu")), gen=g)
 
 
 def _randint_args(args, what):
@@ -291,10 +417,10 @@ def _randint_args(args, what):
 def randint(*args, dtype=None, device=None, generator=None):
     """torch.randint(low=0, high, size) on the lazy device: aten::random(empty, from=low, to=high) (int64)."""
     _device(device)
-    _no_generator(generator)
+    g = _generator(generator)
     low, high, size = _randint_args(args, "randint")
     sizes = _sizes((size,) if not isinstance(size, (tuple, list)) else tuple(size), "randint")
-    return _random(_empty(sizes, _code(dtype, D.INT64)), low, high)
+    return _random(_empty(sizes, _code(dtype, D.INT64)), low, high, g)
 
 
 def _like(x, dtype, what):
@@ -329,14 +455,14 @@ def bernoulli(input, p=None, generator=None):
     """torch.bernoulli(input) (input: the probabilities) or input.bernoulli(p): aten::bernoulli (with ``p=``
     for a number p), 0 / 1 of the input's dtype."""
     _check_tensor(input, "bernoulli() input")
-    _no_generator(generator)
+    g = _generator(generator)
     s = input._shape
     if s.dtype not in D.FLOATS:
         raise NotImplementedError(f"\"bernoulli\" not implemented for '{_dtype_name(s.dtype)}'")
     if p is None:
-        return _draw("aten::bernoulli", input, _seed(None), None, "generator=null", "bernoulli")
+        return _draw("aten::bernoulli", input, _seed(_gen_hash(g)), None, _gen_tag(g), "bernoulli", g)
     pv = _prob(p, "bernoulli")
-    return _draw("aten::bernoulli", input, _seed(pv, None), pv, f"p={_g(pv)}, generator=null", "bernoulli")
+    return _draw("aten::bernoulli", input, _seed(pv, _gen_hash(g)), pv, f"p={_g(pv)}, {_gen_tag(g)}", "bernoulli", g)
 
 
 def _prob(p, what):
@@ -359,36 +485,36 @@ def _in_place(t, what, trace):
     return _commit(t, trace(t))
 
 
-def _uniform_m(self, a=0.0, b=1.0, generator=None):
-    _no_generator(generator)
+def _uniform_m(self, a=0.0, b=1.0, *, generator=None):
+    g = _generator(generator)
     lo, hi = _as_number(a), _as_number(b)
     if lo is None or hi is None:
         raise TypeError(f"uniform_(): from and to must be Python numbers, got {a!r}, {b!r}")
-    return _in_place(self, "uniform", lambda t: _uniform(t, lo, hi))
+    return _in_place(self, "uniform", lambda t: _uniform(t, lo, hi, g))
 
 
-def _normal_m(self, mean=0.0, std=1.0, generator=None):
-    _no_generator(generator)
+def _normal_m(self, mean=0.0, std=1.0, *, generator=None):
+    g = _generator(generator)
     m, sd = _as_number(mean), _as_number(std)
     if m is None or sd is None:
         raise TypeError(f"normal_(): mean and std must be Python numbers, got {mean!r}, {std!r}")
-    return _in_place(self, "normal", lambda t: _normal(t, m, sd))
+    return _in_place(self, "normal", lambda t: _normal(t, m, sd, g))
 
 
-def _random_m(self, a, b=None, generator=None):
-    _no_generator(generator)
+def _random_m(self, a, b=None, *, generator=None):
+    g = _generator(generator)
     lo, hi = (0, _index(a, "random_(): to")) if b is None else (_index(a, "random_(): from"), _index(b, "random_(): to"))
-    return _in_place(self, "random", lambda t: _random(t, lo, hi))
+    return _in_place(self, "random", lambda t: _random(t, lo, hi, g))
 
 
-def _bernoulli_m(self, p=0.5, generator=None):
-    _no_generator(generator)
+def _bernoulli_m(self, p=0.5, *, generator=None):
+    g = _generator(generator)
     if type(p) is LazyTensor:
-        return _bernoulli_tensor_m(self, p)
+        return _bernoulli_tensor_m(self, p, g)
     pv = _prob(p, "bernoulli")
     return _in_place(self, "bernoulli",
-                     lambda t: _draw("aten::bernoulli", t, _seed(pv, None), pv, f"p={_g(pv)}, generator=null",
-                                     "bernoulli"))
+                     lambda t: _draw("aten::bernoulli", t, _seed(pv, _gen_hash(g)), pv, f"p={_g(pv)}, {_gen_tag(g)}",
+                                     "bernoulli", g))
 
 
 # ---------------------------------------------------------------- in-place draws LTC runs eagerly
@@ -412,7 +538,7 @@ def _exponential_m(self, lambd=1.0, *, generator=None):
     ``-1 / lambd * log1p(-u)`` of a 53-bit uniform u per element, cast to the tensor's dtype (through float for
     half / bfloat16, as torch's cast)."""
     _check_tensor(self, "exponential_() self")
-    _no_generator(generator)
+    g = _generator(generator) or _gen
     lam = _as_number(lambd)
     if lam is None or isinstance(lambd, bool):
         raise TypeError(f"exponential_(): lambd must be a Python number, got {type(lambd).__name__}: {lambd!r}")
@@ -426,8 +552,8 @@ def _exponential_m(self, lambd=1.0, *, generator=None):
     _sync(self)
 
     def draw(x):
-        with _gen.lock:
-            u = _uniform01(x.size, D.FLOAT64)
+        with g.lock:
+            u = _uniform01(x.size, D.FLOAT64, g)
         scale = -1.0 / lam
         v = _np.fromiter((scale * math.log1p(-e) for e in u.tolist()), _np.float64, u.size)  # libm's log1p
         if code != D.FLOAT64:
@@ -456,7 +582,7 @@ def _check_expands(shape, sizes):
                                f"{_fmt_size(ps)}")
 
 
-def _bernoulli_tensor_m(self, p):
+def _bernoulli_tensor_m(self, p, g=None):
     """Tensor.bernoulli_(p) with a tensor p: eager (aten::bernoulli_.Tensor): p broadcast to self's sizes, a
     draw per element as torch.bernoulli(p) draws, 0 / 1 in self's dtype."""
     _check_tensor(self, "bernoulli_() self")
@@ -465,27 +591,23 @@ def _bernoulli_tensor_m(self, p):
     if pc not in D.FLOATS:
         raise NotImplementedError(f"\"bernoulli_tensor_cpu_p_\" not implemented for '{_dtype_name(pc)}'")
     _check_expands(p._shape, self._shape.sizes)
+    g = g or _gen
 
     def draw(x, pv):
         pv = _np.broadcast_to(pv, x.shape)
         bad = ~((pv >= 0) & (pv <= 1))          # NaN too
         if bad.any():                            # torch checks each p as it draws: the ones before were drawn
             k = int(bad.reshape(-1).argmax())
-            with _gen.lock:
-                _uniform01(k, D.FLOAT64 if pv.dtype == _np.float64 else D.FLOAT32)
+            with g.lock:
+                _uniform01(k, D.FLOAT64 if pv.dtype == _np.float64 else D.FLOAT32, g)
             raise RuntimeError("Expected p_in >= 0 && p_in <= 1 to be true, but got false.  (Could this error "
                                "message be improved?  If so, please report an enhancement request to PyTorch.)")
-        return _np_bernoulli(pv, None, self._shape.dtype)
+        return _np_bernoulli(pv, None, self._shape.dtype, g)
     return _eager_in_place(self, "aten::bernoulli_.Tensor", [self, p], draw)
 
 
-def _bernoulli_out_m(self, p=None, generator=None):
+def _bernoulli_out_m(self, p=None, *, generator=None):
     return bernoulli(self, p, generator)
-
-
-def _no_generator(generator):
-    if generator is not None:
-        raise NotImplementedError("random ops with generator= are not supported by accel.lazy; use manual_seed")
 
 
 def dropout(input, p=0.5, training=True, inplace=False):
@@ -522,7 +644,9 @@ declare("randn", {}, {"randn": randn, "randn_like": randn_like},
         [Kernel("aten::normal_functional", _k_draw("_rng_normal"))])
 declare("randint", {}, {"randint": randint, "randint_like": randint_like},
         [Kernel("aten::random", _k_draw("_rng_random"))])
-declare("manual_seed", {}, {"manual_seed": manual_seed, "initial_seed": initial_seed})
+declare("manual_seed", {}, {"manual_seed": manual_seed, "initial_seed": initial_seed, "seed": seed,
+                            "get_rng_state": get_rng_state, "set_rng_state": set_rng_state,
+                            "Generator": Generator, "default_generator": default_generator})
 declare("bernoulli", {"bernoulli": _bernoulli_out_m, "bernoulli_": _bernoulli_m}, {"bernoulli": bernoulli},
         [Kernel("aten::bernoulli", _k_bernoulli)])
 declare("random in place", {"uniform_": _uniform_m, "normal_": _normal_m, "random_": _random_m,
