@@ -266,6 +266,14 @@ def check_generators():
     L.set_rng_state(s0)
     assert np.array_equal(L.rand(3).numpy(), x)
     raises(TypeError, lambda: L.rand(2, generator=5), "accel.lazy.Generator")
+    # copy / deepcopy / pickle: independent generators in the same state, as torch's
+    import copy, pickle
+    g = L.Generator().manual_seed(3)
+    L.rand(2, generator=g).numpy()
+    for f in (copy.copy, copy.deepcopy, lambda g: pickle.loads(pickle.dumps(g))):
+        h = f(g)
+        assert h is not g and np.array_equal(h.get_state(), g.get_state()) and h.initial_seed() == 3
+        assert np.array_equal(L.rand(2, generator=h).numpy(), L.rand(2, generator=g).numpy())
     raises(RuntimeError, lambda: L.Generator(device="cuda"), "only CPU generators")
     # a cached program draws from the generator of the graph it runs (torch 2.13 LTC's cached graph keeps the
     # generator it was compiled with: [0.918, 0.931, ...] here; eager torch gives the numbers below)

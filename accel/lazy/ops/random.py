@@ -61,6 +61,10 @@ class Generator:
     def __repr__(self):
         return f"<accel.lazy.Generator object at {id(self):#x}>"
 
+    def __reduce__(self):
+        """copy / deepcopy / pickle: an independent generator in the same state (as torch's)."""
+        return _restore_generator, (self.get_state().tobytes(),)
+
     def manual_seed(self, seed):
         """Reseed (torch's: the low 32 bits seed the mt19937, initial_seed() keeps all 64); returns self."""
         s = _index(seed, "manual_seed(): seed") & _M64
@@ -139,6 +143,10 @@ class Generator:
             self.next_normal = struct.unpack_from("<d", b, 5024)[0] if valid else None
             self._float_normal = b[5048:5053]
         return self
+
+
+def _restore_generator(state):
+    return Generator().set_state(state)
 
 
 default_generator = _gen = Generator()
