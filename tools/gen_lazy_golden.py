@@ -940,6 +940,42 @@ record([z])
 mark_step()
 to_numpy(z)
 """),
+    # IR reuse across steps of ops whose operands are fresh data and numbers: LTC makes the numbers' device data
+    # first and reads the operands right to left; compares / masked_fill / std / norm have their .Scalar /
+    # .Tensor / overload classes; a TensorList and slice bounds (constants) are reused; clamp(max=) alone never
+    ("reuse_ir_op_order", """
+F = T.nn.functional
+reuse(True)
+for i in range(3):
+    x = tensor(np.full((3, 3), 1.5 + i, np.float32)); w = tensor(np.full((3, 3), 0.5, np.float32))
+    b = tensor(np.full((3,), 0.25, np.float32)); m = tensor(np.eye(3, dtype=bool))
+    ix = tensor(np.array([[0, 2, 1]] * 3, np.int64)); i1 = tensor(np.array([0, 2], np.int64))
+    ys = [x + w, x.sub(w, alpha=2), 2 - x, x / w, x.clamp(0, 1), x.clamp(min=0.5), x.clamp(max=0.5),
+          x.addcmul(w, x, value=0.5), x.masked_fill(m, 0.5), x.gather(1, ix), x.index_select(0, i1), x > 0, x > w,
+          x == w, T.cat([x, w]), T.stack([x, w]), x.std(1), x.std(), x.norm(), x[:2] * 1, i1.repeat(2)[:3] + 0,
+          F.layer_norm(x, (3,), b, b), T.where(m, x, 0.5), F.cross_entropy(x, ix[0])]
+    record(ys[::5])
+    mark_step()
+reuse(False)
+"""),
+    # the order operands' device data is made in, seen by the IR trie: odd steps trace the ops, even steps leave a
+    # trie path starting at other tensors' device data, which an op making its operands in another order than
+    # LTC's (numbers first, then the tensors right to left) would fork from
+    ("reuse_ir_operand_order", """
+F = T.nn.functional
+reuse(True)
+for i in range(4):
+    x = tensor(np.full((3, 3), 1.5 + i, np.float32)); ix = tensor(np.array([[0, 2, 1]] * 3, np.int64))
+    m = tensor(np.eye(3, dtype=bool)); i1 = tensor(np.array([0, 2], np.int64)); w = tensor(np.ones((2, 3), np.float32))
+    if i % 2 == 0:
+        ys = [ix.sum(), m.any(), i1.sum(), w.sum()]
+    else:
+        ys = [x.gather(1, ix), x.masked_fill(m, 0.5), x.index_select(0, i1), w.addcmul(w, x[:2]), x.clamp(-1.0, 2.0),
+              F.embedding(i1, x), x * 2, 3 - x, x > 1, x[:2] / w, w @ x, x.clamp(max=2.0), T.where(m, x, 0.5)]
+    record(ys[::3])
+    mark_step()
+reuse(False)
+"""),
     # a graph given generator= hashes the generator's state: equal states share the cached program (torch 2.13's
     # then draws from the generator it was compiled with; accel's from the one given, see the README)
     ("rng_generator_cache", """

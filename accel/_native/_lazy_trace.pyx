@@ -302,8 +302,8 @@ def binary_scalar(node_type, op, cell, float_ok, int_ok, seed, slow):
         cdef TensorBase t = <TensorBase>a
         tb = type(b)
         s = t._shape
-        if not ((tb is float and _takes(fok, s)) or (tb is int and _takes(iok, s))):
-            return slow(a, b)
+        if _reuse or not ((tb is float and _takes(fok, s)) or (tb is int and _takes(iok, s))):
+            return slow(a, b)      # with IR reuse, the slow path makes the operands in LTC's order
         x = _ir_of(t)
         y = _scalar_node(b)
         if y is None:
@@ -321,8 +321,8 @@ def add_sub(node_type, op, cell, float_ok, int_ok, seed, slow):
     cdef _Codes fok = _Codes(float_ok), iok = _Codes(int_ok)
 
     def f(a, b, alpha=1):
-        if type(a) is not _cls or type(alpha) is not int:
-            return slow(a, b, alpha)
+        if type(a) is not _cls or type(alpha) is not int or _reuse:
+            return slow(a, b, alpha)  # with IR reuse, the slow path makes the operands in LTC's order
         cdef TensorBase t = <TensorBase>a
         tb = type(b)
         s = t._shape

@@ -207,10 +207,12 @@ def binary_scalar(node_type, op, cell, float_ok, int_ok, seed, slow):
                 return slow(a, b)
         elif tb is not int or s.dtype not in int_ok:
             return slow(a, b)
+        if _reuse[0]:
+            return slow(a, b)      # with IR reuse, the slow path makes the operands in LTC's order
         x = a._node
         if x is None:
             x = a._ir()
-        if _reuse[0] or b != b or (b == 0 and tb is float):
+        if b != b or (b == 0 and tb is float):
             return slow(a, b)
         k = _shapes[tb]
         key = (k[0], b)

@@ -260,7 +260,7 @@ def _wrap_slow(node, shape):
         return _run_forced(node, shape)
     if not _reuse[0]:
         return _wrap_plain(node, shape)
-    if node is not None:
+    if node is not None and not node.is_device_data:   # device data went through the trie as it was made (_dd)
         tc = TrieCache.get()
         hit = tc._lookup(node, reuse_counter_name)
         if hit is None:
@@ -268,6 +268,57 @@ def _wrap_slow(node, shape):
         else:
             node = hit
     return _wrap_plain(node, shape)
+
+
+def _gap(operands):
+    """Whether an absent optional operand (None) comes before a present one: LTC's generated CanBeReused reads
+    the operands positionally (nullable_operand(i++)), so such a node is never reused from the IR trie (e.g.
+    clamp(max=...) without min), only inserted."""
+    seen_none = False
+    for o in operands:
+        if o is None:
+            seen_none = True
+        elif seen_none:
+            return True
+    return False
+
+
+def _wrap_unreusable(node, shape):
+    """_wrap for a node LTC never reuses (see _gap): inserted into the IR trie without a lookup."""
+    if _forced and node.op.qualified_name in _forced:
+        return _run_forced(node, shape)
+    TrieCache.get().insert(node)
+    return _wrap_plain(node, shape)
+
+
+def trie_node(node):
+    """``node``, or with IR reuse on the equal node the IR trie holds (LTC's ReuseOrMakeNode), for a node that
+    is only ever an operand (a TensorList)."""
+    if not _reuse[0]:
+        return node
+    tc = TrieCache.get()
+    hit = tc._lookup(node, reuse_counter_name)
+    if hit is None:
+        tc.insert(node)
+        return node
+    return hit
+
+
+def _irs(*tensors):
+    """The tensors' IR values, made right to left as LTC's generated code makes them (the GetIrValue() calls
+    are the arguments of one call, which GCC evaluates last to first): with IR reuse on, the order in which
+    device-data nodes are made is the order the IR trie sees them."""
+    out = [None] * len(tensors)
+    for i in range(len(tensors) - 1, -1, -1):
+        out[i] = tensors[i]._ir()
+    return tuple(out)
+
+
+def is_number_operand(node, i):
+    """Whether operand ``i`` of ``node`` is a Python number (a Long / Double / Bool [] device-data operand): what
+    tells LTC's ``.Scalar`` node classes from the ``.Tensor`` ones."""
+    e = node.operands[i].node
+    return e.is_device_data and not e.shapes[0].sizes and e.shapes[0].dtype in _SCALAR_SHAPES
 
 
 def _dd(shape, handle):
@@ -423,7 +474,7 @@ def _emit_multi(opname, operands, shapes, seed=None, kind=None, args=None, tags=
         set_attrs(n, kind or opname, args, tags)
     if _reuse[0]:
         tc = TrieCache.get()
-        hit = tc._lookup(n, reuse_counter_name)
+        hit = None if None in operands and _gap(operands) else tc._lookup(n, reuse_counter_name)
         if hit is None:
             tc.insert(n)
         else:
@@ -437,6 +488,8 @@ def _emit(opname, operands, code, sizes, seed=None, kind=None, args=None, tags=N
     n = Node(_op(opname), operands, (shape,), 1, _ME if seed is None else seed)
     if tags is not None or kind is not None:
         set_attrs(n, kind or opname, args, tags)
+    if _reuse[0] and None in operands and _gap(operands):
+        return _wrap_unreusable(n, shape)
     return _wrap(n, shape)
 
 

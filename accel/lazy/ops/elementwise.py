@@ -97,8 +97,9 @@ def _make_binary(name):
         elif is_pow and code in D.INTS and vc != D.FLOAT64:
             _check_int_exponent(b, code)
         cell[0] += 1
+        y = _scalar_node(b)                 # LTC's order: the number's device data, then the tensor's
         x = a._node
-        operands = (x if x is not None else a._ir(), _scalar_node(b))
+        operands = (x if x is not None else a._ir(), y)
         if code == s.dtype:
             return T._wrap(Node(op, operands, (s,), 1, _ME), s)
         return _emit(op.qualified_name, operands, code, s.sizes)
@@ -170,8 +171,8 @@ def _binary_tt(name, a, b):
     elif name == "pow" and code == D.BOOL:
         raise NotImplementedError("\"pow\" not implemented for 'Bool'")
     _fn_counter(name)[0] += 1
+    y = b._node if b._node is not None else b._ir()      # right to left, as LTC's generated code
     x = a._node if a._node is not None else a._ir()
-    y = b._node if b._node is not None else b._ir()
     if code == sa.dtype and sizes is sa.sizes:
         return T._wrap(Node(_op("aten::" + name), (x, y), (sa,), 1, _ME), sa)
     return _emit("aten::" + name, (x, y), code, sizes)
@@ -213,13 +214,16 @@ def _add_sub_impl(name, a, b, alpha):
     if type(av) is float and code not in D.FLOATS:
         raise RuntimeError(f"For integral input tensors, argument alpha must not be a floating point number "
                            f"(got alpha={av!r})")
-    if type(b) is LazyTensor:                      # made after the checks: a refused op changes nothing
+    # made after the checks (a refused op changes nothing), in LTC's order: the alpha scalar, then the operands
+    # right to left (its generated code's GetIrValue() arguments, as GCC evaluates them)
+    z = _scalar_node(av)
+    if type(b) is LazyTensor:
         y = b._node if b._node is not None else b._ir()
     else:
         y = _scalar_node(v)
     _fn_counter(name)[0] += 1
     x = a._node if a._node is not None else a._ir()
-    operands = (x, y, _scalar_node(av))
+    operands = (x, y, z)
     if code == sa.dtype and sizes is sa.sizes:
         return T._wrap(Node(_op("aten::" + name), operands, (sa,), 1, _ME), sa)
     return _emit("aten::" + name, operands, code, sizes)
@@ -235,10 +239,13 @@ def _make_add_sub(name):
         if type(a) is not LazyTensor or type(alpha) is not int:
             return _add_sub_impl(name, a, b, alpha)
         s = a._shape
+        if s.dtype == D.BOOL:
+            return _add_sub_impl(name, a, b, alpha)
         if tb is LazyTensor:
             sb = b._shape
             if sb is not s:                 # same dtype and sizes share one Shape object
                 return _add_sub_impl(name, a, b, alpha)
+            z = _scalar_node(alpha)         # LTC's order: alpha, then the operands right to left
             y = b._node
             if y is None:
                 y = b._ir()
@@ -246,14 +253,13 @@ def _make_add_sub(name):
             code = _WRAPPED_RESULT[(s.dtype, _NUM_CODE[tb])]
             if code != s.dtype or code == D.BOOL:
                 return _add_sub_impl(name, a, b, alpha)
+            z = _scalar_node(alpha)
             y = _scalar_node(b)
         else:
             return _add_sub_impl(name, a, b, alpha)
-        if s.dtype == D.BOOL:
-            return _add_sub_impl(name, a, b, alpha)
         cell[0] += 1
         x = a._node
-        operands = (x if x is not None else a._ir(), y, _scalar_node(alpha))
+        operands = (x if x is not None else a._ir(), y, z)
         return T._wrap(Node(op, operands, (s,), 1, _ME), s)
     f.__name__ = f.__qualname__ = name
     return f
@@ -291,8 +297,8 @@ def _compare(name, a, b, operator=False):
         code = D.result_type(((s.dtype, _prio(a)), (_scalar_code(v), D.WRAPPED)))
         y = v
     _fn_counter(name)[0] += 1
+    y = b._ir() if y is None else _scalar_node(y)           # the other operand first, as LTC's generated code
     x = a._ir()
-    y = b._ir() if y is None else _scalar_node(y)
     return _emit("aten::" + name, (x, y), D.BOOL, sizes, None, "aten::" + name, code)
 
 
@@ -306,7 +312,9 @@ def _rsub(a, other):
     _sub_check(vc, s.dtype)
     code = s.dtype if vc == s.dtype else D.result_type(((s.dtype, _prio(a)), (vc, D.WRAPPED)))
     _fn_counter("sub")[0] += 1
-    return _emit("aten::sub", (_scalar_node(v), a._ir(), _scalar_node(1)), code, s.sizes)
+    z = _scalar_node(1)                  # LTC's order: alpha, then sub(number, a)'s operands right to left
+    x = a._ir()
+    return _emit("aten::sub", (_scalar_node(v), x, z), code, s.sizes)
 
 
 def _rdiv(a, other):
@@ -344,8 +352,9 @@ def _clamp(a, lo, hi):
     ops = [(s.dtype, _prio(a))] + [(_scalar_code(v), D.WRAPPED) for v in (lov, hiv) if v is not None]
     code = D.result_type(ops)
     _fn_counter("clamp")[0] += 1
-    x = a._ir()
-    operands = (x, None if lov is None else _scalar_node(lov), None if hiv is None else _scalar_node(hiv))
+    lon = None if lov is None else _scalar_node(lov)    # LTC's order: min, max, then the tensor
+    hin = None if hiv is None else _scalar_node(hiv)
+    operands = (a._ir(), lon, hin)
     return _emit("aten::clamp", operands, code, s.sizes, None, "aten::clamp", (lov is not None, hiv is not None))
 
 
@@ -636,11 +645,16 @@ def _clamp_method(self, min=None, max=None):
 declare("clamp", {"clamp": _clamp_method}, {"clamp": _fn("clamp")}, [_ew("aten::clamp", _k_clamp, weak=True)])
 
 
-def _pow_class(node, attrs):
-    e = node.operands[1].node             # a Python-number exponent is a Long/Double/Bool[] device-data operand
-    scalar = e.is_device_data and not e.shapes[0].sizes and e.shapes[0].dtype in T._SCALAR_SHAPES
-    return "PowTensorScalar" if scalar else "PowTensorTensor"
+def _pow_class(node, attrs):            # a Python-number exponent is a Long/Double/Bool[] device-data operand
+    return "PowTensorScalar" if T.is_number_operand(node, 1) else "PowTensorTensor"
 
 
+def _cmp_class(name):
+    def cls(node, attrs):          # gt.Scalar / gt.Tensor: GtScalar, GtTensor (LTC's node classes)
+        return name + ("Scalar" if T.is_number_operand(node, 1) else "Tensor")
+    return cls
+
+
+classes(**{"aten::" + _n: _cmp_class(_n.capitalize()) for _n in _COMPARE})
 classes(**{"aten::add": "AddTensor", "aten::sub": "SubTensor", "aten::mul": "MulTensor", "aten::div": "DivTensor",
            "aten::maximum": "Maximum", "aten::minimum": "Minimum", "aten::rsqrt": "Rsqrt", "aten::pow": _pow_class})

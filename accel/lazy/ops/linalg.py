@@ -6,7 +6,7 @@ from accel.lazy import inplace as _inplace
 from accel.lazy._optable import Kernel, classes, declare
 from accel.lazy.executor import fallback
 from accel.lazy.ops.views import _expand, _numel, _squeeze, _unsqueeze, _unsqueeze_to, _view
-from accel.lazy.tensors import _check_tensor, _dtype_name, _emit, _fmt_size, _fn_counter
+from accel.lazy.tensors import _check_tensor, _dtype_name, _emit, _fmt_size, _fn_counter, _irs
 
 
 def _mat_check(a, b, what):
@@ -27,7 +27,7 @@ def mm(a, b):
     if sa[1] != sb[0]:
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({sa[0]}x{sa[1]} and {sb[0]}x{sb[1]})")
     _fn_counter("mm")[0] += 1
-    return _emit("aten::mm", (a._ir(), b._ir()), a._shape.dtype, (sa[0], sb[1]))
+    return _emit("aten::mm", _irs(a, b), a._shape.dtype, (sa[0], sb[1]))
 
 
 def bmm(a, b):
@@ -41,7 +41,7 @@ def bmm(a, b):
         raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: [{sa[0]}, {sa[2]}] "
                            f"but got: [{sb[0]}, {sb[1]}].")
     _fn_counter("bmm")[0] += 1
-    return _emit("aten::bmm", (a._ir(), b._ir()), a._shape.dtype, (sa[0], sa[1], sb[2]))
+    return _emit("aten::bmm", _irs(a, b), a._shape.dtype, (sa[0], sa[1], sb[2]))
 
 
 def _mv(a, b):
@@ -49,7 +49,7 @@ def _mv(a, b):
     sa, sb = a._shape.sizes, b._shape.sizes
     if sa[1] != sb[0]:
         raise RuntimeError(f"size mismatch, got input ({sa[0]}), mat ({sa[0]}x{sa[1]}), vec ({sb[0]})")
-    return _emit("aten::mv", (a._ir(), b._ir()), a._shape.dtype, (sa[0],))
+    return _emit("aten::mv", _irs(a, b), a._shape.dtype, (sa[0],))
 
 
 def matmul(a, b):

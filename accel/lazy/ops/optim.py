@@ -33,8 +33,8 @@ def _pointwise(name, input, tensor1, tensor2, value):
         raise RuntimeError("For integral input tensors, argument alpha must not be a floating point number.")
     sizes = _broadcast(_broadcast(input._shape.sizes, tensor1._shape.sizes), tensor2._shape.sizes)
     _fn_counter(name)[0] += 1
-    return _emit("aten::" + name, (input._ir(), tensor1._ir(), tensor2._ir(), _scalar_node(v)), code, sizes, None,
-                 "aten::" + name)
+    z = _scalar_node(v)                  # LTC's order: the value, then the tensors right to left
+    return _emit("aten::" + name, T._irs(input, tensor1, tensor2) + (z,), code, sizes, None, "aten::" + name)
 
 
 def addcmul(input, tensor1, tensor2, value=1):

@@ -516,5 +516,11 @@ declare("prod", {"prod": _method(lambda self, dim=None, keepdim=False: _prod(sel
         {"prod": _fn("prod")}, eager={"prod": _eager_prod})
 declare("cumsum", {"cumsum": _method(lambda self, dim, dtype=None: _cumsum(self, dim, dtype), "cumsum")},
         {"cumsum": _fn("cumsum")}, [Kernel("aten::cumsum", _k_cumsum)])
-classes(**{"aten::std": "Std", "aten::norm": "Norm", "aten::all": "All", "aten::any": "Any", "aten::min": "Min",
+def _std_class(node, attrs):       # std.dim / std / std.correction (LTC's StdDim, Std, StdCorrection)
+    tags = attrs[2] if attrs is not None else ""
+    return "StdDim" if tags.startswith("dim=") and "unbiased=" in tags else \
+        "Std" if tags.startswith("unbiased=") else "StdCorrection"
+
+
+classes(**{"aten::std": _std_class, "aten::norm": "NormScalaroptDim", "aten::all": "All", "aten::any": "Any", "aten::min": "Min",
            "aten::max": "Max", "aten::cumsum": "Cumsum"})

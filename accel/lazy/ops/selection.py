@@ -10,7 +10,7 @@ from accel.lazy.ops.casts import to_copy as _to_copy
 from accel.lazy.ops.factories import full, zeros_like
 from accel.lazy.tensors import (
     LazyTensor, _as_number, _broadcast, _check_tensor, _emit, _fn_counter, _index, _norm_dim, _prio, _scalar_code,
-    _scalar_node, _seed)
+    _irs, _scalar_node, _seed, is_number_operand)
 
 
 def _masked_fill(a, mask, value):
@@ -34,7 +34,8 @@ def _masked_fill(a, mask, value):
         if not v_ok:
             raise RuntimeError(f"value cannot be converted to type {D.INT_C_NAMES[s.dtype]} without overflow")
     _fn_counter("masked_fill")[0] += 1
-    return _emit("aten::masked_fill", (a._ir(), mask._ir(), _scalar_node(v)), s.dtype, s.sizes, None,
+    z = _scalar_node(v)                  # LTC's order: the value, then the tensors right to left
+    return _emit("aten::masked_fill", _irs(a, mask) + (z,), s.dtype, s.sizes, None,
                  "aten::masked_fill")
 
 
@@ -70,8 +71,10 @@ def where(condition, input, other):
     args = [condition] + [x if type(x) is LazyTensor else _scalar_tensor(_as_number(x)) for x in (input, other)]
     if (type(input) is LazyTensor) != (type(other) is LazyTensor):
         # where(cond, tensor, number) / where(cond, number, tensor): torch's scalar overloads cast the tensor
-        # to the result dtype first, so the fallback runs (and syncs) the cast; tensor / tensor: the tensors
-        args = [args[0]] + [x if x._shape.dtype == code else _to_copy(x, D.CODE_TO_NP[code]) for x in args[1:]]
+        # (not the wrapped number) to the result dtype first, so the fallback runs (and syncs) the cast;
+        # tensor / tensor: the tensors
+        args = [args[0]] + [x if x._shape.dtype == code or type(given) is not LazyTensor
+                            else _to_copy(x, D.CODE_TO_NP[code]) for x, given in zip(args[1:], (input, other))]
     return fallback("aten::where.self", "where", args, code)
 
 
@@ -134,7 +137,7 @@ def _gather(a, dim, index, sparse_grad=False):
             raise RuntimeError(f"Size does not match at dimension {i} expected index {list(isz)} to be no larger "
                                f"than self {list(s.sizes)} apart from dimension {axis}")
     _fn_counter("gather")[0] += 1
-    return _emit("aten::gather", (a._ir(), index._ir()), s.dtype, isz, _seed(d, bool(sparse_grad)),
+    return _emit("aten::gather", _irs(a, index), s.dtype, isz, _seed(d, bool(sparse_grad)),
                  "aten::gather", axis, f"dim={d}, sparse_grad={int(bool(sparse_grad))}")
 
 
@@ -151,7 +154,7 @@ def _index_select(a, dim, index):
     n = index._shape.sizes[0] if index._shape.sizes else 1
     sizes = s.sizes[:axis] + (n,) + s.sizes[axis + 1:] if s.sizes else ()
     _fn_counter("index_select")[0] += 1
-    return _emit("aten::index_select", (a._ir(), index._ir()), s.dtype, sizes, _seed(d), "aten::index_select",
+    return _emit("aten::index_select", _irs(a, index), s.dtype, sizes, _seed(d), "aten::index_select",
                  axis, f"dim={d}")
 
 
@@ -179,7 +182,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
             pidx += ws[0]
     _fn_counter("embedding")[0] += 1
     sc, sp = bool(scale_grad_by_freq), bool(sparse)
-    return _emit("aten::embedding", (weight._ir(), input._ir()), weight._shape.dtype,
+    return _emit("aten::embedding", _irs(weight, input), weight._shape.dtype,
                  input._shape.sizes + (ws[1],), _seed(pidx, sc, sp), "aten::embedding", None,
                  f"padding_idx={pidx}, scale_grad_by_freq={int(sc)}, sparse={int(sp)}")
 
@@ -326,5 +329,9 @@ declare("gather", {"gather": _gather_m}, {"gather": gather}, [Kernel("aten::gath
 declare("index_select", {"index_select": _index_select_m}, {"index_select": index_select},
         [Kernel("aten::index_select", _k_index_select)])
 declare("embedding", {}, {}, [Kernel("aten::embedding", _k_embedding)], nn={"embedding": embedding})
-classes(**{"aten::masked_fill": "MaskedFill", "aten::gather": "Gather", "aten::index_select": "IndexSelect",
+def _masked_fill_class(node, attrs):   # masked_fill.Scalar / .Tensor
+    return "MaskedFillScalar" if is_number_operand(node, 2) else "MaskedFillTensor"
+
+
+classes(**{"aten::masked_fill": _masked_fill_class, "aten::gather": "Gather", "aten::index_select": "IndexSelect",
            "aten::embedding": "Embedding"})

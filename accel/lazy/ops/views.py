@@ -12,7 +12,7 @@ from accel.lazy.ops.inplace import fill_ as _fill
 from accel.lazy.ops.reductions import _reduce
 from accel.lazy.tensors import (
     ALL_DIMS, LazyTensor, Node, _check_tensor, _dim_list, _emit, _fmt_size, _fn_counter, _index, _int_list,
-    _as_number, _needs_args, _norm_dim, _op, _seed, _shape, _wrap_plain, set_attrs)
+    _as_number, _needs_args, _norm_dim, _op, _seed, _shape, _wrap_plain, set_attrs, trie_node)
 
 _hash = _impl.module("_hash")
 
@@ -268,7 +268,7 @@ def cat(tensors, dim=0):
         axis, sizes = 0, (0,)
     code = D.result_type([(t._shape.dtype, D.DIM) for t in tensors])
     _fn_counter("cat")[0] += 1
-    lst = Node(_op("lazy_tensors::tensor_list"), [t._ir() for t in tensors], ())
+    lst = trie_node(Node(_op("lazy_tensors::tensor_list"), [t._ir() for t in tensors], ()))
     keep = None if len(keep) == len(tensors) else tuple(keep)
     return _emit("aten::cat", (lst,), code, sizes, _seed(d), "aten::cat", (axis, keep), f"dim={d}")
 
@@ -673,7 +673,7 @@ def _stack(tensors, dim=0):
         raise NotImplementedError("stack() of tensors whose promoted dtype is not the first tensor's is not "
                                   "supported by accel.lazy (cast them to one dtype first)")
     _fn_counter("stack")[0] += 1
-    lst = Node(_op("lazy_tensors::tensor_list"), [t._ir() for t in tensors], ())
+    lst = trie_node(Node(_op("lazy_tensors::tensor_list"), [t._ir() for t in tensors], ()))
     sizes = first[:axis] + (len(tensors),) + first[axis:]
     return _emit("aten::stack", (lst,), code, sizes, _seed(d), "aten::stack", axis, f"dim={d}")
 
