@@ -51,10 +51,38 @@ def check_norm_errors_change_nothing():
     raises(TypeError, lambda: F.layer_norm(x, (8,), eps="big"), "eps")
     raises(RuntimeError, lambda: F.layer_norm(L.tensor(np.ones((2, 8), np.int64)), (8,)), "floating point")
     raises(RuntimeError, lambda: F.group_norm(x, 2), "divisible by num_groups")
-    raises(NotImplementedError, lambda: F.batch_norm(x, L.tensor(arr(3)), L.tensor(arr(3)), training=True),
-           "training=True")
+    raises(ValueError, lambda: F.batch_norm(x, L.tensor(arr(3)), None, training=True), "both be None")
+    raises(RuntimeError, lambda: F.batch_norm(x, None, None), "defined in evaluation mode")
+    raises(ValueError, lambda: F.batch_norm(L.tensor(arr(1, 3)), None, None, training=True), "more than 1 value")
+    raises(RuntimeError, lambda: F.batch_norm(x, L.tensor(arr(3).astype(np.float64)),
+                                              L.tensor(arr(3).astype(np.float64)), training=True), "mixed dtype")
     raises(RuntimeError, lambda: F.batch_norm(x, L.tensor(arr(4)), L.tensor(arr(3))), "running_mean")
-    assert cv("lazy::native_layer_norm") == n
+    assert cv("lazy::native_layer_norm") == n and cv("lazy::native_batch_norm") == 0
+
+def check_batch_norm_training_updates_running_stats():
+    # the running statistics are updated when the graph runs (torch's numbers, checked against 2.13 eager:
+    # momentum 0.1, three steps), their views see it, a dropped result updates nothing, a failed run nothing
+    x = L.tensor(np.linspace(-1, 1, 24, dtype=np.float32).reshape(4, 3, 2))
+    rm, rv = L.zeros(3), L.ones(3)
+    L.mark_step()
+    view = rm[1:]
+    got = []
+    for i in range(3):
+        y = F.batch_norm(x, rm, rv, training=True)
+        assert rm.numpy().tolist() == (got[-1] if got else [0.0, 0.0, 0.0])   # not before the graph runs
+        L.mark_step()
+        got.append(rm.numpy().tolist())
+    assert [g[0] for g in got] == [-0.017391307279467583, -0.03304348140954971, -0.047130439430475235], got
+    assert rv.numpy().tolist()[0] == 0.8349702954292297
+    assert view.numpy().tolist() == got[-1][1:]
+    before = rm.numpy().tolist()
+    y = F.batch_norm(x, rm, rv, training=True)
+    del y
+    L.mark_step()
+    assert rm.numpy().tolist() == before                  # the result was never computed
+    y = F.batch_norm(x, rm, rv, training=True)
+    y.numpy()                                             # a read runs the graph: the update is made
+    assert rm.numpy().tolist() != before
 
 def check_losses():
     logits = L.tensor(arr(4, 5))

@@ -692,6 +692,16 @@ PROGRAMS_NN = [
      "q.bernoulli_(x0[1].sigmoid(), generator=k)\nn = T.zeros(3, device=D, dtype=T.float64)\n"
      "n.normal_(1, 2, generator=k)\nm = T.zeros(4, device=D, dtype=T.int64)\nm.random_(3, 7, generator=k)\n"
      "T.manual_seed(3)\nd = T.rand(4, device=D)\nout = [a, b, c, y, z, w, q, n, m, d]"),
+    # batch_norm in training: the batch's statistics, the running ones updated when the graph runs (LTC's kernel
+    # writes them in place; they hold IR here, which torch 2.13 LTC updates too), none given: UNKNOWN_SCALAR[0]
+    ("bn_train", "f32[4,3,5] f32[3] f32[3] f64[6,2]",
+     "F = T.nn.functional\nrm = T.zeros(3, device=D)\nrv = T.ones(3, device=D)\n"
+     "y = F.batch_norm(x0, rm, rv, x1, x2, training=True, momentum=0.2, eps=1e-3)\n"
+     "z = F.batch_norm(x0 * 2, None, None, training=True)\nmark_step()\n"
+     "y2 = F.batch_norm(x0[:, :, :4].reshape(4, 3, 2, 2) + 1, rm, rv, training=True)\n"
+     "rd = T.zeros(2, device=D, dtype=T.float64)\nvd = T.ones(2, device=D, dtype=T.float64)\n"
+     "yd = F.batch_norm(x3, rd, vd, training=True, momentum=0.5)\nmark_step()\n"
+     "out = [y, z, y2, rm + 0, rv * 1, yd, rd + 0, vd + 0]"),
 ]
 PROGRAMS += PROGRAMS_NN
 # Programs whose values are LTC's rather than eager torch's: eager torch runs a fused kernel (native_group_norm)

@@ -178,8 +178,12 @@ def _execute(nodes, key):
     _latest[0] = prog
     _m_graph_size.add_sample(len(post))
     gens = _t.run_args(post)              # e.g. the generators random ops given generator= draw from
-    with _np.errstate(all="ignore"):     # torch gives inf/nan silently, as numpy then does
-        return prog.run(params, gens) if gens else prog.run(params)
+    try:
+        with _np.errstate(all="ignore"):     # torch gives inf/nan silently, as numpy then does
+            return prog.run(params, gens) if gens else prog.run(params)
+    except BaseException:
+        _t.drop_after()                  # a failed run updates nothing
+        raise
 
 
 def sync_tensors(tensors):
@@ -197,6 +201,7 @@ def sync_tensors(tensors):
             t._handle = Data(a)         # data first: a tracing thread reading _node then _handle sees one
             t._node = None
             t._src = None
+        _t.run_after()                  # the kernels' updates of other tensors (batch_norm's running stats)
 
 
 def sync_multi(tensors, devices=None):
@@ -243,7 +248,9 @@ def compute_nodes(nodes):
     """Values of IR nodes without touching any tensor (LTC GetTensors with force_ltc_data=false)."""
     nodes = list(nodes)
     with _device_lock:
-        return list(_execute(nodes, _graph_key(nodes, False)))
+        out = list(_execute(nodes, _graph_key(nodes, False)))
+        _t.run_after()
+        return out
 
 
 def compute_values(tensors):
@@ -320,7 +327,12 @@ def run_cached_graph(hash_bytes, inputs):
     params = [Data(a) for a in arrays]
     with _device_lock, _np.errstate(all="ignore"):
         _latest[0] = prog
-        outs = prog.run(params)
+        try:
+            outs = prog.run(params)
+        finally:
+            # a kernel's updates of tensors of the graph it was compiled from (batch_norm's running statistics)
+            # are not made: the inputs given here are not those tensors
+            _t.drop_after()
     return [_t.tensor(a) for a in outs]
 
 

@@ -232,6 +232,25 @@ def run_arg(node):
     return None if e is None or e[0]() is not node else e[1]
 
 
+_after = []
+
+
+def after_run(fn):
+    """Queue ``fn()`` to run once the current graph's results are in place (the executor calls them after a
+    run: a kernel's update of a tensor other than its roots, e.g. batch_norm's running statistics)."""
+    _after.append(fn)
+
+
+def run_after():
+    """Run (and clear) what after_run queued; the executor calls it under the device lock."""
+    while _after:
+        _after.pop(0)()
+
+
+def drop_after():
+    _after.clear()
+
+
 def run_args(post):
     """The run-time arguments of a post order's nodes, in post order (empty when none has one)."""
     if not _run_args:

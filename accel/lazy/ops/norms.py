@@ -4,10 +4,13 @@ aten::nll_loss_forward with 2; the tensors hold output 0), and what torch decomp
 rms_norm (pow / mean / add / rsqrt / mul), group_norm (views around an eager var_mean), logsumexp (an eager
 amax, then a graph that torch's out= path syncs at once: the result is device data), cross_entropy's
 label smoothing."""
+import weakref
+
 import numpy as _np
 
 from accel.lazy import _dtypes as D
 from accel.lazy import metrics as _metrics
+from accel.lazy import inplace as _inplace
 from accel.lazy import tensors as _t
 from accel.lazy._optable import Kernel, classes, declare, helpers
 from accel.lazy.executor import compute_values, tensor_value
@@ -28,25 +31,12 @@ def _g(v):
     return f"{float(v):g}"
 
 
-def _emit_multi(opname, operands, shapes, seed, args, tags):
+def _emit_multi(opname, operands, shapes, seed, args, tags, outputs=False):
     """A node with several outputs (``shapes``: (dtype code, sizes) each; its kernel returns a tuple): a tensor
-    per output, holding Output(node, i), as LTC makes them; the functional forms hand back output 0."""
-    shs = tuple(_shape(c, tuple(s)) for c, s in shapes)
-    n = Node(_op(opname), operands, shs, len(shs), seed)
-    set_attrs(n, opname, args, tags)
-    if _t._reuse[0]:
-        tc = TrieCache.get()
-        if any(o is None and any(p is not None for p in operands[i + 1:]) for i, o in enumerate(operands)):
-            # LTC's CanBeReused compares operand(i) position by position over the operands without the absent
-            # ones: an absent optional before a present one shifts them, so such a node is never reused
-            tc.insert(n)
-        else:
-            hit = tc._lookup(n, _t.reuse_counter_name)
-            if hit is None:
-                tc.insert(n)
-            else:
-                n = hit
-    return tuple(_t._wrap(_t.Output(n, i), s) for i, s in enumerate(shs))[0]
+    per output, holding Output(node, i), as LTC makes them; the functional forms hand back output 0 (all of
+    them with ``outputs``)."""
+    outs = _t._emit_multi(opname, operands, shapes, seed, opname, args, tags)
+    return outs if outputs else outs[0]
 
 
 def _opt(x, what):
@@ -125,17 +115,47 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
 
 
 # ---------------------------------------------------------------- batch_norm (eval)
+_UNDEFINED = 47       # c10::ScalarType::Undefined (NumScalarTypes in torch 2.13): printed UNKNOWN_SCALAR
+
+
+class _RunningStats:
+    """The run-time argument of a training batch_norm node: the running-statistics tensors it updates when its
+    graph runs (weakly: a tensor dropped meanwhile is not updated).  LTC's TorchScript kernel writes the new
+    statistics into their buffers in place; here the kernel hands them to ``update`` and each tensor takes its
+    new value, as an in-place op gives it (its views see it), once the run's results are in place."""
+    __slots__ = ("refs",)
+
+    def __init__(self, rm, rv):
+        self.refs = (weakref.ref(rm), weakref.ref(rv))
+
+    def update(self, mean, var):
+        for ref, a in zip(self.refs, (mean, var)):
+            t = ref()
+            if t is not None:
+                _t.after_run(lambda t=t, a=a: _set_running(t, a))
+
+
+def _set_running(t, a):
+    r = _t.tensor(a)
+    _t._c_to_copy[0] -= 1            # written by the kernel, not copied to the device
+    _inplace.commit(t, r)
+
+
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5):
-    """torch.nn.functional.batch_norm with running statistics (training=False): aten::native_batch_norm
-    (input, weight?, bias?, running_mean, running_var) with 3 outputs; the result is output 0."""
+    """torch.nn.functional.batch_norm: aten::native_batch_norm(input, weight?, bias?, running_mean?,
+    running_var?) with 3 outputs; the result is output 0.  In training, the batch's statistics normalise and
+    the running ones (when given) are updated when the graph runs, as LTC's kernel updates them in place
+    (momentum * batch + (1 - momentum) * running; the variance unbiased)."""
     s = _float_input(input, "batch_norm")
-    if training:
-        raise NotImplementedError("batch_norm(training=True) (batch statistics, updating the running ones in "
-                                  "place) is not supported by accel.lazy yet")
-    if running_mean is None or running_var is None:
-        raise NotImplementedError("batch_norm() without running statistics is not supported by accel.lazy yet")
+    if (running_mean is None) != (running_var is None):
+        raise ValueError("running_mean and running_var must either both be None or neither be None")
+    if not training and running_mean is None:
+        raise RuntimeError("running_mean must be defined in evaluation mode")
     if len(s.sizes) < 2:
         raise ValueError(f"Expected 2D or more input (got {len(s.sizes)}D input)")
+    if training and s.sizes[1] and _numel(s.sizes) // s.sizes[1] == 1:
+        raise ValueError(f"Expected more than 1 value per channel when training, got input size "
+                         f"torch.Size([{', '.join(str(k) for k in s.sizes)}])")
     if 0 in s.sizes:
         raise NotImplementedError("batch_norm() of an empty tensor is not supported by accel.lazy yet")
     c = s.sizes[1]
@@ -144,17 +164,25 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
                     ("running_var", running_var)):
         p = _opt(p, f"batch_norm() {name}")
         _param_shape(p, (c,), f"batch_norm() {name}")
+        if p is not None and name.startswith("running") and p._shape.dtype != s.dtype:
+            raise RuntimeError(f"mixed dtype (CPU): expect parameter to have scalar type of "
+                               f"{_dtype_name(s.dtype)}")
         ts.append(p)
     e = _eps(eps, "batch_norm")
     m = _as_number(momentum)
-    if m is None:
+    if m is None or isinstance(momentum, bool):
         raise TypeError(f"batch_norm(): momentum must be a Python number, got {momentum!r}")
     m = float(m)
     _fn_counter("native_batch_norm")[0] += 1
     ops = (input._ir(),) + tuple(None if p is None else p._ir() for p in ts)
-    return _emit_multi("aten::native_batch_norm", ops, ((s.dtype, s.sizes), (s.dtype, (c,)), (s.dtype, (c,))),
-                       _seed(False, m, e), (e, ts[0] is not None, ts[1] is not None),
-                       f"training=0, momentum={_g(m)}, eps={_g(e)}")
+    stats = (s.dtype, (c,)) if ts[2] is not None else (_UNDEFINED, (0,))   # LTC's shapes without running ones
+    outs = _emit_multi("aten::native_batch_norm", ops, ((s.dtype, s.sizes), stats, stats),
+                       _seed(bool(training), m, e),
+                       (e, ts[0] is not None, ts[1] is not None, bool(training), m, ts[2] is not None),
+                       f"training={int(bool(training))}, momentum={_g(m)}, eps={_g(e)}", outputs=True)
+    if training and ts[2] is not None:         # a node the IR trie gave back takes this call's tensors
+        _t.set_run_arg(outs[0]._node.node, _RunningStats(ts[2], ts[3]))
+    return outs[0]
 
 
 # ---------------------------------------------------------------- group_norm
@@ -460,20 +488,48 @@ def _np_layer_norm(x, *rest, out=None):
     return d.astype(dt, copy=False), mean.astype(dt), rstd.astype(dt)
 
 
-def _np_batch_norm(x, *rest):
-    (eps, has_w, has_b), params = rest[-1], list(rest[:-1])
+def _np_batch_norm(x, *rest, stats=None):
+    """(the result, save_mean, save_invstd) of native_batch_norm; in training the batch's statistics (over
+    every dim but 1; the variance biased), and the new running ones handed to ``stats.update`` (computed in
+    double, torch's CPU accumulation type, then cast to the running statistics' dtype)."""
+    (eps, has_w, has_b, training, momentum, has_running), params = rest[-1], list(rest[:-1])
     w = params.pop(0) if has_w else None
     b = params.pop(0) if has_b else None
-    rm, rv = params
+    rm, rv = params if has_running else (None, None)
     shape = (1, -1) + (1,) * (x.ndim - 2)
     x64 = _np.asarray(x, _np.float64)
-    r = (x64 - _np.reshape(rm, shape)) / _np.sqrt(_np.reshape(rv, shape).astype(_np.float64) + eps)
+    c = x.shape[1]
+    if training:
+        axes = (0,) + tuple(range(2, x.ndim))
+        mean = x64.mean(axis=axes)
+        var = ((x64 - _np.reshape(mean, shape)) ** 2).mean(axis=axes)
+        invstd = 1.0 / _np.sqrt(var + eps)
+        r = (x64 - _np.reshape(mean, shape)) * _np.reshape(invstd, shape)
+        if stats is not None:
+            # torch's update, checked against 2.13: the batch mean in the input's float type (float for half),
+            # momentum * stat + (1 - momentum) * running in that type, the unbiased variance from double
+            f = _np.float64 if x.dtype == _np.float64 else _np.float32
+            n = x.size // c
+            m32 = _np.asarray(x, f).mean(axis=axes)
+            vu = (var * (n / (n - 1))).astype(f)
+            stats.update((f(momentum) * m32 + f(1.0 - momentum) * _np.asarray(rm, f)).astype(rm.dtype),
+                         (f(momentum) * vu + f(1.0 - momentum) * _np.asarray(rv, f)).astype(rv.dtype))
+        save = (mean.astype(x.dtype), invstd.astype(x.dtype)) if has_running else \
+            (_np.zeros(0, x.dtype), _np.zeros(0, x.dtype))
+    else:
+        r = (x64 - _np.reshape(rm, shape)) / _np.sqrt(_np.reshape(rv, shape).astype(_np.float64) + eps)
+        save = (_np.zeros(c, x.dtype), _np.zeros(c, x.dtype))      # eval: no batch statistics
     if w is not None:
         r = r * _np.reshape(w, shape)
     if b is not None:
         r = r + _np.reshape(b, shape)
-    c = x.shape[1]
-    return r.astype(x.dtype), _np.zeros(c, x.dtype), _np.zeros(c, x.dtype)     # eval: no batch statistics
+    return (r.astype(x.dtype),) + save
+
+
+def _k_batch_norm(k):
+    g = k.run_arg()
+    stats = f", stats={g}" if g else ""
+    k.line(f"{k.out} = _native_batch_norm({', '.join(k.ins)}, {k.attrs[1]!r}{stats})")
 
 
 def _np_nll2d(x, t, *rest):
@@ -550,7 +606,7 @@ def _batch_norm_f(input, weight, bias, running_mean, running_var, training, mome
 
 
 declare("batch_norm", {}, {"batch_norm": _batch_norm_f},
-        [Kernel("aten::native_batch_norm", _k_attrs("_native_batch_norm"))], nn={"batch_norm": batch_norm})
+        [Kernel("aten::native_batch_norm", _k_batch_norm)], nn={"batch_norm": batch_norm})
 declare("nll_loss", {}, {}, [Kernel("aten::nll_loss_forward", _k_attrs("_nll_loss_forward")),
                              Kernel("aten::nll_loss2d_forward", _k_attrs("_nll_loss2d_forward"))],
         nn={"nll_loss": nll_loss})
