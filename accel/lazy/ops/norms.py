@@ -18,12 +18,10 @@ from accel.lazy.ops.nn import _softmax
 from accel.lazy.ops.reductions import _amax
 from accel.lazy.ops.casts import to_copy as _to_copy
 from accel.lazy.ops.views import _numel, _unsqueeze, _view
-from accel.lazy.trie import TrieCache
 from accel.lazy.tensors import (
     LazyTensor, _as_number, _check_tensor, _dim_list, _dtype_name, _emit, _fn_counter, _index, _int_list,
-    _norm_dim, _op, _seed, _shape, set_attrs)
+    _norm_dim, _seed)
 
-Node = _t.Node
 
 
 def _g(v):

@@ -32,7 +32,7 @@ from accel.lazy.executor import tensor_value
 from accel.lazy.inplace import commit as _commit, sync as _sync
 from accel.lazy.ops.factories import _code, _empty, _sizes, zeros as _zeros
 from accel.lazy.tensors import (
-    LazyTensor, _as_number, _check_tensor, _device, _dtype_name, _fmt_size, _fn_counter, _index, _op, _seed, _shape,
+    LazyTensor, _as_number, _check_tensor, _device, _dtype_name, _fmt_size, _fn_counter, _index, _op, _seed,
     set_attrs)
 
 DEFAULT_SEED = 67280421310721       # c10::default_rng_seed_val
