@@ -23,7 +23,6 @@ from accel.lazy.tensors import (
     _norm_dim, _seed)
 
 
-
 def _g(v):
     """A double as LTC's tags print it (C++ ostream's default: %g with 6 digits)."""
     return f"{float(v):g}"
