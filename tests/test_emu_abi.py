@@ -47,9 +47,9 @@ class IpcHandle(ctypes.Structure):
     _fields_ = [("reserved", ctypes.c_char * 64)]
 
 
-class PtrAttr(ctypes.Structure):
+class PtrAttr(ctypes.Structure):   # CUDA 13's 88 bytes: the emulator writes all of them
     _fields_ = [("type", c_int), ("device", c_int), ("devicePointer", c_void_p),
-                ("hostPointer", c_void_p)]
+                ("hostPointer", c_void_p), ("reserved", ctypes.c_long * 8)]
 
 
 def _declare(lib):

@@ -263,7 +263,7 @@ def discard():
 def read_mostly():
     v = c.c_int(); r = cu.cuMemRangeGetAttribute(c.byref(v), c.c_size_t(4), 1, man, c.c_size_t(4096)); return [r, v.value]
 def pointer_type(p):
-    at = (c.c_int * 8)(); r = rt.cudaPointerGetAttributes(at, p); return [r, at[0]]
+    at = (c.c_int * 22)(); r = rt.cudaPointerGetAttributes(at, p); return [r, at[0]]
 def api_version(ctx):
     v = c.c_uint(); return cu.cuCtxGetApiVersion(ctx, c.byref(v))
 def limit(which):

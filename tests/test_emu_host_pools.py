@@ -41,7 +41,7 @@ rt.accelEmuLivePools.argtypes = [P(SZ)]
 rt.accelEmuLivePools.restype = SZ
 HOST, NUMA, RW = 2, 3, 3     # CU_MEM_LOCATION_TYPE_HOST / HOST_NUMA, CU_MEM_ACCESS_FLAGS_PROT_READWRITE
 class PtrAttrs(c.Structure):
-    _fields_ = [("type", I), ("device", I), ("devicePointer", VP), ("hostPointer", VP)]
+    _fields_ = [("type", I), ("device", I), ("devicePointer", VP), ("hostPointer", VP), ("reserved", c.c_long * 8)]
 def host_props(kind=2, node=0, handles=0, max_size=0):
     return Props(1, handles, kind, node, None, max_size)
 def new_pool(p):
