@@ -60,7 +60,7 @@ def check_norm_errors_change_nothing():
     assert cv("lazy::native_layer_norm") == n and cv("lazy::native_batch_norm") == 0
 
 def check_batch_norm_training_updates_running_stats():
-    # the running statistics are updated when the graph runs (torch's numbers, checked against 2.13 eager:
+    # the running statistics are updated when the graph runs (torch 2.13 eager's and LTC's numbers:
     # momentum 0.1, three steps), their views see it, a dropped result updates nothing, a failed run nothing
     x = L.tensor(np.linspace(-1, 1, 24, dtype=np.float32).reshape(4, 3, 2))
     rm, rv = L.zeros(3), L.ones(3)
@@ -72,7 +72,7 @@ def check_batch_norm_training_updates_running_stats():
         assert rm.numpy().tolist() == (got[-1] if got else [0.0, 0.0, 0.0])   # not before the graph runs
         L.mark_step()
         got.append(rm.numpy().tolist())
-    assert [g[0] for g in got] == [-0.017391307279467583, -0.03304348140954971, -0.047130439430475235], got
+    assert [g[0] for g in got] == [-0.017391305416822433, -0.03304348140954971, -0.047130435705184937], got
     assert rv.numpy().tolist()[0] == 0.8349702954292297
     assert view.numpy().tolist() == got[-1][1:]
     before = rm.numpy().tolist()

@@ -11,6 +11,11 @@ _CONSTANT = OpKind("prim::Constant")
 
 _ids = threading.local()
 
+# identity_arg(node): an argument LTC's CanBeReused compares by identity, or None.  A random op given
+# generator= compares its generator as at::Generator's == does (the same generator object, not an equal
+# state), so a node traced with another generator is not reused; accel.lazy.ops.random sets it.
+identity_arg = None
+
 # Device-data nodes that live tensors kept as their IR across a mark_step (id(node) -> (node, [weakref to
 # tensor])), registered by the executor at mark_step while IR reuse is on.  When a later step's trace
 # reuses such a node for other data (DeviceData::SetData), the tensors holding it drop it and keep their
@@ -113,7 +118,8 @@ class TrieCache:
             n = entry.ir_node
             if (n.op is probe.op and not n.is_device_data and n.num_outputs == probe.num_outputs
                     and n.hash == probe.hash and n.shape_hash == probe.shape_hash
-                    and _same_operands(n, probe)):
+                    and _same_operands(n, probe)
+                    and (identity_arg is None or identity_arg(n) is identity_arg(probe))):
                 return self._hit(i, counter_name)
         return None
 

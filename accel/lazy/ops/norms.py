@@ -503,14 +503,23 @@ def _np_batch_norm(x, *rest, stats=None):
         invstd = 1.0 / _np.sqrt(var + eps)
         r = (x64 - _np.reshape(mean, shape)) * _np.reshape(invstd, shape)
         if stats is not None:
-            # torch's update, checked against 2.13: the batch mean in the input's float type (float for half),
-            # momentum * stat + (1 - momentum) * running in that type, the unbiased variance from double
+            # torch's update (batch_norm_cpu_update_stats_template, checked against 2.13): the batch mean summed
+            # in double, stored in the input's float type (float for half); the variance sum of the products
+            # (x - mean) ** 2 in that type, summed in double and stored in that type; the running mean
+            # momentum * mean + (1 - momentum) * running in that type (momentum rounded to it first); the
+            # running variance momentum * (var_sum / (n - 1)) in double plus (1 - momentum) * running in that type
             f = _np.float64 if x.dtype == _np.float64 else _np.float32
             n = x.size // c
-            m32 = _np.asarray(x, f).mean(axis=axes)
-            vu = (var * (n / (n - 1))).astype(f)
-            stats.update((f(momentum) * m32 + f(1.0 - momentum) * _np.asarray(rm, f)).astype(rm.dtype),
-                         (f(momentum) * vu + f(1.0 - momentum) * _np.asarray(rv, f)).astype(rv.dtype))
+            xf = _np.asarray(x, f)
+            mf = (x64.sum(axis=axes) / n).astype(f)
+            d = xf - _np.reshape(mf, shape)
+            var_sum = (d * d).astype(_np.float64).sum(axis=axes).astype(f)
+            mom = f(momentum)
+            keep = f(1) - mom
+            new_m = mom * mf + keep * _np.asarray(rm, f)
+            new_v = _np.float64(mom) * (var_sum.astype(_np.float64) / (n - 1)) + \
+                (keep * _np.asarray(rv, f)).astype(_np.float64)
+            stats.update(new_m.astype(rm.dtype), new_v.astype(f).astype(rv.dtype))
         save = (mean.astype(x.dtype), invstd.astype(x.dtype)) if has_running else \
             (_np.zeros(0, x.dtype), _np.zeros(0, x.dtype))
     else:

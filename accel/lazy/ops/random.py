@@ -27,6 +27,7 @@ import numpy as _np
 from accel.lazy import _dtypes as D
 from accel.lazy import metrics as _metrics
 from accel.lazy import tensors as T
+from accel.lazy import trie as _trie
 from accel.lazy._optable import Kernel, classes, declare, helpers
 from accel.lazy.executor import tensor_value
 from accel.lazy.inplace import commit as _commit, sync as _sync
@@ -67,7 +68,11 @@ class Generator:
 
     def manual_seed(self, seed):
         """Reseed (torch's: the low 32 bits seed the mt19937, initial_seed() keeps all 64); returns self."""
-        s = _index(seed, "manual_seed(): seed") & _M64
+        s = _index(seed, "manual_seed(): seed")
+        if not -(1 << 63) <= s <= _M64:        # torch unpacks a uint64, or else an int64 (wrapped)
+            raise ValueError(f"manual_seed(): seed={s} is out of range: expected an integer in [-2**63, 2**64) "
+                             f"(torch: Overflow when unpacking long long)")
+        s &= _M64
         with self.lock:
             self._seed = s
             self.mt = _np.random.RandomState(s & 0xFFFFFFFF)
@@ -150,6 +155,16 @@ def _restore_generator(state):
 
 
 default_generator = _gen = Generator()
+
+
+def _node_generator(node):
+    """The generator a node given generator= draws from (None for any other node): the IR trie reuses such a
+    node only for the same generator object, as LTC's CanBeReused compares at::Generator by identity."""
+    g = T.run_arg(node)
+    return g if type(g) is Generator else None
+
+
+_trie.identity_arg = _node_generator
 
 
 def manual_seed(seed):
@@ -363,8 +378,6 @@ def _draw(opname, empty, seed, args, tags, counter, gen=None):
     if gen is not None:
         T.set_run_arg(n, gen)
     w = T._wrap(n, s)
-    if gen is not None and w._node is not n:       # reused from the IR trie: draw from this call's generator
-        T.set_run_arg(w._node, gen)
     return w
 
 

@@ -1,0 +1,235 @@
+"""Red team of accel.lazy's generators (accel.lazy.Generator, generator= on the random ops, exponential_ and
+bernoulli_(tensor p)), batch_norm(training=True)'s running statistics and IR reuse counters, attacked through
+the public API and compared with torch 2.13 (eager for values and generator states; LTC's TorchScript
+backend for counters).  The expected numbers below come from torch 2.13 CPU (/work/venvs/torch213).
+
+Defects found here (each has its check): manual_seed(2**64) and manual_seed(-2**63 - 1) wrapped silently
+(torch raises ValueError); batch_norm's running statistics were off by an ulp (the batch mean summed in float
+instead of double, 1 - momentum taken in double, the variance sum not from float products, the unbiased
+variance rounded to float before mixing); with IR reuse a random op given another generator object reused the
+node traced with an equal-state generator (LTC's CanBeReused compares the generator by identity: no
+IrNodeReused_Uniform, a TrieForked).  Still open (strict xfails): batch_norm of a half input with float
+running statistics raises (torch allows the mixed types); the IR reuse counters of a batch_norm step whose
+running statistics a previous step updated.  Each check runs once per twin in its own interpreter
+(ACCEL_BACKEND)."""
+import re
+
+import pytest
+
+CHECKS = r'''
+import copy, gc, hashlib, pickle, threading
+import numpy as np
+import accel, accel.lazy as L
+import accel.lazy.nn.functional as F
+from accel.lazy import metrics as M
+from accel.lazy.trie import TrieCache
+
+def fresh_trie():
+    # torch._C._lazy._clear_ir_cache() and a metrics reset: the counters below are from an empty trie
+    TrieCache.get().clear()
+    M.reset()
+
+def sha(g):
+    return hashlib.sha1(bytes(np.asarray(g.get_state()))).hexdigest()[:12]
+
+def reuse_counters():
+    return {n: M.counter_value(n) for n in M.counter_names() if "Reuse" in n or "Trie" in n}
+
+def raises(exc, fn, *texts):
+    try:
+        fn()
+    except exc as e:
+        for t in texts:
+            assert t in str(e), (t, str(e))
+        return e
+    raise AssertionError(f"{fn} did not raise {exc.__name__}")
+
+def check_manual_seed_range():
+    # torch: ValueError('Overflow when unpacking long long') outside [-2**63, 2**64); -1 is 2**64 - 1
+    g = L.Generator().manual_seed(5)
+    before = sha(g)
+    raises(ValueError, lambda: g.manual_seed(2**64), "18446744073709551616", "Overflow")
+    raises(ValueError, lambda: g.manual_seed(-2**63 - 1), "-9223372036854775809")
+    raises(ValueError, lambda: L.manual_seed(2**64), "out of range")
+    assert sha(g) == before and g.initial_seed() == 5               # a failed call changes nothing
+    assert L.Generator().manual_seed(-1).initial_seed() == 2**64 - 1
+    assert sha(L.Generator().manual_seed(-1)) == sha(L.Generator().manual_seed(2**64 - 1)) == "f7ff046d434d"
+
+def check_state_bytes_after_every_draw():
+    # torch 2.13's Generator.get_state() (sha1, 12 hex digits) after each kind of draw, seed 2**63 + 5
+    g = L.Generator().manual_seed(2**63 + 5)
+    exp = dict(seed0="ddac5b29b3f6", f="14d6938a2984", d="d3be950d825e", n3="42111a35443b", n20="38598d1d242c",
+               ri="0381ff55c87d", b="22f5ff510a2d", b64="b6a25b92f01c", e="4cdd9c6c71a0", bp="c22fef7a978c",
+               n1="af00e1dd58eb")
+    got = {"seed0": sha(g)}
+    assert g.initial_seed() == 2**63 + 5
+    steps = [("f", lambda: L.rand(3, generator=g)),
+             ("d", lambda: L.rand(3, dtype=L.float64, generator=g)),
+             ("n3", lambda: L.randn(3, generator=g)),
+             ("n20", lambda: L.randn(20, generator=g)),
+             ("ri", lambda: L.randint(0, 2**33, (3,), generator=g)),
+             ("b", lambda: L.bernoulli(L.full((5,), 0.5), generator=g)),
+             ("b64", lambda: L.bernoulli(L.full((5,), 0.5, dtype=L.float64), generator=g)),
+             ("e", lambda: L.empty(5).exponential_(generator=g)),
+             ("bp", lambda: L.empty(5).bernoulli_(0.3, generator=g)),
+             ("n1", lambda: L.randn(1, generator=g))]
+    for name, fn in steps:
+        t = fn()
+        L.mark_step()
+        got[name] = sha(g)
+        del t
+    assert got == exp, got
+
+def check_generator_lifecycle_values():
+    # torch: a fresh Generator() draws from the default seed; copies / pickles are independent equal states
+    a = L.rand(4, generator=L.Generator())
+    gc.collect()
+    L.mark_step()
+    assert a.numpy().tolist() == [0.267295241355896, 0.8725283145904541, 0.3352888226509094, 0.4030158519744873]
+    g5 = L.Generator().manual_seed(11)
+    h = L.randn(1, generator=g5)
+    L.mark_step()
+    g6, g7 = pickle.loads(pickle.dumps(g5)), copy.deepcopy(g5)
+    r = [L.randn(3, generator=x) for x in (g5, g6, g7)]
+    L.mark_step()
+    assert h.numpy().tolist() == [0.7376294732093811]
+    for t in r:                               # the cached second normal sample travels with the state
+        assert t.numpy().tolist() == [1.9459291696548462, -0.6995416283607483, -1.3022973537445068]
+    # a cached program run with another generator object draws from that one (the first does not move)
+    g1, g2 = L.Generator().manual_seed(5), L.Generator().manual_seed(5)
+    x = L.rand(4, generator=g1)
+    L.mark_step()
+    first = x.numpy().tolist()
+    assert first == [0.8302518725395203, 0.12611091136932373, 0.9074696898460388, 0.8199270367622375]
+    g1.manual_seed(5)
+    y = L.rand(4, generator=g2)
+    L.mark_step()
+    assert y.numpy().tolist() == first and sha(g1) == sha(L.Generator().manual_seed(5)) and sha(g2) != sha(g1)
+    # threads drawing from one generator: 8000 floats in all, as torch.rand(8000) moves it
+    g8 = L.Generator().manual_seed(1)
+    def work():
+        for _ in range(20):
+            L.rand(100, generator=g8).numpy()
+    ths = [threading.Thread(target=work) for _ in range(4)]
+    for t in ths:
+        t.start()
+    for t in ths:
+        t.join()
+    st = np.asarray(g8.get_state())
+    assert st[16:24].tolist() == [0, 2, 0, 0, 0, 0, 0, 0] and st[8:12].tolist() == [113, 0, 0, 0]
+    # the default generator and another one in one graph: each in call order
+    L.manual_seed(0)
+    g9 = L.Generator().manual_seed(0)
+    p, q, r_, s = L.rand(2), L.rand(2, generator=g9), L.rand(2), L.rand(2, generator=g9)
+    L.mark_step()
+    assert p.numpy().tolist() == q.numpy().tolist() == [0.49625658988952637, 0.7682217955589294]
+    assert r_.numpy().tolist() == s.numpy().tolist() == [0.08847743272781372, 0.13203048706054688]
+
+def check_reuse_ir_other_generator_object_is_not_reused():
+    # torch 2.13 LTC: Uniform's CanBeReused compares the generator by identity: only the empty's device data
+    # is reused, then the trie forks (the number 2's device data and the mul are made anew)
+    L.set_reuse_ir(True)
+    try:
+        fresh_trie()
+        g3, g4 = L.Generator().manual_seed(9), L.Generator().manual_seed(9)
+        u = L.rand(4, generator=g3) * 2
+        L.mark_step()
+        v = L.rand(4, generator=g4) * 2
+        L.mark_step()
+        assert reuse_counters() == {"IrNodeReused_torch::lazy::DeviceData": 1, "TrieForked": 1}, reuse_counters()
+        assert u.numpy().tolist() == v.numpy().tolist() and sha(g3) == sha(g4)
+        g3.manual_seed(9)                      # the same generator object again: reused, and drawn from g3
+        w = L.rand(4, generator=g3) * 2
+        L.mark_step()
+        assert reuse_counters() == {"IrNodeReused_torch::lazy::DeviceData": 3, "IrNodeReused_torch::lazy::MulTensor": 1,
+                                    "IrNodeReused_torch::lazy::Uniform": 1, "TrieForked": 1}, reuse_counters()
+        assert w.numpy().tolist() == u.numpy().tolist() and sha(g3) == sha(g4)
+    finally:
+        L.set_reuse_ir(False)
+
+X = np.linspace(-1, 1, 24, dtype=np.float32).reshape(4, 3, 2)
+
+def check_batch_norm_running_stats_bit_equal():
+    # torch 2.13 eager (LTC gives the same): momentum 0.3 over three steps of other data
+    x = L.tensor(X)
+    rm, rv = L.zeros(3), L.ones(3)
+    L.mark_step()
+    exp = [([-0.0521739162504673, 0.0, 0.0521739162504673], [0.8173102736473083] * 3),
+           ([-0.14086957275867462, 0.0, 0.14086957275867462], [1.0413583517074585] * 3),
+           ([-0.25513043999671936, 0.0, 0.25513043999671936],
+            [1.7847435474395752, 1.7847434282302856, 1.7847435474395752])]
+    for i in range(3):
+        y = F.batch_norm(x * (i + 1), rm, rv, training=True, momentum=0.3)
+        L.mark_step()
+        assert (rm.numpy().tolist(), rv.numpy().tolist()) == exp[i], (i, rm.numpy().tolist(), rv.numpy().tolist())
+    for m, em, ev in ((0.0, [0.0] * 3, [1.0] * 3),
+                      (1.0, [-0.17391304671764374, 0.0, 0.17391304671764374], [0.3910343050956726] * 3)):
+        a, b = L.zeros(3), L.ones(3)
+        y = F.batch_norm(x, a, b, training=True, momentum=m)
+        L.mark_step()
+        assert (a.numpy().tolist(), b.numpy().tolist()) == (em, ev), (m, a.numpy().tolist(), b.numpy().tolist())
+    x2 = L.tensor(np.linspace(-2, 3, 12).reshape(4, 3))
+    a, b = L.zeros(3, dtype=L.float64), L.ones(3, dtype=L.float64)
+    y = F.batch_norm(x2, a, b, training=True)
+    L.mark_step()
+    assert a.numpy().tolist() == [0.0045454545454545305, 0.04999999999999999, 0.09545454545454546]
+    assert b.numpy().tolist() == [1.209917355371901, 1.2099173553719007, 1.209917355371901], b.numpy().tolist()
+    x4 = L.tensor(np.linspace(-2, 3, 24, dtype=np.float32).reshape(2, 3, 2, 2))
+    a, b = L.zeros(3), L.ones(3)
+    y = F.batch_norm(x4, a, b, training=True)
+    L.mark_step()
+    assert a.numpy().tolist() == [-0.03695652261376381, 0.05000000074505806, 0.13695652782917023], a.numpy().tolist()
+    assert b.numpy().tolist() == [1.1011881828308105] * 3, b.numpy().tolist()
+
+def check_batch_norm_half_input_float_stats():
+    # torch 2.13 allows a half (bfloat16) input with float running statistics (mixed type)
+    xh = L.tensor(np.linspace(-1, 1, 24).astype(np.float16).reshape(4, 3, 2))
+    a, b = L.zeros(3), L.ones(3)
+    y = F.batch_norm(xh, a, b, training=True)
+    L.mark_step()
+    assert a.numpy().tolist() == [-0.017387008294463158, 0.0, 0.017387008294463158], a.numpy().tolist()
+    assert b.numpy().tolist() == [0.9391137957572937, 0.9391146302223206, 0.9391137957572937], b.numpy().tolist()
+    assert y.numpy().astype(np.float64).ravel()[:3].tolist() == [-1.412109375, -1.263671875, -1.412109375]
+
+def check_batch_norm_reuse_ir_counters_across_updates():
+    # torch 2.13 LTC's counters (deltas per step) for batch_norm(x * (i + 1), rm, rv) with IR reuse on
+    L.set_reuse_ir(True)
+    try:
+        x = L.tensor(X)
+        rm, rv = L.zeros(3), L.ones(3)
+        L.mark_step()
+        fresh_trie()
+        got = []
+        for i in range(3):
+            y = F.batch_norm(x * (i + 1), rm, rv, training=True, momentum=0.3)
+            L.mark_step()
+            got.append(reuse_counters())
+        assert got == [{},
+                       {"IrNodeReused_torch::lazy::DeviceData": 1, "TrieForked": 1},
+                       {"IrNodeReused_torch::lazy::DeviceData": 2, "IrNodeReused_torch::lazy::MulTensor": 1,
+                        "TrieForked": 2}], got
+    finally:
+        L.set_reuse_ir(False)
+'''
+
+NAMES = re.findall(r"^def (check_\w+)\(", CHECKS, re.M)
+
+XFAIL = {
+    "check_batch_norm_half_input_float_stats":
+        "batch_norm raises 'mixed dtype' for a half input with float running statistics (torch 2.13 allows it; "
+        "its reduced-precision kernel's statistics are not reproduced yet)",
+    "check_batch_norm_reuse_ir_counters_across_updates":
+        "with IR reuse, the step after the running statistics were updated reuses their device data where "
+        "torch 2.13 LTC forks (IrNodeReused_DeviceData 2 more than LTC's)",
+}
+
+
+@pytest.fixture(scope="module", params=["native", "python"])
+def results(request, lazy_checks):
+    return lazy_checks(CHECKS, request.param)
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(reason=XFAIL[n], strict=True))
+                                  if n in XFAIL else n for n in NAMES])
+def test_redteam_lazy_rng(results, name):
+    assert results[name] == "ok", results[name]
