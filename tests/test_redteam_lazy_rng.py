@@ -8,8 +8,10 @@ Defects found here (each has its check): manual_seed(2**64) and manual_seed(-2**
 instead of double, 1 - momentum taken in double, the variance sum not from float products, the unbiased
 variance rounded to float before mixing); with IR reuse a random op given another generator object reused the
 node traced with an equal-state generator (LTC's CanBeReused compares the generator by identity: no
-IrNodeReused_Uniform, a TrieForked).  Still open (strict xfails): batch_norm of a half input with float
-running statistics raises (torch allows the mixed types); the IR reuse counters of a batch_norm step whose
+IrNodeReused_Uniform, a TrieForked); batch_norm of a half / bfloat16 input with float parameters raised
+'mixed dtype' (torch allows it), a float64 weight with a float input was accepted (torch raises), and
+without running statistics its graph hash was not torch's (UNKNOWN_SCALAR hashed as ScalarType 47; torch
+2.13's Undefined is 46).  Still open (a strict xfail): the IR reuse counters of batch_norm steps whose
 running statistics a previous step updated.  Each check runs once per twin in its own interpreter
 (ACCEL_BACKEND)."""
 import re
@@ -182,14 +184,72 @@ def check_batch_norm_running_stats_bit_equal():
     assert b.numpy().tolist() == [1.1011881828308105] * 3, b.numpy().tolist()
 
 def check_batch_norm_half_input_float_stats():
-    # torch 2.13 allows a half (bfloat16) input with float running statistics (mixed type)
-    xh = L.tensor(np.linspace(-1, 1, 24).astype(np.float16).reshape(4, 3, 2))
+    # torch 2.13 allows a half / bfloat16 input with float parameters (mixed type): eager values, LTC hashes
+    X64 = np.linspace(-1, 1, 24).reshape(4, 3, 2)
+    P = [np.linspace(-0.5, 0.5, 3, dtype=np.float32), np.linspace(0.5, 2, 3, dtype=np.float32),
+         np.linspace(0.5, 1.5, 3, dtype=np.float32), np.linspace(-1, 1, 3, dtype=np.float32)]
+    x = L.tensor(X64.astype(np.float16))
+    a, b, w, bb = map(L.tensor, P)
+    assert L.get_graph_hash([F.batch_norm(x, a, b, w, bb, training=True)]).hex() == "3c6bc137c6b2febb2240c585ea4cb576"
+    assert L.get_graph_hash([F.batch_norm(x, a, b, training=False)]).hex() == "fdf86ffe1bf284d5c9c302725ca9eafd"
+    y = F.batch_norm(x, a, b, w, bb, training=True)
+    assert "[Half[4,3,2], Float[3], Float[3]] aten::native_batch_norm(" in L.get_tensors_text([y])
+    assert L.get_graph_hash([F.batch_norm(x, None, None, w, bb, training=True)]).hex() == \
+        "d7668d91e865473a4ecd893189517942"
+    L.mark_step()
+    assert y.dtype == L.float16
+    assert y.numpy().astype(np.float64).ravel()[:4].tolist() == [-1.7060546875, -1.6318359375, -1.412109375,
+                                                                 -1.263671875]
+    assert a.numpy().tolist() == [-0.46738699078559875, 0.0, 0.46738699078559875], a.numpy().tolist()
+    assert b.numpy().tolist() == [0.48911380767822266, 1.1641147136688232, 1.839113712310791], b.numpy().tolist()
+    xb = L.tensor(X64.astype(np.float32)).to(L.bfloat16)
+    a, b = L.tensor(P[0]), L.tensor(P[1])
+    y = F.batch_norm(xb, a, b, training=True)
+    L.mark_step()
+    assert y.numpy().astype(np.float64).ravel()[:4].tolist() == [-1.4140625, -1.265625, -1.4140625, -1.265625]
+    assert a.numpy().tolist() == [-0.467376708984375, 0.0, 0.467376708984375], a.numpy().tolist()
+    assert b.numpy().tolist() == [0.489155650138855, 1.1639901399612427, 1.839155673980713], b.numpy().tolist()
+    x = L.tensor(X64.astype(np.float16))
     a, b = L.zeros(3), L.ones(3)
-    y = F.batch_norm(xh, a, b, training=True)
+    y = F.batch_norm(x, a, b, training=True)
     L.mark_step()
     assert a.numpy().tolist() == [-0.017387008294463158, 0.0, 0.017387008294463158], a.numpy().tolist()
     assert b.numpy().tolist() == [0.9391137957572937, 0.9391146302223206, 0.9391137957572937], b.numpy().tolist()
     assert y.numpy().astype(np.float64).ravel()[:3].tolist() == [-1.412109375, -1.263671875, -1.412109375]
+
+def check_batch_norm_parameter_dtypes():
+    # torch 2.13's checks (weight, bias, running_mean, running_var): the first given decides, mixed types
+    # only a reduced-precision input with float parameters; each error changes nothing
+    h, f, d = L.float16, L.float32, L.float64
+    mk = lambda t: None if t is None else L.ones(3, dtype=t)
+    cases = [((f, d, d, None, None), "mixed dtype (CPU): expect parameter to have scalar type of Float"),
+             ((f, f, d, None, None), "expected scalar type Float but found Double"),
+             ((h, h, f, None, None), "expected scalar type Half but found Float"),
+             ((h, f, h, None, None), "mixed dtype (CPU): expect parameter to have scalar type of Float"),
+             ((f, None, None, d, None), "mixed dtype (CPU): expect parameter to have scalar type of Float"),
+             ((h, None, None, f, h), "mixed dtype (CPU): expect parameter to have scalar type of Float"),
+             ((h, None, None, h, f), "expected scalar type Half but found Float"),
+             ((f, f, f, d, None), "mixed dtype (CPU): expect parameter to have scalar type of Float"),
+             ((h, f, f, h, None), "expected scalar type Half but found Float"),
+             ((d, f, f, None, None), "mixed dtype (CPU): all inputs must share same datatype.")]
+    n = M.counter_value("lazy::native_batch_norm") or 0
+    for (xd, rmd, rvd, wd, bd), msg in cases:
+        x = L.ones(4, 3, 2, dtype=xd)
+        raises(RuntimeError, lambda: F.batch_norm(x, mk(rmd), mk(rvd), mk(wd), mk(bd), training=True), msg)
+    assert (M.counter_value("lazy::native_batch_norm") or 0) == n
+    y = F.batch_norm(L.ones(4, 3, 2, dtype=h), None, None, mk(f), mk(f), training=True)
+    assert y.dtype == h
+
+def check_batch_norm_without_running_stats_hash():
+    # outputs 1 and 2 are UNKNOWN_SCALAR[0]: c10::ScalarType::Undefined, 46 in torch 2.13 (it was hashed as 47)
+    x = L.tensor(np.linspace(-1, 1, 24).reshape(4, 3, 2).astype(np.float32))
+    w, b = L.tensor(np.ones(3, np.float32)), L.tensor(np.zeros(3, np.float32))
+    got = [L.get_graph_hash([F.batch_norm(x, None, None, *wb, training=True)]).hex()
+           for wb in ((w, b), (w, None), (None, b), (None, None))]
+    assert got == ["d5ad3a51cf478928f1dfaf1e14646c59", "57c9297149e452c5bde4182998fd127f",
+                   "8970f2e8051da13eca6065344db5d891", "416f890f317090aee979098ac7f0dbbd"], got
+    y = F.batch_norm(x, None, None, training=True)
+    assert "[Float[4,3,2], UNKNOWN_SCALAR[0], UNKNOWN_SCALAR[0]] aten::native_batch_norm(" in L.get_tensors_text([y])
 
 def check_batch_norm_reuse_ir_counters_across_updates():
     # torch 2.13 LTC's counters (deltas per step) for batch_norm(x * (i + 1), rm, rv) with IR reuse on
@@ -200,14 +260,16 @@ def check_batch_norm_reuse_ir_counters_across_updates():
         L.mark_step()
         fresh_trie()
         got = []
-        for i in range(3):
+        for i in range(4):
             y = F.batch_norm(x * (i + 1), rm, rv, training=True, momentum=0.3)
             L.mark_step()
             got.append(reuse_counters())
         assert got == [{},
                        {"IrNodeReused_torch::lazy::DeviceData": 1, "TrieForked": 1},
                        {"IrNodeReused_torch::lazy::DeviceData": 2, "IrNodeReused_torch::lazy::MulTensor": 1,
-                        "TrieForked": 2}], got
+                        "TrieForked": 2},
+                       {"IrNodeReused_torch::lazy::DeviceData": 3, "IrNodeReused_torch::lazy::MulTensor": 2,
+                        "TrieForked": 3}], got
     finally:
         L.set_reuse_ir(False)
 '''
@@ -215,12 +277,11 @@ def check_batch_norm_reuse_ir_counters_across_updates():
 NAMES = re.findall(r"^def (check_\w+)\(", CHECKS, re.M)
 
 XFAIL = {
-    "check_batch_norm_half_input_float_stats":
-        "batch_norm raises 'mixed dtype' for a half input with float running statistics (torch 2.13 allows it; "
-        "its reduced-precision kernel's statistics are not reproduced yet)",
     "check_batch_norm_reuse_ir_counters_across_updates":
-        "with IR reuse, the step after the running statistics were updated reuses their device data where "
-        "torch 2.13 LTC forks (IrNodeReused_DeviceData 2 more than LTC's)",
+        "with IR reuse, from the third step on accel counts 2 IrNodeReused_DeviceData more per step than torch 2.13 "
+        "LTC: LTC's kernel writes the new running statistics into their buffers, so the tensors keep their "
+        "device-data IR node and make none; accel gives them new data (inplace.commit), so each step makes "
+        "(and reuses) their device-data nodes anew",
 }
 
 

@@ -112,7 +112,7 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
 
 
 # ---------------------------------------------------------------- batch_norm (eval)
-_UNDEFINED = 47       # c10::ScalarType::Undefined (NumScalarTypes in torch 2.13): printed UNKNOWN_SCALAR
+_UNDEFINED = 46       # c10::ScalarType::Undefined in torch 2.13 (after Float4_e2m1fn_x2): printed UNKNOWN_SCALAR
 
 
 class _RunningStats:
@@ -138,6 +138,23 @@ def _set_running(t, a):
     _inplace.commit(t, r)
 
 
+def _param_dtype(code, params):
+    """The dtype of batch_norm's parameters (weight, bias, running_mean, running_var; None for absent ones), as
+    torch's CPU kernel checks them: the first one given decides; another type than the input's is torch's mixed
+    type, a half / bfloat16 input with float parameters only (its messages)."""
+    given = [p for p in params if p is not None]
+    if given and given[0]._shape.dtype != code:
+        if any(p._shape.dtype != D.FLOAT32 for p in given):
+            raise RuntimeError("mixed dtype (CPU): expect parameter to have scalar type of Float")
+        if code not in (D.FLOAT16, D.BFLOAT16):
+            raise RuntimeError("mixed dtype (CPU): all inputs must share same datatype.")
+        return D.FLOAT32
+    for p in params[2:] + params[:2]:          # the running statistics are read first (their update)
+        if p is not None and p._shape.dtype != code:
+            raise RuntimeError(f"expected scalar type {_dtype_name(code)} but found {_dtype_name(p._shape.dtype)}")
+    return code
+
+
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5):
     """torch.nn.functional.batch_norm: aten::native_batch_norm(input, weight?, bias?, running_mean?,
     running_var?) with 3 outputs; the result is output 0.  In training, the batch's statistics normalise and
@@ -161,10 +178,8 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
                     ("running_var", running_var)):
         p = _opt(p, f"batch_norm() {name}")
         _param_shape(p, (c,), f"batch_norm() {name}")
-        if p is not None and name.startswith("running") and p._shape.dtype != s.dtype:
-            raise RuntimeError(f"mixed dtype (CPU): expect parameter to have scalar type of "
-                               f"{_dtype_name(s.dtype)}")
         ts.append(p)
+    pcode = _param_dtype(s.dtype, ts)
     e = _eps(eps, "batch_norm")
     m = _as_number(momentum)
     if m is None or isinstance(momentum, bool):
@@ -172,7 +187,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     m = float(m)
     _fn_counter("native_batch_norm")[0] += 1
     ops = (input._ir(),) + tuple(None if p is None else p._ir() for p in ts)
-    stats = (s.dtype, (c,)) if ts[2] is not None else (_UNDEFINED, (0,))   # LTC's shapes without running ones
+    stats = (pcode, (c,)) if ts[2] is not None else (_UNDEFINED, (0,))    # LTC's shapes without running ones
     outs = _emit_multi("aten::native_batch_norm", ops, ((s.dtype, s.sizes), stats, stats),
                        _seed(bool(training), m, e),
                        (e, ts[0] is not None, ts[1] is not None, bool(training), m, ts[2] is not None),
@@ -520,11 +535,11 @@ def _np_batch_norm(x, *rest, stats=None):
             new_v = _np.float64(mom) * (var_sum.astype(_np.float64) / (n - 1)) + \
                 (keep * _np.asarray(rv, f)).astype(_np.float64)
             stats.update(new_m.astype(rm.dtype), new_v.astype(f).astype(rv.dtype))
-        save = (mean.astype(x.dtype), invstd.astype(x.dtype)) if has_running else \
-            (_np.zeros(0, x.dtype), _np.zeros(0, x.dtype))
+        save = (mean.astype(rm.dtype), invstd.astype(rm.dtype)) if has_running else \
+            (_np.zeros(0, x.dtype), _np.zeros(0, x.dtype))          # the parameters' type (float when mixed)
     else:
         r = (x64 - _np.reshape(rm, shape)) / _np.sqrt(_np.reshape(rv, shape).astype(_np.float64) + eps)
-        save = (_np.zeros(c, x.dtype), _np.zeros(c, x.dtype))      # eval: no batch statistics
+        save = (_np.zeros(c, rm.dtype), _np.zeros(c, rm.dtype))    # eval: no batch statistics
     if w is not None:
         r = r * _np.reshape(w, shape)
     if b is not None:
