@@ -11,7 +11,9 @@ node traced with an equal-state generator (LTC's CanBeReused compares the genera
 IrNodeReused_Uniform, a TrieForked); batch_norm of a half / bfloat16 input with float parameters raised
 'mixed dtype' (torch allows it), a float64 weight with a float input was accepted (torch raises), and
 without running statistics its graph hash was not torch's (UNKNOWN_SCALAR hashed as ScalarType 47; torch
-2.13's Undefined is 46).  Still open (a strict xfail): the IR reuse counters of batch_norm steps whose
+2.13's Undefined is 46); with IR reuse, select_scatter / slice_scatter (x[0] = y, x[1:3] = y) counted
+IrNodeReused_..._Select_scatter (LTC's class is SelectScatter) and group_norm made no squeeze_copy nodes
+(LTC reuses two SqueezeCopyDim per step).  Still open (a strict xfail): the IR reuse counters of batch_norm steps whose
 running statistics a previous step updated.  Each check runs once per twin in its own interpreter
 (ACCEL_BACKEND)."""
 import re
@@ -148,6 +150,106 @@ def check_reuse_ir_other_generator_object_is_not_reused():
         assert w.numpy().tolist() == u.numpy().tolist() and sha(g3) == sha(g4)
     finally:
         L.set_reuse_ir(False)
+
+REUSE_EXPECTED = {'add_alpha_t': {'AddTensor': 2, 'DeviceData': 10, 'Neg': 4, 'TrieForked': 2},
+ 'addcmul': {'Addcmul': 2, 'DeviceData': 12, 'Neg': 4, 'TrieForked': 2},
+ 'bn_eval': {'DeviceData': 15, 'NativeBatchNorm': 2, 'Neg': 4, 'TrieForked': 2},
+ 'bn_train_nostats': {'DeviceData': 11, 'NativeBatchNorm': 2, 'Neg': 4, 'TrieForked': 2},
+ 'cat': {'Cat': 2, 'DeviceData': 9, 'Neg': 4, 'TensorList': 2, 'TrieForked': 2},
+ 'copy_': {'DeviceData': 4, 'Neg': 4, 'TrieForked': 1},
+ 'cross_entropy': {'DeviceData': 11, 'LogSoftmax': 2, 'Neg': 4, 'NllLossForward': 2, 'TrieForked': 2},
+ 'embedding': {'DeviceData': 9, 'Embedding': 2, 'Neg': 4, 'TrieForked': 2},
+ 'eq_tt': {'DeviceData': 9, 'EqTensor': 2, 'Neg': 4, 'TrieForked': 2},
+ 'gelu_mul': {'DeviceData': 9, 'Gelu': 2, 'MulTensor': 2, 'Neg': 4, 'TrieForked': 2},
+ 'group_norm': {'AddTensor': 4,
+                'DeviceData': 23,
+                'MulTensor': 4,
+                'Neg': 4,
+                'Rsqrt': 2,
+                'SqueezeCopyDim': 4,
+                'SubTensor': 2,
+                'TrieForked': 2,
+                'ViewCopy': 8},
+ 'index_add': {'DeviceData': 4, 'Neg': 4, 'TrieForked': 1},
+ 'index_put': {'DeviceData': 7, 'Neg': 4, 'TrieForked': 1},
+ 'inplace_add': {'AddTensor': 2, 'DeviceData': 10, 'Neg': 4, 'TrieForked': 2},
+ 'inplace_mul_n': {'AddTensor': 2, 'DeviceData': 12, 'MulTensor': 2, 'Neg': 4, 'TrieForked': 2},
+ 'layer_norm': {'DeviceData': 11, 'NativeLayerNorm': 2, 'Neg': 4, 'TrieForked': 2},
+ 'lerp_t': {'DeviceData': 4, 'Neg': 4, 'TrieForked': 1},
+ 'linear': {'Addmm': 2, 'DeviceData': 14, 'Neg': 4, 'TCopy': 2, 'TrieForked': 2},
+ 'matmul3': {'DeviceData': 9, 'Mm': 2, 'Neg': 4, 'TrieForked': 2, 'ViewCopy': 4},
+ 'maximum': {'DeviceData': 9, 'Maximum': 2, 'Neg': 4, 'TrieForked': 2},
+ 'minimum': {'DeviceData': 9, 'Minimum': 2, 'Neg': 4, 'TrieForked': 2},
+ 'mse': {'DeviceData': 5, 'Neg': 5},
+ 'nll_loss': {'DeviceData': 11, 'Neg': 4, 'NllLossForward': 2, 'TrieForked': 2},
+ 'pow_tt': {'Abs': 8, 'DeviceData': 13, 'Neg': 4, 'PowTensorTensor': 2, 'TrieForked': 2},
+ 'rpow': {'AddTensor': 2, 'DeviceData': 10, 'Neg': 4, 'TrieForked': 2},
+ 'scatter_add': {'DeviceData': 11, 'Neg': 4, 'ScatterAdd': 2, 'TrieForked': 2},
+ 'select_assign': {'DeviceData': 9, 'Neg': 4, 'SelectCopyInt': 4, 'SelectScatter': 2, 'TrieForked': 2},
+ 'slice_assign': {'DeviceData': 9, 'Neg': 4, 'SliceCopyTensor': 4, 'SliceScatter': 2, 'TrieForked': 2},
+ 'stack': {'DeviceData': 10, 'Neg': 5, 'Stack': 2, 'TensorList': 2, 'TrieForked': 1},
+ 'sub_rsub': {'DeviceData': 16, 'MulTensor': 2, 'Neg': 4, 'SubTensor': 4, 'TrieForked': 2}}
+
+def check_reuse_ir_counters_of_two_tensor_ops():
+    # torch 2.13 LTC's IrNodeReused_* / TrieForked after three rounds of: op(fresh operands), -fresh(last
+    # operand), -fresh(first operand), one mark_step each (the trie sees the operands' device data in LTC's
+    # order); counter names are LTC's classes (SelectScatter, not Select_scatter); group_norm traces the two
+    # squeeze_copy nodes of its other outputs (SqueezeCopyDim)
+    R = np.random.default_rng(0)
+    f = lambda *s: L.tensor(R.standard_normal(s).astype(np.float32))
+    i64 = lambda hi, *s: L.tensor(R.integers(0, hi, s))
+    ops = {
+        "layer_norm": (lambda: (f(2, 5), f(5), f(5)), lambda x, w, b: F.layer_norm(x, (5,), w, b)),
+        "linear": (lambda: (f(2, 4), f(3, 4), f(3)), lambda x, w, b: F.linear(x, w, b)),
+        "scatter_add": (lambda: (f(3, 4), i64(3, 2, 4), f(2, 4)), lambda a, i, s: a.scatter_add(0, i, s)),
+        "nll_loss": (lambda: (f(4, 3), i64(3, 4), f(3)), lambda x, t, w: F.nll_loss(x, t, w)),
+        "cross_entropy": (lambda: (f(4, 3), i64(3, 4), f(3)), lambda x, t, w: F.cross_entropy(x, t, w)),
+        "bn_eval": (lambda: (f(4, 3), f(3), f(3), f(3), f(3)), lambda x, a, b, w, c: F.batch_norm(x, a, b, w, c)),
+        "bn_train_nostats": (lambda: (f(4, 3), f(3), f(3)),
+                             lambda x, w, c: F.batch_norm(x, None, None, w, c, training=True)),
+        "addcmul": (lambda: (f(3, 4), f(4), f(3, 1)), lambda a, b, c: L.addcmul(a, b, c, value=0.5)),
+        "cat": (lambda: (f(2, 4), f(3, 4)), lambda a, b: L.cat([a, b])),
+        "select_assign": (lambda: (f(3, 4), f(4)), lambda a, b: (a.__setitem__(0, b), a)[1]),
+        "slice_assign": (lambda: (f(5, 4), f(2, 4)), lambda a, b: (a.__setitem__(slice(1, 3), b), a)[1]),
+        "lerp_t": (lambda: (f(3, 4), f(4), f(3, 1)), lambda a, b, w: L.lerp(a, b, w)),
+        "maximum": (lambda: (f(3, 4), f(4)), lambda a, b: L.maximum(a, b)),
+        "matmul3": (lambda: (f(2, 3, 4), f(4, 5)), lambda a, b: a @ b),
+        "add_alpha_t": (lambda: (f(3, 4), f(4)), lambda a, b: L.add(a, b, alpha=2)),
+        "index_put": (lambda: (f(5, 4), i64(5, 2), f(2, 4)), lambda a, i, v: a.index_put((i,), v)),
+        "mse": (lambda: (f(3, 4), f(3, 4)), lambda a, b: F.mse_loss(a, b)),
+        "pow_tt": (lambda: (f(3, 4).abs(), f(4)), lambda a, b: a ** b),
+        "rpow": (lambda: (f(3, 4), f(4)), lambda a, b: 2 ** a + b),
+        "eq_tt": (lambda: (f(3, 4), f(4)), lambda a, b: a == b),
+        "index_add": (lambda: (f(5, 4), i64(5, 2), f(2, 4)), lambda a, i, v: a.index_add(0, i, v, alpha=2)),
+        "sub_rsub": (lambda: (f(3, 4), f(4)), lambda a, b: 3 - a - b * 2),
+        "minimum": (lambda: (f(3, 4), f(4)), lambda a, b: L.minimum(a, b)),
+        "gelu_mul": (lambda: (f(3, 4), f(4)), lambda a, b: F.gelu(a) * b),
+        "embedding": (lambda: (f(6, 3), i64(6, 4)), lambda w, i: F.embedding(i, w)),
+        "group_norm": (lambda: (f(2, 4, 3), f(4), f(4)), lambda x, w, b: F.group_norm(x, 2, w, b)),
+        "inplace_add": (lambda: (f(3, 4), f(4)), lambda a, b: a.add_(b, alpha=3)),
+        "inplace_mul_n": (lambda: (f(3, 4), f(4)), lambda a, b: a.mul_(2).add_(b)),
+        "copy_": (lambda: (f(3, 4), f(4)), lambda a, b: a.copy_(b)),
+        "stack": (lambda: (f(4), f(4)), lambda a, b: L.stack([a, b])),
+    }
+    assert set(ops) == set(REUSE_EXPECTED), set(ops) ^ set(REUSE_EXPECTED)
+    L.set_reuse_ir(True)
+    bad = {}
+    try:
+        for name, (mk, op) in ops.items():
+            fresh_trie()
+            for _ in range(3):
+                y = op(*mk())
+                L.mark_step()
+                z = -mk()[-1]
+                L.mark_step()
+                z = -mk()[0]
+                L.mark_step()
+            got = {k.replace("IrNodeReused_torch::lazy::", ""): v for k, v in reuse_counters().items()}
+            if got != REUSE_EXPECTED[name]:
+                bad[name] = (got, REUSE_EXPECTED[name])
+    finally:
+        L.set_reuse_ir(False)
+    assert not bad, bad
 
 X = np.linspace(-1, 1, 24, dtype=np.float32).reshape(4, 3, 2)
 

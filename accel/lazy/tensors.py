@@ -360,7 +360,8 @@ def reuse_counter_name(node):
         cls = cls(node, a)
     if cls is None:
         if op.startswith("aten::"):
-            cls = op[6:].capitalize()          # neg -> Neg, relu -> Relu, clamp -> Clamp, ...
+            # LTC's generated class: the op's name in CamelCase (neg -> Neg, select_scatter -> SelectScatter)
+            cls = "".join(w.capitalize() for w in op[6:].split("_"))
         else:
             return "IrNodeReused_" + op
     return "IrNodeReused_torch::lazy::" + cls

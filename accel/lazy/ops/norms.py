@@ -228,7 +228,10 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
         out = out * _view(weight, shape, "view_copy_symint")
     if bias is not None:
         out = out + _view(bias, shape, "view_copy_symint")
-    _fn_counter("squeeze_copy")[0] += 2         # torch squeezes mean and rstd for its other two outputs
+    # torch squeezes mean and rstd for its other two outputs: two squeeze_copy nodes, traced (and with IR reuse
+    # reused, IrNodeReused_SqueezeCopyDim) though no graph reads them
+    mean.squeeze(2)
+    rstd.squeeze(2)
     return out
 
 
