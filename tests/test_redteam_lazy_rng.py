@@ -13,7 +13,9 @@ IrNodeReused_Uniform, a TrieForked); batch_norm of a half / bfloat16 input with 
 without running statistics its graph hash was not torch's (UNKNOWN_SCALAR hashed as ScalarType 47; torch
 2.13's Undefined is 46); with IR reuse, select_scatter / slice_scatter (x[0] = y, x[1:3] = y) counted
 IrNodeReused_..._Select_scatter (LTC's class is SelectScatter) and group_norm made no squeeze_copy nodes
-(LTC reuses two SqueezeCopyDim per step).  Still open (a strict xfail): the IR reuse counters of batch_norm steps whose
+(LTC reuses two SqueezeCopyDim per step); random_ / randint over a range in [2**28, 2**32) drew 32
+random bits where torch draws 64 (x.random_(-3, 2**31 - 1) on int32, seed 5: accel 953453408, torch
+718150467 first).  Still open (a strict xfail): the IR reuse counters of batch_norm steps whose
 running statistics a previous step updated.  Each check runs once per twin in its own interpreter
 (ACCEL_BACKEND)."""
 import re
@@ -82,6 +84,33 @@ def check_state_bytes_after_every_draw():
         L.mark_step()
         got[name] = sha(g)
         del t
+    assert got == exp, got
+
+def check_random_ranges_of_2_28_and_more_draw_64_bits():
+    # torch 2.13's uniform_int_from_to_distribution takes 64 random bits from a range of 2**28 on, any dtype
+    # (accel took them from 2**32 on); eager values, seed 5
+    exp = {"i32": [718150467, 1496360714, 158313693, 1309970962], "i64_28": [236996814, 80864957, 220060790, 180152393],
+           "i64_28m1": [148147046, 236996814, 250105852, 80864970],
+           "f64": [495281511.0, 715893083.0, 985067209.0, 460536418.0],
+           "i64_32": [1190450225, 3015325357, 2450090076, 3857120730],
+           "randint": [236996814, 349300413, 488496246, 448587849],
+           "randint32": [-836745010, 349300413, 488496246, 985458761]}
+    got = {}
+    for name, dt, lo, hi in [("i32", L.int32, -3, 2**31 - 1), ("i64_28", L.int64, 0, 2**28),
+                             ("i64_28m1", L.int64, 0, 2**28 - 1), ("f64", L.float64, -5, 2**30),
+                             ("i64_32", L.int64, 0, 2**32 - 1)]:
+        L.manual_seed(5)
+        x = L.zeros(4, dtype=dt)
+        x.random_(lo, hi)
+        L.mark_step()
+        got[name] = x.numpy().tolist()
+    L.manual_seed(5)
+    a = L.randint(2**29, (4,))
+    L.mark_step()
+    L.manual_seed(5)
+    b = L.randint(-2**30, 2**30, (4,), dtype=L.int32)
+    L.mark_step()
+    got["randint"], got["randint32"] = a.numpy().tolist(), b.numpy().tolist()
     assert got == exp, got
 
 def check_generator_lifecycle_values():

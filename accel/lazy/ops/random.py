@@ -10,13 +10,13 @@ torch's default CPU generator.
 accel's generator is torch's CPU one: mt19937 seeded as ``torch.manual_seed`` seeds it (default seed
 67280421310721), with torch's transforms: uniform floats from 24 (float, half, bfloat16) / 53 (double) random
 bits, ``from + u * (to - from)`` in the dtype's float arithmetic as torch's eager kernel (LTC's TorchScript run
-rounds once, in double: within 1 ulp), randint as ``bits % range + low``, normal by torch's Box-Muller
-(``normal_fill`` in blocks of 16 for 16 or more elements, the tail's 16 drawn anew; the cached double
-Box-Muller below that), Bernoulli as ``u < p`` (a float draw against a probability tensor, a double draw
-against a number p).  Seeded values are bit-equal to torch's (``randn`` to float rounding: torch's vectorised
-log / sin / cos), as checked against torch 2.13.  Dropout's mask follows torch's portable Bernoulli kernel,
-which torch 2.13's CPU wheel ran on the machine the goldens come from; a torch build that takes MKL's
-Bernoulli path (an MCG31 stream) gives other masks, equal in distribution only.
+rounds once, in double: within 1 ulp), randint as ``bits % range + low`` (64 random bits from a range of 2**28
+on), normal by torch's Box-Muller (``normal_fill`` in blocks of 16 for 16 or more elements, the tail's 16 drawn
+anew; the cached double Box-Muller below that), Bernoulli as ``u < p`` (a float draw against a probability
+tensor, a double draw against a number p).  Seeded values are bit-equal to torch's (``randn`` to float rounding:
+torch's vectorised log / sin / cos), as checked against torch 2.13.  Dropout's mask follows torch's portable
+Bernoulli kernel, which torch 2.13's CPU wheel ran on the machine the goldens come from; a torch build that
+takes MKL's Bernoulli path (an MCG31 stream) gives other masks, equal in distribution only.
 """
 import math
 import struct
@@ -232,7 +232,9 @@ def _np_random(sizes, lo, hi, code, g=_gen):
     n = int(_np.prod(sizes, dtype=_np.int64))
     rng = hi - lo
     with g.lock:
-        v = g.random64(n) if rng >= 1 << 32 else g.random(n)
+        # torch's uniform_int_from_to_distribution (outside fbcode): 64-bit draws from a range of 2**28 on, for
+        # every dtype ("allow approx 5% skew"), 32-bit ones below
+        v = g.random64(n) if rng >= 1 << 28 else g.random(n)
     r = (v % _np.uint64(rng)).astype(_np.int64) + lo
     return r.astype(D.CODE_TO_NP[code]).reshape(sizes)
 
