@@ -9,14 +9,15 @@ instead of double, 1 - momentum taken in double, the variance sum not from float
 variance rounded to float before mixing); with IR reuse a random op given another generator object reused the
 node traced with an equal-state generator (LTC's CanBeReused compares the generator by identity: no
 IrNodeReused_Uniform, a TrieForked); batch_norm of a half / bfloat16 input with float parameters raised
-'mixed dtype' (torch allows it), a float64 weight with a float input was accepted (torch raises), and
-without running statistics its graph hash was not torch's (UNKNOWN_SCALAR hashed as ScalarType 47; torch
-2.13's Undefined is 46); with IR reuse, select_scatter / slice_scatter (x[0] = y, x[1:3] = y) counted
+'mixed dtype' (torch allows it) and a float64 weight with a float input was accepted (torch raises);
+with IR reuse, select_scatter / slice_scatter (x[0] = y, x[1:3] = y) counted
 IrNodeReused_..._Select_scatter (LTC's class is SelectScatter) and group_norm made no squeeze_copy nodes
 (LTC reuses two SqueezeCopyDim per step); random_ / randint over a range in [2**28, 2**32) drew 32
 random bits where torch draws 64 (x.random_(-3, 2**31 - 1) on int32, seed 5: accel 953453408, torch
-718150467 first).  Still open (a strict xfail): the IR reuse counters of batch_norm steps whose
-running statistics a previous step updated.  Each check runs once per twin in its own interpreter
+718150467 first).  Still open (strict xfails): the IR reuse counters of batch_norm steps whose
+running statistics a previous step updated; batch_norm(training=True) without running statistics hashes its
+UNKNOWN_SCALAR outputs as ScalarType 47 (libtorch 2.15's numbering, which the IR layer's golden vectors
+fix) where torch 2.13 hashes 46.  Each check runs once per twin in its own interpreter
 (ACCEL_BACKEND)."""
 import re
 
@@ -325,8 +326,6 @@ def check_batch_norm_half_input_float_stats():
     assert L.get_graph_hash([F.batch_norm(x, a, b, training=False)]).hex() == "fdf86ffe1bf284d5c9c302725ca9eafd"
     y = F.batch_norm(x, a, b, w, bb, training=True)
     assert "[Half[4,3,2], Float[3], Float[3]] aten::native_batch_norm(" in L.get_tensors_text([y])
-    assert L.get_graph_hash([F.batch_norm(x, None, None, w, bb, training=True)]).hex() == \
-        "d7668d91e865473a4ecd893189517942"
     L.mark_step()
     assert y.dtype == L.float16
     assert y.numpy().astype(np.float64).ravel()[:4].tolist() == [-1.7060546875, -1.6318359375, -1.412109375,
@@ -372,7 +371,7 @@ def check_batch_norm_parameter_dtypes():
     assert y.dtype == h
 
 def check_batch_norm_without_running_stats_hash():
-    # outputs 1 and 2 are UNKNOWN_SCALAR[0]: c10::ScalarType::Undefined, 46 in torch 2.13 (it was hashed as 47)
+    # outputs 1 and 2 are UNKNOWN_SCALAR[0]: c10::ScalarType::Undefined, 46 in torch 2.13 (hashed as 47 here)
     x = L.tensor(np.linspace(-1, 1, 24).reshape(4, 3, 2).astype(np.float32))
     w, b = L.tensor(np.ones(3, np.float32)), L.tensor(np.zeros(3, np.float32))
     got = [L.get_graph_hash([F.batch_norm(x, None, None, *wb, training=True)]).hex()
@@ -381,6 +380,10 @@ def check_batch_norm_without_running_stats_hash():
                    "8970f2e8051da13eca6065344db5d891", "416f890f317090aee979098ac7f0dbbd"], got
     y = F.batch_norm(x, None, None, training=True)
     assert "[Float[4,3,2], UNKNOWN_SCALAR[0], UNKNOWN_SCALAR[0]] aten::native_batch_norm(" in L.get_tensors_text([y])
+    xh = L.tensor(np.linspace(-1, 1, 24).reshape(4, 3, 2).astype(np.float16))
+    w, b = L.tensor(np.linspace(0.5, 1.5, 3, dtype=np.float32)), L.tensor(np.linspace(-1, 1, 3, dtype=np.float32))
+    assert L.get_graph_hash([F.batch_norm(xh, None, None, w, b, training=True)]).hex() == \
+        "d7668d91e865473a4ecd893189517942"
 
 def check_batch_norm_reuse_ir_counters_across_updates():
     # torch 2.13 LTC's counters (deltas per step) for batch_norm(x * (i + 1), rm, rv) with IR reuse on
@@ -408,6 +411,10 @@ def check_batch_norm_reuse_ir_counters_across_updates():
 NAMES = re.findall(r"^def (check_\w+)\(", CHECKS, re.M)
 
 XFAIL = {
+    "check_batch_norm_without_running_stats_hash":
+        "the IR layer numbers ScalarTypes as libtorch 2.15 does (its golden vectors: BComplex32 is 46, Undefined "
+        "47), torch 2.13's Undefined is 46: batch_norm(training=True) without running statistics prints "
+        "UNKNOWN_SCALAR[0] as torch 2.13 does but hashes 47; matching both needs a per-version dtype table",
     "check_batch_norm_reuse_ir_counters_across_updates":
         "with IR reuse, from the third step on accel counts 2 IrNodeReused_DeviceData more per step than torch 2.13 "
         "LTC: LTC's kernel writes the new running statistics into their buffers, so the tensors keep their "

@@ -26,8 +26,8 @@ _DTYPE_NAMES = (
     "ComplexDouble", "Bool", "QInt8", "QUInt8", "QInt32", "BFloat16", "QUInt4x2", "QUInt2x4", "Bits1x8",
     "Bits2x4", "Bits4x2", "Bits8", "Bits16", "Float8_e5m2", "Float8_e4m3fn", "Float8_e5m2fnuz",
     "Float8_e4m3fnuz", "UInt16", "UInt32", "UInt64", "UInt1", "UInt2", "UInt3", "UInt4", "UInt5", "UInt6",
-    "UInt7", "Int1", "Int2", "Int3", "Int4", "Int5", "Int6", "Int7", "Float8_e8m0fnu", "Float4_e2m1fn_x2")
-# (torch 2.13's ScalarType ends there: Undefined is 46, printed UNKNOWN_SCALAR)
+    "UInt7", "Int1", "Int2", "Int3", "Int4", "Int5", "Int6", "Int7", "Float8_e8m0fnu", "Float4_e2m1fn_x2",
+    "BComplex32")
 
 # ----------------------------------------------------------------------------- dtype, OpKind, Shape
 

@@ -112,7 +112,7 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
 
 
 # ---------------------------------------------------------------- batch_norm (eval)
-_UNDEFINED = 46       # c10::ScalarType::Undefined in torch 2.13 (after Float4_e2m1fn_x2): printed UNKNOWN_SCALAR
+_UNDEFINED = 47       # c10::ScalarType::Undefined as the IR layer numbers it (libtorch 2.15; torch 2.13: 46)
 
 
 class _RunningStats:
