@@ -14,7 +14,8 @@ with IR reuse, select_scatter / slice_scatter (x[0] = y, x[1:3] = y) counted
 IrNodeReused_..._Select_scatter (LTC's class is SelectScatter) and group_norm made no squeeze_copy nodes
 (LTC reuses two SqueezeCopyDim per step); random_ / randint over a range in [2**28, 2**32) drew 32
 random bits where torch draws 64 (x.random_(-3, 2**31 - 1) on int32, seed 5: accel 953453408, torch
-718150467 first).  Still open (strict xfails): the IR reuse counters of batch_norm steps whose
+718150467 first); a draw of no element (rand(0), exponential_ of an empty tensor) changed a freshly seeded
+generator's reported state (next 624 for 0).  Still open (strict xfails): the IR reuse counters of batch_norm steps whose
 running statistics a previous step updated; batch_norm(training=True) without running statistics hashes its
 UNKNOWN_SCALAR outputs as ScalarType 47 (libtorch 2.15's numbering, which the IR layer's golden vectors
 fix) where torch 2.13 hashes 46.  Each check runs once per twin in its own interpreter
@@ -113,6 +114,37 @@ def check_random_ranges_of_2_28_and_more_draw_64_bits():
     L.mark_step()
     got["randint"], got["randint32"] = a.numpy().tolist(), b.numpy().tolist()
     assert got == exp, got
+
+def check_empty_draws_and_eager_fallbacks_on_views():
+    # torch: no draw leaves a freshly seeded generator's state as it was (accel reported next=624 after one)
+    g = L.Generator()
+    s0 = sha(g)
+    a, b, c = L.rand(0, generator=g), L.randn(0, generator=g), L.randint(0, 2**40, (0,), generator=g)
+    L.mark_step()
+    L.empty(0).exponential_(generator=g)
+    assert sha(g) == s0
+    L.manual_seed(2)
+    s2 = sha(L.default_generator)
+    L.zeros(0).exponential_()
+    assert sha(L.default_generator) == s2
+    # exponential_ / bernoulli_(p) of a transposed view: LTC's fallback draws into the view copied to the
+    # CPU (contiguous, the view's order; eager torch fills the base's memory order): torch 2.13 LTC's values
+    L.manual_seed(2)
+    x = L.zeros(3, 4, dtype=L.float64)
+    x.t().exponential_()
+    L.mark_step()
+    assert x.numpy().ravel()[:5].tolist() == [2.4956925973082438, 0.7770974288874374, 0.12829593404217607,
+                                              0.6203846730520509, 0.10193883452708663], x.numpy().ravel()[:5]
+    L.manual_seed(2)
+    x = L.zeros(3, 4)
+    x[:, 1].exponential_()
+    L.mark_step()
+    assert x.numpy().ravel()[:5].tolist() == [0.0, 2.495692491531372, 0.0, 0.0, 0.0]
+    L.manual_seed(2)
+    x, q = L.zeros(4, 6), L.full((6,), 0.5)
+    x.t().bernoulli_(q[:4])
+    L.mark_step()
+    assert x.numpy().ravel()[:8].tolist() == [0.0, 0.0, 0.0, 1.0, 0.0, 1.0, 1.0, 0.0]
 
 def check_generator_lifecycle_values():
     # torch: a fresh Generator() draws from the default seed; copies / pickles are independent equal states

@@ -93,7 +93,8 @@ class Generator:
 
     def random(self, n):
         """n raw 32-bit draws (CPUGeneratorImpl::random)."""
-        self._twist_next = None
+        if n:                        # no draw (an empty tensor) leaves a freshly seeded state as torch reports it
+            self._twist_next = None
         return self.mt.randint(0, 1 << 32, size=n, dtype=_np.uint32).astype(_np.uint64)
 
     def random64(self, n):
