@@ -348,6 +348,24 @@ def check_batch_norm_running_stats_bit_equal():
     assert a.numpy().tolist() == [-0.03695652261376381, 0.05000000074505806, 0.13695652782917023], a.numpy().tolist()
     assert b.numpy().tolist() == [1.1011881828308105] * 3, b.numpy().tolist()
 
+def check_batch_norm_threads():
+    # four threads, each its own statistics over five steps: torch 2.13 eager's values
+    res = {}
+    def work(k):
+        x = L.tensor(X * (k + 1))
+        rm, rv = L.zeros(3), L.ones(3)
+        for _ in range(5):
+            y = F.batch_norm(x, rm, rv, training=True)
+            L.mark_step()
+        res[k] = (rm.numpy().tolist()[0], rv.numpy().tolist()[0])
+    ts = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert res == {0: (-0.07121913135051727, 0.7506224513053894), 1: (-0.14243826270103455, 1.2310194969177246),
+                   2: (-0.21365739405155182, 2.031682014465332), 3: (-0.2848765254020691, 3.152609348297119)}, res
+
 def check_batch_norm_update_seen_in_the_same_graph():
     # eager torch and torch 2.13 LTC (running statistics not synced by a mark_step before: its TorchScript
     # kernel updates their buffers in place, in the graph's order) agree: a later op of the same graph reads
