@@ -14,10 +14,10 @@ slice_scatter (x[0] = y, x[1:3] = y) counted IrNodeReused_..._Select_scatter (LT
 group_norm made no squeeze_copy nodes (LTC reuses two SqueezeCopyDim per step); random_ / randint over a range
 in [2**28, 2**32) drew 32 random bits where torch draws 64 (x.random_(-3, 2**31 - 1) on int32, seed 5: accel
 953453408, torch 718150467 first); a draw of no element (rand(0), exponential_ of an empty tensor) changed a
-freshly seeded generator's reported state (next 624 for 0). Still open (strict xfails): batch_norm's running
-statistics updated after the run, so the same graph's later ops (a read, an eval batch_norm, a second update,
-running_mean being running_var) see the old values where eager torch and torch 2.13 LTC see the new; the IR
-reuse counters of batch_norm steps whose running statistics a previous step updated; batch_norm(training=True)
+freshly seeded generator's reported state (next 624 for 0). batch_norm's running statistics were updated after the
+run, so the same graph's later ops (a read, an eval batch_norm, a second update, running_mean being running_var)
+saw the old values where eager torch and torch 2.13 LTC see the new (now the kernel hands its update to the rest
+of the graph, and the result is torch's x * alpha + beta).  Still open (strict xfails): the IR reuse counters of batch_norm steps whose running statistics a previous step updated; batch_norm(training=True)
 without running statistics hashes its UNKNOWN_SCALAR outputs as ScalarType 47 (libtorch 2.15's numbering, which
 the IR layer's golden vectors fix) where torch 2.13 hashes 46. Each check runs once per twin in its own
 interpreter (ACCEL_BACKEND)."""
@@ -488,13 +488,6 @@ def check_batch_norm_reuse_ir_counters_across_updates():
 NAMES = re.findall(r"^def (check_\w+)\(", CHECKS, re.M)
 
 XFAIL = {
-    "check_batch_norm_update_seen_in_the_same_graph":
-        "the running statistics take their new values after the run (tensors.after_run), each update computed "
-        "from the values the graph started with: a later op of the same graph reads the old ones (z = rm * 1 "
-        "gave [0, 0, 0], torch [-0.0174, 0, 0.0174]), of two batch_norm calls on one rm / rv only the last "
-        "counts (rm [-0.0348, 0, 0.0348], torch [-0.0504, 0, 0.0504]), running_mean is running_var keeps the "
-        "variance's update only (0.9391, torch 0.8335...); a fix needs the update inside the program, in its "
-        "order, as LTC's kernel writes the buffers",
     "check_batch_norm_without_running_stats_hash":
         "the IR layer numbers ScalarTypes as libtorch 2.15 does (its golden vectors: BComplex32 is 46, Undefined "
         "47), torch 2.13's Undefined is 46: batch_norm(training=True) without running statistics prints "

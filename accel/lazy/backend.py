@@ -93,10 +93,15 @@ class _Compiler:
         self.npriv = 0
         self.slots = {}     # node index -> its run-time argument's slot in G (post order), tensors.run_arg
         self.run_args = []
+        # node index -> the expression later readers take instead of its variable: a kernel that updates an
+        # operand in place (batch_norm's running statistics, as LTC's kernel writes their buffers) hands the new
+        # value on here, so the rest of the graph, in its order, sees it
+        self.subst = {}
 
     def _var(self, node):
         i = self.index[node]
-        return f"v{self.alias.get(i, i)}"
+        i = self.alias.get(i, i)
+        return self.subst.get(i) or f"v{i}"
 
     def _out(self, o):
         """The expression of operand / root ``o`` (an Output or a Node): ``v<i>``, or ``v<i>[k]`` for output k of
@@ -207,7 +212,9 @@ class _Compiler:
             i = index[r]
             s = r.shapes[0]
             v = f"v{i}"
-            if i in param_of:
+            if self.subst.get(self.alias.get(i, i)):      # updated in place by a kernel: its new (fresh) array
+                v = self.subst[self.alias.get(i, i)]
+            elif i in param_of:
                 v = f"P[{param_of[i]}].array"
             elif not s.sizes:
                 v = f"_asarray({v}, _d{s.dtype})"
@@ -308,6 +315,12 @@ class _Emit:
 
     def is_scalar_param(self, m):
         return self.comp.index[m] in self.param_of and not m.shapes[0].sizes
+
+    def update_operand(self, j, expr):
+        """Later readers of operand ``j`` of this node (and the roots) take ``expr``: the kernel updated it."""
+        m = self.node.operands[j].node
+        i = self.comp.index[m]
+        self.comp.subst[self.comp.alias.get(i, i)] = expr
 
     def run_arg(self):
         """The expression of this node's run-time argument (``G[k]``), or None if it has none."""

@@ -503,57 +503,69 @@ def _np_layer_norm(x, *rest, out=None):
     return d.astype(dt, copy=False), mean.astype(dt), rstd.astype(dt)
 
 
-def _np_batch_norm(x, *rest, stats=None):
-    """(the result, save_mean, save_invstd) of native_batch_norm; in training the batch's statistics (over
-    every dim but 1; the variance biased), and the new running ones handed to ``stats.update`` (computed in
-    double, torch's CPU accumulation type, then cast to the running statistics' dtype)."""
+def _np_batch_norm(x, *rest, stats=None, same=False):
+    """(the result, save_mean, save_invstd) of native_batch_norm, as torch's CPU kernel computes them (checked
+    against 2.13): in training the batch's statistics (over every dim but 1; mean and biased variance summed in
+    double, the variance from the products (x - mean) ** 2 in the input's float type, stored in the
+    parameters' type), in evaluation the running ones; then alpha = invstd * weight and beta = bias - mean *
+    alpha in that type, the result x * alpha + beta.  In training with running statistics the new ones are
+    handed to ``stats.update`` and returned as items 3 and 4 (``same``: one tensor is both)."""
     (eps, has_w, has_b, training, momentum, has_running), params = rest[-1], list(rest[:-1])
     w = params.pop(0) if has_w else None
     b = params.pop(0) if has_b else None
     rm, rv = params if has_running else (None, None)
     shape = (1, -1) + (1,) * (x.ndim - 2)
-    x64 = _np.asarray(x, _np.float64)
     c = x.shape[1]
+    f = _np.float64 if x.dtype == _np.float64 else _np.float32          # opmath: float for half / bfloat16
+    pt = rm.dtype if has_running else (w.dtype if w is not None else x.dtype)   # the parameters' type
+    pf = _np.float64 if pt == _np.float64 else _np.float32
+    xf = _np.asarray(x, f)
+    new = ()
     if training:
         axes = (0,) + tuple(range(2, x.ndim))
-        mean = x64.mean(axis=axes)
-        var = ((x64 - _np.reshape(mean, shape)) ** 2).mean(axis=axes)
-        invstd = 1.0 / _np.sqrt(var + eps)
-        r = (x64 - _np.reshape(mean, shape)) * _np.reshape(invstd, shape)
+        n = x.size // c
+        mean64 = _np.asarray(x, _np.float64).sum(axis=axes) / n
+        mf = mean64.astype(f)
+        d = xf - _np.reshape(mf, shape)
+        var_sum = (d * d).astype(_np.float64).sum(axis=axes)
+        mean = mean64.astype(pt)
+        invstd = (1.0 / _np.sqrt(var_sum / n + eps)).astype(pt)
         if stats is not None:
-            # torch's update (batch_norm_cpu_update_stats_template, checked against 2.13): the batch mean summed
-            # in double, stored in the input's float type (float for half); the variance sum of the products
-            # (x - mean) ** 2 in that type, summed in double and stored in that type; the running mean
-            # momentum * mean + (1 - momentum) * running in that type (momentum rounded to it first); the
-            # running variance momentum * (var_sum / (n - 1)) in double plus (1 - momentum) * running in that type
-            f = _np.float64 if x.dtype == _np.float64 else _np.float32
-            n = x.size // c
-            xf = _np.asarray(x, f)
-            mf = (x64.sum(axis=axes) / n).astype(f)
-            d = xf - _np.reshape(mf, shape)
-            var_sum = (d * d).astype(_np.float64).sum(axis=axes).astype(f)
+            # torch's update (batch_norm_cpu_update_stats_template): momentum * mean + (1 - momentum) * running
+            # in the input's float type (momentum rounded to it first); the variance momentum * (var_sum / (n -
+            # 1)) in double plus (1 - momentum) * running, read after the mean's update (one buffer when same)
             mom = f(momentum)
             keep = f(1) - mom
-            new_m = mom * mf + keep * _np.asarray(rm, f)
-            new_v = _np.float64(mom) * (var_sum.astype(_np.float64) / (n - 1)) + \
-                (keep * _np.asarray(rv, f)).astype(_np.float64)
-            stats.update(new_m.astype(rm.dtype), new_v.astype(f).astype(rv.dtype))
-        save = (mean.astype(rm.dtype), invstd.astype(rm.dtype)) if has_running else \
-            (_np.zeros(0, x.dtype), _np.zeros(0, x.dtype))          # the parameters' type (float when mixed)
+            var_sum_f = var_sum.astype(f)
+            new_m = (mom * mf + keep * _np.asarray(rm, f)).astype(rm.dtype)
+            new_v = _np.float64(mom) * (var_sum_f.astype(_np.float64) / (n - 1)) + \
+                (keep * _np.asarray(new_m if same else rv, f)).astype(_np.float64)
+            new_v = new_v.astype(f).astype(rv.dtype)
+            stats.update(new_m, new_v)
+            new = (new_m, new_v)     # not outputs of the node: what the graph's later readers take
+        save = (mean, invstd) if has_running else (_np.zeros(0, x.dtype), _np.zeros(0, x.dtype))
     else:
-        r = (x64 - _np.reshape(rm, shape)) / _np.sqrt(_np.reshape(rv, shape).astype(_np.float64) + eps)
-        save = (_np.zeros(c, rm.dtype), _np.zeros(c, rm.dtype))    # eval: no batch statistics
-    if w is not None:
-        r = r * _np.reshape(w, shape)
-    if b is not None:
-        r = r + _np.reshape(b, shape)
-    return (r.astype(x.dtype),) + save
+        mean = _np.asarray(rm, pf)
+        invstd = pf(1) / _np.sqrt(_np.asarray(rv, pf) + pf(eps))
+        save = (_np.zeros(c, pt), _np.zeros(c, pt))                   # eval: no batch statistics
+    alpha = _np.asarray(invstd, pf) * (_np.asarray(w, pf) if w is not None else pf(1))
+    beta = (_np.asarray(b, pf) if b is not None else pf(0)) - _np.asarray(mean, pf) * alpha
+    r = xf * _np.reshape(alpha.astype(f), shape) + _np.reshape(beta.astype(f), shape)
+    return (r.astype(x.dtype),) + save + new
 
 
 def _k_batch_norm(k):
     g = k.run_arg()
-    stats = f", stats={g}" if g else ""
-    k.line(f"{k.out} = _native_batch_norm({', '.join(k.ins)}, {k.attrs[1]!r}{stats})")
+    if not g:
+        k.line(f"{k.out} = _native_batch_norm({', '.join(k.ins)}, {k.attrs[1]!r})")
+        return
+    # training with running statistics: updated in place, as LTC's kernel writes their buffers; the rest of the
+    # graph (in its order) reads the new values (outputs 3 and 4 of the kernel's tuple)
+    rm, rv = k.node.operands[-2], k.node.operands[-1]
+    same = rm.node is rv.node and rm.index == rv.index
+    k.line(f"{k.out} = _native_batch_norm({', '.join(k.ins)}, {k.attrs[1]!r}, stats={g}, same={same})")
+    k.update_operand(len(k.node.operands) - 2, f"{k.out}[3]")
+    k.update_operand(len(k.node.operands) - 1, f"{k.out}[4]")
 
 
 def _np_nll2d(x, t, *rest):
