@@ -57,7 +57,8 @@ if os.environ.get("ACCEL_TEST_CUDART", "emu") == "emu":
     if USING_EMU:
         os.environ["ACCEL_CUDART"] = "emu"
         # The emulator honours CUDA_VISIBLE_DEVICES (a GPU machine's setting would hide emulated devices);
-        # the suite expects all 4, and the tests of the variable set it in their subprocesses.
+        # the suite expects all of them (4, or ACCEL_EMU_DEVICES), and the tests of the variable set it in their
+        # subprocesses.
         os.environ.pop("CUDA_VISIBLE_DEVICES", None)
 else:
     os.environ["ACCEL_CUDART"] = os.environ["ACCEL_TEST_CUDART"]
@@ -66,6 +67,10 @@ else:
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "native_only: needs the compiled twin")
+    config.addinivalue_line("markers", "devices(n): needs at least n CUDA devices (skipped, naming the need, "
+                                       "where the runtime has fewer; the emulator has 4 unless ACCEL_EMU_DEVICES says)")
+    config.addinivalue_line("markers", "emu_only(why): needs the emulated runtime (its fault injection, its "
+                                       "ACCEL_EMU_* controls or its accelEmu* test symbols); skipped on a real one")
 
 
 def pytest_report_header(config):
@@ -73,7 +78,42 @@ def pytest_report_header(config):
     from accel import _build_config
     return [f"accel {accel.__version__} from {pathlib.Path(accel.__file__).parent}; "
             f"backend={accel.backend} ({accel.backend_reason}); native built={_build_config.NATIVE}; "
-            f"cudart={'emulator' if USING_EMU else os.environ.get('ACCEL_CUDART', 'system search')}"]
+            f"cudart={'emulator' if USING_EMU else os.environ.get('ACCEL_CUDART', 'system search')}; "
+            f"CUDA devices: {DEVICE_COUNT}{f' ({DEVICE_COUNT_WHY})' if DEVICE_COUNT_WHY else ''}"]
+
+
+def _runtime_name():
+    if USING_EMU:
+        n = os.environ.get("ACCEL_EMU_DEVICES")
+        return f"the emulator (ACCEL_EMU_DEVICES={n})" if n is not None else "the emulator"
+    return "this machine"
+
+
+def pytest_collection_modifyitems(config, items):
+    """``devices(n)`` / ``emu_only``: a skip naming the need where the runtime cannot meet it."""
+    for item in items:
+        if not USING_EMU:
+            mark = item.get_closest_marker("emu_only")
+            if mark is not None:
+                why = f" ({mark.args[0]})" if mark.args else ""
+                item.add_marker(pytest.mark.skip(reason=f"needs the emulated runtime{why}"))
+                continue
+        need = max((m.args[0] for m in item.iter_markers("devices")), default=0)
+        if need > DEVICE_COUNT:
+            item.add_marker(pytest.mark.skip(reason=_needs_devices(need)))
+
+
+def _needs_devices(n):
+    why = f", {DEVICE_COUNT_WHY}" if DEVICE_COUNT_WHY else ""
+    return f"needs {n} CUDA device{'' if n == 1 else 's'}, {_runtime_name()} has {DEVICE_COUNT}{why}"
+
+
+@pytest.fixture
+def a_device():
+    """For the fixtures that set up state on device 0 (a marker cannot be put on a fixture): the test skips,
+    as ``devices(1)`` would, where the runtime has no device."""
+    if DEVICE_COUNT < 1:
+        pytest.skip(_needs_devices(1))
 
 
 class Twin:
@@ -126,6 +166,45 @@ def run_python(code, env=None, timeout=120):
 @pytest.fixture(scope="session")
 def subprocess_python():
     return run_python
+
+
+# The CUDA devices the suite's runtime has, found once in a fresh interpreter (so that this process's accel state,
+# and its lazy initialisation, stay untouched): the emulator's (4 unless ACCEL_EMU_DEVICES says otherwise) or the
+# real runtime's (ACCEL_TEST_CUDART).  The ``devices(n)`` marker compares with it; the fixtures that reset state
+# over "every device" read it from ACCEL_TEST_DEVICE_COUNT (they are loaded by path and cannot import conftest).
+_PROBE = """
+import ctypes, json
+from accel import _lib
+try:
+    lib = _lib.cudart()
+except Exception as exc:
+    print(json.dumps([0, "no CUDA runtime: " + " ".join(line.strip() for line in str(exc).splitlines())]))
+    raise SystemExit
+n = ctypes.c_int(0)
+rc = lib.cdll.cudaGetDeviceCount(ctypes.byref(n))
+lib.cdll.cudaGetErrorName.restype = ctypes.c_char_p
+name = "" if rc == 0 else (lib.cdll.cudaGetErrorName(rc) or b"?").decode()
+print(json.dumps([n.value, ""] if rc == 0 else [0, f"cudaGetDeviceCount: error {rc} ({name})"]))
+"""
+
+
+def _probe_device_count():
+    proc = run_python(_PROBE, timeout=60)
+    try:
+        count, why = json.loads(proc.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        _fail(f"could not count the CUDA devices (rc={proc.returncode}): {proc.stderr[-2000:]}")
+    return count, why
+
+
+DEVICE_COUNT, DEVICE_COUNT_WHY = _probe_device_count()
+os.environ["ACCEL_TEST_DEVICE_COUNT"] = str(DEVICE_COUNT)
+
+
+@pytest.fixture(scope="session")
+def device_count():
+    """The CUDA devices of the suite's runtime (see DEVICE_COUNT), e.g. to compute an expected message."""
+    return DEVICE_COUNT
 
 
 # The runner appended to a lazy test module's CHECKS script: every check_* function, its traceback if it fails.

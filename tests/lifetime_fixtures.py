@@ -21,7 +21,7 @@ from accel import _lib
 from accel import _memory_interop as _mi
 from accel.cuda import _stream_api
 
-NDEV = 4
+NDEV = int(os.environ["ACCEL_TEST_DEVICE_COUNT"])   # the runtime's devices (conftest: 4 on the emulator)
 DEV = 1              # the device the cases run on (the canaries live on DEV and on 0)
 N = 512              # bytes of every buffer a case makes
 USED = 7             # cudaMemPoolAttrUsedMemCurrent (reserved bytes may grow: a cache, not a leak)

@@ -2,12 +2,14 @@
 so test modules cannot import each other)."""
 import ctypes
 import gc
+import os
 import threading
 
 import pytest
 
 HOSTFN = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 RESERVED, USED = 5, 7     # cudaMemPoolAttrReservedMemCurrent, cudaMemPoolAttrUsedMemCurrent
+NDEV = int(os.environ["ACCEL_TEST_DEVICE_COUNT"])   # the runtime's devices (conftest: 4 on the emulator)
 
 
 def emu_lib():
@@ -63,17 +65,17 @@ def emu():
 
 
 @pytest.fixture
-def sm(twin):
-    """The twin's _stream module (accel.cuda's device parser), default streams current on devices 0-3, device 0
+def sm(twin, a_device):
+    """The twin's _stream module (accel.cuda's device parser), default streams current on every device, device 0
     current: before and after the test (the graph tests)."""
     from accel.cuda import _stream_api
     mod, dev = twin.mod("_stream"), twin.mod("_device")
     mod.set_index_parser(_stream_api._parse_device)
-    for d in range(4):
+    for d in range(NDEV):
         mod.set_stream(mod.default_stream(d))
     dev.set_current_device(0)
     yield mod
-    for d in range(4):
+    for d in range(NDEV):
         mod.set_stream(mod.default_stream(d))
     dev.set_current_device(0)
 

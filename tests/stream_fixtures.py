@@ -1,13 +1,14 @@
 """Fixtures shared by the stream, event and device-interface tests (loaded by path: the suite runs with
 --import-mode=importlib, so test modules cannot import each other)."""
 import ctypes
+import os
 import threading
 
 import pytest
 
 from accel import _lib
 
-NDEV = 4
+NDEV = int(os.environ["ACCEL_TEST_DEVICE_COUNT"])   # the runtime's devices (conftest: 4 on the emulator)
 INVALID_HANDLE = 400
 
 
@@ -29,7 +30,7 @@ def _reset(sm, dev):
 
 
 @pytest.fixture
-def sm(twin):
+def sm(twin, a_device):
     """The twin's _stream module, with accel.cuda's device parser, on device 0 with default streams."""
     from accel.cuda import _stream_api
     mod, dev = twin.mod("_stream"), twin.mod("_device")
