@@ -1,11 +1,13 @@
 """accel.accelerator (torch.accelerator's API): forwarding to accel.cuda (both twins) or to accel.mtia,
 and the no-accelerator answers.  Fresh interpreters: the selection is per process."""
 import json
+import os
 import pathlib
 import textwrap
 
 import pytest
 
+NDEV = int(os.environ["ACCEL_TEST_DEVICE_COUNT"])   # the runtime's devices (conftest: 4 on the emulator)
 MTIA_TESTS = str(pathlib.Path(__file__).with_name("test_mtia.py").resolve())
 
 
@@ -20,6 +22,7 @@ def run(subprocess_python, code, **env):
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.devices(4)
 def test_cuda_accelerator(subprocess_python, backend):
     out = run(subprocess_python, """
         import json, accel, accel.cuda as cuda
@@ -43,9 +46,10 @@ def test_cuda_accelerator(subprocess_python, backend):
         res.append(acc.current_device_idx is acc.current_device_index)
         print(json.dumps(res))
     """, ACCEL_BACKEND=backend)
-    assert out == [backend, True, "cuda", True, 4, 0, [2, 2], 1, 3, 1, 1, [0, True, True], True]
+    assert out == [backend, True, "cuda", True, NDEV, 0, [2, 2], 1, 3, 1, 1, [0, True, True], True]
 
 
+@pytest.mark.emu_only("ACCEL_EMU_DEVICES=0")
 def test_mtia_accelerator_when_no_cuda_device(subprocess_python):
     out = run(subprocess_python, f"""
         import importlib.util, json
@@ -96,6 +100,7 @@ def test_no_accelerator_at_all(subprocess_python):
     assert all(msg.startswith("accel.accelerator: no accelerator is available") for msg in out[4:]), out
 
 
+@pytest.mark.devices(3)
 def test_device_index_reentered_restores_each_entry(subprocess_python, backend):
     # The same accel.accelerator.device_index re-entered while entered: each exit restores the device of
     # its own entry (as accel.cuda.device does).

@@ -183,6 +183,7 @@ def test_boundary_values_reach_the_c_call(twin, emu, f, driver):
         mod.cudaGetLastError()
 
 
+@pytest.mark.devices(2)
 def test_index_objects_and_bools_are_integers(twin, emu):
     mod = twin.mod("_cudart")
     before = mod.cudaGetDevice()

@@ -58,9 +58,10 @@ def test_load_returns_emulator_path(rt):
 def test_versions_and_count(rt):
     assert rt.cudaRuntimeGetVersion() >= 12000
     assert rt.cudaDriverGetVersion() >= 12000
-    assert rt.cudaGetDeviceCount() == 4
+    assert rt.cudaGetDeviceCount() == int(os.environ["ACCEL_TEST_DEVICE_COUNT"])
 
 
+@pytest.mark.devices(3)
 def test_set_get_device_and_invalid(rt):
     rt.cudaSetDevice(2)
     assert rt.cudaGetDevice() == 2
@@ -97,6 +98,7 @@ def test_error_strings(rt):
     assert rt.cudaGetErrorName(600) == "cudaErrorNotReady"
 
 
+@pytest.mark.devices(2)
 def test_priority_range_and_attributes(rt):
     least, greatest = rt.cudaDeviceGetStreamPriorityRange()
     assert least == 0 and greatest < 0
@@ -110,6 +112,7 @@ def test_priority_range_and_attributes(rt):
     assert info.value.code == INVALID_VALUE
 
 
+@pytest.mark.devices(4)
 def test_device_properties_head(rt):
     names = set()
     uuids = set()
@@ -123,11 +126,13 @@ def test_device_properties_head(rt):
         rt.cudaGetDeviceProperties(4)
 
 
+@pytest.mark.devices(2)
 def test_peer_access(rt):
     assert rt.cudaDeviceCanAccessPeer(0, 1) is True
     assert rt.cudaDeviceCanAccessPeer(0, 0) is False
 
 
+@pytest.mark.devices(2)
 def test_streams_create_query_destroy(rt, emu):
     live = emu.accelEmuLiveStreams()
     rt.cudaSetDevice(1)
@@ -277,6 +282,7 @@ def test_ipc_event_handles(rt):
     rt.cudaEventDestroy(ev)
 
 
+@pytest.mark.devices(4)
 def test_memory_roundtrip_and_accounting(rt, emu):
     rt.cudaSetDevice(3)
     free0, total = rt.cudaMemGetInfo()
@@ -348,6 +354,7 @@ def test_pointer_attributes_unregistered(rt):
     assert rt.cudaPointerGetAttributes(ctypes.addressof(buf))[0] == 0
 
 
+@pytest.mark.devices(3)
 def test_primary_context_state(rt, emu):
     emu.accelEmuResetContexts()
     assert rt.cuDevicePrimaryCtxGetState(2) == (0, False)
@@ -401,6 +408,7 @@ def test_bad_argument_types(rt, call, args, param):
                                f"{bad!r}")
 
 
+@pytest.mark.devices(2)
 def test_int_like_arguments_accepted(rt):
     class Idx:
         def __index__(self):
@@ -411,6 +419,7 @@ def test_int_like_arguments_accepted(rt):
     assert rt.cudaGetDevice() == 1
 
 
+@pytest.mark.devices(4)
 def test_many_threads_mixed_operations(rt, emu):
     errors = []
     live_s, live_e = emu.accelEmuLiveStreams(), emu.accelEmuLiveEvents()
@@ -441,6 +450,7 @@ def test_many_threads_mixed_operations(rt, emu):
     assert (emu.accelEmuLiveStreams(), emu.accelEmuLiveEvents()) == (live_s, live_e)
 
 
+@pytest.mark.devices(4)
 def test_new_thread_starts_on_device_zero(rt):
     rt.cudaSetDevice(3)
     seen = []

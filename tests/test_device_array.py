@@ -23,7 +23,7 @@ import pytest
 import accel.cuda as cuda
 from accel import _memory_interop as _mi
 
-pytestmark = pytest.mark.skipif(os.environ.get("ACCEL_CUDART") != "emu", reason="needs the emulated runtime")
+pytestmark = pytest.mark.emu_only
 
 _HERE = pathlib.Path(__file__).resolve().parent
 
@@ -61,6 +61,7 @@ def _same_view(v, e, a, x):
 
 # -- properties ----------------------------------------------------------------------------------------------
 
+@pytest.mark.devices(2)
 def test_properties(mem, streams):
     s = streams.Stream(device=1)
     x = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
@@ -310,6 +311,7 @@ def test_copy_arguments_are_checked(mem):
 
 # -- the CUDA Array Interface ----------------------------------------------------------------------------------
 
+@pytest.mark.devices(3)
 def test_cuda_array_interface(mem, streams):
     s = streams.Stream(device=2)
     x = np.arange(12, dtype=np.complex64).reshape(3, 4)
@@ -373,6 +375,7 @@ DL = [(np.bool_, 6, 8), (np.int8, 0, 8), (np.int16, 0, 16), (np.int32, 0, 32), (
       (np.float32, 2, 32), (np.float64, 2, 64), (np.complex64, 5, 64), (np.complex128, 5, 128)]
 
 
+@pytest.mark.devices(4)
 @pytest.mark.parametrize("dtype, code, bits", DL, ids=lambda v: getattr(v, "__name__", str(v)))
 def test_dlpack_capsule_carries_dtype_shape_strides(mem, dtype, code, bits):
     x = _sample(dtype, (4, 6))
@@ -541,6 +544,7 @@ def _check(watch):
     assert not changed, f"the case changed {changed}"
 
 
+@pytest.mark.devices(2)
 @pytest.mark.parametrize("op", [copy.copy, copy.deepcopy, lambda o: pickle.loads(pickle.dumps(o))],
                          ids=["copy", "deepcopy", "pickle"])
 def test_copies_are_refused(ctx, watch, op):
@@ -555,6 +559,7 @@ def test_copies_are_refused(ctx, watch, op):
     _check(watch)
 
 
+@pytest.mark.devices(2)
 def test_views_keep_the_buffer_alive_and_weakrefs(ctx, watch):
     before = ctx.mem.memory_allocated(F.DEV)
     a = _dev(ctx.mem, np.arange(64, dtype=np.int64).reshape(8, 8), device=F.DEV)
@@ -570,6 +575,7 @@ def test_views_keep_the_buffer_alive_and_weakrefs(ctx, watch):
     _check(watch)
 
 
+@pytest.mark.devices(2)
 @pytest.mark.parametrize("order", ["creation", "reversed"])
 def test_gc_cycles(ctx, watch, order):
     """Arrays and views in cycles with their holder, with a DLPack export and a typed import in the cycle:
@@ -596,6 +602,7 @@ def test_gc_cycles(ctx, watch, order):
     _check(watch)
 
 
+@pytest.mark.devices(2)
 def test_threads_share_an_array(ctx, watch):
     x = np.arange(64 * 64, dtype=np.float32).reshape(64, 64)
     a = _dev(ctx.mem, x, device=F.DEV)
@@ -711,6 +718,7 @@ def test_twins_have_the_same_surface_and_messages(both_twins):
 
 # -- accel.cuda ------------------------------------------------------------------------------------------------
 
+@pytest.mark.devices(3)
 def test_public_api():
     x = np.arange(8, dtype=np.float32)
     a = cuda.to_device(x)

@@ -61,6 +61,7 @@ def emulated():
         pytest.skip("needs the emulated runtime")
 
 
+@pytest.mark.devices(4)
 def test_first_pending_target_is_honoured(twin, subprocess_python, emulated):
     r = subprocess_python(SCRIPT.format(twin=twin.name))
     assert r.returncode == 0, r.stderr

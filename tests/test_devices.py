@@ -52,6 +52,7 @@ def test_new_thread_starts_on_device_0_without_context(dev):
     assert in_thread(lambda: (dev.current_device(), dev.has_primary_context(0))) == (0, False)
 
 
+@pytest.mark.devices(3)
 def test_set_device_always_switches_and_creates_context(dev, twin):
     def body():
         dev.set_device(0)  # force: creates the context even though 0 is already current
@@ -61,12 +62,14 @@ def test_set_device_always_switches_and_creates_context(dev, twin):
     assert in_thread(body) == (True, 2, 2, True)
 
 
+@pytest.mark.devices(4)
 def test_current_device_is_per_thread(dev):
     dev.set_device(3)
     assert in_thread(dev.current_device) == 0
     assert dev.current_device() == 3
 
 
+@pytest.mark.devices(3)
 def test_exchange_device_returns_previous_and_switches(dev, twin):
     def body():
         prev = dev.exchange_device(2)
@@ -78,6 +81,7 @@ def test_exchange_to_current_device_creates_no_context(dev):
     assert in_thread(lambda: (dev.exchange_device(0), dev.has_primary_context(0))) == (0, False)
 
 
+@pytest.mark.devices(2)
 @pytest.mark.parametrize("fn", ["exchange_device", "maybe_exchange_device"])
 @pytest.mark.parametrize("d", [-1, -5, -128])
 def test_negative_exchange_is_a_noop(dev, twin, fn, d):
@@ -87,6 +91,7 @@ def test_negative_exchange_is_a_noop(dev, twin, fn, d):
     assert in_thread(body) == (-1, 1, 1)
 
 
+@pytest.mark.devices(3)
 def test_guard_exit_records_target_instead_of_creating_context(dev, twin):
     def body():
         with dev.device(2) as g:
@@ -99,6 +104,7 @@ def test_guard_exit_records_target_instead_of_creating_context(dev, twin):
     assert after == (0, 2, False, 2)
 
 
+@pytest.mark.devices(4)
 def test_guard_exit_switches_back_when_context_exists(dev, twin):
     def body():
         dev.set_device(1)
@@ -108,6 +114,7 @@ def test_guard_exit_switches_back_when_context_exists(dev, twin):
     assert in_thread(body) == (1, 1)
 
 
+@pytest.mark.devices(3)
 def test_pending_target_is_honoured_and_materialised_by_exchange(dev, twin):
     def body():
         with dev.device(2):
@@ -123,6 +130,7 @@ def test_pending_target_is_honoured_and_materialised_by_exchange(dev, twin):
     assert in_thread(body) == [0, 2, 0, 0, (0, True)]
 
 
+@pytest.mark.devices(4)
 def test_set_device_clears_pending_target(dev, twin):
     def body():
         with dev.device(1):
@@ -132,6 +140,7 @@ def test_set_device_clears_pending_target(dev, twin):
     assert in_thread(body) == (3, 3)
 
 
+@pytest.mark.devices(4)
 def test_nested_guards_restore_in_order(dev):
     def body():
         dev.set_device(0)
@@ -152,6 +161,7 @@ def test_nested_guards_restore_in_order(dev):
     assert in_thread(body) == [1, 2, 2, 2, 3, 2, 1, 0]
 
 
+@pytest.mark.devices(4)
 def test_guard_restores_on_exception(dev):
     def body():
         dev.set_device(1)
@@ -162,6 +172,7 @@ def test_guard_restores_on_exception(dev):
     assert in_thread(body) == 1
 
 
+@pytest.mark.devices(4)
 def test_interleaved_guards_and_exchanges(dev, twin):
     def body():
         dev.set_device(0)
@@ -209,6 +220,7 @@ def test_guards_on_many_threads_are_independent(dev):
     assert errors == []
 
 
+@pytest.mark.devices(4)
 def test_guard_on_thread_without_contexts_never_creates_one_on_exit(dev, twin):
     def body():
         # a fresh thread, no contexts anywhere: nested guards only create the contexts they enter
@@ -219,6 +231,7 @@ def test_guard_on_thread_without_contexts_never_creates_one_on_exit(dev, twin):
     assert in_thread(body) == ([False, True, True, False], 0)
 
 
+@pytest.mark.devices(3)
 def test_device_guard_negative_and_none_are_noops(dev, twin):
     def body():
         dev.set_device(2)
@@ -236,25 +249,26 @@ def test_set_device_negative_message(dev):
 
 
 @pytest.mark.parametrize("fn", ["set_device", "exchange_device"])
+@pytest.mark.devices(1)
 def test_out_of_range_names_index_and_count(dev, fn):
     with pytest.raises(CudaError) as info:
         getattr(dev, fn)(7)
     assert info.value.code == 101
     msg = str(info.value)
     assert msg.startswith("CUDA error: invalid device ordinal\nGPU device may be out of range")
-    assert "Device index 7 is out of range: 4 CUDA device(s)" in msg
+    assert f"Device index 7 is out of range: {NDEV} CUDA device(s)" in msg
     assert dev.current_device() == 0
 
 
 def test_maybe_exchange_out_of_range_names_index_and_count(dev):
     with pytest.raises(RuntimeError, match=r"hasPrimaryContext expects a valid device index, but got "
-                                           r"device_index=9 \(device count is 4\)"):
+                                           rf"device_index=9 \(device count is {NDEV}\)"):
         dev.maybe_exchange_device(9)
 
 
-@pytest.mark.parametrize("d", [-1, 4, 100])
+@pytest.mark.parametrize("d", [-1, NDEV, 100])
 def test_has_primary_context_out_of_range(dev, d):
-    with pytest.raises(RuntimeError, match=rf"device_index={d} \(device count is 4\)"):
+    with pytest.raises(RuntimeError, match=rf"device_index={d} \(device count is {NDEV}\)"):
         dev.has_primary_context(d)
 
 
@@ -276,6 +290,7 @@ def test_overflow_is_a_value_error_naming_the_value(dev, fn, bad):
         getattr(dev, fn)(bad)
 
 
+@pytest.mark.devices(3)
 def test_index_like_objects_are_accepted(dev):
     class Idx:
         def __index__(self):
@@ -283,6 +298,7 @@ def test_index_like_objects_are_accepted(dev):
     assert in_thread(lambda: (dev.exchange_device(Idx()), dev.current_device())) == (0, 2)
 
 
+@pytest.mark.devices(2)
 def test_device_guard_attributes(dev):
     def body():
         g = dev.device(1)
@@ -371,6 +387,7 @@ def _script(mod, cudart):
     return out
 
 
+@pytest.mark.devices(3)
 def test_twins_agree_on_a_script(both_twins, emu):
     results = []
     for t in both_twins:

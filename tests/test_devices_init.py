@@ -11,6 +11,9 @@ import textwrap
 
 import pytest
 
+NDEV = int(os.environ["ACCEL_TEST_DEVICE_COUNT"])   # the runtime's devices (conftest: 4 on the emulator)
+
+
 def run(subprocess_python, backend, code, **env):
     env = {"ACCEL_BACKEND": backend, **env}
     proc = subprocess_python(textwrap.dedent(code), env=env)
@@ -28,6 +31,7 @@ def backend(twin):
     return twin.name
 
 
+@pytest.mark.devices(1)
 def test_lazy_init_runs_once_on_first_use(subprocess_python, backend):
     proc = run(subprocess_python, backend, """
         import json, accel, accel.cuda as cuda
@@ -40,17 +44,18 @@ def test_lazy_init_runs_once_on_first_use(subprocess_python, backend):
         out.append(cuda.is_initialized())
         out.append(cuda.current_device())      # first CUDA use: runs _lazy_init
         out.append(cuda.is_initialized())
-        cuda.current_device(); cuda.init(); cuda.set_device(1)
+        cuda.current_device(); cuda.init(); cuda.set_device(LAST)
         out.append(calls)
         print(json.dumps(out))
-    """)
+    """.replace("LAST", str(min(1, NDEV - 1))))   # device 1, or 0 on a machine with one
     # is_available counts once (fail_if_no_driver=False); init counts once more (True)
     assert last_json(proc) == [backend, False, True, False, 0, True, [False, True]]
 
 
-@pytest.mark.parametrize("entry", ["cuda.current_device()", "cuda.set_device(0)", "cuda.exchange_device(1)",
-                                   "cuda.maybe_exchange_device(1)", "cuda.device(1).__enter__()",
-                                   "cuda.get_device_properties(0)", "cuda.synchronize()"])
+@pytest.mark.parametrize("entry", [
+    pytest.param(e, marks=pytest.mark.devices(2 if "(1)" in e else 1))
+    for e in ["cuda.current_device()", "cuda.set_device(0)", "cuda.exchange_device(1)", "cuda.maybe_exchange_device(1)",
+              "cuda.device(1).__enter__()", "cuda.get_device_properties(0)", "cuda.synchronize()"]])
 def test_every_entry_point_initialises(subprocess_python, backend, entry):
     proc = run(subprocess_python, backend, f"""
         import accel.cuda as cuda
@@ -61,6 +66,7 @@ def test_every_entry_point_initialises(subprocess_python, backend, entry):
     assert proc.stdout.split()[-1] == "True"
 
 
+@pytest.mark.devices(1)
 def test_queued_calls_run_at_init_in_order(subprocess_python, backend):
     proc = run(subprocess_python, backend, """
         import json, accel.cuda as cuda
@@ -77,6 +83,7 @@ def test_queued_calls_run_at_init_in_order(subprocess_python, backend):
     assert last_json(proc) == [[], [["a", False], ["b", 0], "nested", "now"], True]
 
 
+@pytest.mark.devices(1)
 def test_failed_queued_call_raises_deferred_error_with_call_site(subprocess_python, backend):
     proc = run(subprocess_python, backend, """
         import accel.cuda as cuda
@@ -102,6 +109,7 @@ def test_failed_queued_call_raises_deferred_error_with_call_site(subprocess_pyth
     assert proc.stdout.split()[-2:] == ["False", "again"]
 
 
+@pytest.mark.devices(1)
 def test_racing_threads_initialise_once(subprocess_python, backend):
     proc = run(subprocess_python, backend, """
         import threading, time, accel.cuda as cuda
@@ -153,6 +161,7 @@ print("parent", cuda.current_device(), cuda.is_initialized())
 """
 
 
+@pytest.mark.devices(2)
 def test_fork_child_of_initialised_parent_gets_torch_error(subprocess_python, backend):
     proc = run(subprocess_python, backend, FORK_CHILD.format(parent="cuda.set_device(1)"))
     lines = proc.stdout.splitlines()
@@ -160,17 +169,20 @@ def test_fork_child_of_initialised_parent_gets_torch_error(subprocess_python, ba
     assert lines[1] == "parent 1 True"
 
 
+@pytest.mark.devices(1)
 def test_fork_child_of_parent_that_counted_devices_is_poisoned(subprocess_python, backend):
     # torch registers its fork handler in the device count: is_available() poisons a later fork
     proc = run(subprocess_python, backend, FORK_CHILD.format(parent="assert cuda.is_available()"))
     assert eval(proc.stdout.splitlines()[0]) == f"{FORK_MSG}|False"
 
 
+@pytest.mark.devices(1)
 def test_fork_child_of_untouched_parent_works(subprocess_python, backend):
     proc = run(subprocess_python, backend, FORK_CHILD.format(parent=""))
     assert eval(proc.stdout.splitlines()[0]) == "ok|True"
 
 
+@pytest.mark.devices(1)
 def test_nvml_based_check_does_not_poison_fork(subprocess_python, backend):
     code = FORK_CHILD.format(parent="""
 from accel.cuda import _visible
@@ -181,6 +193,7 @@ assert cuda.is_available() and cuda.device_count() == 4
     assert eval(proc.stdout.splitlines()[0]) == "ok|True"
 
 
+@pytest.mark.devices(4)
 def test_spawn_works_after_parent_initialised(backend, tmp_path):
     script = tmp_path / "spawn_main.py"
     script.write_text(textwrap.dedent("""
@@ -245,12 +258,14 @@ def test_missing_library(subprocess_python, backend):
     assert out[8] is False
 
 
+@pytest.mark.emu_only("ACCEL_EMU_DEVICES=0")
 def test_no_device(subprocess_python, backend):
     out = last_json(run(subprocess_python, backend, PROBE, ACCEL_EMU_DEVICES="0"))
     assert out[:5] == [False, 0, False, 0, []]
     assert out[5] == out[6] == ["RuntimeError", "No CUDA GPUs are available"]
 
 
+@pytest.mark.emu_only("ACCEL_EMU_FAIL")
 def test_broken_runtime_warns_once_and_counts_zero(subprocess_python, backend):
     # a malformed fault spec makes every emulated call fail with cudaErrorInitializationError
     out = last_json(run(subprocess_python, backend, PROBE, ACCEL_EMU_FAIL="garbage"))
@@ -259,6 +274,7 @@ def test_broken_runtime_warns_once_and_counts_zero(subprocess_python, backend):
     assert out[5] == ["RuntimeError", "CUDA driver initialization failed, you might not have a CUDA gpu."]
 
 
+@pytest.mark.devices(3)   # CUDA_VISIBLE_DEVICES=2 at init
 def test_count_is_cached_once_initialised(subprocess_python, backend):
     proc = run(subprocess_python, backend, """
         import os, json, accel.cuda as cuda
@@ -290,9 +306,10 @@ def test_nvml_based_count_and_fallback(subprocess_python, backend, var):
         out.append([cuda.device_count(), cuda.is_available()])
         print(json.dumps(out))
     """, **{var: "1"})
-    assert last_json(proc) == [[2, True, None], [4, True]]
+    assert last_json(proc) == [[2, True, None], [NDEV, NDEV > 0]]
 
 
+@pytest.mark.devices(1)
 def test_local_device_from_rank_variables(subprocess_python, backend):
     proc = run(subprocess_python, backend, """
         import os, json, accel.cuda as cuda
@@ -307,4 +324,5 @@ def test_local_device_from_rank_variables(subprocess_python, backend):
             out.append(str(e))
         print(json.dumps(out))
     """)
-    assert last_json(proc) == [0, 3, 2, 1, "LOCAL_RANK='x1' is not a local rank: expected a non-negative integer"]
+    assert last_json(proc) == [0, 3 % NDEV, 6 % NDEV, 5 % NDEV,
+                               "LOCAL_RANK='x1' is not a local rank: expected a non-negative integer"]

@@ -7,7 +7,6 @@ last among equal sizes), trim releasing the block returned last first, the relea
 when a block comes back.
 """
 import importlib.util
-import os
 import pathlib
 import random
 
@@ -16,7 +15,7 @@ import pytest
 
 from accel.errors import CudaError
 
-pytestmark = pytest.mark.skipif(os.environ.get("ACCEL_CUDART") != "emu", reason="needs the emulated runtime")
+pytestmark = pytest.mark.emu_only
 
 _spec = importlib.util.spec_from_file_location("memory_fixtures", pathlib.Path(__file__).with_name("memory_fixtures.py"))
 _fx = importlib.util.module_from_spec(_spec)

@@ -375,6 +375,7 @@ print(json.dumps(out))
 """
 
 
+@pytest.mark.devices(3)
 @needs_emu
 def test_devices_handles_and_modes(subprocess_python):
     out = _json(subprocess_python, VALUES, NVML_LIB=_lib.emu_path(), ACCEL_EMU_PROFILE="t4,a100,b200",
@@ -472,6 +473,7 @@ print(json.dumps(out))
 """
 
 
+@pytest.mark.devices(3)
 @needs_emu
 def test_topology_affinity_performance_states_and_setters(subprocess_python):
     # one host, one NUMA node holding every CPU and GPU; P0 only, no clock offsets; no permission to set modes

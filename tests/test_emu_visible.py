@@ -115,6 +115,7 @@ def test_visible_devices_agree(twin, physical):
     assert not mismatches, "\n".join(mismatches)
 
 
+@pytest.mark.devices(4)
 def test_hidden_devices_are_invalid_ordinals(twin, physical):
     """Device 1 of CUDA_VISIBLE_DEVICES=3,1 is physical device 1; ordinal 2 does not exist."""
     proc = subprocess.run([sys.executable, "-c", textwrap.dedent("""

@@ -9,6 +9,8 @@ import importlib.util
 import pathlib
 import threading
 
+import pytest
+
 _spec = importlib.util.spec_from_file_location("stream_fixtures", pathlib.Path(__file__).with_name("stream_fixtures.py"))
 _fx = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_fx)
@@ -51,12 +53,14 @@ def _live_after(emu, make, first_use, n_threads=THREADS, n_events=EVENTS):
     return made, len(handles), emu.accelEmuLiveEvents() - base
 
 
+@pytest.mark.devices(2)
 def test_concurrent_first_record_creates_one_handle(sm, emu):
     streams = [sm.Stream(device=1) for _ in range(THREADS)]
     made, distinct, left = _live_after(emu, sm.Event, lambda e, i: e.record(streams[i]))
     assert (made, distinct, left) == (EVENTS, EVENTS, 0)
 
 
+@pytest.mark.devices(3)
 def test_concurrent_first_record_on_the_current_stream(sm, dev, emu):
     def first_use(e, i):
         dev.set_device(2)
@@ -72,6 +76,7 @@ def test_concurrent_ipc_handle_creates_one_handle(sm, emu):
     assert (made, distinct, left) == (EVENTS // 3, EVENTS // 3, 0)
 
 
+@pytest.mark.devices(4)
 def test_losing_thread_on_another_device_gets_the_mismatch_error(sm, emu):
     """Two threads first-record one event on different devices: one creates it, the other is told the
     devices differ (torch's message), and no second handle survives."""

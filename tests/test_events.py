@@ -20,6 +20,7 @@ NDEV, Gate, emu, sm, dev, rt = _fx.NDEV, _fx.Gate, _fx.emu, _fx.sm, _fx.dev, _fx
 INVALID_VALUE, INVALID_HANDLE = 1, 400
 
 
+@pytest.mark.devices(3)
 def test_created_lazily_on_first_record(sm, emu):
     live = emu.accelEmuLiveEvents()
     e = sm.Event()
@@ -35,6 +36,7 @@ def test_created_lazily_on_first_record(sm, emu):
     assert e._as_parameter_.value == e.cuda_event
 
 
+@pytest.mark.devices(4)
 def test_record_on_current_stream(sm, dev):
     s = sm.Stream(device=3)
     e = sm.Event()
@@ -44,6 +46,7 @@ def test_record_on_current_stream(sm, dev):
     assert s.record_event().device.index == 3
 
 
+@pytest.mark.devices(3)
 def test_device_mismatch(sm):
     e = sm.Event()
     e.record(sm.Stream(device=1))
@@ -61,6 +64,7 @@ def test_query_never_raises_for_not_ready(sm):
     assert e.query() is True
 
 
+@pytest.mark.devices(3)
 def test_wait_event_orders_across_devices(sm, dev):
     a, b = sm.Stream(device=1), sm.Stream(device=2)
     gate, log = Gate(), []
@@ -93,6 +97,7 @@ def test_wait_on_current_stream_and_never_recorded(sm):
     other.synchronize()
 
 
+@pytest.mark.devices(2)
 def test_elapsed_time(sm):
     s = sm.Stream(device=1)
     start, end = sm.Event(enable_timing=True), sm.Event(enable_timing=True)
@@ -159,6 +164,7 @@ def test_ipc_errors(sm):
         sm.Event.from_ipc_handle(9, bytes(64))
 
 
+@pytest.mark.devices(4)
 def test_garbage_collection_frees_events(sm, dev, emu):
     s1, s3 = sm.Stream(device=1), sm.Stream(device=3)
     gc.collect()  # events of earlier tests still held by reference cycles (tracebacks)

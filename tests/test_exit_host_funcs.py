@@ -75,6 +75,7 @@ def _run(code, twin, timeout=60):
     return proc
 
 
+@pytest.mark.devices(4)
 @pytest.mark.parametrize("program", [HOST_FUNCS_AT_EXIT, HOST_FUNCS_AFTER_COPIES], ids=["plain", "after_copies"])
 def test_exit_with_queued_host_functions_never_crashes(twin, program):
     failures = []
@@ -87,6 +88,7 @@ def test_exit_with_queued_host_functions_never_crashes(twin, program):
     assert not failures, f"{len(failures)} of {RUNS} runs failed; first: {failures[0]}"
 
 
+@pytest.mark.devices(4)
 def test_queued_host_functions_run_before_exit(twin):
     """The exit hook drains: every host function queued before exit ran (checked by an atexit handler
     registered before accel's, so it runs after it)."""

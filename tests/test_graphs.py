@@ -23,7 +23,7 @@ mem, rt, emu = _fx.mem, _fx.rt, _fx.emu
 sm, live = _fx.sm, _fx.live          # the graph tests' stream module and live-handle counts
 HOSTFN = _fx.HOSTFN
 
-pytestmark = pytest.mark.skipif(os.environ.get("ACCEL_CUDART") != "emu", reason="needs the emulated runtime")
+pytestmark = pytest.mark.emu_only
 
 UNSUPPORTED, INVALIDATED, UNJOINED, CAPTURED_EVENT = 900, 901, 904, 907
 N = 256
@@ -399,6 +399,7 @@ def test_python_host_functions_are_refused_during_capture(sm, rt):
     g.capture_end()
 
 
+@pytest.mark.devices(2)
 def test_replay_from_another_thread_on_a_non_current_device(sm, mem, twin):
     dev = twin.mod("_device")
     s = sm.Stream(device=1)
@@ -456,6 +457,7 @@ def test_capture_replay_reset_cycles_are_flat(sm, mem, live):
     assert live() == before
 
 
+@pytest.mark.devices(3)
 @pytest.mark.parametrize("sym", ["cudaStreamBeginCapture", "cudaStreamEndCapture", "cudaGraphInstantiateWithFlags",
                                  "cudaGraphLaunch"])
 def test_fault_injection_on_graph_entry_points(sm, mem, emu, live, twin, sym):
@@ -902,6 +904,7 @@ def test_emulator_2d_copies_and_synchronous_copies_during_capture(sm, emu):
         L.cudaGetLastError()
 
 
+@pytest.mark.devices(2)
 def test_set_device_during_a_capture_follows_torch(sm, mem, twin, live, emu):
     """torch.cuda.set_device during a capture: torch (c10::cuda::SetDevice) calls cudaSetDevice, which CUDA
     allows while capturing, so set_device itself never fails; the same device changes nothing, and another

@@ -4,7 +4,6 @@ cudaGraphExecUpdate; bytes checked, argument errors, fault injection (each armed
 code, records it as the last error, changes nothing, and works once disarmed)."""
 import ctypes
 import importlib.util
-import os
 import pathlib
 import threading
 
@@ -19,7 +18,7 @@ HOSTFN = _fx.HOSTFN
 P = ctypes.c_void_p
 U = ctypes.c_uint
 
-pytestmark = pytest.mark.skipif(os.environ.get("ACCEL_CUDART") != "emu", reason="needs the emulated runtime")
+pytestmark = pytest.mark.emu_only
 
 INVALID_VALUE, OOM, BAD_HANDLE, UNKNOWN = 1, 2, 400, 999
 

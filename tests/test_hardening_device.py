@@ -64,6 +64,7 @@ def run_json(subprocess_python, backend, code, **env):
 
 # -- item 3: a failed switch keeps the pending target ---------------------------------------------------------
 
+@pytest.mark.devices(2)
 @pytest.mark.parametrize("call", ["set_device", "exchange_device", "guard", "Stream"])
 def test_failed_switch_keeps_pending_target(dev, sm, emu, call):
     pending_target_on_0(dev, emu)
@@ -75,6 +76,7 @@ def test_failed_switch_keeps_pending_target(dev, sm, emu, call):
     assert dev.has_primary_context(0) is False  # still a target: nothing was switched
 
 
+@pytest.mark.devices(2)
 def test_failed_set_device_keeps_runtime_device_and_target(dev, twin, emu):
     pending_target_on_0(dev, emu)
     emu.accelEmuSetFail(b"cudaSetDevice:1")
@@ -119,6 +121,8 @@ STREAM_FAULTS = """
 """
 
 
+@pytest.mark.emu_only("accelEmuSetFail")
+@pytest.mark.devices(4)
 def test_stream_construction_faults_restore_the_device(subprocess_python, twin):
     out = run_json(subprocess_python, twin.name, STREAM_FAULTS % (FAULTS,))
     for ctx0, spec, res in out:
@@ -133,6 +137,7 @@ def test_stream_construction_faults_restore_the_device(subprocess_python, twin):
     assert by_spec[(True, "cudaStreamCreateWithPriority:1")][0] == "CudaError"
 
 
+@pytest.mark.devices(3)
 @pytest.mark.parametrize("spec", FAULTS[:-2] + ["cudaEventRecord:1", "cudaStreamWaitEvent:1"])
 @pytest.mark.parametrize("ctx0", [False, True])
 def test_wait_stream_faults_restore_the_device(sm, dev, emu, spec, ctx0):
@@ -162,6 +167,7 @@ def test_wait_stream_faults_restore_the_device(sm, dev, emu, spec, ctx0):
     assert dev.current_device() == 0
 
 
+@pytest.mark.devices(3)
 @pytest.mark.parametrize("spec", ["cudaGetDevice:1", "cuDevicePrimaryCtxGetState:1", "cudaSetDevice:1"])
 def test_device_guard_exit_fault_raises_and_restores(dev, emu, spec):
     dev.set_device(0)  # a context on 0: the exit probes it, then switches back
@@ -177,6 +183,7 @@ def test_device_guard_exit_fault_raises_and_restores(dev, emu, spec):
     assert dev.current_device() == 0
 
 
+@pytest.mark.devices(3)
 @pytest.mark.parametrize("ctx", ["stream", "context"])
 @pytest.mark.parametrize("spec", ["cudaGetDevice:1", "cudaSetDevice:1"])
 def test_stream_context_exit_fault_raises_and_restores(sm, dev, emu, ctx, spec):
@@ -195,6 +202,7 @@ def test_stream_context_exit_fault_raises_and_restores(sm, dev, emu, ctx, spec):
     assert dev.current_device() == 0
 
 
+@pytest.mark.devices(3)
 @pytest.mark.parametrize("spec", ["cudaGetDevice:1", "cudaGetDevice:2", "cudaSetDevice:1"])
 def test_stream_context_enter_fault_changes_nothing(sm, dev, emu, spec):
     pending_target_on_0(dev, emu)  # the entry materialises the target first
@@ -215,6 +223,8 @@ def test_stream_context_enter_fault_changes_nothing(sm, dev, emu, spec):
 
 # -- item 5: a failed device count is not cached ---------------------------------------------------------------
 
+@pytest.mark.emu_only("ACCEL_EMU_FAIL")
+@pytest.mark.devices(1)
 def test_failed_device_count_is_retried_and_warned_once(subprocess_python, twin):
     out = run_json(subprocess_python, twin.name, """
         import json, warnings
@@ -224,11 +234,13 @@ def test_failed_device_count_is_retried_and_warned_once(subprocess_python, twin)
             counts = [cuda.device_count(), cuda.device_count(), cuda.device_count(), cuda.is_available()]
         print(json.dumps([counts, [str(x.message)[:39] for x in w], cuda.get_device_name(0) != ""]))
     """, ACCEL_EMU_FAIL="cudaGetDeviceCount:1,cudaGetDeviceCount:2")
-    assert out == [[0, 0, 4, True], ["CUDA initialization: CUDA unknown error"], True]
+    assert out == [[0, 0, NDEV, True], ["CUDA initialization: CUDA unknown error"], True]
 
 
 # -- item 6: a failed count during a guard's exit reports the real error -----------------------------------------
 
+@pytest.mark.emu_only("accelEmuSetFail")
+@pytest.mark.devices(2)
 def test_count_failure_in_guard_exit_reports_cuda_error(subprocess_python, twin):
     out = run_json(subprocess_python, twin.name, """
         import ctypes, json
@@ -255,6 +267,7 @@ def test_count_failure_in_guard_exit_reports_cuda_error(subprocess_python, twin)
 
 # -- item 7: re-entering one guard object ------------------------------------------------------------------------
 
+@pytest.mark.devices(4)
 def test_reentered_guard_restores_each_level(dev):
     g = dev.device(2)
     with g:
@@ -272,6 +285,7 @@ def test_reentered_guard_restores_each_level(dev):
     assert dev.current_device() == 0
 
 
+@pytest.mark.devices(4)
 def test_reentered_guard_after_a_failed_entry(dev):
     g = dev.device(1)
     with g:
@@ -287,6 +301,7 @@ def test_reentered_guard_after_a_failed_entry(dev):
     assert dev.current_device() == 0
 
 
+@pytest.mark.devices(4)
 def test_device_interface_guard_reentry():
     import accel.cuda as cuda
     from accel import device_interface as di
@@ -303,12 +318,13 @@ def test_device_interface_guard_reentry():
 # -- item 8: the compile-worker property cache validates its index -----------------------------------------------
 
 @pytest.mark.parametrize("bad, exc, text", [
-    (-1, ValueError, r"Invalid device id -1: expected 0 <= device < device_count\(\) = 4"),
-    (4, ValueError, r"Invalid device id 4: expected 0 <= device < device_count\(\) = 4"),
-    ("cuda:7", ValueError, "Invalid device id 7"),
+    (-1, ValueError, rf"Invalid device id -1: expected 0 <= device < device_count\(\) = {NDEV}"),
+    (NDEV, ValueError, rf"Invalid device id {NDEV}: expected 0 <= device < device_count\(\) = {NDEV}"),
+    (f"cuda:{NDEV + 3}", ValueError, f"Invalid device id {NDEV + 3}"),
     (True, TypeError, "got bool: True"),
     (1.0, TypeError, "got float: 1.0"),
 ])
+@pytest.mark.devices(1)
 def test_worker_get_device_properties_validates(bad, exc, text):
     from accel import device_interface as di
     with pytest.raises(exc, match=text):
@@ -331,6 +347,7 @@ def test_bool_device_is_rejected_by_streams(sm, call):
 
 @pytest.mark.parametrize("fn", ["set_device", "device", "has_primary_context", "get_device_properties",
                                 "current_stream", "Stream", "synchronize", "mem_get_info"])
+@pytest.mark.devices(1)
 def test_bool_device_is_rejected_by_the_public_api(fn):
     import accel.cuda as cuda
     with pytest.raises(TypeError, match="bool: True"):
@@ -366,6 +383,7 @@ def test_stream_index_returning_str_is_a_clear_type_error(sm, call):
 
 # -- item 14: immutable streams, usable half-constructed objects ----------------------------------------------
 
+@pytest.mark.devices(2)
 @pytest.mark.parametrize("cls", ["Stream", "ExternalStream"])
 @pytest.mark.parametrize("name, text", [
     ("device_index", "attribute 'device_index' of 'accel._{twin}._stream.Stream' objects is not writable"),

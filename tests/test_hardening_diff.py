@@ -146,6 +146,7 @@ def run(subprocess_python, backend):
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.devices(2)   # the table's streams and events live on devices 0 and 1
 def test_twins_raise_the_same_errors_for_bad_calls(subprocess_python, both_twins):
     native, python = run(subprocess_python, "native"), run(subprocess_python, "python")
     assert [row[0] for row in native] == [row[0] for row in python]

@@ -31,6 +31,7 @@ def _ordered(sm, e, s):
     assert e.query() is True
 
 
+@pytest.mark.devices(3)
 def test_external_stream_record_and_query(sm, rt):
     raw = rt.cudaStreamCreateWithFlags(1)
     try:
@@ -48,6 +49,7 @@ def test_external_stream_record_and_query(sm, rt):
         rt.cudaStreamDestroy(raw)
 
 
+@pytest.mark.devices(4)
 def test_external_legacy_stream_record(sm):
     x = sm.ExternalStream(0, device=3)  # the legacy stream: a null handle
     e = sm.Event()
@@ -163,6 +165,7 @@ def _traced(tracer, fn, *args):
         sys.settrace(None)
 
 
+@pytest.mark.devices(2)
 def test_collection_after_get_device_keeps_current_device(sm, dev, twin):
     dev.set_device(0)
     code = getattr(dev.current_device, "__code__", None)  # None: compiled (a C local, nothing to trace)
@@ -174,6 +177,7 @@ def test_collection_after_get_device_keeps_current_device(sm, dev, twin):
     assert dev.current_device() == 0
 
 
+@pytest.mark.devices(3)
 def test_collection_in_guard_exit_restores_the_device(sm, dev, twin):
     dev.set_device(0)
     g = dev.device(2)

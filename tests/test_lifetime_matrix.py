@@ -40,7 +40,7 @@ import accel.cuda as cuda
 from accel import _memory_interop as _mi
 from accel.errors import CudaError
 
-pytestmark = pytest.mark.skipif(os.environ.get("ACCEL_CUDART") != "emu", reason="needs the emulated runtime")
+pytestmark = [pytest.mark.emu_only, pytest.mark.devices(2)]   # the cases run on device 1 (F.DEV)
 
 _HERE = pathlib.Path(__file__).resolve().parent
 _spec = importlib.util.spec_from_file_location("lifetime_fixtures", _HERE / "lifetime_fixtures.py")

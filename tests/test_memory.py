@@ -4,7 +4,6 @@ Counters are process-wide per twin, so the tests compare deltas.  Pool-level che
 bindings (``_cudart``) on the same device pool.
 """
 import importlib.util
-import os
 import pathlib
 import gc
 import threading
@@ -16,7 +15,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 import accel.cuda as cuda
 from accel.errors import CudaError, OutOfMemoryError
 
-pytestmark = pytest.mark.skipif(os.environ.get("ACCEL_CUDART") != "emu", reason="needs the emulated runtime")
+pytestmark = pytest.mark.emu_only
 
 _spec = importlib.util.spec_from_file_location("memory_fixtures", pathlib.Path(__file__).with_name("memory_fixtures.py"))
 _fx = importlib.util.module_from_spec(_spec)
@@ -47,6 +46,7 @@ def test_round_trip_every_dtype(mem, dtype):
         assert out.tobytes() == host.tobytes()
 
 
+@pytest.mark.devices(4)
 def test_device_to_device_same_and_across_devices(mem):
     data = np.arange(1000, dtype=np.int64)
     src = mem.alloc(data.nbytes, device=0)
@@ -81,6 +81,7 @@ def test_zero_byte_buffer(mem):
     assert mem.counters(0) == before
 
 
+@pytest.mark.devices(3)
 def test_buffer_properties_and_lifetime(mem, streams):
     s = streams.Stream(device=2)
     buf = mem.alloc(100, device=2, stream=s)
@@ -104,6 +105,7 @@ def test_garbage_collection_frees(mem):
     assert mem.memory_allocated(0) == before
 
 
+@pytest.mark.devices(2)
 def test_default_device_and_stream_follow_the_current_ones(mem, streams):
     s = streams.Stream(device=1)
     with streams.stream(s):
@@ -212,6 +214,7 @@ def test_record_stream_delays_reuse(mem, rt, streams):
     third.free()
 
 
+@pytest.mark.devices(3)
 def test_counters_against_hand_counted_values(mem, rt):
     d = 2
     pool = mem.pool_handle(d)
@@ -239,6 +242,7 @@ def test_counters_against_hand_counted_values(mem, rt):
     assert c["bytes_alloc"] == c["bytes_freed"] == c["count_alloc"] == c["retries"] == c["ooms"] == 0
 
 
+@pytest.mark.devices(4)
 def test_pool_is_warm_and_trimmed_by_empty_cache(mem, rt):
     d = 3
     pool = mem.pool_handle(d)
@@ -252,6 +256,7 @@ def test_pool_is_warm_and_trimmed_by_empty_cache(mem, rt):
     assert rt.cudaMemPoolGetAttribute(pool, RESERVED) == base
 
 
+@pytest.mark.devices(2)
 def test_retry_after_trim_then_out_of_memory(mem, rt, emu):
     d = 1
     base = mem.counters(d)
@@ -284,6 +289,7 @@ def test_out_of_memory_is_a_cuda_and_runtime_error(mem):
     assert (again.code, again.name) == (2, "cudaErrorMemoryAllocation")
 
 
+@pytest.mark.devices(3)
 def test_limit_is_enforced_before_cuda(mem, emu):
     d = 2
     base = mem.memory_allocated(d)
@@ -337,6 +343,7 @@ def test_many_cycles_keep_the_pool_flat(mem, rt, twin, emu):
     assert emu.accelEmuLiveAllocations() == live
 
 
+@pytest.mark.devices(2)
 def test_sixteen_threads_allocate_and_free(mem):
     d = 1
     base = mem.counters(d)
@@ -405,6 +412,7 @@ def test_emulator_rejects_bad_pool_and_host_calls(rt):
     assert rt.cudaGetLastError() == 0
 
 
+@pytest.mark.devices(4)
 def test_pool_watermarks_reset(rt):
     pool = rt.cudaDeviceGetDefaultMemPool(3)
     rt.cudaMemPoolSetAttribute(pool, 6, 0)
@@ -491,6 +499,7 @@ def _mem_trace_inner(twin, ops):
     return trace, deltas
 
 
+@pytest.mark.devices(4)
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(ops=MEM_OPS)
 def test_twins_agree_on_random_memory_operations(both_twins, ops):
@@ -532,6 +541,7 @@ def _free_concurrently(mem):
     assert after["bytes"] == before["bytes"] and after["count_freed"] - before["count_freed"] == 200
 
 
+@pytest.mark.devices(4)
 def test_a_failed_device_query_at_free_keeps_the_buffer(mem, emu, streams):
     # on the default stream of another device, free() asks for the current device first: make that fail
     buf = mem.alloc(512, device=3, stream=streams.default_stream(3))

@@ -2,12 +2,11 @@
 OutOfMemoryError text and recovery on a small emulated device, the fraction limit, pinned memory, and
 buffers still alive at interpreter exit."""
 import json
-import os
 import textwrap
 
 import pytest
 
-pytestmark = pytest.mark.skipif(os.environ.get("ACCEL_CUDART") != "emu", reason="needs the emulated runtime")
+pytestmark = pytest.mark.emu_only
 
 BACKENDS = ["native", "python"]
 MiB = 1 << 20
@@ -140,6 +139,7 @@ print("ok")
 """
 
 
+@pytest.mark.devices(2)
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_pinned_memory_and_registration(subprocess_python, backend):
     out = _run(subprocess_python, backend, PINNED).stdout.splitlines()
@@ -164,6 +164,7 @@ print("done")
 """
 
 
+@pytest.mark.devices(4)
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_buffers_alive_at_exit(subprocess_python, backend):
     r = _run(subprocess_python, backend, EXIT)
@@ -190,6 +191,7 @@ print("ok")
 """
 
 
+@pytest.mark.devices(3)
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_device_arguments_as_torch_spells_them(subprocess_python, backend):
     out = _run(subprocess_python, backend, DEVICES).stdout.split()
@@ -230,6 +232,7 @@ print(c.get_per_process_memory_fraction(), c.get_per_process_memory_fraction("cu
 """
 
 
+@pytest.mark.devices(4)
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_out_of_range_device_refused_by_every_memory_read(subprocess_python, backend):
     """The fraction getter and memory_summary validate the device as the counter reads do (they answered

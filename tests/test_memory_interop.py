@@ -1,7 +1,6 @@
 """Interop of device buffers on both twins (emulator): the CUDA Array Interface v3, DLPack 1.x capsules
 (structure, ownership, the consumer-stream rule), from_dlpack / as_buffer over a producer's memory."""
 import importlib.util
-import os
 import pathlib
 
 import numpy as np
@@ -10,7 +9,7 @@ import pytest
 import accel.cuda as cuda
 from accel import _memory_interop as _mi
 
-pytestmark = pytest.mark.skipif(os.environ.get("ACCEL_CUDART") != "emu", reason="needs the emulated runtime")
+pytestmark = pytest.mark.emu_only
 
 _spec = importlib.util.spec_from_file_location("memory_fixtures", pathlib.Path(__file__).with_name("memory_fixtures.py"))
 _fx = importlib.util.module_from_spec(_spec)
@@ -23,6 +22,7 @@ class _CAI:
         self.__cuda_array_interface__ = cai
 
 
+@pytest.mark.devices(2)
 def test_cuda_array_interface_round_trip(mem, rt, streams):
     s = streams.Stream(device=1)
     buf = mem.alloc(64, device=1, stream=s)
@@ -47,6 +47,7 @@ def test_cuda_array_interface_round_trip(mem, rt, streams):
 
 
 
+@pytest.mark.devices(2)
 @pytest.mark.parametrize("bad, exc, match", [
     ({"typestr": "zzz"}, ValueError, r"typestr must be .*got 'zzz'"),
     ({"typestr": "<f0"}, ValueError, r"typestr must be .*got '<f0'"),
@@ -70,6 +71,7 @@ def _capsule_tensor(cap, versioned):
     return (_mi._DLManagedVersioned if versioned else _mi._DLManaged).from_address(addr)
 
 
+@pytest.mark.devices(3)
 def test_dlpack_capsule_structure(mem):
     buf = mem.alloc(96, device=2)
     assert buf.__dlpack_device__() == (2, 2)

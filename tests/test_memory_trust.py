@@ -26,13 +26,13 @@ import pytest
 from accel import _memory_interop as _mi
 from accel.errors import CudaError
 
-pytestmark = pytest.mark.skipif(os.environ.get("ACCEL_CUDART") != "emu", reason="needs the emulated runtime")
+pytestmark = pytest.mark.emu_only
 
 _spec = importlib.util.spec_from_file_location("memory_fixtures", pathlib.Path(__file__).with_name("memory_fixtures.py"))
 _fx = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_fx)
 Gate, mem, rt, streams, emu = _fx.Gate, _fx.mem, _fx.rt, _fx.streams, _fx.emu
-USED = _fx.USED
+USED, NDEV = _fx.USED, _fx.NDEV
 
 FORK_MSG = ("Cannot re-initialize CUDA in forked subprocess. To use CUDA with multiprocessing, you must use "
             "the 'spawn' start method")
@@ -174,6 +174,7 @@ def test_a2_view_in_a_cycle_never_frees_the_producer(mem, rt, streams, emu, no_g
     assert mem.memory_allocated(d) == allocated - 16384
 
 
+@pytest.mark.devices(2)
 @pytest.mark.parametrize("order", ["buffer_first", "stream_first"])
 @pytest.mark.parametrize("where", ["record_stream", "alloc_stream", "both"])
 def test_a2_record_stream_wait_survives_a_cycle(mem, rt, streams, emu, no_gc, where, order):
@@ -566,7 +567,7 @@ def test_a12_huge_device_index_is_a_value_error(mem, streams, d):
              lambda: mem.reset_accumulated(d), lambda: mem.set_limit(None, d), lambda: mem.get_limit(d),
              lambda: mem.wrap(0, 0, d, s, object())]
     for call in calls:
-        with pytest.raises(ValueError, match=rf"^device index {d} is out of range: expected 0 <= device < 4$"):
+        with pytest.raises(ValueError, match=rf"^device index {d} is out of range: expected 0 <= device < {NDEV}$"):
             call()
 
 

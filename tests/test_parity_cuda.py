@@ -1,12 +1,15 @@
 """Issue 8 items 2-9: torch.cuda names and behaviours accel lacked or differed on (both twins, in fresh
 interpreters under ACCEL_BACKEND=native / python where process state matters)."""
 import json
+import os
 import pickle
 import textwrap
 
 import pytest
 
 from accel.errors import CudaError
+
+NDEV = int(os.environ["ACCEL_TEST_DEVICE_COUNT"])   # the runtime's devices (conftest: 4 on the emulator)
 
 
 @pytest.fixture
@@ -22,27 +25,41 @@ def run(subprocess_python, backend, code, **env):
 
 # -- item 2 ------------------------------------------------------------------------------------------
 
+@pytest.mark.devices(1)
 def test_bf16_arch_list_gencode_status(subprocess_python, backend):
     out = run(subprocess_python, backend, """
         import json, accel.cuda as cuda
         print(json.dumps([cuda.is_bf16_supported(), cuda.is_bf16_supported(including_emulation=False),
                           cuda.get_arch_list(), cuda.get_gencode_flags(),
-                          cuda.cudaStatus.SUCCESS, cuda.cudaStatus.ERROR_NOT_READY]))
+                          cuda.cudaStatus.SUCCESS, cuda.cudaStatus.ERROR_NOT_READY,
+                          [cuda.get_device_capability(d) for d in range(cuda.device_count())]]))
     """)
-    assert out == [True, True, ["sm_90"], "-gencode compute=compute_90,code=sm_90", 0, 600]
+    caps = out.pop()
+    if os.environ["ACCEL_CUDART"] == "emu":
+        assert caps == [[9, 0]] * NDEV     # the emulator's default board: h100
+    archs = sorted({f"sm_{a}{b}" for a, b in caps}, key=lambda a: int(a[3:]))
+    gencode = " ".join(f"-gencode compute=compute_{a[3:]},code={a}" for a in archs)
+    assert out == [True, caps[0][0] >= 8, archs, gencode, 0, 600]
 
 
+NO_DEVICE = """
+    import json, accel.cuda as cuda
+    print(json.dumps([cuda.is_bf16_supported(), cuda.is_tf32_supported(), cuda.get_arch_list(),
+                      cuda.get_gencode_flags(), cuda._is_compiled(), cuda.is_initialized()]))
+"""
+
+
+@pytest.mark.emu_only("ACCEL_EMU_DEVICES=0")
 def test_no_device_answers(subprocess_python, backend):
-    code = """
-        import json, accel.cuda as cuda
-        print(json.dumps([cuda.is_bf16_supported(), cuda.is_tf32_supported(), cuda.get_arch_list(),
-                          cuda.get_gencode_flags(), cuda._is_compiled(), cuda.is_initialized()]))
-    """
-    assert run(subprocess_python, backend, code, ACCEL_EMU_DEVICES="0") == [False, False, [], "", True, False]
-    assert run(subprocess_python, backend, code, ACCEL_CUDART="/nonexistent/libcudart.so.13") == [
+    assert run(subprocess_python, backend, NO_DEVICE, ACCEL_EMU_DEVICES="0") == [False, False, [], "", True, False]
+
+
+def test_no_library_answers(subprocess_python, backend):
+    assert run(subprocess_python, backend, NO_DEVICE, ACCEL_CUDART="/nonexistent/libcudart.so.13") == [
         False, False, [], "", False, False]
 
 
+@pytest.mark.devices(1)
 def test_ipc_collect_initialises(subprocess_python, backend):
     out = run(subprocess_python, backend, """
         import json, accel.cuda as cuda
@@ -55,6 +72,7 @@ def test_ipc_collect_initialises(subprocess_python, backend):
 
 # -- item 3 ------------------------------------------------------------------------------------------
 
+@pytest.mark.devices(1)
 def test_cudart_initialises_and_profiler_idiom(subprocess_python, backend):
     out = run(subprocess_python, backend, """
         import json, accel.cuda as cuda
@@ -105,6 +123,7 @@ def test_profiler_fault_injection(twin):
 
 # -- items 4, 5 --------------------------------------------------------------------------------------
 
+@pytest.mark.devices(1)
 def test_lazy_call_seed_keywords_run_in_order(subprocess_python, backend):
     out = run(subprocess_python, backend, """
         import json, accel.cuda as cuda
@@ -121,6 +140,7 @@ def test_lazy_call_seed_keywords_run_in_order(subprocess_python, backend):
     assert out == [[], ["a", "seed", "b", "all", "now"]]
 
 
+@pytest.mark.devices(1)
 def test_get_sync_debug_mode_initialises(subprocess_python, backend):
     out = run(subprocess_python, backend, """
         import json, accel.cuda as cuda
@@ -129,6 +149,10 @@ def test_get_sync_debug_mode_initialises(subprocess_python, backend):
         print(json.dumps([before, mode, cuda.is_initialized()]))
     """)
     assert out == [False, 0, True]
+
+
+@pytest.mark.emu_only("ACCEL_EMU_DEVICES=0")
+def test_get_sync_debug_mode_without_a_device(subprocess_python, backend):
     out = run(subprocess_python, backend, """
         import json, accel.cuda as cuda
         try:
@@ -144,12 +168,13 @@ def test_get_sync_debug_mode_initialises(subprocess_python, backend):
 
 @pytest.mark.parametrize("call, text", [
     ("get_device_properties(-1)", "Invalid device id -1"),
-    ("get_device_properties(4)", "Invalid device id 4"),
+    (f"get_device_properties({NDEV})", f"Invalid device id {NDEV}"),
     ("get_device_name(-1)", "Invalid device id -1"),
     ("get_device_capability(-1)", "Invalid device id -1"),
     ("can_device_access_peer(-1, 0)", "Invalid device id -1"),
     ("can_device_access_peer(0, -1)", "Invalid peer device id -1"),
 ])
+@pytest.mark.devices(1)
 def test_invalid_device_is_an_assertion_error_and_a_value_error(call, text):
     import accel.cuda as cuda
     with pytest.raises(AssertionError, match=text) as info:
@@ -157,6 +182,7 @@ def test_invalid_device_is_an_assertion_error_and_a_value_error(call, text):
     assert isinstance(info.value, ValueError)
 
 
+@pytest.mark.devices(1)
 def test_peer_device_is_required():
     import accel.cuda as cuda
     with pytest.raises(TypeError):
@@ -167,6 +193,7 @@ def test_peer_device_is_required():
 
 # -- item 9 ------------------------------------------------------------------------------------------
 
+@pytest.mark.devices(1)
 def test_wait_event_accepts_duck_typed_events(twin):
     sm = twin.mod("_stream")
     s = sm.Stream(device=0)
@@ -189,6 +216,7 @@ def test_wait_event_accepts_duck_typed_events(twin):
 
 # -- names the seed-name table found missing ---------------------------------------------------------
 
+@pytest.mark.devices(2)
 def test_stream_from_external_tf32_capturing(subprocess_python, backend):
     out = run(subprocess_python, backend, """
         import json, accel.cuda as cuda
@@ -205,6 +233,7 @@ def test_stream_from_external_tf32_capturing(subprocess_python, backend):
     assert out == [True, 1, True, True, False]
 
 
+@pytest.mark.devices(1)
 def test_event_id_is_cuda_event(twin):
     sm = twin.mod("_stream")
     ev = sm.Event()

@@ -14,6 +14,7 @@ def _rebuild(sm, s):
     return sm.Stream(stream_id=s.stream_id, device_index=s.device_index, device_type=s.device_type)
 
 
+@pytest.mark.devices(3)
 def test_round_trip_default_pool_external(sm, rt, dev):
     for d in range(NDEV):
         s = sm.default_stream(d)
@@ -36,6 +37,7 @@ def test_round_trip_default_pool_external(sm, rt, dev):
         rt.cudaStreamDestroy(raw)
 
 
+@pytest.mark.devices(4)
 def test_pool_slot_not_handed_out_yet_is_created(sm):
     # slot 31 of priority level 0 on device 3: (31 << 5) | (1 << 1) | 1
     s = sm.Stream(stream_id=(31 << 5) | 3, device_index=3, device_type=1)
@@ -43,6 +45,7 @@ def test_pool_slot_not_handed_out_yet_is_created(sm):
     assert sm.Stream(stream_id=(31 << 5) | 3, device_index=3, device_type=1) == s
 
 
+@pytest.mark.devices(2)
 def test_set_stream_by_id(sm, dev):
     s = sm.Stream(device=1)
     sm._set_stream_by_id(s.stream_id, s.device_index, s.device_type)
@@ -51,6 +54,7 @@ def test_set_stream_by_id(sm, dev):
     assert sm.current_stream(1) == sm.default_stream(1)
 
 
+@pytest.mark.devices(2)
 def test_public_names():
     import accel.cuda
     from accel.device_interface import CudaInterface, DeviceInterface
@@ -66,8 +70,8 @@ def test_public_names():
 
 @pytest.mark.parametrize("kw, exc, text", [
     (dict(stream_id=0, device_index=0, device_type=0), ValueError, "device_type must be 1"),
-    (dict(stream_id=0, device_index=4, device_type=1), ValueError,
-     r"Device index value 4 is out of index range \[0, 4\)"),
+    (dict(stream_id=0, device_index=NDEV, device_type=1), ValueError,
+     rf"Device index value {NDEV} is out of index range \[0, {NDEV}\)"),
     (dict(stream_id=0, device_index=-1, device_type=1), ValueError, "Device index value -1"),
     (dict(stream_id=1, device_index=0, device_type=1), ValueError, "invalid StreamId 1"),
     (dict(stream_id=(5 << 1) | 1, device_index=0, device_type=1), ValueError, "invalid StreamId"),

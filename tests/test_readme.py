@@ -58,7 +58,10 @@ def inline_commands():
 
 def shell(command, timeout=120, **env):
     """``command`` in bash from the checkout's root, with this environment's bin first on PATH."""
-    full = {k: v for k, v in os.environ.items() if k not in ("ACCEL_CUDART", "ACCEL_EMU_DEVICES", "LD_PRELOAD")}
+    # a newcomer's shell: not this run's runtime choice, nor an xdist worker's variables (pytest-benchmark
+    # < 5.3 disables itself, failing --benchmark-only, where PYTEST_XDIST_WORKER is set)
+    full = {k: v for k, v in os.environ.items()
+            if k not in ("ACCEL_CUDART", "ACCEL_EMU_DEVICES", "LD_PRELOAD") and not k.startswith("PYTEST_XDIST_")}
     full["PATH"] = BIN + os.pathsep + full.get("PATH", "")
     full.update(env)
     return subprocess.run(["bash", "-c", command], cwd=REPO, env=full, capture_output=True, text=True,
@@ -173,6 +176,7 @@ CHECKS = {
     "ACCEL_BENCH_SCALING=full pytest bench/test_bench_scaling.py --benchmark-only --benchmark-timer=time.process_time":
         check_collects,
     "python -m pytest": "tests/test_foundation.py::test_suite_refuses_source_tree",   # the README warns against it
+    "ACCEL_EMU_DEVICES=1 pytest": "tests/test_suite_devices.py::test_one_emulated_device_skips_the_multi_device_tests",
     "python tools/gen_bindings.py accel/_cudart_table.py readme": "tests/test_bindings_table.py::test_readme_lists_exactly_the_table",
 }
 CI_SECTIONS = ("Install and run", "Tests")

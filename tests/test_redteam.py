@@ -20,7 +20,7 @@ _fx = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_fx)
 mem, rt, streams = _fx.mem, _fx.rt, _fx.streams
 
-needs_emu = pytest.mark.skipif(os.environ.get("ACCEL_CUDART") != "emu", reason="needs the emulated runtime")
+needs_emu = pytest.mark.emu_only
 
 
 def _backend_env(twin):

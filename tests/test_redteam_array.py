@@ -6,7 +6,6 @@ array's bytes and the exports' registry are checked after each refusal.
 """
 import importlib
 import importlib.util
-import os
 import pathlib
 import re
 
@@ -16,7 +15,7 @@ import pytest
 import accel.cuda as cuda
 from accel import _memory_interop as _mi
 
-pytestmark = pytest.mark.skipif(os.environ.get("ACCEL_CUDART") != "emu", reason="needs the emulated runtime")
+pytestmark = pytest.mark.emu_only
 
 _HERE = pathlib.Path(__file__).resolve().parent
 
@@ -242,6 +241,7 @@ def test_malformed_dlpack_device_is_named(mem, dev):
         _mi.from_dlpack(mem, streams_of(mem), _BadDevice(dev), True)
 
 
+@pytest.mark.devices(2)
 def test_capsule_on_another_device_than_dlpack_device_says_is_refused(mem):
     """The stream accel waits on is the one of the device __dlpack_device__ names; a capsule on another
     device got a DeviceArray whose stream was on the wrong device."""

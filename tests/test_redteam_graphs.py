@@ -29,7 +29,7 @@ def emu():
     yield L
     L.accelEmuSetFail(None)
 
-pytestmark = pytest.mark.skipif(os.environ.get("ACCEL_CUDART") != "emu", reason="needs the emulated runtime")
+pytestmark = pytest.mark.emu_only
 
 
 class _Worker:

@@ -16,7 +16,7 @@ import pytest
 from accel import _lib
 
 SCALE = max(1, int(os.environ.get("ACCEL_STRESS", "1")))
-NDEV = 4
+NDEV = int(os.environ["ACCEL_TEST_DEVICE_COUNT"])   # the runtime's devices (conftest: 4 on the emulator)
 
 
 @pytest.fixture
@@ -29,7 +29,7 @@ def emu():
 
 
 @pytest.fixture
-def twin_mods(twin):
+def twin_mods(twin, a_device):
     from accel.cuda import _stream_api
     sm, dev, ir = twin.mod("_stream"), twin.mod("_device"), twin.mod("_ir")
     sm.set_index_parser(_stream_api._parse_device)
@@ -99,6 +99,7 @@ def test_threads_mixed_operations(twin_mods, emu):
     assert emu.accelEmuLiveEvents() == live[1]
 
 
+@pytest.mark.devices(2)
 def test_event_create_drop_cycles_are_flat(twin_mods, emu):
     sm, _, _ = twin_mods
     n = 100_000 * SCALE

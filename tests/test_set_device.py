@@ -11,7 +11,7 @@ from accel.errors import CudaError
 
 
 @pytest.fixture
-def dev(twin):
+def dev(twin, a_device):
     mod = twin.mod("_device")
     mod.set_device(0)
     yield mod
@@ -22,6 +22,7 @@ def test_public_set_device_is_the_twin_function():
     assert cuda.set_device is _impl.module("_device").set_current_device
 
 
+@pytest.mark.devices(3)
 @pytest.mark.parametrize("arg", [-1, -128, -129, -(2**63), -(10**30)])
 def test_negative_index_is_a_noop(dev, arg):
     dev.set_current_device(2)
@@ -29,6 +30,7 @@ def test_negative_index_is_a_noop(dev, arg):
     assert dev.current_device() == 2
 
 
+@pytest.mark.devices(2)
 @pytest.mark.parametrize("arg", [128, 2**63, 10**30])
 def test_index_beyond_int8_names_the_value(dev, arg):
     dev.set_current_device(1)
@@ -37,6 +39,7 @@ def test_index_beyond_int8_names_the_value(dev, arg):
     assert dev.current_device() == 1
 
 
+@pytest.mark.devices(4)
 def test_out_of_range_index_leaves_the_device(dev):
     dev.set_current_device(3)
     with pytest.raises(CudaError) as info:
@@ -45,6 +48,7 @@ def test_out_of_range_index_leaves_the_device(dev):
     assert dev.current_device() == 3
 
 
+@pytest.mark.devices(3)
 def test_sets_and_creates_context(dev, twin):
     dev.set_current_device(2)
     assert dev.current_device() == 2 and twin.mod("_cudart").cudaGetDevice() == 2
@@ -59,6 +63,7 @@ class Index:
         return self.v
 
 
+@pytest.mark.devices(3)
 def test_public_parser_handles_other_arguments():
     # accel.cuda registered torch's strict parser on the selected twin: strings, __index__, None
     cuda.set_device("cuda:2")
@@ -87,6 +92,7 @@ def guard(twin):
     return twin.mod("_device").device
 
 
+@pytest.mark.devices(2)
 def test_guard_construction_paths_agree(guard, twin):
     g = guard(2)
     assert type(g) is guard and g.idx == 2 and g.prev_idx == -1

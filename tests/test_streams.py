@@ -22,6 +22,7 @@ INVALID_HANDLE = 400
 
 # -- current stream ---------------------------------------------------------------------------------
 
+@pytest.mark.devices(4)
 def test_default_and_current_stream(sm, dev):
     for d in range(NDEV):
         s = sm.default_stream(d)
@@ -35,6 +36,7 @@ def test_default_and_current_stream(sm, dev):
     assert sm.current_stream("cuda:3") == sm.default_stream(3)
 
 
+@pytest.mark.devices(2)
 def test_set_stream_switches_device_and_only_its_devices_stream(sm, dev):
     s1 = sm.Stream(device=1)
     sm.set_stream(s1)
@@ -92,6 +94,7 @@ def test_context_same_device_restores(sm, dev):
         assert got is None and sm.current_stream() == sm.default_stream(0)
 
 
+@pytest.mark.devices(3)
 def test_context_other_device_restores_device_and_both_streams(sm, dev):
     prev2 = sm.Stream(device=2)
     sm.set_stream(prev2)
@@ -104,6 +107,7 @@ def test_context_other_device_restores_device_and_both_streams(sm, dev):
     assert sm.current_stream(2) is prev2 and sm.current_stream() == sm.default_stream(0)
 
 
+@pytest.mark.devices(2)
 def test_context_nested_and_reentered(sm, dev):
     a, b, c = sm.Stream(device=0), sm.Stream(device=1), sm.Stream(device=0)
     ctx = sm.stream(a)
@@ -120,6 +124,7 @@ def test_context_nested_and_reentered(sm, dev):
     assert sm.current_stream() == sm.default_stream(0)
 
 
+@pytest.mark.devices(4)
 def test_set_stream_inside_context(sm, dev):
     a, b = sm.Stream(device=0), sm.Stream(device=0)
     with sm.stream(a):
@@ -136,6 +141,7 @@ def test_set_stream_inside_context(sm, dev):
     assert sm.current_stream(1) == sm.default_stream(1) and sm.current_stream(3) is s3
 
 
+@pytest.mark.devices(4)
 def test_context_restores_on_exception(sm, dev):
     s = sm.Stream(device=3)
     with pytest.raises(KeyError):
@@ -144,6 +150,7 @@ def test_context_restores_on_exception(sm, dev):
     assert dev.current_device() == 0 and sm.current_stream(3) == sm.default_stream(3)
 
 
+@pytest.mark.devices(2)
 def test_stream_object_as_context(sm, dev):
     s = sm.Stream(device=1)
     with s:
@@ -153,6 +160,7 @@ def test_stream_object_as_context(sm, dev):
     assert dev.current_device() == 0 and sm.current_stream(1) == sm.default_stream(1)
 
 
+@pytest.mark.devices(3)
 def test_context_does_not_create_context_on_exit_to_pending_target(sm, dev, emu):
     # Entering a stream context from a pending target device materialises it (torch's SetTargetDevice),
     # and the exit returns there.
@@ -167,6 +175,7 @@ def test_context_does_not_create_context_on_exit_to_pending_target(sm, dev, emu)
 
 # -- pool and priorities ----------------------------------------------------------------------------
 
+@pytest.mark.devices(2)
 def test_pool_round_robin(sm):
     ids = [sm.Stream(device=1).stream_id for _ in range(64)]
     assert len(set(ids[:32])) == 32 and ids[32:] == ids[:32]
@@ -175,6 +184,7 @@ def test_pool_round_robin(sm):
     assert len(ptrs) == 32 and 0 not in ptrs
 
 
+@pytest.mark.devices(4)
 def test_pool_created_lazily_and_non_blocking(sm, rt, emu):
     before = emu.accelEmuLiveStreams()
     first = [sm.Stream(device=3, priority=-2) for _ in range(32)]
@@ -186,6 +196,7 @@ def test_pool_created_lazily_and_non_blocking(sm, rt, emu):
     assert all(rt.cudaStreamGetFlags(s.cuda_stream) == 1 for s in first[:4])
 
 
+@pytest.mark.devices(3)
 @pytest.mark.parametrize("priority, expected, type_bits", [(0, 0, 1), (-1, -1, 2), (-3, -3, 4), (-100, -3, 4),
                                                             (7, 0, 1)])
 def test_priorities_clamped(sm, priority, expected, type_bits):
@@ -195,6 +206,7 @@ def test_priorities_clamped(sm, priority, expected, type_bits):
     assert sm.Stream.priority_range() == sm.priority_range() == (0, -3)
 
 
+@pytest.mark.devices(3)
 def test_stream_on_other_device_keeps_current_device(sm, dev):
     s = sm.Stream(device="cuda:2")
     assert s.device_index == 2 and dev.current_device() == 0
@@ -213,6 +225,7 @@ class Foreign:
         return (self.version, self.ptr)
 
 
+@pytest.mark.devices(2)
 def test_cuda_stream_protocol_both_ways(sm):
     s = sm.Stream(device=1)
     assert s.__cuda_stream__() == (0, s.cuda_stream)
@@ -232,6 +245,7 @@ def test_cuda_stream_protocol_both_ways(sm):
         assert sm.current_stream() == s
 
 
+@pytest.mark.devices(4)
 def test_external_stream_device_from_runtime(sm, rt, dev):
     rt.cudaSetDevice(2)
     raw = rt.cudaStreamCreateWithFlags(1)
@@ -277,6 +291,7 @@ def test_ctypes_accepts_stream_as_argument(sm):
 
 # -- ordering with host functions -------------------------------------------------------------------
 
+@pytest.mark.devices(2)
 def test_wait_stream_orders_host_functions(sm):
     a, b = sm.Stream(device=0), sm.Stream(device=1)
     log = []
@@ -304,6 +319,7 @@ def test_without_wait_streams_run_independently(sm):
     a.synchronize()
 
 
+@pytest.mark.devices(3)
 def test_wait_stream_reuses_one_event(sm, emu):
     a, b = sm.Stream(device=2), sm.Stream(device=2)
     b.wait_stream(a)
@@ -354,6 +370,7 @@ def test_host_func_failure_to_launch(sm, emu):
 
 # -- identity and bad input -------------------------------------------------------------------------
 
+@pytest.mark.devices(2)
 def test_eq_hash_repr(sm):
     s = sm.Stream(device=1)
     same = sm.ExternalStream(s.cuda_stream, device=1)
@@ -366,12 +383,13 @@ def test_eq_hash_repr(sm):
 
 
 @pytest.mark.parametrize("call, exc, text", [
-    (lambda sm: sm.Stream(device=7), ValueError, r"Device index value 7 is out of index range \[0, 4\)"),
+    (lambda sm: sm.Stream(device=NDEV + 3), ValueError,
+     rf"Device index value {NDEV + 3} is out of index range \[0, {NDEV}\)"),
     (lambda sm: sm.Stream(device="cuda:9"), ValueError, "9"),
     (lambda sm: sm.Stream(device=1.5), TypeError, "1.5"),
     (lambda sm: sm.Stream(priority="high"), TypeError, "'high'"),
     (lambda sm: sm.current_stream(-2), ValueError, "-2"),
-    (lambda sm: sm.current_stream(4), ValueError, r"\[0, 4\)"),
+    (lambda sm: sm.current_stream(NDEV), ValueError, rf"\[0, {NDEV}\)"),
     (lambda sm: sm.default_stream(99), ValueError, "99"),
     (lambda sm: sm.set_stream(42), TypeError, "42"),
     (lambda sm: sm.stream("s"), TypeError, "'s'"),
@@ -390,6 +408,7 @@ def test_index_parser_validation(sm):
         sm.set_index_parser(3)
 
 
+@pytest.mark.devices(3)
 def test_current_stream_with_device_makes_no_cuda_call(sm, rt, emu):
     s = sm.Stream(device=2)
     sm.set_stream(s)
@@ -403,6 +422,7 @@ def test_current_stream_with_device_makes_no_cuda_call(sm, rt, emu):
     emu.accelEmuSetFail(None)
 
 
+@pytest.mark.devices(3)
 def test_public_layer():
     import accel.cuda as cuda
     s = cuda.Stream(device="cuda:1", priority=-1)
@@ -422,6 +442,7 @@ def test_public_layer():
     cuda.set_device(0)
 
 
+@pytest.mark.devices(2)
 def test_current_stream_inside_host_functions(sm):
     # Host functions run on CUDA threads whose Python thread state is created and dropped per call:
     # the per-thread stream state must be rebuilt every time (default streams), never reused stale.
