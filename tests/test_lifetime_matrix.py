@@ -897,7 +897,11 @@ CONTROLS = {"live_streams": _ctl_live_streams, "live_events": _ctl_live_events, 
             "canary-pinned": _ctl_canary(2)}
 
 
-@pytest.mark.parametrize("check", list(CONTROLS))
+_CONTROL_DEVICES = {"current_device": 3, "current_streams": 4}   # their controls switch to device 2 / 3
+
+
+@pytest.mark.parametrize("check", [pytest.param(c, marks=pytest.mark.devices(_CONTROL_DEVICES.get(c, 2)))
+                                   for c in CONTROLS])
 @_frameless
 def test_control_each_check_sees_a_change(ctx, watch, check):
     undo = []
