@@ -25,6 +25,32 @@ if os.environ["ACCEL_CUDART"] == "emu":
         emu.activate()
 
 
+def _device_count():
+    """The runtime's CUDA devices (the emulator's 4; a real machine's own count; 0 without one)."""
+    from accel import _impl
+    rt = _impl.module("_cudart")
+    try:
+        rt.load()
+        return rt.cudaGetDeviceCount()
+    except Exception:
+        return 0
+
+
+DEVICE_COUNT = _device_count()
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "devices(n): needs n CUDA devices (skipped on a machine with fewer)")
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        mark = item.get_closest_marker("devices")
+        if mark is not None and mark.args[0] > DEVICE_COUNT:
+            item.add_marker(pytest.mark.skip(reason=f"needs {mark.args[0]} CUDA devices, this machine has "
+                                                    f"{DEVICE_COUNT}"))
+
+
 def _param(bench):
     return bench.name.partition("[")[2].rstrip("]")
 

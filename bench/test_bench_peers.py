@@ -48,7 +48,8 @@ def _cuda_core():
     except ImportError:
         return None, "cuda-core is not installed"
     try:
-        Device(1).set_current()
+        if native_rt.cudaGetDeviceCount() > 1:
+            Device(1).set_current()
         Device(0).set_current()
     except Exception as exc:  # noqa: BLE001
         return None, f"cuda.core does not run here: {str(exc).splitlines()[0]}"
@@ -99,7 +100,8 @@ def _none(name, what):
 @pytest.fixture(scope="module", autouse=True)
 def on_device_0():
     for twin in DEV:
-        DEV[twin].set_device(1)
+        if RT[twin].cudaGetDeviceCount() > 1:
+            DEV[twin].set_device(1)
         DEV[twin].set_device(0)
     yield
     for twin in DEV:
@@ -147,6 +149,7 @@ def _guard_calls(get, set_, p):
 
 
 @pytest.mark.benchmark(group="with device(other)")
+@pytest.mark.devices(2)
 def test_floor_ctypes_min_guard_calls(bench):
     # enter: get + set; exit: get + set (the primary-context probe left out)
     bench(_guard_calls, _ctypes_min("cudaGetDevice"), _ctypes_min("cudaSetDevice"),
@@ -246,6 +249,7 @@ def test_peer_with_device_same(bench, peer, request):
 
 
 @pytest.mark.benchmark(group="with device(other)")
+@pytest.mark.devices(2)
 @peers(*PEERS)
 def test_peer_with_device_switch(bench, peer, request):
     bench(_guard_loop, _device_ctx(request.node.callspec.params["peer"], peer), 1, per=LOOP)
@@ -277,7 +281,8 @@ def _peer_stream(name, peer, device):
 
 @pytest.mark.benchmark(group="with stream(s)")
 @peers(*PEERS)
-@pytest.mark.parametrize("device", [0, 1], ids=["same_device", "other_device"])
+@pytest.mark.parametrize("device", [0, pytest.param(1, marks=pytest.mark.devices(2))],
+                         ids=["same_device", "other_device"])
 def test_peer_with_stream(bench, peer, request, device):
     name = request.node.callspec.params["peer"]
     s = _peer_stream(name, peer, device)

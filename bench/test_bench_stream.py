@@ -93,6 +93,7 @@ def test_with_stream_same_device(bench, twin):
 
 
 @pytest.mark.benchmark(group="with stream(s)")
+@pytest.mark.devices(2)
 @pytest.mark.parametrize("twin", ["native", "python"])
 def test_with_stream_other_device(bench, twin):
     mod = TWINS[twin]
