@@ -167,9 +167,9 @@ def _cases(lib, abi):
 
     # IPC handles: garbage bytes, and the emulator's layout with an id never issued
     forged = abi.IpcHandle()
-    ctypes.memmove(forged.reserved, b"ACCELEMU" + os.getpid().to_bytes(4, sys.byteorder) + b"\0" * 4
+    ctypes.memmove(ctypes.addressof(forged), b"ACCELEMU" + os.getpid().to_bytes(4, sys.byteorder) + b"\0" * 4
                    + SIZE_MAX.to_bytes(8, sys.byteorder), 24)
-    case("cudaIpcOpenEventHandle(zeros)", INVALID_VALUE, lambda: lib.cudaIpcOpenEventHandle(byref(out), abi.IpcHandle()))
+    case("cudaIpcOpenEventHandle(zeros)", INVALID_HANDLE, lambda: lib.cudaIpcOpenEventHandle(byref(out), abi.IpcHandle()))
     case("cudaIpcOpenEventHandle(id never issued)", INVALID_VALUE, lambda: lib.cudaIpcOpenEventHandle(byref(out), forged))
 
     # the NVML stand-in: NVML's own codes

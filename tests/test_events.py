@@ -130,6 +130,7 @@ def test_elapsed_time_errors(sm):
         t1.elapsed_time("x")
 
 
+@pytest.mark.emu_only("the real runtime refuses to open an event IPC handle in the process that made it (cudaErrorDeviceUninitialized on an H200, driver 580); the emulator, whose devices live in one process, opens it there so that the round trip can be tested")
 def test_ipc_handle_round_trip(sm, dev):
     e = sm.Event(interprocess=True)
     h = e.ipc_handle()  # creates it on the current device
@@ -159,7 +160,7 @@ def test_ipc_errors(sm):
         sm.Event.from_ipc_handle(0, 12)
     with pytest.raises(CudaError) as info:
         sm.Event.from_ipc_handle(0, bytes(64))
-    assert info.value.code == INVALID_VALUE
+    assert info.value.code == INVALID_HANDLE        # a real CUDA 13 runtime's answer (H200, driver 580), the emulator's
     with pytest.raises(ValueError, match="9"):
         sm.Event.from_ipc_handle(9, bytes(64))
 

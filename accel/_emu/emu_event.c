@@ -239,7 +239,9 @@ EXPORT cudaError_t cudaIpcOpenEventHandle(cudaEvent_t *out, cudaIpcEventHandle_t
     uint64_t id;
     memcpy(&pid, handle.reserved + 8, sizeof pid);
     memcpy(&id, handle.reserved + 16, sizeof id);
-    if (memcmp(handle.reserved, IPC_MAGIC, 8) || pid != (int32_t)getpid())
+    if (memcmp(handle.reserved, IPC_MAGIC, 8))      /* not a handle at all (zeros, garbage): what a real CUDA 13 */
+        return fail(cudaErrorInvalidResourceHandle);  /* runtime answered on an H200 (driver 580) */
+    if (pid != (int32_t)getpid())
         return fail(cudaErrorInvalidValue);
     pthread_mutex_lock(&G);
     evshared_t *sh = ht_get(&g_ipc, id);
