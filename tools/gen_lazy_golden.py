@@ -702,6 +702,14 @@ PROGRAMS_NN = [
      "rd = T.zeros(2, device=D, dtype=T.float64)\nvd = T.ones(2, device=D, dtype=T.float64)\n"
      "yd = F.batch_norm(x3, rd, vd, training=True, momentum=0.5)\nmark_step()\n"
      "out = [y, z, y2, rm + 0, rv * 1, yd, rd + 0, vd + 0]"),
+    # empty inputs: batch_norm is torch's shortcut (the input's IR, * weight[0], + bias[0]), the losses trace
+    ("norms_empty", "f32[3] f32[3]",
+     "F = T.nn.functional\nx = T.zeros(0, 3, 2, device=D)\nrm = T.zeros(3, device=D)\nrv = T.ones(3, device=D)\n"
+     "t = T.zeros(0, device=D, dtype=T.int64)\n"
+     "out = [F.batch_norm(x, rm, rv, x0, x1), F.batch_norm(x, rm, rv, training=True), "
+     "F.batch_norm(x[:, :, 0], None, None, training=True), F.nll_loss(x[:, :, 0], t), "
+     "F.nll_loss(x[:, :, 0], t, reduction='sum'), F.nll_loss(x[:, :, 0], t, reduction='none'), "
+     "F.cross_entropy(x[:, :, 0], t), F.cross_entropy(x, T.zeros(0, 2, device=D, dtype=T.int64)), rm + 0, rv * 1]"),
 ]
 PROGRAMS += PROGRAMS_NN
 # Programs whose values are LTC's rather than eager torch's: eager torch runs a fused kernel (native_group_norm)

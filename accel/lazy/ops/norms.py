@@ -170,8 +170,6 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     if training and s.sizes[1] and _numel(s.sizes) // s.sizes[1] == 1:
         raise ValueError(f"Expected more than 1 value per channel when training, got input size "
                          f"torch.Size([{', '.join(str(k) for k in s.sizes)}])")
-    if 0 in s.sizes:
-        raise NotImplementedError("batch_norm() of an empty tensor is not supported by accel.lazy yet")
     c = s.sizes[1]
     ts = []
     for name, p in (("weight", weight), ("bias", bias), ("running_mean", running_mean),
@@ -185,6 +183,15 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     if m is None or isinstance(momentum, bool):
         raise TypeError(f"batch_norm(): momentum must be a Python number, got {momentum!r}")
     m = float(m)
+    if 0 in s.sizes:
+        # torch's _batch_norm_impl_index of an empty input: input.clone() (on the lazy device, the input's IR
+        # itself), * weight[0], + bias[0]; no native_batch_norm, the running statistics untouched
+        out = _t._wrap(input._ir(), s)
+        if ts[0] is not None:
+            out = out * ts[0][0]
+        if ts[1] is not None:
+            out = out + ts[1][0]
+        return out
     _fn_counter("native_batch_norm")[0] += 1
     ops = (input._ir(),) + tuple(None if p is None else p._ir() for p in ts)
     stats = (pcode, (c,)) if ts[2] is not None else (_UNDEFINED, (0,))    # LTC's shapes without running ones
@@ -315,9 +322,6 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
         raise NotImplementedError("nll_loss(size_average=, reduce=) (deprecated) is not supported by accel.lazy; "
                                   "use reduction=")
     s = _float_input(input, "nll_loss")
-    if 0 in s.sizes:
-        raise NotImplementedError("nll_loss() / cross_entropy() of an empty input is not supported by accel.lazy "
-                                  "yet")
     _check_tensor(target, "nll_loss() target")
     if reduction not in _REDUCTION:
         raise ValueError(f"{reduction} is not a valid value for reduction")
@@ -351,8 +355,9 @@ def _nll_loss_nd(input, target, weight, ignore_index, reduction):
         raise ValueError(f"Expected target size {[n] + list(s.sizes[2:])}, got {list(ts)}")
     x, t = input, target
     if len(s.sizes) != 4:
-        t = _view(target, (n, 1, -1), "view_copy_symint")
-        x = _view(input, (n, c, 1, -1), "view_copy_symint")
+        empty = 0 in s.sizes                       # torch views an empty input as [N, C, 0, 0], its target [N, 0, 0]
+        t = _view(target, (n, 0, 0) if empty else (n, 1, -1), "view_copy_symint")
+        x = _view(input, (n, c, 0, 0) if empty else (n, c, 1, -1), "view_copy_symint")
     weight = _opt(weight, "nll_loss() weight")
     _param_shape(weight, (c,), "nll_loss() weight")
     ig = _index(ignore_index, "nll_loss(): ignore_index")
