@@ -702,14 +702,17 @@ PROGRAMS_NN = [
      "rd = T.zeros(2, device=D, dtype=T.float64)\nvd = T.ones(2, device=D, dtype=T.float64)\n"
      "yd = F.batch_norm(x3, rd, vd, training=True, momentum=0.5)\nmark_step()\n"
      "out = [y, z, y2, rm + 0, rv * 1, yd, rd + 0, vd + 0]"),
-    # empty inputs: batch_norm is torch's shortcut (the input's IR, * weight[0], + bias[0]), the losses trace
+    # empty inputs: batch_norm is torch's shortcut (the input's IR, * weight[0], + bias[0]), the losses trace,
+    # group_norm is one as_strided_copy of its input
     ("norms_empty", "f32[3] f32[3]",
      "F = T.nn.functional\nx = T.zeros(0, 3, 2, device=D)\nrm = T.zeros(3, device=D)\nrv = T.ones(3, device=D)\n"
      "t = T.zeros(0, device=D, dtype=T.int64)\n"
      "out = [F.batch_norm(x, rm, rv, x0, x1), F.batch_norm(x, rm, rv, training=True), "
      "F.batch_norm(x[:, :, 0], None, None, training=True), F.nll_loss(x[:, :, 0], t), "
      "F.nll_loss(x[:, :, 0], t, reduction='sum'), F.nll_loss(x[:, :, 0], t, reduction='none'), "
-     "F.cross_entropy(x[:, :, 0], t), F.cross_entropy(x, T.zeros(0, 2, device=D, dtype=T.int64)), rm + 0, rv * 1]"),
+     "F.cross_entropy(x[:, :, 0], t), F.cross_entropy(x, T.zeros(0, 2, device=D, dtype=T.int64)), rm + 0, rv * 1, "
+     "F.group_norm(T.zeros(0, 4, 2, device=D), 2), F.group_norm(x.reshape(0, 6) * 2, 3, T.ones(6, device=D)), "
+     "F.group_norm(T.zeros(2, 4, 0, device=D), 2, T.ones(4, device=D), T.zeros(4, device=D))]"),
 ]
 PROGRAMS += PROGRAMS_NN
 # Programs whose values are LTC's rather than eager torch's: eager torch runs a fused kernel (native_group_norm)

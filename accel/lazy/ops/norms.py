@@ -17,7 +17,7 @@ from accel.lazy.executor import compute_values, tensor_value
 from accel.lazy.ops.nn import _softmax
 from accel.lazy.ops.reductions import _amax
 from accel.lazy.ops.casts import to_copy as _to_copy
-from accel.lazy.ops.views import _numel, _unsqueeze, _view
+from accel.lazy.ops.views import _const, _numel, _unsqueeze, _view
 from accel.lazy.tensors import (
     LazyTensor, _as_number, _check_tensor, _dim_list, _dtype_name, _emit, _fn_counter, _index, _int_list,
     _norm_dim, _seed)
@@ -219,13 +219,24 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     size = [n * c // g, g] + list(s.sizes[2:])      # torch.nn.functional's _verify_batch_size
     if _numel([size[0]] + size[2:]) == 1:
         raise ValueError(f"Expected more than 1 value per channel when training, got input size {size}")
-    if 0 in s.sizes:
-        # torch's native_group_norm of an empty input returns as_strided views of empty results: not traced here
-        raise NotImplementedError("group_norm() of an empty tensor is not supported by accel.lazy yet")
     weight, bias = _opt(weight, "group_norm() weight"), _opt(bias, "group_norm() bias")
     _param_shape(weight, (c,), "group_norm() weight")
     _param_shape(bias, (c,), "group_norm() bias")
     e = _eps(eps, "group_norm")
+    if 0 in s.sizes:
+        # torch 2.13 of an empty input: one aten::as_strided_copy of a new empty tensor (its device data; the
+        # strides the products of the sizes after each dim, the storage offset a constant 0), neither the input
+        # nor weight and bias read, as LTC records it
+        strides, acc = [], 1
+        for k in reversed(s.sizes):
+            strides.insert(0, acc)
+            acc *= k
+        _fn_counter("empty_strided_symint")[0] += 1
+        _fn_counter("as_strided_copy_symint")[0] += 1
+        fresh = _t._dd(s, _t.Data(_np.zeros(s.sizes, D.CODE_TO_NP[s.dtype])))
+        return _emit("aten::as_strided_copy", (fresh, _const(0)), s.dtype, s.sizes,
+                     _seed(list(s.sizes), strides), "aten::as_strided_copy", None,
+                     f"size={_dim_list(list(s.sizes))}, stride={_dim_list(strides)}")
     xr = _view(input, (n, g, _numel(s.sizes) // (n * g) if n * g else 0), "view_copy_symint")
     var, mean = _var_mean(xr, 2)
     rstd = (var + e).rsqrt()
@@ -559,6 +570,10 @@ def _np_batch_norm(x, *rest, stats=None, same=False):
     return (r.astype(x.dtype),) + save + new
 
 
+def _k_as_strided_empty(k):          # only ever of an empty tensor (group_norm's): nothing to read
+    k.line(f"{k.out} = _np_zeros({tuple(k.shape.sizes)!r}, _d{k.code})")
+
+
 def _k_batch_norm(k):
     g = k.run_arg()
     if not g:
@@ -607,7 +622,8 @@ def _np_nll(x, t, *rest):
         return _np.asarray(total / w.sum(), x.dtype), total_w
 
 
-helpers(_native_layer_norm=_np_layer_norm, _native_batch_norm=_np_batch_norm, _nll_loss_forward=_np_nll,
+helpers(_np_zeros=_np.zeros, _native_layer_norm=_np_layer_norm, _native_batch_norm=_np_batch_norm,
+        _nll_loss_forward=_np_nll,
         _nll_loss2d_forward=_np_nll2d)
 
 
@@ -640,7 +656,8 @@ declare("logsumexp", {"logsumexp": _logsumexp_m}, {"logsumexp": _logsumexp_f})
 declare("layer_norm", {}, {"layer_norm": _layer_norm_f},
         [Kernel("aten::native_layer_norm", _k_attrs("_native_layer_norm"), out=True)], nn={"layer_norm": layer_norm})
 declare("rms_norm", {}, {"rms_norm": rms_norm}, nn={"rms_norm": rms_norm})
-declare("group_norm", {}, {"group_norm": group_norm}, nn={"group_norm": group_norm})
+declare("group_norm", {}, {"group_norm": group_norm},
+        [Kernel("aten::as_strided_copy", _k_as_strided_empty)], nn={"group_norm": group_norm})
 def _batch_norm_f(input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled=True):
     """torch.batch_norm (the module function's argument order)."""
     return batch_norm(_input(input, "batch_norm"), running_mean, running_var, weight, bias, training, momentum, eps)
