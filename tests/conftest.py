@@ -207,6 +207,23 @@ def device_count():
     return DEVICE_COUNT
 
 
+# The helpers every lazy test module's CHECKS script may use (a module may define its own over them): ``raises``
+# (the exception, its message containing each text) and ``cv`` (a lazy counter's value, 0 when absent).
+_CHECKS_PRELUDE = """
+def raises(exc, fn, *texts):
+    try:
+        fn()
+    except exc as e:
+        for t in texts:
+            assert t in str(e), (t, str(e))
+        return e
+    raise AssertionError(f"{fn} did not raise {exc.__name__}")
+
+def cv(name):
+    from accel.lazy import metrics as _metrics
+    return _metrics.counter_value(name) or 0
+"""
+
 # The runner appended to a lazy test module's CHECKS script: every check_* function, its traceback if it fails.
 _CHECKS_RUNNER = """
 import json as _json, traceback as _traceback, accel as _accel
@@ -230,7 +247,7 @@ def lazy_checks():
         from accel import _build_config
         if backend == "native" and not _build_config.NATIVE:
             pytest.skip("installed with -Dnative=false: no compiled twin")
-        r = run_python(code + _CHECKS_RUNNER, env={"ACCEL_BACKEND": backend}, timeout=timeout)
+        r = run_python(_CHECKS_PRELUDE + code + _CHECKS_RUNNER, env={"ACCEL_BACKEND": backend}, timeout=timeout)
         assert r.returncode == 0, r.stderr[-3000:]
         out = json.loads(r.stdout.strip().splitlines()[-1])
         assert out["backend"] == backend

@@ -11,20 +11,8 @@ import numpy as np
 import accel, accel.lazy as L
 from accel.lazy import metrics as M
 
-def cv(name):
-    return M.counter_value(name) or 0
-
 def arr(*shape, seed=0, dtype=np.float32):
     return (np.random.default_rng(seed).integers(-8, 9, shape) / 4).astype(dtype)
-
-def raises(exc, fn, *texts):
-    try:
-        fn()
-    except exc as e:
-        for t in texts:
-            assert t in str(e), (t, str(e))
-        return e
-    raise AssertionError(f"{fn} did not raise {exc.__name__}")
 
 def check_cache_hits_and_misses():
     L.mark_step()

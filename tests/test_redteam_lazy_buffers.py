@@ -21,9 +21,6 @@ import accel, accel.lazy as L
 import accel.lazy.nn.functional as F
 from accel.lazy import metrics as M
 
-def cv(name):
-    return M.counter_value(name) or 0
-
 def rnd(seed, *shape, dtype=np.float32):
     return np.random.default_rng(seed).standard_normal(shape).astype(dtype)
 

@@ -44,15 +44,6 @@ def sha(g):
 def reuse_counters():
     return {n: M.counter_value(n) for n in M.counter_names() if "Reuse" in n or "Trie" in n}
 
-def raises(exc, fn, *texts):
-    try:
-        fn()
-    except exc as e:
-        for t in texts:
-            assert t in str(e), (t, str(e))
-        return e
-    raise AssertionError(f"{fn} did not raise {exc.__name__}")
-
 def check_manual_seed_range():
     # torch: ValueError('Overflow when unpacking long long') outside [-2**63, 2**64); -1 is 2**64 - 1
     g = L.Generator().manual_seed(5)
