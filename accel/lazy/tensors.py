@@ -20,6 +20,7 @@ from accel import _impl
 from accel.lazy import _dtypes as D
 from accel.lazy import _optable
 from accel.lazy import metrics as _metrics
+from accel.lazy import trie as _trie
 from accel.lazy.trie import TrieCache, release_all as _trie_release_all
 
 _ir = _impl.module("_ir")
@@ -221,15 +222,26 @@ def _drop_run_arg(ref, _a=_run_args):
     _a.pop(ref.key, None)
 
 
-def set_run_arg(node, obj):
+def set_run_arg(node, obj, identity=False):
+    """Hand ``obj`` to ``node``'s kernel when its graph runs; ``identity``: the IR trie reuses the node only for
+    the same object (LTC's CanBeReused compares an at::Generator by identity)."""
     k = id(node)
-    _run_args[k] = (weakref.KeyedRef(node, _drop_run_arg, k), obj)
+    _run_args[k] = (weakref.KeyedRef(node, _drop_run_arg, k), obj, identity)
 
 
 def run_arg(node):
     """The run-time argument of ``node``, or None."""
     e = _run_args.get(id(node))
     return None if e is None or e[0]() is not node else e[1]
+
+
+def _identity_run_arg(node):
+    """The run-time argument the IR trie compares by identity (set_run_arg(identity=True)), or None."""
+    e = _run_args.get(id(node))
+    return None if e is None or e[0]() is not node or not e[2] else e[1]
+
+
+_trie.identity_arg = _identity_run_arg
 
 
 _after = []
@@ -280,12 +292,7 @@ def _wrap_slow(node, shape):
     if not _reuse[0]:
         return _wrap_plain(node, shape)
     if node is not None and not node.is_device_data:   # device data went through the trie as it was made (_dd)
-        tc = TrieCache.get()
-        hit = tc._lookup(node, reuse_counter_name)
-        if hit is None:
-            tc.insert(node)
-        else:
-            node = hit
+        node = trie_node(node)
     return _wrap_plain(node, shape)
 
 
@@ -306,17 +313,17 @@ def _wrap_unreusable(node, shape):
     """_wrap for a node LTC never reuses (see _gap): inserted into the IR trie without a lookup."""
     if _forced and node.op.qualified_name in _forced:
         return _run_forced(node, shape)
-    TrieCache.get().insert(node)
-    return _wrap_plain(node, shape)
+    return _wrap_plain(trie_node(node, False), shape)
 
 
-def trie_node(node):
-    """``node``, or with IR reuse on the equal node the IR trie holds (LTC's ReuseOrMakeNode), for a node that
-    is only ever an operand (a TensorList)."""
+def trie_node(node, reusable=True):
+    """``node``, or with IR reuse on the equal node the IR trie holds (LTC's ReuseOrMakeNode; ``node`` is
+    inserted when there is none, or when it is not ``reusable``).  Also for a node that is only ever an
+    operand (a TensorList)."""
     if not _reuse[0]:
         return node
     tc = TrieCache.get()
-    hit = tc._lookup(node, reuse_counter_name)
+    hit = tc._lookup(node, reuse_counter_name) if reusable else None
     if hit is None:
         tc.insert(node)
         return node
@@ -493,12 +500,7 @@ def _emit_multi(opname, operands, shapes, seed=None, kind=None, args=None, tags=
     if tags is not None or kind is not None:
         set_attrs(n, kind or opname, args, tags)
     if _reuse[0]:
-        tc = TrieCache.get()
-        hit = None if None in operands and _gap(operands) else tc._lookup(n, reuse_counter_name)
-        if hit is None:
-            tc.insert(n)
-        else:
-            n = hit
+        n = trie_node(n, not _gap(operands))
     return tuple(_wrap(Output(n, i), s) for i, s in enumerate(shp))
 
 
@@ -508,7 +510,7 @@ def _emit(opname, operands, code, sizes, seed=None, kind=None, args=None, tags=N
     n = Node(_op(opname), operands, (shape,), 1, _ME if seed is None else seed)
     if tags is not None or kind is not None:
         set_attrs(n, kind or opname, args, tags)
-    if _reuse[0] and None in operands and _gap(operands):
+    if _reuse[0] and _gap(operands):
         return _wrap_unreusable(n, shape)
     return _wrap(n, shape)
 

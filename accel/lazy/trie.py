@@ -13,7 +13,8 @@ _ids = threading.local()
 
 # identity_arg(node): an argument LTC's CanBeReused compares by identity, or None.  A random op given
 # generator= compares its generator as at::Generator's == does (the same generator object, not an equal
-# state), so a node traced with another generator is not reused; accel.lazy.ops.random sets it.
+# state), so a node traced with another generator is not reused; accel.lazy.tensors sets it (the run-time
+# arguments of set_run_arg(identity=True)).
 identity_arg = None
 
 # Device-data nodes that live tensors kept as their IR across a mark_step (id(node) -> (node, [weakref to

@@ -27,7 +27,6 @@ import numpy as _np
 from accel.lazy import _dtypes as D
 from accel.lazy import metrics as _metrics
 from accel.lazy import tensors as T
-from accel.lazy import trie as _trie
 from accel.lazy._optable import Kernel, classes, declare, helpers
 from accel.lazy.executor import tensor_value
 from accel.lazy.inplace import commit as _commit, sync as _sync
@@ -156,16 +155,6 @@ def _restore_generator(state):
 
 
 default_generator = _gen = Generator()
-
-
-def _node_generator(node):
-    """The generator a node given generator= draws from (None for any other node): the IR trie reuses such a
-    node only for the same generator object, as LTC's CanBeReused compares at::Generator by identity."""
-    g = T.run_arg(node)
-    return g if type(g) is Generator else None
-
-
-_trie.identity_arg = _node_generator
 
 
 def manual_seed(seed):
@@ -378,10 +367,9 @@ def _draw(opname, empty, seed, args, tags, counter, gen=None):
     _fn_counter(counter)[0] += 1
     n = T.Node(_op(opname), (empty._ir(),), (s,), 1, seed)
     set_attrs(n, opname, args, tags)
-    if gen is not None:
-        T.set_run_arg(n, gen)
-    w = T._wrap(n, s)
-    return w
+    if gen is not None:      # the IR trie reuses the node only for this very generator, as LTC compares them
+        T.set_run_arg(n, gen, identity=True)
+    return T._wrap(n, s)
 
 
 def _float_code(dtype, what):
