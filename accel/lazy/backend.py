@@ -4,8 +4,8 @@ A backend has ``name`` and ``compile(post, roots) -> Program``; a Program has ``
 parameters' Data handles in parameter-sequence order, returning one array per root) and ``text`` (its
 readable source).  A graph with nodes that carry a run-time argument (tensors.run_arg: the generator of a
 random op given ``generator=``) is run as ``run(params, args)``, those arguments in post order; without
-``args`` the program uses the ones it was compiled with.  Another backend (a fusing one, or one on accel streams) can be set beside this one with
-accel.lazy.executor.set_backend.
+``args`` the program uses the ones it was compiled with.  Another backend (a fusing one, or one on accel
+streams) can be set beside this one with accel.lazy.executor.set_backend.
 
 Elementwise ops write into buffers that the program owns and reuses from step to step (numpy's ``out=``),
 chosen by liveness: a buffer is reused once every value reading it (views included) has been consumed.

@@ -31,8 +31,9 @@ from accel.lazy._optable import Kernel, classes, declare, helpers
 from accel.lazy.executor import tensor_value
 from accel.lazy.inplace import commit as _commit, sync as _sync
 from accel.lazy.ops.factories import _code, _empty, _sizes, zeros as _zeros
+from accel.lazy.ops.views import expanded_sizes
 from accel.lazy.tensors import (
-    LazyTensor, _as_number, _check_tensor, _device, _dtype_name, _fmt_size, _fn_counter, _index, _op, _seed,
+    LazyTensor, _as_number, _check_tensor, _device, _dtype_name, _fn_counter, _index, _op, _seed,
     set_attrs)
 
 DEFAULT_SEED = 67280421310721       # c10::default_rng_seed_val
@@ -398,8 +399,8 @@ def _normal(empty, mean=0.0, std=1.0, gen=None):
 def _random(empty, lo, hi, gen=None):
     if not lo < hi:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={lo} >= to={hi}")
-    return _draw("aten::random", empty, _seed(lo, hi, _gen_hash(gen)), (lo, hi), f"from={lo}, to={hi}, {_gen_tag(gen)}",
-                 "random", gen)
+    return _draw("aten::random", empty, _seed(lo, hi, _gen_hash(gen)), (lo, hi),
+                 f"from={lo}, to={hi}, {_gen_tag(gen)}", "random", gen)
 
 
 def rand(*size, dtype=None, device=None, generator=None):
@@ -580,18 +581,7 @@ _TENSOR_TYPE = {D.FLOAT32: "FloatTensor", D.FLOAT64: "DoubleTensor", D.FLOAT16: 
 
 def _check_expands(shape, sizes):
     """torch's expand_inplace check: a tensor of ``shape`` expands to ``sizes`` (its messages)."""
-    ps = shape.sizes
-    n, nd = len(sizes), len(ps)
-    if n < nd:
-        raise RuntimeError(f"expand(torch.{_TENSOR_TYPE[shape.dtype]}{{{_fmt_size(ps)}}}, size={_fmt_size(sizes)}): the "
-                           f"number of sizes provided ({n}) must be greater or equal to the number of dimensions in "
-                           f"the tensor ({nd})")
-    for i, want in enumerate(sizes):
-        have = ps[i - (n - nd)] if i >= n - nd else 1
-        if have != want and have != 1:
-            raise RuntimeError(f"The expanded size of the tensor ({want}) must match the existing size ({have}) at "
-                               f"non-singleton dimension {i}.  Target sizes: {_fmt_size(sizes)}.  Tensor sizes: "
-                               f"{_fmt_size(ps)}")
+    expanded_sizes(shape.sizes, list(sizes), _TENSOR_TYPE[shape.dtype])
 
 
 def _bernoulli_tensor_m(self, p, g=None):

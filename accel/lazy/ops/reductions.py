@@ -522,5 +522,5 @@ def _std_class(node, attrs):       # std.dim / std / std.correction (LTC's StdDi
         "Std" if tags.startswith("unbiased=") else "StdCorrection"
 
 
-classes(**{"aten::std": _std_class, "aten::norm": "NormScalaroptDim", "aten::all": "All", "aten::any": "Any", "aten::min": "Min",
-           "aten::max": "Max", "aten::cumsum": "Cumsum"})
+classes(**{"aten::std": _std_class, "aten::norm": "NormScalaroptDim", "aten::all": "All", "aten::any": "Any",
+           "aten::min": "Min", "aten::max": "Max", "aten::cumsum": "Cumsum"})

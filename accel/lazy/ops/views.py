@@ -189,19 +189,18 @@ def _unsqueeze_to(m, sizes, dim):
     return m
 
 
-def _expand(a, sizes, alias=True):
-    _check_tensor(a, "expand() input")
-    size = _int_list(sizes, "expand() size")
-    s = a._shape
-    nd, n = len(s.sizes), len(size)
+def expanded_sizes(sizes, size, type_name="FloatTensor"):
+    """The sizes a tensor of ``sizes`` expanded to ``size`` has (-1 keeps a dim), with torch's messages
+    (``type_name`` as expand's names the tensor's type)."""
+    nd, n = len(sizes), len(size)
     if n < nd:
-        raise RuntimeError(f"expand(torch.FloatTensor{{{_fmt_size(s.sizes)}}}, size={_fmt_size(size)}): the number "
+        raise RuntimeError(f"expand(torch.{type_name}{{{_fmt_size(sizes)}}}, size={_fmt_size(size)}): the number "
                            f"of sizes provided ({n}) must be greater or equal to the number of dimensions in the "
                            f"tensor ({nd})")
     out = []
     for i, want in enumerate(size):
         j = i - (n - nd)
-        have = s.sizes[j] if j >= 0 else 1
+        have = sizes[j] if j >= 0 else 1
         if want == -1:
             if j < 0:
                 raise RuntimeError(f"The expanded size of the tensor (-1) isn't allowed in a leading, "
@@ -210,8 +209,16 @@ def _expand(a, sizes, alias=True):
         elif have != want and have != 1:
             raise RuntimeError(f"The expanded size of the tensor ({want}) must match the existing size ({have}) at "
                                f"non-singleton dimension {i}.  Target sizes: {_fmt_size(size)}.  Tensor sizes: "
-                               f"{_fmt_size(s.sizes)}")
+                               f"{_fmt_size(sizes)}")
         out.append(want)
+    return out
+
+
+def _expand(a, sizes, alias=True):
+    _check_tensor(a, "expand() input")
+    size = _int_list(sizes, "expand() size")
+    s = a._shape
+    out = expanded_sizes(s.sizes, size)
     _check_numel(out)
     _fn_counter("expand_copy_symint")[0] += 1
     t = _emit("aten::expand_copy", (_view_input(a, alias),), s.dtype, tuple(out), _seed(size, False), "expand", None,
