@@ -14,7 +14,10 @@ except ImportError:  # only in an unbuilt checkout: hand `python -m accel` off t
     raise _checkout.unbuilt() from None
 
 # The twin modules; both packages define every one of them with the same public surface.
-MODULES = ("_cudart", "_device", "_hash", "_ir", "_lazy_trace", "_memory", "_stream")
+MODULES = ("_cudart", "_device", "_hash", "_ir", "_kernels", "_lazy_trace", "_memory", "_stream")
+# Those imported when first asked for (from the package selected here): accel.lazy's kernels need numpy,
+# which ``import accel`` does not load.
+ON_DEMAND = ("_kernels",)
 
 _requested = os.environ.get("ACCEL_BACKEND", "auto").strip().lower() or "auto"
 if _requested not in ("auto", "native", "python"):
@@ -22,7 +25,7 @@ if _requested not in ("auto", "native", "python"):
 
 
 def _import_all(package):
-    return {name: importlib.import_module(f"accel.{package}.{name}") for name in MODULES}
+    return {name: importlib.import_module(f"accel.{package}.{name}") for name in MODULES if name not in ON_DEMAND}
 
 
 def _select():
@@ -47,7 +50,12 @@ backend, reason, _modules = _select()
 
 def module(name):
     """The selected twin of ``name`` (one of MODULES)."""
-    return _modules[name]
+    mod = _modules.get(name)
+    if mod is None:
+        if name not in ON_DEMAND:
+            raise KeyError(f"{name!r} is not one of accel's twin modules {MODULES}")
+        mod = _modules[name] = importlib.import_module(f"accel._{backend}.{name}")
+    return mod
 
 
 cudart = _modules["_cudart"]

@@ -44,8 +44,9 @@ ISSUE17_B = frozenset({
 
 # Programs whose difference from torch is a documented deviation (README.md), by name, with the reason:
 KNOWN = {
-    # softmax of a 0-dim -NaN: torch's kernel keeps the NaN's sign, numpy's float32 exp gives +NaN; the
-    # values compare equal, but 0-dim data is deduplicated by its bytes, so the graph hash differs
+    # softmax of a 0-dim -NaN: torch's kernel keeps the NaN's sign, numpy's float32 exp (the python twin's)
+    # gives +NaN; the values compare equal, but 0-dim data is deduplicated by its bytes, so the graph hash
+    # differs (the native twin's kernel keeps the sign, as torch's)
     "p1454": "NaN bits",
     # maximum(-0.0, +0.0): torch's result depends on where the element falls (its vector lanes give +0.0, its
     # scalar tail -0.0, in one tensor); accel gives numpy's +0.0 throughout, so a reciprocal's sign differs

@@ -14,6 +14,7 @@ from accel.lazy.tensors import (
     _scalar_node)
 
 _lt = _impl.module("_lazy_trace")
+_kernels = _impl.module("_kernels")
 
 # ---------------------------------------------------------------- elementwise ops
 _UNARY_FLOAT = frozenset(("exp", "log", "sqrt", "rsqrt", "cos", "tanh", "sigmoid", "reciprocal"))
@@ -399,9 +400,28 @@ def _fpow(x, y, **kw):
 helpers(_ipow=_ipow, _fpow=_fpow)
 
 
+# the ufuncs accel._kernels runs on float arrays (the native twin in C: a strided or broadcast operand costs
+# numpy an inner loop per row)
+_KERNEL_UFUNCS = {"add": "_kadd", "subtract": "_ksubtract", "multiply": "_kmultiply", "true_divide": "_kdivide"}
+helpers(_kadd=_kernels.add, _ksubtract=_kernels.subtract, _kmultiply=_kernels.multiply, _kdivide=_kernels.divide)
+
+
+def _call(k, ufunc, x, y):
+    """The call of binary ``ufunc`` on expressions x, y with k's keywords: accel._kernels' when it writes a
+    float32 / float64 buffer of the program with no cast and neither operand is a number."""
+    f = _KERNEL_UFUNCS.get(ufunc)
+    if (f is not None and k.buf is not None and k.kw == f", out={k.buf}" and k.code in (D.FLOAT32, D.FLOAT64)
+            and not any(k.is_scalar_param(m) for m in k.opnodes[:2])):
+        return f"{f}({x}, {y}, {k.buf})"
+    return f"_{ufunc}({x}, {y}{k.kw})"
+
+
 def _k_ufunc(ufunc):
     def emit(k):
-        k.line(f"{k.out} = _{ufunc}({', '.join(k.ins)}{k.kw})")
+        if len(k.ins) == 2:
+            k.line(f"{k.out} = {_call(k, ufunc, *k.ins)}")
+        else:
+            k.line(f"{k.out} = _{ufunc}({', '.join(k.ins)}{k.kw})")
     return emit
 
 
@@ -432,7 +452,7 @@ def _k_add_sub(k):
     if k.code == D.BFLOAT16:
         k.line(f"{out} = _bf16_alpha({f}, {k.x}, {y}, {a})")
         return
-    k.line(f"{out} = {f}({k.x}, {y}{kw}) if {ins[2]} == 1 else "
+    k.line(f"{out} = {_call(k, f[1:], k.x, y)} if {ins[2]} == 1 else "
            f"{f}({k.x}, _multiply({y}, {a}, dtype={dt}, casting='unsafe'){kw})")
 
 

@@ -3,6 +3,7 @@ import math
 
 import numpy as _np
 
+from accel import _impl
 from accel.lazy import _dtypes as D
 from accel.lazy._optable import Kernel, classes, declare, helpers
 from accel.lazy.executor import fallback
@@ -10,6 +11,8 @@ from accel.lazy.tensors import (
     LazyTensor, _as_number, _check_tensor, _dtype_name, _emit, _fn_counter, _index, _norm_dim, _scalar_node, _seed)
 from accel.lazy.ops.casts import to_copy as _to_copy
 from accel.lazy.ops.views import _numel, _view
+
+_kernels = _impl.module("_kernels")
 
 
 def _softmax(opname, a, dim):
@@ -32,10 +35,7 @@ def _np_softmax(x, axis, out=None):
         return _np.empty_like(x)
     if x.dtype == _np.float16:
         return _half_softmax(x, axis, False)
-    e = _np.asarray(_np.subtract(x, _np.max(x, axis=axis, keepdims=True), out=out))   # (0-dim: a scalar otherwise)
-    _np.exp(e, out=e)                    # in place: one temporary of x's size, not two
-    e /= _np.sum(e, axis=axis, keepdims=True)
-    return e
+    return _kernels.softmax(_np.asarray(x), axis, out)
 
 
 def _np_log_softmax(x, axis, out=None):
@@ -43,9 +43,7 @@ def _np_log_softmax(x, axis, out=None):
         return _np.empty_like(x)
     if x.dtype == _np.float16:
         return _half_softmax(x, axis, True)
-    s = _np.asarray(_np.subtract(x, _np.max(x, axis=axis, keepdims=True), out=out))
-    s -= _np.log(_np.sum(_np.exp(s), axis=axis, keepdims=True))
-    return s
+    return _kernels.softmax(_np.asarray(x), axis, out, True)
 
 
 def _half_softmax(x, axis, log, bf16=False):

@@ -8,6 +8,7 @@ import weakref
 
 import numpy as _np
 
+from accel import _impl
 from accel.lazy import _dtypes as D
 from accel.lazy import metrics as _metrics
 from accel.lazy import inplace as _inplace
@@ -112,6 +113,7 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
 
 
 # ---------------------------------------------------------------- batch_norm (eval)
+_kernels = _impl.module("_kernels")
 _UNDEFINED = 47       # c10::ScalarType::Undefined as the IR layer numbers it (libtorch 2.15; torch 2.13: 46)
 
 
@@ -503,19 +505,19 @@ def _np_layer_norm(x, *rest, out=None):
     (k, eps, has_w, has_b), params = rest[-1], list(rest[:-1])
     w = params.pop(0) if has_w else None
     b = params.pop(0) if has_b else None
-    dt = x.dtype
+    dt = _np.asarray(x).dtype
     calc = _np.float64 if dt == _np.float64 else _np.float32
     xc = _np.asarray(x, calc)
-    axes = tuple(range(xc.ndim - k, xc.ndim))
-    mean = xc.mean(axis=axes, keepdims=True)
-    d = _np.subtract(xc, mean, out=out if out is not None and out.dtype == calc else None)
-    var = _np.square(d).mean(axis=axes, keepdims=True)
-    rstd = 1 / _np.sqrt(var + calc(eps))
-    d *= rstd
-    if w is not None:
-        d *= w
-    if b is not None:
-        d += b
+    w = None if w is None else _np.asarray(w)
+    b = None if b is None else _np.asarray(b)
+    wider = any(p is not None and p.dtype.itemsize > _np.dtype(calc).itemsize for p in (w, b))
+    d, mean, rstd = _kernels.layer_norm(xc, k, eps, None if wider else w, None if wider else b,
+                                        out if out is not None and out.dtype == calc else None)
+    if wider:            # a double weight / bias of a float input: multiplied in double, as numpy's d *= w
+        if w is not None:
+            d *= w
+        if b is not None:
+            d += b
     return d.astype(dt, copy=False), mean.astype(dt), rstd.astype(dt)
 
 

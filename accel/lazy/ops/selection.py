@@ -3,6 +3,7 @@ index_select and embedding, as torch 2.13 LTC records them (where, the logical o
 no lazy kernel in LTC: they run eagerly, counted as LTC counts them)."""
 import numpy as _np
 
+from accel import _impl
 from accel.lazy import _dtypes as D
 from accel.lazy._optable import Kernel, classes, declare, helpers
 from accel.lazy.executor import fallback
@@ -11,6 +12,8 @@ from accel.lazy.ops.factories import full, zeros_like
 from accel.lazy.tensors import (
     LazyTensor, _as_number, _broadcast, _check_tensor, _emit, _fn_counter, _index, _norm_dim, _prio, _scalar_code,
     _irs, _scalar_node, _seed, is_number_operand)
+
+_kernels = _impl.module("_kernels")
 
 
 def _masked_fill(a, mask, value):
@@ -190,13 +193,8 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
 # ---------------------------------------------------------------- kernels
 def _np_masked_fill(x, mask, v, dt, out=None):
     """``out``: the program's buffer for the result (of x's shape and ``dt``), or None (a new array)."""
-    if out is None:
-        r = _np.array(x, dtype=dt)       # a copy, then the value where the mask is set (cheaper than where())
-    else:
-        r = out
-        _np.copyto(r, x, casting="unsafe")
-    _np.copyto(r, _np.asarray(v).astype(dt), where=mask)
-    return r
+    x = _np.asarray(x)
+    return _kernels.masked_fill(x, _np.asarray(mask), v, _np.empty(x.shape, dt) if out is None else out)
 
 
 def _np_gather(x, idx, axis):
