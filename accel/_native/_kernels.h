@@ -209,14 +209,19 @@ static void ak_softmax_f64(const double *x, double *out, ak_int rows, ak_int n, 
         }                                                                                                   \
         T var = (T)((double)SUM(sq, n) / (double)n);                                                        \
         T rstd = (T)1 / SQRT(var + eps);                                                                    \
-        for (ak_int i = 0; i < n; i++)                                                                      \
-            out[i] = out[i] * rstd;                                                                         \
-        if (w)                                                                                              \
+        /* one pass, each step rounded as numpy's d *= rstd; d *= w; d += b */                               \
+        if (w && b)                                                                                         \
             for (ak_int i = 0; i < n; i++)                                                                  \
-                out[i] = out[i] * w[i];                                                                     \
-        if (b)                                                                                              \
+                out[i] = (out[i] * rstd) * w[i] + b[i];                                                     \
+        else if (w)                                                                                         \
             for (ak_int i = 0; i < n; i++)                                                                  \
-                out[i] = out[i] + b[i];                                                                     \
+                out[i] = (out[i] * rstd) * w[i];                                                            \
+        else if (b)                                                                                         \
+            for (ak_int i = 0; i < n; i++)                                                                  \
+                out[i] = out[i] * rstd + b[i];                                                              \
+        else                                                                                                \
+            for (ak_int i = 0; i < n; i++)                                                                  \
+                out[i] = out[i] * rstd;                                                                     \
         *mean_out = mean;                                                                                   \
         *rstd_out = rstd;                                                                                   \
     }                                                                                                       \

@@ -37,7 +37,7 @@ _GLOBALS = {"_" + n: getattr(_np, n) for n in (
     "negative", "absolute", "exp", "log", "sqrt", "cos", "tanh", "multiply", "true_divide", "maximum", "minimum",
     "power", "equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
     "add", "subtract", "logical_or", "logical_and", "clip", "sum", "mean", "matmul", "reshape", "transpose",
-    "broadcast_to", "concatenate", "asarray", "full", "zeros")}
+    "broadcast_to", "concatenate", "asarray", "full", "zeros", "copyto")}
 _GLOBALS.update({"_round_bf16": D.round_bf16, "_astype": _astype, "_wrap_int": _wrap_int, "_checked_int": D.checked_int})
 _NARROW_INTS = frozenset((D.UINT8, D.INT8, D.INT16, D.INT32))
 _HALF_OPMATH = frozenset(("aten::mul", "aten::div"))
@@ -150,6 +150,7 @@ class _Compiler:
                     for o2 in o.node.operands:
                         last[base[index[o2.node]]] = i
         escapes = set(base[index[r.node if type(r) is _Output else r]] for r in self.roots)
+        into = self._plan_cats(kinds, attrs, base, escapes, param_of)
         pool = {}
         owned = {}          # base index -> buffer name
         lines = self.lines
@@ -178,6 +179,12 @@ class _Compiler:
                     buf = f"_p{self.npriv}"
                     self.npriv += 1
                     self.ns[buf] = _np.empty(tuple(shape.sizes), D.CODE_TO_NP[shape.dtype])
+            elif i in self.cats:
+                pass                   # (its own buffer: _plan_cats)
+            elif i in into:
+                # an elementwise result only a cat reads: computed into its part of the cat's buffer
+                self._release(i, node, base, last, owned, pool)
+                buf = into[i]
             elif (floats_out or (k is not None and k.ewise and shape.sizes)) and i not in escapes:
                 if k.ewise:
                     # inputs read for the last time here may hand their buffer to the output (an elementwise
@@ -192,7 +199,12 @@ class _Compiler:
                     self.nbuf += 1
                     self.ns[buf] = _np.empty(key[1], D.CODE_TO_NP[key[0]])
                 owned[i] = (buf, key)
-            self._emit(i, node, kind, attrs[i], ins, out, buf, param_of)
+            if kind == "aten::cat" and i in self.cats:
+                self._emit_cat(i, node, ins, out)
+            else:
+                self._emit(i, node, kind, attrs[i], ins, out, buf, param_of)
+            if i in into:              # (a kernel that made a new array after all: its values copied in)
+                lines.append(f"if {out} is not {buf}: _copyto({buf}, {out})")
             if not (k is not None and k.view) and any(s.dtype == D.BFLOAT16 for s in node.shapes):
                 # bfloat16 values live in float32 arrays: each result is rounded as torch rounds its float math
                 if node.num_outputs > 1:
@@ -238,6 +250,57 @@ class _Compiler:
             if shapes[k] is None:
                 shapes[k] = post[i].shapes[0]
         return Program(run, src, len(handles), n, scratch + len(src), tuple(shapes))
+
+    def _plan_cats(self, kinds, attrs, base, escapes, param_of):
+        """A float cat no root sees gets a buffer of its own (``self.cats``: cat index -> (buffer, the parts'
+        buffer views)); each operand that is an elementwise float result of the cat's dtype read by nothing
+        else is computed straight into its part of that buffer instead of being copied there (returned:
+        operand index -> its part's name)."""
+        post, index = self.post, self.index
+        readers = [0] * len(post)
+        for node in post:
+            for o in node.operands:
+                readers[index[o.node]] += 1
+        into = {}
+        self.cats = {}
+        for j, node in enumerate(post):
+            if kinds[j] != "aten::cat" or j in escapes or attrs[j][1][1] is not None:
+                continue
+            shape = node.shapes[0]
+            if shape.dtype not in _OUT_DTYPES or not shape.sizes:
+                continue
+            lst = node.operands[0].node
+            if readers[index[lst]] != 1:
+                continue
+            axis = attrs[j][1][0]
+            name = f"_p{self.npriv}"
+            self.npriv += 1
+            arr = self.ns[name] = _np.empty(tuple(shape.sizes), D.CODE_TO_NP[shape.dtype])
+            parts = []
+            start = 0
+            for o in lst.operands:
+                m = o.node
+                q = index[m]
+                sizes = m.shapes[o.index].sizes
+                sl = (slice(None),) * axis + (slice(start, start + sizes[axis]),)
+                start += sizes[axis]
+                part = f"{name}_{len(parts)}"
+                self.ns[part] = arr[sl]
+                parts.append(part)
+                k = _KERNELS.get(kinds[q])
+                if (k is not None and k.ewise and not k.view and q not in param_of and m.num_outputs == 1
+                        and readers[q] == 1 and base[q] == q and q not in escapes and q not in into
+                        and m.shapes[0].dtype == shape.dtype and tuple(m.shapes[0].sizes) == arr[sl].shape):
+                    into[q] = part
+            self.cats[j] = (name, parts, [index[o.node] for o in lst.operands], into)
+        return into
+
+    def _emit_cat(self, i, node, ins, out):
+        name, parts, ops, into = self.cats[i]
+        for part, q, o in zip(parts, ops, node.operands[0].node.operands):
+            if into.get(q) != part:
+                self.lines.append(f"_copyto({part}, {self._out(o)}, casting='same_kind')")
+        self.lines.append(f"{out} = {name}")
 
     def _release(self, i, node, base, last, owned, pool):
         for o in node.operands:
