@@ -276,3 +276,47 @@ def test_kernels_release_the_gil_and_race_safely(K):
     for t in threads:
         t.join()
     assert not errors
+
+
+# ---------------------------------------------------------------- masked_softmax: the three kernels in one
+@pytest.mark.parametrize("dt", [F32, F64])
+@pytest.mark.parametrize("scale", [None, 0.125, 3, -1e-3])
+@pytest.mark.parametrize("mshape", [None, (16, 16), (4, 16, 16), (2, 4, 16, 16), (16,), (1, 16), (4, 1, 16)])
+def test_masked_softmax_is_the_three_kernels_in_a_row(K, dt, scale, mshape):
+    rng = np.random.default_rng(11)
+    x = (rng.standard_normal((2, 4, 16, 16)) * 4).astype(dt)
+    mask = None if mshape is None else rng.random(mshape) < 0.4
+    if mask is not None and mask.ndim >= 1:
+        mask[..., 0] = False                  # (no row masked throughout: those rows are NaN, as torch's)
+    for m in K:
+        t = np.empty_like(x)
+        if scale is None:
+            t[...] = x
+        else:
+            np.multiply(x, scale, out=t)
+        if mask is not None:
+            m.masked_fill(t, mask, -np.inf, t)
+        want = m.softmax(t, -1)
+        out = np.full_like(x, 5)
+        got = m.masked_softmax(x, scale, mask, -np.inf, out)
+        assert got is out and _same(got, want), (m.__name__, scale, mshape)
+        assert _same(m.masked_softmax(x, scale, mask, -np.inf), want)
+    nat = K[0].masked_softmax(x, scale, mask, -np.inf)
+    py = K[1].masked_softmax(x, scale, mask, -np.inf)
+    assert np.allclose(nat, py, rtol=8 * np.finfo(dt).eps, atol=np.finfo(dt).tiny)
+
+
+def test_masked_softmax_edges(K):
+    rng = np.random.default_rng(12)
+    x = rng.standard_normal((3, 5)).astype(F32)
+    full = np.ones((3, 5), bool)
+    for m in K:
+        assert np.isnan(m.masked_softmax(x, None, full, -np.inf)).all()       # every value masked: NaN rows
+        r = m.masked_softmax(x, 2.0, full, 1.0)                               # masked with a finite value
+        assert np.allclose(r, 0.2)
+        assert m.masked_softmax(np.zeros((0, 5), F32), 1.0, None, 0).shape == (0, 5)
+        assert m.masked_softmax(np.array(2.0, F32), 0.5, None, 0) == 1.0
+        xt = np.ascontiguousarray(x.T).T                                      # non-contiguous: the slow path
+        assert np.allclose(m.masked_softmax(xt, 0.5, x > 0, -1e9), m.masked_softmax(x, 0.5, x > 0, -1e9))
+        with pytest.raises(TypeError, match="masked_softmax: expected a float32 or float64 ndarray"):
+            m.masked_softmax(np.zeros(3, np.int32), None, None, 0)

@@ -195,6 +195,54 @@ static void ak_softmax_f64(const double *x, double *out, ak_int rows, ak_int n, 
     }
 }
 
+/* softmax over each row of masked_fill(x * s, mask, v) (scale when has_s; mask, of mask_rows rows that repeat
+ * over x's rows, when not NULL), each step rounded as the three kernels round it one after another */
+#define AK_MASKED_SOFTMAX(NAME, T, MAX, EXPSUB, SUM)                                                        \
+    AK_CLONES static void NAME##_fill(const T *x, T *out, ak_int n, int has_s, T s, const uint8_t *mask, T v) \
+    {                                                                                                       \
+        if (has_s && mask)                                                                                  \
+            for (ak_int i = 0; i < n; i++)                                                                  \
+                out[i] = mask[i] ? v : x[i] * s;                                                            \
+        else if (has_s)                                                                                     \
+            for (ak_int i = 0; i < n; i++)                                                                  \
+                out[i] = x[i] * s;                                                                          \
+        else if (mask)                                                                                      \
+            for (ak_int i = 0; i < n; i++)                                                                  \
+                out[i] = mask[i] ? v : x[i];                                                                \
+        else                                                                                                \
+            for (ak_int i = 0; i < n; i++)                                                                  \
+                out[i] = x[i];                                                                              \
+    }                                                                                                       \
+    static void NAME(const T *x, T *out, ak_int rows, ak_int n, int has_s, T s, const uint8_t *mask,        \
+                     ak_int mask_rows, T v)                                                                 \
+    {                                                                                                       \
+        for (ak_int r = 0; r < rows; r++, x += n, out += n) {                                               \
+            NAME##_fill(x, out, n, has_s, s, mask ? mask + (r % mask_rows) * n : NULL, v);                  \
+            T m = MAX(out, n);                                                                              \
+            EXPSUB(out, m, out, n);                                                                         \
+            T sum = SUM(out, n);                                                                            \
+            for (ak_int i = 0; i < n; i++)                                                                  \
+                out[i] = out[i] / sum;                                                                      \
+        }                                                                                                   \
+    }
+
+static double ak_max_f64(const double *x, ak_int n)
+{
+    double m = x[0];
+    for (ak_int i = 0; i < n; i++)
+        m = (x[i] > m || x[i] != x[i]) ? x[i] : m;
+    return m;
+}
+
+static void ak_exp_sub_f64(const double *x, double m, double *out, ak_int n)
+{
+    for (ak_int i = 0; i < n; i++)
+        out[i] = exp(x[i] - m);
+}
+
+AK_MASKED_SOFTMAX(ak_masked_softmax_f32, float, ak_max_f32, ak_exp_sub_f32, ak_sum_f32)
+AK_MASKED_SOFTMAX(ak_masked_softmax_f64, double, ak_max_f64, ak_exp_sub_f64, ak_sum_f64)
+
 /* layer_norm over rows of n values: mean = sum / n, d = x - mean, var = sum(d * d) / n, rstd = 1 / sqrt(var +
  * eps), out = d * rstd (* w) (+ b); ``sq`` is scratch of n values.  mean / rstd: one value per row. */
 #define AK_LAYER_NORM(NAME, T, SUM, SQRT, ATTR)                                                             \

@@ -24,6 +24,10 @@ cdef extern from "_kernels.h" nogil:
     void ak_masked_fill_f32(const float *x, const uint8_t *mask, float v, float *out, ak_int outer, ak_int inner)
     void ak_masked_fill_f64(const double *x, const uint8_t *mask, double v, double *out, ak_int outer,
                             ak_int inner)
+    void ak_masked_softmax_f32(const float *x, float *out, ak_int rows, ak_int n, int has_s, float s,
+                               const uint8_t *mask, ak_int mask_rows, float v)
+    void ak_masked_softmax_f64(const double *x, double *out, ak_int rows, ak_int n, int has_s, double s,
+                               const uint8_t *mask, ak_int mask_rows, double v)
     ctypedef void (*ak_binary_fn)(int nd, const ak_int *n, const ak_int *sa, const ak_int *sb, const ak_int *so,
                                   const char *a, const char *b, char *o)
     ak_binary_fn ak_binary[4][2]
@@ -99,6 +103,71 @@ def softmax(x, axis, out=None, log=False):
         t = _np.empty(xc.shape, x.dtype)
         _softmax_rows(xc, t, xc.size // xc.shape[nd - 1], xc.shape[nd - 1], log)
         r = _np.moveaxis(t, -1, ax)
+    if out is not None and r is not out:
+        out[...] = r
+        return out
+    return r
+
+
+def masked_softmax(x, scale, mask, value, out=None):
+    """softmax over the last axis of masked_fill(x * scale, mask, value) for the float32 / float64 ndarray
+    ``x`` (x's dtype throughout; ``scale``: a Python number or None, no scaling; ``mask``: a bool ndarray
+    broadcastable to x, or None, no mask; ``value``: a number cast to x's dtype), as multiply, masked_fill
+    and softmax give it one after another; the result is written into ``out`` (x's shape and dtype, not x)
+    when given.  Returns the result."""
+    _check_float(x, "masked_softmax")
+    _check_out(out, x.shape, x.dtype, "masked_softmax")
+    cdef Py_ssize_t n, rows, mrows = 1
+    cdef const float[::1] xf
+    cdef float[::1] rf
+    cdef const double[::1] xd
+    cdef double[::1] rd
+    cdef const uint8_t[::1] mb
+    cdef const uint8_t *mp = NULL
+    cdef float sf = 0, vf = 0
+    cdef double sd = 0, vd = 0
+    cdef int has_s = scale is not None
+    dt = x.dtype
+    fast = (x.ndim >= 1 and x.size and x.flags.c_contiguous
+            and (scale is None or type(scale) is float or type(scale) is int))     # (a Python number, weak)
+    if fast and mask is not None:
+        fast = (isinstance(mask, _np.ndarray) and mask.dtype == _BOOL and 1 <= mask.ndim <= x.ndim
+                and mask.flags.c_contiguous and mask.shape == x.shape[x.ndim - mask.ndim:])
+    if not fast:
+        t = _np.empty(x.shape, dt)
+        if has_s:
+            _np.multiply(x, scale, out=t)
+        else:
+            _np.copyto(t, x)
+        if mask is not None:
+            masked_fill(t, mask, value, t)
+        r = softmax(t, -1)
+        if out is not None:
+            out[...] = r
+            return out
+        return r
+    n = x.shape[x.ndim - 1]
+    rows = x.size // n
+    r = _dest(out, x.shape, dt, x)
+    if mask is not None:
+        mrows = mask.size // n
+        mb = mask.reshape(-1).view(_np.uint8)
+        mp = &mb[0]
+    v = _np.asarray(value).astype(dt)
+    if dt == _F32:
+        xf, rf = x.reshape(-1), r.reshape(-1)
+        vf = v
+        if has_s:
+            sf = _np.float32(scale)              # a Python number is rounded to float32 first, as numpy does
+        with nogil:
+            ak_masked_softmax_f32(&xf[0], &rf[0], rows, n, has_s, sf, mp, mrows, vf)
+    else:
+        xd, rd = x.reshape(-1), r.reshape(-1)
+        vd = v
+        if has_s:
+            sd = scale
+        with nogil:
+            ak_masked_softmax_f64(&xd[0], &rd[0], rows, n, has_s, sd, mp, mrows, vd)
     if out is not None and r is not out:
         out[...] = r
         return out

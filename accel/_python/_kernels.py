@@ -41,6 +41,30 @@ def softmax(x, axis, out=None, log=False):
     return e
 
 
+def masked_softmax(x, scale, mask, value, out=None):
+    """softmax over the last axis of masked_fill(x * scale, mask, value) for the float32 / float64 ndarray
+    ``x`` (x's dtype throughout; ``scale``: a Python number or None, no scaling; ``mask``: a bool ndarray
+    broadcastable to x, or None, no mask; ``value``: a number cast to x's dtype), as multiply, masked_fill
+    and softmax give it one after another; the result is written into ``out`` (x's shape and dtype, not x)
+    when given.  Returns the result."""
+    _check_float(x, "masked_softmax")
+    _check_out(out, x.shape, x.dtype, "masked_softmax")
+    t = _np.empty(x.shape, x.dtype) if out is None else out
+    if scale is not None:
+        _np.multiply(x, scale, out=t)
+    else:
+        _np.copyto(t, x)
+    if mask is not None:
+        masked_fill(t, mask, value, t)
+    if t.size == 0:
+        return t
+    with _np.errstate(all="ignore"):
+        _np.subtract(t, _np.max(t, axis=-1, keepdims=True), out=t)
+        _np.exp(t, out=t)
+        t /= _np.sum(t, axis=-1, keepdims=True)
+    return t
+
+
 def layer_norm(x, k, eps, weight=None, bias=None, out=None):
     """native_layer_norm's (result, mean, rstd) of the float32 / float64 ndarray ``x`` over its last ``k``
     dims, in x's dtype: mean = sum / count, d = x - mean, var = sum(d * d) / count, rstd = 1 / sqrt(var + eps),

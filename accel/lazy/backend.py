@@ -150,7 +150,12 @@ class _Compiler:
                     for o2 in o.node.operands:
                         last[base[index[o2.node]]] = i
         escapes = set(base[index[r.node if type(r) is _Output else r]] for r in self.roots)
+        self.readers = readers = [0] * n
+        for node in post:
+            for o in node.operands:
+                readers[index[o.node]] += 1
         into = self._plan_cats(kinds, attrs, base, escapes, param_of)
+        self._plan_softmax(kinds, attrs, base, last, escapes, param_of)
         pool = {}
         owned = {}          # base index -> buffer name
         lines = self.lines
@@ -167,6 +172,8 @@ class _Compiler:
                     continue
                 lines.append(f"{out} = P[{param_of[i]}].{'value' if not s.sizes else 'array'}")
                 continue
+            if i in self.skip:
+                continue                # (computed by the fused kernel of its one reader: _plan_softmax)
             ins = [self._out(o) for o in node.operands]
             shape = node.shapes[0] if node.shapes else None
             buf = None
@@ -201,6 +208,8 @@ class _Compiler:
                 owned[i] = (buf, key)
             if kind == "aten::cat" and i in self.cats:
                 self._emit_cat(i, node, ins, out)
+            elif i in self.fused:
+                self._emit_masked_softmax(i, out, buf, param_of)
             else:
                 self._emit(i, node, kind, attrs[i], ins, out, buf, param_of)
             if i in into:              # (a kernel that made a new array after all: its values copied in)
@@ -256,11 +265,7 @@ class _Compiler:
         buffer views)); each operand that is an elementwise float result of the cat's dtype read by nothing
         else is computed straight into its part of that buffer instead of being copied there (returned:
         operand index -> its part's name)."""
-        post, index = self.post, self.index
-        readers = [0] * len(post)
-        for node in post:
-            for o in node.operands:
-                readers[index[o.node]] += 1
+        post, index, readers = self.post, self.index, self.readers
         into = {}
         self.cats = {}
         for j, node in enumerate(post):
@@ -295,6 +300,67 @@ class _Compiler:
             self.cats[j] = (name, parts, [index[o.node] for o in lst.operands], into)
         return into
 
+    def _plan_softmax(self, kinds, attrs, base, last, escapes, param_of):
+        """softmax over the last dim of masked_fill(x * number, mask, number) (either step optional), each
+        step's result read by the next alone, runs as one kernel (accel._kernels.masked_softmax: the same
+        roundings, two passes over the data fewer): ``self.fused`` (softmax index -> (x, scale, mask, value)
+        operands), ``self.skip`` (the steps not emitted), and their operands live until the softmax."""
+        post, index, readers = self.post, self.index, self.readers
+        self.fused, self.skip, self.extra = {}, set(), {}
+
+        def scalar(o):
+            q = index[o.node]
+            return q in param_of and not o.node.shapes[0].sizes
+
+        def same(o, shape):              # an input of the softmax's dtype and shape (no cast, no broadcast)
+            s = o.node.shapes[o.index]
+            return s.dtype == shape.dtype and tuple(s.sizes) == tuple(shape.sizes)
+
+        def single(o, shape):            # a value only the next step reads, of the softmax's dtype and shape
+            m, q = o.node, index[o.node]
+            s = m.shapes[0]
+            return (m.num_outputs == 1 and readers[q] == 1 and q not in escapes and base[q] == q
+                    and q not in param_of and q not in self.skip and s.dtype == shape.dtype
+                    and tuple(s.sizes) == tuple(shape.sizes))
+
+        for j, node in enumerate(post):
+            if kinds[j] != "aten::_softmax":
+                continue
+            shape = node.shapes[0]
+            if shape.dtype not in _OUT_DTYPES or not shape.sizes or attrs[j][1] != len(shape.sizes) - 1:
+                continue
+            x, scale, mask, value, steps = node.operands[0], None, None, None, []
+            if kinds[index[x.node]] == "aten::masked_fill" and single(x, shape):
+                a, mk, v = x.node.operands
+                if scalar(v) and same(a, shape) and mk.node.shapes[mk.index].dtype == D.BOOL:
+                    steps.append(index[x.node])
+                    x, mask, value = a, mk, v
+            if kinds[index[x.node]] == "aten::mul" and single(x, shape):
+                a, b = x.node.operands
+                if scalar(a) and not scalar(b):
+                    a, b = b, a
+                if scalar(b) and not scalar(a) and same(a, shape) and \
+                        b.node.shapes[0].dtype in (D.FLOAT64, D.INT64):
+                    steps.append(index[x.node])
+                    x, scale = a, b
+            if not steps:
+                continue
+            self.fused[j] = (x, scale, mask, value)
+            self.skip.update(steps)
+            extra = [o.node for o in (x, scale, mask, value) if o is not None]
+            self.extra[j] = extra
+            for m in extra:              # the fused steps' operands are read at the softmax now
+                b = base[index[m]]
+                last[b] = max(last[b], j)
+
+    def _emit_masked_softmax(self, i, out, buf, param_of):
+        x, scale, mask, value = self.fused[i]
+        sc = "None" if scale is None else self._out(scale)
+        mk = "None" if mask is None else self._out(mask)
+        val = "0" if value is None else f"P[{param_of[self.index[value.node]]}].array"
+        into = f", {buf}" if buf else ""
+        self.lines.append(f"{out} = _masked_softmax({self._out(x)}, {sc}, {mk}, {val}{into})")
+
     def _emit_cat(self, i, node, ins, out):
         name, parts, ops, into = self.cats[i]
         for part, q, o in zip(parts, ops, node.operands[0].node.operands):
@@ -303,8 +369,8 @@ class _Compiler:
         self.lines.append(f"{out} = {name}")
 
     def _release(self, i, node, base, last, owned, pool):
-        for o in node.operands:
-            b = base[self.index[o.node]]
+        for m in [o.node for o in node.operands] + self.extra.get(i, []):
+            b = base[self.index[m]]
             if last[b] == i and b in owned:
                 buf, key = owned.pop(b)
                 pool.setdefault(key, []).append(buf)

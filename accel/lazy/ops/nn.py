@@ -79,7 +79,7 @@ def _np_log_softmax_bf16(x, axis):
     return _np.empty_like(x) if _np.size(x) == 0 else _half_softmax(x, axis, True, True)
 
 
-helpers(_softmax=_np_softmax, _log_softmax=_np_log_softmax, _softmax_bf16=_np_softmax_bf16,
+helpers(_masked_softmax=_kernels.masked_softmax, _softmax=_np_softmax, _log_softmax=_np_log_softmax, _softmax_bf16=_np_softmax_bf16,
         _log_softmax_bf16=_np_log_softmax_bf16)
 
 
