@@ -100,7 +100,7 @@ def _accel_step(p):
 
 @pytest.mark.benchmark(group="lazy attention block step, 8x128x256")
 def test_floor_attention_eager_numpy(bench):
-    bench(block_numpy, _weights(), iterations=1, rounds=10)
+    bench(block_numpy, _weights(), iterations=1, rounds=30)
 
 
 @pytest.mark.benchmark(group="lazy attention block step, 8x128x256")
@@ -109,7 +109,7 @@ def test_attention_step_accel(bench, benchmark):
     want = block_numpy(_weights())
     assert np.allclose(_accel_step(p).numpy(), want, rtol=1e-4, atol=1e-4)    # compiles the graph once
     benchmark.extra_info["twin"] = TWIN
-    bench(_accel_step, p, iterations=1, rounds=10)
+    bench(_accel_step, p, iterations=1, rounds=30)
 
 
 @pytest.mark.benchmark(group="lazy attention block step, 8x128x256")
@@ -126,4 +126,4 @@ def test_attention_step_torch_ltc(bench, benchmark):
         return y
     step()                        # compiles the graph once
     benchmark.extra_info["peer"] = "torch LTC"
-    bench(step, iterations=1, rounds=10)
+    bench(step, iterations=1, rounds=30)

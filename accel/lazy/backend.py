@@ -261,10 +261,10 @@ class _Compiler:
         return Program(run, src, len(handles), n, scratch + len(src), tuple(shapes))
 
     def _plan_cats(self, kinds, attrs, base, escapes, param_of):
-        """A float cat no root sees gets a buffer of its own (``self.cats``: cat index -> (buffer, the parts'
-        buffer views)); each operand that is an elementwise float result of the cat's dtype read by nothing
-        else is computed straight into its part of that buffer instead of being copied there (returned:
-        operand index -> its part's name)."""
+        """A float cat no root sees gets a buffer of its own (``self.cats``: cat index -> (the buffer's name,
+        the names of its parts' views, the operands' indices, ``into``)); each operand that is an elementwise
+        float result of the cat's dtype read by nothing else is computed straight into its part of that buffer
+        instead of being copied there (``into``, returned: operand index -> its part's name)."""
         post, index, readers = self.post, self.index, self.readers
         into = {}
         self.cats = {}
