@@ -1,7 +1,9 @@
 """LTC's LRU ``Cache`` (cache.h) as ComputationCache, and the device-data cache that dedups constants."""
 import collections
 import operator
+import os
 import threading
+import weakref
 
 import numpy as _np
 
@@ -10,6 +12,17 @@ from accel.lazy import metrics
 from accel.lazy._dtypes import dtype_to_code
 
 _hash = _impl.module("_hash")
+
+
+_caches = weakref.WeakSet()
+
+
+def _after_fork_in_child():
+    for c in list(_caches):            # (a thread that held a lock is not in the child)
+        c._lock._at_fork_reinit()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 class ComputationCache:
@@ -30,6 +43,7 @@ class ComputationCache:
         self._sizes = {}                          # key -> the value's nbytes when added
         self._nbytes = 0
         self._lock = threading.Lock()
+        _caches.add(self)
 
     @property
     def max_bytes(self):

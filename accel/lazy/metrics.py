@@ -4,10 +4,12 @@ Counters with value <= 0 and metrics with no samples are invisible; names iterat
 """
 import contextlib
 import math
+import os
 import threading
 import time
 
 _lock = threading.RLock()
+os.register_at_fork(after_in_child=_lock._at_fork_reinit)      # (a thread that held it is not in the child)
 _counters = {}
 _metrics = {}
 _percentiles = [0.01, 0.05, 0.1, 0.2, 0.5, 0.8, 0.9, 0.95, 0.99]

@@ -10,6 +10,7 @@ it (``install_runtime``).
 """
 import collections
 import operator
+import os
 import struct
 import threading
 import weakref
@@ -139,6 +140,43 @@ def _scalar_key(code, v):
 # takes it too, so that it never falls between a sync's "IR unchanged" test and its store.  Tracing
 # out-of-place ops takes no lock.
 device_lock = threading.RLock()
+
+# ---- fork: a fork waits for a graph run in progress (it takes device_lock, then the locks of the objects
+# registered with hold_at_fork: the generators, which graph runs take under device_lock), so the child never
+# sees one half done; in the child, where the threads that held locks do not exist, every lock starts free.
+# Leaf locks (held briefly, by tracing too: the data cache's, the metrics', the computation cache's) are not
+# waited for: the child only starts them free. ----
+_fork_holders = weakref.WeakSet()
+_fork_held = []
+
+
+def hold_at_fork(obj):
+    """A fork takes ``obj.lock`` (after device_lock) until it is done, and the child gets it free."""
+    _fork_holders.add(obj)
+
+
+def _before_fork():
+    device_lock.acquire()
+    for o in list(_fork_holders):
+        o.lock.acquire()
+        _fork_held.append(o)
+
+
+def _after_fork_in_parent():
+    while _fork_held:
+        _fork_held.pop().lock.release()
+    device_lock.release()
+
+
+def _after_fork_in_child():
+    device_lock._at_fork_reinit()
+    _data_lock._at_fork_reinit()
+    while _fork_held:
+        _fork_held.pop().lock._at_fork_reinit()
+
+
+os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_in_parent,
+                    after_in_child=_after_fork_in_child)
 
 _SCALAR_NP = {D.INT64: _np.int64, D.FLOAT64: _np.float64, D.BOOL: _np.bool_}
 

@@ -57,6 +57,7 @@ class Generator:
                                f"from CPU generators, as LTC does), got device={device!r}")
         self.device = "cpu"
         self.lock = threading.RLock()
+        T.hold_at_fork(self)             # a fork waits for a draw in progress; the child gets the lock free
         self.manual_seed(DEFAULT_SEED)
 
     def __repr__(self):
