@@ -3,6 +3,7 @@
 Hashes are Python ints in [0, 2**128); every function matches libtorch 2.15 bit for bit.
 """
 import operator as _operator
+import os as _os
 import struct as _struct
 import threading as _threading
 
@@ -147,6 +148,7 @@ def _size_t_hash(i):
 _IDX_KB = [(x * _KB + _GOLD) & _M128 for x in _SIZE_T_HASH]
 _IDX_CAP = 1 << 16
 _idx_lock = _threading.Lock()
+_os.register_at_fork(after_in_child=_idx_lock._at_fork_reinit)    # (the thread that held it is not there)
 
 
 def _idx_kb(n):

@@ -550,6 +550,15 @@ _epoch = [0]
 _owner = [None]       # weakref to the EmissionMap whose stamps are on the nodes, or None
 
 
+def _after_fork_in_child():
+    """A forked child starts the module's locks free (the thread that held one is not there)."""
+    _lock._at_fork_reinit()
+    _link_lock._at_fork_reinit()
+
+
+_os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 class EmissionMap:
     """LTC's EmissionMap for incremental post_order calls: remembers which nodes were already emitted."""
     __slots__ = ("_base", "_nodes", "_saved", "__weakref__")
