@@ -8,6 +8,8 @@ each product and quotient rounded on its own): layer_norm, masked_fill and add /
 give the same bits on both twins; softmax and log_softmax differ only where the two exponentials (numpy's
 and accel's, each about 1 ulp) differ.
 """
+import operator as _operator
+
 import numpy as _np
 
 from libc.stdint cimport uint8_t
@@ -36,15 +38,49 @@ _BOOL = _np.dtype(_np.bool_)
 
 
 def _check_float(x, name):
-    if not isinstance(x, _np.ndarray) or x.dtype not in _FLOATS:
+    # exactly an ndarray: a subclass's own reductions (np.matrix, masked arrays) are not what the C twin runs
+    if type(x) is not _np.ndarray or x.dtype not in _FLOATS:
         raise TypeError(f"{name}: expected a float32 or float64 ndarray, got "
-                        f"{getattr(x, 'dtype', type(x).__name__)}")
+                        f"{x.dtype if type(x) is _np.ndarray else type(x).__name__}")
 
 
 def _check_out(out, shape, dtype, name):
     if out is not None and (not isinstance(out, _np.ndarray) or out.shape != shape or out.dtype != dtype):
         raise ValueError(f"{name}: out must be a {dtype} ndarray of shape {shape}, got "
                          f"{getattr(out, 'dtype', type(out).__name__)} {getattr(out, 'shape', '')}")
+    if out is not None and not out.flags.writeable:
+        raise ValueError(f"{name}: out is read-only")
+
+
+def _axis(axis, nd):
+    """``axis`` (an integer) of an nd-dim array (a 0-dim one has axis 0 / -1, as numpy's reductions take it),
+    made non-negative."""
+    a = _operator.index(axis)
+    if not -max(nd, 1) <= a < max(nd, 1):
+        raise _np.exceptions.AxisError(a, nd)
+    return a % max(nd, 1)
+
+
+def _eps(eps):
+    """``eps`` as a Python float: a real number (or a 0-dim real array), not a string, None or a sequence."""
+    e = _np.asarray(eps)
+    if e.ndim or e.dtype.kind not in "biuf":
+        raise TypeError(f"layer_norm: eps must be a real number, got {eps!r:.60}")
+    return float(e)
+
+
+def _fill_args(x, mask, value, out):
+    """masked_fill's mask (a bool array broadcastable to out) and value (cast to out's dtype), checked before
+    anything is written, so that a bad one leaves out as it was."""
+    if not isinstance(out, _np.ndarray):
+        raise TypeError(f"masked_fill: out must be an ndarray, got {type(out).__name__}")
+    m = _np.asarray(mask)
+    if m.dtype != _np.bool_:
+        raise TypeError(f"masked_fill: mask must be a bool array, got {m.dtype}")
+    v = _np.asarray(value).astype(out.dtype)
+    _np.broadcast_to(m, out.shape)
+    _np.broadcast_to(v, out.shape)
+    return m, v
 
 
 def _dest(out, shape, dtype, x):
@@ -80,9 +116,7 @@ def softmax(x, axis, out=None, log=False):
     if x.size == 0:
         return _np.empty_like(x) if out is None else out
     nd = x.ndim
-    ax = axis + max(nd, 1) if axis < 0 else axis
-    if not 0 <= ax < max(nd, 1):          # (a 0-dim x has axis 0 / -1, as numpy's reductions take it)
-        raise _np.exceptions.AxisError(axis, nd)
+    ax = _axis(axis, nd)
     if nd == 0:
         r = _np.empty((1,), x.dtype)
         _softmax_rows(x.reshape(1), r, 1, 1, log)
@@ -118,6 +152,7 @@ def layer_norm(x, k, eps, weight=None, bias=None, out=None):
     dt = x.dtype
     lead, inner = x.shape[:x.ndim - k], x.shape[x.ndim - k:]
     cdef Py_ssize_t n = 1, rows
+    cdef double epsd
     for s in inner:
         n *= s
     rows = x.size // n if n else 0
@@ -125,6 +160,7 @@ def layer_norm(x, k, eps, weight=None, bias=None, out=None):
     if x.size == 0:
         mean = _np.full(stat_shape, _np.nan, dt)
         return (_np.empty_like(x) if out is None else out), mean, mean.copy()
+    epsd = _eps(eps)
     xc = _np.ascontiguousarray(x)
     w = None if weight is None else _np.ascontiguousarray(_np.asarray(weight, dt).reshape(n))
     b = None if bias is None else _np.ascontiguousarray(_np.asarray(bias, dt).reshape(n))
@@ -140,8 +176,7 @@ def layer_norm(x, k, eps, weight=None, bias=None, out=None):
     cdef const double *wdp = NULL
     cdef const double *bdp = NULL
     cdef int rc
-    cdef float epsf = eps
-    cdef double epsd = eps
+    cdef float epsf = epsd
     if dt == _F32:
         xf, rf, mf, sf = xc.reshape(-1), r.reshape(-1), mean.reshape(-1), rstd.reshape(-1)
         if w is not None:
@@ -179,30 +214,29 @@ def masked_fill(x, mask, value, out):
     cdef const double[::1] xd
     cdef double[::1] od
     cdef const uint8_t[::1] mb
-    cdef float vf
-    cdef double vd
+    cdef const float[::1] vbf
+    cdef const double[::1] vbd
+    m, v = _fill_args(x, mask, value, out)
     dt = out.dtype
-    m = mask
-    if (isinstance(x, _np.ndarray) and isinstance(m, _np.ndarray) and dt in _FLOATS and x.dtype == dt
+    if (isinstance(x, _np.ndarray) and dt in _FLOATS and x.dtype == dt and v.ndim == 0
             and m.dtype == _BOOL and x.shape == out.shape and m.ndim <= x.ndim
             and x.flags.c_contiguous and out.flags.c_contiguous and out.flags.writeable and m.flags.c_contiguous
-            and m.shape == x.shape[x.ndim - m.ndim:] and m.size and not _np.may_share_memory(out, m)
+            and m.shape == x.shape[x.ndim - m.ndim:] and m.size and x.size and not _np.may_share_memory(out, m)
             and (x is out or not _np.may_share_memory(out, x))):
         inner = m.size
         outer = x.size // inner
         mb = m.reshape(-1).view(_np.uint8)
-        v = _np.asarray(value).astype(dt)
-        if dt == _F32:
-            xf, of, vf = x.reshape(-1), out.reshape(-1), v
+        if dt == _F32:                   # (the value read from memory: a signalling NaN's bits kept)
+            xf, of, vbf = x.reshape(-1), out.reshape(-1), v.reshape(1)
             with nogil:
-                ak_masked_fill_f32(&xf[0], &mb[0], vf, &of[0], outer, inner)
+                ak_masked_fill_f32(&xf[0], &mb[0], vbf[0], &of[0], outer, inner)
         else:
-            xd, od, vd = x.reshape(-1), out.reshape(-1), v
+            xd, od, vbd = x.reshape(-1), out.reshape(-1), v.reshape(1)
             with nogil:
-                ak_masked_fill_f64(&xd[0], &mb[0], vd, &od[0], outer, inner)
+                ak_masked_fill_f64(&xd[0], &mb[0], vbd[0], &od[0], outer, inner)
         return out
     _np.copyto(out, x, casting="unsafe")
-    _np.copyto(out, _np.asarray(value).astype(out.dtype), where=mask)
+    _np.copyto(out, v, where=m)
     return out
 
 
