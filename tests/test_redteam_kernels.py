@@ -124,6 +124,21 @@ def test_layer_norm_failed_call_leaves_out_alone(mod):
     assert (out == 7).all()
 
 
+def test_layer_norm_weight_and_bias_views_of_out(mod):
+    # defect: a weight / bias that is a view of out was read after rows of the result had been written over
+    # it (both twins, and not alike: the C twin row by row, numpy after all rows)
+    x = np.random.default_rng(16).standard_normal((4, 8)).astype(F32)
+    w0, b0 = np.arange(1, 9, dtype=F32), np.linspace(-1, 1, 8).astype(F32)
+    want = mod.layer_norm(x, 1, 1e-5, w0, b0)[0]
+    for rows in ((0, 1), (1, 0), (3, 3)):
+        out = np.zeros((4, 8), F32)
+        out[rows[0]], out[rows[1]] = w0, b0 if rows[0] != rows[1] else w0
+        b = out[rows[1]] if rows[0] != rows[1] else None
+        r = mod.layer_norm(x, 1, 1e-5, out[rows[0]], b, out)[0]
+        assert r is out
+        assert _same(out, want if b is not None else mod.layer_norm(x, 1, 1e-5, w0)[0]), rows
+
+
 # ---------------------------------------------------------------- softmax
 @pytest.mark.parametrize("log", [False, True])
 def test_softmax_long_non_last_axis_agrees(K, log):
@@ -292,15 +307,20 @@ def test_masked_fill_odd_values_and_shapes(K):
         for dt in (F32, F64):
             r = _same_outcome(K, lambda m: m.masked_fill(x.astype(dt), mask, value, np.zeros((4, 5), dt)))
             assert r[0] == "ok", value
-    # mask sharing out's memory, x a reversed view of out: numpy's copyto on both
-    for m_of in (lambda o: o.view(np.uint8)[:, :5].view(bool), lambda o: o.view(bool)[:, ::4]):
-        got = []
-        for m in K:
-            out = x.copy()
-            mm = m_of(out)
-            m.masked_fill(out[::-1], mm, 9.0, out)
-            got.append(out)
-        assert _same(*got)
+    # defect: a mask sharing out's memory was read after x had been copied over it (both twins): the mask as
+    # given, here with x a reversed view of out too (out's floats 1.0 or the next one up: the low byte of
+    # each, a bool, is 0 or 1, and the reversed rows differ)
+    bits = 0x3F800000 | (rng.random((4, 5)) < 0.5).astype(np.uint32)
+    got = []
+    for m in K:
+        out = bits.copy().view(F32)
+        mm = out.view(np.uint8)[:, ::4].view(bool)
+        want = np.where(mm, F32(9), out[::-1])
+        assert not np.array_equal(mm, mm[::-1])
+        m.masked_fill(out[::-1], mm, 9.0, out)
+        assert _same(out, want), m.__name__
+        got.append(out)
+    assert _same(*got)
 
 
 # ---------------------------------------------------------------- ufuncs
@@ -323,6 +343,41 @@ def test_ufuncs_same_buffer_other_strides(K):
                     got = base.copy()
                     getattr(m, name)(a_of(got), b_of(got), o_of(got))
                     assert _same(got, want), (m.__name__, name)
+
+
+def test_ufuncs_out_overlapping_itself(K):
+    # defect: out an input exactly but with a zero stride (several elements one memory location): the C loop
+    # computed in place, each row reading what the row before wrote ([32, 68, ...] for numpy's [9, 11, ...])
+    from numpy.lib.stride_tricks import as_strided
+    b = np.arange(12, dtype=F32).reshape(3, 4)
+    for shape, strides in (((3, 4), (0, 4)), ((3, 4), (4, 0)), ((4, 3), (4, 4)), ((3, 4), (-4, 4))):
+        for name, uf in (("add", np.add), ("multiply", np.multiply), ("subtract", np.subtract),
+                         ("divide", np.true_divide)):
+            def view(buf):
+                return as_strided(buf[8:], shape, strides, writeable=True)
+            for m in K:
+                for a_of in (view, lambda buf: b.reshape(shape)):
+                    got = np.arange(1, 33, dtype=F32)
+                    ref = np.arange(1, 33, dtype=F32)
+                    uf(a_of(ref), b.reshape(shape), out=view(ref))
+                    getattr(m, name)(a_of(got), b.reshape(shape), view(got))
+                    assert _same(got, ref), (m.__name__, name, strides)
+
+
+def test_ufuncs_floating_point_warnings_alike(K):
+    # defect: numpy's "divide by zero" / "invalid value" RuntimeWarnings (or FloatingPointError under
+    # np.errstate(all="raise")) on the python twin, nothing on the native twin's C loops
+    import warnings
+    x = np.array([1.0, 0.0, np.inf, -1.0], F32)
+    y = np.array([0.0, 0.0, np.inf, 0.0], F32)
+    for m in K:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            with np.errstate(all="raise"):
+                for name in ("add", "subtract", "multiply", "divide"):
+                    getattr(m, name)(x, y, np.empty(4, F32))
+                    getattr(m, name)(x.astype(F64), y, np.empty(4, F64))          # numpy's loop: mixed types
+                    getattr(m, name)(np.arange(3), np.zeros(3, np.int64), np.empty(3, F64))
 
 
 def test_ufuncs_odd_operands_are_numpys(K):

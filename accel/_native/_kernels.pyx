@@ -77,15 +77,19 @@ def _fill_args(x, mask, value, out):
     m = _np.asarray(mask)
     if m.dtype != _np.bool_:
         raise TypeError(f"masked_fill: mask must be a bool array, got {m.dtype}")
+    if _np.may_share_memory(m, out):     # (the mask as given, not as x's copy into out overwrites it)
+        m = m.copy()
     v = _np.asarray(value).astype(out.dtype)
     _np.broadcast_to(m, out.shape)
     _np.broadcast_to(v, out.shape)
     return m, v
 
 
-def _dest(out, shape, dtype, x):
-    """A C-contiguous array to write into: ``out`` when it is one and shares no memory with x, else a new one."""
-    if out is not None and out.flags.c_contiguous and out.flags.writeable and not _np.may_share_memory(out, x):
+def _dest(out, shape, dtype, x, w=None, b=None):
+    """A C-contiguous array to write into: ``out`` when it is one and shares no memory with x (nor with the
+    weight / bias the rows read as they are written), else a new one."""
+    if (out is not None and out.flags.c_contiguous and out.flags.writeable and not _np.may_share_memory(out, x)
+            and (w is None or not _np.may_share_memory(out, w)) and (b is None or not _np.may_share_memory(out, b))):
         return out
     return _np.empty(shape, dtype)
 
@@ -164,7 +168,7 @@ def layer_norm(x, k, eps, weight=None, bias=None, out=None):
     xc = _np.ascontiguousarray(x)
     w = None if weight is None else _np.ascontiguousarray(_np.asarray(weight, dt).reshape(n))
     b = None if bias is None else _np.ascontiguousarray(_np.asarray(bias, dt).reshape(n))
-    r = _dest(out, x.shape, dt, x)
+    r = _dest(out, x.shape, dt, x, w, b)
     mean = _np.empty(stat_shape, dt)
     rstd = _np.empty(stat_shape, dt)
     cdef const float[::1] xf, wf, bf
@@ -243,6 +247,11 @@ def masked_fill(x, mask, value, out):
 _UFUNCS = (_np.add, _np.subtract, _np.multiply, _np.true_divide)
 
 
+def _ufunc(op, a, b, out):
+    with _np.errstate(all="ignore"):    # (division by zero, inf - inf: silently, as the C loops)
+        return _UFUNCS[op](a, b, out=out)
+
+
 cdef bint _extent(Py_buffer *v, size_t *lo, size_t *hi):
     """The first and one-past-last byte ``v`` touches; False when it has no element."""
     cdef size_t start = <size_t>v.buf, end = <size_t>v.buf
@@ -259,16 +268,42 @@ cdef bint _extent(Py_buffer *v, size_t *lo, size_t *hi):
     return True
 
 
+cdef bint _self_overlaps(Py_buffer *v):
+    """True when two elements of ``v`` may share bytes (a zero stride, strides that interleave): its dims of
+    size > 1 by |stride|, each must step past all that the smaller ones span (a sufficient test)."""
+    cdef ak_int st[AK_MAXDIMS]
+    cdef ak_int sz[AK_MAXDIMS]
+    cdef ak_int span = v.itemsize, s, z
+    cdef int k = 0, d, i
+    for d in range(v.ndim):
+        if v.shape[d] > 1:
+            s = v.strides[d] if v.strides[d] >= 0 else -v.strides[d]
+            i = k
+            while i > 0 and st[i - 1] > s:           # insertion sort by |stride|
+                st[i] = st[i - 1]
+                sz[i] = sz[i - 1]
+                i -= 1
+            st[i] = s
+            sz[i] = v.shape[d]
+            k += 1
+    for i in range(k):
+        if st[i] < span:
+            return True
+        span += st[i] * (sz[i] - 1)
+    return False
+
+
 cdef bint _plan(Py_buffer *va, Py_buffer *vb, Py_buffer *vo, int *nd_out, ak_int *n, ak_int *sa, ak_int *sb,
                 ak_int *so):
     """The dims to loop over (size-1 dims dropped, dims that step as one merged, broadcast dims stride 0); False
-    when a or b does not broadcast to out or out overlaps an input other than exactly."""
+    when a or b does not broadcast to out, out overlaps an input other than exactly, or out overlaps itself
+    (numpy's ufunc then buffers what it must)."""
     cdef int k = vo.ndim, ia = k - va.ndim, ib = k - vb.ndim, nd = 0, d, i, j
     cdef ak_int x, xa, xb
     cdef size_t lo, hi, lo2, hi2
     cdef Py_buffer *v
     cdef Py_buffer *ins[2]
-    if ia < 0 or ib < 0:
+    if ia < 0 or ib < 0 or (vo.len and _self_overlaps(vo)):
         return False
     ins[0] = va
     ins[1] = vb
@@ -330,11 +365,11 @@ cdef _binary(int op, a, b, out):
     cdef bint ok = False
     cdef ak_binary_fn fn
     if not (type(a) is _np.ndarray and type(b) is _np.ndarray and type(out) is _np.ndarray) or out.ndim > AK_MAXDIMS:
-        return _UFUNCS[op](a, b, out=out)
+        return _ufunc(op, a, b, out)
     try:
         PyObject_GetBuffer(out, &vo, PyBUF_RECORDS)
     except (ValueError, BufferError):                         # read-only: numpy says so
-        return _UFUNCS[op](a, b, out=out)
+        return _ufunc(op, a, b, out)
     PyObject_GetBuffer(a, &va, PyBUF_RECORDS_RO)
     try:
         PyObject_GetBuffer(b, &vb, PyBUF_RECORDS_RO)
@@ -351,28 +386,28 @@ cdef _binary(int op, a, b, out):
     finally:
         PyBuffer_Release(&va)
         PyBuffer_Release(&vo)
-    return out if ok else _UFUNCS[op](a, b, out=out)
+    return out if ok else _ufunc(op, a, b, out)
 
 
 def add(a, b, out):
     """out = a + b for ndarrays that broadcast to the ndarray ``out``'s shape, exactly as numpy.add(a, b,
-    out=out); returns out."""
+    out=out) (floating-point warnings not given); returns out."""
     return _binary(0, a, b, out)
 
 
 def subtract(a, b, out):
     """out = a - b for ndarrays that broadcast to the ndarray ``out``'s shape, exactly as numpy.subtract(a, b,
-    out=out); returns out."""
+    out=out) (floating-point warnings not given); returns out."""
     return _binary(1, a, b, out)
 
 
 def multiply(a, b, out):
     """out = a * b for ndarrays that broadcast to the ndarray ``out``'s shape, exactly as numpy.multiply(a, b,
-    out=out); returns out."""
+    out=out) (floating-point warnings not given); returns out."""
     return _binary(2, a, b, out)
 
 
 def divide(a, b, out):
     """out = a / b for ndarrays that broadcast to the ndarray ``out``'s shape, exactly as numpy.true_divide(a,
-    b, out=out); returns out."""
+    b, out=out) (floating-point warnings not given); returns out."""
     return _binary(3, a, b, out)

@@ -53,6 +53,8 @@ def _fill_args(x, mask, value, out):
     m = _np.asarray(mask)
     if m.dtype != _np.bool_:
         raise TypeError(f"masked_fill: mask must be a bool array, got {m.dtype}")
+    if _np.may_share_memory(m, out):     # (the mask as given, not as x's copy into out overwrites it)
+        m = m.copy()
     v = _np.asarray(value).astype(out.dtype)
     _np.broadcast_to(m, out.shape)
     _np.broadcast_to(v, out.shape)
@@ -119,6 +121,9 @@ def layer_norm(x, k, eps, weight=None, bias=None, out=None):
     # C-contiguous rows: numpy's pairwise sums, as the C twin (a strided row would be summed one by one)
     xr = _np.ascontiguousarray(x).reshape(rows, n)
     dest = out if out is not None and out.flags.c_contiguous else None
+    if dest is not None:                 # weight / bias as given, not as the result written into out makes them
+        w = w if w is None or not _np.may_share_memory(w, dest) else w.copy()
+        b = b if b is None or not _np.may_share_memory(b, dest) else b.copy()
     with _np.errstate(all="ignore"):     # (inf / nan inputs, as the native twin, silently)
         mean = xr.mean(axis=1, keepdims=True)
         d = _np.subtract(xr, mean, out=None if dest is None else dest.reshape(rows, n))
@@ -146,23 +151,27 @@ def masked_fill(x, mask, value, out):
 
 def add(a, b, out):
     """out = a + b for ndarrays that broadcast to the ndarray ``out``'s shape, exactly as numpy.add(a, b,
-    out=out); returns out."""
-    return _np.add(a, b, out=out)
+    out=out) (floating-point warnings not given); returns out."""
+    with _np.errstate(all="ignore"):    # (division by zero, inf - inf: silently, as the C twin)
+        return _np.add(a, b, out=out)
 
 
 def subtract(a, b, out):
     """out = a - b for ndarrays that broadcast to the ndarray ``out``'s shape, exactly as numpy.subtract(a, b,
-    out=out); returns out."""
-    return _np.subtract(a, b, out=out)
+    out=out) (floating-point warnings not given); returns out."""
+    with _np.errstate(all="ignore"):    # (division by zero, inf - inf: silently, as the C twin)
+        return _np.subtract(a, b, out=out)
 
 
 def multiply(a, b, out):
     """out = a * b for ndarrays that broadcast to the ndarray ``out``'s shape, exactly as numpy.multiply(a, b,
-    out=out); returns out."""
-    return _np.multiply(a, b, out=out)
+    out=out) (floating-point warnings not given); returns out."""
+    with _np.errstate(all="ignore"):    # (division by zero, inf - inf: silently, as the C twin)
+        return _np.multiply(a, b, out=out)
 
 
 def divide(a, b, out):
     """out = a / b for ndarrays that broadcast to the ndarray ``out``'s shape, exactly as numpy.true_divide(a,
-    b, out=out); returns out."""
-    return _np.true_divide(a, b, out=out)
+    b, out=out) (floating-point warnings not given); returns out."""
+    with _np.errstate(all="ignore"):    # (division by zero, inf - inf: silently, as the C twin)
+        return _np.true_divide(a, b, out=out)
