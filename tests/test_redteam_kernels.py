@@ -216,6 +216,15 @@ def test_ndarray_subclasses_refused(K, make, fn):
     assert r[:2] == ("err", "TypeError") and f"got {type(x).__name__}" in r[2]
 
 
+def test_empty_x_still_checks_axis_and_eps(K):
+    # defect: an empty x returned an empty result whatever the axis (5 of a 2-dim array, None) or eps (None)
+    e = np.zeros((0, 3), F32)
+    for call, exc in [(lambda m: m.softmax(e, 5), np.exceptions.AxisError), (lambda m: m.softmax(e, None), TypeError),
+                      (lambda m: m.softmax(e, -3, None, True), np.exceptions.AxisError),
+                      (lambda m: m.layer_norm(e, 1, None), TypeError), (lambda m: m.layer_norm(e, 2, "x"), TypeError)]:
+        assert _same_outcome(K, call)[:2] == ("err", exc.__name__)
+
+
 def test_softmax_layer_norm_huge_ndim_size_one_and_empty(K):
     x = np.random.default_rng(10).standard_normal((1,) * 62 + (2, 3)).astype(F32)
     for ax in (0, 40, 62, -1):

@@ -117,10 +117,10 @@ def softmax(x, axis, out=None, log=False):
     ``out`` (x's shape and dtype, not x) when given.  Returns the result (an empty x gives an empty one)."""
     _check_float(x, "softmax")
     _check_out(out, x.shape, x.dtype, "softmax")
+    nd = x.ndim
+    ax = _axis(axis, nd)                 # (checked for an empty x too)
     if x.size == 0:
         return _np.empty_like(x) if out is None else out
-    nd = x.ndim
-    ax = _axis(axis, nd)
     if nd == 0:
         r = _np.empty((1,), x.dtype)
         _softmax_rows(x.reshape(1), r, 1, 1, log)
@@ -161,10 +161,10 @@ def layer_norm(x, k, eps, weight=None, bias=None, out=None):
         n *= s
     rows = x.size // n if n else 0
     stat_shape = lead + (1,) * k
+    epsd = _eps(eps)                     # (checked for an empty x too)
     if x.size == 0:
         mean = _np.full(stat_shape, _np.nan, dt)
         return (_np.empty_like(x) if out is None else out), mean, mean.copy()
-    epsd = _eps(eps)
     xc = _np.ascontiguousarray(x)
     w = None if weight is None else _np.ascontiguousarray(_np.asarray(weight, dt).reshape(n))
     b = None if bias is None else _np.ascontiguousarray(_np.asarray(bias, dt).reshape(n))

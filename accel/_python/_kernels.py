@@ -67,10 +67,10 @@ def softmax(x, axis, out=None, log=False):
     ``out`` (x's shape and dtype, not x) when given.  Returns the result (an empty x gives an empty one)."""
     _check_float(x, "softmax")
     _check_out(out, x.shape, x.dtype, "softmax")
+    nd = x.ndim
+    ax = _axis(axis, nd)                 # (checked for an empty x too)
     if x.size == 0:
         return _np.empty_like(x) if out is None else out
-    nd = x.ndim
-    ax = _axis(axis, nd)
     # the rows' sums over a C-contiguous last axis (numpy's pairwise sum, as the C twin): numpy reducing a
     # strided or non-last axis adds the values one by one, whose result depends on x's memory layout
     xm = x.reshape(1) if nd == 0 else _np.moveaxis(x, ax, -1)
@@ -111,11 +111,12 @@ def layer_norm(x, k, eps, weight=None, bias=None, out=None):
         n *= s
     rows = x.size // n if n else 0
     stat_shape = lead + (1,) * k
+    eps = _eps(eps)                      # (checked for an empty x too)
     if x.size == 0:
         mean = _np.full(stat_shape, _np.nan, dt)
         return (_np.empty_like(x) if out is None else out), mean, mean.copy()
     with _np.errstate(over="ignore"):   # (an eps beyond float32's range: inf, as the native twin's cast, silently)
-        eps = dt.type(_eps(eps))
+        eps = dt.type(eps)
     w = None if weight is None else _np.asarray(weight, dt).reshape(n)    # (checked before out is written)
     b = None if bias is None else _np.asarray(bias, dt).reshape(n)
     # C-contiguous rows: numpy's pairwise sums, as the C twin (a strided row would be summed one by one)
