@@ -6,7 +6,9 @@ vectorised, without the GIL.
 The C code runs the python twin's operations one row at a time in the same order (numpy's pairwise sums,
 each product and quotient rounded on its own): layer_norm, masked_fill and add / subtract / multiply / divide
 give the same bits on both twins; softmax and log_softmax differ only where the two exponentials (numpy's
-and accel's, each about 1 ulp) differ.
+and accel's, each about 1 ulp) differ.  Both sum C-contiguous rows (a transposed or strided x, a softmax axis
+other than the last, copied first), so that the bits do not depend on x's memory layout; weight / bias / mask
+are read as given even where they are views of out.
 """
 import operator as _operator
 
