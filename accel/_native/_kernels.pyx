@@ -71,19 +71,31 @@ def _eps(eps):
     return float(e)
 
 
+def _fits(shape, to):
+    """Whether an array of ``shape`` broadcasts to ``to`` (numpy's broadcast_to, without making the view)."""
+    if len(shape) > len(to):
+        return False
+    for i in range(1, len(shape) + 1):
+        if shape[-i] != 1 and shape[-i] != to[-i]:
+            return False
+    return True
+
+
 def _fill_args(x, mask, value, out):
     """masked_fill's mask (a bool array broadcastable to out) and value (cast to out's dtype), checked before
     anything is written, so that a bad one leaves out as it was."""
     if not isinstance(out, _np.ndarray):
         raise TypeError(f"masked_fill: out must be an ndarray, got {type(out).__name__}")
-    m = _np.asarray(mask)
+    m = mask if type(mask) is _np.ndarray else _np.asarray(mask)
     if m.dtype != _np.bool_:
         raise TypeError(f"masked_fill: mask must be a bool array, got {m.dtype}")
+    v = _np.asarray(value).astype(out.dtype)
+    if m.shape != out.shape and not _fits(m.shape, out.shape):
+        raise ValueError(f"masked_fill: mask of shape {m.shape} does not broadcast to out's {out.shape}")
+    if v.ndim and not _fits(v.shape, out.shape):
+        raise ValueError(f"masked_fill: value of shape {v.shape} does not broadcast to out's {out.shape}")
     if _np.may_share_memory(m, out):     # (the mask as given, not as x's copy into out overwrites it)
         m = m.copy()
-    v = _np.asarray(value).astype(out.dtype)
-    _np.broadcast_to(m, out.shape)
-    _np.broadcast_to(v, out.shape)
     return m, v
 
 
@@ -222,25 +234,28 @@ def masked_fill(x, mask, value, out):
     cdef const uint8_t[::1] mb
     cdef const float[::1] vbf
     cdef const double[::1] vbd
-    m, v = _fill_args(x, mask, value, out)
-    dt = out.dtype
-    if (isinstance(x, _np.ndarray) and dt in _FLOATS and x.dtype == dt and v.ndim == 0
-            and m.dtype == _BOOL and x.shape == out.shape and m.ndim <= x.ndim
+    m = mask
+    if (type(out) is _np.ndarray and type(x) is _np.ndarray and type(m) is _np.ndarray and out.dtype in _FLOATS
+            and x.dtype == out.dtype and m.dtype == _BOOL and x.shape == out.shape and m.ndim <= x.ndim
             and x.flags.c_contiguous and out.flags.c_contiguous and out.flags.writeable and m.flags.c_contiguous
             and m.shape == x.shape[x.ndim - m.ndim:] and m.size and x.size and not _np.may_share_memory(out, m)
             and (x is out or not _np.may_share_memory(out, x))):
-        inner = m.size
-        outer = x.size // inner
-        mb = m.reshape(-1).view(_np.uint8)
-        if dt == _F32:                   # (the value read from memory: a signalling NaN's bits kept)
-            xf, of, vbf = x.reshape(-1), out.reshape(-1), v.reshape(1)
-            with nogil:
-                ak_masked_fill_f32(&xf[0], &mb[0], vbf[0], &of[0], outer, inner)
-        else:
-            xd, od, vbd = x.reshape(-1), out.reshape(-1), v.reshape(1)
-            with nogil:
-                ak_masked_fill_f64(&xd[0], &mb[0], vbd[0], &od[0], outer, inner)
-        return out
+        dt = out.dtype
+        v = _np.asarray(value).astype(dt)                     # (before anything is written)
+        if v.ndim == 0:
+            inner = m.size
+            outer = x.size // inner
+            mb = m.reshape(-1).view(_np.uint8)
+            if dt == _F32:               # (the value read from memory: a signalling NaN's bits kept)
+                xf, of, vbf = x.reshape(-1), out.reshape(-1), v.reshape(1)
+                with nogil:
+                    ak_masked_fill_f32(&xf[0], &mb[0], vbf[0], &of[0], outer, inner)
+            else:
+                xd, od, vbd = x.reshape(-1), out.reshape(-1), v.reshape(1)
+                with nogil:
+                    ak_masked_fill_f64(&xd[0], &mb[0], vbd[0], &od[0], outer, inner)
+            return out
+    m, v = _fill_args(x, mask, value, out)
     _np.copyto(out, x, casting="unsafe")
     _np.copyto(out, v, where=m)
     return out

@@ -47,19 +47,31 @@ def _eps(eps):
     return float(e)
 
 
+def _fits(shape, to):
+    """Whether an array of ``shape`` broadcasts to ``to`` (numpy's broadcast_to, without making the view)."""
+    if len(shape) > len(to):
+        return False
+    for i in range(1, len(shape) + 1):
+        if shape[-i] != 1 and shape[-i] != to[-i]:
+            return False
+    return True
+
+
 def _fill_args(x, mask, value, out):
     """masked_fill's mask (a bool array broadcastable to out) and value (cast to out's dtype), checked before
     anything is written, so that a bad one leaves out as it was."""
     if not isinstance(out, _np.ndarray):
         raise TypeError(f"masked_fill: out must be an ndarray, got {type(out).__name__}")
-    m = _np.asarray(mask)
+    m = mask if type(mask) is _np.ndarray else _np.asarray(mask)
     if m.dtype != _np.bool_:
         raise TypeError(f"masked_fill: mask must be a bool array, got {m.dtype}")
+    v = _np.asarray(value).astype(out.dtype)
+    if m.shape != out.shape and not _fits(m.shape, out.shape):
+        raise ValueError(f"masked_fill: mask of shape {m.shape} does not broadcast to out's {out.shape}")
+    if v.ndim and not _fits(v.shape, out.shape):
+        raise ValueError(f"masked_fill: value of shape {v.shape} does not broadcast to out's {out.shape}")
     if _np.may_share_memory(m, out):     # (the mask as given, not as x's copy into out overwrites it)
         m = m.copy()
-    v = _np.asarray(value).astype(out.dtype)
-    _np.broadcast_to(m, out.shape)
-    _np.broadcast_to(v, out.shape)
     return m, v
 
 
