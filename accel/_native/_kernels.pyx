@@ -6,8 +6,12 @@ vectorised, without the GIL.
 The C code runs the python twin's operations one row at a time in the same order (numpy's pairwise sums,
 each product and quotient rounded on its own): layer_norm, masked_fill and add / subtract / multiply / divide
 give the same bits on both twins; softmax and log_softmax differ only where the two exponentials (numpy's
-and accel's, each about 1 ulp) differ.
+and accel's, each about 1 ulp) differ.  Both sum C-contiguous rows (a transposed or strided x, a softmax axis
+other than the last, copied first), so that the bits do not depend on x's memory layout; weight / bias / mask
+are read as given even where they are views of out.
 """
+import operator as _operator
+
 import numpy as _np
 
 from libc.stdint cimport uint8_t
@@ -40,20 +44,70 @@ _BOOL = _np.dtype(_np.bool_)
 
 
 def _check_float(x, name):
-    if not isinstance(x, _np.ndarray) or x.dtype not in _FLOATS:
+    # exactly an ndarray: a subclass's own reductions (np.matrix, masked arrays) are not what the C twin runs
+    if type(x) is not _np.ndarray or x.dtype not in _FLOATS:
         raise TypeError(f"{name}: expected a float32 or float64 ndarray, got "
-                        f"{getattr(x, 'dtype', type(x).__name__)}")
+                        f"{x.dtype if type(x) is _np.ndarray else type(x).__name__}")
 
 
 def _check_out(out, shape, dtype, name):
     if out is not None and (not isinstance(out, _np.ndarray) or out.shape != shape or out.dtype != dtype):
         raise ValueError(f"{name}: out must be a {dtype} ndarray of shape {shape}, got "
                          f"{getattr(out, 'dtype', type(out).__name__)} {getattr(out, 'shape', '')}")
+    if out is not None and not out.flags.writeable:
+        raise ValueError(f"{name}: out is read-only")
 
 
-def _dest(out, shape, dtype, x):
-    """A C-contiguous array to write into: ``out`` when it is one and shares no memory with x, else a new one."""
-    if out is not None and out.flags.c_contiguous and out.flags.writeable and not _np.may_share_memory(out, x):
+def _axis(axis, nd):
+    """``axis`` (an integer) of an nd-dim array (a 0-dim one has axis 0 / -1, as numpy's reductions take it),
+    made non-negative."""
+    a = _operator.index(axis)
+    if not -max(nd, 1) <= a < max(nd, 1):
+        raise _np.exceptions.AxisError(a, nd)
+    return a % max(nd, 1)
+
+
+def _eps(eps):
+    """``eps`` as a Python float: a real number (or a 0-dim real array), not a string, None or a sequence."""
+    e = _np.asarray(eps)
+    if e.ndim or e.dtype.kind not in "biuf":
+        raise TypeError(f"layer_norm: eps must be a real number, got {eps!r:.60}")
+    return float(e)
+
+
+def _fits(shape, to):
+    """Whether an array of ``shape`` broadcasts to ``to`` (numpy's broadcast_to, without making the view)."""
+    if len(shape) > len(to):
+        return False
+    for i in range(1, len(shape) + 1):
+        if shape[-i] != 1 and shape[-i] != to[-i]:
+            return False
+    return True
+
+
+def _fill_args(x, mask, value, out):
+    """masked_fill's mask (a bool array broadcastable to out) and value (cast to out's dtype), checked before
+    anything is written, so that a bad one leaves out as it was."""
+    if not isinstance(out, _np.ndarray):
+        raise TypeError(f"masked_fill: out must be an ndarray, got {type(out).__name__}")
+    m = mask if type(mask) is _np.ndarray else _np.asarray(mask)
+    if m.dtype != _np.bool_:
+        raise TypeError(f"masked_fill: mask must be a bool array, got {m.dtype}")
+    v = _np.asarray(value).astype(out.dtype)
+    if m.shape != out.shape and not _fits(m.shape, out.shape):
+        raise ValueError(f"masked_fill: mask of shape {m.shape} does not broadcast to out's {out.shape}")
+    if v.ndim and not _fits(v.shape, out.shape):
+        raise ValueError(f"masked_fill: value of shape {v.shape} does not broadcast to out's {out.shape}")
+    if _np.may_share_memory(m, out):     # (the mask as given, not as x's copy into out overwrites it)
+        m = m.copy()
+    return m, v
+
+
+def _dest(out, shape, dtype, x, w=None, b=None):
+    """A C-contiguous array to write into: ``out`` when it is one and shares no memory with x (nor with the
+    weight / bias the rows read as they are written), else a new one."""
+    if (out is not None and out.flags.c_contiguous and out.flags.writeable and not _np.may_share_memory(out, x)
+            and (w is None or not _np.may_share_memory(out, w)) and (b is None or not _np.may_share_memory(out, b))):
         return out
     return _np.empty(shape, dtype)
 
@@ -81,12 +135,10 @@ def softmax(x, axis, out=None, log=False):
     ``out`` (x's shape and dtype, not x) when given.  Returns the result (an empty x gives an empty one)."""
     _check_float(x, "softmax")
     _check_out(out, x.shape, x.dtype, "softmax")
+    nd = x.ndim
+    ax = _axis(axis, nd)                 # (checked for an empty x too)
     if x.size == 0:
         return _np.empty_like(x) if out is None else out
-    nd = x.ndim
-    ax = axis + max(nd, 1) if axis < 0 else axis
-    if not 0 <= ax < max(nd, 1):          # (a 0-dim x has axis 0 / -1, as numpy's reductions take it)
-        raise _np.exceptions.AxisError(axis, nd)
     if nd == 0:
         r = _np.empty((1,), x.dtype)
         _softmax_rows(x.reshape(1), r, 1, 1, log)
@@ -187,17 +239,19 @@ def layer_norm(x, k, eps, weight=None, bias=None, out=None):
     dt = x.dtype
     lead, inner = x.shape[:x.ndim - k], x.shape[x.ndim - k:]
     cdef Py_ssize_t n = 1, rows
+    cdef double epsd
     for s in inner:
         n *= s
     rows = x.size // n if n else 0
     stat_shape = lead + (1,) * k
+    epsd = _eps(eps)                     # (checked for an empty x too)
     if x.size == 0:
         mean = _np.full(stat_shape, _np.nan, dt)
         return (_np.empty_like(x) if out is None else out), mean, mean.copy()
     xc = _np.ascontiguousarray(x)
     w = None if weight is None else _np.ascontiguousarray(_np.asarray(weight, dt).reshape(n))
     b = None if bias is None else _np.ascontiguousarray(_np.asarray(bias, dt).reshape(n))
-    r = _dest(out, x.shape, dt, x)
+    r = _dest(out, x.shape, dt, x, w, b)
     mean = _np.empty(stat_shape, dt)
     rstd = _np.empty(stat_shape, dt)
     cdef const float[::1] xf, wf, bf
@@ -209,8 +263,7 @@ def layer_norm(x, k, eps, weight=None, bias=None, out=None):
     cdef const double *wdp = NULL
     cdef const double *bdp = NULL
     cdef int rc
-    cdef float epsf = eps
-    cdef double epsd = eps
+    cdef float epsf = epsd
     if dt == _F32:
         xf, rf, mf, sf = xc.reshape(-1), r.reshape(-1), mean.reshape(-1), rstd.reshape(-1)
         if w is not None:
@@ -248,34 +301,41 @@ def masked_fill(x, mask, value, out):
     cdef const double[::1] xd
     cdef double[::1] od
     cdef const uint8_t[::1] mb
-    cdef float vf
-    cdef double vd
-    dt = out.dtype
+    cdef const float[::1] vbf
+    cdef const double[::1] vbd
     m = mask
-    if (isinstance(x, _np.ndarray) and isinstance(m, _np.ndarray) and dt in _FLOATS and x.dtype == dt
-            and m.dtype == _BOOL and x.shape == out.shape and m.ndim <= x.ndim
+    if (type(out) is _np.ndarray and type(x) is _np.ndarray and type(m) is _np.ndarray and out.dtype in _FLOATS
+            and x.dtype == out.dtype and m.dtype == _BOOL and x.shape == out.shape and m.ndim <= x.ndim
             and x.flags.c_contiguous and out.flags.c_contiguous and out.flags.writeable and m.flags.c_contiguous
-            and m.shape == x.shape[x.ndim - m.ndim:] and m.size and not _np.may_share_memory(out, m)
+            and m.shape == x.shape[x.ndim - m.ndim:] and m.size and x.size and not _np.may_share_memory(out, m)
             and (x is out or not _np.may_share_memory(out, x))):
-        inner = m.size
-        outer = x.size // inner
-        mb = m.reshape(-1).view(_np.uint8)
-        v = _np.asarray(value).astype(dt)
-        if dt == _F32:
-            xf, of, vf = x.reshape(-1), out.reshape(-1), v
-            with nogil:
-                ak_masked_fill_f32(&xf[0], &mb[0], vf, &of[0], outer, inner)
-        else:
-            xd, od, vd = x.reshape(-1), out.reshape(-1), v
-            with nogil:
-                ak_masked_fill_f64(&xd[0], &mb[0], vd, &od[0], outer, inner)
-        return out
+        dt = out.dtype
+        v = _np.asarray(value).astype(dt)                     # (before anything is written)
+        if v.ndim == 0:
+            inner = m.size
+            outer = x.size // inner
+            mb = m.reshape(-1).view(_np.uint8)
+            if dt == _F32:               # (the value read from memory: a signalling NaN's bits kept)
+                xf, of, vbf = x.reshape(-1), out.reshape(-1), v.reshape(1)
+                with nogil:
+                    ak_masked_fill_f32(&xf[0], &mb[0], vbf[0], &of[0], outer, inner)
+            else:
+                xd, od, vbd = x.reshape(-1), out.reshape(-1), v.reshape(1)
+                with nogil:
+                    ak_masked_fill_f64(&xd[0], &mb[0], vbd[0], &od[0], outer, inner)
+            return out
+    m, v = _fill_args(x, mask, value, out)
     _np.copyto(out, x, casting="unsafe")
-    _np.copyto(out, _np.asarray(value).astype(out.dtype), where=mask)
+    _np.copyto(out, v, where=m)
     return out
 
 
 _UFUNCS = (_np.add, _np.subtract, _np.multiply, _np.true_divide)
+
+
+def _ufunc(op, a, b, out):
+    with _np.errstate(all="ignore"):    # (division by zero, inf - inf: silently, as the C loops)
+        return _UFUNCS[op](a, b, out=out)
 
 
 cdef bint _extent(Py_buffer *v, size_t *lo, size_t *hi):
@@ -294,16 +354,42 @@ cdef bint _extent(Py_buffer *v, size_t *lo, size_t *hi):
     return True
 
 
+cdef bint _self_overlaps(Py_buffer *v):
+    """True when two elements of ``v`` may share bytes (a zero stride, strides that interleave): its dims of
+    size > 1 by |stride|, each must step past all that the smaller ones span (a sufficient test)."""
+    cdef ak_int st[AK_MAXDIMS]
+    cdef ak_int sz[AK_MAXDIMS]
+    cdef ak_int span = v.itemsize, s, z
+    cdef int k = 0, d, i
+    for d in range(v.ndim):
+        if v.shape[d] > 1:
+            s = v.strides[d] if v.strides[d] >= 0 else -v.strides[d]
+            i = k
+            while i > 0 and st[i - 1] > s:           # insertion sort by |stride|
+                st[i] = st[i - 1]
+                sz[i] = sz[i - 1]
+                i -= 1
+            st[i] = s
+            sz[i] = v.shape[d]
+            k += 1
+    for i in range(k):
+        if st[i] < span:
+            return True
+        span += st[i] * (sz[i] - 1)
+    return False
+
+
 cdef bint _plan(Py_buffer *va, Py_buffer *vb, Py_buffer *vo, int *nd_out, ak_int *n, ak_int *sa, ak_int *sb,
                 ak_int *so):
     """The dims to loop over (size-1 dims dropped, dims that step as one merged, broadcast dims stride 0); False
-    when a or b does not broadcast to out or out overlaps an input other than exactly."""
+    when a or b does not broadcast to out, out overlaps an input other than exactly, or out overlaps itself
+    (numpy's ufunc then buffers what it must)."""
     cdef int k = vo.ndim, ia = k - va.ndim, ib = k - vb.ndim, nd = 0, d, i, j
     cdef ak_int x, xa, xb
     cdef size_t lo, hi, lo2, hi2
     cdef Py_buffer *v
     cdef Py_buffer *ins[2]
-    if ia < 0 or ib < 0:
+    if ia < 0 or ib < 0 or (vo.len and _self_overlaps(vo)):
         return False
     ins[0] = va
     ins[1] = vb
@@ -365,11 +451,11 @@ cdef _binary(int op, a, b, out):
     cdef bint ok = False
     cdef ak_binary_fn fn
     if not (type(a) is _np.ndarray and type(b) is _np.ndarray and type(out) is _np.ndarray) or out.ndim > AK_MAXDIMS:
-        return _UFUNCS[op](a, b, out=out)
+        return _ufunc(op, a, b, out)
     try:
         PyObject_GetBuffer(out, &vo, PyBUF_RECORDS)
     except (ValueError, BufferError):                         # read-only: numpy says so
-        return _UFUNCS[op](a, b, out=out)
+        return _ufunc(op, a, b, out)
     PyObject_GetBuffer(a, &va, PyBUF_RECORDS_RO)
     try:
         PyObject_GetBuffer(b, &vb, PyBUF_RECORDS_RO)
@@ -386,28 +472,28 @@ cdef _binary(int op, a, b, out):
     finally:
         PyBuffer_Release(&va)
         PyBuffer_Release(&vo)
-    return out if ok else _UFUNCS[op](a, b, out=out)
+    return out if ok else _ufunc(op, a, b, out)
 
 
 def add(a, b, out):
     """out = a + b for ndarrays that broadcast to the ndarray ``out``'s shape, exactly as numpy.add(a, b,
-    out=out); returns out."""
+    out=out) (floating-point warnings not given); returns out."""
     return _binary(0, a, b, out)
 
 
 def subtract(a, b, out):
     """out = a - b for ndarrays that broadcast to the ndarray ``out``'s shape, exactly as numpy.subtract(a, b,
-    out=out); returns out."""
+    out=out) (floating-point warnings not given); returns out."""
     return _binary(1, a, b, out)
 
 
 def multiply(a, b, out):
     """out = a * b for ndarrays that broadcast to the ndarray ``out``'s shape, exactly as numpy.multiply(a, b,
-    out=out); returns out."""
+    out=out) (floating-point warnings not given); returns out."""
     return _binary(2, a, b, out)
 
 
 def divide(a, b, out):
     """out = a / b for ndarrays that broadcast to the ndarray ``out``'s shape, exactly as numpy.true_divide(a,
-    b, out=out); returns out."""
+    b, out=out) (floating-point warnings not given); returns out."""
     return _binary(3, a, b, out)

@@ -4,23 +4,75 @@ log_softmax, layer_norm, masked_fill, and the four arithmetic ufuncs on float ar
 The native twin runs the same operations in C, one row at a time, in the same order (numpy's pairwise sums,
 each product and quotient rounded on its own): layer_norm, masked_fill and add / subtract / multiply / divide
 give the same bits on both twins; softmax and log_softmax differ only where the two exponentials (numpy's
-and accel's, each about 1 ulp) differ.
+and accel's, each about 1 ulp) differ.  Both sum C-contiguous rows (a transposed or strided x, a softmax axis
+other than the last, copied first), so that the bits do not depend on x's memory layout; weight / bias / mask
+are read as given even where they are views of out.
 """
+import operator as _operator
+
 import numpy as _np
 
 _FLOATS = (_np.dtype(_np.float32), _np.dtype(_np.float64))
 
 
 def _check_float(x, name):
-    if not isinstance(x, _np.ndarray) or x.dtype not in _FLOATS:
+    # exactly an ndarray: a subclass's own reductions (np.matrix, masked arrays) are not what the C twin runs
+    if type(x) is not _np.ndarray or x.dtype not in _FLOATS:
         raise TypeError(f"{name}: expected a float32 or float64 ndarray, got "
-                        f"{getattr(x, 'dtype', type(x).__name__)}")
+                        f"{x.dtype if type(x) is _np.ndarray else type(x).__name__}")
 
 
 def _check_out(out, shape, dtype, name):
     if out is not None and (not isinstance(out, _np.ndarray) or out.shape != shape or out.dtype != dtype):
         raise ValueError(f"{name}: out must be a {dtype} ndarray of shape {shape}, got "
                          f"{getattr(out, 'dtype', type(out).__name__)} {getattr(out, 'shape', '')}")
+    if out is not None and not out.flags.writeable:
+        raise ValueError(f"{name}: out is read-only")
+
+
+def _axis(axis, nd):
+    """``axis`` (an integer) of an nd-dim array (a 0-dim one has axis 0 / -1, as numpy's reductions take it),
+    made non-negative."""
+    a = _operator.index(axis)
+    if not -max(nd, 1) <= a < max(nd, 1):
+        raise _np.exceptions.AxisError(a, nd)
+    return a % max(nd, 1)
+
+
+def _eps(eps):
+    """``eps`` as a Python float: a real number (or a 0-dim real array), not a string, None or a sequence."""
+    e = _np.asarray(eps)
+    if e.ndim or e.dtype.kind not in "biuf":
+        raise TypeError(f"layer_norm: eps must be a real number, got {eps!r:.60}")
+    return float(e)
+
+
+def _fits(shape, to):
+    """Whether an array of ``shape`` broadcasts to ``to`` (numpy's broadcast_to, without making the view)."""
+    if len(shape) > len(to):
+        return False
+    for i in range(1, len(shape) + 1):
+        if shape[-i] != 1 and shape[-i] != to[-i]:
+            return False
+    return True
+
+
+def _fill_args(x, mask, value, out):
+    """masked_fill's mask (a bool array broadcastable to out) and value (cast to out's dtype), checked before
+    anything is written, so that a bad one leaves out as it was."""
+    if not isinstance(out, _np.ndarray):
+        raise TypeError(f"masked_fill: out must be an ndarray, got {type(out).__name__}")
+    m = mask if type(mask) is _np.ndarray else _np.asarray(mask)
+    if m.dtype != _np.bool_:
+        raise TypeError(f"masked_fill: mask must be a bool array, got {m.dtype}")
+    v = _np.asarray(value).astype(out.dtype)
+    if m.shape != out.shape and not _fits(m.shape, out.shape):
+        raise ValueError(f"masked_fill: mask of shape {m.shape} does not broadcast to out's {out.shape}")
+    if v.ndim and not _fits(v.shape, out.shape):
+        raise ValueError(f"masked_fill: value of shape {v.shape} does not broadcast to out's {out.shape}")
+    if _np.may_share_memory(m, out):     # (the mask as given, not as x's copy into out overwrites it)
+        m = m.copy()
+    return m, v
 
 
 def softmax(x, axis, out=None, log=False):
@@ -29,16 +81,31 @@ def softmax(x, axis, out=None, log=False):
     ``out`` (x's shape and dtype, not x) when given.  Returns the result (an empty x gives an empty one)."""
     _check_float(x, "softmax")
     _check_out(out, x.shape, x.dtype, "softmax")
+    nd = x.ndim
+    ax = _axis(axis, nd)                 # (checked for an empty x too)
     if x.size == 0:
         return _np.empty_like(x) if out is None else out
+    # the rows' sums over a C-contiguous last axis (numpy's pairwise sum, as the C twin): numpy reducing a
+    # strided or non-last axis adds the values one by one, whose result depends on x's memory layout
+    xm = x.reshape(1) if nd == 0 else _np.moveaxis(x, ax, -1)
+    if out is not None and ax == nd - 1 and out.flags.c_contiguous:
+        e = out                          # (x may overlap it: numpy's subtract copies what it must)
+    else:
+        e = _np.empty(xm.shape, x.dtype)
     with _np.errstate(all="ignore"):     # (inf - inf, as the native twin, silently)
-        e = _np.asarray(_np.subtract(x, _np.max(x, axis=axis, keepdims=True), out=out))   # (0-dim: else a scalar)
+        _np.subtract(xm, _np.max(xm, axis=-1, keepdims=True), out=e)
         if log:
-            e -= _np.log(_np.sum(_np.exp(e), axis=axis, keepdims=True))
-            return e
-        _np.exp(e, out=e)                # in place: one temporary of x's size, not two
-        e /= _np.sum(e, axis=axis, keepdims=True)
-    return e
+            e -= _np.log(_np.sum(_np.exp(e), axis=-1, keepdims=True))
+        else:
+            _np.exp(e, out=e)            # in place: one temporary of x's size, not two
+            e /= _np.sum(e, axis=-1, keepdims=True)
+    if e is out:
+        return out
+    r = e.reshape(()) if nd == 0 else _np.moveaxis(e, -1, ax)
+    if out is not None:
+        out[...] = r
+        return out
+    return r
 
 
 def masked_softmax(x, scale, mask, value, out=None):
@@ -82,50 +149,68 @@ def layer_norm(x, k, eps, weight=None, bias=None, out=None):
         n *= s
     rows = x.size // n if n else 0
     stat_shape = lead + (1,) * k
+    eps = _eps(eps)                      # (checked for an empty x too)
     if x.size == 0:
         mean = _np.full(stat_shape, _np.nan, dt)
         return (_np.empty_like(x) if out is None else out), mean, mean.copy()
-    xr = x.reshape(rows, n)
+    with _np.errstate(over="ignore"):   # (an eps beyond float32's range: inf, as the native twin's cast, silently)
+        eps = dt.type(eps)
+    w = None if weight is None else _np.asarray(weight, dt).reshape(n)    # (checked before out is written)
+    b = None if bias is None else _np.asarray(bias, dt).reshape(n)
+    # C-contiguous rows: numpy's pairwise sums, as the C twin (a strided row would be summed one by one)
+    xr = _np.ascontiguousarray(x).reshape(rows, n)
+    dest = out if out is not None and out.flags.c_contiguous else None
+    if dest is not None:                 # weight / bias as given, not as the result written into out makes them
+        w = w if w is None or not _np.may_share_memory(w, dest) else w.copy()
+        b = b if b is None or not _np.may_share_memory(b, dest) else b.copy()
     with _np.errstate(all="ignore"):     # (inf / nan inputs, as the native twin, silently)
         mean = xr.mean(axis=1, keepdims=True)
-        d = _np.subtract(xr, mean, out=None if out is None else out.reshape(rows, n))
+        d = _np.subtract(xr, mean, out=None if dest is None else dest.reshape(rows, n))
         var = _np.square(d).mean(axis=1, keepdims=True)
-        rstd = 1 / _np.sqrt(var + dt.type(eps))
+        rstd = 1 / _np.sqrt(var + eps)
         d *= rstd
-        if weight is not None:
-            d *= _np.asarray(weight, dt).reshape(n)
-        if bias is not None:
-            d += _np.asarray(bias, dt).reshape(n)
-    return d.reshape(x.shape), mean.reshape(stat_shape), rstd.reshape(stat_shape)
+        if w is not None:
+            d *= w
+        if b is not None:
+            d += b
+    r = d.reshape(x.shape)
+    if out is not None and dest is None:
+        out[...] = r
+    return (r if out is None else out), mean.reshape(stat_shape), rstd.reshape(stat_shape)
 
 
 def masked_fill(x, mask, value, out):
     """``out`` (an ndarray of x's shape) = x (cast to out's dtype) where the bool ndarray ``mask``
     (broadcastable to x) is False, ``value`` (cast to out's dtype) where it is True; returns out."""
+    m, v = _fill_args(x, mask, value, out)
     _np.copyto(out, x, casting="unsafe")
-    _np.copyto(out, _np.asarray(value).astype(out.dtype), where=mask)
+    _np.copyto(out, v, where=m)
     return out
 
 
 def add(a, b, out):
     """out = a + b for ndarrays that broadcast to the ndarray ``out``'s shape, exactly as numpy.add(a, b,
-    out=out); returns out."""
-    return _np.add(a, b, out=out)
+    out=out) (floating-point warnings not given); returns out."""
+    with _np.errstate(all="ignore"):    # (division by zero, inf - inf: silently, as the C twin)
+        return _np.add(a, b, out=out)
 
 
 def subtract(a, b, out):
     """out = a - b for ndarrays that broadcast to the ndarray ``out``'s shape, exactly as numpy.subtract(a, b,
-    out=out); returns out."""
-    return _np.subtract(a, b, out=out)
+    out=out) (floating-point warnings not given); returns out."""
+    with _np.errstate(all="ignore"):    # (division by zero, inf - inf: silently, as the C twin)
+        return _np.subtract(a, b, out=out)
 
 
 def multiply(a, b, out):
     """out = a * b for ndarrays that broadcast to the ndarray ``out``'s shape, exactly as numpy.multiply(a, b,
-    out=out); returns out."""
-    return _np.multiply(a, b, out=out)
+    out=out) (floating-point warnings not given); returns out."""
+    with _np.errstate(all="ignore"):    # (division by zero, inf - inf: silently, as the C twin)
+        return _np.multiply(a, b, out=out)
 
 
 def divide(a, b, out):
     """out = a / b for ndarrays that broadcast to the ndarray ``out``'s shape, exactly as numpy.true_divide(a,
-    b, out=out); returns out."""
-    return _np.true_divide(a, b, out=out)
+    b, out=out) (floating-point warnings not given); returns out."""
+    with _np.errstate(all="ignore"):    # (division by zero, inf - inf: silently, as the C twin)
+        return _np.true_divide(a, b, out=out)
