@@ -320,3 +320,40 @@ def test_masked_softmax_edges(K):
         assert np.allclose(m.masked_softmax(xt, 0.5, x > 0, -1e9), m.masked_softmax(x, 0.5, x > 0, -1e9))
         with pytest.raises(TypeError, match="masked_softmax: expected a float32 or float64 ndarray"):
             m.masked_softmax(np.zeros(3, np.int32), None, None, 0)
+
+
+@pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")
+def test_masked_softmax_checks_before_writing_and_aliasing(K):
+    rng = np.random.default_rng(13)
+    x = rng.standard_normal((4, 6)).astype(F32)
+    mask = rng.random((4, 6)) < 0.3
+    res = []
+    for m in K:
+        out = np.full((4, 6), 7.0, F32)
+        for bad, exc in [(np.zeros((4, 6), np.int8), TypeError), (np.zeros((3, 6), bool), ValueError)]:
+            with pytest.raises(exc, match="masked_fill: mask"):
+                m.masked_softmax(x, 2.0, bad, 0.0, out)
+            assert (out == 7).all()                            # a failed call wrote nothing
+        with pytest.raises(ValueError, match="masked_fill: value of shape"):
+            m.masked_softmax(x, 2.0, mask, np.zeros(4), out)
+        assert (out == 7).all()
+        ro = np.zeros((4, 6), F32)
+        ro.flags.writeable = False
+        with pytest.raises(ValueError, match="masked_softmax: out is read-only"):
+            m.masked_softmax(x, None, None, 0, ro)
+        with pytest.raises(TypeError, match="got matrix"):
+            m.masked_softmax(np.matrix(x), None, None, 0)
+        want = m.masked_softmax(x, 0.5, mask, -np.inf)
+        # the mask a view of out, x itself as out, a strided out: the values as given
+        buf = np.zeros((8, 6), F32)
+        mv = buf[4:].view(bool)[:, :6]
+        mv[...] = mask
+        o = buf[4:]
+        got = m.masked_softmax(x, 0.5, mv, -np.inf, o)
+        assert _same(got, want)
+        xs = x.copy()
+        assert _same(m.masked_softmax(xs, 0.5, mask, -np.inf, xs), want)
+        wide = np.zeros((4, 12), F32)
+        assert _same(m.masked_softmax(x, 0.5, mask, -np.inf, wide[:, ::2]), want)
+        res.append(want)
+    assert np.allclose(res[0], res[1], rtol=1e-6, atol=0)

@@ -166,7 +166,7 @@ def masked_softmax(x, scale, mask, value, out=None):
     ``x`` (x's dtype throughout; ``scale``: a Python number or None, no scaling; ``mask``: a bool ndarray
     broadcastable to x, or None, no mask; ``value``: a number cast to x's dtype), as multiply, masked_fill
     and softmax give it one after another; the result is written into ``out`` (x's shape and dtype, not x)
-    when given.  Returns the result."""
+    when given.  Mask and value are checked before anything is written.  Returns the result."""
     _check_float(x, "masked_softmax")
     _check_out(out, x.shape, x.dtype, "masked_softmax")
     cdef Py_ssize_t n, rows, mrows = 1
@@ -180,19 +180,23 @@ def masked_softmax(x, scale, mask, value, out=None):
     cdef double sd = 0, vd = 0
     cdef int has_s = scale is not None
     dt = x.dtype
+    m = v = None
+    if mask is not None:             # (checked against out, or x for its shape and dtype; nothing written yet)
+        m, v = _fill_args(x, mask, value, x if out is None else out)
     fast = (x.ndim >= 1 and x.size and x.flags.c_contiguous
             and (scale is None or type(scale) is float or type(scale) is int))     # (a Python number, weak)
-    if fast and mask is not None:
-        fast = (isinstance(mask, _np.ndarray) and mask.dtype == _BOOL and 1 <= mask.ndim <= x.ndim
-                and mask.flags.c_contiguous and mask.shape == x.shape[x.ndim - mask.ndim:])
-    if not fast:
+    if fast and m is not None:
+        fast = (v.ndim == 0 and 1 <= m.ndim <= x.ndim and m.flags.c_contiguous
+                and m.shape == x.shape[x.ndim - m.ndim:] and (out is None or not _np.may_share_memory(m, out)))
+    if not fast:                         # multiply, masked_fill and softmax one after another
         t = _np.empty(x.shape, dt)
-        if has_s:
-            _np.multiply(x, scale, out=t)
-        else:
-            _np.copyto(t, x)
-        if mask is not None:
-            masked_fill(t, mask, value, t)
+        with _np.errstate(all="ignore"):
+            if has_s:
+                _np.multiply(x, scale, out=t)
+            else:
+                _np.copyto(t, x)
+        if m is not None:
+            _np.copyto(t, v, where=m)
         r = softmax(t, -1)
         if out is not None:
             out[...] = r
@@ -201,21 +205,20 @@ def masked_softmax(x, scale, mask, value, out=None):
     n = x.shape[x.ndim - 1]
     rows = x.size // n
     r = _dest(out, x.shape, dt, x)
-    if mask is not None:
-        mrows = mask.size // n
-        mb = mask.reshape(-1).view(_np.uint8)
+    if m is not None:
+        mrows = m.size // n
+        mb = m.reshape(-1).view(_np.uint8)
         mp = &mb[0]
-    v = _np.asarray(value).astype(dt)
+        vf = vd = v
     if dt == _F32:
         xf, rf = x.reshape(-1), r.reshape(-1)
-        vf = v
         if has_s:
-            sf = _np.float32(scale)              # a Python number is rounded to float32 first, as numpy does
+            with _np.errstate(all="ignore"):
+                sf = _np.float32(scale)          # a Python number is rounded to float32 first, as numpy does
         with nogil:
             ak_masked_softmax_f32(&xf[0], &rf[0], rows, n, has_s, sf, mp, mrows, vf)
     else:
         xd, rd = x.reshape(-1), r.reshape(-1)
-        vd = v
         if has_s:
             sd = scale
         with nogil:

@@ -113,22 +113,30 @@ def masked_softmax(x, scale, mask, value, out=None):
     ``x`` (x's dtype throughout; ``scale``: a Python number or None, no scaling; ``mask``: a bool ndarray
     broadcastable to x, or None, no mask; ``value``: a number cast to x's dtype), as multiply, masked_fill
     and softmax give it one after another; the result is written into ``out`` (x's shape and dtype, not x)
-    when given.  Returns the result."""
+    when given.  Mask and value are checked before anything is written.  Returns the result."""
     _check_float(x, "masked_softmax")
     _check_out(out, x.shape, x.dtype, "masked_softmax")
-    t = _np.empty(x.shape, x.dtype) if out is None else out
-    if scale is not None:
-        _np.multiply(x, scale, out=t)
-    else:
-        _np.copyto(t, x)
+    # into out itself when it is C-contiguous (numpy's multiply / copyto handle an x that overlaps it; a mask
+    # that does is copied first by _fill_args)
+    t = out if out is not None and out.flags.c_contiguous else _np.empty(x.shape, x.dtype)
+    m = v = None
     if mask is not None:
-        masked_fill(t, mask, value, t)
-    if t.size == 0:
-        return t
+        m, v = _fill_args(x, mask, value, t)
     with _np.errstate(all="ignore"):
-        _np.subtract(t, _np.max(t, axis=-1, keepdims=True), out=t)
-        _np.exp(t, out=t)
-        t /= _np.sum(t, axis=-1, keepdims=True)
+        if scale is not None:
+            _np.multiply(x, scale, out=t)
+        else:
+            _np.copyto(t, x)
+        if m is not None:
+            _np.copyto(t, v, where=m)
+        if t.size:                       # (rows summed C-contiguous, as softmax's)
+            tm = t.reshape(1) if t.ndim == 0 else t
+            _np.subtract(tm, _np.max(tm, axis=-1, keepdims=True), out=tm)
+            _np.exp(tm, out=tm)
+            tm /= _np.sum(tm, axis=-1, keepdims=True)
+    if out is not None and t is not out:
+        out[...] = t
+        return out
     return t
 
 
