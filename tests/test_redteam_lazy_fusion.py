@@ -154,6 +154,21 @@ def check_cat_mixed_narrow_empty_one_part():
                 (a * 4).sum(1), np.concatenate([h * 2, h + 1], 1).astype(F32).sum(1),
                 np.concatenate([bf(bf(a) * 2), bf(bf(a) + 1)], 0), np.concatenate([i * 2, i - 1], 0).sum(0)]
     steps(build, ref, [a, e, i, h], tol=2e-2)
+    # bfloat16 / float16 / integer / bool elementwise parts of a float32 cat: copied in (a bfloat16 result is
+    # rounded after its kernel wrote it: computed into the part, the cat would hold it unrounded)
+    def build2(a, i, h):
+        b = a.bfloat16()
+        return [L.cat([a * 2, b * 3, b + b * 0.1, h * 2, i * 3, a > 0], 1) * 1]
+
+    def ref2(a, i, h):
+        bf = lambda x: (((x.astype(F32).view(np.uint32) + np.uint32(0x7FFF) + ((x.astype(F32).view(np.uint32) >> 16)
+                                                                            & np.uint32(1))) & np.uint32(0xFFFF0000))
+                        .view(F32))
+        b = bf(a)
+        return [np.concatenate([a * 2, bf(b * 3), bf(b + bf(b * F32(0.1))), (h * 2).astype(F32), (i * 3).astype(F32),
+                                (a > 0).astype(F32)], 1)]
+    text = steps(build2, ref2, [a, i, h], tol=0)
+    assert "_concatenate" not in text and parts_written(text) == 1, text
 
 
 # ---------------------------------------------------------------- elementwise over a released buffer
@@ -173,6 +188,34 @@ def check_elementwise_over_the_buffer_an_operand_view_reads():
     for f, g in pats:
         text = steps(lambda a, b: [f(a * b) * 1, f(a + b)], lambda a, b: [g(a * b), g(a + b)], [a, b])
     assert re.search(r"_kmultiply\((v\d+), v\d+, (_b\d+)\)", text), text
+
+
+def check_kernel_ufuncs_round_as_torch_bit_for_bit():
+    """accel._kernels' add / subtract / multiply / divide only where they give torch's float32 roundings: a
+    Python number or a 0-dim float64 result is cast to float32 first (no float64 product rounded once), a
+    large int64 operand is cast to float32 first; the program's buffers written in place.  Exact values."""
+    a, d = arr(4, 8) * 3, arr(4, 8, dt=np.float64)
+    i = rng.integers(1 << 40, 1 << 41, (4, 8))
+
+    def build(a, d, i):
+        s = d.sum()
+        return [((a * 1) * 0.1) * 1, ((a * 1) / 0.3) * 1, ((a * 1) + s) * 1, ((a * 1) * s) * 1, ((a * 1) - i) * 1,
+                ((a * 1) / (d * 1).mean()) * 1]
+
+    def ref(a, d, i):
+        s = F32(d.sum())
+        return [a * F32(0.1), a / F32(0.3), a + s, a * s, a - i.astype(F32), a / F32(d.mean())]
+    kept = []
+    for k in range(3):
+        vals = [a + k, d * (k + 1), i + k]
+        ts = [L.tensor(v) for v in vals]
+        L.mark_step()
+        kept.append((build(*ts), ref(*vals)))
+        L.mark_step()
+    text = src()
+    for k, (got, want) in enumerate(kept):
+        for q, (g, w) in enumerate(zip(got, want)):
+            assert g.numpy().dtype == np.float32 and np.array_equal(g.numpy(), w), (k, q, text)
 
 
 # ---------------------------------------------------------------- fused masked softmax
@@ -240,6 +283,16 @@ def check_masked_softmax_0dim_mask_scale_and_multi_output_operands():
                 softmax_np(x * 2), softmax_np(np.full_like(x, 3)), softmax_np(x * F32(0.3))]
     text = steps(build, ref, [x, y], tol=1e-4)
     assert text.count("_masked_softmax(") == 5, text
+    i = rng.integers(-4, 4, (3, 8))                          # an integer tensor times a number: a float product
+
+    def build2(i, x):
+        return [(i * 0.5).softmax(-1), (i * 0.5).masked_fill(i > 1, -1.0).softmax(-1), (x * i).softmax(-1)]
+
+    def ref2(i, x):
+        return [softmax_np(i.astype(F32) * F32(0.5)), softmax_np(np.where(i > 1, F32(-1), i.astype(F32) * F32(0.5))),
+                softmax_np(x * i.astype(F32))]
+    text = steps(build2, ref2, [i, x])
+    assert text.count("_masked_softmax(") == 1, text         # (the masked_fill over i * 0.5 alone)
 
 
 def check_attention_block_both_fusions_chained():
@@ -264,6 +317,22 @@ def check_attention_block_both_fusions_chained():
         return [a @ r, a.sum(-1)]
     text = steps(build, ref, [q, k, cos, sin, m], n=4)
     assert "_masked_softmax(" in text and "_concatenate" not in text and parts_written(text) == 4, text
+
+
+def check_fused_steps_operands_released_at_the_softmax():
+    """The skipped steps' operands live until the fused softmax and no longer: a float result computed after
+    it takes their buffer (two buffers in all, not three), and the values hold over cached steps."""
+    a, b, c = arr(4, 8), arr(4, 8), arr(4, 8)
+    m = np.triu(np.ones((4, 8), bool), 1)
+
+    def build(a, b, c, m):
+        s = ((a + b) * 0.5).masked_fill(m, -1.0).softmax(-1)
+        return [((c * 3) * s).sum(-1)]
+
+    def ref(a, b, c, m):
+        return [((c * 3) * softmax_np(np.where(m, F32(-1), (a + b) * F32(0.5)))).sum(-1)]
+    text = steps(build, ref, [a, b, c, m])
+    assert "_masked_softmax(" in text and "_b1" in text and "_b2" not in text, text
 
 
 # ---------------------------------------------------------------- caches, threads, fork
@@ -350,6 +419,75 @@ def check_threads_and_forks_running_the_fused_program():
         for t in ts:
             t.join()
     assert codes == [0, 0, 0] and not errs, (codes, errs)
+
+
+def check_decode_loop_kv_cache_cat_of_earlier_results():
+    """A kv cache grown by cat each step (the previous step's result as a part, the new rotary keys computed
+    into theirs), feeding q @ k^T and the fused masked softmax: every step's results kept and checked."""
+    B, H, D, S0 = 2, 2, 8, 4
+    W = [arr(D, D) * F32(0.3) for _ in range(3)]
+
+    def rot(t, cos, sin, cat):
+        t1, t2 = t[..., :D // 2], t[..., D // 2:]
+        return cat([t1 * cos - t2 * sin, t1 * sin + t2 * cos], -1)
+    kc = vc = kn = vn = None
+    kept = []
+    for step in range(5):
+        S = S0 if step == 0 else 1
+        x = arr(B, H, S, D)
+        t0 = 0 if step == 0 else S0 + step - 1
+        pos = np.arange(t0, t0 + S, dtype=F32)[:, None] * F32(0.1)
+        cos, sin = np.cos(pos * np.arange(D // 2, dtype=F32)), np.sin(pos * np.arange(D // 2, dtype=F32))
+        X, C, Sn = L.tensor(x), L.tensor(cos), L.tensor(sin)
+        wq, wk, wv = (L.tensor(w) for w in W)
+        k = rot(X @ wk, C, Sn, L.cat)
+        v = (X @ wv) * 1
+        if kc is not None:
+            k, v = L.cat([kc, k], 2), L.cat([vc, v * 1], 2)
+        t = k.shape[2]
+        mask = np.triu(np.ones((S, t), bool), t - S + 1)
+        a = ((rot(X @ wq, C, Sn, L.cat) @ k.transpose(-1, -2)) * (1 / np.sqrt(D))) \
+            .masked_fill(L.tensor(mask), float("-inf")).softmax(-1)
+        o = a @ v
+        kc, vc = k, v
+        del X, C, Sn, wq, wk, wv
+        L.mark_step()
+        assert "_masked_softmax(" in src(), src()
+        kk, vv = rot(x @ W[1], cos, sin, np.concatenate), x @ W[2]
+        if kn is not None:
+            kk, vv = np.concatenate([kn, kk], 2), np.concatenate([vn, vv], 2)
+        an = softmax_np(np.where(mask, F32(-np.inf), (rot(x @ W[0], cos, sin, np.concatenate)
+                                                       @ kk.transpose(0, 1, 3, 2)) * F32(1 / np.sqrt(D))))
+        kn, vn = kk, vv
+        kept.append(((o, a, k, v), (an @ vv, an, kk, vv)))
+    for s, (got, want) in enumerate(kept):
+        for g, w in zip(got, want):
+            assert np.allclose(g.numpy(), w, rtol=1e-5, atol=1e-5), s
+
+
+def check_threads_with_their_own_generators_share_the_fused_program():
+    x = arr(4, 16)
+    m = np.triu(np.ones((4, 16), bool), 3)
+
+    def run(seed, n=6):
+        g = L.Generator()
+        g.manual_seed(seed)
+        res = []
+        for s in range(n):
+            X, M = L.tensor(x + s), L.tensor(m)
+            y = ((X * L.rand(4, 16, generator=g)) * 0.5).masked_fill(M, float("-inf")).softmax(-1)
+            L.mark_step()
+            res.append(y)
+        return [r.numpy() for r in res]
+    ref = run(7)
+    assert "_masked_softmax(" in src(), src()
+    out = {}
+    ts = [threading.Thread(target=lambda i=i: out.__setitem__(i, run(7))) for i in range(3)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert all(all(np.array_equal(a, b) for a, b in zip(ref, out[i])) for i in range(3)), out.keys()
 
 
 # ---------------------------------------------------------------- random graphs
