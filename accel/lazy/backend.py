@@ -127,7 +127,7 @@ class _Compiler:
                 param_of[i] = k
         # aliases (views share their operand's memory) and the last reader of each base
         base = list(range(n))
-        kinds = [None] * n
+        self.kinds = kinds = [None] * n
         attrs = [None] * n
         for i, node in enumerate(post):
             a = node_attrs(node)
@@ -369,7 +369,11 @@ class _Compiler:
         self.lines.append(f"{out} = {name}")
 
     def _release(self, i, node, base, last, owned, pool):
-        for m in [o.node for o in node.operands] + self.extra.get(i, []):
+        ms = [o.node for o in node.operands] + self.extra.get(i, [])
+        for m in list(ms):
+            if self.kinds[self.index[m]] == "lazy_tensors::tensor_list":
+                ms.extend(o.node for o in m.operands)      # (read through the list: last[] counts them here)
+        for m in ms:
             b = base[self.index[m]]
             if last[b] == i and b in owned:
                 buf, key = owned.pop(b)
