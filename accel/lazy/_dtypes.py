@@ -5,6 +5,11 @@ from accel import _impl
 
 # c10 ScalarType codes of the dtypes lazy tensors support.
 BOOL, UINT8, INT8, INT16, INT32, INT64, FLOAT16, FLOAT32, FLOAT64 = 11, 0, 1, 2, 3, 4, 5, 6, 7
+# c10::ScalarType::Undefined as torch 2.13 numbers it (its last dtype is Float4_e2m1fn_x2, 45): the dtype of
+# the Shape() outputs LTC gives native_batch_norm without running statistics, hashed as this code.  The IR
+# layer follows libtorch 2.15, where 46 is BComplex32 and Undefined 47; the lazy tensors' texts (shape_text)
+# print this code as torch 2.13 does.
+UNDEFINED = 46
 CODE_TO_NP = {BOOL: _np.dtype(_np.bool_), UINT8: _np.dtype(_np.uint8), INT8: _np.dtype(_np.int8),
               INT16: _np.dtype(_np.int16), INT32: _np.dtype(_np.int32), INT64: _np.dtype(_np.int64),
               FLOAT16: _np.dtype(_np.float16), FLOAT32: _np.dtype(_np.float32), FLOAT64: _np.dtype(_np.float64)}
@@ -163,3 +168,11 @@ def code_to_dtype(code):
         raise ValueError(f"ScalarType code {code!r} ({name}) "
                          "has no numpy dtype")
     return _np.dtype(t)
+
+
+def shape_text(shape):
+    """A Shape as torch 2.13's LTC prints it in the lazy tensors' IR texts: ``Float[2,3]``, and
+    ``UNKNOWN_SCALAR[0]`` for UNDEFINED (the IR layer's own str() follows libtorch 2.15's names)."""
+    if shape.dtype == UNDEFINED:
+        return f"UNKNOWN_SCALAR[{','.join(map(str, shape.sizes))}]"
+    return str(shape)

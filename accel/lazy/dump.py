@@ -90,16 +90,17 @@ def to_text(roots):
     return "\n".join(lines) + "\n"
 
 
-def to_dot(roots, tags=None):
+def to_dot(roots, tags=None, shape_text=str):
     """DumpUtil::ToDot: a graphviz digraph with one labelled node per IR node and one edge per operand.
-    ``tags(node)`` gives a node's (name, value) label lines (default: ``node_tags``)."""
+    ``tags(node)`` gives a node's (name, value) label lines (default: ``node_tags``); ``shape_text(shape)``
+    its first shape's label (default: str, the IR layer's names)."""
     post, ids, root_index = _ids_and_roots(roots)
     tags = node_tags if tags is None else tags
     out = ["digraph G {\n"]
     for n in post:
         label = n.op.qualified_name
         if n.shapes:
-            label += "\\n" + str(n.shapes[0])
+            label += "\\n" + shape_text(n.shapes[0])
         for name, value in tags(n):
             label += f"\\n{name}=" + (value if len(value) < 64 else value[:64] + "...")
         if n in root_index:

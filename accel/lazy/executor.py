@@ -374,7 +374,7 @@ def get_tensors_text(tensors):
     lines = ["IR {"]
     for i, n in enumerate(post):
         ops = ", ".join(f"%{ids[o.node]}" + (f".{o.index}" if o.node.num_outputs > 1 else "") for o in n.operands)
-        line = f"  %{i} = [{', '.join(str(s) for s in n.shapes)}] {n.op.qualified_name}({ops}){_tags(n)}"
+        line = f"  %{i} = [{', '.join(D.shape_text(s) for s in n.shapes)}] {n.op.qualified_name}({ops}){_tags(n)}"
         r = root_of.get(n)
         if r is not None:
             line += f", ROOT={r}"
@@ -414,7 +414,7 @@ def _split_tags(text):
 def get_tensors_dot(tensors):
     """torch._C._lazy._get_tensors_dot: the tensors' IR as a graphviz digraph (DumpUtil::ToDot's layout)."""
     tensors = _check_tensors(tensors, "get_tensors_dot")
-    return _dump.to_dot([t._ir() for t in tensors], tags=_tag_pairs)
+    return _dump.to_dot([t._ir() for t in tensors], tags=_tag_pairs, shape_text=D.shape_text)
 
 
 # ---- eager fallback ----

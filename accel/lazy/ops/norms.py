@@ -114,7 +114,6 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
 
 # ---------------------------------------------------------------- batch_norm (eval)
 _kernels = _impl.module("_kernels")
-_UNDEFINED = 47       # c10::ScalarType::Undefined as the IR layer numbers it (libtorch 2.15; torch 2.13: 46)
 
 
 class _RunningStats:
@@ -196,7 +195,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         return out
     _fn_counter("native_batch_norm")[0] += 1
     ops = (input._ir(),) + tuple(None if p is None else p._ir() for p in ts)
-    stats = (pcode, (c,)) if ts[2] is not None else (_UNDEFINED, (0,))    # LTC's shapes without running ones
+    stats = (pcode, (c,)) if ts[2] is not None else (D.UNDEFINED, (0,))    # LTC's shapes without running ones
     outs = _emit_multi("aten::native_batch_norm", ops, ((s.dtype, s.sizes), stats, stats),
                        _seed(bool(training), m, e),
                        (e, ts[0] is not None, ts[1] is not None, bool(training), m, ts[2] is not None),
