@@ -186,6 +186,27 @@ def check_run_cached_graph_refuses_inputs_its_buffers_do_not_fit():
         assert "inputs[0] must be int64[]" in str(e), e
     else:
         raise AssertionError("no error for a 1-element array as a scalar")
+    # a number parameter of another kind: a narrower one is taken as the parameter's dtype; a complex (its
+    # imaginary part dropped with a ComplexWarning), a float for an int, an object or a string is refused
+    close(L.run_cached_graph(h, [True, 2, np.full((4, 4), 3, np.float32)])[0].numpy(), np.full((4, 4), 7, np.float32))
+    for bad, name in ((1 + 2j, "complex128"), (1.5, "float64"), (2 ** 70, "object"), ("1", "<U1")):
+        try:
+            L.run_cached_graph(h, [bad, 2, np.ones((4, 4), np.float32)])
+        except RuntimeError as e:
+            assert f"inputs[0] must be int64[] as the cached computation was compiled for, got {name}[]" in str(e), e
+        else:
+            raise AssertionError(f"no error for {bad!r} as an int64 number")
+    z = L.tensor(np.ones(3, np.float32))
+    w = z * 0.5
+    h2 = L.get_graph_hash([w])
+    L.sync_multi([w])                        # parameters: 0.5 (a float64 number), z
+    close(L.run_cached_graph(h2, [2, np.ones(3, np.float32)])[0].numpy(), np.full(3, 2, np.float32))
+    try:
+        L.run_cached_graph(h2, [0.5j, np.ones(3, np.float32)])
+    except RuntimeError as e:
+        assert "inputs[0] must be float64[]" in str(e) and "complex128[]" in str(e), e
+    else:
+        raise AssertionError("no error for a complex number as a float64 one")
 
 # ---- attacks that held: kept as regression checks -----------------------------------------------------
 def check_buffered_kernels_results_survive_later_steps():

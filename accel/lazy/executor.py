@@ -297,6 +297,9 @@ def tensor_value(t):
     return h.array
 
 
+_SCALAR_KINDS = {D.BOOL: "b", D.INT64: "bui", D.FLOAT64: "buif"}     # the kinds a number parameter takes
+
+
 def run_cached_graph(hash_bytes, inputs):
     """torch._lazy.computation.run_cached_graph: run the program cached under a graph hash (from
     get_graph_hash, after a sync compiled it) on ``inputs`` (lazy tensors, arrays or numbers, one per
@@ -318,7 +321,11 @@ def run_cached_graph(hash_bytes, inputs):
         for i, (a, s) in enumerate(zip(arrays, shapes)):
             want = tuple(s.sizes)
             if not want:
-                ok = a.ndim == 0
+                # a number parameter: a number of its kind or a narrower one (bool < int < float), as its
+                # dtype; not a complex, an object or a string (numpy would drop an imaginary part, silently)
+                ok = a.ndim == 0 and a.dtype.kind in _SCALAR_KINDS.get(s.dtype, "")
+                if ok:
+                    arrays[i] = a.astype(D.CODE_TO_NP[s.dtype])
             else:
                 ok = a.shape == want and a.dtype == D.CODE_TO_NP[s.dtype]
             if not ok:
