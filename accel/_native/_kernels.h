@@ -1,12 +1,13 @@
-/* accel.lazy's compiled kernels (accel._native._kernels): row-wise softmax / log_softmax, layer_norm and a
- * broadcast masked_fill over C-contiguous float32 / float64 rows, and add / sub / mul / div over strided,
- * broadcast float32 / float64 arrays.
+/* accel.lazy's compiled kernels (accel._native._kernels): row-wise softmax / log_softmax, the scaled, masked
+ * softmax of attention (masked_softmax), layer_norm and a broadcast masked_fill over C-contiguous float32 /
+ * float64 rows, and add / sub / mul / div over strided, broadcast float32 / float64 arrays.
  *
  * Everything but the exponential is computed as the python twin's numpy code computes it, operation for
  * operation: sums are numpy's pairwise sum (8 accumulators, blocks of 128, halved above that), a mean is that
  * sum divided in double by the count (numpy's mean divides by an intp), and every product, difference and
  * quotient is rounded on its own (this file is compiled with -ffp-contract=off: no fused multiply-add), so
- * layer_norm and masked_fill are bit-equal to the python twin.  float32's exp is a vectorised polynomial of
+ * layer_norm, masked_fill and the arithmetic are bit-equal to the python twin (softmax and masked_softmax
+ * up to the exponential).  float32's exp is a vectorised polynomial of
  * about 1 ulp (numpy's own SIMD exp is too, and differs from it in the last bit for some inputs); float64
  * uses the C library's exp.
  *
