@@ -10,9 +10,11 @@ and accel's, each about 1 ulp) differ.  Both sum C-contiguous rows (a transposed
 other than the last, copied first), so that the bits do not depend on x's memory layout; weight / bias / mask
 are read as given even where they are views of out.
 """
-import operator as _operator
-
 import numpy as _np
+
+from accel._kernels_common import (FLOATS as _FLOATS, axis_index as _axis, check_float as _check_float,
+                                    check_out as _check_out, fill_args as _fill_args,
+                                    layer_norm_shape as _layer_norm_shape)
 
 from libc.stdint cimport uint8_t
 from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_RECORDS, PyBUF_RECORDS_RO
@@ -39,68 +41,7 @@ cdef extern from "_kernels.h" nogil:
 
 _F32 = _np.dtype(_np.float32)
 _F64 = _np.dtype(_np.float64)
-_FLOATS = (_F32, _F64)
 _BOOL = _np.dtype(_np.bool_)
-
-
-def _check_float(x, name):
-    # exactly an ndarray: a subclass's own reductions (np.matrix, masked arrays) are not what the C twin runs
-    if type(x) is not _np.ndarray or x.dtype not in _FLOATS:
-        raise TypeError(f"{name}: expected a float32 or float64 ndarray, got "
-                        f"{x.dtype if type(x) is _np.ndarray else type(x).__name__}")
-
-
-def _check_out(out, shape, dtype, name):
-    if out is not None and (not isinstance(out, _np.ndarray) or out.shape != shape or out.dtype != dtype):
-        raise ValueError(f"{name}: out must be a {dtype} ndarray of shape {shape}, got "
-                         f"{getattr(out, 'dtype', type(out).__name__)} {getattr(out, 'shape', '')}")
-    if out is not None and not out.flags.writeable:
-        raise ValueError(f"{name}: out is read-only")
-
-
-def _axis(axis, nd):
-    """``axis`` (an integer) of an nd-dim array (a 0-dim one has axis 0 / -1, as numpy's reductions take it),
-    made non-negative."""
-    a = _operator.index(axis)
-    if not -max(nd, 1) <= a < max(nd, 1):
-        raise _np.exceptions.AxisError(a, nd)
-    return a % max(nd, 1)
-
-
-def _eps(eps):
-    """``eps`` as a Python float: a real number (or a 0-dim real array), not a string, None or a sequence."""
-    e = _np.asarray(eps)
-    if e.ndim or e.dtype.kind not in "biuf":
-        raise TypeError(f"layer_norm: eps must be a real number, got {eps!r:.60}")
-    return float(e)
-
-
-def _fits(shape, to):
-    """Whether an array of ``shape`` broadcasts to ``to`` (numpy's broadcast_to, without making the view)."""
-    if len(shape) > len(to):
-        return False
-    for i in range(1, len(shape) + 1):
-        if shape[-i] != 1 and shape[-i] != to[-i]:
-            return False
-    return True
-
-
-def _fill_args(x, mask, value, out):
-    """masked_fill's mask (a bool array broadcastable to out) and value (cast to out's dtype), checked before
-    anything is written, so that a bad one leaves out as it was."""
-    if not isinstance(out, _np.ndarray):
-        raise TypeError(f"masked_fill: out must be an ndarray, got {type(out).__name__}")
-    m = mask if type(mask) is _np.ndarray else _np.asarray(mask)
-    if m.dtype != _np.bool_:
-        raise TypeError(f"masked_fill: mask must be a bool array, got {m.dtype}")
-    v = _np.asarray(value).astype(out.dtype)
-    if m.shape != out.shape and not _fits(m.shape, out.shape):
-        raise ValueError(f"masked_fill: mask of shape {m.shape} does not broadcast to out's {out.shape}")
-    if v.ndim and not _fits(v.shape, out.shape):
-        raise ValueError(f"masked_fill: value of shape {v.shape} does not broadcast to out's {out.shape}")
-    if _np.may_share_memory(m, out):     # (the mask as given, not as x's copy into out overwrites it)
-        m = m.copy()
-    return m, v
 
 
 def _dest(out, shape, dtype, x, w=None, b=None):
@@ -237,20 +178,12 @@ def layer_norm(x, k, eps, weight=None, bias=None, out=None):
     with its last k dims 1."""
     _check_float(x, "layer_norm")
     _check_out(out, x.shape, x.dtype, "layer_norm")
-    if not 1 <= k <= x.ndim:
-        raise ValueError(f"layer_norm: k must be in [1, {x.ndim}], got {k}")
     dt = x.dtype
-    lead, inner = x.shape[:x.ndim - k], x.shape[x.ndim - k:]
-    cdef Py_ssize_t n = 1, rows
+    cdef Py_ssize_t n, rows
     cdef double epsd
-    for s in inner:
-        n *= s
-    rows = x.size // n if n else 0
-    stat_shape = lead + (1,) * k
-    epsd = _eps(eps)                     # (checked for an empty x too)
-    if x.size == 0:
-        mean = _np.full(stat_shape, _np.nan, dt)
-        return (_np.empty_like(x) if out is None else out), mean, mean.copy()
+    n, rows, stat_shape, epsd, empty = _layer_norm_shape(x, k, eps, out)
+    if empty is not None:
+        return empty
     xc = _np.ascontiguousarray(x)
     w = None if weight is None else _np.ascontiguousarray(_np.asarray(weight, dt).reshape(n))
     b = None if bias is None else _np.ascontiguousarray(_np.asarray(bias, dt).reshape(n))
