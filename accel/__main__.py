@@ -167,7 +167,7 @@ def emu_main(argv, prog="python -m accel"):
     from accel import emu
 
     if argv[:1] in (["-h"], ["--help"]):
-        standins = ", ".join(os.path.basename(p) for p in emu._preloads())
+        standins = ", ".join(os.path.basename(p) for p in emu._preloads(emu.real_nvrtc_path()))
         profiles = "\n".join(f"  {key:6} {board} (compute capability {cc[0]}.{cc[1]})"
                              for key, (board, cc) in emu.PROFILES.items())
         print(emu_usage(prog))

@@ -11,6 +11,13 @@ accel ships stand-in libraries built from its emulator (``accel/_emu/standin``):
 - ``libcuda.so.1``: the driver API (``cuGetProcAddress_v2``, ``cuInit``, devices and attributes,
   primary and created contexts with a per-thread context stack, streams, events, memory, error names),
   found through its dependency on the runtime stand-in, so both share the emulator's one state;
+- ``libnvJitLink.so.13``: nvJitLink for numba-cuda and cuda.core's linker, which links their PTX into
+  accel's linked image (PTX texts in a container the emulator's loader accepts) where the real one
+  makes a SASS cubin the emulator cannot execute; LTO-IR (numba-cuda's default) goes through the real
+  nvJitLink's PTX output (``ACCEL_EMU_NVJITLINK``, ``real_nvjitlink_path``); SASS inputs are refused;
+- ``libnvrtc.so.13`` (only when a real NVRTC is found: ``real_nvrtc_path``): the real NVRTC
+  (``ACCEL_EMU_NVRTC`` names it), except that a compile for a real architecture (``-arch=sm_XX``) is
+  done for ``compute_XX`` and its "cubin" is accel's linked image holding the PTX;
 - ``libnvidia-ml.so.1``: NVML (``nvmlInit``, device count and handles by index, UUID or PCI bus id, name,
   UUID, serial, memory info that follows the emulator's allocations, utilisation, temperature, power,
   clocks, PCI info, compute and MIG mode, running processes, versions, error strings), what
@@ -36,18 +43,28 @@ driver through NVIDIA's private export tables (``cuGetExportTable``), which the 
 have: they do not run on it.
 
 Use: ``python -m accel emu [--devices N] [--profile P] [--] COMMAND [ARGS...]`` runs COMMAND with the
-stand-ins preloaded (``LD_PRELOAD`` beats the DT_RPATH in torch's libraries) and ``ACCEL_CUDART``
-pointing at the same library, so accel in that process shares the runtime.  In-process,
+stand-ins preloaded (``LD_PRELOAD`` beats the DT_RPATH in torch's libraries; a library already loaded
+under the soname wins in cuda.pathfinder's search, and cuda.bindings looks functions up in the global
+scope before it searches) and ``ACCEL_CUDART`` pointing at the same library, so accel in that process
+shares the runtime.  The driver version the emulator reports (``ACCEL_EMU_DRIVER_VERSION``) is the
+newest of CUDA 13.0 and those NVRTC's and nvJitLink's versions, so that PTX they generate is not newer
+than the driver (cuda.core warns then).  In-process,
 ``activate(devices=N, profile=P)`` does the same before the CUDA library is imported.
 """
 import ctypes
+import functools
+import importlib.metadata
 import os
+import re
+import subprocess
+import sys
 
 from accel import _lib
 from accel.errors import LibraryNotFoundError
 
-__all__ = ["standin_dir", "cudart_path", "cudart12_path", "driver_path", "nvml_path", "environ", "activate",
-           "MAX_DEVICES", "PROFILES", "CUPY_UNSUPPORTED"]
+__all__ = ["standin_dir", "cudart_path", "cudart12_path", "driver_path", "nvml_path", "nvjitlink_path",
+           "nvrtc_shim_path", "real_nvrtc_path", "real_nvjitlink_path", "driver_version", "environ", "activate", "MAX_DEVICES",
+           "PROFILES", "CUPY_UNSUPPORTED"]
 
 #: The most devices the emulator models (ACCEL_EMU_DEVICES is 0..MAX_DEVICES).
 MAX_DEVICES = 256
@@ -65,6 +82,9 @@ _CUDART = "libcudart.so.13"
 _CUDART12 = "libcudart.so.12"
 _DRIVER = "libcuda.so.1"
 _NVML = "libnvidia-ml.so.1"
+_NVJITLINK = "libnvJitLink.so.13"
+_NVRTC = "libnvrtc.so.13"
+_EMU_CUDA_VERSION = 13000   # the runtime's version and the driver's least (EMU_CUDA_VERSION, emu_internal.h)
 _active = None      # the device count activate() configured (None: not activated)
 _active_profile = None  # and the profile
 _handles = []       # the stand-ins' ctypes handles, kept open for the life of the process
@@ -95,13 +115,114 @@ def nvml_path():
     return os.path.join(standin_dir(), _NVML)
 
 
-def _preloads():
+def nvjitlink_path():
+    """Path of the ``libnvJitLink.so.13`` stand-in."""
+    return os.path.join(standin_dir(), _NVJITLINK)
+
+
+def nvrtc_shim_path():
+    """Path of the ``libnvrtc.so.13`` shim (it forwards to ``real_nvrtc_path()``)."""
+    return os.path.join(standin_dir(), _NVRTC)
+
+
+# The real libraries the producers' stand-ins forward to: soname -> NVIDIA wheel directories holding it.
+_REAL = {_NVRTC: ("cu13", "cuda_nvrtc"), _NVJITLINK: ("cu13", "nvjitlink")}
+
+
+def _library_dirs(subdirs, env):
+    """Where a real CUDA toolkit library is looked for, in cuda.pathfinder's order: NVIDIA's wheels in
+    this interpreter's path, the conda environment, LD_LIBRARY_PATH, CUDA_PATH / CUDA_HOME."""
+    dirs = [os.path.join(entry, "nvidia", sub, "lib") for entry in sys.path if entry for sub in subdirs]
+    if env.get("CONDA_PREFIX"):
+        dirs.append(os.path.join(env["CONDA_PREFIX"], "lib"))
+    dirs += [d for d in env.get("LD_LIBRARY_PATH", "").split(":") if d]
+    for var in ("CUDA_PATH", "CUDA_HOME"):
+        if env.get(var):
+            dirs += [os.path.join(env[var], "lib64"), os.path.join(env[var], "lib")]
+    return dirs
+
+
+def _real_library(soname, env):
+    ours = os.path.realpath(os.path.join(standin_dir(), soname))
+    for d in _library_dirs(_REAL[soname], env):
+        path = os.path.join(d, soname)
+        if os.path.isfile(path) and os.path.realpath(path) != ours:
+            return os.path.abspath(path)
+    return None
+
+
+def real_nvrtc_path(env=None):
+    """The real NVRTC (``libnvrtc.so.13``) a CUDA library of this interpreter would load (``env``: the
+    environment to read, default ``os.environ``), or None; never the shim."""
+    return _real_library(_NVRTC, os.environ if env is None else env)
+
+
+def real_nvjitlink_path(env=None):
+    """The real nvJitLink (``libnvJitLink.so.13``) this interpreter would load, or None; never the
+    stand-in.  The stand-in hands it LTO-IR (it links LTO-IR into PTX)."""
+    return _real_library(_NVJITLINK, os.environ if env is None else env)
+
+
+@functools.lru_cache(maxsize=None)
+def _library_version(path):
+    """(major, minor) of the NVRTC or nvJitLink at ``path``, without loading it into this process (a real
+    one loaded here would make activate() refuse): from its file name (libnvrtc.so.13.0.88), the NVRTC
+    builtins beside it (libnvrtc-builtins.so.13.5, as cuda.pathfinder reads it), the NVIDIA wheel that
+    installed it, else by asking it (nvrtcVersion / nvJitLinkVersion) in a child process."""
+    name = os.path.basename(os.path.realpath(path)).split(".")
+    if len(name) >= 5 and name[3].isdigit() and name[4].isdigit():
+        return int(name[3]), int(name[4])
+    nvrtc = os.path.basename(path).startswith("libnvrtc")
+    if nvrtc:
+        pattern = re.compile(r"libnvrtc-builtins\.so\.(\d+)\.(\d+)$")
+        found = [tuple(map(int, m.groups())) for m in map(pattern.match, os.listdir(os.path.dirname(path))) if m]
+        if found:
+            return max(found)
+    real = os.path.realpath(path)
+    for dist in importlib.metadata.distributions():
+        dname = (dist.metadata["Name"] or "").lower().replace("_", "-")
+        if dname.startswith("nvidia-") and ("nvrtc" if nvrtc else "nvjitlink") in dname:
+            if any(os.path.realpath(dist.locate_file(f)) == real for f in dist.files or ()):
+                major, minor = dist.version.split(".")[:2]
+                return int(major), int(minor)
+    query = ("import ctypes, sys; lib = ctypes.CDLL(sys.argv[1]); a, b = ctypes.c_int(), ctypes.c_int(); "
+             f"rc = lib.{'nvrtcVersion' if nvrtc else 'nvJitLinkVersion'}(ctypes.byref(a), ctypes.byref(b)); "
+             "print(rc, a.value, b.value)")
+    out = subprocess.run([sys.executable, "-c", query, path], capture_output=True, text=True, timeout=60).stdout.split()
+    if len(out) != 3 or out[0] != "0":
+        raise RuntimeError(f"cannot read the version of {path}")
+    return int(out[1]), int(out[2])
+
+
+def driver_version(env=None):
+    """The driver version (major * 1000 + minor * 10) the emulator reports under ``accel emu``: CUDA 13.0's,
+    or that of the real NVRTC / nvJitLink (``real_nvrtc_path``, ``real_nvjitlink_path``: PTX they generate
+    must not be newer than the driver) when one is newer."""
+    versions = [_EMU_CUDA_VERSION]
+    for path in (real_nvrtc_path(env), real_nvjitlink_path(env)):
+        if path is not None:
+            major, minor = _library_version(path)
+            versions.append(major * 1000 + minor * 10)
+    return max(versions)
+
+
+def _check_driver_version(value):
+    if not (value.isdigit() and len(value) <= 5 and int(value) >= _EMU_CUDA_VERSION):
+        raise ValueError(f"ACCEL_EMU_DRIVER_VERSION={value!r} is malformed: the emulated runtime expects a "
+                         f"CUDA version number from {_EMU_CUDA_VERSION} to 99999 (major * 1000 + minor * 10)")
+
+
+def _preloads(nvrtc=None):
     """The stand-ins to load, in this order: libcudart.so.13 ahead of libcudart.so.12, so that a lookup
-    without a version (dlsym(RTLD_DEFAULT), an unversioned import) finds the CUDA 13 entry points."""
+    without a version (dlsym(RTLD_DEFAULT), an unversioned import) finds the CUDA 13 entry points; the
+    NVRTC shim only when there is a real NVRTC (``nvrtc``) for it to forward to."""
     paths = [cudart_path(), driver_path()]
     if os.path.exists(cudart12_path()):
         paths.append(cudart12_path())
-    return paths + [nvml_path()]
+    paths += [nvml_path(), nvjitlink_path()]
+    if nvrtc is not None:
+        paths.append(nvrtc_shim_path())
+    return paths
 
 
 def _check_devices(devices):
@@ -123,11 +244,11 @@ def _check_profile(profile):
 
 
 def _require_standins():
-    for path in (cudart_path(), driver_path(), nvml_path()):
+    for path in (cudart_path(), driver_path(), nvml_path(), nvjitlink_path(), nvrtc_shim_path()):
         if not os.path.exists(path):
             raise LibraryNotFoundError("stand-in CUDA libraries of accel",
                                        [f"{path}: no such file (this accel was built with -Dnative=false)"])
-    for path in _preloads():
+    for path in _preloads(nvrtc_shim_path()):
         if any(c in path for c in " :"):
             raise ValueError(f"the stand-ins' path {path!r} contains a space or a colon, which LD_PRELOAD "
                              "cannot carry; install accel elsewhere")
@@ -136,12 +257,16 @@ def _require_standins():
 def environ(devices=None, base=None, profile=None):
     """The environment (a new dict from ``base``, default ``os.environ``) that runs a child process on
     the stand-ins: ``LD_PRELOAD`` gets them first, ``ACCEL_CUDART`` names the runtime stand-in,
+    ``ACCEL_EMU_NVRTC`` / ``ACCEL_EMU_NVJITLINK`` the real NVRTC / nvJitLink (when found; the shim and
+    the stand-in forward to them), ``ACCEL_EMU_DRIVER_VERSION`` the driver version
+    (``driver_version``; one already in ``base`` is kept, and must be well-formed),
     ``ACCEL_EMU_DEVICES`` is set when ``devices`` is given and ``ACCEL_EMU_PROFILE`` when ``profile`` is."""
     devices = _check_devices(devices)
     profile = _check_profile(profile)
     _require_standins()
     env = dict(os.environ if base is None else base)
-    preload = _preloads()
+    env.update(_producer_settings(env))
+    preload = _preloads(env.get("ACCEL_EMU_NVRTC"))
     preload += [p for p in env.get("LD_PRELOAD", "").replace(":", " ").split() if p not in preload]
     env["LD_PRELOAD"] = " ".join(preload)
     env["ACCEL_CUDART"] = cudart_path()
@@ -152,11 +277,28 @@ def environ(devices=None, base=None, profile=None):
     return env
 
 
+def _producer_settings(env):
+    """ACCEL_EMU_NVRTC, ACCEL_EMU_NVJITLINK and ACCEL_EMU_DRIVER_VERSION for an environment ``env`` (the
+    NVRTC shim reads the first, the nvJitLink stand-in the second, the emulator the third)."""
+    settings = {}
+    nvrtc, nvjitlink = real_nvrtc_path(env), real_nvjitlink_path(env)
+    if nvrtc is not None:
+        settings["ACCEL_EMU_NVRTC"] = nvrtc
+    if nvjitlink is not None:
+        settings["ACCEL_EMU_NVJITLINK"] = nvjitlink
+    if env.get("ACCEL_EMU_DRIVER_VERSION"):
+        _check_driver_version(env["ACCEL_EMU_DRIVER_VERSION"])
+    else:
+        settings["ACCEL_EMU_DRIVER_VERSION"] = str(driver_version(env))
+    return settings
+
+
 def _foreign_cuda_libraries():
     """Mapped CUDA runtime/driver files of this process that are not the stand-ins."""
-    ours = {os.path.realpath(p) for p in (cudart_path(), cudart12_path(), driver_path(), nvml_path())}
+    ours = {os.path.realpath(p) for p in (cudart_path(), cudart12_path(), driver_path(), nvml_path(),
+                                          nvjitlink_path(), nvrtc_shim_path())}
     found = []
-    for stem in ("libcudart.so", "libcuda.so", "libnvidia-ml.so"):
+    for stem in ("libcudart.so", "libcuda.so", "libnvidia-ml.so", "libnvJitLink.so", "libnvrtc.so"):
         found += [p for p in _lib._loaded_in_process(stem) if os.path.realpath(p) not in ours]
     return found
 
@@ -213,7 +355,7 @@ def activate(devices=None, profile=None):
     if opened is not None and os.path.realpath(opened.path) != os.path.realpath(cudart_path()):
         raise RuntimeError(f"accel already uses the CUDA runtime {opened.path}; call accel.emu.activate() "
                            "before the first CUDA call")
-    settings = {"ACCEL_CUDART": cudart_path()}
+    settings = {"ACCEL_CUDART": cudart_path(), **_producer_settings(os.environ)}
     if devices is not None:
         settings["ACCEL_EMU_DEVICES"] = str(devices)
     if profile is not None:
@@ -223,7 +365,7 @@ def activate(devices=None, profile=None):
     os.environ.update(settings)
     loaded = len(_handles)
     try:
-        for path in _preloads():
+        for path in _preloads(settings.get("ACCEL_EMU_NVRTC")):
             _handles.append(ctypes.CDLL(path, mode=os.RTLD_NOW | os.RTLD_GLOBAL))
         count = _handles[0].accelEmuDeviceCount()
         if count < 0:   # the stand-ins were already loaded (LD_PRELOAD) and read another configuration

@@ -101,7 +101,9 @@ def test_help():
 def test_environ_keeps_other_preloads_and_sets_devices():
     env = emu.environ(5, base={"LD_PRELOAD": "/x/libfoo.so:/y/libbar.so", "PATH": "/bin"})
     ours = [emu.cudart_path(), emu.driver_path()] + ([emu.cudart12_path()] if os.path.exists(emu.cudart12_path()) else [])
-    ours.append(emu.nvml_path())
+    ours += [emu.nvml_path(), emu.nvjitlink_path()]
+    if emu.real_nvrtc_path() is not None:     # the NVRTC shim only where it has a real NVRTC to forward to
+        ours.append(emu.nvrtc_shim_path())
     assert env["LD_PRELOAD"].split() == ours + ["/x/libfoo.so", "/y/libbar.so"]
     assert env["ACCEL_CUDART"] == emu.cudart_path() and env["ACCEL_EMU_DEVICES"] == "5" and env["PATH"] == "/bin"
     assert "ACCEL_EMU_DEVICES" not in emu.environ(base={})

@@ -383,11 +383,24 @@ EXPORT cudaError_t cudaPeekAtLastError(void)
  * import).  Once the emulator is initialised they check its configuration and faults like every call. */
 #define VERSION_ENTER(sym) do { if (atomic_load(&g_ready)) RT_ENTER(sym, cudaErrorUnknown); } while (0)
 
+/* Read once; a malformed value is ignored here (accel.emu refuses it before it reaches a process). */
+int emu_driver_version(void)
+{
+    static atomic_int version;
+    int v = atomic_load(&version);
+    if (v) return v;
+    v = EMU_CUDA_VERSION;
+    const char *s = getenv("ACCEL_EMU_DRIVER_VERSION");
+    if (s && *s && strlen(s) <= 5 && strspn(s, "0123456789") == strlen(s) && atoi(s) >= EMU_CUDA_VERSION) v = atoi(s);
+    atomic_store(&version, v);
+    return v;
+}
+
 EXPORT cudaError_t cudaDriverGetVersion(int *v)
 {
     VERSION_ENTER(cudaDriverGetVersion);
     if (!v) return fail(cudaErrorInvalidValue);
-    *v = EMU_CUDA_VERSION;
+    *v = emu_driver_version();
     return cudaSuccess;
 }
 
@@ -429,7 +442,7 @@ EXPORT CUresult cuDriverGetVersion(int *v)
 {
     if (atomic_load(&g_ready)) DRV_ENTER(cuDriverGetVersion);      /* as VERSION_ENTER */
     if (!v) return CUDA_ERROR_INVALID_VALUE;
-    *v = EMU_CUDA_VERSION;
+    *v = emu_driver_version();
     return CUDA_SUCCESS;
 }
 

@@ -12,7 +12,13 @@
 
 #pragma GCC visibility push(hidden)
 
-#define EMU_CUDA_VERSION 13000      /* the runtime and driver version the emulator reports */
+#define EMU_CUDA_VERSION 13000      /* the runtime version the emulator reports, and its least driver version */
+
+/* emu_core.c: the driver version (cuDriverGetVersion, cudaDriverGetVersion, NVML's CUDA driver version):
+ * ACCEL_EMU_DRIVER_VERSION when it is a number from EMU_CUDA_VERSION to 99999, else EMU_CUDA_VERSION.
+ * `accel emu` sets it to the newest NVRTC in the process (accel/emu.py), so that PTX it generates is not
+ * "newer than the driver" (cuda.core warns then, a real driver refuses it). */
+int emu_driver_version(void);
 
 /* emu_core.c (set once by its initialisation, which every exported runtime call runs first) */
 extern int g_ndev;                              /* visible devices */

@@ -108,7 +108,7 @@ EXPORT nvmlReturn_t nvmlSystemGetNVMLVersion(char *version, unsigned length)
 static nvmlReturn_t cuda_version(int *v)
 {
     if (!v) return NVML_ERROR_INVALID_ARGUMENT;
-    *v = EMU_CUDA_VERSION;
+    *v = emu_driver_version();
     return NVML_SUCCESS;
 }
 

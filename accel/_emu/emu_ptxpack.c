@@ -1,0 +1,337 @@
+/* accel's linked image, producers' side: collecting PTX texts from a linker's inputs and writing the
+ * image (emu_ptxpack.h says what is accepted and refused).  Layouts read here, little-endian:
+ *  - fatbin: u32 magic 0xBA55ED50, u16 version, u16 header size, u64 payload size, then entries, each
+ *    u16 kind (1 PTX, 2 ELF), u16, u32 entry header size, u64 payload size; a file may hold several
+ *    fatbins back to back.  Its wrapper (what __cudaRegisterFatBinary gets): u32 magic 0x466243b1,
+ *    u32 version, then a pointer to the fatbin.
+ *  - ELF64: e_machine at 18 (190: EM_CUDA, a GPU image), section headers at e_shoff (40), e_shentsize
+ *    (58), e_shnum (60), names in section e_shstrndx (62); a host object's fatbin is its .nv_fatbin
+ *    (or, for relocatable device code, __nv_relfatbin) section.
+ *  - ar: "!<arch>\n", then members, each a 60-byte header (its size: decimal, bytes 48-57) and the data
+ *    padded to an even size; members named "/", "//" or "/SYM64/" are the archive's own tables.
+ * A PTX entry whose payload is not PTX text is compressed (zstd frames start 28 b5 2f fd; LZ4 blocks
+ * have no magic): refused, this side has no decompressor. */
+#include "emu_ptxpack.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define FATBIN_MAGIC 0xBA55ED50u
+#define FATBIN_WRAPPER_MAGIC 0x466243b1u
+#define EM_CUDA 190
+
+static uint16_t rd16(const unsigned char *p) { return (uint16_t)(p[0] | p[1] << 8); }
+static uint32_t rd32(const unsigned char *p) { return (uint32_t)rd16(p) | (uint32_t)rd16(p + 2) << 16; }
+static uint64_t rd64(const unsigned char *p) { return (uint64_t)rd32(p) | (uint64_t)rd32(p + 4) << 32; }
+
+ptxpack_kind ptxpack_sniff(const void *data, size_t size)
+{
+    const unsigned char *b = data;
+    if (size >= 8 && memcmp(b, PTXPACK_MAGIC, 8) == 0) return PK_IMAGE;
+    if (size >= 4 && (rd32(b) == FATBIN_MAGIC || rd32(b) == FATBIN_WRAPPER_MAGIC)) return PK_FATBIN;
+    if (size >= 20 && memcmp(b, "\x7f" "ELF", 4) == 0) return rd16(b + 18) == EM_CUDA ? PK_ELF_SASS : PK_ELF_HOST;
+    if (size >= 8 && memcmp(b, "!<arch>\n", 8) == 0) return PK_ARCHIVE;
+    if (size >= 4 && (memcmp(b, "BC\xc0\xde", 4) == 0 || rd32(b) == 0x0B17C0DEu || rd32(b) == 0x7F4E43EDu))
+        return PK_NVVM;     /* LLVM bitcode, its wrapper, NVVM's LTO-IR */
+    return PK_PTX;
+}
+
+int ptxpack_target(const char *text, size_t len)
+{
+    static const char key[] = ".target";
+    for (size_t i = 0; i + sizeof key < len; i++) {
+        if (memcmp(text + i, key, sizeof key - 1) != 0) continue;
+        size_t j = i + sizeof key - 1;
+        while (j < len && (text[j] == ' ' || text[j] == '\t')) j++;
+        if (j + 3 >= len || memcmp(text + j, "sm_", 3) != 0) return 0;
+        int n = 0;
+        for (j += 3; j < len && text[j] >= '0' && text[j] <= '9' && n < 100000; j++) n = n * 10 + (text[j] - '0');
+        return n;
+    }
+    return 0;
+}
+
+/* Bytes of a PTX text: up to its first NUL; 0 when that is not PTX (no .version directive, or bytes a
+ * text does not hold). */
+static size_t ptx_text_len(const unsigned char *b, size_t size)
+{
+    size_t n = 0;
+    while (n < size && b[n]) n++;
+    for (size_t i = 0; i < n; i++)
+        if (b[i] < 0x20 && b[i] != '\n' && b[i] != '\r' && b[i] != '\t' && b[i] != '\f' && b[i] != '\v') return 0;
+    static const char key[] = ".version";
+    for (size_t i = 0; i + sizeof key - 1 <= n; i++)
+        if (memcmp(b + i, key, sizeof key - 1) == 0) return n;
+    return 0;
+}
+
+/* A growing list of (pointer, length) of texts found in one input, committed to the pack only when the
+ * whole input was read. */
+typedef struct found { const unsigned char **p; size_t *n; int count, cap; } found;
+
+static int found_add(found *f, const unsigned char *p, size_t n)
+{
+    if (f->count == f->cap) {
+        int cap = f->cap ? f->cap * 2 : 4;
+        const unsigned char **np = realloc(f->p, (size_t)cap * sizeof *np);
+        if (!np) return -1;
+        f->p = np;
+        size_t *nn = realloc(f->n, (size_t)cap * sizeof *nn);
+        if (!nn) return -1;
+        f->n = nn;
+        f->cap = cap;
+    }
+    f->p[f->count] = p;
+    f->n[f->count++] = n;
+    return 0;
+}
+
+#define FAIL(...) do { snprintf(err, errlen, __VA_ARGS__); return -1; } while (0)
+
+/* The PTX of one fatbin at b (at most `size` bytes): of its PTX entries, the one for the highest target
+ * not above `arch` (any when arch is 0).  *used receives the fatbin's size. */
+static int read_fatbin(found *f, const unsigned char *b, size_t size, int arch, size_t *used, const char *name,
+                       char *err, size_t errlen)
+{
+    if (size < 16 || rd32(b) != FATBIN_MAGIC) FAIL("%s: not a fatbin (no magic 0xBA55ED50)", name);
+    uint64_t hsize = rd16(b + 6), payload = rd64(b + 8);
+    if (hsize < 16 || hsize > size || payload > size - hsize)
+        FAIL("%s: truncated fatbin (header %llu + payload %llu bytes, %zu given)", name,
+             (unsigned long long)hsize, (unsigned long long)payload, size);
+    const unsigned char *best = NULL, *e = b + hsize, *end = b + hsize + payload;
+    size_t best_n = 0;
+    int best_target = -1, compressed = 0, zstd = 0, sass = 0, too_new = 0;
+    while (e + 16 <= end) {
+        uint16_t kind = rd16(e);
+        uint64_t eh = rd32(e + 4), es = rd64(e + 8);
+        if (eh < 16 || eh > (uint64_t)(end - e) || es > (uint64_t)(end - e) - eh)
+            FAIL("%s: corrupt fatbin entry at offset %zu", name, (size_t)(e - b));
+        const unsigned char *data = e + eh;
+        if (kind == 1) {
+            size_t n = ptx_text_len(data, es);
+            if (!n) {
+                compressed++;
+                if (es >= 4 && memcmp(data, "\x28\xb5\x2f\xfd", 4) == 0) zstd++;
+            } else {
+                int t = ptxpack_target((const char *)data, n);
+                if (arch && t > arch) too_new++;
+                else if (t > best_target) { best = data; best_n = n; best_target = t; }
+            }
+        } else if (kind == 2) {
+            sass++;
+        }
+        e += eh + es;
+    }
+    *used = hsize + payload;
+    if (best) {
+        if (found_add(f, best, best_n)) FAIL("%s: out of memory", name);
+        return 0;
+    }
+    if (compressed)
+        FAIL("%s: its PTX is compressed (%s); accel's nvJitLink stand-in reads uncompressed PTX only "
+             "(build the fatbin with -Xfatbin=-compress-all=false, or link the PTX itself)", name,
+             zstd ? "zstd" : "LZ4");
+    if (too_new) FAIL("%s: its PTX targets an architecture newer than sm_%d", name, arch);
+    FAIL("%s: the fatbin holds no PTX (%d SASS entr%s): accel's emulator executes PTX only", name, sass,
+         sass == 1 ? "y" : "ies");
+}
+
+/* Every fatbin in [b, b + size): back to back, each aligned to 8 bytes, zero padding between. */
+static int read_fatbins(found *f, const unsigned char *b, size_t size, int arch, const char *name,
+                        char *err, size_t errlen)
+{
+    size_t off = 0;
+    int any = 0;
+    while (off + 16 <= size) {
+        if (rd32(b + off) != FATBIN_MAGIC) {
+            if (any && rd32(b + off) == 0) { off += 8; continue; }
+            if (any) break;
+            FAIL("%s: not a fatbin (no magic 0xBA55ED50)", name);
+        }
+        size_t used;
+        if (read_fatbin(f, b + off, size - off, arch, &used, name, err, errlen)) return -1;
+        any = 1;
+        off += (used + 7) & ~(size_t)7;
+    }
+    if (!any) FAIL("%s: not a fatbin (%zu bytes)", name, size);
+    return 0;
+}
+
+/* A host object's .nv_fatbin / __nv_relfatbin sections. */
+static int read_host_elf(found *f, const unsigned char *b, size_t size, int arch, const char *name,
+                         char *err, size_t errlen, int *none)
+{
+    *none = 0;
+    if (size < 64 || b[4] != 2 || b[5] != 1) FAIL("%s: not a 64-bit little-endian ELF object", name);
+    uint64_t shoff = rd64(b + 40);
+    uint16_t shentsize = rd16(b + 58), shnum = rd16(b + 60), shstrndx = rd16(b + 62);
+    if (shentsize < 64 || shoff > size || (uint64_t)shnum * shentsize > size - shoff || shstrndx >= shnum)
+        FAIL("%s: corrupt ELF section table", name);
+    const unsigned char *strs = b + shoff + (size_t)shstrndx * shentsize;
+    uint64_t str_off = rd64(strs + 24), str_size = rd64(strs + 32);
+    if (str_off > size || str_size > size - str_off) FAIL("%s: corrupt ELF section names", name);
+    int sections = 0;
+    for (unsigned i = 0; i < shnum; i++) {
+        const unsigned char *sh = b + shoff + (size_t)i * shentsize;
+        uint32_t nm = rd32(sh);
+        uint64_t off = rd64(sh + 24), sz = rd64(sh + 32);
+        if (nm >= str_size) continue;
+        const char *sname = (const char *)b + str_off + nm;
+        size_t room = str_size - nm;
+        if (strnlen(sname, room) == room) continue;
+        if (strcmp(sname, ".nv_fatbin") && strcmp(sname, "__nv_relfatbin")) continue;
+        if (off > size || sz > size - off) FAIL("%s: corrupt ELF section %s", name, sname);
+        if (read_fatbins(f, b + off, sz, arch, name, err, errlen)) return -1;
+        sections++;
+    }
+    if (!sections) {
+        *none = 1;
+        FAIL("%s: the host object holds no fatbin (.nv_fatbin section)", name);
+    }
+    return 0;
+}
+
+static int read_archive(found *f, const unsigned char *b, size_t size, int arch, const char *name,
+                        char *err, size_t errlen)
+{
+    size_t off = 8;
+    int objects = 0;
+    while (off + 60 <= size) {
+        const unsigned char *h = b + off;
+        char num[11];
+        memcpy(num, h + 48, 10);
+        num[10] = 0;
+        char *endp;
+        unsigned long long msize = strtoull(num, &endp, 10);
+        if (endp == num || h[58] != '`' || h[59] != '\n' || msize > size - off - 60)
+            FAIL("%s: corrupt archive member header at offset %zu", name, off);
+        const unsigned char *m = h + 60;
+        int table = h[0] == '/' && (h[1] == ' ' || h[1] == '/' || memcmp(h, "/SYM64/", 7) == 0);
+        if (!table && msize >= 20 && memcmp(m, "\x7f" "ELF", 4) == 0 && rd16(m + 18) != EM_CUDA) {
+            int none;
+            if (read_host_elf(f, m, msize, arch, name, err, errlen, &none) && !none) return -1;
+            objects += !none;
+        }
+        off += 60 + msize + (msize & 1);
+    }
+    if (!objects) FAIL("%s: no member of the archive holds a fatbin with PTX", name);
+    return 0;
+}
+
+static int read_image(found *f, const unsigned char *b, size_t size, const char *name, char *err, size_t errlen)
+{
+    if (size < PTXPACK_HEADER) FAIL("%s: truncated accel image (%zu bytes)", name, size);
+    uint32_t count = rd32(b + 8);
+    uint64_t total = rd64(b + 16);
+    if (total < PTXPACK_HEADER || total > size) FAIL("%s: accel image of %llu bytes, %zu given", name,
+                                                     (unsigned long long)total, size);
+    size_t off = PTXPACK_HEADER;
+    for (uint32_t i = 0; i < count; i++) {
+        if (total - off < 8) FAIL("%s: accel image truncated at text %u", name, i);
+        uint64_t n = rd64(b + off);
+        off += 8;
+        if (n > total - off) FAIL("%s: accel image truncated at text %u", name, i);
+        if (ptx_text_len(b + off, n) != n) FAIL("%s: text %u of the accel image is not PTX", name, i);
+        if (found_add(f, b + off, n)) FAIL("%s: out of memory", name);
+        off += (n + 7) & ~(uint64_t)7;
+    }
+    return 0;
+}
+
+int ptxpack_add(ptxpack *p, ptxpack_kind kind, const void *data, size_t size, const char *name,
+                char *err, size_t errlen)
+{
+    const unsigned char *b = data;
+    found f = {0};
+    int rc = 0, none;
+    if (!name || !*name) name = "(unnamed input)";
+    if (!data) FAIL("%s: no data", name);
+    switch (kind) {
+    case PK_PTX: {
+        size_t n = ptx_text_len(b, size);
+        if (!n) FAIL("%s: not PTX text (no .version directive, or binary bytes)", name);
+        rc = found_add(&f, b, n) ? (snprintf(err, errlen, "%s: out of memory", name), -1) : 0;
+        break;
+    }
+    case PK_IMAGE: rc = read_image(&f, b, size, name, err, errlen); break;
+    case PK_FATBIN:
+        if (size >= 16 && rd32(b) == FATBIN_WRAPPER_MAGIC) {
+            const unsigned char *fb;
+            memcpy(&fb, b + 8, sizeof fb);
+            if (!fb) FAIL("%s: fatbin wrapper without a fatbin", name);
+            if (rd32(fb) != FATBIN_MAGIC) FAIL("%s: the fatbin wrapper's data is not a fatbin", name);
+            rc = read_fatbins(&f, fb, rd16(fb + 6) + rd64(fb + 8), p->arch, name, err, errlen);
+        } else {
+            rc = read_fatbins(&f, b, size, p->arch, name, err, errlen);
+        }
+        break;
+    case PK_ELF_SASS:
+        FAIL("%s is a SASS cubin (ELF for the GPU): accel's emulator executes PTX only (link the PTX instead)",
+             name);
+    case PK_ELF_HOST: rc = read_host_elf(&f, b, size, p->arch, name, err, errlen, &none); break;
+    case PK_ARCHIVE: rc = read_archive(&f, b, size, p->arch, name, err, errlen); break;
+    case PK_NVVM:
+        FAIL("%s is LTO-IR / NVVM IR: accel's emulator executes PTX only and cannot link LTO-IR "
+             "(compile to PTX, without -dlto / link_time_optimization)", name);
+    default: FAIL("%s: unknown input kind %d", name, (int)kind);
+    }
+    if (!rc && p->count + f.count > p->cap) {
+        int cap = p->cap ? p->cap : 4;
+        while (cap < p->count + f.count) cap *= 2;
+        char **nt = realloc(p->text, (size_t)cap * sizeof *nt);
+        if (nt) p->text = nt;
+        size_t *nl = nt ? realloc(p->len, (size_t)cap * sizeof *nl) : NULL;
+        if (nl) { p->len = nl; p->cap = cap; }
+        else rc = (snprintf(err, errlen, "%s: out of memory", name), -1);
+    }
+    int added = 0;
+    for (int i = 0; !rc && i < f.count; i++) {
+        char *t = malloc(f.n[i] + 1);
+        if (!t) { rc = (snprintf(err, errlen, "%s: out of memory", name), -1); break; }
+        memcpy(t, f.p[i], f.n[i]);
+        t[f.n[i]] = 0;
+        p->text[p->count + added] = t;
+        p->len[p->count + added++] = f.n[i];
+    }
+    if (rc) while (added) free(p->text[p->count + --added]);
+    p->count += added;
+    free(f.p);
+    free(f.n);
+    return rc;
+}
+
+size_t ptxpack_image_size(const ptxpack *p)
+{
+    size_t n = PTXPACK_HEADER;
+    for (int i = 0; i < p->count; i++) n += 8 + ((p->len[i] + 7) & ~(size_t)7);
+    return n;
+}
+
+static void wr32(unsigned char *b, uint32_t v) { for (int i = 0; i < 4; i++) b[i] = (unsigned char)(v >> 8 * i); }
+static void wr64(unsigned char *b, uint64_t v) { for (int i = 0; i < 8; i++) b[i] = (unsigned char)(v >> 8 * i); }
+
+void ptxpack_image_write(const ptxpack *p, void *out)
+{
+    unsigned char *b = out;
+    size_t total = ptxpack_image_size(p), off = PTXPACK_HEADER;
+    memset(b, 0, total);
+    memcpy(b, PTXPACK_MAGIC, 8);
+    wr32(b + 8, (uint32_t)p->count);
+    wr64(b + 16, total);
+    for (int i = 0; i < p->count; i++) {
+        wr64(b + off, p->len[i]);
+        memcpy(b + off + 8, p->text[i], p->len[i]);
+        off += 8 + ((p->len[i] + 7) & ~(size_t)7);
+    }
+}
+
+void ptxpack_free(ptxpack *p)
+{
+    for (int i = 0; i < p->count; i++) free(p->text[i]);
+    free(p->text);
+    free(p->len);
+    p->text = NULL;
+    p->len = NULL;
+    p->count = p->cap = 0;
+}
