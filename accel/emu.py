@@ -170,8 +170,8 @@ def _library_version(path):
     builtins beside it (libnvrtc-builtins.so.13.5, as cuda.pathfinder reads it), the NVIDIA wheel that
     installed it, else by asking it (nvrtcVersion / nvJitLinkVersion) in a child process."""
     name = os.path.basename(os.path.realpath(path)).split(".")
-    if len(name) >= 5 and name[3].isdigit() and name[4].isdigit():
-        return int(name[3]), int(name[4])
+    if len(name) >= 4 and name[1] == "so" and name[2].isdigit() and name[3].isdigit():
+        return int(name[2]), int(name[3])
     nvrtc = os.path.basename(path).startswith("libnvrtc")
     if nvrtc:
         pattern = re.compile(r"libnvrtc-builtins\.so\.(\d+)\.(\d+)$")
