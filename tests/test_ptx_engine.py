@@ -294,3 +294,248 @@ def test_shared_out_of_range_is_reported():
 def test_missing_kernel_is_not_found():
     rc, msg = run(ptx("add"), "nope", (1,), (1,), [])
     assert rc == H.NOT_FOUND
+
+
+def test_half_axpy():
+    n = 70
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal(n).astype(np.float16)
+    y = rng.standard_normal(n).astype(np.float16)
+    dx, dy = Dev(x), Dev(y)
+    run_ok(ptx("half_axpy"), "half_axpy", (2,), (64,), [np.float16(1.5), dx, dy, ctypes.c_int(n)])
+    # fma.rn.f16: one rounding of the exact a*x+y (exact in float64 for these magnitudes)
+    expect = (np.float64(1.5) * x.astype(np.float64) + y.astype(np.float64)).astype(np.float16)
+    np.testing.assert_array_equal(dy.get(), expect)
+
+
+# --------------------------------------------------------------------------- hand-written PTX features
+
+def test_extern_func_linked_across_texts():
+    caller = HEADER + """.extern .func (.param .b32 r) twice(.param .b32 x);
+.visible .entry k(.param .u64 out) {
+  .reg .b32 %r<4>; .reg .b64 %rd<4>;
+  ld.param.u64 %rd1, [out];
+  mov.u32 %r1, %tid.x;
+  { .param .b32 p0; .param .b32 r0;
+    st.param.b32 [p0], %r1;
+    call.uni (r0), twice, (p0);
+    ld.param.b32 %r2, [r0]; }
+  mul.wide.u32 %rd2, %r1, 4;
+  add.s64 %rd3, %rd1, %rd2;
+  st.global.u32 [%rd3], %r2;
+  ret;
+}
+"""
+    callee = HEADER + """.visible .func (.param .b32 r) twice(.param .b32 x) {
+  .reg .b32 %r<3>;
+  ld.param.b32 %r1, [x];
+  add.s32 %r2, %r1, %r1;
+  st.param.b32 [r], %r2;
+  ret;
+}
+"""
+    out = Dev(np.zeros(40, np.int32))
+    run_ok([caller, callee], "k", (1,), (40,), [out])
+    np.testing.assert_array_equal(out.get(), np.arange(40) * 2)
+    rc, msg = H.build(caller)
+    assert rc == H.INVALID_PTX and "twice" in msg
+
+
+def test_globals_const_and_initialisers():
+    text = HEADER + """.visible .global .align 4 .u32 table[4] = {10, 20, 30, 40};
+.const .align 8 .f64 scale = 0d4000000000000000;
+.visible .global .align 4 .f32 fs[2] = {0f3F800000, 2.5};
+.visible .entry k(.param .u64 out) {
+  .reg .b32 %r<6>; .reg .b64 %rd<8>; .reg .f64 %fd<3>; .reg .f32 %f<2>;
+  ld.param.u64 %rd1, [out];
+  mov.u32 %r1, %tid.x;
+  mul.wide.u32 %rd2, %r1, 4;
+  mov.u64 %rd3, table;
+  add.s64 %rd4, %rd3, %rd2;
+  ld.global.u32 %r2, [%rd4];
+  cvt.rn.f64.u32 %fd1, %r2;
+  ld.const.f64 %fd2, [scale];
+  mul.f64 %fd1, %fd1, %fd2;
+  ld.global.f32 %f1, [fs+4];
+  cvt.f64.f32 %fd2, %f1;
+  add.f64 %fd1, %fd1, %fd2;
+  mul.wide.u32 %rd5, %r1, 8;
+  add.s64 %rd6, %rd1, %rd5;
+  st.global.f64 [%rd6], %fd1;
+  ret;
+}
+"""
+    out = Dev(np.zeros(4))
+    run_ok(text, "k", (1,), (4,), [out])
+    np.testing.assert_array_equal(out.get(), np.array([10, 20, 30, 40]) * 2.0 + 2.5)
+
+
+def test_local_memory_and_cvta_local():
+    text = HEADER + """.visible .entry k(.param .u64 out) {
+  .local .align 4 .b8 buf[64];
+  .reg .b32 %r<6>; .reg .b64 %rd<10>; .reg .pred %p<2>;
+  ld.param.u64 %rd1, [out];
+  mov.u32 %r1, %tid.x;
+  mov.u64 %rd2, buf;
+  cvta.local.u64 %rd3, %rd2;
+  mov.u32 %r2, 0;
+L1:
+  mul.wide.u32 %rd4, %r2, 4;
+  add.s64 %rd5, %rd3, %rd4;
+  add.s32 %r3, %r1, %r2;
+  st.u32 [%rd5], %r3;
+  add.s32 %r2, %r2, 1;
+  setp.lt.u32 %p1, %r2, 16;
+  @%p1 bra L1;
+  ld.local.u32 %r4, [buf+60];
+  ld.u32 %r5, [%rd3+4];
+  add.s32 %r4, %r4, %r5;
+  mul.wide.u32 %rd6, %r1, 4;
+  add.s64 %rd7, %rd1, %rd6;
+  st.global.u32 [%rd7], %r4;
+  ret;
+}
+"""
+    out = Dev(np.zeros(50, np.int32))
+    run_ok(text, "k", (1,), (50,), [out])
+    t = np.arange(50)
+    np.testing.assert_array_equal(out.get(), (t + 15) + (t + 1))
+
+
+def test_byval_struct_param():
+    text = HEADER + """.visible .entry k(.param .align 8 .b8 s[16], .param .u64 out) {
+  .reg .b32 %r<3>; .reg .b64 %rd<4>;
+  ld.param.u32 %r1, [s+4];
+  ld.param.u64 %rd1, [s+8];
+  ld.param.u64 %rd2, [out];
+  cvt.u64.u32 %rd3, %r1;
+  add.s64 %rd3, %rd3, %rd1;
+  st.global.u64 [%rd2], %rd3;
+  ret;
+}
+"""
+    s = np.zeros(2, np.uint64)
+    s.view(np.uint32)[1] = 7
+    s[1] = 1000
+    out = Dev(np.zeros(1, np.uint64))
+    run_ok(text, "k", (1,), (1,), [s.tobytes(), out])
+    assert out.get()[0] == 1007
+
+
+SREG_KERNEL = HEADER + """.visible .entry k(.param .u64 out) {
+  .reg .b32 %r<20>; .reg .b64 %rd<6>;
+  ld.param.u64 %rd1, [out];
+  mov.u32 %r1, %tid.x; mov.u32 %r2, %tid.y; mov.u32 %r3, %tid.z;
+  mov.u32 %r4, %ntid.x; mov.u32 %r5, %ntid.y;
+  mov.u32 %r6, %ctaid.x; mov.u32 %r7, %ctaid.y; mov.u32 %r8, %nctaid.x; mov.u32 %r9, %nctaid.y;
+  mov.u32 %r10, %laneid; mov.u32 %r11, %warpid; mov.u32 %r12, %nwarpid;
+  mov.u32 %r13, %lanemask_lt; mov.u32 %r14, %lanemask_ge; mov.u32 %r15, %dynamic_smem_size;
+  mad.lo.u32 %r16, %r2, %r4, %r1;
+  mad.lo.u32 %r17, %r3, %r5, %r2;
+  mad.lo.u32 %r16, %r17, %r4, %r1;
+  mad.lo.u32 %r17, %r7, %r8, %r6;
+  mul.lo.u32 %r18, %r4, %r5;
+  mul.lo.u32 %r18, %r18, 2;
+  mad.lo.u32 %r16, %r17, %r18, %r16;
+  mul.wide.u32 %rd2, %r16, 64;
+  add.s64 %rd3, %rd1, %rd2;
+  st.global.v4.u32 [%rd3], {%r1, %r2, %r3, %r6};
+  st.global.v4.u32 [%rd3+16], {%r7, %r8, %r9, %r10};
+  st.global.v4.u32 [%rd3+32], {%r11, %r12, %r13, %r14};
+  st.global.u32 [%rd3+48], %r15;
+  ret;
+}
+"""
+
+
+def test_special_registers():
+    bx, by, bz, gx, gy = 5, 3, 2, 2, 2
+    nthr = bx * by * bz
+    out = Dev(np.zeros((gx * gy * nthr, 16), np.uint32))
+    run_ok(SREG_KERNEL, "k", (gx, gy), (bx, by, bz), [out], smem=48)
+    o = out.get()
+    for cy in range(gy):
+        for cx in range(gx):
+            for z in range(bz):
+                for y in range(by):
+                    for x in range(bx):
+                        lin = (z * by + y) * bx + x
+                        row = o[(cy * gx + cx) * nthr + lin]
+                        lane = lin % 32
+                        assert list(row[:13]) == [x, y, z, cx, cy, gx, gy, lane, lin // 32, 1, (1 << lane) - 1,
+                                                  (0xffffffff << lane) & 0xffffffff, 48][:13], (x, y, z, cx, cy)
+
+
+def test_named_barriers_bar_red_and_arrive():
+    text = HEADER + """.visible .entry k(.param .u64 out) {
+  .reg .b32 %r<8>; .reg .b64 %rd<4>; .reg .pred %p<4>;
+  .shared .align 4 .u32 flag;
+  ld.param.u64 %rd1, [out];
+  mov.u32 %r1, %tid.x;
+  and.b32 %r2, %r1, 1;
+  setp.eq.u32 %p1, %r2, 1;
+  bar.red.popc.u32 %r3, 0, %p1;
+  bar.red.and.pred %p2, 1, %p1;
+  bar.red.or.pred %p3, 2, %p1;
+  selp.u32 %r4, 1, 0, %p2;
+  selp.u32 %r5, 1, 0, %p3;
+  setp.lt.u32 %p1, %r1, 32;
+  @%p1 bra PRODUCER;
+  bar.sync 3, 64;
+  ld.shared.u32 %r6, [flag];
+  bra STORE;
+PRODUCER:
+  mov.u32 %r7, 77;
+  st.shared.u32 [flag], %r7;
+  bar.arrive 3, 64;
+  mov.u32 %r6, 77;
+STORE:
+  mul.wide.u32 %rd2, %r1, 16;
+  add.s64 %rd3, %rd1, %rd2;
+  st.global.v4.u32 [%rd3], {%r3, %r4, %r5, %r6};
+  ret;
+}
+"""
+    out = Dev(np.zeros((64, 4), np.uint32))
+    run_ok(text, "k", (1,), (64,), [out])
+    o = out.get()
+    assert (o[:, 0] == 32).all() and (o[:, 1] == 0).all() and (o[:, 2] == 1).all() and (o[:, 3] == 77).all()
+
+
+def test_warp_match_redux_activemask_vote():
+    text = HEADER + """.visible .entry k(.param .u64 out) {
+  .reg .b32 %r<12>; .reg .b64 %rd<4>; .reg .pred %p<4>;
+  ld.param.u64 %rd1, [out];
+  mov.u32 %r1, %tid.x;
+  and.b32 %r2, %r1, 3;
+  match.any.sync.b32 %r3, %r2, 0xffffffff;
+  redux.sync.add.u32 %r4, %r1, 0xffffffff;
+  redux.sync.max.s32 %r5, %r2, 0xffffffff;
+  setp.lt.u32 %p1, %r1, 20;
+  @!%p1 bra SKIP;
+  activemask.b32 %r6;
+SKIP:
+  @%p1 bra JOIN;
+  mov.u32 %r6, 0;
+JOIN:
+  vote.sync.all.pred %p2, %p1, 0xffffffff;
+  vote.sync.any.pred %p3, %p1, 0xffffffff;
+  selp.u32 %r7, 1, 0, %p2;
+  selp.u32 %r8, 1, 0, %p3;
+  match.all.sync.b32 %r9|%p2, %r2, 0xffffffff;
+  selp.u32 %r10, 1, 0, %p2;
+  mul.wide.u32 %rd2, %r1, 32;
+  add.s64 %rd3, %rd1, %rd2;
+  st.global.v4.u32 [%rd3], {%r3, %r4, %r5, %r6};
+  st.global.v4.u32 [%rd3+16], {%r7, %r8, %r9, %r10};
+  ret;
+}
+"""
+    out = Dev(np.zeros((32, 8), np.uint32))
+    run_ok(text, "k", (1,), (32,), [out])
+    o = out.get()
+    for t in range(32):
+        assert o[t, 0] == sum(1 << i for i in range(32) if i % 4 == t % 4)
+        assert o[t, 1] == sum(range(32)) and o[t, 2] == 3
+        assert o[t, 3] == ((1 << 20) - 1 if t < 20 else 0)
+        assert list(o[t, 4:]) == [0, 1, 0, 0]
