@@ -61,8 +61,9 @@
 #define FP_f64 1
 
 static inline float ftz32(float x) { return fpclassify(x) == FP_SUBNORMAL ? copysignf(0.0f, x) : x; }
-static inline float sat32(float x) { return isnan(x) ? 0.0f : x < 0.0f ? 0.0f : x > 1.0f ? 1.0f : x; }
-static inline double sat64(double x) { return isnan(x) ? 0.0 : x < 0.0 ? 0.0 : x > 1.0 ? 1.0 : x; }
+/* .sat: [0, 1], NaN and -0 to +0 */
+static inline float sat32(float x) { return isnan(x) || x <= 0.0f ? 0.0f : x > 1.0f ? 1.0f : x; }
+static inline double sat64(double x) { return isnan(x) || x <= 0.0 ? 0.0 : x > 1.0 ? 1.0 : x; }
 #define IN_f32(in, x) ((in)->flags & F_FTZ ? ftz32(ptx_f32(x)) : ptx_f32(x))
 #define IN_f64(in, x) ptx_f64(x)
 #define OUT_f32(in, v) ptx_bf32(((in)->flags & F_FTZ) ? ftz32(((in)->flags & F_SAT) ? sat32(v) : (v)) : (((in)->flags & F_SAT) ? sat32(v) : (v)))
@@ -113,13 +114,38 @@ static inline float div_approx(float a, float b)
 
 /* ----------------------------------------------------------------------------- the generated families */
 
-/* PTX min/max of floats: NaN only when both are NaN (fminf / fmaxf), -0 < +0. */
+/* PTX min/max of floats: a NaN operand (quiet or signalling) yields the other operand, NaN only when both
+ * are NaN; -0 < +0. */
 #undef fminf
 #undef fmaxf
-static inline float ptx_fminf(float a, float b) { if (a == 0.0f && b == 0.0f) return signbit(a) ? a : b; return fminf(a, b); }
-static inline float ptx_fmaxf(float a, float b) { if (a == 0.0f && b == 0.0f) return signbit(a) ? b : a; return fmaxf(a, b); }
-static inline double ptx_fmin(double a, double b) { if (a == 0.0 && b == 0.0) return signbit(a) ? a : b; return fmin(a, b); }
-static inline double ptx_fmax(double a, double b) { if (a == 0.0 && b == 0.0) return signbit(a) ? b : a; return fmax(a, b); }
+static inline float ptx_fminf(float a, float b)
+{
+    if (isnan(a)) return isnan(b) ? NAN : b;
+    if (isnan(b)) return a;
+    if (a == 0.0f && b == 0.0f) return signbit(a) ? a : b;
+    return a < b ? a : b;
+}
+static inline float ptx_fmaxf(float a, float b)
+{
+    if (isnan(a)) return isnan(b) ? NAN : b;
+    if (isnan(b)) return a;
+    if (a == 0.0f && b == 0.0f) return signbit(a) ? b : a;
+    return a > b ? a : b;
+}
+static inline double ptx_fmin(double a, double b)
+{
+    if (isnan(a)) return isnan(b) ? NAN : b;
+    if (isnan(b)) return a;
+    if (a == 0.0 && b == 0.0) return signbit(a) ? a : b;
+    return a < b ? a : b;
+}
+static inline double ptx_fmax(double a, double b)
+{
+    if (isnan(a)) return isnan(b) ? NAN : b;
+    if (isnan(b)) return a;
+    if (a == 0.0 && b == 0.0) return signbit(a) ? b : a;
+    return a > b ? a : b;
+}
 #define fminf ptx_fminf
 #define fmaxf ptx_fmaxf
 #define fmin ptx_fmin
