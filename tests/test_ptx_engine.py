@@ -539,3 +539,65 @@ JOIN:
         assert o[t, 1] == sum(range(32)) and o[t, 2] == 3
         assert o[t, 3] == ((1 << 20) - 1 if t < 20 else 0)
         assert list(o[t, 4:]) == [0, 1, 0, 0]
+
+
+def _run_ex(text, kernel, grid, block, args, cooperative):
+    lib = H.lib()
+    lib.accelEmuPtxRunEx.argtypes = [ctypes.POINTER(ctypes.c_char_p), ctypes.c_int, ctypes.c_char_p,
+                                     ctypes.POINTER(ctypes.c_uint), ctypes.POINTER(ctypes.c_uint), ctypes.c_size_t,
+                                     ctypes.POINTER(ctypes.c_void_p), ctypes.c_int, ctypes.c_int,
+                                     ctypes.POINTER(ctypes.c_ulonglong), ctypes.POINTER(ctypes.c_double),
+                                     ctypes.c_char_p, ctypes.c_size_t]
+    keep = [H._arg(a) for a in args]
+    ptrs = (ctypes.c_void_p * max(len(keep), 1))(*[ctypes.cast(ctypes.pointer(k), ctypes.c_void_p) for k in keep])
+    cnt, secs = ctypes.c_ulonglong(), ctypes.c_double()
+    err = ctypes.create_string_buffer(512)
+    rc = lib.accelEmuPtxRunEx((ctypes.c_char_p * 1)(text.encode()), 1, kernel.encode(), (ctypes.c_uint * 3)(grid, 1, 1),
+                              (ctypes.c_uint * 3)(block, 1, 1), 0, ptrs, len(keep), cooperative, ctypes.byref(cnt),
+                              ctypes.byref(secs), err, len(err))
+    return rc, err.value.decode(), cnt.value
+
+
+GRID_SYNC = HEADER + """.visible .entry k(.param .u64 counter, .param .u64 out) {
+  .reg .b32 %r<8>; .reg .b64 %rd<6>; .reg .pred %p<2>;
+  ld.param.u64 %rd1, [counter];
+  ld.param.u64 %rd2, [out];
+  mov.u32 %r1, %tid.x;
+  mov.u32 %r2, %ctaid.x;
+  mov.u32 %r3, %nctaid.x;
+  setp.ne.u32 %p1, %r1, 0;
+  @%p1 bra WAIT;
+  atom.global.add.u32 %r4, [%rd1], 1;
+SPIN:
+  ld.volatile.global.u32 %r5, [%rd1];
+  setp.lt.u32 %p1, %r5, %r3;
+  @%p1 bra SPIN;
+WAIT:
+  bar.sync 0;
+  ld.volatile.global.u32 %r6, [%rd1];
+  mad.lo.u32 %r7, %r2, 64, %r1;
+  mul.wide.u32 %rd3, %r7, 4;
+  add.s64 %rd4, %rd2, %rd3;
+  st.global.u32 [%rd4], %r6;
+  ret;
+}
+"""
+
+
+def test_cooperative_launch_runs_all_blocks_at_once():
+    """A grid-wide barrier through global memory completes only when every block is resident."""
+    nb = 8
+    counter, out = Dev(np.zeros(1, np.uint32)), Dev(np.zeros(nb * 64, np.uint32))
+    rc, msg, _ = _run_ex(GRID_SYNC, "k", nb, 64, [counter, out], 1)
+    assert rc == H.OK, msg
+    assert (out.get() == nb).all()
+
+
+def test_thread_instruction_count():
+    n = 100
+    a = np.ones(n, np.float32)
+    da, db, dc = Dev(a), Dev(a), Dev(a)
+    rc, msg, cnt = _run_ex(ptx("add"), "add", 1, 128, [da, db, dc, ctypes.c_int(n)], 0)
+    assert rc == H.OK, msg
+    # issued thread-instructions: 10 up to the branch and the ret for all 128 threads, 11 more for the 100 in range
+    assert cnt == 128 * 11 + 100 * 11

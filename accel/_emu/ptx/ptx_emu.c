@@ -3,7 +3,7 @@
  * memory from the emulator's allocation table (cudaMalloc) and module variables allocated there too.
  * The driver layer (module / launch APIs) has its own ptx_env over the same table. */
 #include "../emu_runtime.h"
-#include "ptx.h"
+#include "ptx_internal.h"
 
 cudaError_t cudaMalloc(void **p, size_t n);
 cudaError_t cudaFree(void *p);
@@ -45,9 +45,12 @@ static const ptx_env ENV = {NULL, env_alloc, env_free, env_check};
 
 /* Builds the program of `n` NUL-terminated PTX texts and launches `kernel` on grid x block threads with
  * `dyn_smem` bytes of dynamic shared memory; args[i] points at parameter i's value (its size from the
- * kernel's declaration), as cuLaunchKernel's kernelParams.  Returns a ptx.h code; err gets the message. */
-EXPORT int accelEmuPtxRun(const char *const *texts, int n, const char *kernel, const unsigned *grid,
-                          const unsigned *block, size_t dyn_smem, void **args, int nargs, char *err, size_t errlen)
+ * kernel's declaration), as cuLaunchKernel's kernelParams.  Returns a ptx.h code; err gets the message.
+ * The Ex form also takes `cooperative` and returns the thread-instructions executed and the launch's
+ * wall time (the build excluded), for the benches. */
+EXPORT int accelEmuPtxRunEx(const char *const *texts, int n, const char *kernel, const unsigned *grid,
+                            const unsigned *block, size_t dyn_smem, void **args, int nargs, int cooperative,
+                            unsigned long long *thread_insns, double *seconds, char *err, size_t errlen)
 {
     ptx_module *m = NULL;
     int rc = ptx_program_build(texts, NULL, n, &ENV, &m, err, errlen);
@@ -77,10 +80,23 @@ EXPORT int accelEmuPtxRun(const char *const *texts, int n, const char *kernel, c
     cfg.params_size = info.param_bytes;
     cfg.nsm = 132;
     cfg.gridid = 1;
-    rc = ptx_launch(k, &cfg, &ENV, err, errlen);
+    cfg.cooperative = cooperative;
+    uint64_t cnt = 0;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    rc = ptx_launch_counted(k, &cfg, &ENV, err, errlen, thread_insns ? &cnt : NULL);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    if (thread_insns) *thread_insns = cnt;
+    if (seconds) *seconds = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
     free(buf);
     ptx_module_free(m);
     return rc;
+}
+
+EXPORT int accelEmuPtxRun(const char *const *texts, int n, const char *kernel, const unsigned *grid,
+                          const unsigned *block, size_t dyn_smem, void **args, int nargs, char *err, size_t errlen)
+{
+    return accelEmuPtxRunEx(texts, n, kernel, grid, block, dyn_smem, args, nargs, 0, NULL, NULL, err, errlen);
 }
 
 /* Builds only: PTX_OK or the build's code and message (for the build-error tests). */

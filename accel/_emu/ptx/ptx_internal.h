@@ -188,10 +188,17 @@ struct worker {
     uint64_t lo, hi;     /* the last global range the env confirmed */
     uint32_t nthreads;
     uint64_t deadline_ns;
+    int ndone;           /* warps of the block that have exited */
+    uint64_t checks;     /* watchdog pacing */
+    uint64_t count;      /* thread-instructions (when the launch counts them) */
     /* fault */
     int err; char msg[512];
     struct launch *L;
 };
+
+/* ptx_launch that also returns the thread-instructions executed (for benches and tests). */
+int ptx_launch_counted(const ptx_kernel *k, const ptx_launch_cfg *cfg, const ptx_env *env, char *err, size_t errlen,
+                       uint64_t *thread_insns);
 
 /* A fault inside a handler: records it in the worker (first one wins) and returns R_FAULT. */
 int ptx_fault(warp *w, const insn_t *in, int lane, int code, const char *fmt, ...)

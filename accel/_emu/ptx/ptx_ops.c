@@ -198,13 +198,13 @@ static int h_##name(warp *w, const insn_t *in, uint32_t m) { \
 
 /* setp: p = (a cmp b) BOP c, q = !(a cmp b) BOP c */
 #define CMPF(cmp, a, b, un) ({ int r_; switch (cmp) { \
-    case CMP_EQ: r_ = (a) == (b); break; case CMP_NE: r_ = (a) != (b) && !un; break; \
+    case CMP_EQ: r_ = (a) == (b); break; case CMP_NE: r_ = (a) != (b) && !(un); break; \
     case CMP_LT: case CMP_LO: r_ = (a) < (b); break; case CMP_LE: case CMP_LS: r_ = (a) <= (b); break; \
     case CMP_GT: case CMP_HI: r_ = (a) > (b); break; case CMP_GE: case CMP_HS: r_ = (a) >= (b); break; \
-    case CMP_EQU: r_ = un || (a) == (b); break; case CMP_NEU: r_ = un || (a) != (b); break; \
-    case CMP_LTU: r_ = un || (a) < (b); break; case CMP_LEU: r_ = un || (a) <= (b); break; \
-    case CMP_GTU: r_ = un || (a) > (b); break; case CMP_GEU: r_ = un || (a) >= (b); break; \
-    case CMP_NUM: r_ = !un; break; case CMP_NAN: r_ = un; break; default: r_ = 0; } r_; })
+    case CMP_EQU: r_ = (un) || (a) == (b); break; case CMP_NEU: r_ = (un) || (a) != (b); break; \
+    case CMP_LTU: r_ = (un) || (a) < (b); break; case CMP_LEU: r_ = (un) || (a) <= (b); break; \
+    case CMP_GTU: r_ = (un) || (a) > (b); break; case CMP_GEU: r_ = (un) || (a) >= (b); break; \
+    case CMP_NUM: r_ = !(un); break; case CMP_NAN: r_ = (un); break; default: r_ = 0; } r_; })
 #define ISNAN_u16(x) 0
 #define ISNAN_u32(x) 0
 #define ISNAN_u64(x) 0
