@@ -601,3 +601,59 @@ def test_thread_instruction_count():
     assert rc == H.OK, msg
     # issued thread-instructions: 10 up to the branch and the ret for all 128 threads, 11 more for the 100 in range
     assert cnt == 128 * 11 + 100 * 11
+
+
+@pytest.mark.parametrize("body,code,words", [
+    ("mov.b64 {%r1, %r1, %r1, %r1, %r1}, %rd1;", H.NOT_SUPPORTED, "unpacking"),
+    ("cvt.pred.u32 %p1, %r1;", H.NOT_SUPPORTED, "conversion"),
+    ("ld.global %r1, [%rd1];", H.INVALID_PTX, "type"),
+    ("ld.global.b128 %rd1, [%rd1];", H.NOT_SUPPORTED, "type"),
+    ("atom.global.add.b8 %r1, [%rd1], 1;", H.NOT_SUPPORTED, "atomic"),
+    ("brx.idx %r1, tbl;", H.NOT_SUPPORTED, "brx"),
+    ("call %rd1, (%r1);", H.NOT_SUPPORTED, "indirect"),
+    ("tex.2d.v4.f32.f32 {%f1, %f1, %f1, %f1}, [t, {%f1, %f1}];", H.NOT_SUPPORTED, "tex"),
+])
+def test_hostile_or_unsupported_instructions_fail_the_build(body, code, words):
+    text = HEADER + (".visible .entry k() {\n  .reg .b32 %r<3>; .reg .b64 %rd<3>; .reg .pred %p<2>; .reg .f32 %f<2>;\n  "
+                     + body + "\n  ret;\n}\n")
+    rc, msg = H.build(text)
+    assert rc == code, msg
+    assert words in msg and "line 6" in msg
+
+
+def test_register_declarations_are_bounded():
+    rc, msg = H.build(HEADER + ".visible .entry k() {\n  .reg .b32 %r<70000>;\n  ret;\n}\n")
+    assert rc == H.NOT_SUPPORTED and "registers" in msg
+
+
+def test_bad_barrier_count_faults():
+    rc, msg = run(HEADER + ".visible .entry k() {\n  bar.sync 0, 33;\n  ret;\n}\n", "k", (1,), (64,), [])
+    assert rc == H.ILLEGAL_INSTRUCTION and "33" in msg
+
+
+def test_misaligned_global_access_faults():
+    buf = Dev(np.zeros(16, np.uint32))
+    text = HEADER + """.visible .entry k(.param .u64 p) {
+  .reg .b64 %rd<3>; .reg .b32 %r<2>;
+  ld.param.u64 %rd1, [p];
+  ld.global.u32 %r1, [%rd1+2];
+  ret;
+}
+"""
+    rc, msg = run(text, "k", (1,), (1,), [buf])
+    assert rc == H.MISALIGNED and "misaligned" in msg
+
+
+def test_kernel_param_address_in_a_register():
+    text = HEADER + """.visible .entry k(.param .u32 a, .param .u32 b, .param .u64 out) {
+  .reg .b64 %rd<4>; .reg .b32 %r<3>;
+  mov.u64 %rd1, b;
+  ld.param.u32 %r1, [%rd1];
+  ld.param.u64 %rd2, [out];
+  st.global.u32 [%rd2], %r1;
+  ret;
+}
+"""
+    out = Dev(np.zeros(1, np.uint32))
+    run_ok(text, "k", (1,), (1,), [ctypes.c_uint32(5), ctypes.c_uint32(9), out])
+    assert out.get()[0] == 9

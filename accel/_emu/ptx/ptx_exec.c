@@ -414,11 +414,12 @@ int h_ret(warp *w, const insn_t *in, uint32_t m)
 static int bar_operands(warp *w, const insn_t *in, uint32_t m, unsigned *id, int *count)
 {
     int l = __builtin_ctz(m);
-    *id = (unsigned)ROW(in->s[0])[l];
-    *count = in->flags & F_HASCOUNT ? (int)(uint32_t)ROW(in->s[1])[l] : -1;
+    *id = (unsigned)(uint32_t)ROW(in->s[0])[l];
+    uint32_t c = in->flags & F_HASCOUNT ? (uint32_t)ROW(in->s[1])[l] : 0;
+    *count = in->flags & F_HASCOUNT ? (int)(c & 0x7fffffff) : -1;
     if (*id > 15) return ptx_fault(w, in, l, PTX_E_ILLEGAL_INSTRUCTION, "barrier id %u is out of range (0..15)", *id);
-    if (*count == 0 || (*count > 0 && (*count % 32) != 0))
-        return ptx_fault(w, in, l, PTX_E_ILLEGAL_INSTRUCTION, "barrier thread count %d is not a positive multiple of 32", *count);
+    if ((in->flags & F_HASCOUNT) && (c == 0 || c > 1024 || c % 32 != 0))
+        return ptx_fault(w, in, l, PTX_E_ILLEGAL_INSTRUCTION, "barrier thread count %u is not a multiple of 32 in 32..1024", c);
     return 0;
 }
 

@@ -148,6 +148,7 @@ typedef struct parser {
     pfunc **funcs; int nfuncs, capfuncs;
     insn_t *code; uint32_t ncode, capcode;
     uint64_t *consts; uint32_t nconst, capconst;
+    uint8_t *constsym;                         /* 1: patched with an address at link time (never shared) */
     fixup *fx; int nfx, capfx;
     callsite *calls; int ncalls, capcalls;
     size_t smem;
@@ -392,6 +393,20 @@ static void scope_pop(parser *P)
 
 /* ---------------------------------------------------------------------------------------- constants */
 
+static int const_grow(parser *P)
+{
+    if (P->nconst < P->capconst) return 0;
+    uint32_t nc = P->capconst ? P->capconst * 2 : 256;
+    uint64_t *q = realloc(P->consts, nc * sizeof *q);
+    if (!q) return perr(P, PTX_E_OUT_OF_MEMORY, "out of memory");
+    P->consts = q;
+    uint8_t *f = realloc(P->constsym, nc);
+    if (!f) return perr(P, PTX_E_OUT_OF_MEMORY, "out of memory");
+    P->constsym = f;
+    P->capconst = nc;
+    return 0;
+}
+
 /* A constant row holding v: its row id (constant rows are numbered from CONSTBIT until the layout). */
 #define CONSTBIT 0x80000000u
 
@@ -400,28 +415,20 @@ static uint32_t const_row(parser *P, uint64_t v)
     /* small linear dedupe over the last few */
     uint32_t lo = P->nconst > 64 ? P->nconst - 64 : 0;
     for (uint32_t i = lo; i < P->nconst; i++)
-        if (P->consts[i] == v) return CONSTBIT | i;
-    if (P->nconst >= P->capconst) {
-        uint32_t nc = P->capconst ? P->capconst * 2 : 256;
-        uint64_t *q = realloc(P->consts, nc * sizeof *q);
-        if (!q) { perr(P, PTX_E_OUT_OF_MEMORY, "out of memory"); return CONSTBIT; }
-        P->consts = q; P->capconst = nc;
-    }
+        if (P->consts[i] == v && !P->constsym[i]) return CONSTBIT | i;
+    if (const_grow(P)) return CONSTBIT;
     P->consts[P->nconst] = v;
+    P->constsym[P->nconst] = 0;
     return CONSTBIT | P->nconst++;
 }
 
 /* A constant row that will hold sym's address + add (patched after linking): never shared. */
 static uint32_t const_sym(parser *P, psym *s, int64_t add)
 {
-    if (P->nconst >= P->capconst) {
-        uint32_t nc = P->capconst ? P->capconst * 2 : 256;
-        uint64_t *q = realloc(P->consts, nc * sizeof *q);
-        if (!q) { perr(P, PTX_E_OUT_OF_MEMORY, "out of memory"); return CONSTBIT; }
-        P->consts = q; P->capconst = nc;
-    }
+    if (const_grow(P)) return CONSTBIT;
     uint32_t i = P->nconst++;
     P->consts[i] = 0;
+    P->constsym[i] = 1;
     if (P->nfx >= P->capfx) {
         int nc = P->capfx ? P->capfx * 2 : 64;
         fixup *q = realloc(P->fx, (size_t)nc * sizeof *q);
@@ -805,7 +812,12 @@ static int addr_operand(parser *P, const opnd *o, insn_t *in, int si)
 {
     if (o->kind != OK_ADDR) return perr(P, PTX_E_INVALID_PTX, "expected an address operand [..]");
     in->am = AM_REG;
-    if (o->abase == OK_REG) { in->s[si] = o->reg; in->off = o->aoff; return 0; }
+    if (o->abase == OK_REG) {
+        in->s[si] = o->reg; in->off = o->aoff;
+        /* a .param address in a register: the kernel's parameter buffer, or a .func's frame */
+        if (in->space == SP_PARAM) in->space = P->fn && P->fn->is_entry ? SP_KPARAM : SP_LOCAL;
+        return 0;
+    }
     if (o->abase == OK_IMM) { in->s[si] = const_row(P, 0); in->off = o->aoff; return P->err; }
     psym *s = find_sym(P, o->name);
     if (!s) return perr(P, PTX_E_INVALID_PTX, "undefined symbol '%s'", o->name);
@@ -954,6 +966,7 @@ static int decode(parser *P, const char *op, uint32_t guard, int gneg, opnd *ops
             if (dst_row(P, &ops[0], &in.d[0])) return P->err;
             in.target = (uint32_t)ops[1].sreg;
         } else if (ops[0].kind == OK_VEC) {          /* mov.b64 {lo, hi}, x  (unpack) */
+            if (ops[0].vn > 4) return perr(P, PTX_E_NOT_SUPPORTED, "mov unpacking into %d registers", ops[0].vn);
             in.nd = (uint8_t)ops[0].vn;
             for (int i = 0; i < ops[0].vn; i++) {
                 if (ops[0].v[i].kind == OK_REG) in.d[i] = ops[0].v[i].reg;
@@ -988,11 +1001,18 @@ static int decode(parser *P, const char *op, uint32_t guard, int gneg, opnd *ops
         break;
     case C_CVT:
         NEED(2);
+        for (int i = 0; i < 2; i++) {
+            int ct = d.types[i], sz = ptx_type_size(ct);
+            if (!sz || sz > 8 || ct == T_PRED || ct == T_F16X2 || ct == T_BF16X2 || ct == T_TF32 || ct == T_E4M3 || ct == T_E5M2)
+                return perr(P, PTX_E_NOT_SUPPORTED, "unsupported conversion '%s'", op);
+        }
         in.t = (uint8_t)d.types[0]; in.t2 = (uint8_t)d.types[1];
         if (dst_row(P, &ops[0], &in.d[0]) || val_row(P, &ops[1], in.t2, &in.s[0])) return P->err;
         break;
     case C_LD: {
         NEED(2);
+        if (!ptx_type_size(t) || ptx_type_size(t) > 8 || t == T_PRED)
+            return perr(P, t == T_B128 ? PTX_E_NOT_SUPPORTED : PTX_E_INVALID_PTX, "'%s' needs a type of 1 to 8 bytes", op);
         int n = ops[0].kind == OK_VEC ? ops[0].vn : 1;
         if (n > 4 && !(n == 8)) return perr(P, PTX_E_INVALID_PTX, "bad vector width");
         in.nd = (uint8_t)n;
@@ -1005,6 +1025,8 @@ static int decode(parser *P, const char *op, uint32_t guard, int gneg, opnd *ops
     }
     case C_ST: {
         NEED(2);
+        if (!ptx_type_size(t) || ptx_type_size(t) > 8 || t == T_PRED)
+            return perr(P, t == T_B128 ? PTX_E_NOT_SUPPORTED : PTX_E_INVALID_PTX, "'%s' needs a type of 1 to 8 bytes", op);
         int n = ops[1].kind == OK_VEC ? ops[1].vn : 1;
         if (n > 4) return perr(P, PTX_E_NOT_SUPPORTED, "st with more than 4 sources");
         in.ns = (uint8_t)n;
@@ -1048,6 +1070,7 @@ static int decode(parser *P, const char *op, uint32_t guard, int gneg, opnd *ops
         for (int k = 0; argl && k < argl->ln; k++) {
             psym *s = find_sym(P, argl->list[k]);
             if (!s || s->kind != SK_VAR || s->space != SP_PARAM) return perr(P, PTX_E_INVALID_PTX, "call argument '%s' is not a .param", argl->list[k]);
+            if (cs.nargs >= 32) return perr(P, PTX_E_NOT_SUPPORTED, "call with more than 32 arguments");
             cs.args[cs.nargs++] = (uint32_t)s->addr;
         }
         GROW(P->calls, P->ncalls, P->capcalls);
@@ -1104,6 +1127,8 @@ static int decode(parser *P, const char *op, uint32_t guard, int gneg, opnd *ops
         /* atom.op.t d, [a], b{, c};  red.op.t [a], b */
         int isred = !strcmp(mnbuf, "red");
         if (!in.aop || in.aop > 10) return perr(P, PTX_E_NOT_SUPPORTED, "unsupported atomic '%s'", op);
+        if (ptx_type_size(t) < 2 || ptx_type_size(t) > 8 || t == T_PRED || in.vec)
+            return perr(P, PTX_E_NOT_SUPPORTED, "unsupported atomic '%s'", op);
         int k = 0;
         if (!isred) { if (dst_row(P, &ops[k++], &in.d[0])) return P->err; }
         else in.d[0] = UINT32_MAX;
@@ -1509,6 +1534,11 @@ static int parse_body(parser *P, pfunc *f)
         if (P->tl >= sizeof op) { perr(P, PTX_E_INVALID_PTX, "opcode too long"); break; }
         strcpy(op, P->tbuf);
         int opline = P->tline;
+        {   /* an instruction the engine lacks fails here, whatever its operands look like */
+            decoded dd;
+            if (split_opcode(P, op, &dd)) break;
+            if (strcmp(dd.key, "mov") && key_lookup(dd.key) < 0) { perr(P, PTX_E_NOT_SUPPORTED, "unsupported instruction '%s'", op); break; }
+        }
         next(P);
         int nops = 0;
         while (!ispunct_(P, ';') && P->tk != TK_EOF) {
@@ -1739,6 +1769,9 @@ static int link_program(parser *P)
             }
         }
     }
+    if ((uint64_t)rows + P->nconst > 65536)
+        return perr(P, PTX_E_NOT_SUPPORTED, "the program declares %u registers and %u constants (the engine takes at most 65536 together)",
+                    rows, P->nconst);
     M->nrows = rows + 2;   /* + a sink row and a scratch row */
     uint32_t sink = rows;
     for (uint32_t pc = 0; pc < P->ncode; pc++) {
@@ -1865,6 +1898,7 @@ int ptx_program_build(const char *const *texts, const size_t *len, int n, const 
         regent *r = P->regs[i];
         while (r) { regent *nx = r->next; free(r); r = nx; }
     }
+    free(P->constsym);
     free(P->rstack); free(P->scopemarks); free(P->fscope); free(P->labels); free(P->fx);
     /* the psyms: keep for globals (names); free the table */
     extern void ptx_module_keep_syms(struct ptx_module *, psym **, int);
