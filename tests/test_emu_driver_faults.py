@@ -419,7 +419,7 @@ def test_driver_faults_from_the_environment_and_through_variants():
 def test_only_entry_points_that_can_fail_are_armable():
     # the unsupported driver stubs always fail; names outside the lists are a malformed spec
     got = _run("""
-        print(json.dumps([rt.accelEmuSetFail(n) for n in (b"cuLaunchKernel:1", b"cuStreamQuery_ptsz:1",
+        print(json.dumps([rt.accelEmuSetFail(n) for n in (b"cuTensorMapEncodeTiled:1", b"cuStreamQuery_ptsz:1",
                                                             b"cuCtxGetCurrent:1", b"cuEventRecord:2")]))
         """)
     assert got[0] != 0 and got[1] != 0 and got[2:] == [0, 0]

@@ -83,35 +83,62 @@ def test_libcuda_standin_resolves_every_driver_function_torch_dlsyms(subprocess_
     assert missing == []
 
 
-def test_registration_hooks_are_silent_and_a_kernel_launch_is_not_supported(subprocess_python):
-    proc = _run(subprocess_python, """
-h = rt.__cudaRegisterFatBinary(None)
-rt.__cudaRegisterFatBinaryEnd(c.c_void_p(h)); rt.__cudaRegisterFunction(); rt.__cudaRegisterVar()
-rt.__cudaUnregisterFatBinary(c.c_void_p(h))
-print(json.dumps([h != 0, rt.cudaGetLastError(), rt.cudaLaunchKernel(), rt.cudaLaunchKernel(),
-                  rt.cudaGetLastError(), rt.cudaGetLastError(), cu.cuLaunchKernel()]))
-""", env={"ACCEL_EMU_TRACE": "1"})
-    assert json.loads(proc.stdout) == [True, 0, 801, 801, 801, 0, 801]
-    lines = proc.stderr.splitlines()
-    says = "accel emu: {} is not supported by the emulated runtime (returns {})"
-    assert lines == [says.format("cudaLaunchKernel", "cudaErrorNotSupported"),
-                     says.format("cuLaunchKernel", "CUDA_ERROR_NOT_SUPPORTED")]
+FATBIN = REPO / "tests" / "data" / "fatbin"
 
-
-def test_a_kernel_launched_in_a_capture_is_a_kernel_node_that_cannot_launch(subprocess_python):
-    """cudaLaunchKernel on a capturing stream records a kernel node (torch's kernels inside a CUDA graph
-    capture): the capture ends and instantiates, the graph's launch is cudaErrorNotSupported and queues
-    nothing; outside a capture the launch is refused as before."""
-    got = _json(subprocess_python, """
+# A fatbin wrapper as nvcc emits it (__fatDeviceText: magic, version, the fatbin), registered with one kernel
+# whose host stub is `stub`: what a -cudart shared program's constructors do.
+REGISTER = f"""
 class dim3(c.Structure): _fields_ = [("x", c.c_uint), ("y", c.c_uint), ("z", c.c_uint)]
+class Wrapper(c.Structure): _fields_ = [("magic", c.c_uint), ("version", c.c_uint), ("data", c.c_void_p), ("file", c.c_void_p)]
+def register(name):
+    blob = open({str(FATBIN)!r} + "/" + name, "rb").read()
+    buf = c.create_string_buffer(blob, len(blob))
+    w = Wrapper(0x466243b1, 1, c.cast(buf, c.c_void_p), None)
+    rt.__cudaRegisterFatBinary.restype = c.c_void_p
+    h = c.c_void_p(rt.__cudaRegisterFatBinary(c.byref(w)))
+    stub, var = c.create_string_buffer(8), c.create_string_buffer(4)
+    rt.__cudaRegisterFunction(h, stub, b"_Z3addPKfS0_Pfi", b"_Z3addPKfS0_Pfi", -1, None, None, None, None, None)
+    rt.__cudaRegisterVar(h, var, b"gscale", b"gscale", 0, c.c_size_t(4), 0, 0)
+    rt.__cudaRegisterFatBinaryEnd(h)
+    return h, stub, var, (buf, w)
 rt.cudaLaunchKernel.argtypes = [c.c_void_p, dim3, dim3, c.c_void_p, c.c_size_t, c.c_void_p]
+"""
+
+
+def test_a_sass_only_kernel_is_refused_and_named_once(subprocess_python):
+    # torch's kernels: the fatbin has SASS only.  Its launch is cudaErrorNoKernelImageForDevice (the last error
+    # too), and one line on stderr, without any variable set, names the kernel and says why
+    proc = _run(subprocess_python, REGISTER + """
+h, stub, var, keep = register("add_sass.fatbin")
+one = dim3(1, 1, 1)
+out = [rt.cudaLaunchKernel(stub, one, one, None, 0, None), rt.cudaGetLastError(), rt.cudaGetLastError(),
+       rt.cudaLaunchKernel(stub, one, one, None, 0, None)]
+sym = c.c_void_p()
+out.append(rt.cudaGetSymbolAddress(c.byref(sym), var))
+out.append(rt.cudaLaunchKernel(c.create_string_buffer(8), one, one, None, 0, None))     # not registered
+cu.cuLaunchKernel.argtypes = [c.c_void_p] + [c.c_uint] * 7 + [c.c_void_p] * 3
+out.append(cu.cuLaunchKernel(c.c_void_p(0x1234), 1, 1, 1, 1, 1, 1, 0, None, None, None))  # not a function
+rt.__cudaUnregisterFatBinary(h)
+out.append(rt.cudaLaunchKernel(stub, one, one, None, 0, None))     # unregistered with its fatbin
+print(json.dumps(out))
+""")
+    assert json.loads(proc.stdout.strip().splitlines()[-1]) == [209, 209, 0, 209, 209, 98, 400, 98]
+    assert proc.stderr.splitlines() == [
+        "accel emu: kernel _Z3addPKfS0_Pfi is SASS only (a cubin for a real GPU, no PTX): accel's emulator executes "
+        "PTX only (CUDA_ERROR_NO_BINARY_FOR_GPU)"]
+
+
+def test_a_refused_kernel_launch_records_nothing_in_a_capture(subprocess_python):
+    """A launch refused at the call (here an unregistered host stub, cudaErrorInvalidDeviceFunction) leaves the
+    capture going with the nodes it had: the graph holds the two memsets only."""
+    got = _json(subprocess_python, REGISTER + """
 P = c.c_void_p
 s, g, x, buf = P(), P(), P(), P()
 assert rt.cudaSetDevice(0) == 0 and rt.cudaStreamCreate(c.byref(s)) == 0 and rt.cudaMalloc(c.byref(buf), 64) == 0
-out = [rt.cudaLaunchKernel(0x1234, dim3(1, 1, 1), dim3(32, 1, 1), None, 0, s), rt.cudaGetLastError()]
+bogus = c.create_string_buffer(8)
 assert rt.cudaStreamBeginCapture(s, 0) == 0
-out += [rt.cudaMemsetAsync(buf, 7, 64, s), rt.cudaLaunchKernel(0x1234, dim3(1, 1, 1), dim3(32, 1, 1), None, 0, s),
-        rt.cudaMemsetAsync(buf, 9, 64, s)]
+out = [rt.cudaMemsetAsync(buf, 7, 64, s), rt.cudaLaunchKernel(bogus, dim3(1, 1, 1), dim3(32, 1, 1), None, 0, s),
+       rt.cudaGetLastError(), rt.cudaMemsetAsync(buf, 9, 64, s)]
 out.append(rt.cudaStreamEndCapture(s, c.byref(g)))
 n = c.c_size_t(0)
 out.append(rt.cudaGraphGetNodes(g, None, c.byref(n)))
@@ -121,20 +148,18 @@ types = []
 for nd in nodes:
     t = c.c_int(-1); rt.cudaGraphNodeGetType(P(nd), c.byref(t)); types.append(t.value)
 out.append(types)
-out.append(rt.cudaGraphInstantiate(c.byref(x), g, 0))
+out += [rt.cudaGraphInstantiate(c.byref(x), g, 0), rt.cudaGraphLaunch(x, s), rt.cudaStreamSynchronize(s)]
 host = (c.c_ubyte * 64)()
-assert rt.cudaMemset(buf, 1, 64) == 0
-out += [rt.cudaGraphLaunch(x, s), rt.cudaStreamSynchronize(s)]
 assert rt.cudaMemcpy(host, buf, 64, 2) == 0
-out.append(bytes(host) == bytes([1]) * 64)           # nothing of the graph ran
+out.append(bytes(host) == bytes([9]) * 64)
 out += [rt.cudaGraphExecDestroy(x), rt.cudaGraphDestroy(g), rt.cudaFree(buf), rt.cudaStreamDestroy(s)]
 print(json.dumps(out))
 """)
-    assert got == [801, 801, 0, 0, 0, 0, 0, [2, 0, 2], 0, 801, 0, True, 0, 0, 0, 0]
+    assert got == [0, 98, 98, 0, 0, 0, [2, 2], 0, 0, 0, True, 0, 0, 0, 0]
 
 
 def test_unsupported_calls_are_quiet_without_the_trace(subprocess_python):
-    proc = _run(subprocess_python, "print(rt.cudaGraphAddNode(), rt.cudaStreamBeginCaptureToGraph(), cu.cuModuleLoad())")
+    proc = _run(subprocess_python, "print(rt.cudaGraphAddNode(), rt.cudaStreamBeginCaptureToGraph(), cu.cuTensorMapEncodeTiled())")
     assert proc.stdout.split() == ["801", "801", "801"] and proc.stderr == ""
 
 

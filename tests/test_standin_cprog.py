@@ -31,7 +31,8 @@ int cudaEventRecord(event_t, stream_t);
 int cudaEventQuery(event_t);
 int cudaEventSynchronize(event_t);
 int cudaEventDestroy(event_t);
-int cudaLaunchKernel(void);
+typedef struct { unsigned x, y, z; } dim3;
+int cudaLaunchKernel(const void *, dim3, dim3, void **, unsigned long, stream_t);
 const char *cudaGetErrorName(int);
 int cuInit(unsigned);
 int cuDeviceGetCount(int *);
@@ -68,7 +69,7 @@ int main(void)
     CHECK(cudaStreamDestroy(s1));
     CHECK(cudaEventDestroy(e));
     printf("devices %d %d stream-device %d ctx-device %d kernel %s\n", n, dn, sdev, dev,
-           cudaGetErrorName(cudaLaunchKernel()));
+           cudaGetErrorName(cudaLaunchKernel((const void *)main, (dim3){1, 1, 1}, (dim3){1, 1, 1}, 0, 0, 0)));
     return 0;
 }
 """
@@ -99,7 +100,7 @@ def test_program_runs_device_stream_event_and_context_calls(program):
     env["ACCEL_EMU_DEVICES"] = "3"
     proc = subprocess.run([str(program)], env=env, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert proc.stdout.strip() == "devices 3 3 stream-device 1 ctx-device 2 kernel cudaErrorNotSupported"
+    assert proc.stdout.strip() == "devices 3 3 stream-device 1 ctx-device 2 kernel cudaErrorInvalidDeviceFunction"
 
 
 def test_accel_emu_runs_a_program_that_knows_nothing_of_accel(program, tmp_path):
@@ -113,4 +114,4 @@ def test_accel_emu_runs_a_program_that_knows_nothing_of_accel(program, tmp_path)
     proc = subprocess.run([sys.executable, "-m", "accel", "emu", "--devices", "3", "--", str(exe)], env=env,
                           capture_output=True, text=True, timeout=60, cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert proc.stdout.strip() == "devices 3 3 stream-device 1 ctx-device 2 kernel cudaErrorNotSupported"
+    assert proc.stdout.strip() == "devices 3 3 stream-device 1 ctx-device 2 kernel cudaErrorInvalidDeviceFunction"

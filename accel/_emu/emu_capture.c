@@ -2,7 +2,8 @@
  *
  * cudaStreamBeginCapture puts a stream in a capture sequence (capture_t) that owns a graph.  While a stream
  * takes part in a capture, what is queued on it is recorded as graph nodes instead of being run: copies and
- * memsets (all kinds; the ranges were checked when queued), host functions, external event records /
+ * memsets (all kinds; the ranges were checked when queued), host functions, kernel launches (the node
+ * carries the launch: kernel, configuration, parameters copied at the call), external event records /
  * waits, cudaMallocAsync / cudaFreeAsync (memory nodes).  Each capturing stream holds the set of nodes its
  * next node depends on; an event recorded in a capturing stream stands for that set, so a stream waiting
  * on it joins the capture (fork) or merges the set into its own (join), as in CUDA.
@@ -18,7 +19,6 @@
  * invalidates that capture (emu_stream.c's implicit_sync).
  *
  * Documented choices:
- *  - Kernel nodes cannot arise (the emulator launches no kernels).
  *  - An event last recorded in a capture that has ended stands for no work (queries succeed, waits are
  *    no-ops); in a capture still under way, querying or synchronising it is cudaErrorCapturedEvent.
  *  - A capture whose origin stream is destroyed is dropped (nothing could end it).
@@ -85,24 +85,6 @@ static gnode_t *capture_node(stream_t *s, int type, cudaError_t *err)
     return nd;
 }
 
-/* A kernel launch (the libcudart stand-in's cudaLaunchKernel) on stream h: 1 when h is capturing, with a
- * kernel node recorded after the stream's dependencies (*err 0) or the capture's error in *err; 0 when h is
- * not capturing (or not a stream), so the caller refuses the launch.  The emulator runs no kernels: a graph
- * holding a kernel node instantiates, and its launch is cudaErrorNotSupported (emu_graph.c). */
-int emu_capture_kernel(void *h, int *err)
-{
-    INIT();
-    cudaError_t e = cudaSuccess;
-    pthread_mutex_lock(&G);
-    stream_t *s = g_init_err ? NULL : get_stream((cudaStream_t)h, &e);
-    int capturing = s && s->cap;
-    e = cudaSuccess;
-    if (capturing) capture_node(s, GN_KERNEL, &e);
-    pthread_mutex_unlock(&G);
-    *err = e;
-    return capturing;
-}
-
 cudaError_t capture_unsafe_slow(void)
 {
     if (t_capmode == MODE_RELAXED) return cudaSuccess;
@@ -129,8 +111,9 @@ cudaError_t capture_refuse(stream_t *s)
 cudaError_t capture_item(stream_t *s, item_t *it)
 {
     cudaError_t err = cudaSuccess;
-    int type = it->kind == IT_COPY ? GN_MEMCPY : it->kind == IT_SET ? GN_MEMSET : GN_HOST;
-    gnode_t *nd = it->kind == IT_COPY || it->kind == IT_SET || it->kind == IT_HOSTFN
+    int type = it->kind == IT_COPY ? GN_MEMCPY : it->kind == IT_SET ? GN_MEMSET
+               : it->kind == IT_KERNEL ? GN_KERNEL : GN_HOST;
+    gnode_t *nd = it->kind == IT_COPY || it->kind == IT_SET || it->kind == IT_HOSTFN || it->kind == IT_KERNEL
                   ? capture_node(s, type, &err) : NULL;
     if (!nd && !err) err = cudaErrorStreamCaptureUnsupported;
     if (nd) {
@@ -146,6 +129,8 @@ cudaError_t capture_item(stream_t *s, item_t *it)
         nd->dev_src = it->a2 != NULL;
         nd->fn = it->fn;
         nd->arg = it->arg;
+        nd->launch = it->launch;    /* the node takes the item's reference */
+        it->launch = NULL;
     }
     item_free(it);
     return err;

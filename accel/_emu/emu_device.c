@@ -9,7 +9,7 @@
 
 EXPORT cudaError_t cudaGetDeviceCount(int *count)
 {
-    RT_ENTER(cudaGetDeviceCount, cudaErrorUnknown);
+    RT_ENTER_DEV(cudaGetDeviceCount, cudaErrorUnknown);
     if (!count) return fail(cudaErrorInvalidValue);
     *count = g_ndev;
     return g_ndev ? cudaSuccess : fail(cudaErrorNoDevice);
@@ -17,7 +17,7 @@ EXPORT cudaError_t cudaGetDeviceCount(int *count)
 
 EXPORT cudaError_t cudaGetDevice(int *dev)
 {
-    RT_ENTER(cudaGetDevice, cudaErrorUnknown);
+    RT_ENTER_DEV(cudaGetDevice, cudaErrorUnknown);
     RT_NEED_DEVICE();
     if (!dev) return fail(cudaErrorInvalidValue);
     *dev = t_dev;
@@ -26,7 +26,7 @@ EXPORT cudaError_t cudaGetDevice(int *dev)
 
 EXPORT cudaError_t cudaSetDevice(int dev)
 {
-    RT_ENTER(cudaSetDevice, cudaErrorUnknown);
+    RT_ENTER_DEV(cudaSetDevice, cudaErrorUnknown);
     RT_NEED_DEVICE();
     if (dev < 0 || dev >= g_ndev) return fail(cudaErrorInvalidDevice);
     t_dev = dev;
@@ -109,7 +109,10 @@ EXPORT CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, in
 EXPORT int accelEmuResetContexts(void)
 {
     INIT();
-    for (int d = 0; d < MAX_DEVICES; d++) atomic_store(&g_ctx[d], 0);
+    for (int d = 0; d < MAX_DEVICES; d++) {
+        atomic_store(&g_ctx[d], 0);
+        emu_sticky_clear(d);
+    }
     return 0;
 }
 
@@ -117,7 +120,7 @@ EXPORT int accelEmuResetContexts(void)
 
 EXPORT cudaError_t cudaDeviceGetAttribute(int *value, int attr, int dev)
 {
-    RT_ENTER(cudaDeviceGetAttribute, cudaErrorUnknown);
+    RT_ENTER_DEV(cudaDeviceGetAttribute, cudaErrorUnknown);
     RT_NEED_DEVICE();
     if (!value) return fail(cudaErrorInvalidValue);
     if (dev < 0 || dev >= g_ndev) return fail(cudaErrorInvalidDevice);
@@ -138,21 +141,21 @@ static cudaError_t get_props(void *p, int dev)
 
 EXPORT cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *p, int dev)
 {
-    RT_ENTER(cudaGetDeviceProperties, cudaErrorUnknown);
+    RT_ENTER_DEV(cudaGetDeviceProperties, cudaErrorUnknown);
     RT_NEED_DEVICE();
     return get_props(p, dev);
 }
 
 EXPORT cudaError_t cudaGetDeviceProperties_v2(struct cudaDeviceProp *p, int dev)
 {
-    RT_ENTER(cudaGetDeviceProperties_v2, cudaErrorUnknown);
+    RT_ENTER_DEV(cudaGetDeviceProperties_v2, cudaErrorUnknown);
     RT_NEED_DEVICE();
     return get_props(p, dev);
 }
 
 EXPORT cudaError_t cudaDeviceCanAccessPeer(int *can, int dev, int peer)
 {
-    RT_ENTER(cudaDeviceCanAccessPeer, cudaErrorUnknown);
+    RT_ENTER_DEV(cudaDeviceCanAccessPeer, cudaErrorUnknown);
     RT_NEED_DEVICE();
     if (!can) return fail(cudaErrorInvalidValue);
     if (dev < 0 || dev >= g_ndev || peer < 0 || peer >= g_ndev) return fail(cudaErrorInvalidDevice);
@@ -162,7 +165,7 @@ EXPORT cudaError_t cudaDeviceCanAccessPeer(int *can, int dev, int peer)
 
 EXPORT cudaError_t cudaDeviceGetPCIBusId(char *buf, int len, int dev)
 {
-    RT_ENTER(cudaDeviceGetPCIBusId, cudaErrorUnknown);
+    RT_ENTER_DEV(cudaDeviceGetPCIBusId, cudaErrorUnknown);
     RT_NEED_DEVICE();
     if (!buf || len <= 0) return fail(cudaErrorInvalidValue);
     if (dev < 0 || dev >= g_ndev) return fail(cudaErrorInvalidDevice);

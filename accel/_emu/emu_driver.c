@@ -15,8 +15,9 @@
  *
  * cuGetProcAddress resolves names in this table only, by name and ABI version; a `_ptsz`/`_ptds`
  * name or the per-thread-default-stream flag gives the variant whose NULL stream is the calling
- * thread's per-thread stream.  Kernel, module and linker entry points return CUDA_ERROR_NOT_SUPPORTED
- * (their first call is logged with ACCEL_EMU_TRACE=1).
+ * thread's per-thread stream.  Module, library, kernel, linker, occupancy and launch entry points are in
+ * emu_module.c and emu_drvlaunch.c (their table: emu_module_procs); the few the emulator lacks return
+ * CUDA_ERROR_NOT_SUPPORTED (their first call is logged with ACCEL_EMU_TRACE=1).
  *
  * Fault injection: every entry point that can fail has a hook armed by its exported name
  * (ACCEL_EMU_FAIL="cuStreamCreate:1,...", accelEmuSetFail; EMU_DRIVER_SYMBOLS in emu_internal.h).
@@ -259,11 +260,13 @@ EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
 
 /* Reset waits for the device's queued work and deactivates its primary context (a later retain, push or
  * runtime call activates it again, with the same handle).  Unlike a real reset it leaves the device's
- * allocations, streams and events alone: the emulator cannot destroy them under their other users. */
+ * allocations, streams and events alone: the emulator cannot destroy them under their other users.  It
+ * clears the device's sticky error (emu_launch.c). */
 EXPORT CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev)
 {
     DRV_ENTER(cuDevicePrimaryCtxReset_v2);
     if (dev < 0 || dev >= g_ndev) return CUDA_ERROR_INVALID_DEVICE;
+    emu_sticky_clear(dev);      /* a dead context starts again, with its queued work skipped */
     int cur = 0;
     CUresult r = RT(cudaGetDevice(&cur));
     if (!r && cur != dev) r = RT(cudaSetDevice(dev));
@@ -624,19 +627,10 @@ EXPORT CUresult cuEventCreate(CUevent *e, unsigned int flags)
         return CUDA_ERROR_NOT_SUPPORTED; \
     }
 #define DRV_UNSUPPORTED(X) \
-    X(cuFuncGetAttribute) X(cuFuncSetAttribute) X(cuFuncSetCacheConfig) X(cuLaunchKernel) \
-    X(cuLaunchCooperativeKernel) X(cuLaunchKernelEx) X(cuLinkAddData_v2) X(cuLinkComplete) \
-    X(cuLinkCreate_v2) X(cuLinkDestroy) X(cuModuleGetFunction) X(cuModuleLoad) X(cuModuleLoadData) \
-    X(cuModuleLoadDataEx) X(cuModuleUnload) X(cuOccupancyMaxActiveBlocksPerMultiprocessor) \
-    X(cuTensorMapEncodeTiled) X(cuLibraryLoadData) X(cuLibraryUnload) \
-    X(cuLibraryGetKernel) X(cuKernelGetFunction) X(cuGetExportTable) X(cuModuleLoadFatBinary) \
-    X(cuModuleGetGlobal_v2) X(cuModuleGetTexRef) X(cuLibraryLoadFromFile) X(cuLibraryGetModule) \
-    X(cuLibraryGetGlobal) X(cuLibraryGetManaged) X(cuKernelGetAttribute) X(cuKernelSetAttribute) \
-    X(cuKernelSetCacheConfig) X(cuLinkAddFile_v2) X(cuFuncGetParamInfo) X(cuFuncGetName) \
-    X(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags) X(cuOccupancyMaxPotentialBlockSize) \
-    X(cuOccupancyMaxPotentialBlockSizeWithFlags) X(cuOccupancyAvailableDynamicSMemPerBlock) \
+    X(cuTensorMapEncodeTiled) X(cuGetExportTable) X(cuModuleGetTexRef) \
     X(cuLaunch) X(cuLaunchGrid) X(cuLaunchGridAsync) X(cuStreamBeginCaptureToGraph)
-/* stream capture and graphs: emu_graph_driver.c */
+/* stream capture and graphs: emu_graph_driver.c; modules, libraries, kernels, linker, occupancy and launches:
+ * emu_module.c, emu_drvlaunch.c */
 DRV_UNSUPPORTED(UNSUPPORTED)
 
 /* ------------------------------------------------------------- proc addresses */
@@ -737,8 +731,6 @@ static const proc_t procs[] = {
     PROC(cuEventRecordWithFlags) PROC(cuEventQuery) PROC(cuEventSynchronize)
     PROC_V("cuEventElapsedTime", 0, cuEventElapsedTime_v2)
     DRV_UNSUPPORTED(PROC)
-    PROC_V("cuLinkCreate", 0, cuLinkCreate_v2) PROC_V("cuLinkAddData", 0, cuLinkAddData_v2)
-    PROC_V("cuLinkAddFile", 0, cuLinkAddFile_v2) PROC_V("cuModuleGetGlobal", 0, cuModuleGetGlobal_v2)
 };
 #define NPROCS (sizeof procs / sizeof *procs)
 
@@ -750,16 +742,16 @@ void *emu_driver_proc(const char *name, int version, int per_thread)
         per_thread = 1;
     }
     const proc_t *best = NULL;
-    const proc_t *tables[2] = { procs, emu_drvmem_procs };
-    size_t sizes[2] = { NPROCS, emu_drvmem_nprocs };
-    for (int t = 0; t < 2; t++)
+    const proc_t *tables[3] = { procs, emu_drvmem_procs, emu_module_procs };
+    size_t sizes[3] = { NPROCS, emu_drvmem_nprocs, emu_module_nprocs };
+    for (int t = 0; t < 3; t++)
         for (size_t i = 0; i < sizes[t]; i++) {
             const proc_t *p = &tables[t][i];
             if (strlen(p->name) == len && !memcmp(p->name, name, len) && p->since <= version
                 && (!best || p->since > best->since))
                 best = p;
         }
-    for (int t = 0; t < 2 && !best; t++)
+    for (int t = 0; t < 3 && !best; t++)
         for (size_t i = 0; !best && i < sizes[t]; i++)
             if (strlen(tables[t][i].symbol) == len && !memcmp(tables[t][i].symbol, name, len)) best = &tables[t][i];
     if (!best) return emu_graph_driver_proc(name, len, version, per_thread);   /* capture and graphs */
@@ -767,6 +759,8 @@ void *emu_driver_proc(const char *name, int version, int per_thread)
         if (!strcmp(ptsz[i].symbol, best->symbol)) return ptsz[i].fn;
     for (size_t i = 0; per_thread && i < emu_drvmem_nptsz; i++)
         if (!strcmp(emu_drvmem_ptsz[i].symbol, best->symbol)) return emu_drvmem_ptsz[i].fn;
+    for (size_t i = 0; per_thread && i < emu_module_nptsz; i++)
+        if (!strcmp(emu_module_ptsz[i].symbol, best->symbol)) return emu_module_ptsz[i].fn;
     return best->fn;             /* no stream argument: the same function in both variants */
 }
 

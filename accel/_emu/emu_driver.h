@@ -89,6 +89,11 @@ extern const size_t emu_drvmem_nprocs;
 typedef struct { const char *symbol; void *fn; } variant_t;
 extern const variant_t emu_drvmem_ptsz[];
 extern const size_t emu_drvmem_nptsz;
+/* emu_drvlaunch.c: the module, library, kernel, linker, occupancy and launch entry points, likewise. */
+extern const proc_t emu_module_procs[];
+extern const size_t emu_module_nprocs;
+extern const variant_t emu_module_ptsz[];
+extern const size_t emu_module_nptsz;
 
 #pragma GCC visibility pop
 

@@ -146,6 +146,7 @@ graph_t *graph_new(int device)
 static void node_free(gnode_t *nd)
 {
     if (nd->handle) ht_del(&g_handles, nd->handle);
+    emu_launch_unref_locked(nd->launch);
     free(nd->deps);
     free(nd);
 }
@@ -376,8 +377,10 @@ static cudaError_t instantiate(cudaGraphExec_t *out, cudaGraph_t gh, unsigned lo
             x->nodes[i].deps = NULL;
             x->nodes[i].ndeps = 0;
             x->nodes[i].handle = 0;
+            if (x->nodes[i].launch) emu_launch_ref(x->nodes[i].launch);
         }
         x->n = g->n;
+        x->graph_id = g->id;
         x->device = g->device;
         x->mem = g->mem;
         x->mem->refs++;
@@ -420,6 +423,7 @@ EXPORT cudaError_t cudaGraphExecDestroy(cudaGraphExec_t xh)
         gmem_unref(x->mem);     /* queued copies hold their own references to the memory they touch */
         uset_unref(x->uo);      /* and queued launches to the user objects */
         rec_unref(x->last);
+        for (size_t i = 0; i < x->n; i++) emu_launch_unref_locked(x->nodes[i].launch);
         free(x->dep_off);
         free(x->dep_v);
         free(x->nodes);
@@ -476,7 +480,7 @@ static cudaError_t launch_items(gexec_t *x, item_t **items, size_t *k)
             break;
         }
         case GN_KERNEL:
-            err = cudaErrorNotSupported;    /* captured launches: the emulator runs no kernels */
+            if ((it = item_new(IT_KERNEL))) it->launch = emu_launch_ref(nd->launch);
             break;
         default:
             continue;               /* empty and memory nodes: order only */

@@ -4,6 +4,7 @@
 #define ACCEL_EMU_GRAPH_H
 
 #include "emu_runtime.h"
+#include "emu_launch.h"
 
 #pragma GCC visibility push(hidden)
 
@@ -51,6 +52,7 @@ typedef struct gnode {
     void *arg;
     uint64_t event;                 /* event record / wait nodes: the event handle */
     alloc_t *mem;                   /* memory nodes */
+    struct emu_launch *launch;      /* kernel nodes: the kernel, configuration and parameters (a reference) */
 } gnode_t;
 
 struct graph {
@@ -76,6 +78,7 @@ typedef struct {
     uset_t *uo;                     /* user-object references (NULL: none) */
     uint32_t *dep_off, *dep_v;      /* its graph's dependencies by node index (CSR), for cudaGraphExecUpdate */
     rec_t *last;                    /* reached when its latest launch has run (NULL: none queued) */
+    unsigned long long graph_id;    /* the graph it was instantiated from */
 } gexec_t;
 
 struct capture {

@@ -184,6 +184,11 @@ static void set_params(gnode_t *nd, const gnode_t *t)
     nd->fn = t->fn;
     nd->arg = t->arg;
     nd->event = t->event;
+    if (nd->launch != t->launch) {
+        if (t->launch) emu_launch_ref(t->launch);
+        emu_launch_unref_locked(nd->launch);
+        nd->launch = t->launch;
+    }
 }
 
 enum { P_COPY3D, P_COPY1D, P_MEMSET, P_HOST, P_RECORD, P_WAIT };
@@ -530,6 +535,87 @@ int graph_csr(const graph_t *g, uint32_t **off, uint32_t **v)
     }
     (*off)[g->n] = (uint32_t)k;
     return 0;
+}
+
+/* ------------------------------------------------------------- kernel nodes (emu_launch.h) */
+
+int emu_graph_add_kernel_node(void **out, void *gh, void *const *deps, size_t n, emu_launch_t *l)
+{
+    INIT();
+    if (!out || (n && !deps)) { emu_launch_release(l); return cudaErrorInvalidValue; }
+    uint32_t *idx = n ? malloc(n * sizeof *idx) : NULL;
+    if (n && !idx) { emu_launch_release(l); return cudaErrorMemoryAllocation; }
+    cudaError_t err = cudaSuccess;
+    pthread_mutex_lock(&G);
+    graph_t *g = get_graph(gh);
+    if (!g) err = cudaErrorInvalidResourceHandle;
+    else if (g->capturing) err = cudaErrorInvalidValue;
+    if (!err) err = resolve_deps(g, (const cudaGraphNode_t *)deps, n, idx);
+    gnode_t *nd = err ? NULL : graph_add(g, GN_KERNEL, idx, n);
+    if (!err && !nd) err = cudaErrorMemoryAllocation;
+    if (nd) {
+        nd->launch = l;
+        l = NULL;
+        *out = (void *)(uintptr_t)nd->handle;
+    }
+    if (l) emu_launch_unref_locked(l);
+    pthread_mutex_unlock(&G);
+    free(idx);
+    return err;
+}
+
+int emu_graph_kernel_node_get(void *nh, emu_launch_t **out)
+{
+    INIT();
+    cudaError_t err = cudaSuccess;
+    pthread_mutex_lock(&G);
+    gnode_t *nd = get_node(nh);
+    if (!nd) err = cudaErrorInvalidResourceHandle;
+    else if (nd->type != GN_KERNEL || !nd->launch) err = cudaErrorInvalidValue;
+    else *out = emu_launch_ref(nd->launch);
+    pthread_mutex_unlock(&G);
+    return err;
+}
+
+int emu_graph_kernel_node_set(void *nh, emu_launch_t *l)
+{
+    INIT();
+    cudaError_t err = cudaSuccess;
+    pthread_mutex_lock(&G);
+    gnode_t *nd = get_node(nh);
+    if (!nd) err = cudaErrorInvalidResourceHandle;
+    else if (nd->type != GN_KERNEL) err = cudaErrorInvalidValue;
+    else {
+        emu_launch_unref_locked(nd->launch);
+        nd->launch = l;
+        l = NULL;
+    }
+    if (l) emu_launch_unref_locked(l);
+    pthread_mutex_unlock(&G);
+    return err;
+}
+
+/* The executable graph's copy of node nh (launches already queued keep their parameters). */
+int emu_graph_exec_kernel_node_set(void *xh, void *nh, emu_launch_t *l)
+{
+    INIT();
+    cudaError_t err = cudaErrorInvalidValue;
+    pthread_mutex_lock(&G);
+    gexec_t *x = get_exec(xh);
+    gnode_t *nd = get_node(nh);
+    if (!x || !nd) err = cudaErrorInvalidResourceHandle;
+    else if (nd->type == GN_KERNEL)
+        for (size_t i = 0; i < x->n; i++)
+            if (x->nodes[i].idx == nd->idx && x->nodes[i].type == GN_KERNEL && nd->g->id == x->graph_id) {
+                emu_launch_unref_locked(x->nodes[i].launch);
+                x->nodes[i].launch = l;
+                l = NULL;
+                err = cudaSuccess;
+                break;
+            }
+    if (l) emu_launch_unref_locked(l);
+    pthread_mutex_unlock(&G);
+    return err;
 }
 
 /* ------------------------------------------------------------------- clone (API) */

@@ -35,6 +35,19 @@ size_t emu_mem_used(int dev);
  * binds it to a thread whose driver context stack was emptied (emu_driver.c). */
 extern __thread unsigned t_binds;
 
+/* emu_launch.c: sticky errors (CUDA_ERROR_ILLEGAL_ADDRESS and the other execution faults).  Once a kernel
+ * faulted on a device, the calls on its context (every runtime call but the device queries, the driver's
+ * too) return the code, until its primary context is reset (cuDevicePrimaryCtxReset,
+ * accelEmuResetContexts).  One relaxed load while no device has one. */
+extern atomic_int g_sticky_any;
+extern atomic_int g_sticky[EMU_MAX_DEVICES];
+static inline int emu_sticky(int dev)
+{
+    return atomic_load_explicit(&g_sticky_any, memory_order_relaxed) && dev >= 0 && dev < EMU_MAX_DEVICES
+           ? atomic_load_explicit(&g_sticky[dev], memory_order_relaxed) : 0;
+}
+void emu_sticky_clear(int dev);
+
 /* emu_props.c: writes the whole cudaDeviceProp (CUDA 13 layout: struct emu_device_prop, emu_props.h) of a
  * physical device whose global memory is `total` bytes. */
 void emu_fill_props(void *out, int phys, size_t total);
@@ -164,6 +177,24 @@ void emu_trace_unsupported(const char *name, atomic_int *seen) __attribute__((we
     X(cuGraphNodeGetDependencies) X(cuGraphClone) X(cuGraphNodeFindInClone) X(cuGraphExecUpdate_v2) \
     X(cuGraphAddMemAllocNode) X(cuGraphAddMemFreeNode)
 
+/* The driver layer's modules, libraries, functions, kernels, linker, occupancy and launches (emu_module.c,
+ * emu_drvlaunch.c, in the stand-ins). */
+#define EMU_MODULE_SYMBOLS(X) \
+    X(cuModuleLoadData) X(cuModuleLoadDataEx) X(cuModuleLoadFatBinary) X(cuModuleLoad) X(cuModuleUnload) \
+    X(cuModuleGetFunction) X(cuModuleGetFunctionCount) X(cuModuleEnumerateFunctions) X(cuModuleGetGlobal_v2) \
+    X(cuModuleGetLoadingMode) X(cuLibraryLoadData) X(cuLibraryLoadFromFile) X(cuLibraryUnload) X(cuLibraryGetKernel) \
+    X(cuLibraryGetKernelCount) X(cuLibraryEnumerateKernels) X(cuLibraryGetModule) X(cuLibraryGetGlobal) \
+    X(cuLibraryGetManaged) X(cuKernelGetFunction) X(cuKernelGetLibrary) X(cuKernelGetName) X(cuKernelGetParamInfo) \
+    X(cuKernelGetAttribute) X(cuKernelSetAttribute) X(cuKernelSetCacheConfig) X(cuFuncGetAttribute) \
+    X(cuFuncSetAttribute) X(cuFuncSetCacheConfig) X(cuFuncSetSharedMemConfig) X(cuFuncGetName) X(cuFuncGetParamInfo) \
+    X(cuFuncGetModule) X(cuFuncIsLoaded) X(cuFuncLoad) X(cuLinkCreate_v2) X(cuLinkAddData_v2) X(cuLinkAddFile_v2) \
+    X(cuLinkComplete) X(cuLinkDestroy) X(cuOccupancyMaxActiveBlocksPerMultiprocessor) \
+    X(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags) X(cuOccupancyMaxPotentialBlockSize) \
+    X(cuOccupancyMaxPotentialBlockSizeWithFlags) X(cuOccupancyAvailableDynamicSMemPerBlock) \
+    X(cuOccupancyMaxPotentialClusterSize) X(cuOccupancyMaxActiveClusters) X(cuLaunchKernel) X(cuLaunchKernelEx) \
+    X(cuLaunchCooperativeKernel) X(cuGraphAddKernelNode_v2) X(cuGraphKernelNodeGetParams_v2) \
+    X(cuGraphKernelNodeSetParams_v2) X(cuGraphExecKernelNodeSetParams_v2)
+
 /* NVML's entry points (emu_nvml*.c): each has a fault hook by name; an injected fault is NVML_ERROR_UNKNOWN. */
 #define EMU_NVML_SYMBOLS(X) \
     X(nvmlInit_v2) X(nvmlInit) X(nvmlInitWithFlags) X(nvmlShutdown) X(nvmlSystemGetDriverVersion) \
@@ -201,12 +232,9 @@ void emu_trace_unsupported(const char *name, atomic_int *seen) __attribute__((we
     X(nvmlDeviceGetCpuAffinityWithinScope) X(nvmlDeviceGetCpuAffinity) X(nvmlDeviceGetMemoryAffinity) \
     X(nvmlDeviceSetPersistenceMode)
 
-/* emu_capture.c: a kernel launch on stream h; 1 when h is capturing (a kernel node recorded, else the
- * capture's error in *err), 0 when it is not (the launch is then refused: the emulator runs no kernels). */
-int emu_capture_kernel(void *h, int *err);
-
 #define X_ENUM(s) SYM_##s,
 enum { EMU_SYMBOLS(X_ENUM) EMU_DRIVER_SYMBOLS(X_ENUM) EMU_STANDIN_SYMBOLS(X_ENUM) EMU_GRAPH_DRIVER_SYMBOLS(X_ENUM)
+       EMU_MODULE_SYMBOLS(X_ENUM)
        EMU_NVML_SYMBOLS(X_ENUM) SYM_COUNT };
 
 #define MAX_FAIL 64

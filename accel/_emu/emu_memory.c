@@ -50,6 +50,7 @@
  */
 
 #include "emu_runtime.h"
+#include "emu_launch.h"
 
 /* ------------------------------------------------------------- allocations */
 
@@ -1012,6 +1013,59 @@ static int host_mapped(const void *p, size_t n)
     if (i < 0) return 0;
     size_t off = (uintptr_t)p - (uintptr_t)g_host[i].base;
     return off < g_host[i].size && n <= g_host[i].size - off;
+}
+
+/* The PTX engine's view of memory (emu_launch.c's ptx_env): module variables are allocations of their
+ * device (so copies, cudaPointerGetAttributes and the bounds checks see them), made and freed without the
+ * runtime's prologue (no capture prohibition, no last error).  NULL when out of memory. */
+void *emu_mem_module_alloc(int dev, size_t n, size_t align)
+{
+    void *p = NULL;
+    if (!n) n = 1;
+    if (align > 256) return NULL;      /* table_alloc's blocks are 256-aligned; PTX asks for less */
+    int saved = t_last;
+    cudaError_t e = table_alloc(&p, n, dev, 0);
+    t_last = saved;
+    if (e) return NULL;
+    memset(p, 0, n);
+    return p;
+}
+
+void emu_mem_module_free_locked(void *p)
+{
+    long i = p ? alloc_exact(p) : -1;
+    if (i >= 0) alloc_unref(alloc_detach(i));
+}
+
+void emu_mem_module_free(void *p)
+{
+    pthread_mutex_lock(&G);
+    emu_mem_module_free_locked(p);
+    pthread_mutex_unlock(&G);
+}
+
+/* 1 when [addr, addr + n) lies inside one live allocation (device, managed, pool, module variable) or
+ * pinned host range, whose bounds go to *lo / *hi; else 0.  G not held. */
+int emu_mem_bounds(uint64_t addr, size_t n, uint64_t *lo, uint64_t *hi)
+{
+    const void *p = (const void *)(uintptr_t)addr;
+    int ok = 0;
+    pthread_mutex_lock(&G);
+    alloc_t *a = alloc_containing(p);
+    if (a) {
+        ok = n <= a->size - (addr - (uintptr_t)a->base);
+        *lo = (uintptr_t)a->base;
+        *hi = (uintptr_t)a->base + a->size;
+    } else {
+        long i = host_floor(p);
+        if (i >= 0 && addr - (uintptr_t)g_host[i].base < g_host[i].size) {
+            ok = n <= g_host[i].size - (addr - (uintptr_t)g_host[i].base);
+            *lo = (uintptr_t)g_host[i].base;
+            *hi = (uintptr_t)g_host[i].base + g_host[i].size;
+        }
+    }
+    pthread_mutex_unlock(&G);
+    return ok;
 }
 
 /* Fills *at for pinned host memory: 1 if p is inside a range.  G held. */

@@ -113,11 +113,18 @@ static inline cudaError_t fail(cudaError_t e) { t_last = e; return e; }
     } while (0)
 
 /* Prologue of every runtime entry point: lazy init, configuration error,
- * fault injection.  Failures are recorded as the thread's last error. */
-#define RT_ENTER(sym, ferr) do { \
+ * fault injection, then the current device's sticky error (RT_ENTER_DEV: the device queries and
+ * selection, which work on a device whose context is dead).  Failures are recorded as the thread's last
+ * error. */
+#define RT_ENTER_DEV(sym, ferr) do { \
         INIT(); \
         if (g_init_err) return fail(g_init_err); \
         if (EMU_FAULT(sym)) return fail(ferr); \
+    } while (0)
+#define RT_ENTER(sym, ferr) do { \
+        RT_ENTER_DEV(sym, ferr); \
+        int sticky_ = emu_sticky(t_dev); \
+        if (sticky_) return fail(sticky_); \
     } while (0)
 #define RT_NEED_DEVICE() do { if (g_ndev == 0) return fail(cudaErrorNoDevice); } while (0)
 
@@ -237,7 +244,8 @@ void alloc_unref(alloc_t *a);
 
 /* --------------------------------------------------------- streams (emu_stream.c) */
 
-enum { IT_HOSTFN, IT_RECORD, IT_WAIT, IT_COPY, IT_SET };
+enum { IT_HOSTFN, IT_RECORD, IT_WAIT, IT_COPY, IT_SET, IT_KERNEL };
+struct emu_launch;
 typedef struct item {
     struct item *next;
     int kind;
@@ -253,6 +261,7 @@ typedef struct item {
      * IT_SET: elem is the pattern's width (0 or 1: bytes; 2, 4: n elements of that size). */
     size_t rows, dpitch, spitch;
     int elem;
+    struct emu_launch *launch;      /* IT_KERNEL: the launch (a reference; emu_launch.h) */
 } item_t;
 
 enum { SK_USER, SK_LEGACY, SK_PERTHREAD };

@@ -1,13 +1,12 @@
 /* The rest of the libcudart.so.13 stand-in: every runtime symbol torch's CUDA libraries import
  * (accel/_emu/torch_cudart13_imports.txt) that the emulated runtime does not implement.
  *
- *  - Load-time hooks (__cudaRegisterFatBinary and friends) run when a CUDA library is loaded: silent
- *    no-ops.  The launch configuration push/pop of a <<<...>>> launch works, so the launch itself
- *    reaches cudaLaunchKernel and fails there, named.
+ *  - The launch configuration push/pop of a <<<...>>> launch; the registration path (__cudaRegister*),
+ *    launches, symbols, function attributes and occupancy are emu_register.c's.
  *  - Real where torch's device/stream/event paths need them: cudaGetDriverEntryPointByVersion (the
  *    driver layer of emu_driver.c), cudaDeviceEnablePeerAccess, cudaStreamAddCallback; each has a fault hook armed by its name
  *    (EMU_STANDIN_SYMBOLS in emu_internal.h), failing with cudaErrorUnknown.
- *  - Everything else (kernels, modules, graphs and capture, pool access, copies the emulator does
+ *  - Everything else (libraries, graphs and capture, pool access, copies the emulator does
  *    not model) returns cudaErrorNotSupported, records it as the thread's last error and, with
  *    ACCEL_EMU_TRACE=1, logs its first call on stderr.  Those definitions are weak: a real
  *    implementation elsewhere in the emulator replaces the stub at link time. */
@@ -46,16 +45,7 @@ void emu_trace_unsupported(const char *name, atomic_int *seen)
                                                                        : "cudaErrorNotSupported");
 }
 
-/* ------------------------------------------------------------ load-time hooks */
-
-static void *g_fatbin_handle;       /* what __cudaRegisterFatBinary hands out: never dereferenced */
-
-EXPORT void **__cudaRegisterFatBinary(void *fatbin) { (void)fatbin; return &g_fatbin_handle; }
-EXPORT void __cudaRegisterFatBinaryEnd(void **handle) { (void)handle; }
-EXPORT void __cudaUnregisterFatBinary(void **handle) { (void)handle; }
-EXPORT void __cudaRegisterFunction(void) {}
-EXPORT void __cudaRegisterVar(void) {}
-EXPORT char __cudaInitModule(void **handle) { (void)handle; return 1; }
+/* ------------------------------------------------------------ launch configuration */
 
 /* One pending launch configuration per thread, pushed by <<<...>>> and popped by the launch stub. */
 static __thread struct { dim3 grid, block; size_t shmem; void *stream; } t_launch;
@@ -158,56 +148,9 @@ EXPORT cudaError_t cudaStreamAddCallback(cudaStream_t s, cudaStreamCallback_t cb
         return t_last = cudaErrorNotSupported; \
     }
 
-/* kernels, modules and libraries */
-
-/* A launch on a capturing stream becomes a kernel node (the graph instantiates; launching it is
- * cudaErrorNotSupported); anywhere else the launch is refused, named by ACCEL_EMU_TRACE. */
-static cudaError_t launch(const char *name, atomic_int *seen, cudaStream_t stream)
-{
-    int err = 0;
-    if (emu_capture_kernel(stream, &err)) return err ? (t_last = err) : cudaSuccess;
-    emu_trace_unsupported(name, seen);
-    return t_last = cudaErrorNotSupported;
-}
-
-EXPORT cudaError_t cudaLaunchKernel(const void *func, dim3 grid, dim3 block, void **args, size_t shmem,
-                                    cudaStream_t stream)
-{
-    (void)func; (void)grid; (void)block; (void)args; (void)shmem;
-    static atomic_int seen;
-    return launch("cudaLaunchKernel", &seen, stream);
-}
-
-/* CUDA 13's launch stubs (crt/host_runtime.h): a kernel handle per host stub, then __cudaLaunchKernel(_ptsz)
- * with it.  The handle is the stub's address (never dereferenced: no kernel runs). */
-EXPORT cudaError_t __cudaGetKernel(void **kernel, const void *func)
-{
-    if (!kernel) return t_last = cudaErrorInvalidValue;
-    *kernel = (void *)func;
-    return cudaSuccess;
-}
-
-EXPORT cudaError_t __cudaLaunchKernel(void *kernel, dim3 grid, dim3 block, void **args, size_t shmem,
-                                      cudaStream_t stream)
-{
-    (void)kernel; (void)grid; (void)block; (void)args; (void)shmem;
-    static atomic_int seen;
-    return launch("__cudaLaunchKernel", &seen, stream);
-}
-
-EXPORT cudaError_t __cudaLaunchKernel_ptsz(void *kernel, dim3 grid, dim3 block, void **args, size_t shmem,
-                                           cudaStream_t stream)
-{
-    (void)kernel; (void)grid; (void)block; (void)args; (void)shmem;
-    static atomic_int seen;
-    return launch("__cudaLaunchKernel_ptsz", &seen, stream ? stream : (cudaStream_t)2);  /* per-thread default */
-}
-UNSUPPORTED(cudaLaunchKernelExC) UNSUPPORTED(cudaLaunchCooperativeKernel)
-UNSUPPORTED(cudaFuncGetAttributes) UNSUPPORTED(cudaFuncSetAttribute)
-UNSUPPORTED(cudaKernelSetAttributeForDevice) UNSUPPORTED(cudaOccupancyMaxActiveBlocksPerMultiprocessor)
-UNSUPPORTED(cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags)
+/* kernels and libraries (the registration path, launches and symbols: emu_register.c) */
+UNSUPPORTED(cudaKernelSetAttributeForDevice)
 UNSUPPORTED(cudaLibraryLoadData) UNSUPPORTED(cudaLibraryUnload) UNSUPPORTED(cudaLibraryGetKernel)
-UNSUPPORTED(cudaGetSymbolAddress) UNSUPPORTED(cudaMemcpyToSymbol)
 /* graphs and stream capture */
 UNSUPPORTED(cudaStreamBeginCapture) UNSUPPORTED(cudaStreamBeginCaptureToGraph)
 UNSUPPORTED(cudaStreamEndCapture) UNSUPPORTED(cudaStreamUpdateCaptureDependencies)

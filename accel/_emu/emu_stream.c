@@ -5,6 +5,7 @@
  * stream API (create, destroy, query, synchronise, getters, capture mode, cudaLaunchHostFunc).
  * The model is described in emu_core.c. */
 #include "emu_runtime.h"
+#include "emu_launch.h"
 
 /* ----------------------------------------------------------------- streams */
 
@@ -76,6 +77,7 @@ void stream_maybe_free(stream_t *s)
 
 void item_free(item_t *it)
 {
+    if (it->launch) emu_launch_unref_locked(it->launch);
     rec_unref(it->rec);
     alloc_unref(it->a1);
     alloc_unref(it->a2);
@@ -130,6 +132,11 @@ static void stream_run(stream_t *s)
             pthread_mutex_unlock(&G);
             if (it->rows > 1) copy_rows(it);
             else memmove(it->dst, it->src, it->n);
+            pthread_mutex_lock(&G);
+            break;
+        case IT_KERNEL:
+            pthread_mutex_unlock(&G);
+            emu_launch_run(it->launch);
             pthread_mutex_lock(&G);
             break;
         case IT_SET:

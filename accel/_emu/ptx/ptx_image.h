@@ -1,0 +1,71 @@
+/* Images the driver is handed (cuModuleLoadData, cuLibraryLoadData, cuModuleLoadFatBinary,
+ * __cudaRegisterFatBinary), decoded to the PTX texts the engine builds a program from (issue 32).
+ *
+ * Sniffing order: accel's linked image ("AEMUPTX1", PTX_CONTRACT.md: what cuLinkComplete returns); the
+ * fatbin wrapper (u32 0x466243b1, then u32 version, then a pointer to the fatbin); a fatbin (u32
+ * 0xBA55ED50); an ELF ("\x7fELF": a SASS cubin, refused); otherwise PTX text, NUL-terminated.
+ *
+ * The fatbin layout, as nvcc 13.0 writes it (checked on tests/data/fatbin/, made by make_fatbins.sh):
+ *   header (16 bytes): u32 magic 0xBA55ED50, u16 version 1, u16 header size (16), u64 bytes of entries
+ *   entry header (64 or 80 bytes): u16 kind (1 PTX, 2 ELF), u16 0x0101, u32 entry header size,
+ *     u64 payload bytes (padded), u32 compressed bytes (0: not compressed), u32, u16 minor and u16 major
+ *     (the PTX ISA version of a PTX entry), u32 arch (90 for compute_90 / sm_90), u32 name offset,
+ *     u32 name length, u64 flags (0x2000: an LZ4 block, 0x8000: a zstd frame; 0x1: 64-bit, 0x10: Linux),
+ *     u64, u64 decompressed bytes; then the payload.
+ * A fatbin's PTX entry is chosen for the device: the highest compute_XX not above its compute capability.
+ * LZ4 blocks are decoded here; zstd frames through libzstd.so.1, loaded at run time when one is first
+ * met (no build or run-time dependency otherwise): without it such an entry is refused with
+ * CUDA_ERROR_NOT_SUPPORTED and a message naming libzstd.so.1.
+ *
+ * Codes are the driver's CUresult values.  Hidden, as everything of the emulator not marked EXPORT. */
+#ifndef ACCEL_EMU_PTX_IMAGE_H
+#define ACCEL_EMU_PTX_IMAGE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#pragma GCC visibility push(hidden)
+
+#define PTX_IMAGE_MAGIC "AEMUPTX1"
+#define PTX_FATBIN_WRAPPER_MAGIC 0x466243b1u
+#define PTX_FATBIN_MAGIC 0xBA55ED50u
+
+enum {
+    PTX_IMAGE_OK = 0,
+    PTX_IMAGE_E_INVALID_VALUE = 1,
+    PTX_IMAGE_E_OUT_OF_MEMORY = 2,
+    PTX_IMAGE_E_INVALID_IMAGE = 200,        /* CUDA_ERROR_INVALID_IMAGE: a malformed container */
+    PTX_IMAGE_E_NO_BINARY = 209,            /* CUDA_ERROR_NO_BINARY_FOR_GPU: SASS only, or PTX for a newer cc */
+    PTX_IMAGE_E_NOT_SUPPORTED = 801,        /* a zstd entry without libzstd.so.1 */
+};
+
+enum { PTX_IMAGE_KIND_PTX, PTX_IMAGE_KIND_LINKED, PTX_IMAGE_KIND_FATBIN, PTX_IMAGE_KIND_ELF };
+
+/* The PTX texts of an image, each a NUL-terminated copy the image owns. */
+typedef struct ptx_image {
+    int kind;                   /* PTX_IMAGE_KIND_*: what the image was */
+    int n;
+    char **text;
+    size_t *len;
+    /* After PTX_IMAGE_E_NO_BINARY for SASS: the kernels the ELF(s) define, comma-separated ("" when
+     * none could be read); owned by the image. */
+    char *sass_kernels;
+} ptx_image;
+
+/* Decodes `image` (`size` bytes when known, 0 when the caller gives only a pointer, as cuModuleLoadData
+ * does: then the containers' own sizes and PTX's NUL bound the reads) for a device of compute capability
+ * `cc` (major * 10 + minor).  On failure writes a one-line message into err and releases what it made. */
+int ptx_image_decode(const void *image, size_t size, int cc, ptx_image *out, char *err, size_t errlen);
+void ptx_image_release(ptx_image *im);
+
+/* accel's linked image of n texts (len[i] bytes each, or NUL-terminated when len[i] is 0): a malloc'd
+ * buffer of *size bytes, NULL when out of memory. */
+void *ptx_image_link(const char *const *texts, const size_t *len, int n, size_t *size);
+
+/* Decodes one LZ4 block (raw, no frame) of n bytes into exactly cap bytes of out: 0, or -1 when malformed
+ * or not exactly cap bytes long. */
+int ptx_lz4_block_decode(const uint8_t *in, size_t n, uint8_t *out, size_t cap);
+
+#pragma GCC visibility pop
+
+#endif

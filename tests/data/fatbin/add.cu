@@ -1,0 +1,6 @@
+// The kernel of the fatbin test data (make_fatbins.sh).
+__device__ int gscale = 3;
+__global__ void add(const float *a, const float *b, float *c, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) c[i] = (a[i] + b[i]) * gscale;
+}
