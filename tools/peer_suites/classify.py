@@ -128,6 +128,7 @@ def classify(outdir):
     causes = collections.Counter()
     lines = {c: collections.Counter() for c in CLASSES}
     per_module = {}
+    failures = []
     for module, (results, reports) in modules.items():
         mc = collections.Counter(results.values())
         counts.update(mc)
@@ -138,8 +139,10 @@ def classify(outdir):
                 cls = first_cause(report)
                 causes[cls] += 1
                 lines[cls][last_error_line(report)] += 1
+                failures.append((name, cls, last_error_line(report)))
     return {"ran": sum(counts.values()), "counts": dict(counts), "causes": {c: causes[c] for c in CLASSES},
-            "first_lines": {c: lines[c].most_common(8) for c in CLASSES}, "modules": per_module}
+            "first_lines": {c: lines[c].most_common(8) for c in CLASSES}, "modules": per_module,
+            "failures": failures}
 
 
 def main(argv):
