@@ -161,7 +161,7 @@ CHECKS = {
     'accel emu --devices 2 -- python -c "import torch; print(torch.cuda.device_count())"': check_torch_on_emulator,
     "pip install . -Csetup-args=-Dnative=false": check_pure_python_install,
     "ACCEL_EMU_MEMORY=2G accel emu --devices 4 -- python -m numba.runtests numba.cuda.tests.cudadrv":
-        "tests/test_standin_numba.py::test_numba_cuda_driver_tests_on_the_emulator",
+        "tests/test_peer_suites.py::test_numba_cuda_suite_on_the_emulator",
     "accel emu --devices 2 -- python -m pytest cuda_core/tests/test_device.py cuda_core/tests/test_stream.py "
     "cuda_core/tests/test_event.py cuda_core/tests/test_context.py cuda_core/tests/test_memory.py "
     "cuda_core/tests/test_memory_peer_access.py cuda_core/tests/memory cuda_core/tests/system":
