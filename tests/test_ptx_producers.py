@@ -67,12 +67,17 @@ def image_texts(image):
 
 
 def fatbin(*entries):
-    """A fatbin of (kind, payload) entries (kind 1: PTX, 2: ELF), in the layout PTX_CONTRACT.md reads."""
+    """A fatbin of (kind, arch, payload) entries (kind 1: PTX, 2: ELF; uncompressed), in nvcc 13.0's layout
+    (accel/_emu/ptx/ptx_image.h)."""
     body = b""
-    for kind, payload in entries:
+    for kind, arch, payload in entries:
         payload += b"\0" * (-len(payload) % 8)
-        body += struct.pack("<HHIQ", kind, 0x101, 64, len(payload)) + b"\0" * 48 + payload
+        body += (struct.pack("<HHIQIIHHIIIQQQ", kind, 0x101, 64, len(payload), 0, 0, 0, 8, arch, 0, 0, 0x11, 0, 0)
+                 + payload)
     return struct.pack("<IHHQ", 0xBA55ED50, 1, 16, len(body)) + body
+
+
+FATBINS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "fatbin")
 
 
 class Linker:
@@ -148,7 +153,7 @@ def test_one_ptx_is_also_the_linked_ptx_and_images_relink():
 
 
 def test_a_fatbins_ptx_for_the_highest_target_not_above_arch(tmp_path):
-    fb = fatbin((2, b"\x7fELF" + b"\0" * 60), (1, PTX_FUNC + b"\0"), (1, PTX), (1, PTX90))
+    fb = fatbin((2, 90, b"\x7fELF" + b"\0" * 60), (1, 52, PTX_FUNC + b"\0"), (1, 80, PTX), (1, 90, PTX90))
     for arch, want in (("sm_90", PTX90), ("sm_86", PTX), ("sm_75", PTX_FUNC)):
         link = Linker(f"-arch={arch}")
         assert link.add(FATBIN, fb, "k.fatbin") == SUCCESS, link.error_log()
@@ -165,11 +170,9 @@ def test_a_fatbins_ptx_for_the_highest_target_not_above_arch(tmp_path):
     (CUBIN, b"\x7fELF\x02\x01\x01" + b"\0" * 11 + struct.pack("<H", 190) + b"\0" * 44,
      "cubin.o is a SASS cubin (ELF for the GPU): accel's emulator executes PTX only"),
     (ANY, b"\x7fELF\x02\x01\x01" + b"\0" * 11 + struct.pack("<H", 190) + b"\0" * 44, "is a SASS cubin"),
-    (FATBIN, fatbin((2, b"\x7fELF" + b"\0" * 60)), "the fatbin holds no PTX (1 SASS entry): accel's emulator "
-                                                   "executes PTX only"),
-    (FATBIN, fatbin((1, b"\x28\xb5\x2f\xfd" + b"\1" * 40)), "its PTX is compressed (zstd)"),
-    (FATBIN, fatbin((1, b"\x01\x02\x03\x04" * 10)), "its PTX is compressed (LZ4)"),
-    (FATBIN, fatbin((1, PTX90)), "its PTX targets an architecture newer than sm_80"),
+    (FATBIN, fatbin((2, 80, b"\x7fELF" + b"\0" * 60)), "accel's emulator executes PTX only (its fatbin has no PTX "
+                                                       "for sm_80 or older)"),
+    (FATBIN, fatbin((1, 90, PTX90)), "accel's emulator executes PTX only (its fatbin has no PTX for sm_80 or older)"),
     (FATBIN, b"\x50\xed\x55\xba" + b"\0" * 4 + struct.pack("<Q", 1 << 40), "truncated fatbin"),
     (PTX_INPUT, b"\x00\x01binary", "not PTX text"),
     (PTX_INPUT, b"// no version directive\n.entry k() { ret; }", "not PTX text"),
@@ -209,6 +212,32 @@ def test_lto_ir_needs_the_real_nvjitlink():
     assert version == "13 0"
 
 
+@pytest.mark.parametrize("name", ["add_plain", "add_lz4", "add_zstd", "add_multi"])
+def test_nvccs_fatbins_plain_and_compressed(name):
+    """nvcc 13.0's fatbins (tests/data/fatbin, made by its make_fatbins.sh): the PTX entry for the target,
+    LZ4 and zstd entries decompressed as the driver does it (zstd through libzstd.so.1 when present)."""
+    data = open(os.path.join(FATBINS, name + ".fatbin"), "rb").read()
+    link = Linker("-arch=sm_90")
+    rc = link.add(FATBIN, data, name)
+    if rc and "libzstd.so.1" in link.error_log():
+        pytest.skip("no libzstd.so.1 on this machine")
+    assert rc == SUCCESS, link.error_log()
+    assert link.complete() == SUCCESS
+    (text,) = image_texts(link.cubin()[1])
+    assert b".target sm_90" in text and b".entry" in text and b"add" in text
+    if name == "add_multi":     # compute_80 and compute_90 PTX: the target's own, then the older
+        older = Linker("-arch=sm_86")
+        assert older.add(FATBIN, data, name) == SUCCESS and older.complete() == SUCCESS
+        assert b".target sm_80" in image_texts(older.cubin()[1])[0]
+
+
+def test_a_sass_only_fatbin_is_refused():
+    link = Linker("-arch=sm_90")
+    data = open(os.path.join(FATBINS, "add_sass.fatbin"), "rb").read()
+    assert link.add(FATBIN, data, "add_sass.fatbin") == INVALID_INPUT
+    assert "accel's emulator executes PTX only" in link.error_log()
+
+
 @pytest.mark.parametrize("options, rc, message", [
     ((), MISSING_ARCH, "ERROR: -arch=sm_XX is required"),
     (("-arch=sm_90", "-bogus"), UNRECOGNIZED_OPTION, "ERROR: unrecognized option '-bogus'"),
@@ -237,7 +266,7 @@ def test_suffixed_archs_and_nvjitlink_h_names():
 
 @pytest.mark.skipif(shutil.which("cc") is None or shutil.which("ar") is None, reason="needs cc and ar")
 def test_host_objects_and_archives_hold_fatbins(tmp_path):
-    fb = fatbin((1, PTX + b"\0"))
+    fb = fatbin((1, 80, PTX + b"\0"))
     src = tmp_path / "host.c"
     src.write_text('__attribute__((section(".nv_fatbin"), used)) static const unsigned char fb[] = {'
                    + ",".join(map(str, fb)) + "};\nint host(void) { return 1; }\n")

@@ -9,9 +9,10 @@
  *    (or, for relocatable device code, __nv_relfatbin) section.
  *  - ar: "!<arch>\n", then members, each a 60-byte header (its size: decimal, bytes 48-57) and the data
  *    padded to an even size; members named "/", "//" or "/SYM64/" are the archive's own tables.
- * A PTX entry whose payload is not PTX text is compressed (zstd frames start 28 b5 2f fd; LZ4 blocks
- * have no magic): refused, this side has no decompressor. */
+ * A fatbin itself is decoded by the driver's image reader (ptx/ptx_image.c), which picks the PTX entry
+ * for the target and decompresses LZ4 and zstd entries. */
 #include "emu_ptxpack.h"
+#include "ptx/ptx_image.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,7 +69,14 @@ static size_t ptx_text_len(const unsigned char *b, size_t size)
 
 /* A growing list of (pointer, length) of texts found in one input, committed to the pack only when the
  * whole input was read. */
-typedef struct found { const unsigned char **p; size_t *n; int count, cap; } found;
+#define MAX_FATBINS 64
+typedef struct found {
+    const unsigned char **p;
+    size_t *n;
+    int count, cap;
+    ptx_image ims[MAX_FATBINS];     /* decoded fatbins: the texts p points into */
+    int nims;
+} found;
 
 static int found_add(found *f, const unsigned char *p, size_t n)
 {
@@ -89,52 +97,31 @@ static int found_add(found *f, const unsigned char *p, size_t n)
 
 #define FAIL(...) do { snprintf(err, errlen, __VA_ARGS__); return -1; } while (0)
 
-/* The PTX of one fatbin at b (at most `size` bytes): of its PTX entries, the one for the highest target
- * not above `arch` (any when arch is 0).  *used receives the fatbin's size. */
-static int read_fatbin(found *f, const unsigned char *b, size_t size, int arch, size_t *used, const char *name,
-                       char *err, size_t errlen)
+/* The PTX of one fatbin at b (at most `size` bytes), decoded by the driver's image reader (ptx_image.c:
+ * the entry for the highest compute_XX not above `arch`, LZ4 and zstd entries decompressed); the texts
+ * are copied into *im's keeping and listed in f.  *used receives the fatbin's size. */
+static int read_fatbin(found *f, ptx_image *ims, int *nims, const unsigned char *b, size_t size, int arch,
+                       size_t *used, const char *name, char *err, size_t errlen)
 {
     if (size < 16 || rd32(b) != FATBIN_MAGIC) FAIL("%s: not a fatbin (no magic 0xBA55ED50)", name);
     uint64_t hsize = rd16(b + 6), payload = rd64(b + 8);
     if (hsize < 16 || hsize > size || payload > size - hsize)
         FAIL("%s: truncated fatbin (header %llu + payload %llu bytes, %zu given)", name,
              (unsigned long long)hsize, (unsigned long long)payload, size);
-    const unsigned char *best = NULL, *e = b + hsize, *end = b + hsize + payload;
-    size_t best_n = 0;
-    int best_target = -1, compressed = 0, zstd = 0, sass = 0, too_new = 0;
-    while (e + 16 <= end) {
-        uint16_t kind = rd16(e);
-        uint64_t eh = rd32(e + 4), es = rd64(e + 8);
-        if (eh < 16 || eh > (uint64_t)(end - e) || es > (uint64_t)(end - e) - eh)
-            FAIL("%s: corrupt fatbin entry at offset %zu", name, (size_t)(e - b));
-        const unsigned char *data = e + eh;
-        if (kind == 1) {
-            size_t n = ptx_text_len(data, es);
-            if (!n) {
-                compressed++;
-                if (es >= 4 && memcmp(data, "\x28\xb5\x2f\xfd", 4) == 0) zstd++;
-            } else {
-                int t = ptxpack_target((const char *)data, n);
-                if (arch && t > arch) too_new++;
-                else if (t > best_target) { best = data; best_n = n; best_target = t; }
-            }
-        } else if (kind == 2) {
-            sass++;
-        }
-        e += eh + es;
-    }
     *used = hsize + payload;
-    if (best) {
-        if (found_add(f, best, best_n)) FAIL("%s: out of memory", name);
-        return 0;
+    char why[400];
+    ptx_image *im = &ims[*nims];
+    int rc = ptx_image_decode(b, *used, arch, im, why, sizeof why);
+    if (rc) {
+        if (rc == PTX_IMAGE_E_NO_BINARY)
+            FAIL("%s: %s: accel's emulator executes PTX only (its fatbin has no PTX for sm_%d or older)", name, why,
+                 arch);
+        FAIL("%s: %s", name, why);
     }
-    if (compressed)
-        FAIL("%s: its PTX is compressed (%s); accel's nvJitLink stand-in reads uncompressed PTX only "
-             "(build the fatbin with -Xfatbin=-compress-all=false, or link the PTX itself)", name,
-             zstd ? "zstd" : "LZ4");
-    if (too_new) FAIL("%s: its PTX targets an architecture newer than sm_%d", name, arch);
-    FAIL("%s: the fatbin holds no PTX (%d SASS entr%s): accel's emulator executes PTX only", name, sass,
-         sass == 1 ? "y" : "ies");
+    ++*nims;
+    for (int i = 0; i < im->n; i++)
+        if (found_add(f, (const unsigned char *)im->text[i], im->len[i])) FAIL("%s: out of memory", name);
+    return 0;
 }
 
 /* Every fatbin in [b, b + size): back to back, each aligned to 8 bytes, zero padding between. */
@@ -150,7 +137,8 @@ static int read_fatbins(found *f, const unsigned char *b, size_t size, int arch,
             FAIL("%s: not a fatbin (no magic 0xBA55ED50)", name);
         }
         size_t used;
-        if (read_fatbin(f, b + off, size - off, arch, &used, name, err, errlen)) return -1;
+        if (f->nims == MAX_FATBINS) FAIL("%s: more than %d fatbins", name, MAX_FATBINS);
+        if (read_fatbin(f, f->ims, &f->nims, b + off, size - off, arch, &used, name, err, errlen)) return -1;
         any = 1;
         off += (used + 7) & ~(size_t)7;
     }
@@ -243,7 +231,8 @@ int ptxpack_add(ptxpack *p, ptxpack_kind kind, const void *data, size_t size, co
                 char *err, size_t errlen)
 {
     const unsigned char *b = data;
-    found f = {0};
+    static const found empty;
+    found f = empty;
     int rc = 0, none;
     if (!name || !*name) name = "(unnamed input)";
     if (!data) FAIL("%s: no data", name);
@@ -296,6 +285,7 @@ int ptxpack_add(ptxpack *p, ptxpack_kind kind, const void *data, size_t size, co
     }
     if (rc) while (added) free(p->text[p->count + --added]);
     p->count += added;
+    for (int i = 0; i < f.nims; i++) ptx_image_release(&f.ims[i]);
     free(f.p);
     free(f.n);
     return rc;

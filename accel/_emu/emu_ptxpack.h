@@ -9,11 +9,11 @@
  *     then `count` entries: uint64 len, char text[len] (no NUL), zero padding to a multiple of 8 bytes
  *
  * A pack collects PTX texts from what a linker is given: PTX text, an image of this format, a fatbin or
- * its wrapper (PTX entries only), a host object holding a fatbin (.nv_fatbin), an ar archive of those.
- * SASS (an ELF cubin), LTO-IR / NVVM IR and compressed fatbin entries are refused with a message that
- * says why: the emulator executes PTX and cannot turn those into PTX.
+ * its wrapper (its PTX entry for the target, decoded by the driver's ptx/ptx_image.c, LZ4 / zstd
+ * included), a host object holding a fatbin (.nv_fatbin), an ar archive of those.  SASS (an ELF cubin)
+ * and LTO-IR / NVVM IR are refused with a message that says why: the emulator executes PTX.
  *
- * Self-contained (libc only), so that both stand-ins build without the emulator. */
+ * Self-contained (libc and ptx_image.c), so that both stand-ins build without the emulator's state. */
 #ifndef ACCEL_EMU_PTXPACK_H
 #define ACCEL_EMU_PTXPACK_H
 
