@@ -442,3 +442,53 @@ def test_numba_cuda_jit_add_runs_on_the_emulator():
     """)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == ["True", "True"]
+
+
+@pytest.mark.skipif(emu.real_nvrtc_path() is None, reason="needs an NVRTC wheel (nvidia-cuda-nvrtc)")
+def test_the_nvrtc_shim_answers_a_cubin_request_with_the_ptx():
+    code = textwrap.dedent(f"""
+        import ctypes, os, struct
+        os.environ["ACCEL_EMU_NVRTC"] = {emu.real_nvrtc_path()!r}
+        L = ctypes.CDLL({emu.nvrtc_shim_path()!r})
+        SRC = b'extern "C" __global__ void k(int *p) {{ p[threadIdx.x] = __CUDA_ARCH__; }}'
+        def compile(*options):
+            prog = ctypes.c_void_p()
+            assert L.nvrtcCreateProgram(ctypes.byref(prog), SRC, b"k.cu", 0, None, None) == 0
+            opts = (ctypes.c_char_p * len(options))(*options)
+            rc = L.nvrtcCompileProgram(prog, len(options), opts)
+            n = ctypes.c_size_t()
+            cubin_rc = L.nvrtcGetCUBINSize(prog, ctypes.byref(n))
+            out = None
+            if rc == 0 and cubin_rc == 0:
+                buf = ctypes.create_string_buffer(n.value)
+                assert L.nvrtcGetCUBIN(prog, buf) == 0
+                out = buf.raw
+            assert L.nvrtcDestroyProgram(ctypes.byref(prog)) == 0
+            return rc, cubin_rc, out
+        def describe(out):
+            if out is None:
+                return "none"
+            if out[:8] != b"AEMUPTX1":
+                return "elf" if out[:4] == b"\\x7fELF" else "other"
+            n = struct.unpack_from("<Q", out, 24)[0]
+            text = out[32:32 + n].decode()
+            target = [l for l in text.splitlines() if l.startswith(".target")][0]
+            return target + (" 900" if "900" in text else "")
+        for options in ([b"-arch=sm_90"], [b"-arch", b"sm_90a"], [b"--gpu-architecture=sm_80"],
+                        [b"--gpu-architecture", b"sm_80", b"-lineinfo"], [b"-arch=compute_90"], [b"-arch=sm_90", b"-dlto"]):
+            rc, cubin_rc, out = compile(*options)
+            print(b" ".join(options).decode(), rc, cubin_rc, describe(out))
+        print(L.nvrtcGetCUBINSize(None, None), L.nvrtcGetCUBIN(None, None))
+    """)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          cwd=tempfile.gettempdir())
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0] == "-arch=sm_90 0 0 .target sm_90 900"         # the PTX of the sm_90 compile, __CUDA_ARCH__ 900
+    assert lines[1] == "-arch sm_90a 0 0 .target sm_90a 900"
+    assert lines[2] == "--gpu-architecture=sm_80 0 0 .target sm_80"
+    assert lines[3] == "--gpu-architecture sm_80 -lineinfo 0 0 .target sm_80"
+    # a compute_XX compile and an LTO-IR compile get NVRTC's own answer (no image)
+    assert lines[4].startswith("-arch=compute_90 0 ") and lines[4].split()[-1] in ("none", "other")
+    assert lines[5].startswith("-arch=sm_90 -dlto 0 ") and lines[5].split()[-1] in ("none", "other")
+    assert lines[6] == "3 3"        # NVRTC_ERROR_INVALID_INPUT for a NULL size / buffer
