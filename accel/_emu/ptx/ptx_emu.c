@@ -1,0 +1,93 @@
+/* The PTX engine over the emulator's memory, for the engine's own tests: an emulator-only entry point
+ * (accelEmuPtxRun) that builds a program from PTX texts and runs one kernel synchronously, with device
+ * memory from the emulator's allocation table (cudaMalloc) and module variables allocated there too.
+ * The driver layer (module / launch APIs) has its own ptx_env over the same table. */
+#include "../emu_runtime.h"
+#include "ptx.h"
+
+cudaError_t cudaMalloc(void **p, size_t n);
+cudaError_t cudaFree(void *p);
+
+static void *env_alloc(void *ctx, size_t n, size_t align)
+{
+    (void)ctx;
+    void *p = NULL;
+    if (align > 256) return NULL;     /* cudaMalloc's alignment */
+    return cudaMalloc(&p, n) ? NULL : p;
+}
+
+static void env_free(void *ctx, void *p)
+{
+    (void)ctx;
+    cudaFree(p);
+}
+
+static int env_check(void *ctx, uint64_t addr, size_t n, uint64_t *lo, uint64_t *hi)
+{
+    (void)ctx;
+    alloc_t *a = NULL;
+    int ok = 0;
+    pthread_mutex_lock(&G);
+    if (emu_mem_range((const void *)(uintptr_t)addr, n, &a) == 1) {
+        *lo = (uint64_t)(uintptr_t)a->base;
+        *hi = *lo + a->size;
+        ok = 1;
+        alloc_unref(a);
+    } else if (emu_mem_host_mapped((const void *)(uintptr_t)addr, n)) {
+        *lo = addr; *hi = addr + n;
+        ok = 1;
+    }
+    pthread_mutex_unlock(&G);
+    return ok;
+}
+
+static const ptx_env ENV = {NULL, env_alloc, env_free, env_check};
+
+/* Builds the program of `n` NUL-terminated PTX texts and launches `kernel` on grid x block threads with
+ * `dyn_smem` bytes of dynamic shared memory; args[i] points at parameter i's value (its size from the
+ * kernel's declaration), as cuLaunchKernel's kernelParams.  Returns a ptx.h code; err gets the message. */
+EXPORT int accelEmuPtxRun(const char *const *texts, int n, const char *kernel, const unsigned *grid,
+                          const unsigned *block, size_t dyn_smem, void **args, int nargs, char *err, size_t errlen)
+{
+    ptx_module *m = NULL;
+    int rc = ptx_program_build(texts, NULL, n, &ENV, &m, err, errlen);
+    if (rc) return rc;
+    const ptx_kernel *k = NULL;
+    rc = ptx_module_get_kernel(m, kernel, &k);
+    if (rc) {
+        if (err && errlen) snprintf(err, errlen, "no kernel named '%s'", kernel ? kernel : "(null)");
+        ptx_module_free(m);
+        return rc;
+    }
+    ptx_kernel_info info;
+    ptx_kernel_get_info(k, &info);
+    if (nargs != info.nparams) {
+        if (err && errlen) snprintf(err, errlen, "kernel '%s' takes %d parameters, %d given", kernel, info.nparams, nargs);
+        ptx_module_free(m);
+        return PTX_E_INVALID_VALUE;
+    }
+    unsigned char *buf = calloc(info.param_bytes ? info.param_bytes : 1, 1);
+    if (!buf) { ptx_module_free(m); return PTX_E_OUT_OF_MEMORY; }
+    for (int i = 0; i < nargs; i++) memcpy(buf + info.param_offset[i], args[i], info.param_size[i]);
+    ptx_launch_cfg cfg;
+    memset(&cfg, 0, sizeof cfg);
+    for (int i = 0; i < 3; i++) { cfg.grid[i] = grid[i]; cfg.block[i] = block[i]; }
+    cfg.dyn_smem = dyn_smem;
+    cfg.params = buf;
+    cfg.params_size = info.param_bytes;
+    cfg.nsm = 132;
+    cfg.gridid = 1;
+    rc = ptx_launch(k, &cfg, &ENV, err, errlen);
+    free(buf);
+    ptx_module_free(m);
+    return rc;
+}
+
+/* Builds only: PTX_OK or the build's code and message (for the build-error tests). */
+EXPORT int accelEmuPtxBuild(const char *const *texts, int n, char *err, size_t errlen)
+{
+    ptx_module *m = NULL;
+    int rc = ptx_program_build(texts, NULL, n, &ENV, &m, err, errlen);
+    if (!rc) ptx_module_free(m);
+    return rc;
+}
