@@ -554,3 +554,29 @@ print(json.dumps(out))
     assert got[:6] == [0, 0, 0, "AEMUPTX1", 1, True]
     assert got[6:10] == [0, 0, True, 0]
     assert got[10:12] == [0, 0] and got[12] == 218 and got[13] and got[14] == 0
+
+
+def test_every_module_and_launch_entry_point_is_armable(subprocess_python):
+    # EMU_MODULE_SYMBOLS (emu_internal.h) lists the fault hooks of emu_module.c and emu_drvlaunch.c; an armed
+    # launch fails before anything is queued
+    import re
+    text = (REPO / "accel" / "_emu" / "emu_internal.h").read_text()
+    block = text[text.index("#define EMU_MODULE_SYMBOLS(X)"):]
+    names = re.findall(r"X\((\w+)\)", block[:block.index("\n\n")])
+    assert len(names) == 54 and "cuLaunchKernel" in names
+    got = _kjson(subprocess_python, f"""
+rt.accelEmuSetFail.argtypes = [c.c_char_p]
+armed = [rt.accelEmuSetFail((n + ":1").encode()) for n in {names!r}]
+rt.accelEmuSetFail(None)
+ctx()
+m, f = load(add_ptx, b"add")
+d = dev_array(np.zeros(4, np.float32))
+nn = c.c_uint(4)
+s = VP()
+assert cu.cuStreamCreate(c.byref(s), 1) == 0
+rt.accelEmuSetFail(b"cuLaunchKernel:1")
+out = [cu.cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, s, params(d, d, d, nn), None), cu.cuStreamQuery(s),
+       cu.cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, s, params(d, d, d, nn), None), cu.cuStreamSynchronize(s)]
+print(json.dumps([armed, out]))
+""")
+    assert got == [[0] * len(names), [999, 0, 0, 0]]

@@ -1,7 +1,8 @@
 """An nvcc-built host program (``-arch=sm_90 -cudart shared``: compute_90 PTX, zstd-compressed, and sm_90 SASS in
 its fatbin) runs its kernels under ``python -m accel emu``: the registration path (__cudaRegisterFatBinary,
 __cudaRegisterFunction, __cudaRegisterVar), <<<...>>> launches, cudaMemcpyToSymbol / FromSymbol, symbol address and
-size, cudaFuncGetAttributes, occupancy, a bad configuration's error, and a launch captured into a graph and replayed.
+size, cudaFuncGetAttributes, occupancy, a bad configuration's error, a launch captured into a graph and replayed,
+an explicit kernel node.
 Skipped without nvcc (nvidia-cuda-nvcc or a CUDA toolkit)."""
 import os
 import pathlib
@@ -40,5 +41,5 @@ def test_an_nvcc_program_runs_its_kernels_under_accel_emu(program):
                           text=True, timeout=300, cwd="/")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.strip() == ("direct 1 symbol 1 size 4 regs 1 ptx 90 blocks 16 bad cudaErrorInvalidConfiguration "
-                                   "replay 1")
+                                   "replay 1 node 1")
     assert proc.stderr == ""

@@ -52,7 +52,25 @@ int main() {
     CHECK(cudaStreamSynchronize(st));
     CHECK(cudaMemcpy(c, dc, n * 4, cudaMemcpyDeviceToHost));
     int replay = same(c, a, b, n, 5);
-    printf("direct %d symbol %d size %zu regs %d ptx %d blocks %d bad %s replay %d\n", direct, symbol, size,
-           fa.numRegs > 0, fa.ptxVersion, blocks, cudaGetErrorName(bad), replay);
+    /* an explicit kernel node (cudaGraphAddKernelNode), its parameters copied when added */
+    int nn = n;
+    void *args[] = { &da, &db, &dc, &nn };
+    cudaKernelNodeParams kp = {};
+    kp.func = (void *)add;
+    kp.gridDim = dim3((n + 127) / 128);
+    kp.blockDim = dim3(128);
+    kp.kernelParams = args;
+    cudaGraph_t g2; cudaGraphExec_t x2; cudaGraphNode_t node;
+    CHECK(cudaGraphCreate(&g2, 0));
+    CHECK(cudaGraphAddKernelNode(&node, g2, NULL, 0, &kp));
+    nn = 0;
+    CHECK(cudaGraphInstantiate(&x2, g2, 0));
+    CHECK(cudaMemset(dc, 0, n * 4));
+    CHECK(cudaGraphLaunch(x2, st));
+    CHECK(cudaStreamSynchronize(st));
+    CHECK(cudaMemcpy(c, dc, n * 4, cudaMemcpyDeviceToHost));
+    int node_ok = same(c, a, b, n, 5);
+    printf("direct %d symbol %d size %zu regs %d ptx %d blocks %d bad %s replay %d node %d\n", direct, symbol, size,
+           fa.numRegs > 0, fa.ptxVersion, blocks, cudaGetErrorName(bad), replay, node_ok);
     return 0;
 }
