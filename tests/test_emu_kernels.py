@@ -580,3 +580,29 @@ out = [cu.cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, s, params(d, d, d, nn), None),
 print(json.dumps([armed, out]))
 """)
     assert got == [[0] * len(names), [999, 0, 0, 0]]
+
+
+def test_the_runtimes_library_api_launches_through_cudaLaunchKernel(subprocess_python):
+    # cudaLibraryLoadData / cudaLibraryGetKernel hand out the driver's objects; cudaLaunchKernel takes the kernel
+    got = _kjson(subprocess_python, """
+class dim3(c.Structure): _fields_ = [("x", U), ("y", U), ("z", U)]
+rt.cudaLaunchKernel.argtypes = [VP, dim3, dim3, VP, SZ, VP]
+assert rt.cudaSetDevice(0) == 0
+lib, k = VP(), VP()
+out = [rt.cudaLibraryLoadData(c.byref(lib), add_ptx, None, None, 0, None, None, 0),
+       rt.cudaLibraryGetKernel(c.byref(k), lib, b"add"), rt.cudaLibraryGetKernel(c.byref(VP()), lib, b"nope"),
+       rt.cudaGetLastError()]
+count = U()
+out += [rt.cudaLibraryGetKernelCount(c.byref(count), lib), count.value, rt.cudaKernelSetAttributeForDevice(k, 8, 1024, 0),
+        rt.cudaKernelSetAttributeForDevice(k, 8, 1024, 99)]
+n = 64
+a = np.arange(n, dtype=np.float32)
+da, dc = dev_array(a), dev_array(np.zeros(n, np.float32))
+nn = c.c_uint(n)
+out += [rt.cudaLaunchKernel(k, dim3(1, 1, 1), dim3(64, 1, 1), params(da, da, dc, nn), 0, None),
+        rt.cudaLaunchKernel(k, dim3(1, 1, 1), dim3(64, 1, 1), params(da, da, dc, nn), 2048, None),
+        rt.cudaGetLastError(), rt.cudaDeviceSynchronize(), bool(np.array_equal(host(dc, n), a + a)),
+        rt.cudaLibraryUnload(lib), rt.cudaLibraryUnload(lib)]
+print(json.dumps(out))
+""")
+    assert got == [0, 0, 500, 500, 0, 1, 0, 101, 0, 9, 9, 0, True, 0, 400]   # 2048 bytes > the 1024 allowed
