@@ -657,3 +657,113 @@ def test_kernel_param_address_in_a_register():
     out = Dev(np.zeros(1, np.uint32))
     run_ok(text, "k", (1,), (1,), [ctypes.c_uint32(5), ctypes.c_uint32(9), out])
     assert out.get()[0] == 9
+
+
+def kernel_info(texts, name):
+    lib = H.lib()
+    lib.accelEmuPtxKernelInfo.argtypes = [ctypes.POINTER(ctypes.c_char_p), ctypes.c_int, ctypes.c_char_p,
+                                          ctypes.POINTER(ctypes.c_longlong), ctypes.POINTER(ctypes.c_uint),
+                                          ctypes.POINTER(ctypes.c_uint), ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t]
+    if isinstance(texts, str):
+        texts = [texts]
+    out, offs, sizes = (ctypes.c_longlong * 16)(), (ctypes.c_uint * 64)(), (ctypes.c_uint * 64)()
+    err = ctypes.create_string_buffer(512)
+    rc = lib.accelEmuPtxKernelInfo((ctypes.c_char_p * len(texts))(*[t.encode() for t in texts]), len(texts), name.encode(),
+                                   out, offs, sizes, 64, err, len(err))
+    assert rc == 0, err.value.decode()
+    keys = ["nparams", "param_bytes", "static_smem", "local_bytes", "const_bytes", "num_regs", "max_threads",
+            "reqntid_x", "reqntid_y", "reqntid_z", "maxntid_x", "maxntid_y", "maxntid_z", "minnctapersm", "ptx_version", "target_sm"]
+    info = dict(zip(keys, list(out)))
+    info["params"] = [(offs[i], sizes[i]) for i in range(info["nparams"])]
+    return info
+
+
+TRITON_STYLE = """//
+// Triton-like text: debug sections, .loc / .file, pragmas, .ptr qualifiers, extern shared, perf directives
+//
+.version 8.8
+.target sm_90a
+.address_size 64
+.extern .shared .align 16 .b8 global_smem[];
+.visible .entry add_kernel(
+	.param .u64 .ptr .global .align 1 add_kernel_param_0,
+	.param .align 8 .b8 add_kernel_param_1[24],
+	.param .u32 add_kernel_param_2
+)
+.reqntid 128, 1, 1
+.minnctapersm 2
+{
+	.reg .pred 	%p<2>;
+	.reg .b32 	%r<8>;
+	.reg .b64 	%rd<4>;
+	.loc	1 7 0                           // add.py:7:0
+$L__func_begin0:
+	.loc	1 9 24
+	ld.param.u64 	%rd1, [add_kernel_param_0];
+	ld.param.u32 	%r2, [add_kernel_param_2];
+	mov.u32 	%r1, %tid.x;
+	.pragma "nounroll";
+	setp.ge.u32 	%p1, %r1, %r2;
+	@%p1 bra 	$L__BB0_2;
+	{
+	.reg .b32 %t<2>;
+	mul.lo.u32 	%t1, %r1, 3;
+	shl.b32 	%r3, %r1, 2;
+	cvt.u64.u32 	%rd2, %r3;
+	add.s64 	%rd3, %rd1, %rd2;
+	st.global.b32 	[ %rd3 + 0 ], %t1;
+	}
+$L__BB0_2:
+	ret;
+$L__func_end0:
+}
+	.file	1 "/tmp/add.py"
+	.section	.debug_abbrev
+	{
+.b8 1
+.b8 17
+.b8 0
+	}
+	.section	.debug_info
+	{
+.b32 67
+.b8 2
+	}
+"""
+
+
+def test_triton_style_directives_and_kernel_info():
+    out = Dev(np.zeros(128, np.uint32))
+    run_ok(TRITON_STYLE, "add_kernel", (1,), (128,), [out, bytes(24), ctypes.c_uint32(100)], smem=64)
+    np.testing.assert_array_equal(out.get(), np.where(np.arange(128) < 100, np.arange(128) * 3, 0))
+    info = kernel_info(TRITON_STYLE, "add_kernel")
+    assert info["params"] == [(0, 8), (8, 24), (32, 4)] and info["param_bytes"] == 40
+    assert (info["reqntid_x"], info["reqntid_y"], info["reqntid_z"], info["max_threads"]) == (128, 1, 1, 128)
+    assert info["minnctapersm"] == 2 and info["ptx_version"] == 88 and info["target_sm"] == 90
+    assert info["static_smem"] == 0
+
+
+def test_kernel_info_of_nvrtc_kernels():
+    info = kernel_info(ptx("reduce_shared"), "reduce_shared")
+    assert info["static_smem"] == 1024 and info["nparams"] == 3 and info["params"] == [(0, 8), (8, 8), (16, 4)]
+    assert info["max_threads"] == 1024 and info["ptx_version"] == 90 and info["target_sm"] == 90
+    assert 16 <= info["num_regs"] <= 255
+    calls = kernel_info(ptx("device_calls"), "device_calls")
+    assert calls["local_bytes"] > 0    # call frames (.param arguments and returns)
+
+
+def test_cvt_packs_two_floats_to_f16x2():
+    text = HEADER + """.visible .entry k(.param .u64 out) {
+  .reg .b32 %r<3>; .reg .f32 %f<3>; .reg .b64 %rd<2>;
+  ld.param.u64 %rd1, [out];
+  mov.f32 %f1, 0f3F800000;
+  mov.f32 %f2, 0fC0000000;
+  cvt.rn.f16x2.f32 %r1, %f1, %f2;
+  cvt.rn.bf16x2.f32 %r2, %f2, %f1;
+  st.global.v2.u32 [%rd1], {%r1, %r2};
+  ret;
+}
+"""
+    out = Dev(np.zeros(2, np.uint32))
+    run_ok(text, "k", (1,), (1,), [out])
+    assert list(out.get()) == [0x3c00c000, 0xc0003f80]

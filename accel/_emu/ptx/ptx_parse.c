@@ -1000,6 +1000,13 @@ static int decode(parser *P, const char *op, uint32_t guard, int gneg, opnd *ops
         }
         break;
     case C_CVT:
+        if ((d.types[0] == T_F16X2 || d.types[0] == T_BF16X2) && d.types[1] == T_F32 && nops == 3) {
+            /* cvt.rn.f16x2.f32 d, a, b: a to the upper half, b to the lower */
+            in.t = (uint8_t)d.types[0]; in.t2 = T_F32;
+            if (dst_row(P, &ops[0], &in.d[0]) || val_row(P, &ops[1], T_F32, &in.s[0]) || val_row(P, &ops[2], T_F32, &in.s[1])) return P->err;
+            in.ns = 2;
+            break;
+        }
         NEED(2);
         for (int i = 0; i < 2; i++) {
             int ct = d.types[i], sz = ptx_type_size(ct);
