@@ -767,3 +767,52 @@ def test_cvt_packs_two_floats_to_f16x2():
     out = Dev(np.zeros(2, np.uint32))
     run_ok(text, "k", (1,), (1,), [out])
     assert list(out.get()) == [0x3c00c000, 0xc0003f80]
+
+
+TWO_KERNELS = HEADER + """.visible .shared .align 4 .u32 common_flag;
+.visible .entry ka(.param .u64 out) {
+  .shared .align 4 .b8 sa[40000];
+  .reg .b32 %r<4>; .reg .b64 %rd<4>;
+  ld.param.u64 %rd1, [out];
+  mov.u32 %r1, %tid.x;
+  shl.b32 %r2, %r1, 2;
+  mov.u32 %r3, sa;
+  add.s32 %r3, %r3, %r2;
+  st.shared.u32 [%r3+39000], %r1;
+  bar.sync 0;
+  ld.shared.u32 %r1, [%r3+39000];
+  add.s32 %r1, %r1, 1;
+  st.global.u32 [%rd1], %r1;
+  ret;
+}
+.visible .entry kb(.param .u64 out) {
+  .shared .align 8 .b8 sb[30000];
+  .reg .b32 %r<4>; .reg .b64 %rd<4>;
+  ld.param.u64 %rd1, [out];
+  mov.u32 %r3, sb;
+  mov.u32 %r1, 7;
+  st.shared.u32 [%r3+29996], %r1;
+  ld.shared.u32 %r2, [%r3+29996];
+  st.global.u32 [%rd1], %r2;
+  ret;
+}
+"""
+
+
+def test_kernels_of_one_module_overlay_their_shared_memory():
+    a, b = kernel_info(TWO_KERNELS, "ka"), kernel_info(TWO_KERNELS, "kb")
+    assert 40004 <= a["static_smem"] <= 40032 and 30004 <= b["static_smem"] <= 30032
+    out = Dev(np.zeros(1, np.uint32))
+    run_ok(TWO_KERNELS, "ka", (1,), (1,), [out])
+    assert out.get()[0] == 1
+    run_ok(TWO_KERNELS, "kb", (1,), (1,), [out])
+    assert out.get()[0] == 7
+
+
+def test_duplicate_definitions_across_texts_fail_the_link():
+    f = HEADER + ".visible .func f() {\n  ret;\n}\n"
+    rc, msg = H.build([f, f])
+    assert rc == H.INVALID_PTX and "'f' is defined in PTX texts 1 and 2" in msg
+    g = HEADER + ".visible .global .u32 g;\n"
+    rc, msg = H.build([g, g])
+    assert rc == H.INVALID_PTX and "'g'" in msg

@@ -1313,7 +1313,10 @@ static int parse_var(parser *P, int sp, int linkage, int infunc)
             /* placement */
             if (s->defined || sp == SP_SHARED) {
                 if (sp == SP_SHARED) {
-                    if (!s->dyn_shared && !(linkage == LK_EXTERN)) { P->smem = align_up(P->smem, align); s->addr = P->smem; P->smem += s->size; }
+                    /* a kernel's own .shared variables are laid out per kernel after linking (kernels
+                     * overlay each other); module-level and .func ones get program-wide offsets now */
+                    if (infunc && P->fn && P->fn->is_entry && !s->dyn_shared) s->owner = P->fn;
+                    else if (!s->dyn_shared && !(linkage == LK_EXTERN)) { P->smem = align_up(P->smem, align); s->addr = P->smem; P->smem += s->size; }
                 } else if (sp == SP_LOCAL || (sp == SP_PARAM && infunc)) {
                     P->frame = align_up(P->frame, align < 4 ? 4 : align);
                     s->addr = P->frame; P->frame += s->size ? s->size : es;
@@ -1706,6 +1709,29 @@ static size_t chain(parser *P, pfunc *f, int *recursive)
 static int link_program(parser *P)
 {
     struct ptx_module *M = P->M;
+    /* one definition per externally visible name */
+    for (int i = 0; i < P->nfuncs; i++) {
+        pfunc *f = P->funcs[i];
+        if (!f->defined || f->linkage != LK_VISIBLE) continue;
+        for (int k = i + 1; k < P->nfuncs; k++) {
+            pfunc *g = P->funcs[k];
+            if (g->defined && g->linkage == LK_VISIBLE && !strcmp(f->name, g->name)) {
+                P->text = g->text; P->tline = g->line;
+                return perr(P, PTX_E_INVALID_PTX, "'%s' is defined in PTX texts %d and %d", f->name, f->text + 1, g->text + 1);
+            }
+        }
+    }
+    for (int i = 0; i < P->ntsyms; i++) {
+        psym *a = P->tsyms[i];
+        if (!a->defined || a->linkage != LK_VISIBLE || a->text < 0 || a->kind != SK_VAR) continue;
+        for (int k = i + 1; k < P->ntsyms; k++) {
+            psym *b = P->tsyms[k];
+            if (b->defined && b->linkage == LK_VISIBLE && b->kind == SK_VAR && b->text >= 0 && b->text != a->text && !strcmp(a->name, b->name)) {
+                P->text = b->text; P->tline = 0;
+                return perr(P, PTX_E_INVALID_PTX, "variable '%s' is defined in PTX texts %d and %d", a->name, a->text + 1, b->text + 1);
+            }
+        }
+    }
     /* calls */
     for (int i = 0; i < P->nfx && !P->err; i++) {
         fixup *x = &P->fx[i];
@@ -1753,7 +1779,27 @@ static int link_program(parser *P)
         }
     }
     if (P->err) return P->err;
-    /* dynamic shared memory starts after the static shared memory */
+    /* the kernels' own .shared variables, each kernel's after the common ones (kernels overlay) */
+    size_t common = align_up(P->smem, 16), top = common;
+    for (int i = 0; i < P->nfuncs; i++) {
+        pfunc *f = P->funcs[i];
+        if (!f->is_entry || !f->defined) continue;
+        size_t off = common;
+        for (int k = 0; k < P->ntsyms; k++) {
+            psym *v = P->tsyms[k];
+            if (v->owner != f) continue;
+            off = align_up(off, v->align ? v->align : 1);
+            v->addr = off;
+            off += v->size;
+        }
+        f->smem = off;
+        if (off > top) top = off;
+    }
+    for (int i = 0; i < P->nfx; i++)   /* addresses of kernel-owned shared variables */
+        if (P->fx[i].kind == FX_CONST_SYM && P->fx[i].sym && P->fx[i].sym->owner)
+            P->consts[P->fx[i].at] = P->fx[i].sym->addr + (uint64_t)P->fx[i].add;
+    P->smem = top;
+    /* dynamic shared memory starts after the static shared memory of every kernel */
     size_t dyn = align_up(P->smem, 16);
     for (int i = 0; i < P->nfx; i++)
         if (P->fx[i].kind == 99) P->consts[P->fx[i].at] = dyn + (uint64_t)P->fx[i].add;
@@ -1829,7 +1875,7 @@ static void set_kernel_info(struct ptx_module *M, struct ptx_kernel *k)
     in->param_offset = k->param_off;
     in->param_size = k->param_size;
     in->param_bytes = k->param_bytes;
-    in->static_smem = M->smem_static;
+    in->static_smem = f->smem;
     in->local_bytes = f->maxchain;
     size_t cb = 0;
     for (int i = 0; i < M->nglobals; i++) if (M->globals[i]->space == SP_CONST) cb += M->globals[i]->size;
