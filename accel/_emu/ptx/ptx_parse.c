@@ -22,6 +22,7 @@
 #include "ptx_internal.h"
 
 #define MAX_VERSION 99   /* 9.9 */
+#define NAME_MAX_ 4096  /* longest identifier (numba's mangled names run to hundreds of characters) */
 
 /* ------------------------------------------------------------------ small growable arrays and strings */
 
@@ -127,7 +128,7 @@ typedef struct parser {
     int line, text;
     int tk; const char *ts; size_t tl;   /* current token */
     int tline;
-    char tbuf[512];
+    char tbuf[NAME_MAX_ + 1];
     int err; char *msg; size_t msglen;
     struct ptx_module *M;
     const ptx_env *env;
@@ -457,13 +458,13 @@ typedef struct opnd {
     uint32_t reg, reg2;      /* reg2: dual destination (a|p) */
     int neg;                 /* !%p */
     int64_t iv; double fv; int fk;
-    char name[256];          /* symbol / label / function */
+    char name[NAME_MAX_];    /* symbol / label / function */
     /* address: base register or symbol, offset */
     int abase;               /* OK_REG / OK_SYM / OK_IMM */
     int64_t aoff;
     int sreg;
     int vn; struct { int kind; uint32_t reg; int64_t iv; double fv; int fk; } v[8];
-    int ln; char list[32][128];
+    int ln; char list[32][512];
 } opnd;
 
 /* Special registers. */
@@ -575,7 +576,7 @@ static int parse_operand(parser *P, opnd *o)
         next(P);
         o->kind = OK_LIST;
         while (!ispunct_(P, ')')) {
-            if (o->ln >= 32 || P->tl >= 128) return perr(P, PTX_E_INVALID_PTX, "call list too long");
+            if (o->ln >= 32 || P->tl >= 512) return perr(P, PTX_E_INVALID_PTX, "call list too long");
             if (P->tk != TK_ID) return perr(P, PTX_E_INVALID_PTX, "expected a name in a call list, found '%s'", P->tbuf);
             strcpy(o->list[o->ln++], P->tbuf);
             next(P);
@@ -1266,7 +1267,7 @@ static int parse_var(parser *P, int sp, int linkage, int infunc)
     if (!align) align = es;
     for (;;) {
         if (P->tk != TK_ID) return perr(P, PTX_E_INVALID_PTX, "expected a name, found '%s'", P->tbuf);
-        char name[256];
+        char name[NAME_MAX_];
         if (P->tl >= sizeof name) return perr(P, PTX_E_INVALID_PTX, "name too long");
         strcpy(name, P->tbuf);
         next(P);
@@ -1359,7 +1360,7 @@ static int parse_params(parser *P, pparam **out, int *n, int entry)
         int t; size_t align; int vec;
         if (decl_attrs(P, &t, &align, &vec)) return P->err;
         if (P->tk != TK_ID) return perr(P, PTX_E_INVALID_PTX, "expected a parameter name");
-        char name[256];
+        char name[NAME_MAX_];
         if (P->tl >= sizeof name) return perr(P, PTX_E_INVALID_PTX, "name too long");
         strcpy(name, P->tbuf);
         next(P);
@@ -1509,7 +1510,7 @@ static int parse_body(parser *P, pfunc *f)
         /* label? */
         if (P->tk == TK_ID) {
             const char *save = P->p; int sline = P->line;
-            char name[256];
+            char name[NAME_MAX_];
             if (P->tl < sizeof name) {
                 strcpy(name, P->tbuf);
                 skip_ws(P);
@@ -1540,7 +1541,7 @@ static int parse_body(parser *P, pfunc *f)
             next(P);
         }
         if (P->tk != TK_ID) { perr(P, PTX_E_INVALID_PTX, "expected an instruction, found '%s'", P->tbuf); break; }
-        char op[256];
+        char op[512];
         if (P->tl >= sizeof op) { perr(P, PTX_E_INVALID_PTX, "opcode too long"); break; }
         strcpy(op, P->tbuf);
         int opline = P->tline;
