@@ -364,6 +364,17 @@ def float_variants():
                         return int(unordered)
                     return int(fn(_key(x), _key(y)))
                 out.append(V(f"setp.{c}.{fmt}", f"setp.{c}.{fmt} %p1, %a, %b; selp.u32 %d, 1, 0, %p1;", fmt, "u32", pairs(edge), ref))
+        for c in ("ne", "lt", "neu", "ge"):
+            fn = {"ne": lambda x, y: x != y, "lt": lambda x, y: x < y, "neu": lambda x, y: x != y, "ge": lambda x, y: x >= y}[c]
+
+            def sref(a, b, fn=fn, c=c, fmt=fmt, one=0xffffffff):
+                x, y = decode(a, fmt), decode(b, fmt)
+                if x[0] == "nan" or y[0] == "nan":
+                    return one if c.endswith("u") else 0
+                return one if fn(_key(x), _key(y)) else 0
+            out.append(V(f"set.{c}.u32.{fmt}", f"set.{c}.u32.{fmt} %d, %a, %b;", fmt, "u32", pairs(edge), sref))
+            out.append(V(f"set.{c}.f32.{fmt}", f"set.{c}.f32.{fmt} %d, %a, %b;", fmt, "f32", pairs(edge),
+                         lambda a, b, sref=sref: 0x3f800000 if sref(a, b) else 0))
         out.append(V(f"setp.nan.{fmt}", f"setp.nan.{fmt} %p1, %a, %b; selp.u32 %d, 1, 0, %p1;", fmt, "u32", pairs(edge),
                      lambda a, b, fmt=fmt: int(decode(a, fmt)[0] == "nan" or decode(b, fmt)[0] == "nan")))
     return out

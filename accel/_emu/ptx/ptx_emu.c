@@ -3,7 +3,7 @@
  * memory from the emulator's allocation table (cudaMalloc) and module variables allocated there too.
  * The driver layer (module / launch APIs) has its own ptx_env over the same table. */
 #include "../emu_runtime.h"
-#include "ptx.h"
+#include "ptx_internal.h"
 
 cudaError_t cudaMalloc(void **p, size_t n);
 cudaError_t cudaFree(void *p);
@@ -45,9 +45,12 @@ static const ptx_env ENV = {NULL, env_alloc, env_free, env_check};
 
 /* Builds the program of `n` NUL-terminated PTX texts and launches `kernel` on grid x block threads with
  * `dyn_smem` bytes of dynamic shared memory; args[i] points at parameter i's value (its size from the
- * kernel's declaration), as cuLaunchKernel's kernelParams.  Returns a ptx.h code; err gets the message. */
-EXPORT int accelEmuPtxRun(const char *const *texts, int n, const char *kernel, const unsigned *grid,
-                          const unsigned *block, size_t dyn_smem, void **args, int nargs, char *err, size_t errlen)
+ * kernel's declaration), as cuLaunchKernel's kernelParams.  Returns a ptx.h code; err gets the message.
+ * The Ex form also takes `cooperative` and returns the thread-instructions executed and the launch's
+ * wall time (the build excluded), for the benches. */
+EXPORT int accelEmuPtxRunEx(const char *const *texts, int n, const char *kernel, const unsigned *grid,
+                            const unsigned *block, size_t dyn_smem, void **args, int nargs, int cooperative,
+                            unsigned long long *thread_insns, double *seconds, char *err, size_t errlen)
 {
     ptx_module *m = NULL;
     int rc = ptx_program_build(texts, NULL, n, &ENV, &m, err, errlen);
@@ -77,10 +80,23 @@ EXPORT int accelEmuPtxRun(const char *const *texts, int n, const char *kernel, c
     cfg.params_size = info.param_bytes;
     cfg.nsm = 132;
     cfg.gridid = 1;
-    rc = ptx_launch(k, &cfg, &ENV, err, errlen);
+    cfg.cooperative = cooperative;
+    uint64_t cnt = 0;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    rc = ptx_launch_counted(k, &cfg, &ENV, err, errlen, thread_insns ? &cnt : NULL);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    if (thread_insns) *thread_insns = cnt;
+    if (seconds) *seconds = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
     free(buf);
     ptx_module_free(m);
     return rc;
+}
+
+EXPORT int accelEmuPtxRun(const char *const *texts, int n, const char *kernel, const unsigned *grid,
+                          const unsigned *block, size_t dyn_smem, void **args, int nargs, char *err, size_t errlen)
+{
+    return accelEmuPtxRunEx(texts, n, kernel, grid, block, dyn_smem, args, nargs, 0, NULL, NULL, err, errlen);
 }
 
 /* Builds only: PTX_OK or the build's code and message (for the build-error tests). */
@@ -89,5 +105,31 @@ EXPORT int accelEmuPtxBuild(const char *const *texts, int n, char *err, size_t e
     ptx_module *m = NULL;
     int rc = ptx_program_build(texts, NULL, n, &ENV, &m, err, errlen);
     if (!rc) ptx_module_free(m);
+    return rc;
+}
+
+/* What ptx_kernel_get_info reports for kernel `name` of the program: out[] = nparams, param_bytes,
+ * static_smem, local_bytes, const_bytes, num_regs, max_threads_per_block, reqntid x/y/z, maxntid x/y/z,
+ * minnctapersm, ptx_version, target_sm (16 values); offsets / sizes get the parameters' layout (up to
+ * `maxp` of each). */
+EXPORT int accelEmuPtxKernelInfo(const char *const *texts, int n, const char *name, long long *out,
+                                 unsigned *offsets, unsigned *sizes, int maxp, char *err, size_t errlen)
+{
+    ptx_module *m = NULL;
+    int rc = ptx_program_build(texts, NULL, n, &ENV, &m, err, errlen);
+    if (rc) return rc;
+    const ptx_kernel *k = NULL;
+    rc = ptx_module_get_kernel(m, name, &k);
+    if (!rc) {
+        ptx_kernel_info i;
+        ptx_kernel_get_info(k, &i);
+        long long v[16] = {i.nparams, i.param_bytes, (long long)i.static_smem, (long long)i.local_bytes,
+                           (long long)i.const_bytes, i.num_regs, i.max_threads_per_block, i.reqntid[0], i.reqntid[1],
+                           i.reqntid[2], i.maxntid[0], i.maxntid[1], i.maxntid[2], i.minnctapersm, i.ptx_version,
+                           i.target_sm};
+        memcpy(out, v, sizeof v);
+        for (int p = 0; p < i.nparams && p < maxp; p++) { offsets[p] = i.param_offset[p]; sizes[p] = i.param_size[p]; }
+    }
+    ptx_module_free(m);
     return rc;
 }

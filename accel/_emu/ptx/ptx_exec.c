@@ -38,6 +38,8 @@ typedef struct launch {
     pthread_mutex_t mu;
     int err; char msg[512];
     uint64_t deadline_ns;
+    int counting;
+    uint64_t count;     /* thread-instructions executed (when counting) */
 } launch;
 
 static uint64_t now_ns(void)
@@ -233,8 +235,9 @@ static inline uint32_t guard_mask(const warp *w, const insn_t *in)
     return in->flags & F_NEGPRED ? ~gm : gm;
 }
 
-/* Runs w until it waits at a barrier, exits, faults or has run `budget` instructions. */
-static int run_warp(warp *w, long budget)
+/* Runs w until it waits at a barrier, exits, faults or has run `budget` instructions; `counting` (a
+ * constant in each of the two instances) adds the thread-instructions executed to the worker's count. */
+static inline __attribute__((always_inline)) int run_warp_impl(warp *w, long budget, int counting)
 {
     const insn_t *code = w->wk->m->code;
     const handler_fn *H = ptx_handlers;
@@ -246,6 +249,7 @@ static int run_warp(warp *w, long budget)
         const insn_t *in = &code[w->pc];
         uint32_t m = w->active;
         if (in->guard) m &= guard_mask(w, in);
+        if (counting) w->wk->count += (uint64_t)__builtin_popcount(w->active);   /* issued, predicated-off lanes included */
         int r = H[in->h](w, in, m);
         if (__builtin_expect(r == R_NEXT, 1)) {
             if (++w->pc >= w->minother) resched(w);
@@ -261,6 +265,10 @@ static int run_warp(warp *w, long budget)
         if (--budget <= 0) return WS_RUN;
     }
 }
+
+static int run_warp_plain(warp *w, long budget) { return run_warp_impl(w, budget, 0); }
+static int run_warp_count(warp *w, long budget) { return run_warp_impl(w, budget, 1); }
+static int run_warp(warp *w, long budget) { return w->wk->L->counting ? run_warp_count(w, budget) : run_warp_plain(w, budget); }
 
 /* --------------------------------------------------------------------------------- control handlers */
 
@@ -406,11 +414,12 @@ int h_ret(warp *w, const insn_t *in, uint32_t m)
 static int bar_operands(warp *w, const insn_t *in, uint32_t m, unsigned *id, int *count)
 {
     int l = __builtin_ctz(m);
-    *id = (unsigned)ROW(in->s[0])[l];
-    *count = in->flags & F_HASCOUNT ? (int)(uint32_t)ROW(in->s[1])[l] : -1;
+    *id = (unsigned)(uint32_t)ROW(in->s[0])[l];
+    uint32_t c = in->flags & F_HASCOUNT ? (uint32_t)ROW(in->s[1])[l] : 0;
+    *count = in->flags & F_HASCOUNT ? (int)(c & 0x7fffffff) : -1;
     if (*id > 15) return ptx_fault(w, in, l, PTX_E_ILLEGAL_INSTRUCTION, "barrier id %u is out of range (0..15)", *id);
-    if (*count == 0 || (*count > 0 && (*count % 32) != 0))
-        return ptx_fault(w, in, l, PTX_E_ILLEGAL_INSTRUCTION, "barrier thread count %d is not a positive multiple of 32", *count);
+    if ((in->flags & F_HASCOUNT) && (c == 0 || c > 1024 || c % 32 != 0))
+        return ptx_fault(w, in, l, PTX_E_ILLEGAL_INSTRUCTION, "barrier thread count %u is not a multiple of 32 in 32..1024", c);
     return 0;
 }
 
@@ -731,12 +740,14 @@ static void bar_release(worker *wk, int id)
     memset(b, 0, sizeof *b);
 }
 
-static int run_block(worker *wk)
+static void block_init(worker *wk)
 {
     const struct ptx_kernel *k = wk->k;
     unsigned nthreads = wk->nthreads;
     int nw = (int)((nthreads + 31) / 32);
     wk->nwarps = nw;
+    wk->ndone = 0;
+    wk->checks = 0;
     memset(wk->bars, 0, sizeof wk->bars);
     for (int i = 0; i < nw; i++) {
         warp *w = &wk->warps[i];
@@ -749,42 +760,54 @@ static int run_block(worker *wk)
         memset(w->depth, 0, sizeof w->depth);
         if (w->savetop) memset(w->savetop, 0, 32 * sizeof *w->savetop);
     }
-    int ndone = 0;
-    uint64_t checks = 0;
+}
+
+/* One pass over the block's warps (each runs up to `slice` instructions), then the barriers.  Returns 1
+ * when the block has finished, 0 when it should be stepped again, -1 after a fault or a deadlock. */
+static int block_step(worker *wk, long slice)
+{
+    int nw = wk->nwarps, ran = 0;
+    for (int i = 0; i < nw; i++) {
+        warp *w = &wk->warps[i];
+        if (w->state != WS_RUN) continue;
+        ran = 1;
+        int st = run_warp(w, slice);
+        if (st < 0) return -1;
+        if (st == WS_DONE) { w->state = WS_DONE; wk->ndone++; }
+        else if (st == WS_BAR) {
+            w->state = WS_BAR;
+            barrier_t *b = &wk->bars[w->bar_id];
+            b->waiting |= 1u << i;
+            b->arrived_n++;
+            if (w->bar_count > 0) b->expected = (w->bar_count + 31) / 32;
+        }
+        if ((++wk->checks & 63) == 0 && wk->L->deadline_ns && now_ns() > wk->L->deadline_ns) {
+            const char *t = getenv("ACCEL_EMU_KERNEL_TIMEOUT");
+            wk->err = PTX_E_LAUNCH_TIMEOUT;
+            snprintf(wk->msg, sizeof wk->msg, "kernel '%s', block (%u,%u,%u): still running after the %s-second watchdog (ACCEL_EMU_KERNEL_TIMEOUT): a livelock?",
+                     wk->k->f->name, wk->ctaid[0], wk->ctaid[1], wk->ctaid[2], t && *t ? t : "60");
+            return -1;
+        }
+        if (atomic_load_explicit(&wk->L->failed, memory_order_relaxed)) return 1;
+    }
+    if (wk->ndone == nw) return 1;
+    int released = 0;
+    for (int b = 0; b < 16; b++) {
+        barrier_t *bb = &wk->bars[b];
+        if (!bb->waiting) continue;
+        int expected = bb->expected > 0 ? bb->expected : nw - wk->ndone;
+        if ((int)bb->arrived_n >= expected) { bar_release(wk, b); released = 1; }
+    }
+    if (!ran && !released) { block_deadlock(wk); return -1; }
+    return 0;
+}
+
+static int run_block(worker *wk)
+{
+    block_init(wk);
     for (;;) {
-        int ran = 0;
-        for (int i = 0; i < nw; i++) {
-            warp *w = &wk->warps[i];
-            if (w->state != WS_RUN) continue;
-            ran = 1;
-            int st = run_warp(w, SLICE);
-            if (st < 0) return wk->err;
-            if (st == WS_DONE) { w->state = WS_DONE; ndone++; }
-            else if (st == WS_BAR) {
-                w->state = WS_BAR;
-                barrier_t *b = &wk->bars[w->bar_id];
-                b->waiting |= 1u << i;
-                b->arrived_n++;
-                if (w->bar_count > 0) b->expected = (w->bar_count + 31) / 32;
-            }
-            if ((++checks & 63) == 0 && wk->L->deadline_ns && now_ns() > wk->L->deadline_ns) {
-                wk->err = PTX_E_LAUNCH_TIMEOUT;
-                snprintf(wk->msg, sizeof wk->msg, "kernel '%s', block (%u,%u,%u): still running after the %s-second watchdog (ACCEL_EMU_KERNEL_TIMEOUT): a livelock?",
-                         k->f->name, wk->ctaid[0], wk->ctaid[1], wk->ctaid[2], getenv("ACCEL_EMU_KERNEL_TIMEOUT") ? getenv("ACCEL_EMU_KERNEL_TIMEOUT") : "60");
-                return wk->err;
-            }
-            if (atomic_load_explicit(&wk->L->failed, memory_order_relaxed)) return 0;
-        }
-        if (ndone == nw) return 0;
-        /* barriers that complete */
-        int released = 0;
-        for (int b = 0; b < 16; b++) {
-            barrier_t *bb = &wk->bars[b];
-            if (!bb->waiting) continue;
-            int expected = bb->expected > 0 ? bb->expected : nw - ndone;
-            if ((int)bb->arrived_n >= expected) { bar_release(wk, b); released = 1; }
-        }
-        if (!ran && !released) return block_deadlock(wk);
+        int r = block_step(wk, SLICE);
+        if (r) return r < 0 ? wk->err : 0;
     }
 }
 
@@ -868,8 +891,47 @@ static void *worker_main(void *arg)
         run_block(&wk);
         if (wk.err) { set_error(L, wk.err, wk.msg); break; }
     }
+    pthread_mutex_lock(&L->mu);
+    L->count += wk.count;
+    pthread_mutex_unlock(&L->mu);
     worker_free(&wk);
     return NULL;
+}
+
+/* A cooperative launch: every block is resident at once (grid-wide synchronisation through global memory
+ * works), stepped round-robin in the calling thread. */
+static int run_cooperative(launch *L)
+{
+    unsigned long nb = L->nblocks;
+    if (nb > 4096) { set_error(L, PTX_E_LAUNCH_OUT_OF_RESOURCES, "cooperative launch of more than 4096 blocks"); return L->err; }
+    worker *ws = calloc(nb, sizeof *ws);
+    if (!ws) { set_error(L, PTX_E_OUT_OF_MEMORY, "out of memory for a cooperative launch"); return L->err; }
+    const unsigned *g = L->cfg->grid;
+    unsigned long live = 0;
+    int err = 0;
+    for (unsigned long b = 0; b < nb && !err; b++) {
+        if (worker_init(&ws[b], L)) { err = PTX_E_OUT_OF_MEMORY; set_error(L, err, "out of memory for a cooperative launch"); break; }
+        ws[b].ctaid[0] = (unsigned)(b % g[0]);
+        ws[b].ctaid[1] = (unsigned)((b / g[0]) % g[1]);
+        ws[b].ctaid[2] = (unsigned)(b / ((unsigned long)g[0] * g[1]));
+        block_init(&ws[b]);
+        live++;
+    }
+    unsigned char *done = calloc(nb, 1);
+    if (!done && !err) { err = PTX_E_OUT_OF_MEMORY; set_error(L, err, "out of memory for a cooperative launch"); }
+    unsigned long left = live;
+    while (!err && left) {
+        for (unsigned long b = 0; b < nb && !err; b++) {
+            if (done[b]) continue;
+            int r = block_step(&ws[b], 2000);
+            if (r < 0) { err = ws[b].err; set_error(L, err, ws[b].msg); }
+            else if (r > 0) { done[b] = 1; left--; }
+        }
+    }
+    for (unsigned long b = 0; b < live; b++) { L->count += ws[b].count; worker_free(&ws[b]); }
+    free(done);
+    free(ws);
+    return L->err;
 }
 
 static int nworkers(unsigned long nblocks)
@@ -884,6 +946,12 @@ static int nworkers(unsigned long nblocks)
 }
 
 int ptx_launch(const ptx_kernel *k, const ptx_launch_cfg *cfg, const ptx_env *env, char *err, size_t errlen)
+{
+    return ptx_launch_counted(k, cfg, env, err, errlen, NULL);
+}
+
+int ptx_launch_counted(const ptx_kernel *k, const ptx_launch_cfg *cfg, const ptx_env *env, char *err, size_t errlen,
+                       uint64_t *thread_insns)
 {
     if (err && errlen) err[0] = 0;
     if (!k || !cfg) return PTX_E_INVALID_VALUE;
@@ -912,6 +980,14 @@ int ptx_launch(const ptx_kernel *k, const ptx_launch_cfg *cfg, const ptx_env *en
     const char *te = getenv("ACCEL_EMU_KERNEL_TIMEOUT");
     if (te && *te) { char *e; double v = strtod(te, &e); if (!*e && v >= 0) tmo = v; }
     L.deadline_ns = tmo > 0 ? now_ns() + (uint64_t)(tmo * 1e9) : 0;
+    L.counting = thread_insns != NULL;
+    if (cfg->cooperative) {
+        run_cooperative(&L);
+        pthread_mutex_destroy(&L.mu);
+        if (thread_insns) *thread_insns = L.count;
+        if (L.err && err && errlen) snprintf(err, errlen, "%s", L.msg);
+        return L.err;
+    }
     int n = nworkers(L.nblocks);
     pthread_t th[64];
     int started = 0;
@@ -922,6 +998,7 @@ int ptx_launch(const ptx_kernel *k, const ptx_launch_cfg *cfg, const ptx_env *en
     worker_main(&L);
     for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
     pthread_mutex_destroy(&L.mu);
+    if (thread_insns) *thread_insns = L.count;
     if (L.err && err && errlen) snprintf(err, errlen, "%s", L.msg);
     return L.err;
 }

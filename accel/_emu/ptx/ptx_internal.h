@@ -83,7 +83,8 @@ typedef struct psym {
     struct psym *resolved;   /* an .extern's definition after linking */
     struct pfunc *func;  /* SK_FUNC */
     int text;            /* index of the text it came from */
-    int dyn_shared;      /* .extern .shared x[] */
+    int dyn_shared;      /* .extern .shared x[] (1); a kernel parameter (2) */
+    struct pfunc *owner; /* a kernel's own .shared variable: laid out with that kernel's */
     struct psym *next;   /* hash chain */
 } psym;
 
@@ -102,6 +103,7 @@ typedef struct pfunc {
     size_t frame;                      /* bytes of its frame: params, returns, .local, call-site params */
     size_t maxchain;                   /* frame + the deepest callee chain (non-recursive) */
     unsigned maxntid[3], reqntid[3], minnctapersm;
+    size_t smem;                       /* an entry's static shared memory (common + its own) */
     int line;
     struct pfunc *resolved;            /* an .extern .func's definition */
     psym *sym;
@@ -188,10 +190,17 @@ struct worker {
     uint64_t lo, hi;     /* the last global range the env confirmed */
     uint32_t nthreads;
     uint64_t deadline_ns;
+    int ndone;           /* warps of the block that have exited */
+    uint64_t checks;     /* watchdog pacing */
+    uint64_t count;      /* thread-instructions (when the launch counts them) */
     /* fault */
     int err; char msg[512];
     struct launch *L;
 };
+
+/* ptx_launch that also returns the thread-instructions executed (for benches and tests). */
+int ptx_launch_counted(const ptx_kernel *k, const ptx_launch_cfg *cfg, const ptx_env *env, char *err, size_t errlen,
+                       uint64_t *thread_insns);
 
 /* A fault inside a handler: records it in the worker (first one wins) and returns R_FAULT. */
 int ptx_fault(warp *w, const insn_t *in, int lane, int code, const char *fmt, ...)

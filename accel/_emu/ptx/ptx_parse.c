@@ -22,6 +22,7 @@
 #include "ptx_internal.h"
 
 #define MAX_VERSION 99   /* 9.9 */
+#define NAME_MAX_ 4096  /* longest identifier (numba's mangled names run to hundreds of characters) */
 
 /* ------------------------------------------------------------------ small growable arrays and strings */
 
@@ -127,7 +128,7 @@ typedef struct parser {
     int line, text;
     int tk; const char *ts; size_t tl;   /* current token */
     int tline;
-    char tbuf[512];
+    char tbuf[NAME_MAX_ + 1];
     int err; char *msg; size_t msglen;
     struct ptx_module *M;
     const ptx_env *env;
@@ -148,6 +149,7 @@ typedef struct parser {
     pfunc **funcs; int nfuncs, capfuncs;
     insn_t *code; uint32_t ncode, capcode;
     uint64_t *consts; uint32_t nconst, capconst;
+    uint8_t *constsym;                         /* 1: patched with an address at link time (never shared) */
     fixup *fx; int nfx, capfx;
     callsite *calls; int ncalls, capcalls;
     size_t smem;
@@ -392,6 +394,20 @@ static void scope_pop(parser *P)
 
 /* ---------------------------------------------------------------------------------------- constants */
 
+static int const_grow(parser *P)
+{
+    if (P->nconst < P->capconst) return 0;
+    uint32_t nc = P->capconst ? P->capconst * 2 : 256;
+    uint64_t *q = realloc(P->consts, nc * sizeof *q);
+    if (!q) return perr(P, PTX_E_OUT_OF_MEMORY, "out of memory");
+    P->consts = q;
+    uint8_t *f = realloc(P->constsym, nc);
+    if (!f) return perr(P, PTX_E_OUT_OF_MEMORY, "out of memory");
+    P->constsym = f;
+    P->capconst = nc;
+    return 0;
+}
+
 /* A constant row holding v: its row id (constant rows are numbered from CONSTBIT until the layout). */
 #define CONSTBIT 0x80000000u
 
@@ -400,28 +416,20 @@ static uint32_t const_row(parser *P, uint64_t v)
     /* small linear dedupe over the last few */
     uint32_t lo = P->nconst > 64 ? P->nconst - 64 : 0;
     for (uint32_t i = lo; i < P->nconst; i++)
-        if (P->consts[i] == v) return CONSTBIT | i;
-    if (P->nconst >= P->capconst) {
-        uint32_t nc = P->capconst ? P->capconst * 2 : 256;
-        uint64_t *q = realloc(P->consts, nc * sizeof *q);
-        if (!q) { perr(P, PTX_E_OUT_OF_MEMORY, "out of memory"); return CONSTBIT; }
-        P->consts = q; P->capconst = nc;
-    }
+        if (P->consts[i] == v && !P->constsym[i]) return CONSTBIT | i;
+    if (const_grow(P)) return CONSTBIT;
     P->consts[P->nconst] = v;
+    P->constsym[P->nconst] = 0;
     return CONSTBIT | P->nconst++;
 }
 
 /* A constant row that will hold sym's address + add (patched after linking): never shared. */
 static uint32_t const_sym(parser *P, psym *s, int64_t add)
 {
-    if (P->nconst >= P->capconst) {
-        uint32_t nc = P->capconst ? P->capconst * 2 : 256;
-        uint64_t *q = realloc(P->consts, nc * sizeof *q);
-        if (!q) { perr(P, PTX_E_OUT_OF_MEMORY, "out of memory"); return CONSTBIT; }
-        P->consts = q; P->capconst = nc;
-    }
+    if (const_grow(P)) return CONSTBIT;
     uint32_t i = P->nconst++;
     P->consts[i] = 0;
+    P->constsym[i] = 1;
     if (P->nfx >= P->capfx) {
         int nc = P->capfx ? P->capfx * 2 : 64;
         fixup *q = realloc(P->fx, (size_t)nc * sizeof *q);
@@ -450,13 +458,13 @@ typedef struct opnd {
     uint32_t reg, reg2;      /* reg2: dual destination (a|p) */
     int neg;                 /* !%p */
     int64_t iv; double fv; int fk;
-    char name[256];          /* symbol / label / function */
+    char name[NAME_MAX_];    /* symbol / label / function */
     /* address: base register or symbol, offset */
     int abase;               /* OK_REG / OK_SYM / OK_IMM */
     int64_t aoff;
     int sreg;
     int vn; struct { int kind; uint32_t reg; int64_t iv; double fv; int fk; } v[8];
-    int ln; char list[32][128];
+    int ln; char list[32][512];
 } opnd;
 
 /* Special registers. */
@@ -568,7 +576,7 @@ static int parse_operand(parser *P, opnd *o)
         next(P);
         o->kind = OK_LIST;
         while (!ispunct_(P, ')')) {
-            if (o->ln >= 32 || P->tl >= 128) return perr(P, PTX_E_INVALID_PTX, "call list too long");
+            if (o->ln >= 32 || P->tl >= 512) return perr(P, PTX_E_INVALID_PTX, "call list too long");
             if (P->tk != TK_ID) return perr(P, PTX_E_INVALID_PTX, "expected a name in a call list, found '%s'", P->tbuf);
             strcpy(o->list[o->ln++], P->tbuf);
             next(P);
@@ -805,7 +813,12 @@ static int addr_operand(parser *P, const opnd *o, insn_t *in, int si)
 {
     if (o->kind != OK_ADDR) return perr(P, PTX_E_INVALID_PTX, "expected an address operand [..]");
     in->am = AM_REG;
-    if (o->abase == OK_REG) { in->s[si] = o->reg; in->off = o->aoff; return 0; }
+    if (o->abase == OK_REG) {
+        in->s[si] = o->reg; in->off = o->aoff;
+        /* a .param address in a register: the kernel's parameter buffer, or a .func's frame */
+        if (in->space == SP_PARAM) in->space = P->fn && P->fn->is_entry ? SP_KPARAM : SP_LOCAL;
+        return 0;
+    }
     if (o->abase == OK_IMM) { in->s[si] = const_row(P, 0); in->off = o->aoff; return P->err; }
     psym *s = find_sym(P, o->name);
     if (!s) return perr(P, PTX_E_INVALID_PTX, "undefined symbol '%s'", o->name);
@@ -954,6 +967,7 @@ static int decode(parser *P, const char *op, uint32_t guard, int gneg, opnd *ops
             if (dst_row(P, &ops[0], &in.d[0])) return P->err;
             in.target = (uint32_t)ops[1].sreg;
         } else if (ops[0].kind == OK_VEC) {          /* mov.b64 {lo, hi}, x  (unpack) */
+            if (ops[0].vn > 4) return perr(P, PTX_E_NOT_SUPPORTED, "mov unpacking into %d registers", ops[0].vn);
             in.nd = (uint8_t)ops[0].vn;
             for (int i = 0; i < ops[0].vn; i++) {
                 if (ops[0].v[i].kind == OK_REG) in.d[i] = ops[0].v[i].reg;
@@ -987,12 +1001,26 @@ static int decode(parser *P, const char *op, uint32_t guard, int gneg, opnd *ops
         }
         break;
     case C_CVT:
+        if ((d.types[0] == T_F16X2 || d.types[0] == T_BF16X2) && d.types[1] == T_F32 && nops == 3) {
+            /* cvt.rn.f16x2.f32 d, a, b: a to the upper half, b to the lower */
+            in.t = (uint8_t)d.types[0]; in.t2 = T_F32;
+            if (dst_row(P, &ops[0], &in.d[0]) || val_row(P, &ops[1], T_F32, &in.s[0]) || val_row(P, &ops[2], T_F32, &in.s[1])) return P->err;
+            in.ns = 2;
+            break;
+        }
         NEED(2);
+        for (int i = 0; i < 2; i++) {
+            int ct = d.types[i], sz = ptx_type_size(ct);
+            if (!sz || sz > 8 || ct == T_PRED || ct == T_F16X2 || ct == T_BF16X2 || ct == T_TF32 || ct == T_E4M3 || ct == T_E5M2)
+                return perr(P, PTX_E_NOT_SUPPORTED, "unsupported conversion '%s'", op);
+        }
         in.t = (uint8_t)d.types[0]; in.t2 = (uint8_t)d.types[1];
         if (dst_row(P, &ops[0], &in.d[0]) || val_row(P, &ops[1], in.t2, &in.s[0])) return P->err;
         break;
     case C_LD: {
         NEED(2);
+        if (!ptx_type_size(t) || ptx_type_size(t) > 8 || t == T_PRED)
+            return perr(P, t == T_B128 ? PTX_E_NOT_SUPPORTED : PTX_E_INVALID_PTX, "'%s' needs a type of 1 to 8 bytes", op);
         int n = ops[0].kind == OK_VEC ? ops[0].vn : 1;
         if (n > 4 && !(n == 8)) return perr(P, PTX_E_INVALID_PTX, "bad vector width");
         in.nd = (uint8_t)n;
@@ -1005,6 +1033,8 @@ static int decode(parser *P, const char *op, uint32_t guard, int gneg, opnd *ops
     }
     case C_ST: {
         NEED(2);
+        if (!ptx_type_size(t) || ptx_type_size(t) > 8 || t == T_PRED)
+            return perr(P, t == T_B128 ? PTX_E_NOT_SUPPORTED : PTX_E_INVALID_PTX, "'%s' needs a type of 1 to 8 bytes", op);
         int n = ops[1].kind == OK_VEC ? ops[1].vn : 1;
         if (n > 4) return perr(P, PTX_E_NOT_SUPPORTED, "st with more than 4 sources");
         in.ns = (uint8_t)n;
@@ -1048,6 +1078,7 @@ static int decode(parser *P, const char *op, uint32_t guard, int gneg, opnd *ops
         for (int k = 0; argl && k < argl->ln; k++) {
             psym *s = find_sym(P, argl->list[k]);
             if (!s || s->kind != SK_VAR || s->space != SP_PARAM) return perr(P, PTX_E_INVALID_PTX, "call argument '%s' is not a .param", argl->list[k]);
+            if (cs.nargs >= 32) return perr(P, PTX_E_NOT_SUPPORTED, "call with more than 32 arguments");
             cs.args[cs.nargs++] = (uint32_t)s->addr;
         }
         GROW(P->calls, P->ncalls, P->capcalls);
@@ -1104,6 +1135,8 @@ static int decode(parser *P, const char *op, uint32_t guard, int gneg, opnd *ops
         /* atom.op.t d, [a], b{, c};  red.op.t [a], b */
         int isred = !strcmp(mnbuf, "red");
         if (!in.aop || in.aop > 10) return perr(P, PTX_E_NOT_SUPPORTED, "unsupported atomic '%s'", op);
+        if (ptx_type_size(t) < 2 || ptx_type_size(t) > 8 || t == T_PRED || in.vec)
+            return perr(P, PTX_E_NOT_SUPPORTED, "unsupported atomic '%s'", op);
         int k = 0;
         if (!isred) { if (dst_row(P, &ops[k++], &in.d[0])) return P->err; }
         else in.d[0] = UINT32_MAX;
@@ -1234,7 +1267,7 @@ static int parse_var(parser *P, int sp, int linkage, int infunc)
     if (!align) align = es;
     for (;;) {
         if (P->tk != TK_ID) return perr(P, PTX_E_INVALID_PTX, "expected a name, found '%s'", P->tbuf);
-        char name[256];
+        char name[NAME_MAX_];
         if (P->tl >= sizeof name) return perr(P, PTX_E_INVALID_PTX, "name too long");
         strcpy(name, P->tbuf);
         next(P);
@@ -1281,7 +1314,10 @@ static int parse_var(parser *P, int sp, int linkage, int infunc)
             /* placement */
             if (s->defined || sp == SP_SHARED) {
                 if (sp == SP_SHARED) {
-                    if (!s->dyn_shared && !(linkage == LK_EXTERN)) { P->smem = align_up(P->smem, align); s->addr = P->smem; P->smem += s->size; }
+                    /* a kernel's own .shared variables are laid out per kernel after linking (kernels
+                     * overlay each other); module-level and .func ones get program-wide offsets now */
+                    if (infunc && P->fn && P->fn->is_entry && !s->dyn_shared) s->owner = P->fn;
+                    else if (!s->dyn_shared && !(linkage == LK_EXTERN)) { P->smem = align_up(P->smem, align); s->addr = P->smem; P->smem += s->size; }
                 } else if (sp == SP_LOCAL || (sp == SP_PARAM && infunc)) {
                     P->frame = align_up(P->frame, align < 4 ? 4 : align);
                     s->addr = P->frame; P->frame += s->size ? s->size : es;
@@ -1324,7 +1360,7 @@ static int parse_params(parser *P, pparam **out, int *n, int entry)
         int t; size_t align; int vec;
         if (decl_attrs(P, &t, &align, &vec)) return P->err;
         if (P->tk != TK_ID) return perr(P, PTX_E_INVALID_PTX, "expected a parameter name");
-        char name[256];
+        char name[NAME_MAX_];
         if (P->tl >= sizeof name) return perr(P, PTX_E_INVALID_PTX, "name too long");
         strcpy(name, P->tbuf);
         next(P);
@@ -1474,7 +1510,7 @@ static int parse_body(parser *P, pfunc *f)
         /* label? */
         if (P->tk == TK_ID) {
             const char *save = P->p; int sline = P->line;
-            char name[256];
+            char name[NAME_MAX_];
             if (P->tl < sizeof name) {
                 strcpy(name, P->tbuf);
                 skip_ws(P);
@@ -1505,10 +1541,15 @@ static int parse_body(parser *P, pfunc *f)
             next(P);
         }
         if (P->tk != TK_ID) { perr(P, PTX_E_INVALID_PTX, "expected an instruction, found '%s'", P->tbuf); break; }
-        char op[256];
+        char op[512];
         if (P->tl >= sizeof op) { perr(P, PTX_E_INVALID_PTX, "opcode too long"); break; }
         strcpy(op, P->tbuf);
         int opline = P->tline;
+        {   /* an instruction the engine lacks fails here, whatever its operands look like */
+            decoded dd;
+            if (split_opcode(P, op, &dd)) break;
+            if (strcmp(dd.key, "mov") && key_lookup(dd.key) < 0) { perr(P, PTX_E_NOT_SUPPORTED, "unsupported instruction '%s'", op); break; }
+        }
         next(P);
         int nops = 0;
         while (!ispunct_(P, ';') && P->tk != TK_EOF) {
@@ -1669,6 +1710,29 @@ static size_t chain(parser *P, pfunc *f, int *recursive)
 static int link_program(parser *P)
 {
     struct ptx_module *M = P->M;
+    /* one definition per externally visible name */
+    for (int i = 0; i < P->nfuncs; i++) {
+        pfunc *f = P->funcs[i];
+        if (!f->defined || f->linkage != LK_VISIBLE) continue;
+        for (int k = i + 1; k < P->nfuncs; k++) {
+            pfunc *g = P->funcs[k];
+            if (g->defined && g->linkage == LK_VISIBLE && !strcmp(f->name, g->name)) {
+                P->text = g->text; P->tline = g->line;
+                return perr(P, PTX_E_INVALID_PTX, "'%s' is defined in PTX texts %d and %d", f->name, f->text + 1, g->text + 1);
+            }
+        }
+    }
+    for (int i = 0; i < P->ntsyms; i++) {
+        psym *a = P->tsyms[i];
+        if (!a->defined || a->linkage != LK_VISIBLE || a->text < 0 || a->kind != SK_VAR) continue;
+        for (int k = i + 1; k < P->ntsyms; k++) {
+            psym *b = P->tsyms[k];
+            if (b->defined && b->linkage == LK_VISIBLE && b->kind == SK_VAR && b->text >= 0 && b->text != a->text && !strcmp(a->name, b->name)) {
+                P->text = b->text; P->tline = 0;
+                return perr(P, PTX_E_INVALID_PTX, "variable '%s' is defined in PTX texts %d and %d", a->name, a->text + 1, b->text + 1);
+            }
+        }
+    }
     /* calls */
     for (int i = 0; i < P->nfx && !P->err; i++) {
         fixup *x = &P->fx[i];
@@ -1716,7 +1780,27 @@ static int link_program(parser *P)
         }
     }
     if (P->err) return P->err;
-    /* dynamic shared memory starts after the static shared memory */
+    /* the kernels' own .shared variables, each kernel's after the common ones (kernels overlay) */
+    size_t common = align_up(P->smem, 16), top = common;
+    for (int i = 0; i < P->nfuncs; i++) {
+        pfunc *f = P->funcs[i];
+        if (!f->is_entry || !f->defined) continue;
+        size_t off = common;
+        for (int k = 0; k < P->ntsyms; k++) {
+            psym *v = P->tsyms[k];
+            if (v->owner != f) continue;
+            off = align_up(off, v->align ? v->align : 1);
+            v->addr = off;
+            off += v->size;
+        }
+        f->smem = off;
+        if (off > top) top = off;
+    }
+    for (int i = 0; i < P->nfx; i++)   /* addresses of kernel-owned shared variables */
+        if (P->fx[i].kind == FX_CONST_SYM && P->fx[i].sym && P->fx[i].sym->owner)
+            P->consts[P->fx[i].at] = P->fx[i].sym->addr + (uint64_t)P->fx[i].add;
+    P->smem = top;
+    /* dynamic shared memory starts after the static shared memory of every kernel */
     size_t dyn = align_up(P->smem, 16);
     for (int i = 0; i < P->nfx; i++)
         if (P->fx[i].kind == 99) P->consts[P->fx[i].at] = dyn + (uint64_t)P->fx[i].add;
@@ -1739,6 +1823,9 @@ static int link_program(parser *P)
             }
         }
     }
+    if ((uint64_t)rows + P->nconst > 65536)
+        return perr(P, PTX_E_NOT_SUPPORTED, "the program declares %u registers and %u constants (the engine takes at most 65536 together)",
+                    rows, P->nconst);
     M->nrows = rows + 2;   /* + a sink row and a scratch row */
     uint32_t sink = rows;
     for (uint32_t pc = 0; pc < P->ncode; pc++) {
@@ -1789,7 +1876,7 @@ static void set_kernel_info(struct ptx_module *M, struct ptx_kernel *k)
     in->param_offset = k->param_off;
     in->param_size = k->param_size;
     in->param_bytes = k->param_bytes;
-    in->static_smem = M->smem_static;
+    in->static_smem = f->smem;
     in->local_bytes = f->maxchain;
     size_t cb = 0;
     for (int i = 0; i < M->nglobals; i++) if (M->globals[i]->space == SP_CONST) cb += M->globals[i]->size;
@@ -1865,6 +1952,7 @@ int ptx_program_build(const char *const *texts, const size_t *len, int n, const 
         regent *r = P->regs[i];
         while (r) { regent *nx = r->next; free(r); r = nx; }
     }
+    free(P->constsym);
     free(P->rstack); free(P->scopemarks); free(P->fscope); free(P->labels); free(P->fx);
     /* the psyms: keep for globals (names); free the table */
     extern void ptx_module_keep_syms(struct ptx_module *, psym **, int);
