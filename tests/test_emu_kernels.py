@@ -608,3 +608,21 @@ out += [rt.cudaLaunchKernel(k, dim3(1, 1, 1), dim3(64, 1, 1), params(da, da, dc,
 print(json.dumps(out))
 """)
     assert got == [0, 0, 500, 500, 0, 1, 0, 101, 0, 9, 9, 0, True, 0, 400]   # 2048 bytes > the 1024 allowed
+
+
+def test_ptx_only_for_a_newer_device_is_no_binary_and_says_why(subprocess_python):
+    # an A100 (compute capability 8.0) and a fatbin whose PTX is compute_90: refused, the reason on stderr (no
+    # log buffer given) or in the caller's error log
+    proc = _run(subprocess_python, """
+ctx()
+m = VP()
+image = blob("add_lz4.fatbin")
+log = c.create_string_buffer(256)
+opts, vals = (I * 2)(5, 6), (VP * 2)(c.cast(log, VP), VP(len(log)))
+out = [cu.cuModuleLoadData(c.byref(m), image), cu.cuModuleLoadDataEx(c.byref(m), image, 2, opts, vals),
+       log.value.decode(), vals[1]]
+print(json.dumps(out))
+""", env={"ACCEL_EMU_PROFILE": "a100"})
+    why = "the fatbin's PTX is for compute_90 and later; the device is compute_80"
+    assert json.loads(proc.stdout.strip().splitlines()[-1]) == [209, 209, why, len(why) + 1]
+    assert proc.stderr.splitlines() == [f"accel emu: cuModuleLoadData: {why}"]

@@ -54,7 +54,7 @@ typedef struct reg {
     int kind;
     const void *host;
     fatreg_t *fb;
-    char *name;
+    const char *name;               /* the program's own string, alive while its fatbin is registered */
     size_t size;                    /* variables */
     struct reg *next;
 } reg_t;
@@ -79,12 +79,13 @@ static void reg_add(void **handle, int kind, const void *host, const char *name,
     fatreg_t *fb = fatreg_of(handle);
     if (!fb || !host || !name) return;
     reg_t *r = calloc(1, sizeof *r);
-    if (!r || !(r->name = strdup(name))) { free(r); return; }
+    if (!r) return;
+    r->name = name;
     r->kind = kind;
     r->host = host;
     r->fb = fb;
     r->size = size;
-    if (emu_reg_put(host, r)) { free(r->name); free(r); return; }
+    if (emu_reg_put(host, r)) { free(r); return; }
     pthread_mutex_lock(&g_reg_lock);
     r->next = fb->regs;
     fb->regs = r;
@@ -112,7 +113,6 @@ EXPORT void __cudaUnregisterFatBinary(void **handle)
     for (reg_t *r = fb->regs, *n; r; r = n) {
         n = r->next;
         emu_reg_del(r->host);
-        free(r->name);
         free(r);
     }
     for (loaded_t *l = fb->loads, *n; l; l = n) {
@@ -137,7 +137,7 @@ static CUresult reg_module(const reg_t *r, int dev, mod_t **out)
         char err[1024] = "";
         l->dev = dev;
         l->code = emu_module_load(fb->wrapper, 0, dev, r->kind == REG_FUNC ? r->name : NULL, &l->mod, err, sizeof err);
-        if (l->code && l->code != CUDA_ERROR_NO_BINARY_FOR_GPU && err[0])
+        if (l->code && err[0] && !emu_is_sass_message(err))
             fprintf(stderr, "accel emu: loading the fatbin of %s: %s\n", r->name, err);
         l->next = fb->loads;
         fb->loads = l;
