@@ -123,3 +123,10 @@ def numba_array_args(arr_dev, n, itemsize):
     """numba's 7 parameters of a 1-D array: meminfo, parent, nitems, itemsize, data, shape, stride."""
     return [ctypes.c_uint64(0), ctypes.c_uint64(0), ctypes.c_int64(n), ctypes.c_int64(itemsize), arr_dev.addr,
             ctypes.c_int64(n), ctypes.c_int64(itemsize)]
+
+
+def numba_nd_args(dev, arr):
+    """numba's 5 + 2*ndim parameters of a C-contiguous array held by `dev`."""
+    a = np.asarray(arr)
+    return ([ctypes.c_uint64(0), ctypes.c_uint64(0), ctypes.c_int64(a.size), ctypes.c_int64(a.itemsize), dev.addr]
+            + [ctypes.c_int64(s) for s in a.shape] + [ctypes.c_int64(s) for s in a.strides])

@@ -657,3 +657,241 @@ def test_kernel_param_address_in_a_register():
     out = Dev(np.zeros(1, np.uint32))
     run_ok(text, "k", (1,), (1,), [ctypes.c_uint32(5), ctypes.c_uint32(9), out])
     assert out.get()[0] == 9
+
+
+def kernel_info(texts, name):
+    lib = H.lib()
+    lib.accelEmuPtxKernelInfo.argtypes = [ctypes.POINTER(ctypes.c_char_p), ctypes.c_int, ctypes.c_char_p,
+                                          ctypes.POINTER(ctypes.c_longlong), ctypes.POINTER(ctypes.c_uint),
+                                          ctypes.POINTER(ctypes.c_uint), ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t]
+    if isinstance(texts, str):
+        texts = [texts]
+    out, offs, sizes = (ctypes.c_longlong * 16)(), (ctypes.c_uint * 64)(), (ctypes.c_uint * 64)()
+    err = ctypes.create_string_buffer(512)
+    rc = lib.accelEmuPtxKernelInfo((ctypes.c_char_p * len(texts))(*[t.encode() for t in texts]), len(texts), name.encode(),
+                                   out, offs, sizes, 64, err, len(err))
+    assert rc == 0, err.value.decode()
+    keys = ["nparams", "param_bytes", "static_smem", "local_bytes", "const_bytes", "num_regs", "max_threads",
+            "reqntid_x", "reqntid_y", "reqntid_z", "maxntid_x", "maxntid_y", "maxntid_z", "minnctapersm", "ptx_version", "target_sm"]
+    info = dict(zip(keys, list(out)))
+    info["params"] = [(offs[i], sizes[i]) for i in range(info["nparams"])]
+    return info
+
+
+TRITON_STYLE = """//
+// Triton-like text: debug sections, .loc / .file, pragmas, .ptr qualifiers, extern shared, perf directives
+//
+.version 8.8
+.target sm_90a
+.address_size 64
+.extern .shared .align 16 .b8 global_smem[];
+.visible .entry add_kernel(
+	.param .u64 .ptr .global .align 1 add_kernel_param_0,
+	.param .align 8 .b8 add_kernel_param_1[24],
+	.param .u32 add_kernel_param_2
+)
+.reqntid 128, 1, 1
+.minnctapersm 2
+{
+	.reg .pred 	%p<2>;
+	.reg .b32 	%r<8>;
+	.reg .b64 	%rd<4>;
+	.loc	1 7 0                           // add.py:7:0
+$L__func_begin0:
+	.loc	1 9 24
+	ld.param.u64 	%rd1, [add_kernel_param_0];
+	ld.param.u32 	%r2, [add_kernel_param_2];
+	mov.u32 	%r1, %tid.x;
+	.pragma "nounroll";
+	setp.ge.u32 	%p1, %r1, %r2;
+	@%p1 bra 	$L__BB0_2;
+	{
+	.reg .b32 %t<2>;
+	mul.lo.u32 	%t1, %r1, 3;
+	shl.b32 	%r3, %r1, 2;
+	cvt.u64.u32 	%rd2, %r3;
+	add.s64 	%rd3, %rd1, %rd2;
+	st.global.b32 	[ %rd3 + 0 ], %t1;
+	}
+$L__BB0_2:
+	ret;
+$L__func_end0:
+}
+	.file	1 "/tmp/add.py"
+	.section	.debug_abbrev
+	{
+.b8 1
+.b8 17
+.b8 0
+	}
+	.section	.debug_info
+	{
+.b32 67
+.b8 2
+	}
+"""
+
+
+def test_triton_style_directives_and_kernel_info():
+    out = Dev(np.zeros(128, np.uint32))
+    run_ok(TRITON_STYLE, "add_kernel", (1,), (128,), [out, bytes(24), ctypes.c_uint32(100)], smem=64)
+    np.testing.assert_array_equal(out.get(), np.where(np.arange(128) < 100, np.arange(128) * 3, 0))
+    info = kernel_info(TRITON_STYLE, "add_kernel")
+    assert info["params"] == [(0, 8), (8, 24), (32, 4)] and info["param_bytes"] == 40
+    assert (info["reqntid_x"], info["reqntid_y"], info["reqntid_z"], info["max_threads"]) == (128, 1, 1, 128)
+    assert info["minnctapersm"] == 2 and info["ptx_version"] == 88 and info["target_sm"] == 90
+    assert info["static_smem"] == 0
+
+
+def test_kernel_info_of_nvrtc_kernels():
+    info = kernel_info(ptx("reduce_shared"), "reduce_shared")
+    assert info["static_smem"] == 1024 and info["nparams"] == 3 and info["params"] == [(0, 8), (8, 8), (16, 4)]
+    assert info["max_threads"] == 1024 and info["ptx_version"] >= 90 and info["target_sm"] == 90
+    assert 16 <= info["num_regs"] <= 255
+    calls = kernel_info(ptx("device_calls"), "device_calls")
+    assert calls["local_bytes"] > 0    # call frames (.param arguments and returns)
+
+
+def test_cvt_packs_two_floats_to_f16x2():
+    text = HEADER + """.visible .entry k(.param .u64 out) {
+  .reg .b32 %r<3>; .reg .f32 %f<3>; .reg .b64 %rd<2>;
+  ld.param.u64 %rd1, [out];
+  mov.f32 %f1, 0f3F800000;
+  mov.f32 %f2, 0fC0000000;
+  cvt.rn.f16x2.f32 %r1, %f1, %f2;
+  cvt.rn.bf16x2.f32 %r2, %f2, %f1;
+  st.global.v2.u32 [%rd1], {%r1, %r2};
+  ret;
+}
+"""
+    out = Dev(np.zeros(2, np.uint32))
+    run_ok(text, "k", (1,), (1,), [out])
+    assert list(out.get()) == [0x3c00c000, 0xc0003f80]
+
+
+TWO_KERNELS = HEADER + """.visible .shared .align 4 .u32 common_flag;
+.visible .entry ka(.param .u64 out) {
+  .shared .align 4 .b8 sa[40000];
+  .reg .b32 %r<4>; .reg .b64 %rd<4>;
+  ld.param.u64 %rd1, [out];
+  mov.u32 %r1, %tid.x;
+  shl.b32 %r2, %r1, 2;
+  mov.u32 %r3, sa;
+  add.s32 %r3, %r3, %r2;
+  st.shared.u32 [%r3+39000], %r1;
+  bar.sync 0;
+  ld.shared.u32 %r1, [%r3+39000];
+  add.s32 %r1, %r1, 1;
+  st.global.u32 [%rd1], %r1;
+  ret;
+}
+.visible .entry kb(.param .u64 out) {
+  .shared .align 8 .b8 sb[30000];
+  .reg .b32 %r<4>; .reg .b64 %rd<4>;
+  ld.param.u64 %rd1, [out];
+  mov.u32 %r3, sb;
+  mov.u32 %r1, 7;
+  st.shared.u32 [%r3+29996], %r1;
+  ld.shared.u32 %r2, [%r3+29996];
+  st.global.u32 [%rd1], %r2;
+  ret;
+}
+"""
+
+
+def test_kernels_of_one_module_overlay_their_shared_memory():
+    a, b = kernel_info(TWO_KERNELS, "ka"), kernel_info(TWO_KERNELS, "kb")
+    assert 40004 <= a["static_smem"] <= 40032 and 30004 <= b["static_smem"] <= 30032
+    out = Dev(np.zeros(1, np.uint32))
+    run_ok(TWO_KERNELS, "ka", (1,), (1,), [out])
+    assert out.get()[0] == 1
+    run_ok(TWO_KERNELS, "kb", (1,), (1,), [out])
+    assert out.get()[0] == 7
+
+
+def test_duplicate_definitions_across_texts_fail_the_link():
+    f = HEADER + ".visible .func f() {\n  ret;\n}\n"
+    rc, msg = H.build([f, f])
+    assert rc == H.INVALID_PTX and "'f' is defined in PTX texts 1 and 2" in msg
+    g = HEADER + ".visible .global .u32 g;\n"
+    rc, msg = H.build([g, g])
+    assert rc == H.INVALID_PTX and "'g'" in msg
+
+
+# ------------------------------------------------------------------------ more of numba-cuda's output
+
+def _numba_run(name, arrays, grid, block):
+    text = ptx(name)
+    devs = [Dev(a) for a in arrays]
+    args = []
+    for d, a in zip(devs, arrays):
+        args += H.numba_nd_args(d, a)
+    run_ok(text, H.kernel_name(text), grid, block, args)
+    return [d.get() for d in devs]
+
+
+@pytest.mark.parametrize("dtype,name,rtol", [(np.float32, "numba_libdevice_f32", 2e-6), (np.float64, "numba_libdevice_f64", 1e-14)])
+def test_numba_libdevice(dtype, name, rtol):
+    x = np.linspace(-4, 4, 77).astype(dtype)
+    _, y = _numba_run(name, [x, np.zeros((77, 8), dtype)], (1,), (96,))
+    import math
+    x64 = x.astype(np.float64)
+    expect = np.stack([np.sin(x64), np.cos(x64), np.exp(x64), np.log(np.abs(x64) + 1), np.abs(x64) ** 1.5, np.tanh(x64),
+                       np.arctan2(x64, 0.5),
+                       (np.array([math.erf(v) for v in x64]) if dtype == np.float32 else np.sqrt(np.abs(x64)) / (x64 * x64 + 1))], 1)
+    np.testing.assert_allclose(y, expect, rtol=rtol, atol=rtol)
+
+
+def test_numba_warp_ops():
+    n = 80
+    x = ((np.arange(n) * 37) % 11 - 5).astype(np.int32)
+    _, out = _numba_run("numba_warp_ops", [x, np.zeros((n, 6), np.int32)], (1,), (96,))
+    pad = np.zeros(96, np.int64)
+    pad[:n] = x
+    w = pad.reshape(3, 32)
+    for i in range(n):
+        lane, row = i % 32, w[i // 32]
+        s = sum(row[lane:lane + 32 - lane]) if False else None
+        # shfl_down tree: lane's sum covers lanes lane..31 with wrap-around ignored (out of range keeps own value)
+        vals = list(row)
+        for o in (16, 8, 4, 2, 1):
+            vals = [vals[j] + (vals[j + o] if j + o < 32 else vals[j]) for j in range(32)]
+        s = vals[lane]
+        ballot = sum(1 << j for j in range(32) if row[j] > 0)
+        match = sum(1 << j for j in range(32) if (row[j] & 3) == (row[lane] & 3))
+        expect = [s, ballot, 1, match, row[lane ^ 1], lane]
+        assert [int(v) & 0xffffffff for v in out[i]] == [v & 0xffffffff for v in expect], i
+
+
+def test_numba_sync_counts():
+    x = np.array([(i % 5) - 1 for i in range(128)], np.int32)
+    _, out = _numba_run("numba_sync_counts", [x, np.zeros((2, 3), np.int32)], (2,), (64,))
+    for b in range(2):
+        v = x[b * 64:(b + 1) * 64]
+        assert list(out[b]) == [int((v > 0).sum()), int((v > 0).all()), int((v > 5).any())]
+
+
+def test_numba_local_sort():
+    rng = np.random.default_rng(2)
+    x = rng.integers(-50, 50, (45, 8)).astype(np.int32)
+    _, out = _numba_run("numba_local_sort", [x, np.zeros_like(x)], (1,), (64,))
+    np.testing.assert_array_equal(out, np.sort(x, 1))
+
+
+def test_numba_atomics_more():
+    v = np.array([3, -7, 12, 5, -2, 9] * 10, np.int32)
+    r_i32 = np.array([-2 ** 31, 2 ** 31 - 1, 0, 0], np.int32)
+    _, a, b, c = _numba_run("numba_atomics_more", [v, r_i32, np.zeros(1, np.uint64), np.array([0.0, -np.inf])], (1,), (64,))
+    assert a[0] == v.max() and a[1] == v.min() and a[2] in set(v) and a[3] == 7
+    assert b[0] == len(v) and c[0] == v.sum() and c[1] == v.max()
+
+
+def test_numba_int_ops():
+    x = np.array([0, 1, -1, 7, -8, 2 ** 31 - 1, -2 ** 31, 123456, -99, 1000], np.int32)
+    _, out = _numba_run("numba_int_ops", [x, np.zeros((len(x), 8), np.int32)], (1,), (32,))
+    u = x.astype(np.int64) & 0xffffffff
+    ffs = [0 if v == 0 else (int(v) & -int(v)).bit_length() for v in u]
+    expect = np.stack([[bin(int(v)).count("1") for v in u], [32 - int(v).bit_length() for v in u],
+                       [int(f"{int(v):032b}"[::-1], 2) for v in u], ffs, x // 7, x % 7,
+                       (x >> 3) ^ (x << 2), np.minimum(x, 100).astype(np.int64) * np.maximum(x, -100)], 1)
+    np.testing.assert_array_equal(out.astype(np.int64) & 0xffffffff, expect.astype(np.int64) & 0xffffffff)

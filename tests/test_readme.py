@@ -172,6 +172,7 @@ CHECKS = {
     "ACCEL_BACKEND=python pytest bench/test_bench_lazy_tensor.py": check_collects,
     "pytest bench/test_bench_stream.py -k record --benchmark-only": check_collects,
     "pytest bench/test_bench_graphs.py --benchmark-only": check_collects,
+    "pytest bench/test_bench_ptx.py --benchmark-only -s": check_collects,
     "pytest bench/test_bench_lazy_attention.py --benchmark-only": check_collects,
     "ACCEL_BENCH_SCALING=full pytest bench/test_bench_scaling.py --benchmark-only --benchmark-timer=time.process_time":
         check_collects,

@@ -198,9 +198,115 @@ def numba_kernels():
         if i < x.size:
             y[i] = math.exp(x[i]) + math.sin(x[i]) * math.sqrt(abs(x[i]))
 
+    from numba import uint32, int64, uint64
+
+    def libdevice_f32(x, y):
+        i = cuda.grid(1)
+        if i < x.size:
+            v = x[i]
+            y[i, 0] = math.sin(v)
+            y[i, 1] = math.cos(v)
+            y[i, 2] = math.exp(v)
+            y[i, 3] = math.log(abs(v) + float32(1))
+            y[i, 4] = math.pow(abs(v), float32(1.5))
+            y[i, 5] = math.tanh(v)
+            y[i, 6] = math.atan2(v, float32(0.5))
+            y[i, 7] = math.erf(v)
+
+    def libdevice_f64(x, y):
+        i = cuda.grid(1)
+        if i < x.size:
+            v = x[i]
+            y[i, 0] = math.sin(v)
+            y[i, 1] = math.cos(v)
+            y[i, 2] = math.exp(v)
+            y[i, 3] = math.log(abs(v) + 1.0)
+            y[i, 4] = math.pow(abs(v), 1.5)
+            y[i, 5] = math.tanh(v)
+            y[i, 6] = math.atan2(v, 0.5)
+            y[i, 7] = math.sqrt(abs(v)) / (v * v + 1.0)
+
+    def warp_ops(x, out):
+        i = cuda.grid(1)
+        lane = cuda.laneid
+        v = x[i] if i < x.size else 0
+        s = v
+        for o in (16, 8, 4, 2, 1):
+            s += cuda.shfl_down_sync(0xffffffff, s, o)
+        b = cuda.ballot_sync(0xffffffff, v > 0)
+        a = cuda.all_sync(0xffffffff, v > -100)
+        m = cuda.match_any_sync(0xffffffff, v & 3)
+        x2 = cuda.shfl_xor_sync(0xffffffff, v, 1)
+        if i < x.size:
+            out[i, 0] = s
+            out[i, 1] = b
+            out[i, 2] = a
+            out[i, 3] = m
+            out[i, 4] = x2
+            out[i, 5] = lane
+
+    def sync_counts(x, out):
+        t = cuda.threadIdx.x
+        v = x[cuda.grid(1)]
+        c = cuda.syncthreads_count(int32(v > 0))
+        a = cuda.syncthreads_and(int32(v > 0))
+        o = cuda.syncthreads_or(int32(v > 5))
+        if t == 0:
+            out[cuda.blockIdx.x, 0] = c
+            out[cuda.blockIdx.x, 1] = a
+            out[cuda.blockIdx.x, 2] = o
+
+    def local_sort(x, out):
+        i = cuda.grid(1)
+        if i < x.shape[0]:
+            buf = cuda.local.array(8, int32)
+            for k in range(8):
+                buf[k] = x[i, k]
+            for a_ in range(8):
+                for b_ in range(7 - a_):
+                    if buf[b_] > buf[b_ + 1]:
+                        t = buf[b_]
+                        buf[b_] = buf[b_ + 1]
+                        buf[b_ + 1] = t
+            for k in range(8):
+                out[i, k] = buf[k]
+
+    def atomics_more(v, r_i32, r_u64, r_f64):
+        i = cuda.grid(1)
+        if i < v.size:
+            x = v[i]
+            cuda.atomic.max(r_i32, 0, x)
+            cuda.atomic.min(r_i32, 1, x)
+            cuda.atomic.inc(r_u64, 0, uint64(1000))
+            cuda.atomic.add(r_f64, 0, float64(x))
+            cuda.atomic.max(r_f64, 1, float64(x))
+            cuda.atomic.compare_and_swap(r_i32[2:], 0, x)
+            cuda.atomic.exch(r_i32, 3, 7)
+
+    def int_ops(x, out):
+        i = cuda.grid(1)
+        if i < x.size:
+            v = x[i]
+            out[i, 0] = cuda.popc(v)
+            out[i, 1] = cuda.clz(v)
+            out[i, 2] = cuda.brev(v)
+            out[i, 3] = cuda.ffs(v)
+            out[i, 4] = v // 7
+            out[i, 5] = v % 7
+            out[i, 6] = (v >> 3) ^ (v << 2)
+            out[i, 7] = min(v, 100) * max(v, -100)
+
     import math  # noqa: F401  (used inside math_fns through the closure's globals)
-    math_fns.__globals__["math"] = math
+    for f in (math_fns, libdevice_f32, libdevice_f64):
+        f.__globals__["math"] = math
     return [
+        ("numba_libdevice_f32", libdevice_f32, (float32[:], float32[:, :])),
+        ("numba_libdevice_f64", libdevice_f64, (float64[:], float64[:, :])),
+        ("numba_warp_ops", warp_ops, (int32[:], int32[:, :])),
+        ("numba_sync_counts", sync_counts, (int32[:], int32[:, :])),
+        ("numba_local_sort", local_sort, (int32[:, :], int32[:, :])),
+        ("numba_atomics_more", atomics_more, (int32[:], int32[:], uint64[:], float64[:])),
+        ("numba_int_ops", int_ops, (int32[:], int32[:, :])),
         ("numba_add", add, (float32[:], float32[:], float32[:])),
         ("numba_reduce", reduce_block, (float32[:], float32[:])),
         ("numba_atomic_hist", atomic_hist, (int32[:], int32[:])),

@@ -47,6 +47,7 @@ EXPORT cudaError_t cudaDeviceSynchronize(void)
     pthread_mutex_lock(&G);
     cudaError_t err = wait_device_streams(dev, dev + 1);
     pthread_mutex_unlock(&G);
+    if (!err) err = emu_sticky(dev);    /* a kernel it waited for faulted */
     return err ? fail(err) : cudaSuccess;
 }
 

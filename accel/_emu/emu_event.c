@@ -133,7 +133,7 @@ EXPORT cudaError_t cudaEventQuery(cudaEvent_t h)
     event_t *e = get_event(h);
     err = !e ? cudaErrorInvalidResourceHandle
         : (e->sh->capid && capture_event_live(e->sh)) ? cudaErrorCapturedEvent
-        : (e->sh->latest && !e->sh->latest->reached) ? cudaErrorNotReady : cudaSuccess;
+        : (e->sh->latest && !e->sh->latest->reached) ? cudaErrorNotReady : emu_sticky(e->sh->device);
     pthread_mutex_unlock(&G);
     return err ? fail(err) : cudaSuccess;
 }
@@ -150,6 +150,7 @@ EXPORT cudaError_t cudaEventSynchronize(cudaEvent_t h)
     if (!e) err = cudaErrorInvalidResourceHandle;
     else if (e->sh->capid && capture_event_live(e->sh)) err = cudaErrorCapturedEvent;
     else if (e->sh->latest) wait_rec(e->sh->latest);
+    if (e && !err) err = emu_sticky(e->sh->device);     /* a kernel it waited for faulted */
     pthread_mutex_unlock(&G);
     return err ? fail(err) : cudaSuccess;
 }

@@ -344,7 +344,10 @@ static cudaError_t queue_and_wait(stream_t *s, item_t *it, cudaError_t err, int 
     if (!err && sync && s && s->cap) err = capture_refuse(s);
     int queued = s && !err && it->n;
     err = queue_transfer(s, it, err);
-    if (!err && queued && sync) wait_stream(s, s->enq);
+    if (!err && queued && sync) {
+        wait_stream(s, s->enq);
+        err = emu_sticky(s->device);    /* a kernel before it faulted */
+    }
     return err;
 }
 

@@ -59,8 +59,7 @@ static void jit_report(jitlog_t *log, const char *call, CUresult r, const char *
     if (log->err && log->errsize) {
         snprintf(log->err, log->errsize, "%s", r ? msg : "");
         if (log->errsize_slot) *log->errsize_slot = (void *)(uintptr_t)(strlen(log->err) + (r ? 1 : 0));
-    } else if (r && r != CUDA_ERROR_NO_BINARY_FOR_GPU && r != CUDA_ERROR_INVALID_VALUE && r != CUDA_ERROR_OUT_OF_MEMORY
-               && msg[0]) {
+    } else if (r && r != CUDA_ERROR_INVALID_VALUE && r != CUDA_ERROR_OUT_OF_MEMORY && msg[0] && !emu_is_sass_message(msg)) {
         fprintf(stderr, "accel emu: %s: %s\n", call, msg);
     }
 }
@@ -74,6 +73,12 @@ void emu_notice_sass(const char *kernels)
     if (atomic_exchange(&g_sass_noticed, 1)) return;
     fprintf(stderr, "accel emu: kernel %s is SASS only (a cubin for a real GPU, no PTX): accel's emulator executes "
             "PTX only (CUDA_ERROR_NO_BINARY_FOR_GPU)\n", kernels && kernels[0] ? kernels : "(unnamed)");
+}
+
+/* A load's message that the SASS notice stands for (printed once per process, not per load). */
+int emu_is_sass_message(const char *msg)
+{
+    return strstr(msg, "accel's emulator executes PTX only") != NULL;
 }
 
 /* The current device (the driver's current context, else the runtime's current device); -1: none. */

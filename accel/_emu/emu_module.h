@@ -53,8 +53,10 @@ CUresult emu_module_load(const void *image, size_t size, int dev, const char *ke
 void emu_module_unload(mod_t *m);
 /* The function of kernel `name` (CUDA_ERROR_NOT_FOUND). */
 CUresult emu_module_function(mod_t *m, const char *name, func_t **out);
-/* Once per process: the stderr notice for a SASS-only image, naming the kernel(s). */
+/* Once per process: the stderr notice for a SASS-only image, naming the kernel(s); a load's message that
+ * the notice stands for (not printed again). */
 void emu_notice_sass(const char *kernels);
+int emu_is_sass_message(const char *msg);
 
 /* CUlaunchAttribute: an id, then a 64-byte value union. */
 typedef struct { int id; int pad; union { char bytes[64]; int i; unsigned dim[3]; } value; } launch_attr_t;

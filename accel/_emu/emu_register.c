@@ -54,7 +54,7 @@ typedef struct reg {
     int kind;
     const void *host;
     fatreg_t *fb;
-    char *name;
+    const char *name;               /* the program's own string, alive while its fatbin is registered */
     size_t size;                    /* variables */
     struct reg *next;
 } reg_t;
@@ -79,12 +79,13 @@ static void reg_add(void **handle, int kind, const void *host, const char *name,
     fatreg_t *fb = fatreg_of(handle);
     if (!fb || !host || !name) return;
     reg_t *r = calloc(1, sizeof *r);
-    if (!r || !(r->name = strdup(name))) { free(r); return; }
+    if (!r) return;
+    r->name = name;
     r->kind = kind;
     r->host = host;
     r->fb = fb;
     r->size = size;
-    if (emu_reg_put(host, r)) { free(r->name); free(r); return; }
+    if (emu_reg_put(host, r)) { free(r); return; }
     pthread_mutex_lock(&g_reg_lock);
     r->next = fb->regs;
     fb->regs = r;
@@ -112,7 +113,6 @@ EXPORT void __cudaUnregisterFatBinary(void **handle)
     for (reg_t *r = fb->regs, *n; r; r = n) {
         n = r->next;
         emu_reg_del(r->host);
-        free(r->name);
         free(r);
     }
     for (loaded_t *l = fb->loads, *n; l; l = n) {
@@ -137,7 +137,7 @@ static CUresult reg_module(const reg_t *r, int dev, mod_t **out)
         char err[1024] = "";
         l->dev = dev;
         l->code = emu_module_load(fb->wrapper, 0, dev, r->kind == REG_FUNC ? r->name : NULL, &l->mod, err, sizeof err);
-        if (l->code && l->code != CUDA_ERROR_NO_BINARY_FOR_GPU && err[0])
+        if (l->code && err[0] && !emu_is_sass_message(err))
             fprintf(stderr, "accel emu: loading the fatbin of %s: %s\n", r->name, err);
         l->next = fb->loads;
         fb->loads = l;
@@ -484,4 +484,83 @@ EXPORT cudaError_t cudaGraphExecKernelNodeSetParams(void *exec, void *node, cons
     cudaError_t e = node_launch(p, &l);
     if (!e) e = emu_graph_exec_kernel_node_set(exec, node, l);
     return rt_fail(e);
+}
+
+/* ------------------------------------------------------------------------ libraries (runtime) */
+
+/* The runtime's library API over the driver's (cudaLibrary_t == CUlibrary, cudaKernel_t == CUkernel, which
+ * cudaLaunchKernel and the attribute calls take); the codes as the driver's (same numbers). */
+CUresult cuLibraryLoadData(void **, const void *, int *, void **, unsigned int, int *, void **, unsigned int);
+CUresult cuLibraryLoadFromFile(void **, const char *, int *, void **, unsigned int, int *, void **, unsigned int);
+CUresult cuLibraryUnload(void *);
+CUresult cuLibraryGetKernel(void **, void *, const char *);
+CUresult cuLibraryGetKernelCount(unsigned int *, void *);
+CUresult cuLibraryEnumerateKernels(void **, unsigned int, void *);
+CUresult cuLibraryGetGlobal(CUdeviceptr *, size_t *, void *, const char *);
+CUresult cuLibraryGetManaged(CUdeviceptr *, size_t *, void *, const char *);
+
+EXPORT cudaError_t cudaLibraryLoadData(void **lib, const void *code, int *jopts, void **jvals, unsigned int njit,
+                                       int *lopts, void **lvals, unsigned int nlib)
+{
+    RT_STANDIN_ENTER();
+    return rt_fail(cuLibraryLoadData(lib, code, jopts, jvals, njit, lopts, lvals, nlib));
+}
+
+EXPORT cudaError_t cudaLibraryLoadFromFile(void **lib, const char *path, int *jopts, void **jvals, unsigned int njit,
+                                           int *lopts, void **lvals, unsigned int nlib)
+{
+    RT_STANDIN_ENTER();
+    return rt_fail(cuLibraryLoadFromFile(lib, path, jopts, jvals, njit, lopts, lvals, nlib));
+}
+
+EXPORT cudaError_t cudaLibraryUnload(void *lib)
+{
+    RT_STANDIN_ENTER();
+    return rt_fail(cuLibraryUnload(lib));
+}
+
+EXPORT cudaError_t cudaLibraryGetKernel(void **kernel, void *lib, const char *name)
+{
+    RT_STANDIN_ENTER();
+    return rt_fail(cuLibraryGetKernel(kernel, lib, name));
+}
+
+EXPORT cudaError_t cudaLibraryGetKernelCount(unsigned int *count, void *lib)
+{
+    RT_STANDIN_ENTER();
+    return rt_fail(cuLibraryGetKernelCount(count, lib));
+}
+
+EXPORT cudaError_t cudaLibraryEnumerateKernels(void **kernels, unsigned int n, void *lib)
+{
+    RT_STANDIN_ENTER();
+    return rt_fail(cuLibraryEnumerateKernels(kernels, n, lib));
+}
+
+EXPORT cudaError_t cudaLibraryGetGlobal(void **dptr, size_t *bytes, void *lib, const char *name)
+{
+    CUdeviceptr p = 0;
+    RT_STANDIN_ENTER();
+    CUresult r = cuLibraryGetGlobal(&p, bytes, lib, name);
+    if (!r && dptr) *dptr = (void *)(uintptr_t)p;
+    return rt_fail(r);
+}
+
+EXPORT cudaError_t cudaLibraryGetManaged(void **dptr, size_t *bytes, void *lib, const char *name)
+{
+    CUdeviceptr p = 0;
+    RT_STANDIN_ENTER();
+    CUresult r = cuLibraryGetManaged(&p, bytes, lib, name);
+    if (!r && dptr) *dptr = (void *)(uintptr_t)p;
+    return rt_fail(r);
+}
+
+EXPORT cudaError_t cudaKernelSetAttributeForDevice(const void *kernel, int attr, int value, int device)
+{
+    func_t *f;
+    RT_STANDIN_ENTER();
+    if (device < 0 || device >= accelEmuDeviceCount()) return rt_fail(101);    /* cudaErrorInvalidDevice */
+    CUresult r = resolve_func(kernel, &f);
+    if (!r) r = emu_func_set_attr(f, attr, value);
+    return rt_code(r, 0);
 }

@@ -6,7 +6,7 @@
  *  - Real where torch's device/stream/event paths need them: cudaGetDriverEntryPointByVersion (the
  *    driver layer of emu_driver.c), cudaDeviceEnablePeerAccess, cudaStreamAddCallback; each has a fault hook armed by its name
  *    (EMU_STANDIN_SYMBOLS in emu_internal.h), failing with cudaErrorUnknown.
- *  - Everything else (libraries, graphs and capture, pool access, copies the emulator does
+ *  - Everything else (graphs and capture, pool access, copies the emulator does
  *    not model) returns cudaErrorNotSupported, records it as the thread's last error and, with
  *    ACCEL_EMU_TRACE=1, logs its first call on stderr.  Those definitions are weak: a real
  *    implementation elsewhere in the emulator replaces the stub at link time. */
@@ -148,9 +148,6 @@ EXPORT cudaError_t cudaStreamAddCallback(cudaStream_t s, cudaStreamCallback_t cb
         return t_last = cudaErrorNotSupported; \
     }
 
-/* kernels and libraries (the registration path, launches and symbols: emu_register.c) */
-UNSUPPORTED(cudaKernelSetAttributeForDevice)
-UNSUPPORTED(cudaLibraryLoadData) UNSUPPORTED(cudaLibraryUnload) UNSUPPORTED(cudaLibraryGetKernel)
 /* graphs and stream capture */
 UNSUPPORTED(cudaStreamBeginCapture) UNSUPPORTED(cudaStreamBeginCaptureToGraph)
 UNSUPPORTED(cudaStreamEndCapture) UNSUPPORTED(cudaStreamUpdateCaptureDependencies)

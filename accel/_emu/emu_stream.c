@@ -530,11 +530,13 @@ EXPORT cudaError_t cudaStreamQuery(cudaStream_t h)
 {
     RT_ENTER(cudaStreamQuery, cudaErrorUnknown);
     RT_NEED_DEVICE();
-    int busy = 0;
+    int busy = 0, dev = -1;
     cudaError_t cerr = capture_unsafe();
     if (cerr) return fail(cerr);
-    WITH_STREAM(h, s, if (s->cap) err_ = capture_refuse(s); busy = pending(s); ensure_ctx(s->device));
-    return busy ? fail(cudaErrorNotReady) : cudaSuccess;
+    WITH_STREAM(h, s, if (s->cap) err_ = capture_refuse(s); busy = pending(s); ensure_ctx(s->device); dev = s->device);
+    if (busy) return fail(cudaErrorNotReady);
+    int sticky = emu_sticky(dev);
+    return sticky ? fail(sticky) : cudaSuccess;
 }
 
 EXPORT cudaError_t cudaStreamSynchronize(cudaStream_t h)
@@ -544,9 +546,11 @@ EXPORT cudaError_t cudaStreamSynchronize(cudaStream_t h)
     if (t_in_hostfn) return fail(cudaErrorNotPermitted);
     cudaError_t cerr = capture_unsafe();
     if (cerr) return fail(cerr);
-    WITH_STREAM(h, s, ensure_ctx(s->device); if (s->cap) err_ = capture_refuse(s);
+    int dev = -1;
+    WITH_STREAM(h, s, ensure_ctx(s->device); dev = s->device; if (s->cap) err_ = capture_refuse(s);
                 else if (pending(s)) wait_stream(s, s->enq));
-    return cudaSuccess;
+    int sticky = emu_sticky(dev);       /* a kernel it waited for faulted */
+    return sticky ? fail(sticky) : cudaSuccess;
 }
 
 EXPORT cudaError_t cudaStreamGetPriority(cudaStream_t h, int *prio)

@@ -107,3 +107,29 @@ EXPORT int accelEmuPtxBuild(const char *const *texts, int n, char *err, size_t e
     if (!rc) ptx_module_free(m);
     return rc;
 }
+
+/* What ptx_kernel_get_info reports for kernel `name` of the program: out[] = nparams, param_bytes,
+ * static_smem, local_bytes, const_bytes, num_regs, max_threads_per_block, reqntid x/y/z, maxntid x/y/z,
+ * minnctapersm, ptx_version, target_sm (16 values); offsets / sizes get the parameters' layout (up to
+ * `maxp` of each). */
+EXPORT int accelEmuPtxKernelInfo(const char *const *texts, int n, const char *name, long long *out,
+                                 unsigned *offsets, unsigned *sizes, int maxp, char *err, size_t errlen)
+{
+    ptx_module *m = NULL;
+    int rc = ptx_program_build(texts, NULL, n, &ENV, &m, err, errlen);
+    if (rc) return rc;
+    const ptx_kernel *k = NULL;
+    rc = ptx_module_get_kernel(m, name, &k);
+    if (!rc) {
+        ptx_kernel_info i;
+        ptx_kernel_get_info(k, &i);
+        long long v[16] = {i.nparams, i.param_bytes, (long long)i.static_smem, (long long)i.local_bytes,
+                           (long long)i.const_bytes, i.num_regs, i.max_threads_per_block, i.reqntid[0], i.reqntid[1],
+                           i.reqntid[2], i.maxntid[0], i.maxntid[1], i.maxntid[2], i.minnctapersm, i.ptx_version,
+                           i.target_sm};
+        memcpy(out, v, sizeof v);
+        for (int p = 0; p < i.nparams && p < maxp; p++) { offsets[p] = i.param_offset[p]; sizes[p] = i.param_size[p]; }
+    }
+    ptx_module_free(m);
+    return rc;
+}

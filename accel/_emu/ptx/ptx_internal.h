@@ -83,7 +83,8 @@ typedef struct psym {
     struct psym *resolved;   /* an .extern's definition after linking */
     struct pfunc *func;  /* SK_FUNC */
     int text;            /* index of the text it came from */
-    int dyn_shared;      /* .extern .shared x[] */
+    int dyn_shared;      /* .extern .shared x[] (1); a kernel parameter (2) */
+    struct pfunc *owner; /* a kernel's own .shared variable: laid out with that kernel's */
     struct psym *next;   /* hash chain */
 } psym;
 
@@ -102,6 +103,7 @@ typedef struct pfunc {
     size_t frame;                      /* bytes of its frame: params, returns, .local, call-site params */
     size_t maxchain;                   /* frame + the deepest callee chain (non-recursive) */
     unsigned maxntid[3], reqntid[3], minnctapersm;
+    size_t smem;                       /* an entry's static shared memory (common + its own) */
     int line;
     struct pfunc *resolved;            /* an .extern .func's definition */
     psym *sym;

@@ -765,6 +765,18 @@ int h_cvt(warp *w, const insn_t *in, uint32_t m)
     uint64_t *D = ROW(in->d[0]); const uint64_t *A = ROW(in->s[0]);
     int td = in->t, ts = in->t2, rnd = in->rnd, ftz = (in->flags & F_FTZ) != 0, sat = (in->flags & F_SAT) != 0;
     int fd = type_is_float_(td), fs = type_is_float_(ts);
+    if (td == T_F16X2 || td == T_BF16X2) {
+        const uint64_t *B = ROW(in->s[1]);
+        int bf = td == T_BF16X2, r = rnd ? rnd : RND_RN;
+        LANES({
+            long double hi = ptx_f32(A[l]), lo = ptx_f32(B[l]);
+            if (ftz) { hi = ftz32((float)hi); lo = ftz32((float)lo); }
+            if (sat) { hi = isnan(hi) || hi <= 0 ? 0 : hi > 1 ? 1 : hi; lo = isnan(lo) || lo <= 0 ? 0 : lo > 1 ? 1 : lo; }
+            uint32_t h = bf ? ptx_f2bf(hi, r) : ptx_f2h(hi, r), g = bf ? ptx_f2bf(lo, r) : ptx_f2h(lo, r);
+            D[l] = (h << 16) | g;
+        });
+        return R_NEXT;
+    }
     /* fast paths */
     if (!ftz && !sat) {
         if (td == T_F32 && ts == T_S32 && rnd <= RND_RN) { LANES({ D[l] = ptx_bf32((float)(int32_t)A[l]); }); return R_NEXT; }

@@ -22,6 +22,7 @@
 #include "ptx_internal.h"
 
 #define MAX_VERSION 99   /* 9.9 */
+#define NAME_MAX_ 4096  /* longest identifier (numba's mangled names run to hundreds of characters) */
 
 /* ------------------------------------------------------------------ small growable arrays and strings */
 
@@ -127,7 +128,7 @@ typedef struct parser {
     int line, text;
     int tk; const char *ts; size_t tl;   /* current token */
     int tline;
-    char tbuf[512];
+    char tbuf[NAME_MAX_ + 1];
     int err; char *msg; size_t msglen;
     struct ptx_module *M;
     const ptx_env *env;
@@ -457,13 +458,13 @@ typedef struct opnd {
     uint32_t reg, reg2;      /* reg2: dual destination (a|p) */
     int neg;                 /* !%p */
     int64_t iv; double fv; int fk;
-    char name[256];          /* symbol / label / function */
+    char name[NAME_MAX_];    /* symbol / label / function */
     /* address: base register or symbol, offset */
     int abase;               /* OK_REG / OK_SYM / OK_IMM */
     int64_t aoff;
     int sreg;
     int vn; struct { int kind; uint32_t reg; int64_t iv; double fv; int fk; } v[8];
-    int ln; char list[32][128];
+    int ln; char list[32][512];
 } opnd;
 
 /* Special registers. */
@@ -575,7 +576,7 @@ static int parse_operand(parser *P, opnd *o)
         next(P);
         o->kind = OK_LIST;
         while (!ispunct_(P, ')')) {
-            if (o->ln >= 32 || P->tl >= 128) return perr(P, PTX_E_INVALID_PTX, "call list too long");
+            if (o->ln >= 32 || P->tl >= 512) return perr(P, PTX_E_INVALID_PTX, "call list too long");
             if (P->tk != TK_ID) return perr(P, PTX_E_INVALID_PTX, "expected a name in a call list, found '%s'", P->tbuf);
             strcpy(o->list[o->ln++], P->tbuf);
             next(P);
@@ -1000,6 +1001,13 @@ static int decode(parser *P, const char *op, uint32_t guard, int gneg, opnd *ops
         }
         break;
     case C_CVT:
+        if ((d.types[0] == T_F16X2 || d.types[0] == T_BF16X2) && d.types[1] == T_F32 && nops == 3) {
+            /* cvt.rn.f16x2.f32 d, a, b: a to the upper half, b to the lower */
+            in.t = (uint8_t)d.types[0]; in.t2 = T_F32;
+            if (dst_row(P, &ops[0], &in.d[0]) || val_row(P, &ops[1], T_F32, &in.s[0]) || val_row(P, &ops[2], T_F32, &in.s[1])) return P->err;
+            in.ns = 2;
+            break;
+        }
         NEED(2);
         for (int i = 0; i < 2; i++) {
             int ct = d.types[i], sz = ptx_type_size(ct);
@@ -1259,7 +1267,7 @@ static int parse_var(parser *P, int sp, int linkage, int infunc)
     if (!align) align = es;
     for (;;) {
         if (P->tk != TK_ID) return perr(P, PTX_E_INVALID_PTX, "expected a name, found '%s'", P->tbuf);
-        char name[256];
+        char name[NAME_MAX_];
         if (P->tl >= sizeof name) return perr(P, PTX_E_INVALID_PTX, "name too long");
         strcpy(name, P->tbuf);
         next(P);
@@ -1306,7 +1314,10 @@ static int parse_var(parser *P, int sp, int linkage, int infunc)
             /* placement */
             if (s->defined || sp == SP_SHARED) {
                 if (sp == SP_SHARED) {
-                    if (!s->dyn_shared && !(linkage == LK_EXTERN)) { P->smem = align_up(P->smem, align); s->addr = P->smem; P->smem += s->size; }
+                    /* a kernel's own .shared variables are laid out per kernel after linking (kernels
+                     * overlay each other); module-level and .func ones get program-wide offsets now */
+                    if (infunc && P->fn && P->fn->is_entry && !s->dyn_shared) s->owner = P->fn;
+                    else if (!s->dyn_shared && !(linkage == LK_EXTERN)) { P->smem = align_up(P->smem, align); s->addr = P->smem; P->smem += s->size; }
                 } else if (sp == SP_LOCAL || (sp == SP_PARAM && infunc)) {
                     P->frame = align_up(P->frame, align < 4 ? 4 : align);
                     s->addr = P->frame; P->frame += s->size ? s->size : es;
@@ -1349,7 +1360,7 @@ static int parse_params(parser *P, pparam **out, int *n, int entry)
         int t; size_t align; int vec;
         if (decl_attrs(P, &t, &align, &vec)) return P->err;
         if (P->tk != TK_ID) return perr(P, PTX_E_INVALID_PTX, "expected a parameter name");
-        char name[256];
+        char name[NAME_MAX_];
         if (P->tl >= sizeof name) return perr(P, PTX_E_INVALID_PTX, "name too long");
         strcpy(name, P->tbuf);
         next(P);
@@ -1499,7 +1510,7 @@ static int parse_body(parser *P, pfunc *f)
         /* label? */
         if (P->tk == TK_ID) {
             const char *save = P->p; int sline = P->line;
-            char name[256];
+            char name[NAME_MAX_];
             if (P->tl < sizeof name) {
                 strcpy(name, P->tbuf);
                 skip_ws(P);
@@ -1530,7 +1541,7 @@ static int parse_body(parser *P, pfunc *f)
             next(P);
         }
         if (P->tk != TK_ID) { perr(P, PTX_E_INVALID_PTX, "expected an instruction, found '%s'", P->tbuf); break; }
-        char op[256];
+        char op[512];
         if (P->tl >= sizeof op) { perr(P, PTX_E_INVALID_PTX, "opcode too long"); break; }
         strcpy(op, P->tbuf);
         int opline = P->tline;
@@ -1699,6 +1710,29 @@ static size_t chain(parser *P, pfunc *f, int *recursive)
 static int link_program(parser *P)
 {
     struct ptx_module *M = P->M;
+    /* one definition per externally visible name */
+    for (int i = 0; i < P->nfuncs; i++) {
+        pfunc *f = P->funcs[i];
+        if (!f->defined || f->linkage != LK_VISIBLE) continue;
+        for (int k = i + 1; k < P->nfuncs; k++) {
+            pfunc *g = P->funcs[k];
+            if (g->defined && g->linkage == LK_VISIBLE && !strcmp(f->name, g->name)) {
+                P->text = g->text; P->tline = g->line;
+                return perr(P, PTX_E_INVALID_PTX, "'%s' is defined in PTX texts %d and %d", f->name, f->text + 1, g->text + 1);
+            }
+        }
+    }
+    for (int i = 0; i < P->ntsyms; i++) {
+        psym *a = P->tsyms[i];
+        if (!a->defined || a->linkage != LK_VISIBLE || a->text < 0 || a->kind != SK_VAR) continue;
+        for (int k = i + 1; k < P->ntsyms; k++) {
+            psym *b = P->tsyms[k];
+            if (b->defined && b->linkage == LK_VISIBLE && b->kind == SK_VAR && b->text >= 0 && b->text != a->text && !strcmp(a->name, b->name)) {
+                P->text = b->text; P->tline = 0;
+                return perr(P, PTX_E_INVALID_PTX, "variable '%s' is defined in PTX texts %d and %d", a->name, a->text + 1, b->text + 1);
+            }
+        }
+    }
     /* calls */
     for (int i = 0; i < P->nfx && !P->err; i++) {
         fixup *x = &P->fx[i];
@@ -1746,7 +1780,27 @@ static int link_program(parser *P)
         }
     }
     if (P->err) return P->err;
-    /* dynamic shared memory starts after the static shared memory */
+    /* the kernels' own .shared variables, each kernel's after the common ones (kernels overlay) */
+    size_t common = align_up(P->smem, 16), top = common;
+    for (int i = 0; i < P->nfuncs; i++) {
+        pfunc *f = P->funcs[i];
+        if (!f->is_entry || !f->defined) continue;
+        size_t off = common;
+        for (int k = 0; k < P->ntsyms; k++) {
+            psym *v = P->tsyms[k];
+            if (v->owner != f) continue;
+            off = align_up(off, v->align ? v->align : 1);
+            v->addr = off;
+            off += v->size;
+        }
+        f->smem = off;
+        if (off > top) top = off;
+    }
+    for (int i = 0; i < P->nfx; i++)   /* addresses of kernel-owned shared variables */
+        if (P->fx[i].kind == FX_CONST_SYM && P->fx[i].sym && P->fx[i].sym->owner)
+            P->consts[P->fx[i].at] = P->fx[i].sym->addr + (uint64_t)P->fx[i].add;
+    P->smem = top;
+    /* dynamic shared memory starts after the static shared memory of every kernel */
     size_t dyn = align_up(P->smem, 16);
     for (int i = 0; i < P->nfx; i++)
         if (P->fx[i].kind == 99) P->consts[P->fx[i].at] = dyn + (uint64_t)P->fx[i].add;
@@ -1822,7 +1876,7 @@ static void set_kernel_info(struct ptx_module *M, struct ptx_kernel *k)
     in->param_offset = k->param_off;
     in->param_size = k->param_size;
     in->param_bytes = k->param_bytes;
-    in->static_smem = M->smem_static;
+    in->static_smem = f->smem;
     in->local_bytes = f->maxchain;
     size_t cb = 0;
     for (int i = 0; i < M->nglobals; i++) if (M->globals[i]->space == SP_CONST) cb += M->globals[i]->size;
