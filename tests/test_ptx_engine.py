@@ -895,3 +895,32 @@ def test_numba_int_ops():
                        [int(f"{int(v):032b}"[::-1], 2) for v in u], ffs, x // 7, x % 7,
                        (x >> 3) ^ (x << 2), np.minimum(x, 100).astype(np.int64) * np.maximum(x, -100)], 1)
     np.testing.assert_array_equal(out.astype(np.int64) & 0xffffffff, expect.astype(np.int64) & 0xffffffff)
+
+
+def test_cvta_param_generic_reads_of_parameters():
+    text = HEADER + """.visible .func (.param .b32 r) get(.param .b64 p) {
+  .reg .b64 %rd<3>; .reg .b32 %r<2>;
+  ld.param.b64 %rd1, [p];
+  ld.u32 %r1, [%rd1+4];
+  st.param.b32 [r], %r1;
+  ret;
+}
+.visible .entry k(.param .align 8 .b8 s[8], .param .u64 out) {
+  .reg .b64 %rd<4>; .reg .b32 %r<3>; .reg .pred %p<2>;
+  mov.u64 %rd1, s;
+  cvta.param.u64 %rd2, %rd1;
+  isspacep.param %p1, %rd2;
+  { .param .b64 a0; .param .b32 r0;
+    st.param.b64 [a0], %rd2;
+    call.uni (r0), get, (a0);
+    ld.param.b32 %r1, [r0]; }
+  selp.u32 %r2, 100, 0, %p1;
+  add.s32 %r1, %r1, %r2;
+  ld.param.u64 %rd3, [out];
+  st.global.u32 [%rd3], %r1;
+  ret;
+}
+"""
+    out = Dev(np.zeros(1, np.uint32))
+    run_ok(text, "k", (1,), (1,), [np.array([5, 42], np.uint32).tobytes(), out])
+    assert out.get()[0] == 142

@@ -125,7 +125,8 @@ void *ptx_mem(warp *w, const insn_t *in, int lane, int sp, uint64_t addr, size_t
     worker *wk = w->wk;
     if (sp == SP_GENERIC) {
         uint64_t win = addr & PTX_WINMASK;
-        sp = win == PTX_SHWIN ? SP_SHARED : win == PTX_LOCWIN ? SP_LOCAL : SP_GLOBAL;
+        sp = win == PTX_SHWIN ? SP_SHARED : win == PTX_LOCWIN ? SP_LOCAL : win == PTX_PARWIN ? SP_KPARAM : SP_GLOBAL;
+        if (sp == SP_KPARAM) addr &= 0xffffffffull;
     }
     if (n > 1 && (addr & (n - 1)) && (n & (n - 1)) == 0) {
         ptx_fault(w, in, lane, PTX_E_MISALIGNED_ADDRESS, "misaligned %s address 0x%llx for a %zu-byte access",

@@ -846,6 +846,7 @@ int h_cvta(warp *w, const insn_t *in, uint32_t m)
         uint64_t a = frame ? w->fp[l] + (uint64_t)off : A[l];
         if (sp == SP_SHARED) a = PTX_SHWIN | (a & 0xffffffffull);
         else if (sp == SP_LOCAL) a = PTX_LOCWIN | (a & 0xffffffffull);
+        else if (sp == SP_KPARAM) a = PTX_PARWIN | (a & 0xffffffffull);
         D[l] = a;
     });
     return R_NEXT;
@@ -857,7 +858,7 @@ int h_cvta_to(warp *w, const insn_t *in, uint32_t m)
     int sp = in->space;
     LANES({
         uint64_t a = A[l];
-        if (sp == SP_SHARED || sp == SP_LOCAL) a &= 0xffffffffull;
+        if (sp == SP_SHARED || sp == SP_LOCAL || sp == SP_KPARAM) a &= 0xffffffffull;
         D[l] = a;
     });
     return R_NEXT;
@@ -869,7 +870,8 @@ int h_isspacep(warp *w, const insn_t *in, uint32_t m)
     int sp = in->space;
     LANES({
         uint64_t win = A[l] & PTX_WINMASK;
-        int r = sp == SP_SHARED ? win == PTX_SHWIN : sp == SP_LOCAL ? win == PTX_LOCWIN : (win != PTX_SHWIN && win != PTX_LOCWIN);
+        int r = sp == SP_SHARED ? win == PTX_SHWIN : sp == SP_LOCAL ? win == PTX_LOCWIN : sp == SP_KPARAM ? win == PTX_PARWIN
+              : (win != PTX_SHWIN && win != PTX_LOCWIN && win != PTX_PARWIN);
         D[l] = (uint64_t)r;
     });
     return R_NEXT;

@@ -497,7 +497,7 @@ static int parse_simple(parser *P, opnd *o)
         if (P->tk != TK_NUM) return perr(P, PTX_E_INVALID_PTX, "expected a number after '-', found '%s'", P->tbuf);
         int r = parse_number(P, P->tbuf, &o->iv, &o->fv, &o->fk);
         if (!r) return P->err;
-        if (r == 1) { o->kind = OK_IMM; if (neg) o->iv = -o->iv; }
+        if (r == 1) { o->kind = OK_IMM; if (neg) o->iv = (int64_t)(0ull - (uint64_t)o->iv); }
         else { o->kind = OK_FIMM; if (neg) { o->fv = -o->fv; if (o->fk == 'f') o->iv ^= 0x80000000ll; if (o->fk == 'd') o->iv ^= (int64_t)0x8000000000000000ull; } }
         next(P);
         return 0;
@@ -904,10 +904,12 @@ static int decode(parser *P, const char *op, uint32_t guard, int gneg, opnd *ops
         if (!strcmp(mnbuf, "cvta") || !strcmp(mnbuf, "isspacep")) {
             NEED(2);
             if (dst_row(P, &ops[0], &in.d[0])) return P->err;
+            if (in.space == SP_PARAM) in.space = P->fn && P->fn->is_entry ? SP_KPARAM : SP_LOCAL;
             if (ops[1].kind == OK_SYM) {
                 psym *s = find_sym(P, ops[1].name);
-                if (s && s->kind == SK_VAR && s->space == SP_LOCAL) {
+                if (s && s->kind == SK_VAR && (s->space == SP_LOCAL || (s->space == SP_PARAM && s->dyn_shared != 2))) {
                     in.am = AM_FRAME; in.off = (int64_t)s->addr + ops[1].aoff; in.s[0] = const_row(P, 0);
+                    if (in.space == SP_PARAM || in.space == SP_KPARAM) in.space = SP_LOCAL;
                     break;
                 }
             }
