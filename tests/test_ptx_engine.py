@@ -924,3 +924,63 @@ def test_cvta_param_generic_reads_of_parameters():
     out = Dev(np.zeros(1, np.uint32))
     run_ok(text, "k", (1,), (1,), [np.array([5, 42], np.uint32).tobytes(), out])
     assert out.get()[0] == 142
+
+
+MUTUAL = HEADER + """.func (.param .b32 r) fa(.param .b32 n);
+.func (.param .b32 r) fb(.param .b32 n);
+.func (.param .b32 r) fc(.param .b32 n);
+.func (.param .b32 r) fa(.param .b32 n) {
+  .reg .b32 %r<5>; .reg .pred %p<2>;
+  ld.param.b32 %r1, [n];
+  setp.le.s32 %p1, %r1, 0;
+  @%p1 bra BASE;
+  add.s32 %r2, %r1, -1;
+  { .param .b32 a; .param .b32 b; st.param.b32 [a], %r2; call.uni (b), fb, (a); ld.param.b32 %r3, [b]; }
+  add.s32 %r4, %r3, %r1;
+  st.param.b32 [r], %r4;
+  ret;
+BASE:
+  st.param.b32 [r], 0;
+  ret;
+}
+.func (.param .b32 r) fb(.param .b32 n) {
+  .reg .b32 %r<4>;
+  ld.param.b32 %r1, [n];
+  { .param .b32 a; .param .b32 b; st.param.b32 [a], %r1; call.uni (b), fc, (a); ld.param.b32 %r2, [b]; }
+  mad.lo.s32 %r3, %r2, 2, %r1;
+  st.param.b32 [r], %r3;
+  ret;
+}
+.func (.param .b32 r) fc(.param .b32 n) {
+  .reg .b32 %r<4>;
+  ld.param.b32 %r1, [n];
+  { .param .b32 a; .param .b32 b; st.param.b32 [a], %r1; call.uni (b), fa, (a); ld.param.b32 %r2, [b]; }
+  add.s32 %r3, %r2, %r1;
+  st.param.b32 [r], %r3;
+  ret;
+}
+.visible .entry k(.param .u64 out) {
+  .reg .b32 %r<3>; .reg .b64 %rd<4>;
+  mov.u32 %r1, %tid.x;
+  { .param .b32 a; .param .b32 b; st.param.b32 [a], %r1; call.uni (b), fa, (a); ld.param.b32 %r2, [b]; }
+  ld.param.u64 %rd1, [out];
+  mul.wide.u32 %rd2, %r1, 4;
+  add.s64 %rd3, %rd1, %rd2;
+  st.global.u32 [%rd3], %r2;
+  ret;
+}
+"""
+
+
+def test_recursion_through_a_cycle_of_three_functions():
+    def fa(n):
+        return 0 if n <= 0 else fb(n - 1) + n
+
+    def fb(n):
+        return fc(n) * 2 + n   # n lives across the call: a second activation of fb must not clobber it
+
+    def fc(n):
+        return fa(n) + n
+    out = Dev(np.zeros(40, np.int32))
+    run_ok(MUTUAL, "k", (1,), (40,), [out])
+    assert [int(v) for v in out.get()] == [(fa(i) + 2 ** 31) % 2 ** 32 - 2 ** 31 for i in range(40)]
