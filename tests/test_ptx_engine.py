@@ -550,11 +550,11 @@ def _run_ex(text, kernel, grid, block, args, cooperative):
                                      ctypes.c_char_p, ctypes.c_size_t]
     keep = [H._arg(a) for a in args]
     ptrs = (ctypes.c_void_p * max(len(keep), 1))(*[ctypes.cast(ctypes.pointer(k), ctypes.c_void_p) for k in keep])
-    cnt, secs = ctypes.c_ulonglong(), ctypes.c_double()
+    cnt, secs = ctypes.c_ulonglong(), (ctypes.c_double * 2)()
     err = ctypes.create_string_buffer(512)
     rc = lib.accelEmuPtxRunEx((ctypes.c_char_p * 1)(text.encode()), 1, kernel.encode(), (ctypes.c_uint * 3)(grid, 1, 1),
                               (ctypes.c_uint * 3)(block, 1, 1), 0, ptrs, len(keep), cooperative, ctypes.byref(cnt),
-                              ctypes.byref(secs), err, len(err))
+                              secs, err, len(err))
     return rc, err.value.decode(), cnt.value
 
 
