@@ -125,7 +125,8 @@ void *ptx_mem(warp *w, const insn_t *in, int lane, int sp, uint64_t addr, size_t
     worker *wk = w->wk;
     if (sp == SP_GENERIC) {
         uint64_t win = addr & PTX_WINMASK;
-        sp = win == PTX_SHWIN ? SP_SHARED : win == PTX_LOCWIN ? SP_LOCAL : SP_GLOBAL;
+        sp = win == PTX_SHWIN ? SP_SHARED : win == PTX_LOCWIN ? SP_LOCAL : win == PTX_PARWIN ? SP_KPARAM : SP_GLOBAL;
+        if (sp == SP_KPARAM) addr &= 0xffffffffull;
     }
     if (n > 1 && (addr & (n - 1)) && (n & (n - 1)) == 0) {
         ptx_fault(w, in, lane, PTX_E_MISALIGNED_ADDRESS, "misaligned %s address 0x%llx for a %zu-byte access",
@@ -693,9 +694,14 @@ int h_mov_sreg(warp *w, const insn_t *in, uint32_t m)
         for (uint32_t mm = m; mm; mm &= mm - 1) D[__builtin_ctz(mm)] = id == 27 ? (uint32_t)t : (uint32_t)(t >> 32);
         return R_NEXT;
     }
-    if (id == 0 && w->wk->cfg->block[1] * w->wk->cfg->block[2] == 1 && m == 0xffffffffu) {
+    if (id == 0 && w->wk->cfg->block[1] * w->wk->cfg->block[2] == 1) {
         uint32_t base = (uint32_t)w->id * 32u;
-        for (int l = 0; l < 32; l++) D[l] = base + (uint32_t)l;
+        for (uint32_t mm = m; mm; mm &= mm - 1) { int l = __builtin_ctz(mm); D[l] = base + (uint32_t)l; }
+        return R_NEXT;
+    }
+    if ((id >= 3 && id <= 11) || (id >= 13 && id <= 17) || id == 29 || id == 30 || id == 31) {   /* the same in every lane */
+        uint64_t v = m ? ptx_sreg_value(w, id, __builtin_ctz(m)) : 0;
+        for (uint32_t mm = m; mm; mm &= mm - 1) D[__builtin_ctz(mm)] = v;
         return R_NEXT;
     }
     for (uint32_t mm = m; mm; mm &= mm - 1) { int l = __builtin_ctz(mm); D[l] = ptx_sreg_value(w, id, l); }

@@ -46,6 +46,7 @@ enum { F_FTZ = 1, F_SAT = 2, F_NEGPRED = 4, F_CC = 8, F_DUALP = 16, F_HASCOUNT =
 /* Generic-address windows for shared and local memory (never user-space host addresses). */
 #define PTX_SHWIN  0xfffe000000000000ull
 #define PTX_LOCWIN 0xfffd000000000000ull
+#define PTX_PARWIN 0xfffc000000000000ull  /* a kernel's parameter buffer (cvta.param) */
 #define PTX_WINMASK 0xffff000000000000ull
 
 typedef struct insn {
