@@ -84,8 +84,10 @@ def read_unittest(path):
     for name in reports:        # setUpClass / setUpModule errors have a report and no result line
         results.setdefault(name, "error")
     ran = re.search(r"^Ran (\d+) tests? in", text, re.M)
-    if not ran:     # the process died or timed out before its report: every test of the module counts as one error
-        name = os.path.basename(path)[:-4]
+    name = os.path.basename(path)[:-4]
+    if not ran and re.search(r"^Skipped: .*\Z", text.strip(), re.M | re.S) and "TIMEOUT" not in text[-2000:]:
+        results[name] = "skipped"       # the module skipped itself at import (e.g. pytest.importorskip)
+    elif not ran:   # the process died or timed out before its report: the module counts as one error
         why = "TIMEOUT (the module ran past its time limit)" if "TIMEOUT" in text[-2000:] else text[-1500:]
         results[name] = "error"
         reports[name] = why
