@@ -639,6 +639,17 @@ EXPORT CUresult cuEventCreate(CUevent *e, unsigned int flags)
 /* stream capture and graphs: emu_graph_driver.c */
 DRV_UNSUPPORTED(UNSUPPORTED)
 
+/* Whether fn (a pointer cuGetProcAddress handed out) is one of the stubs above: the driver surface test
+ * (tests/test_emu_driver_surface.py) counts those as gaps. */
+#define STUB_ADDR(name) (void *)name,
+EXPORT int accelEmuDriverUnsupported(const void *fn)
+{
+    static void *const stubs[] = { DRV_UNSUPPORTED(STUB_ADDR) };
+    for (size_t i = 0; i < sizeof stubs / sizeof *stubs; i++)
+        if (stubs[i] == fn) return 1;
+    return 0;
+}
+
 /* ------------------------------------------------------------- proc addresses */
 
 /* Newer ABIs of a name that cuGetProcAddress hands out by version. */
