@@ -5,6 +5,9 @@
   at load; one counts as implemented when a function is handed out and it is not one of the stubs that
   answer CUDA_ERROR_NOT_SUPPORTED by declaration (accelEmuDriverUnsupported).  The gap is printed (pytest -s)
   and the implemented count may not drop below the floor measured here.
+- cuDeviceGetAttribute / cudaDeviceGetAttribute answer every attribute of CUDA 13's CUdevice_attribute
+  enum (1..161, cuda-bindings 13.5) on every profile, the two alike; the sources of the values are in
+  docs/emulator_attributes.md.
 
 The stand-ins run in fresh interpreters (see test_standin.py for why).
 """
@@ -72,3 +75,42 @@ print(json.dumps(res))
     assert len(ok) >= FLOOR, f"implemented entry points dropped to {len(ok)} (floor {FLOOR})"
     # the probe tells the kinds apart: a stub is handed out, a missing name is not
     assert got["cuInit"] == "ok" and got["cuGetExportTable"] == "stub"
+
+
+PROFILES = ("h100", "a100", "a10", "l4", "t4", "b200")
+
+
+def test_every_device_attribute_answered_alike(subprocess_python):
+    got = _json(subprocess_python, """
+cu.cuDeviceGetAttribute.argtypes = [c.POINTER(c.c_int), c.c_int, c.c_int]
+rt.cudaDeviceGetAttribute.argtypes = [c.POINTER(c.c_int), c.c_int, c.c_int]
+assert cu.cuInit(0) == 0
+n = c.c_int(); assert cu.cuDeviceGetCount(R(n)) == 0
+out = {"drv": [], "rt": [], "bad": []}
+for d in range(n.value):
+    drv, run = {}, {}
+    for a in range(1, 162):
+        v, w = c.c_int(-12345), c.c_int(-12345)
+        drv[a] = [cu.cuDeviceGetAttribute(R(v), a, d), v.value]
+        run[a] = [rt.cudaDeviceGetAttribute(R(w), a, d), w.value]
+    out["drv"].append(drv); out["rt"].append(run)
+v = c.c_int(7)
+out["bad"] = [[cu.cuDeviceGetAttribute(R(v), a, 0), rt.cudaDeviceGetAttribute(R(v), a, 0)] for a in (0, 162, -1)]
+out["bad"].append([cu.cuDeviceGetAttribute(R(v), 1, n.value), rt.cudaDeviceGetAttribute(R(v), 1, n.value)])
+out["untouched"] = v.value
+print(json.dumps(out))
+""", env={"ACCEL_EMU_PROFILE": ",".join(PROFILES), "ACCEL_EMU_DEVICES": str(len(PROFILES))})
+    assert len(got["drv"]) == len(PROFILES)
+    for dev, (drv, run) in enumerate(zip(got["drv"], got["rt"])):
+        refused = [a for a, (r, _) in drv.items() if r != 0]
+        assert refused == [], f"{PROFILES[dev]}: attributes refused: {refused}"
+        assert drv == run, f"{PROFILES[dev]}: cuDeviceGetAttribute and cudaDeviceGetAttribute disagree"
+        val = {int(a): v for a, (_, v) in drv.items()}
+        assert val[44] == 1                                 # CanTex2DGather, as every board
+        assert val[92] == val[102] == val[122] == val[127] == val[132] == 0     # not emulated: refused features
+        assert val[104] == val[105] == 0                    # Win32 handles on Linux
+        assert val[149] == 1 and val[157] == val[16]        # one locality domain with every SM
+        assert val[150] == val[97]                          # no oversized shared memory past the opt-in
+        assert val[160] == 2**31 - 1
+    # 0, past the enum, negative: CUDA_ERROR_INVALID_VALUE; a device past the last: CUDA_ERROR_INVALID_DEVICE
+    assert got["bad"] == [[1, 1], [1, 1], [1, 1], [101, 101]] and got["untouched"] == 7
