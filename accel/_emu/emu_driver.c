@@ -761,16 +761,17 @@ void *emu_driver_proc(const char *name, int version, int per_thread)
         per_thread = 1;
     }
     const proc_t *best = NULL;
-    const proc_t *tables[2] = { procs, emu_drvmem_procs };
-    size_t sizes[2] = { NPROCS, emu_drvmem_nprocs };
-    for (int t = 0; t < 2; t++)
+    const proc_t *tables[] = { procs, emu_drvmem_procs, emu_graph_driver2_procs };
+    size_t sizes[] = { NPROCS, emu_drvmem_nprocs, emu_graph_driver2_nprocs };
+    enum { NTABLES = sizeof tables / sizeof *tables };
+    for (int t = 0; t < NTABLES; t++)
         for (size_t i = 0; i < sizes[t]; i++) {
             const proc_t *p = &tables[t][i];
             if (strlen(p->name) == len && !memcmp(p->name, name, len) && p->since <= version
                 && (!best || p->since > best->since))
                 best = p;
         }
-    for (int t = 0; t < 2 && !best; t++)
+    for (int t = 0; t < NTABLES && !best; t++)
         for (size_t i = 0; !best && i < sizes[t]; i++)
             if (strlen(tables[t][i].symbol) == len && !memcmp(tables[t][i].symbol, name, len)) best = &tables[t][i];
     if (!best) return emu_graph_driver_proc(name, len, version, per_thread);   /* capture and graphs */

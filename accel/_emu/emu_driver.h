@@ -89,6 +89,9 @@ extern const size_t emu_drvmem_nprocs;
 typedef struct { const char *symbol; void *fn; } variant_t;
 extern const variant_t emu_drvmem_ptsz[];
 extern const size_t emu_drvmem_nptsz;
+/* emu_graph_driver2.c: the graph queries and node removal (none takes a stream). */
+extern const proc_t emu_graph_driver2_procs[];
+extern const size_t emu_graph_driver2_nprocs;
 
 #pragma GCC visibility pop
 

@@ -51,6 +51,7 @@ typedef struct gnode {
     void *arg;
     uint64_t event;                 /* event record / wait nodes: the event handle */
     alloc_t *mem;                   /* memory nodes */
+    uint64_t origin;                /* cudaGraphClone: the handle of the node it copies (FindInClone) */
 } gnode_t;
 
 struct graph {

@@ -73,8 +73,17 @@ void emu_trace_unsupported(const char *name, atomic_int *seen) __attribute__((we
  * absent.  EMU_SYMBOLS: the runtime library's; EMU_DRIVER_SYMBOLS: the driver layer's (emu_driver.c) and
  * EMU_STANDIN_SYMBOLS: the real runtime entry points of the libcudart.so.13 stand-in (emu_standin.c), both
  * in the stand-ins only: elsewhere they can be armed but are never called. */
+/* The graph queries and node removal (emu_graph_query.c) and their driver forms (emu_graph_driver2.c): listed
+ * inside EMU_SYMBOLS and EMU_GRAPH_DRIVER_SYMBOLS below. */
+#define EMU_GRAPHQ_SYMBOLS(X) \
+    X(cudaGraphNodeGetDependentNodes) X(cudaGraphGetEdges) X(cudaGraphDestroyNode) \
+    X(cudaGraphMemAllocNodeGetParams) X(cudaGraphMemFreeNodeGetParams)
+#define EMU_DRVSURFACE_SYMBOLS(X) \
+    X(cuGraphNodeGetDependentNodes) X(cuGraphNodeGetDependentNodes_v2) X(cuGraphGetEdges) X(cuGraphGetEdges_v2) \
+    X(cuGraphDestroyNode) X(cuGraphMemAllocNodeGetParams) X(cuGraphMemFreeNodeGetParams)
 #define EMU_SYMBOLS(X) \
     X(cudaGetDeviceCount) X(cudaGetDevice) X(cudaSetDevice) X(cudaDeviceSynchronize) \
+    EMU_GRAPHQ_SYMBOLS(X) \
     X(cudaDriverGetVersion) X(cudaRuntimeGetVersion) X(cudaGetLastError) \
     X(cudaPeekAtLastError) X(cudaDeviceGetStreamPriorityRange) X(cudaStreamCreate) \
     X(cudaStreamCreateWithFlags) X(cudaStreamCreateWithPriority) X(cudaStreamDestroy) \
@@ -149,6 +158,7 @@ void emu_trace_unsupported(const char *name, atomic_int *seen) __attribute__((we
 /* The driver layer's stream capture and graphs (emu_graph_driver.c, in the stand-ins). */
 #define EMU_GRAPH_DRIVER_SYMBOLS(X) \
     X(cuStreamBeginCapture_v2) X(cuStreamEndCapture) X(cuStreamGetCaptureInfo_v2) X(cuStreamGetCaptureInfo_v3) \
+    EMU_DRVSURFACE_SYMBOLS(X) \
     X(cuThreadExchangeStreamCaptureMode) X(cuGraphCreate) X(cuGraphDestroy) X(cuGraphGetNodes) \
     X(cuGraphNodeGetType) X(cuGraphAddEmptyNode) X(cuGraphDebugDotPrint) X(cuGraphInstantiateWithFlags) \
     X(cuGraphInstantiateWithParams) X(cuGraphUpload) X(cuGraphLaunch) X(cuGraphExecDestroy) \

@@ -1,0 +1,68 @@
+/* The driver API's graph queries and node removal in the libcuda.so.1 stand-in (issue 33): thin layers over the
+ * emulated runtime's (emu_graph_query.c), whose error codes have the same values as CUresult's (1, 400, 801).
+ * As every driver entry point they keep the runtime's last error as it was and have a fault hook by name
+ * (EMU_DRVSURFACE_SYMBOLS, emu_internal.h).  cuGetProcAddress finds them through emu_graph_driver2_procs
+ * (chained in emu_driver.c's lookup); none takes a stream, so the per-thread variant is the function itself. */
+#include "emu_driver.h"
+
+typedef void *CUgraph;
+typedef void *CUgraphNode;
+
+int cudaGraphNodeGetDependentNodes(void *, void **, void *, size_t *);
+int cudaGraphGetEdges(void *, void **, void **, void *, size_t *);
+int cudaGraphDestroyNode(void *);
+int cudaGraphMemAllocNodeGetParams(void *, void *);
+int cudaGraphMemFreeNodeGetParams(void *, void *);
+
+/* CUDA 12's signature (no edge data); _v2 (12.3, CUDA 13's cuGraphNodeGetDependentNodes) returns it. */
+EXPORT CUresult cuGraphNodeGetDependentNodes(CUgraphNode node, CUgraphNode *out, size_t *n)
+{
+    DRV_ENTER(cuGraphNodeGetDependentNodes);
+    return RT(cudaGraphNodeGetDependentNodes(node, out, NULL, n));
+}
+
+EXPORT CUresult cuGraphNodeGetDependentNodes_v2(CUgraphNode node, CUgraphNode *out, void *edges, size_t *n)
+{
+    DRV_ENTER(cuGraphNodeGetDependentNodes_v2);
+    return RT(cudaGraphNodeGetDependentNodes(node, out, edges, n));
+}
+
+EXPORT CUresult cuGraphGetEdges(CUgraph g, CUgraphNode *from, CUgraphNode *to, size_t *n)
+{
+    DRV_ENTER(cuGraphGetEdges);
+    return RT(cudaGraphGetEdges(g, from, to, NULL, n));
+}
+
+EXPORT CUresult cuGraphGetEdges_v2(CUgraph g, CUgraphNode *from, CUgraphNode *to, void *edges, size_t *n)
+{
+    DRV_ENTER(cuGraphGetEdges_v2);
+    return RT(cudaGraphGetEdges(g, from, to, edges, n));
+}
+
+EXPORT CUresult cuGraphDestroyNode(CUgraphNode node)
+{
+    DRV_ENTER(cuGraphDestroyNode);
+    return RT(cudaGraphDestroyNode(node));
+}
+
+/* CUDA_MEM_ALLOC_NODE_PARAMS has cudaMemAllocNodeParams' layout (dptr a CUdeviceptr, 64 bits either way). */
+EXPORT CUresult cuGraphMemAllocNodeGetParams(CUgraphNode node, void *params)
+{
+    DRV_ENTER(cuGraphMemAllocNodeGetParams);
+    return RT(cudaGraphMemAllocNodeGetParams(node, params));
+}
+
+EXPORT CUresult cuGraphMemFreeNodeGetParams(CUgraphNode node, CUdeviceptr *dptr)
+{
+    DRV_ENTER(cuGraphMemFreeNodeGetParams);
+    return RT(cudaGraphMemFreeNodeGetParams(node, dptr));
+}
+
+#define PROC(fn) { #fn, 0, #fn, (void *)fn },
+#define PROC_V(name, since, fn) { name, since, #fn, (void *)fn },
+const proc_t emu_graph_driver2_procs[] = {
+    PROC(cuGraphNodeGetDependentNodes) PROC_V("cuGraphNodeGetDependentNodes", 12030, cuGraphNodeGetDependentNodes_v2)
+    PROC(cuGraphGetEdges) PROC_V("cuGraphGetEdges", 12030, cuGraphGetEdges_v2)
+    PROC(cuGraphDestroyNode) PROC(cuGraphMemAllocNodeGetParams) PROC(cuGraphMemFreeNodeGetParams)
+};
+const size_t emu_graph_driver2_nprocs = sizeof emu_graph_driver2_procs / sizeof *emu_graph_driver2_procs;

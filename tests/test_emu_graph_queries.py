@@ -1,0 +1,278 @@
+"""Graph queries and node removal (issue 33): cuGraphNodeGetDependentNodes(_v2), cuGraphGetEdges(_v2),
+cuGraphDestroyNode, cuGraphMemAllocNodeGetParams / cuGraphMemFreeNodeGetParams and their runtime forms
+(cudaGraphNodeGetDependentNodes, cudaGraphGetEdges, cudaGraphDestroyNode, cudaGraphMem*NodeGetParams):
+what each returns, the driver's documented error returns, that a refused call changes nothing, and that a
+graph still instantiates, launches in dependency order, clones and finds its clone's nodes after a removal.
+
+The stand-ins run in fresh interpreters (see test_standin.py for why).
+"""
+import importlib.util
+import pathlib
+
+from accel import emu
+
+_spec = importlib.util.spec_from_file_location("standin_fixtures", pathlib.Path(__file__).with_name("standin_fixtures.py"))
+_fx = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_fx)
+
+pytestmark = _fx.needs_standins
+
+OK, INVALID_VALUE, INVALID_HANDLE, NOT_SUPPORTED, UNKNOWN = 0, 1, 400, 801, 999
+
+PRELUDE = f"""
+import ctypes as c, json, os
+rt = c.CDLL({emu.cudart_path()!r}, mode=os.RTLD_NOW | os.RTLD_GLOBAL)
+cu = c.CDLL({emu.driver_path()!r}, mode=os.RTLD_NOW | os.RTLD_GLOBAL)
+rt.accelEmuSetFail.argtypes = [c.c_char_p]
+P, S, R = c.c_void_p, c.c_size_t, c.byref
+PP = c.POINTER(P)
+for name, args in dict(
+        cuGraphNodeGetDependentNodes=[P, PP, c.POINTER(S)], cuGraphNodeGetDependentNodes_v2=[P, PP, P, c.POINTER(S)],
+        cuGraphGetEdges=[P, PP, PP, c.POINTER(S)], cuGraphGetEdges_v2=[P, PP, PP, P, c.POINTER(S)],
+        cuGraphDestroyNode=[P], cuGraphMemAllocNodeGetParams=[P, P], cuGraphMemFreeNodeGetParams=[P, P],
+        cudaGraphNodeGetDependentNodes=[P, PP, P, c.POINTER(S)], cudaGraphGetEdges=[P, PP, PP, P, c.POINTER(S)],
+        cudaGraphDestroyNode=[P], cudaGraphMemAllocNodeGetParams=[P, P], cudaGraphMemFreeNodeGetParams=[P, P],
+        cuGraphAddEmptyNode=[PP, P, PP, S], cuGraphAddHostNode=[PP, P, PP, S, P], cuGraphNodeGetType=[P, c.POINTER(c.c_int)],
+        cuGraphAddMemAllocNode=[PP, P, PP, S, P], cuGraphAddMemFreeNode=[PP, P, PP, S, c.c_uint64],
+        cuGraphNodeGetDependencies=[P, PP, c.POINTER(S)], cuGraphNodeFindInClone=[PP, P, P],
+        cuGraphGetNodes=[P, PP, c.POINTER(S)]).items():
+    getattr(rt if name.startswith("cuda") else cu, name).argtypes = args
+ctx = P()
+assert cu.cuInit(0) == 0 and cu.cuDevicePrimaryCtxRetain(R(ctx), 0) == 0 and cu.cuCtxSetCurrent(ctx) == 0
+HOSTFN = c.CFUNCTYPE(None, P)
+ran = []
+host = HOSTFN(lambda p: ran.append(p))
+def graph():
+    g = P(); assert cu.cuGraphCreate(R(g), 0) == 0; return g
+def node(g, *deps, tag=None):
+    n, arr = P(), (P * max(len(deps), 1))(*deps)
+    if tag is None:
+        assert cu.cuGraphAddEmptyNode(R(n), g, arr, len(deps)) == 0
+    else:
+        hp = (P * 2)(c.cast(host, P).value, tag)
+        assert cu.cuGraphAddHostNode(R(n), g, arr, len(deps), hp) == 0
+    return n.value
+def edges(g, room=None, v2=False):
+    n = S()
+    assert cu.cuGraphGetEdges(g, None, None, R(n)) == 0
+    k = n.value if room is None else room
+    f, t, n = (P * max(k, 1))(), (P * max(k, 1))(), S(k)
+    r = cu.cuGraphGetEdges(g, f, t, R(n))
+    assert r == 0, r
+    return [[f[i], t[i]] for i in range(k)], n.value
+def dependents(x):
+    n = S(); assert cu.cuGraphNodeGetDependentNodes(x, None, R(n)) == 0
+    out = (P * max(n.value, 1))()
+    assert cu.cuGraphNodeGetDependentNodes(x, out, R(n)) == 0
+    return list(out[:n.value])
+def deps(x):
+    n = S(); assert cu.cuGraphNodeGetDependencies(x, None, R(n)) == 0
+    out = (P * max(n.value, 1))()
+    assert cu.cuGraphNodeGetDependencies(x, out, R(n)) == 0
+    return list(out[:n.value])
+def out(x):
+    print(json.dumps(x))
+"""
+
+_run, _json = _fx.runners(PRELUDE)
+
+
+def test_edges_and_dependents(subprocess_python):
+    got = _json(subprocess_python, """
+g = graph()
+a = node(g); b = node(g, a); cc = node(g, a); d = node(g, b, cc)
+name = {a: "a", b: "b", cc: "c", d: "d", None: None}
+nm = lambda l: [name[x] for x in l]
+r = {}
+all_, n = edges(g)
+r["edges"] = [nm(e) for e in all_], n
+more, n = edges(g, room=6)
+r["room"] = [nm(e) for e in more], n
+less, n = edges(g, room=2)
+r["less"] = [nm(e) for e in less], n
+r["dependents"] = [nm(dependents(x)) for x in (a, b, cc, d)]
+# _v2: edge data comes back zeroed (default edges); a short array gets the first ones
+ed = (c.c_ubyte * 16)(*([7] * 16)); f, t, k = (P * 2)(), (P * 2)(), S(2)
+r["v2"] = [cu.cuGraphNodeGetDependentNodes_v2(a, f, ed, R(k)), nm(f[:2]), k.value, list(ed)]
+ed = (c.c_ubyte * 40)(*([7] * 40)); f, t, k = (P * 5)(), (P * 5)(), S(5)
+r["edges_v2"] = [cu.cuGraphGetEdges_v2(g, f, t, ed, R(k)), k.value, list(ed)[:32] == [0] * 32, nm(f[:5])]
+# the documented refusals: NULL count, edge data without the arrays, one array of the two; bad handles
+k = S(3)
+r["bad"] = [cu.cuGraphGetEdges(g, None, None, None), cu.cuGraphGetEdges(g, f, None, R(k)),
+            cu.cuGraphGetEdges(g, None, t, R(k)), cu.cuGraphGetEdges_v2(g, None, None, ed, R(k)),
+            cu.cuGraphGetEdges(P(0x1234), None, None, R(k)), cu.cuGraphNodeGetDependentNodes(a, None, None),
+            cu.cuGraphNodeGetDependentNodes_v2(a, None, ed, R(k)), cu.cuGraphNodeGetDependentNodes(g, None, R(k)),
+            k.value]
+# the runtime's forms answer alike and set the last error on a refusal
+k = S()
+r["rt"] = [rt.cudaGraphGetEdges(g, None, None, None, R(k)), k.value, rt.cudaGetLastError(),
+           rt.cudaGraphNodeGetDependentNodes(d, None, None, R(k)), k.value,
+           rt.cudaGraphGetEdges(g, f, None, None, R(k)), rt.cudaGetLastError(), rt.cudaGetLastError()]
+# cuGetProcAddress: the CUDA 12.0 ABI without edge data, from 12.3 the _v2 one
+fn, st = P(), c.c_int()
+ab = []
+for name_, ver in (("cuGraphGetEdges", 12000), ("cuGraphGetEdges", 12030), ("cuGraphNodeGetDependentNodes", 13000)):
+    assert cu.cuGetProcAddress_v2(name_.encode(), R(fn), ver, 0, R(st)) == 0 and st.value == 0
+    ab.append(fn.value)
+r["procs"] = [ab[0] == c.cast(cu.cuGraphGetEdges, P).value, ab[1] == c.cast(cu.cuGraphGetEdges_v2, P).value,
+              ab[2] == c.cast(cu.cuGraphNodeGetDependentNodes_v2, P).value]
+assert cu.cuGraphDestroy(g) == 0
+out(r)
+""")
+    assert got["edges"] == [[["a", "b"], ["a", "c"], ["b", "d"], ["c", "d"]], 4]
+    assert got["room"] == [[["a", "b"], ["a", "c"], ["b", "d"], ["c", "d"], [None, None], [None, None]], 4]
+    assert got["less"] == [[["a", "b"], ["a", "c"]], 2]
+    assert got["dependents"] == [["b", "c"], ["d"], ["d"], []]
+    assert got["v2"] == [OK, ["b", "c"], 2, [0] * 16]
+    assert got["edges_v2"] == [OK, 4, True, ["a", "a", "b", "c", None]]
+    assert got["bad"] == [INVALID_VALUE] * 4 + [INVALID_HANDLE, INVALID_VALUE, INVALID_VALUE, INVALID_HANDLE, 3]
+    assert got["rt"] == [OK, 4, OK, OK, 0, INVALID_VALUE, INVALID_VALUE, OK]
+    assert got["procs"] == [True, True, True]
+
+
+def test_destroy_node(subprocess_python):
+    got = _json(subprocess_python, """
+g = graph()
+a = node(g, tag=1); b = node(g, a, tag=2); cc = node(g, a, tag=3); d = node(g, b, cc, tag=4)
+name = {a: "a", b: "b", cc: "c", d: "d", None: None}
+nm = lambda l: [name[x] for x in l]
+clone = P(); assert cu.cuGraphClone(R(clone), g) == 0
+dc = P(); assert cu.cuGraphNodeFindInClone(R(dc), d, clone) == 0
+r = {"destroy": cu.cuGraphDestroyNode(b)}
+k = S(); cu.cuGraphGetNodes(g, None, R(k))
+r["after"] = [k.value, [nm(e) for e in edges(g)[0]], nm(dependents(a)), nm(deps(d))]
+t = c.c_int()
+r["gone"] = [cu.cuGraphNodeGetType(b, R(t)), cu.cuGraphDestroyNode(b), cu.cuGraphDestroyNode(None),
+             cu.cuGraphDestroyNode(g)]
+# the graph still runs its nodes in dependency order, and destroying the first node frees its dependents
+x, s = P(), P()
+assert cu.cuGraphInstantiateWithFlags(R(x), g, c.c_ulonglong(0)) == 0 and cu.cuStreamCreate(R(s), 0) == 0
+assert cu.cuGraphLaunch(x, s) == 0 and cu.cuStreamSynchronize(s) == 0
+r["ran"] = list(ran)
+assert cu.cuGraphDestroyNode(a) == 0
+r["roots"] = [nm(deps(cc)), [nm(e) for e in edges(g)[0]]]
+# the clone keeps its own nodes; finding in it goes by node, not by position
+f = P()
+r["clone"] = [cu.cuGraphNodeFindInClone(R(f), d, clone), f.value == dc.value]
+assert cu.cuGraphDestroyNode(dc) == 0
+r["clone_gone"] = cu.cuGraphNodeFindInClone(R(f), d, clone)
+# armed fault: nothing removed
+assert rt.accelEmuSetFail(b"cuGraphDestroyNode:1") == 0
+r["fault"] = [cu.cuGraphDestroyNode(cc), rt.cudaGetLastError()]
+rt.accelEmuSetFail(None)
+cu.cuGraphGetNodes(g, None, R(k)); r["fault"].append(k.value)
+# the runtime's form
+r["rt"] = [rt.cudaGraphDestroyNode(cc), rt.cudaGraphDestroyNode(cc), rt.cudaGetLastError()]
+assert cu.cuGraphExecDestroy(x) == 0 and cu.cuGraphDestroy(g) == 0 and cu.cuGraphDestroy(clone) == 0
+out(r)
+""")
+    assert got["destroy"] == OK
+    assert got["after"] == [3, [["a", "c"], ["c", "d"]], ["c"], ["c"]]
+    assert got["gone"] == [INVALID_HANDLE, INVALID_VALUE, INVALID_VALUE, INVALID_VALUE]
+    assert got["ran"] == [1, 3, 4]
+    assert got["roots"] == [[], [["c", "d"]]]
+    assert got["clone"] == [OK, True] and got["clone_gone"] == INVALID_VALUE
+    assert got["fault"] == [UNKNOWN, OK, 2]
+    assert got["rt"] == [OK, INVALID_VALUE, INVALID_VALUE]
+
+
+def test_memory_nodes(subprocess_python):
+    got = _json(subprocess_python, """
+g = graph()
+ap = (c.c_int * 30)(1, 0, 1, 1)                                   # CUDA_MEM_ALLOC_NODE_PARAMS: pinned, device 1
+c.memmove(c.addressof(ap) + 104, (c.c_size_t * 1)(1000), 8)        # bytesize
+al, fr = P(), P()
+assert cu.cuGraphAddMemAllocNode(R(al), g, None, 0, ap) == 0
+dptr = c.c_uint64.from_address(c.addressof(ap) + 112).value
+e = node(g)
+assert cu.cuGraphAddMemFreeNode(R(fr), g, (P * 1)(al.value), 1, c.c_uint64(dptr)) == 0
+back = (c.c_int * 30)(*([-1] * 30))
+r = {"alloc": cu.cuGraphMemAllocNodeGetParams(al, back)}
+r["params"] = [list(back[:4]), c.c_size_t.from_address(c.addressof(back) + 104).value,
+               c.c_uint64.from_address(c.addressof(back) + 112).value == dptr,
+               c.c_size_t.from_address(c.addressof(back) + 96).value]
+got = c.c_uint64(7)
+r["free"] = [cu.cuGraphMemFreeNodeGetParams(fr, R(got)), got.value == dptr]
+r["bad"] = [cu.cuGraphMemAllocNodeGetParams(fr, back), cu.cuGraphMemAllocNodeGetParams(al, None),
+            cu.cuGraphMemFreeNodeGetParams(al, R(got)), cu.cuGraphMemFreeNodeGetParams(fr, None),
+            cu.cuGraphMemAllocNodeGetParams(None, back)]
+# nodes of a graph with memory nodes cannot be removed (CUDA's rule), not even its empty node
+k = S()
+r["destroy"] = [cu.cuGraphDestroyNode(e), cu.cuGraphDestroyNode(al)]
+cu.cuGraphGetNodes(g, None, R(k)); r["destroy"].append(k.value)
+rb = (c.c_int * 30)()
+r["rt"] = [rt.cudaGraphMemAllocNodeGetParams(al, rb), rb[3], rt.cudaGraphMemFreeNodeGetParams(e, R(got)),
+           rt.cudaGetLastError()]
+assert cu.cuGraphDestroy(g) == 0
+out(r)
+""")
+    assert got["alloc"] == OK
+    assert got["params"] == [[1, 0, 1, 1], 1000, True, 0]
+    assert got["free"] == [OK, True]
+    assert got["bad"] == [INVALID_VALUE] * 5
+    assert got["destroy"] == [NOT_SUPPORTED, NOT_SUPPORTED, 3]
+    assert got["rt"] == [OK, 1, INVALID_VALUE, INVALID_VALUE]
+
+
+def test_no_removal_while_capturing(subprocess_python):
+    got = _json(subprocess_python, """
+s, g = P(), P()
+assert cu.cuStreamCreate(R(s), 1) == 0 and cu.cuStreamBeginCapture_v2(s, 0) == 0
+assert cu.cuLaunchHostFunc(s, host, None) == 0
+st, cid, cg, dp, k = c.c_int(), c.c_ulonglong(), P(), P(), S()
+assert cu.cuStreamGetCaptureInfo_v2(s, R(st), R(cid), R(cg), R(dp), R(k)) == 0 and k.value == 1
+n = c.cast(dp, PP)[0]
+r = [cu.cuGraphDestroyNode(n)]
+assert cu.cuStreamEndCapture(s, R(g)) == 0
+r.append(cu.cuGraphDestroyNode(n))
+assert cu.cuGraphDestroy(g) == 0
+out(r)
+""")
+    assert got == [INVALID_VALUE, OK]
+
+
+def test_fault_hooks(subprocess_python):
+    """Each new entry point armed by its name fails with CUDA_ERROR_UNKNOWN / cudaErrorUnknown before it
+    changes or writes anything, and works once disarmed; the driver's leave the runtime's last error alone."""
+    got = _json(subprocess_python, """
+g = graph()
+a = node(g); b = node(g, a)
+gm = graph()
+ap = (c.c_int * 30)(1, 0, 1, 0)
+c.memmove(c.addressof(ap) + 104, (c.c_size_t * 1)(64), 8)
+al, fr = P(), P()
+assert cu.cuGraphAddMemAllocNode(R(al), gm, None, 0, ap) == 0
+dptr = c.c_uint64.from_address(c.addressof(ap) + 112).value
+assert cu.cuGraphAddMemFreeNode(R(fr), gm, (P * 1)(al.value), 1, c.c_uint64(dptr)) == 0
+f, t, k, buf, dp = (P * 4)(), (P * 4)(), S(4), (c.c_int * 30)(), c.c_uint64(0)
+calls = {
+    "cuGraphNodeGetDependentNodes": lambda: cu.cuGraphNodeGetDependentNodes(a, f, R(k)),
+    "cuGraphNodeGetDependentNodes_v2": lambda: cu.cuGraphNodeGetDependentNodes_v2(a, f, None, R(k)),
+    "cuGraphGetEdges": lambda: cu.cuGraphGetEdges(g, f, t, R(k)),
+    "cuGraphGetEdges_v2": lambda: cu.cuGraphGetEdges_v2(g, f, t, None, R(k)),
+    "cuGraphMemAllocNodeGetParams": lambda: cu.cuGraphMemAllocNodeGetParams(al, buf),
+    "cuGraphMemFreeNodeGetParams": lambda: cu.cuGraphMemFreeNodeGetParams(fr, R(dp)),
+    "cudaGraphNodeGetDependentNodes": lambda: rt.cudaGraphNodeGetDependentNodes(a, f, None, R(k)),
+    "cudaGraphGetEdges": lambda: rt.cudaGraphGetEdges(g, f, t, None, R(k)),
+    "cudaGraphMemAllocNodeGetParams": lambda: rt.cudaGraphMemAllocNodeGetParams(al, buf),
+    "cudaGraphMemFreeNodeGetParams": lambda: rt.cudaGraphMemFreeNodeGetParams(fr, R(dp)),
+    "cuGraphDestroyNode": lambda: cu.cuGraphDestroyNode(b),
+    "cudaGraphDestroyNode": lambda: rt.cudaGraphDestroyNode(a),
+}
+res = {}
+for name, call in calls.items():
+    f[0] = t[0] = None; k.value = 4; buf[0] = -1; dp.value = 0
+    n = S(); cu.cuGraphGetNodes(g, None, R(n)); before = n.value
+    assert rt.accelEmuSetFail(f"{name}:1".encode()) == 0
+    err = call()
+    untouched = f[0] is None and t[0] is None and k.value == 4 and buf[0] == -1 and dp.value == 0
+    rt.accelEmuSetFail(None)
+    last = rt.cudaGetLastError()
+    cu.cuGraphGetNodes(g, None, R(n)); same = n.value == before
+    res[name] = [err, untouched and same, last, call(), rt.cudaGetLastError()]
+out(res)
+""")
+    for name, (err, unchanged, last, again, last_after) in got.items():
+        runtime = name.startswith("cuda")
+        assert (err, unchanged, again, last_after) == (UNKNOWN, True, OK, OK), name
+        assert last == (UNKNOWN if runtime else OK), name
