@@ -276,3 +276,63 @@ out(res)
         runtime = name.startswith("cuda")
         assert (err, unchanged, again, last_after) == (UNKNOWN, True, OK, OK), name
         assert last == (UNKNOWN if runtime else OK), name
+
+
+def test_graph_memory_attributes(subprocess_python):
+    """CU_GRAPH_MEM_ATTR_*: the bytes of graph allocations in use on a device (alloc nodes of live graphs and
+    executable graphs, captured ones too), their high watermark, reset only to 0; trim succeeds."""
+    got = _json(subprocess_python, """
+for name, args in dict(cuDeviceGetGraphMemAttribute=[c.c_int, c.c_int, P], cuDeviceSetGraphMemAttribute=[c.c_int, c.c_int, P],
+                       cuDeviceGraphMemTrim=[c.c_int], cudaDeviceGetGraphMemAttribute=[c.c_int, c.c_int, P],
+                       cudaDeviceSetGraphMemAttribute=[c.c_int, c.c_int, P], cudaDeviceGraphMemTrim=[c.c_int]).items():
+    getattr(rt if name.startswith("cuda") else cu, name).argtypes = args
+def attrs(dev=0):
+    res = []
+    for a in range(4):
+        v = c.c_uint64(12345); assert cu.cuDeviceGetGraphMemAttribute(dev, a, R(v)) == 0; res.append(v.value)
+    return res
+def alloc_node(g, n, dev=0):
+    ap = (c.c_int * 30)(1, 0, 1, dev)
+    c.memmove(c.addressof(ap) + 104, (c.c_size_t * 1)(n), 8)
+    nd = P(); assert cu.cuGraphAddMemAllocNode(R(nd), g, None, 0, ap) == 0
+    return nd, c.c_uint64.from_address(c.addressof(ap) + 112).value
+r = {"start": attrs()}
+g1 = graph(); a1, p1 = alloc_node(g1, 1 << 20)
+g2 = graph(); a2, p2 = alloc_node(g2, 3 << 20)
+r["two"] = attrs()
+r["other_device"] = attrs(1)
+x = P(); assert cu.cuGraphInstantiateWithFlags(R(x), g2, c.c_ulonglong(0)) == 0
+assert cu.cuGraphDestroy(g2) == 0
+r["exec_keeps"] = attrs()
+assert cu.cuGraphExecDestroy(x) == 0
+r["after_exec"] = attrs()               # g2's allocation is the user's now (no free node freed it)
+assert cu.cuMemFree_v2(c.c_uint64(p2)) == 0
+zero = c.c_uint64(0); one = c.c_uint64(1)
+r["set"] = [cu.cuDeviceSetGraphMemAttribute(0, 1, R(zero)), cu.cuDeviceSetGraphMemAttribute(0, 3, R(zero))]
+r["reset"] = attrs()
+r["bad"] = [cu.cuDeviceSetGraphMemAttribute(0, 1, R(one)), cu.cuDeviceSetGraphMemAttribute(0, 0, R(zero)),
+            cu.cuDeviceSetGraphMemAttribute(0, 2, R(zero)), cu.cuDeviceGetGraphMemAttribute(0, 4, R(zero)),
+            cu.cuDeviceGetGraphMemAttribute(0, 0, None), cu.cuDeviceGetGraphMemAttribute(9, 0, R(zero)),
+            cu.cuDeviceSetGraphMemAttribute(-1, 1, R(zero)), cu.cuDeviceGraphMemTrim(4), cu.cuDeviceGraphMemTrim(0)]
+v = c.c_uint64()
+r["rt"] = [rt.cudaDeviceGetGraphMemAttribute(0, 0, R(v)), v.value, rt.cudaDeviceGraphMemTrim(4), rt.cudaGetLastError(),
+           rt.cudaDeviceGetGraphMemAttribute(4, 0, R(v)), rt.cudaGetLastError()]
+# captured allocations count too
+s = P(); assert cu.cuStreamCreate(R(s), 1) == 0 and cu.cuStreamBeginCapture_v2(s, 0) == 0
+d = c.c_uint64(); assert cu.cuMemAllocAsync(R(d), c.c_size_t(1 << 16), s) == 0
+gc = P(); assert cu.cuStreamEndCapture(s, R(gc)) == 0
+r["captured"] = attrs()
+assert cu.cuGraphDestroy(gc) == 0 and cu.cuGraphDestroy(g1) == 0
+r["end"] = attrs()
+out(r)
+""")
+    mb = 1 << 20
+    assert got["start"] == [0, 0, 0, 0]
+    assert got["two"] == [4 * mb, 4 * mb, 4 * mb, 4 * mb] and got["other_device"] == [0, 0, 0, 0]
+    assert got["exec_keeps"] == [4 * mb, 4 * mb, 4 * mb, 4 * mb]
+    assert got["after_exec"] == [mb, 4 * mb, mb, 4 * mb]             # the user's, no longer graph memory
+    assert got["set"] == [OK, OK] and got["reset"] == [mb, mb, mb, mb]
+    assert got["bad"] == [INVALID_VALUE] * 5 + [101, 101, 101, OK]
+    assert got["rt"] == [OK, mb, INVALID_VALUE, INVALID_VALUE, 101, 101]
+    assert got["captured"] == [mb + (1 << 16), mb + (1 << 16), mb + (1 << 16), mb + (1 << 16)]
+    assert got["end"] == [0, mb + (1 << 16), 0, mb + (1 << 16)]

@@ -1,5 +1,6 @@
-/* The driver API's graph queries and node removal in the libcuda.so.1 stand-in (issue 33): thin layers over the
- * emulated runtime's (emu_graph_query.c), whose error codes have the same values as CUresult's (1, 400, 801).
+/* The driver API's graph queries, node removal and graph memory attributes in the libcuda.so.1 stand-in (issue 33),
+ * and its IPC events: thin layers over the emulated runtime's (emu_graph_query.c, emu_event.c), whose error codes
+ * have the same values as CUresult's (1, 2, 101, 400, 801).
  * As every driver entry point they keep the runtime's last error as it was and have a fault hook by name
  * (EMU_DRVSURFACE_SYMBOLS, emu_internal.h).  cuGetProcAddress finds them through emu_graph_driver2_procs
  * (chained in emu_driver.c's lookup); none takes a stream, so the per-thread variant is the function itself. */
@@ -13,6 +14,9 @@ int cudaGraphGetEdges(void *, void **, void **, void *, size_t *);
 int cudaGraphDestroyNode(void *);
 int cudaGraphMemAllocNodeGetParams(void *, void *);
 int cudaGraphMemFreeNodeGetParams(void *, void *);
+int cudaDeviceGetGraphMemAttribute(int, int, void *);
+int cudaDeviceSetGraphMemAttribute(int, int, void *);
+int cudaDeviceGraphMemTrim(int);
 
 /* CUDA 12's signature (no edge data); _v2 (12.3, CUDA 13's cuGraphNodeGetDependentNodes) returns it. */
 EXPORT CUresult cuGraphNodeGetDependentNodes(CUgraphNode node, CUgraphNode *out, size_t *n)
@@ -58,11 +62,53 @@ EXPORT CUresult cuGraphMemFreeNodeGetParams(CUgraphNode node, CUdeviceptr *dptr)
     return RT(cudaGraphMemFreeNodeGetParams(node, dptr));
 }
 
+/* Graph memory of a device (CU_GRAPH_MEM_ATTR_*: a cuuint64_t each); what the emulator counts is in
+ * emu_graph_query.c. */
+/* IPC events: the runtime's handles (emu_event.c), opened in the process that made them. */
+typedef struct { char reserved[64]; } CUipcEventHandle;
+int cudaIpcGetEventHandle(CUipcEventHandle *, void *);
+int cudaIpcOpenEventHandle(void **, CUipcEventHandle);
+
+EXPORT CUresult cuIpcGetEventHandle(CUipcEventHandle *handle, CUevent e)
+{
+    DRV_ENTER(cuIpcGetEventHandle);
+    return RT(cudaIpcGetEventHandle(handle, e));
+}
+
+EXPORT CUresult cuIpcOpenEventHandle(CUevent *e, CUipcEventHandle handle)
+{
+    DRV_ENTER_CREATE(cuIpcOpenEventHandle);
+    NEED_CTX();
+    return RT(cudaIpcOpenEventHandle(e, handle));
+}
+
+EXPORT CUresult cuDeviceGetGraphMemAttribute(CUdevice dev, int attr, void *value)
+{
+    DRV_ENTER(cuDeviceGetGraphMemAttribute);
+    return RT(cudaDeviceGetGraphMemAttribute(dev, attr, value));
+}
+
+EXPORT CUresult cuDeviceSetGraphMemAttribute(CUdevice dev, int attr, void *value)
+{
+    DRV_ENTER(cuDeviceSetGraphMemAttribute);
+    return RT(cudaDeviceSetGraphMemAttribute(dev, attr, value));
+}
+
+/* The driver documents CUDA_ERROR_INVALID_DEVICE for a bad device (the runtime: cudaErrorInvalidValue). */
+EXPORT CUresult cuDeviceGraphMemTrim(CUdevice dev)
+{
+    DRV_ENTER(cuDeviceGraphMemTrim);
+    if (dev < 0 || dev >= accelEmuDeviceCount()) return CUDA_ERROR_INVALID_DEVICE;
+    return RT(cudaDeviceGraphMemTrim(dev));
+}
+
 #define PROC(fn) { #fn, 0, #fn, (void *)fn },
 #define PROC_V(name, since, fn) { name, since, #fn, (void *)fn },
 const proc_t emu_graph_driver2_procs[] = {
     PROC(cuGraphNodeGetDependentNodes) PROC_V("cuGraphNodeGetDependentNodes", 12030, cuGraphNodeGetDependentNodes_v2)
     PROC(cuGraphGetEdges) PROC_V("cuGraphGetEdges", 12030, cuGraphGetEdges_v2)
     PROC(cuGraphDestroyNode) PROC(cuGraphMemAllocNodeGetParams) PROC(cuGraphMemFreeNodeGetParams)
+    PROC(cuDeviceGetGraphMemAttribute) PROC(cuDeviceSetGraphMemAttribute) PROC(cuDeviceGraphMemTrim)
+    PROC(cuIpcGetEventHandle) PROC(cuIpcOpenEventHandle)
 };
 const size_t emu_graph_driver2_nprocs = sizeof emu_graph_driver2_procs / sizeof *emu_graph_driver2_procs;

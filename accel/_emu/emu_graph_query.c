@@ -167,3 +167,92 @@ EXPORT cudaError_t cudaGraphMemFreeNodeGetParams(cudaGraphNode_t nh, void *dptr_
     pthread_mutex_unlock(&G);
     return err ? fail(err) : cudaSuccess;
 }
+
+/* ------------------------------------------------------------- graph memory (API) */
+
+/* Graph memory in use on a device: the allocations of every live graph's and executable graph's alloc nodes
+ * (each graph memory counted once) that are still mapped.  The emulator maps a graph allocation when its node
+ * is made and keeps nothing past that (no pool of graph memory to trim), so what it reserves is what is in
+ * use.  G held. */
+static unsigned long long mem_used(int dev)
+{
+    const gmem_t *seen[64];
+    size_t nseen = 0;
+    unsigned long long used = 0;
+    for (size_t i = 0; i < g_handles.cap; i++) {
+        uint64_t k = g_handles.keys[i];
+        const gmem_t *m = NULL;
+        if ((k & TAG_MASK) == TAG_GRAPH) m = ((graph_t *)g_handles.vals[i])->mem;
+        else if ((k & TAG_MASK) == TAG_GEXEC) m = ((gexec_t *)g_handles.vals[i])->mem;
+        if (!m || !m->n) continue;
+        int dup = 0;                /* an executable graph shares its graph's: mostly a recent one */
+        for (size_t j = 0; j < nseen && !dup; j++) dup = seen[j] == m;
+        if (dup) continue;
+        if (nseen < sizeof seen / sizeof *seen) seen[nseen++] = m;
+        else {                      /* many graphs with memory: look for an earlier holder of m the slow way */
+            for (size_t j = 0; j < i && !dup; j++) {
+                uint64_t kj = g_handles.keys[j];
+                dup = ((kj & TAG_MASK) == TAG_GRAPH && ((graph_t *)g_handles.vals[j])->mem == m) ||
+                      ((kj & TAG_MASK) == TAG_GEXEC && ((gexec_t *)g_handles.vals[j])->mem == m);
+            }
+            if (dup) continue;
+        }
+        for (size_t a = 0; a < m->n; a++)
+            if (m->a[a]->device == dev && !m->a[a]->freed) used += m->a[a]->size;
+    }
+    return used;
+}
+
+static unsigned long long g_mem_high[EMU_MAX_DEVICES], g_reserved_high[EMU_MAX_DEVICES];
+
+void graph_mem_note(int dev)
+{
+    if (dev < 0 || dev >= EMU_MAX_DEVICES) return;
+    unsigned long long used = mem_used(dev);
+    if (used > g_mem_high[dev]) g_mem_high[dev] = used;
+    if (used > g_reserved_high[dev]) g_reserved_high[dev] = used;
+}
+
+enum { MEM_USED = 0, MEM_USED_HIGH = 1, MEM_RESERVED = 2, MEM_RESERVED_HIGH = 3 };
+
+EXPORT cudaError_t cudaDeviceGetGraphMemAttribute(int device, int attr, void *value)
+{
+    RT_ENTER(cudaDeviceGetGraphMemAttribute, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    if (device < 0 || device >= g_ndev) return fail(cudaErrorInvalidDevice);
+    if (!value || attr < MEM_USED || attr > MEM_RESERVED_HIGH) return fail(cudaErrorInvalidValue);
+    pthread_mutex_lock(&G);
+    graph_mem_note(device);
+    unsigned long long v = attr == MEM_USED_HIGH ? g_mem_high[device]
+                         : attr == MEM_RESERVED_HIGH ? g_reserved_high[device] : mem_used(device);
+    pthread_mutex_unlock(&G);
+    memcpy(value, &v, sizeof v);
+    return cudaSuccess;
+}
+
+/* Only the high watermarks can be set, and only to 0 (then they restart from what is in use now). */
+EXPORT cudaError_t cudaDeviceSetGraphMemAttribute(int device, int attr, void *value)
+{
+    RT_ENTER(cudaDeviceSetGraphMemAttribute, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    if (device < 0 || device >= g_ndev) return fail(cudaErrorInvalidDevice);
+    if (!value || (attr != MEM_USED_HIGH && attr != MEM_RESERVED_HIGH)) return fail(cudaErrorInvalidValue);
+    unsigned long long v;
+    memcpy(&v, value, sizeof v);
+    if (v) return fail(cudaErrorInvalidValue);
+    pthread_mutex_lock(&G);
+    if (attr == MEM_USED_HIGH) g_mem_high[device] = 0;
+    else g_reserved_high[device] = 0;
+    graph_mem_note(device);
+    pthread_mutex_unlock(&G);
+    return cudaSuccess;
+}
+
+/* Nothing is cached for graphs past what they use: nothing to give back. */
+EXPORT cudaError_t cudaDeviceGraphMemTrim(int device)
+{
+    RT_ENTER(cudaDeviceGraphMemTrim, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    if (device < 0 || device >= g_ndev) return fail(cudaErrorInvalidValue);
+    return cudaSuccess;
+}

@@ -77,10 +77,13 @@ void emu_trace_unsupported(const char *name, atomic_int *seen) __attribute__((we
  * inside EMU_SYMBOLS and EMU_GRAPH_DRIVER_SYMBOLS below. */
 #define EMU_GRAPHQ_SYMBOLS(X) \
     X(cudaGraphNodeGetDependentNodes) X(cudaGraphGetEdges) X(cudaGraphDestroyNode) \
-    X(cudaGraphMemAllocNodeGetParams) X(cudaGraphMemFreeNodeGetParams)
+    X(cudaGraphMemAllocNodeGetParams) X(cudaGraphMemFreeNodeGetParams) X(cudaDeviceGetGraphMemAttribute) \
+    X(cudaDeviceSetGraphMemAttribute) X(cudaDeviceGraphMemTrim)
 #define EMU_DRVSURFACE_SYMBOLS(X) \
     X(cuGraphNodeGetDependentNodes) X(cuGraphNodeGetDependentNodes_v2) X(cuGraphGetEdges) X(cuGraphGetEdges_v2) \
-    X(cuGraphDestroyNode) X(cuGraphMemAllocNodeGetParams) X(cuGraphMemFreeNodeGetParams)
+    X(cuGraphDestroyNode) X(cuGraphMemAllocNodeGetParams) X(cuGraphMemFreeNodeGetParams) \
+    X(cuDeviceGetGraphMemAttribute) X(cuDeviceSetGraphMemAttribute) X(cuDeviceGraphMemTrim) \
+    X(cuIpcGetEventHandle) X(cuIpcOpenEventHandle)
 #define EMU_SYMBOLS(X) \
     X(cudaGetDeviceCount) X(cudaGetDevice) X(cudaSetDevice) X(cudaDeviceSynchronize) \
     EMU_GRAPHQ_SYMBOLS(X) \
