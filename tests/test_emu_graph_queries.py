@@ -336,3 +336,82 @@ out(r)
     assert got["rt"] == [OK, mb, INVALID_VALUE, INVALID_VALUE, 101, 101]
     assert got["captured"] == [mb + (1 << 16), mb + (1 << 16), mb + (1 << 16), mb + (1 << 16)]
     assert got["end"] == [0, mb + (1 << 16), 0, mb + (1 << 16)]
+
+
+def test_add_node_from_generic_params(subprocess_python):
+    """cuGraphAddNode / cuGraphAddNode_v2 / cudaGraphAddNode (CUgraphNodeParams) for every node kind the emulator
+    has: the nodes made are those of the explicit calls (types, the alloc node's address written back) and a
+    launch runs them in order; kinds it does not have are CUDA_ERROR_NOT_SUPPORTED, malformed parameters
+    CUDA_ERROR_INVALID_VALUE, and a refused call adds no node."""
+    got = _json(subprocess_python, """
+cu.cuGraphAddNode.argtypes = [PP, P, PP, S, P]
+cu.cuGraphAddNode_v2.argtypes = [PP, P, PP, P, S, P]
+rt.cudaGraphAddNode.argtypes = [PP, P, PP, P, S, P]
+def params(kind, *words, at=16):
+    b = (c.c_ubyte * 256)()
+    c.c_int.from_buffer(b, 0).value = kind
+    for i, w in enumerate(words):
+        c.c_uint64.from_buffer(b, at + 8 * i).value = w
+    return b
+g = graph()
+buf = c.c_uint64(); assert cu.cuMemAlloc_v2(R(buf), S(64)) == 0
+host_out = (c.c_ubyte * 64)()
+ev = P(); assert cu.cuEventCreate(R(ev), 0) == 0
+made, prev = [], None
+def add(b, v2=True):
+    global prev
+    n = P(); deps = (P * 1)(prev) if prev else None
+    r = cu.cuGraphAddNode_v2(R(n), g, deps, None, 1 if prev else 0, b) if v2 else cu.cuGraphAddNode(R(n), g, deps, 1 if prev else 0, b)
+    assert r == 0, r
+    prev = n.value; made.append(n.value)
+    return b
+add(params(5))                                                    # empty
+add(params(2, buf.value, 0, 0x1_0000_00AB, 64, 1))                # memset: value 0xAB, element size 1, 64 x 1
+cp = [0] * 25
+cp[4], cp[6], cp[15], cp[16], cp[22], cp[23], cp[24] = 2, buf.value, 1, c.addressof(host_out), 64, 1, 1
+add(params(1, *cp, at=32), v2=False)                              # memcpy device -> host (CUDA_MEMCPY3D)
+add(params(3, c.cast(host, P).value, 42))                         # host
+add(params(7, ev.value))                                          # event record
+add(params(6, ev.value))                                          # event wait
+al = params(10, 1 | 0 << 32, 1 | 0 << 32)                         # alloc: pinned, device 0 (CUmemPoolProps head)
+c.c_size_t.from_buffer(al, 16 + 104).value = 4096
+add(al)
+dptr = c.c_uint64.from_buffer(al, 16 + 112).value
+add(params(11, dptr))                                             # free
+types = []
+for n in made:
+    t = c.c_int(); assert cu.cuGraphNodeGetType(n, R(t)) == 0; types.append(t.value)
+x, s = P(), P()
+assert cu.cuGraphInstantiateWithFlags(R(x), g, c.c_ulonglong(0)) == 0 and cu.cuStreamCreate(R(s), 0) == 0
+assert cu.cuGraphLaunch(x, s) == 0 and cu.cuStreamSynchronize(s) == 0
+r = {"types": types, "copied": bytes(host_out) == b"\\xab" * 64, "ran": list(ran), "dptr": dptr != 0}
+k = S(); cu.cuGraphGetNodes(g, None, R(k)); before = k.value
+n = P()
+bad_res = params(5); c.c_int.from_buffer(bad_res, 4).value = 1
+bad_tail = params(5); c.c_uint64.from_buffer(bad_tail, 248).value = 1
+bad_flags = params(1, *cp, at=32); c.c_int.from_buffer(bad_flags, 16).value = 1
+edge = (c.c_ubyte * 8)(0, 0, 1)
+r["refused"] = [cu.cuGraphAddNode_v2(R(n), g, None, None, 0, params(k_)) for k_ in (0, 4, 8, 9, 12, 13)]
+r["invalid"] = [cu.cuGraphAddNode_v2(R(n), g, None, None, 0, params(14)), cu.cuGraphAddNode_v2(R(n), g, None, None, 0, bad_res),
+                cu.cuGraphAddNode_v2(R(n), g, None, None, 0, bad_tail), cu.cuGraphAddNode_v2(R(n), g, None, None, 0, bad_flags),
+                cu.cuGraphAddNode_v2(R(n), g, None, None, 0, None), cu.cuGraphAddNode_v2(None, g, None, None, 0, params(5)),
+                cu.cuGraphAddNode_v2(R(n), g, (P * 1)(made[0]), edge, 1, params(5)),
+                cu.cuGraphAddNode_v2(R(n), P(0x4242), None, None, 0, params(5)), rt.cudaGetLastError()]
+cu.cuGraphGetNodes(g, None, R(k)); r["unchanged"] = k.value == before
+# the runtime's form: a cudaMemcpy3DParms (kind cudaMemcpyDefault) and the last error on refusal
+g2 = graph()
+rp = params(1)
+for off, w in ((32, buf.value), (40, 64), (48, 64), (56, 1),                     # srcPtr: ptr, pitch, xsize, ysize
+               (96, c.addressof(host_out)), (104, 64), (112, 64), (120, 1),       # dstPtr
+               (128, 64), (136, 1), (144, 1), (152, 4)):                          # extent, kind (default)
+    c.c_uint64.from_buffer(rp, 32 + off).value = w
+r["rt"] = [rt.cudaGraphAddNode(R(n), g2, None, None, 0, rp), rt.cudaGraphAddNode(R(n), g2, None, None, 0, params(13)),
+           rt.cudaGetLastError()]
+assert cu.cuGraphExecDestroy(x) == 0 and cu.cuGraphDestroy(g) == 0 and cu.cuGraphDestroy(g2) == 0
+out(r)
+""")
+    assert got["types"] == [5, 2, 1, 3, 7, 6, 10, 11]
+    assert got["copied"] and got["ran"] == [42] and got["dptr"]
+    assert got["refused"] == [NOT_SUPPORTED] * 6
+    assert got["invalid"] == [INVALID_VALUE] * 7 + [INVALID_HANDLE, OK] and got["unchanged"]
+    assert got["rt"] == [OK, NOT_SUPPORTED, NOT_SUPPORTED]

@@ -17,6 +17,9 @@ int cudaGraphMemFreeNodeGetParams(void *, void *);
 int cudaDeviceGetGraphMemAttribute(int, int, void *);
 int cudaDeviceSetGraphMemAttribute(int, int, void *);
 int cudaDeviceGraphMemTrim(int);
+typedef int (*emu_add_copy_fn)(void **, void *, void *const *, size_t, const void *);
+int emu_graph_add_node(void **, void *, void *const *, const void *, size_t, void *, emu_add_copy_fn);
+CUresult emu_drv_add_memcpy_node(CUgraphNode *, CUgraph, const CUgraphNode *, size_t, const void *);
 
 /* CUDA 12's signature (no edge data); _v2 (12.3, CUDA 13's cuGraphNodeGetDependentNodes) returns it. */
 EXPORT CUresult cuGraphNodeGetDependentNodes(CUgraphNode node, CUgraphNode *out, size_t *n)
@@ -64,6 +67,22 @@ EXPORT CUresult cuGraphMemFreeNodeGetParams(CUgraphNode node, CUdeviceptr *dptr)
 
 /* Graph memory of a device (CU_GRAPH_MEM_ATTR_*: a cuuint64_t each); what the emulator counts is in
  * emu_graph_query.c. */
+/* A node from generic parameters (CUgraphNodeParams): emu_graph_addnode.c says which kinds; memcpy nodes take a
+ * CUDA_MEMCPY3D (emu_graph_driver.c).  cuGraphAddNode is CUDA 12.2's (no edge data), _v2 12.3's. */
+EXPORT CUresult cuGraphAddNode(CUgraphNode *node, CUgraph g, const CUgraphNode *deps, size_t n, void *params)
+{
+    DRV_ENTER_CREATE(cuGraphAddNode);
+    return RT(emu_graph_add_node(node, g, (void *const *)deps, NULL, n, params, (emu_add_copy_fn)emu_drv_add_memcpy_node));
+}
+
+EXPORT CUresult cuGraphAddNode_v2(CUgraphNode *node, CUgraph g, const CUgraphNode *deps, const void *edges, size_t n,
+                                  void *params)
+{
+    DRV_ENTER_CREATE(cuGraphAddNode_v2);
+    return RT(emu_graph_add_node(node, g, (void *const *)deps, edges, n, params,
+                                 (emu_add_copy_fn)emu_drv_add_memcpy_node));
+}
+
 /* IPC events: the runtime's handles (emu_event.c), opened in the process that made them. */
 typedef struct { char reserved[64]; } CUipcEventHandle;
 int cudaIpcGetEventHandle(CUipcEventHandle *, void *);
@@ -110,5 +129,6 @@ const proc_t emu_graph_driver2_procs[] = {
     PROC(cuGraphDestroyNode) PROC(cuGraphMemAllocNodeGetParams) PROC(cuGraphMemFreeNodeGetParams)
     PROC(cuDeviceGetGraphMemAttribute) PROC(cuDeviceSetGraphMemAttribute) PROC(cuDeviceGraphMemTrim)
     PROC(cuIpcGetEventHandle) PROC(cuIpcOpenEventHandle)
+    PROC(cuGraphAddNode) PROC_V("cuGraphAddNode", 12030, cuGraphAddNode_v2)
 };
 const size_t emu_graph_driver2_nprocs = sizeof emu_graph_driver2_procs / sizeof *emu_graph_driver2_procs;

@@ -73,17 +73,18 @@ void emu_trace_unsupported(const char *name, atomic_int *seen) __attribute__((we
  * absent.  EMU_SYMBOLS: the runtime library's; EMU_DRIVER_SYMBOLS: the driver layer's (emu_driver.c) and
  * EMU_STANDIN_SYMBOLS: the real runtime entry points of the libcudart.so.13 stand-in (emu_standin.c), both
  * in the stand-ins only: elsewhere they can be armed but are never called. */
-/* The graph queries and node removal (emu_graph_query.c) and their driver forms (emu_graph_driver2.c): listed
+/* The graph queries, node removal, graph memory attributes (emu_graph_query.c), cudaGraphAddNode
+ * (emu_graph_addnode.c) and their driver forms with IPC events (emu_graph_driver2.c): listed
  * inside EMU_SYMBOLS and EMU_GRAPH_DRIVER_SYMBOLS below. */
 #define EMU_GRAPHQ_SYMBOLS(X) \
     X(cudaGraphNodeGetDependentNodes) X(cudaGraphGetEdges) X(cudaGraphDestroyNode) \
     X(cudaGraphMemAllocNodeGetParams) X(cudaGraphMemFreeNodeGetParams) X(cudaDeviceGetGraphMemAttribute) \
-    X(cudaDeviceSetGraphMemAttribute) X(cudaDeviceGraphMemTrim)
+    X(cudaDeviceSetGraphMemAttribute) X(cudaDeviceGraphMemTrim) X(cudaGraphAddNode)
 #define EMU_DRVSURFACE_SYMBOLS(X) \
     X(cuGraphNodeGetDependentNodes) X(cuGraphNodeGetDependentNodes_v2) X(cuGraphGetEdges) X(cuGraphGetEdges_v2) \
     X(cuGraphDestroyNode) X(cuGraphMemAllocNodeGetParams) X(cuGraphMemFreeNodeGetParams) \
     X(cuDeviceGetGraphMemAttribute) X(cuDeviceSetGraphMemAttribute) X(cuDeviceGraphMemTrim) \
-    X(cuIpcGetEventHandle) X(cuIpcOpenEventHandle)
+    X(cuIpcGetEventHandle) X(cuIpcOpenEventHandle) X(cuGraphAddNode) X(cuGraphAddNode_v2)
 #define EMU_SYMBOLS(X) \
     X(cudaGetDeviceCount) X(cudaGetDevice) X(cudaSetDevice) X(cudaDeviceSynchronize) \
     EMU_GRAPHQ_SYMBOLS(X) \
