@@ -140,3 +140,22 @@ assert cu.cuEventDestroy_v2(opened) == 0 and cu.cuEventDestroy_v2(e) == 0
 print(json.dumps(r))
 """)
     assert got == [0, 0, True, 0, 0, 1, 1, 400, 400, 1, 0]
+
+
+def test_export_tables_refused_by_name(subprocess_python):
+    """cuGetExportTable refuses every table (CUDA_ERROR_NOT_SUPPORTED, the table pointer NULL); with
+    ACCEL_EMU_TRACE=1 the first request of each table logs its UUID (docs/emulator_export_tables.md)."""
+    proc = _run(subprocess_python, """
+cu.cuGetExportTable.argtypes = [c.POINTER(c.c_void_p), c.c_char_p]
+a = bytes.fromhex("f8cff95121468b4eb9e2fb469e7c0dd9")
+b = bytes.fromhex("6bd5fb6c5bf4e74a8987d93912fd9df9")
+t = c.c_void_p(1234)
+r = [cu.cuGetExportTable(R(t), a), t.value, cu.cuGetExportTable(R(t), a), cu.cuGetExportTable(R(t), b),
+     cu.cuGetExportTable(None, a), cu.cuGetExportTable(R(t), None)]
+print(json.dumps(r))
+""", env={"ACCEL_EMU_TRACE": "1"})
+    assert json.loads(proc.stdout.strip().splitlines()[-1]) == [801, None, 801, 801, 1, 1]
+    lines = [line for line in proc.stderr.splitlines() if "cuGetExportTable" in line]
+    assert lines == [f"accel emu: cuGetExportTable (table {u}, NVIDIA's private interface) is not supported by the "
+                     "emulated runtime (returns CUDA_ERROR_NOT_SUPPORTED)"
+                     for u in ("f8cff95121468b4eb9e2fb469e7c0dd9", "6bd5fb6c5bf4e74a8987d93912fd9df9")]

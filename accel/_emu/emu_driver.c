@@ -629,7 +629,7 @@ EXPORT CUresult cuEventCreate(CUevent *e, unsigned int flags)
     X(cuLinkCreate_v2) X(cuLinkDestroy) X(cuModuleGetFunction) X(cuModuleLoad) X(cuModuleLoadData) \
     X(cuModuleLoadDataEx) X(cuModuleUnload) X(cuOccupancyMaxActiveBlocksPerMultiprocessor) \
     X(cuTensorMapEncodeTiled) X(cuLibraryLoadData) X(cuLibraryUnload) \
-    X(cuLibraryGetKernel) X(cuKernelGetFunction) X(cuGetExportTable) X(cuModuleLoadFatBinary) \
+    X(cuLibraryGetKernel) X(cuKernelGetFunction) X(cuModuleLoadFatBinary) \
     X(cuModuleGetGlobal_v2) X(cuModuleGetTexRef) X(cuLibraryLoadFromFile) X(cuLibraryGetModule) \
     X(cuLibraryGetGlobal) X(cuLibraryGetManaged) X(cuKernelGetAttribute) X(cuKernelSetAttribute) \
     X(cuKernelSetCacheConfig) X(cuLinkAddFile_v2) X(cuFuncGetParamInfo) X(cuFuncGetName) \
@@ -644,7 +644,8 @@ DRV_UNSUPPORTED(UNSUPPORTED)
 #define STUB_ADDR(name) (void *)name,
 EXPORT int accelEmuDriverUnsupported(const void *fn)
 {
-    static void *const stubs[] = { DRV_UNSUPPORTED(STUB_ADDR) };
+    CUresult cuGetExportTable(const void **, const void *);     /* refuses every table: emu_drvexport.c */
+    static void *const stubs[] = { DRV_UNSUPPORTED(STUB_ADDR) (void *)cuGetExportTable };
     for (size_t i = 0; i < sizeof stubs / sizeof *stubs; i++)
         if (stubs[i] == fn) return 1;
     return 0;
@@ -761,8 +762,8 @@ void *emu_driver_proc(const char *name, int version, int per_thread)
         per_thread = 1;
     }
     const proc_t *best = NULL;
-    const proc_t *tables[] = { procs, emu_drvmem_procs, emu_graph_driver2_procs };
-    size_t sizes[] = { NPROCS, emu_drvmem_nprocs, emu_graph_driver2_nprocs };
+    const proc_t *tables[] = { procs, emu_drvmem_procs, emu_graph_driver2_procs, emu_drvexport_procs };
+    size_t sizes[] = { NPROCS, emu_drvmem_nprocs, emu_graph_driver2_nprocs, emu_drvexport_nprocs };
     enum { NTABLES = sizeof tables / sizeof *tables };
     for (int t = 0; t < NTABLES; t++)
         for (size_t i = 0; i < sizes[t]; i++) {

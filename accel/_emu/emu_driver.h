@@ -92,6 +92,9 @@ extern const size_t emu_drvmem_nptsz;
 /* emu_graph_driver2.c: the graph queries and node removal (none takes a stream). */
 extern const proc_t emu_graph_driver2_procs[];
 extern const size_t emu_graph_driver2_nprocs;
+/* emu_drvexport.c: cuGetExportTable (refuses every table, naming it). */
+extern const proc_t emu_drvexport_procs[];
+extern const size_t emu_drvexport_nprocs;
 
 #pragma GCC visibility pop
 
