@@ -9,6 +9,9 @@
   enum (1..161, cuda-bindings 13.5) on every profile, the two alike; the sources of the values are in
   docs/emulator_attributes.md.
 
+- The smaller entry points of issue 33: IPC event handles, cuGetExportTable's refusal by table,
+  coredump settings, checkpointing (answered as a driver without checkpoint support).
+
 The stand-ins run in fresh interpreters (see test_standin.py for why).
 """
 import importlib.util
@@ -25,8 +28,9 @@ pytestmark = _fx.needs_standins
 
 SURFACE = pathlib.Path(__file__).with_name("data") / "driver_surface.txt"
 # Implemented entry points of the list, measured: 156 of 513 before issue 33; 161 with the graph queries, 166
-# with graph memory attributes and IPC events, 167 with cuGraphAddNode.  Raise it as entry points land.
-FLOOR = 167
+# with graph memory attributes and IPC events, 167 with cuGraphAddNode, 177 with coredump settings and
+# checkpointing.  Raise it as entry points land.
+FLOOR = 177
 
 PRELUDE = f"""
 import ctypes as c, json, os
@@ -159,3 +163,67 @@ print(json.dumps(r))
     assert lines == [f"accel emu: cuGetExportTable (table {u}, NVIDIA's private interface) is not supported by the "
                      "emulated runtime (returns CUDA_ERROR_NOT_SUPPORTED)"
                      for u in ("f8cff95121468b4eb9e2fb469e7c0dd9", "6bd5fb6c5bf4e74a8987d93912fd9df9")]
+
+
+def test_coredump_settings(subprocess_python):
+    """cuCoredump{Get,Set}Attribute{,Global}: the documented defaults and sizes, global settings, a context's
+    own falling back to the global ones, the global-only settings, and the refusals (nothing changed by one)."""
+    got = _json(subprocess_python, """
+for n in ("cuCoredumpGetAttribute", "cuCoredumpGetAttributeGlobal", "cuCoredumpSetAttribute", "cuCoredumpSetAttributeGlobal"):
+    getattr(cu, n).argtypes = [c.c_int, c.c_void_p, c.POINTER(c.c_size_t)]
+def get(attr, glob=True, n=1024):
+    buf, size = c.create_string_buffer(n), c.c_size_t(n)
+    r = (cu.cuCoredumpGetAttributeGlobal if glob else cu.cuCoredumpGetAttribute)(attr, buf, R(size))
+    if r: return r
+    return buf.value.decode() if attr in (5, 6) else c.c_int.from_buffer(buf).value if attr == 7 else buf.raw[0]
+def put(attr, value, glob=True):
+    buf = c.create_string_buffer(value, 1024) if isinstance(value, bytes) else \\
+        (c.c_int(value) if attr == 7 else c.c_ubyte(value))
+    size = c.c_size_t(c.sizeof(buf))
+    return (cu.cuCoredumpSetAttributeGlobal if glob else cu.cuCoredumpSetAttribute)(attr, R(buf), R(size))
+assert cu.cuInit(0) == 0
+r = {"no_ctx": [cu.cuCoredumpGetAttribute(1, None, R(c.c_size_t())), put(1, 1, glob=False)]}
+sizes = []
+for a in range(1, 8):
+    s = c.c_size_t(0); assert cu.cuCoredumpGetAttributeGlobal(a, None, R(s)) == 0; sizes.append(s.value)
+r["sizes"] = sizes
+r["defaults"] = [get(a) for a in range(1, 8)]
+r["host_pid"] = [os.getpid(), os.uname().nodename]
+r["set_global"] = [put(1, 1), put(5, b"/tmp/dump.%p"), put(7, 0x10), put(4, 1), put(6, b"/tmp/other")]
+r["global"] = [get(1), get(5), get(7), get(4), get(6)]
+ctx = c.c_void_p()
+assert cu.cuDevicePrimaryCtxRetain(R(ctx), 0) == 0 and cu.cuCtxSetCurrent(ctx) == 0
+r["ctx_fallback"] = [get(1, False), get(5, False)]
+r["set_ctx"] = [put(1, 0, False), put(5, b"/tmp/ctx", False), put(4, 0, False), put(6, b"/tmp/p", False)]
+r["ctx"] = [get(1, False), get(5, False), get(1), get(5)]
+r["bad"] = [put(7, 0x40), put(0, 1), put(8, 1), put(5, b""), cu.cuCoredumpGetAttributeGlobal(1, None, None),
+            get(5, n=4), get(7)]
+print(json.dumps(r))
+""")
+    host = got["host_pid"][1]
+    pid = got["host_pid"][0]
+    assert got["no_ctx"] == [201, 201]
+    assert got["sizes"] == [1, 1, 1, 1, 1024, 1024, 4]
+    assert got["defaults"] == [0, 1, 0, 0, f"core.cuda.{host}.{pid}", f"corepipe.cuda.{host}.{pid}", 0]
+    assert got["set_global"] == [0, 0, 0, 0, 800]       # the pipe is fixed once user triggers are on
+    assert got["global"] == [1, "/tmp/dump.%p", 0x10, 1, f"corepipe.cuda.{host}.{pid}"]
+    assert got["ctx_fallback"] == [1, "/tmp/dump.%p"]
+    assert got["set_ctx"] == [0, 0, 800, 800]
+    assert got["ctx"] == [0, "/tmp/ctx", 1, "/tmp/dump.%p"]
+    assert got["bad"] == [1, 1, 1, 1, 1, 1, 0x10]
+
+
+def test_checkpointing_answers_as_without_support(subprocess_python):
+    got = _json(subprocess_python, """
+assert cu.cuInit(0) == 0
+pid, i = os.getpid(), c.c_int(-1)
+args = (c.c_ubyte * 64)()
+bad = (c.c_ubyte * 64)(); bad[20] = 1
+r = [cu.cuCheckpointProcessGetState(pid, R(i)), i.value, cu.cuCheckpointProcessGetRestoreThreadId(pid, R(i)),
+     cu.cuCheckpointProcessLock(pid, None), cu.cuCheckpointProcessLock(pid, args), cu.cuCheckpointProcessCheckpoint(pid, None),
+     cu.cuCheckpointProcessRestore(pid, None), cu.cuCheckpointProcessUnlock(pid, None),
+     cu.cuCheckpointProcessGetState(pid, None), cu.cuCheckpointProcessGetState(0, R(i)),
+     cu.cuCheckpointProcessLock(pid, bad), cu.cuCheckpointProcessUnlock(pid, bad)]
+print(json.dumps(r))
+""")
+    assert got == [801, -1, 801, 801, 801, 801, 801, 801, 1, 1, 1, 1]

@@ -95,6 +95,9 @@ extern const size_t emu_graph_driver2_nprocs;
 /* emu_drvexport.c: cuGetExportTable (refuses every table, naming it). */
 extern const proc_t emu_drvexport_procs[];
 extern const size_t emu_drvexport_nprocs;
+/* emu_drvmisc.c: coredump settings, checkpointing (answered as without checkpoint support). */
+extern const proc_t emu_drvmisc_procs[];
+extern const size_t emu_drvmisc_nprocs;
 
 #pragma GCC visibility pop
 
