@@ -245,6 +245,8 @@ assert cu.cuGraphAddMemAllocNode(R(al), gm, None, 0, ap) == 0
 dptr = c.c_uint64.from_address(c.addressof(ap) + 112).value
 assert cu.cuGraphAddMemFreeNode(R(fr), gm, (P * 1)(al.value), 1, c.c_uint64(dptr)) == 0
 f, t, k, buf, dp = (P * 4)(), (P * 4)(), S(4), (c.c_int * 30)(), c.c_uint64(0)
+cu.cuGraphGetRootNodes.argtypes = rt.cudaGraphGetRootNodes.argtypes = [P, PP, c.POINTER(S)]
+cu.cuGraphRemoveDependencies_v2.argtypes = [P, PP, PP, P, S]
 calls = {
     "cuGraphNodeGetDependentNodes": lambda: cu.cuGraphNodeGetDependentNodes(a, f, R(k)),
     "cuGraphNodeGetDependentNodes_v2": lambda: cu.cuGraphNodeGetDependentNodes_v2(a, f, None, R(k)),
@@ -256,6 +258,9 @@ calls = {
     "cudaGraphGetEdges": lambda: rt.cudaGraphGetEdges(g, f, t, None, R(k)),
     "cudaGraphMemAllocNodeGetParams": lambda: rt.cudaGraphMemAllocNodeGetParams(al, buf),
     "cudaGraphMemFreeNodeGetParams": lambda: rt.cudaGraphMemFreeNodeGetParams(fr, R(dp)),
+    "cuGraphGetRootNodes": lambda: cu.cuGraphGetRootNodes(g, f, R(k)),
+    "cudaGraphGetRootNodes": lambda: rt.cudaGraphGetRootNodes(g, f, R(k)),
+    "cuGraphRemoveDependencies_v2": lambda: cu.cuGraphRemoveDependencies_v2(g, (P * 1)(a), (P * 1)(b), None, 1),
     "cuGraphDestroyNode": lambda: cu.cuGraphDestroyNode(b),
     "cudaGraphDestroyNode": lambda: rt.cudaGraphDestroyNode(a),
 }
@@ -263,12 +268,14 @@ res = {}
 for name, call in calls.items():
     f[0] = t[0] = None; k.value = 4; buf[0] = -1; dp.value = 0
     n = S(); cu.cuGraphGetNodes(g, None, R(n)); before = n.value
+    e = S(); cu.cuGraphGetEdges(g, None, None, R(e)); edges_before = e.value
     assert rt.accelEmuSetFail(f"{name}:1".encode()) == 0
     err = call()
     untouched = f[0] is None and t[0] is None and k.value == 4 and buf[0] == -1 and dp.value == 0
     rt.accelEmuSetFail(None)
     last = rt.cudaGetLastError()
-    cu.cuGraphGetNodes(g, None, R(n)); same = n.value == before
+    cu.cuGraphGetNodes(g, None, R(n)); cu.cuGraphGetEdges(g, None, None, R(e))
+    same = n.value == before and e.value == edges_before
     res[name] = [err, untouched and same, last, call(), rt.cudaGetLastError()]
 out(res)
 """)
@@ -415,3 +422,85 @@ out(r)
     assert got["refused"] == [NOT_SUPPORTED] * 6
     assert got["invalid"] == [INVALID_VALUE] * 7 + [INVALID_HANDLE, OK] and got["unchanged"]
     assert got["rt"] == [OK, NOT_SUPPORTED, NOT_SUPPORTED]
+
+
+def test_roots_ids_node_params_and_edge_removal(subprocess_python):
+    """cuGraphGetRootNodes, cuGraphNodeGetContainingGraph, cuGraphGetId, the event / host / memset nodes'
+    getters and the event / host setters (a launch uses what was set), cuGraphRemoveDependencies(_v2); their
+    refusals change nothing."""
+    got = _json(subprocess_python, """
+for name, args in dict(cuGraphGetRootNodes=[P, PP, c.POINTER(S)], cuGraphNodeGetContainingGraph=[P, PP],
+                       cuGraphGetId=[P, c.POINTER(c.c_uint)], cuGraphEventRecordNodeGetEvent=[P, PP],
+                       cuGraphEventRecordNodeSetEvent=[P, P], cuGraphEventWaitNodeGetEvent=[P, PP],
+                       cuGraphEventWaitNodeSetEvent=[P, P], cuGraphHostNodeGetParams=[P, P], cuGraphHostNodeSetParams=[P, P],
+                       cuGraphMemsetNodeGetParams=[P, P], cuGraphRemoveDependencies=[P, PP, PP, S],
+                       cuGraphRemoveDependencies_v2=[P, PP, PP, P, S]).items():
+    getattr(cu, name).argtypes = args
+g = graph()
+a = node(g, tag=1); b = node(g, tag=2); cc = node(g, a, b, tag=3)
+name = {a: "a", b: "b", cc: "c", None: None}
+r = {}
+k = S(); assert cu.cuGraphGetRootNodes(g, None, R(k)) == 0
+roots = (P * 3)(); k3 = S(3)
+r["roots"] = [k.value, cu.cuGraphGetRootNodes(g, roots, R(k3)), k3.value, [name[x] for x in roots]]
+gg, gid, gid2 = P(), c.c_uint(), c.c_uint()
+g2 = graph()
+r["graph"] = [cu.cuGraphNodeGetContainingGraph(cc, R(gg)), gg.value == g.value, cu.cuGraphGetId(g, R(gid)),
+              cu.cuGraphGetId(g2, R(gid2)), gid.value != gid2.value, cu.cuGraphGetId(g, None),
+              cu.cuGraphGetId(P(0x77), R(gid)), cu.cuGraphNodeGetContainingGraph(P(0x77), R(gg))]
+# events
+e1, e2, got_e = P(), P(), P()
+assert cu.cuEventCreate(R(e1), 0) == 0 and cu.cuEventCreate(R(e2), 0) == 0
+rec, wait = P(), P()
+assert cu.cuGraphAddEventRecordNode(R(rec), g2, None, 0, e1) == 0
+assert cu.cuGraphAddEventWaitNode(R(wait), g2, (P * 1)(rec.value), 1, e1) == 0
+ev = [cu.cuGraphEventRecordNodeGetEvent(rec, R(got_e)), got_e.value == e1.value,
+      cu.cuGraphEventRecordNodeSetEvent(rec, e2), cu.cuGraphEventRecordNodeGetEvent(rec, R(got_e)), got_e.value == e2.value,
+      cu.cuGraphEventWaitNodeSetEvent(wait, e2), cu.cuGraphEventWaitNodeGetEvent(wait, R(got_e)), got_e.value == e2.value,
+      cu.cuGraphEventRecordNodeGetEvent(wait, R(got_e)), cu.cuGraphEventWaitNodeSetEvent(wait, P(0x99)),
+      cu.cuGraphEventRecordNodeGetEvent(rec, None)]
+x, s = P(), P()
+assert cu.cuStreamCreate(R(s), 0) == 0 and cu.cuGraphInstantiateWithFlags(R(x), g2, c.c_ulonglong(0)) == 0
+assert cu.cuGraphLaunch(x, s) == 0 and cu.cuStreamSynchronize(s) == 0
+ms_ = c.c_float()
+ev += [cu.cuEventElapsedTime_v2(R(ms_), e2, e2), cu.cuEventElapsedTime_v2(R(ms_), e1, e1)]   # e2 recorded, e1 never
+r["events"] = ev
+# host node: get, set (the next launch of a new instantiation runs the new one), refusals
+hp = (P * 2)()
+h = [cu.cuGraphHostNodeGetParams(a, hp), hp[0] == c.cast(host, P).value, hp[1]]
+other = (P * 2)(c.cast(host, P).value, 11)
+h += [cu.cuGraphHostNodeSetParams(a, other), cu.cuGraphHostNodeSetParams(a, (P * 2)(None, 5)),
+      cu.cuGraphHostNodeSetParams(rec, other), cu.cuGraphHostNodeGetParams(a, None)]
+x2 = P(); assert cu.cuGraphInstantiateWithFlags(R(x2), g, c.c_ulonglong(0)) == 0
+assert cu.cuGraphLaunch(x2, s) == 0 and cu.cuStreamSynchronize(s) == 0
+h.append(sorted(ran))
+r["host"] = h
+# memset getter
+buf = c.c_uint64(); assert cu.cuMemAlloc_v2(R(buf), S(4096)) == 0
+ms = (c.c_size_t * 6)(buf.value, 256, 0, 16, 4, 0)
+c.memmove(c.addressof(ms) + 16, (c.c_uint * 2)(0x1234, 2), 8)
+mn = P(); assert cu.cuGraphAddMemsetNode(R(mn), g2, None, 0, ms, None) == 0
+back = (c.c_size_t * 6)()
+r["memset"] = [cu.cuGraphMemsetNodeGetParams(mn, back), back[0] == buf.value, back[1],
+               list((c.c_uint * 2).from_buffer(back, 16)), back[3], back[4], cu.cuGraphMemsetNodeGetParams(a, back)]
+# removing edges: all named must exist, each once, else none goes
+rm = [cu.cuGraphRemoveDependencies(g, (P * 2)(a, a), (P * 2)(cc, cc), 2),
+      cu.cuGraphRemoveDependencies(g, (P * 2)(a, cc), (P * 2)(cc, a), 2),
+      cu.cuGraphRemoveDependencies_v2(g, (P * 1)(a), (P * 1)(cc), (c.c_ubyte * 8)(0, 0, 1), 1)]
+rm.append([name[x] for x in deps(cc)])
+rm.append(cu.cuGraphRemoveDependencies(g, (P * 1)(a), (P * 1)(cc), 1))
+rm.append([name[x] for x in deps(cc)])
+rm.append(cu.cuGraphRemoveDependencies_v2(g, (P * 1)(b), (P * 1)(cc), (c.c_ubyte * 8)(), 1))
+k = S(); cu.cuGraphGetRootNodes(g, None, R(k)); rm.append(k.value)
+r["remove"] = rm
+assert cu.cuGraphExecDestroy(x) == 0 and cu.cuGraphExecDestroy(x2) == 0
+assert cu.cuGraphDestroy(g) == 0 and cu.cuGraphDestroy(g2) == 0
+out(r)
+""")
+    assert got["roots"] == [2, OK, 2, ["a", "b", None]]
+    assert got["graph"] == [OK, True, OK, OK, True, INVALID_VALUE, INVALID_VALUE, INVALID_VALUE]
+    assert got["events"] == [OK, True, OK, OK, True, OK, OK, True, INVALID_VALUE, INVALID_HANDLE, INVALID_VALUE,
+                             OK, INVALID_HANDLE]
+    assert got["host"] == [OK, True, 1, OK, INVALID_VALUE, INVALID_VALUE, INVALID_VALUE, [2, 3, 11]]
+    assert got["memset"] == [OK, True, 256, [0x1234, 2], 16, 4, INVALID_VALUE]
+    assert got["remove"] == [INVALID_VALUE, INVALID_VALUE, INVALID_VALUE, ["a", "b"], OK, ["b"], OK, 3]

@@ -17,6 +17,17 @@ int cudaGraphMemFreeNodeGetParams(void *, void *);
 int cudaDeviceGetGraphMemAttribute(int, int, void *);
 int cudaDeviceSetGraphMemAttribute(int, int, void *);
 int cudaDeviceGraphMemTrim(int);
+int cudaGraphGetRootNodes(void *, void **, size_t *);
+int cudaGraphNodeGetContainingGraph(void *, void **);
+int cudaGraphGetId(void *, unsigned int *);
+int cudaGraphEventRecordNodeGetEvent(void *, void **);
+int cudaGraphEventRecordNodeSetEvent(void *, void *);
+int cudaGraphEventWaitNodeGetEvent(void *, void **);
+int cudaGraphEventWaitNodeSetEvent(void *, void *);
+int cudaGraphHostNodeGetParams(void *, void *);
+int cudaGraphHostNodeSetParams(void *, const void *);
+int cudaGraphMemsetNodeGetParams(void *, void *);
+int cudaGraphRemoveDependencies(void *, void *const *, void *const *, const void *, size_t);
 typedef int (*emu_add_copy_fn)(void **, void *, void *const *, size_t, const void *);
 int emu_graph_add_node(void **, void *, void *const *, const void *, size_t, void *, emu_add_copy_fn);
 CUresult emu_drv_add_memcpy_node(CUgraphNode *, CUgraph, const CUgraphNode *, size_t, const void *);
@@ -67,6 +78,25 @@ EXPORT CUresult cuGraphMemFreeNodeGetParams(CUgraphNode node, CUdeviceptr *dptr)
 
 /* Graph memory of a device (CU_GRAPH_MEM_ATTR_*: a cuuint64_t each); what the emulator counts is in
  * emu_graph_query.c. */
+#define FWD(name, params, call) EXPORT CUresult name params { DRV_ENTER(name); return RT(call); }
+FWD(cuGraphGetRootNodes, (CUgraph g, CUgraphNode *out, size_t *n), cudaGraphGetRootNodes(g, out, n))
+FWD(cuGraphNodeGetContainingGraph, (CUgraphNode node, CUgraph *g), cudaGraphNodeGetContainingGraph(node, g))
+FWD(cuGraphGetId, (CUgraph g, unsigned int *id), cudaGraphGetId(g, id))
+FWD(cuGraphEventRecordNodeGetEvent, (CUgraphNode node, CUevent *e), cudaGraphEventRecordNodeGetEvent(node, e))
+FWD(cuGraphEventRecordNodeSetEvent, (CUgraphNode node, CUevent e), cudaGraphEventRecordNodeSetEvent(node, e))
+FWD(cuGraphEventWaitNodeGetEvent, (CUgraphNode node, CUevent *e), cudaGraphEventWaitNodeGetEvent(node, e))
+FWD(cuGraphEventWaitNodeSetEvent, (CUgraphNode node, CUevent e), cudaGraphEventWaitNodeSetEvent(node, e))
+/* CUDA_HOST_NODE_PARAMS and CUDA_MEMSET_NODE_PARAMS have the runtime's layouts. */
+FWD(cuGraphHostNodeGetParams, (CUgraphNode node, void *p), cudaGraphHostNodeGetParams(node, p))
+FWD(cuGraphHostNodeSetParams, (CUgraphNode node, const void *p), cudaGraphHostNodeSetParams(node, p))
+FWD(cuGraphMemsetNodeGetParams, (CUgraphNode node, void *p), cudaGraphMemsetNodeGetParams(node, p))
+/* CUDA 12.0's (no edge data) and 12.3's, CUDA 13's cuGraphRemoveDependencies. */
+FWD(cuGraphRemoveDependencies, (CUgraph g, const CUgraphNode *from, const CUgraphNode *to, size_t n),
+    cudaGraphRemoveDependencies(g, (void *const *)from, (void *const *)to, NULL, n))
+FWD(cuGraphRemoveDependencies_v2, (CUgraph g, const CUgraphNode *from, const CUgraphNode *to, const void *edges,
+                                   size_t n),
+    cudaGraphRemoveDependencies(g, (void *const *)from, (void *const *)to, edges, n))
+
 /* A node from generic parameters (CUgraphNodeParams): emu_graph_addnode.c says which kinds; memcpy nodes take a
  * CUDA_MEMCPY3D (emu_graph_driver.c).  cuGraphAddNode is CUDA 12.2's (no edge data), _v2 12.3's. */
 EXPORT CUresult cuGraphAddNode(CUgraphNode *node, CUgraph g, const CUgraphNode *deps, size_t n, void *params)
@@ -130,5 +160,10 @@ const proc_t emu_graph_driver2_procs[] = {
     PROC(cuDeviceGetGraphMemAttribute) PROC(cuDeviceSetGraphMemAttribute) PROC(cuDeviceGraphMemTrim)
     PROC(cuIpcGetEventHandle) PROC(cuIpcOpenEventHandle)
     PROC(cuGraphAddNode) PROC_V("cuGraphAddNode", 12030, cuGraphAddNode_v2)
+    PROC(cuGraphGetRootNodes) PROC(cuGraphNodeGetContainingGraph) PROC(cuGraphGetId)
+    PROC(cuGraphEventRecordNodeGetEvent) PROC(cuGraphEventRecordNodeSetEvent) PROC(cuGraphEventWaitNodeGetEvent)
+    PROC(cuGraphEventWaitNodeSetEvent) PROC(cuGraphHostNodeGetParams) PROC(cuGraphHostNodeSetParams)
+    PROC(cuGraphMemsetNodeGetParams) PROC(cuGraphRemoveDependencies)
+    PROC_V("cuGraphRemoveDependencies", 12030, cuGraphRemoveDependencies_v2)
 };
 const size_t emu_graph_driver2_nprocs = sizeof emu_graph_driver2_procs / sizeof *emu_graph_driver2_procs;

@@ -1,5 +1,7 @@
 /* Graph queries and node removal of the emulated runtime: cudaGraphNodeGetDependentNodes, cudaGraphGetEdges,
- * cudaGraphDestroyNode and the memory nodes' parameter getters (graphs: emu_graph.c; construction:
+ * cudaGraphGetRootNodes, cudaGraphNodeGetContainingGraph, cudaGraphGetId, cudaGraphDestroyNode,
+ * cudaGraphRemoveDependencies, the parameter getters of memory, memset, host and event nodes and the setters of
+ * host and event nodes, and the graph memory attributes (graphs: emu_graph.c; construction:
  * emu_graph_nodes.c; shared types: emu_graph.h).  The driver's forms are in emu_graph_driver2.c.
  *
  * Every edge the emulator keeps is a default one (cudaGraphAddDependencies refuses other edge data), so the
@@ -255,4 +257,208 @@ EXPORT cudaError_t cudaDeviceGraphMemTrim(int device)
     RT_NEED_DEVICE();
     if (device < 0 || device >= g_ndev) return fail(cudaErrorInvalidValue);
     return cudaSuccess;
+}
+
+/* ------------------------------------------------- more queries, node parameters (API) */
+
+/* Nodes without dependencies, in node order (room asked as cudaGraphGetNodes: the first *n, the rest NULL). */
+EXPORT cudaError_t cudaGraphGetRootNodes(cudaGraph_t gh, cudaGraphNode_t *out, size_t *n)
+{
+    RT_ENTER(cudaGraphGetRootNodes, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    if (!n) return fail(cudaErrorInvalidValue);
+    pthread_mutex_lock(&G);
+    graph_t *g = get_graph(gh);
+    if (g) {
+        size_t k = 0;
+        for (size_t j = 0; j < g->n; j++)
+            if (!g->nodes[j]->ndeps) {
+                if (out && k < *n) out[k] = node_handle(g, (uint32_t)j);
+                k++;
+            }
+        if (out) {
+            size_t w = k < *n ? k : *n;
+            for (size_t i = w; i < *n; i++) out[i] = NULL;
+            *n = w;
+        } else {
+            *n = k;
+        }
+    }
+    pthread_mutex_unlock(&G);
+    return g ? cudaSuccess : fail(cudaErrorInvalidResourceHandle);
+}
+
+EXPORT cudaError_t cudaGraphNodeGetContainingGraph(cudaGraphNode_t nh, cudaGraph_t *out)
+{
+    RT_ENTER(cudaGraphNodeGetContainingGraph, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    if (!out) return fail(cudaErrorInvalidValue);
+    pthread_mutex_lock(&G);
+    gnode_t *nd = get_node(nh);
+    if (nd) *out = (cudaGraph_t)(uintptr_t)nd->g->handle;
+    pthread_mutex_unlock(&G);
+    return nd ? cudaSuccess : fail(cudaErrorInvalidValue);
+}
+
+/* The graph's id: unique in the process (graphs are numbered as they are made). */
+EXPORT cudaError_t cudaGraphGetId(cudaGraph_t gh, unsigned int *id)
+{
+    RT_ENTER(cudaGraphGetId, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    if (!id) return fail(cudaErrorInvalidValue);
+    pthread_mutex_lock(&G);
+    graph_t *g = get_graph(gh);
+    if (g) *id = (unsigned int)g->id;
+    pthread_mutex_unlock(&G);
+    return g ? cudaSuccess : fail(cudaErrorInvalidValue);
+}
+
+/* A node of `type` by handle, in a graph not being captured into when `write` (G held): NULL with *err. */
+static gnode_t *typed_node(cudaGraphNode_t nh, int type, int write, cudaError_t *err)
+{
+    gnode_t *nd = get_node(nh);
+    *err = !nd || nd->type != type || (write && nd->g->capturing) ? cudaErrorInvalidValue : cudaSuccess;
+    return *err ? NULL : nd;
+}
+
+static cudaError_t event_get(cudaGraphNode_t nh, int type, cudaEvent_t *out)
+{
+    if (!out) return cudaErrorInvalidValue;
+    cudaError_t err;
+    pthread_mutex_lock(&G);
+    gnode_t *nd = typed_node(nh, type, 0, &err);
+    if (nd) *out = (cudaEvent_t)(uintptr_t)nd->event;
+    pthread_mutex_unlock(&G);
+    return err;
+}
+
+static cudaError_t event_set(cudaGraphNode_t nh, int type, cudaEvent_t eh)
+{
+    cudaError_t err;
+    pthread_mutex_lock(&G);
+    gnode_t *nd = typed_node(nh, type, 1, &err);
+    event_t *e = nd ? get_event(eh) : NULL;
+    if (nd && !e) err = cudaErrorInvalidResourceHandle;
+    if (e) nd->event = e->handle;
+    pthread_mutex_unlock(&G);
+    return err;
+}
+
+#define EVENT_NODE_FNS(Kind, type) \
+    EXPORT cudaError_t cudaGraph##Kind##NodeGetEvent(cudaGraphNode_t nh, cudaEvent_t *out) \
+    { \
+        RT_ENTER(cudaGraph##Kind##NodeGetEvent, cudaErrorUnknown); \
+        RT_NEED_DEVICE(); \
+        cudaError_t err = event_get(nh, type, out); \
+        return err ? fail(err) : cudaSuccess; \
+    } \
+    EXPORT cudaError_t cudaGraph##Kind##NodeSetEvent(cudaGraphNode_t nh, cudaEvent_t e) \
+    { \
+        RT_ENTER(cudaGraph##Kind##NodeSetEvent, cudaErrorUnknown); \
+        RT_NEED_DEVICE(); \
+        cudaError_t err = event_set(nh, type, e); \
+        return err ? fail(err) : cudaSuccess; \
+    }
+EVENT_NODE_FNS(EventRecord, GN_EVENT_RECORD)
+EVENT_NODE_FNS(EventWait, GN_WAIT_EVENT)
+
+typedef struct { cudaHostFn_t fn; void *userData; } host_params_t;     /* cudaHostNodeParams */
+
+EXPORT cudaError_t cudaGraphHostNodeGetParams(cudaGraphNode_t nh, host_params_t *p)
+{
+    RT_ENTER(cudaGraphHostNodeGetParams, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    if (!p) return fail(cudaErrorInvalidValue);
+    cudaError_t err;
+    pthread_mutex_lock(&G);
+    gnode_t *nd = typed_node(nh, GN_HOST, 0, &err);
+    if (nd) *p = (host_params_t){ nd->fn, nd->arg };
+    pthread_mutex_unlock(&G);
+    return err ? fail(err) : cudaSuccess;
+}
+
+/* Later launches of executable graphs made before keep the parameters they were made with (as CUDA's). */
+EXPORT cudaError_t cudaGraphHostNodeSetParams(cudaGraphNode_t nh, const host_params_t *p)
+{
+    RT_ENTER(cudaGraphHostNodeSetParams, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    if (!p || !p->fn) return fail(cudaErrorInvalidValue);
+    cudaError_t err;
+    pthread_mutex_lock(&G);
+    gnode_t *nd = typed_node(nh, GN_HOST, 1, &err);
+    if (nd) { nd->fn = p->fn; nd->arg = p->userData; }
+    pthread_mutex_unlock(&G);
+    return err ? fail(err) : cudaSuccess;
+}
+
+/* cudaMemsetParams as the node keeps them (the pitch of a one-row memset: its width in bytes). */
+typedef struct { void *dst; size_t pitch; unsigned int value, elementSize; size_t width, height; } memset_params_t;
+
+EXPORT cudaError_t cudaGraphMemsetNodeGetParams(cudaGraphNode_t nh, memset_params_t *p)
+{
+    RT_ENTER(cudaGraphMemsetNodeGetParams, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    if (!p) return fail(cudaErrorInvalidValue);
+    cudaError_t err;
+    pthread_mutex_lock(&G);
+    gnode_t *nd = typed_node(nh, GN_MEMSET, 0, &err);
+    if (nd) *p = (memset_params_t){ nd->dst, nd->dpitch, (unsigned)nd->value, (unsigned)nd->elem, nd->n, nd->rows };
+    pthread_mutex_unlock(&G);
+    return err ? fail(err) : cudaSuccess;
+}
+
+typedef struct { uintptr_t from, to; } pair_t;
+
+static int cmp_pair(const void *x, const void *y)
+{
+    const pair_t *a = x, *b = y;
+    if (a->from != b->from) return a->from < b->from ? -1 : 1;
+    return (a->to > b->to) - (a->to < b->to);
+}
+
+/* cudaErrorInvalidValue when an edge is named twice (sorted: O(n log n)). */
+static cudaError_t distinct_edges(const cudaGraphNode_t *from, const cudaGraphNode_t *to, size_t n)
+{
+    pair_t *e = malloc(n * sizeof *e);
+    if (!e) return cudaErrorMemoryAllocation;
+    for (size_t i = 0; i < n; i++) e[i] = (pair_t){ (uintptr_t)from[i], (uintptr_t)to[i] };
+    qsort(e, n, sizeof *e, cmp_pair);
+    cudaError_t err = cudaSuccess;
+    for (size_t i = 1; i < n && !err; i++)
+        if (!cmp_pair(&e[i - 1], &e[i])) err = cudaErrorInvalidValue;
+    free(e);
+    return err;
+}
+
+/* CUDA 13's signature (edge data: NULL or default edges).  Every edge named must exist, each once; none is
+ * removed otherwise.  A graph with memory nodes keeps its edges (CUDA's rule): cudaErrorNotSupported. */
+EXPORT cudaError_t cudaGraphRemoveDependencies(cudaGraph_t gh, const cudaGraphNode_t *from, const cudaGraphNode_t *to,
+                                               const void *edges, size_t n)
+{
+    RT_ENTER(cudaGraphRemoveDependencies, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    if (n && (!from || !to)) return fail(cudaErrorInvalidValue);
+    static const edge_t zero;
+    for (size_t i = 0; edges && i < n; i++)
+        if (memcmp((const edge_t *)edges + i, &zero, sizeof zero)) return fail(cudaErrorInvalidValue);
+    cudaError_t err = cudaSuccess;
+    pthread_mutex_lock(&G);
+    graph_t *g = get_graph(gh);
+    if (!g) err = cudaErrorInvalidResourceHandle;
+    else if (g->capturing) err = cudaErrorInvalidValue;
+    else if (g->mem->n && n) err = cudaErrorNotSupported;
+    for (size_t i = 0; i < n && !err; i++) {
+        gnode_t *a = get_node(from[i]), *b = get_node(to[i]);
+        if (!a || !b || a->g != g || b->g != g || !depends_on(b, a->idx)) err = cudaErrorInvalidValue;
+    }
+    if (!err && n > 1) err = distinct_edges(from, to, n);
+    for (size_t i = 0; i < n && !err; i++) {
+        gnode_t *a = get_node(from[i]), *b = get_node(to[i]);
+        size_t w = 0;
+        for (size_t d = 0; d < b->ndeps; d++)
+            if (b->deps[d] != a->idx) b->deps[w++] = b->deps[d];
+        b->ndeps = w;
+    }
+    pthread_mutex_unlock(&G);
+    return err ? fail(err) : cudaSuccess;
 }

@@ -79,12 +79,20 @@ void emu_trace_unsupported(const char *name, atomic_int *seen) __attribute__((we
 #define EMU_GRAPHQ_SYMBOLS(X) \
     X(cudaGraphNodeGetDependentNodes) X(cudaGraphGetEdges) X(cudaGraphDestroyNode) \
     X(cudaGraphMemAllocNodeGetParams) X(cudaGraphMemFreeNodeGetParams) X(cudaDeviceGetGraphMemAttribute) \
-    X(cudaDeviceSetGraphMemAttribute) X(cudaDeviceGraphMemTrim) X(cudaGraphAddNode)
+    X(cudaDeviceSetGraphMemAttribute) X(cudaDeviceGraphMemTrim) X(cudaGraphAddNode) X(cudaGraphGetRootNodes) \
+    X(cudaGraphNodeGetContainingGraph) X(cudaGraphGetId) X(cudaGraphEventRecordNodeGetEvent) \
+    X(cudaGraphEventRecordNodeSetEvent) X(cudaGraphEventWaitNodeGetEvent) X(cudaGraphEventWaitNodeSetEvent) \
+    X(cudaGraphHostNodeGetParams) X(cudaGraphHostNodeSetParams) X(cudaGraphMemsetNodeGetParams) \
+    X(cudaGraphRemoveDependencies)
 #define EMU_DRVSURFACE_SYMBOLS(X) \
     X(cuGraphNodeGetDependentNodes) X(cuGraphNodeGetDependentNodes_v2) X(cuGraphGetEdges) X(cuGraphGetEdges_v2) \
     X(cuGraphDestroyNode) X(cuGraphMemAllocNodeGetParams) X(cuGraphMemFreeNodeGetParams) \
     X(cuDeviceGetGraphMemAttribute) X(cuDeviceSetGraphMemAttribute) X(cuDeviceGraphMemTrim) \
-    X(cuIpcGetEventHandle) X(cuIpcOpenEventHandle) X(cuGraphAddNode) X(cuGraphAddNode_v2)
+    X(cuIpcGetEventHandle) X(cuIpcOpenEventHandle) X(cuGraphAddNode) X(cuGraphAddNode_v2) X(cuGraphGetRootNodes) \
+    X(cuGraphNodeGetContainingGraph) X(cuGraphGetId) X(cuGraphEventRecordNodeGetEvent) \
+    X(cuGraphEventRecordNodeSetEvent) X(cuGraphEventWaitNodeGetEvent) X(cuGraphEventWaitNodeSetEvent) \
+    X(cuGraphHostNodeGetParams) X(cuGraphHostNodeSetParams) X(cuGraphMemsetNodeGetParams) \
+    X(cuGraphRemoveDependencies) X(cuGraphRemoveDependencies_v2)
 #define EMU_SYMBOLS(X) \
     X(cudaGetDeviceCount) X(cudaGetDevice) X(cudaSetDevice) X(cudaDeviceSynchronize) \
     EMU_GRAPHQ_SYMBOLS(X) \
