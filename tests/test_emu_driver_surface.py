@@ -29,9 +29,9 @@ pytestmark = _fx.needs_standins
 SURFACE = pathlib.Path(__file__).with_name("data") / "driver_surface.txt"
 # Implemented entry points of the list, measured: 156 of 513 before issue 33; 161 with the graph queries, 166
 # with graph memory attributes and IPC events, 167 with cuGraphAddNode, 177 with coredump settings and
-# checkpointing, 188 with root nodes, graph ids, node parameter getters / setters and edge removal.  Raise it as
-# entry points land.
-FLOOR = 188
+# checkpointing, 188 with root nodes, graph ids, node parameter getters / setters and edge removal, 189 with
+# cuGraphNodeGetParams.  Raise it as entry points land.
+FLOOR = 189
 
 PRELUDE = f"""
 import ctypes as c, json, os

@@ -504,3 +504,82 @@ out(r)
     assert got["host"] == [OK, True, 1, OK, INVALID_VALUE, INVALID_VALUE, INVALID_VALUE, [2, 3, 11]]
     assert got["memset"] == [OK, True, 256, [0x1234, 2], 16, 4, INVALID_VALUE]
     assert got["remove"] == [INVALID_VALUE, INVALID_VALUE, INVALID_VALUE, ["a", "b"], OK, ["b"], OK, 3]
+
+
+def test_node_params_round_trip(subprocess_python):
+    """cuGraphNodeGetParams / cudaGraphNodeGetParams: each kind's parameters as the node keeps them; what the driver
+    returns makes an equal node again through cuGraphAddNode_v2 (a launch of the copy copies the same bytes)."""
+    got = _json(subprocess_python, """
+cu.cuGraphAddNode_v2.argtypes = [PP, P, PP, P, S, P]
+cu.cuGraphNodeGetParams.argtypes = rt.cudaGraphNodeGetParams.argtypes = [P, P]
+cu.cuGraphAddMemsetNode.argtypes = [PP, P, PP, S, P, P]
+g = graph()
+buf, dbuf = c.c_uint64(), c.c_uint64()
+assert cu.cuMemAlloc_v2(R(buf), S(4096)) == 0 and cu.cuMemAlloc_v2(R(dbuf), S(4096)) == 0
+host_in = (c.c_ubyte * 256)(*range(256)); host_out = (c.c_ubyte * 256)()
+ms = (c.c_size_t * 6)(buf.value, 512, 0, 16, 3, 0)
+c.memmove(c.addressof(ms) + 16, (c.c_uint * 2)(0xABCD, 2), 8)
+m = P(); assert cu.cuGraphAddMemsetNode(R(m), g, None, 0, ms, None) == 0
+def get(n, drv=True):
+    b = (c.c_ubyte * 256)(*([0x5a] * 256))
+    r = (cu.cuGraphNodeGetParams if drv else rt.cudaGraphNodeGetParams)(n, b)
+    return r, b
+def words(b, at, k):
+    return [c.c_uint64.from_buffer(b, at + 8 * i).value for i in range(k)]
+r = {}
+rc, b = get(m)
+r["memset"] = [rc, c.c_int.from_buffer(b).value, words(b, 16, 2)[0] == buf.value, words(b, 16, 2)[1],
+               list((c.c_uint * 2).from_buffer(b, 32)), words(b, 40, 3), bytes(b[248:]) == bytes(8)]
+h = node(g, tag=7)
+rc, b = get(h)
+r["host"] = [rc, c.c_int.from_buffer(b).value, words(b, 16, 2)[0] == c.cast(host, P).value, words(b, 24, 1)]
+e = P(); assert cu.cuEventCreate(R(e), 0) == 0
+en = P(); assert cu.cuGraphAddEventRecordNode(R(en), g, None, 0, e) == 0
+rc, b = get(en)
+r["event"] = [rc, c.c_int.from_buffer(b).value, words(b, 16, 1)[0] == e.value]
+# a 2-D copy host -> device, 4 rows of 32 bytes, pitches 64 / 128, made by the driver's generic call
+cp = [0] * 25
+cp[4], cp[5], cp[9], cp[15], cp[17], cp[20], cp[22], cp[23], cp[24] = 1, c.addressof(host_in), 64, 2, dbuf.value, 128, 32, 4, 1
+pb = (c.c_ubyte * 256)(); c.c_int.from_buffer(pb).value = 1
+for i, w in enumerate(cp): c.c_uint64.from_buffer(pb, 32 + 8 * i).value = w
+cn = P(); assert cu.cuGraphAddNode_v2(R(cn), g, None, None, 0, pb) == 0
+rc, b = get(cn)
+r["copy"] = [rc, words(b, 32, 25) == cp]
+rc, rb = get(cn, drv=False)
+r["copy_rt"] = [rc, words(rb, 32 + 32, 4) == [c.addressof(host_in), 64, 32, 4],
+                words(rb, 32 + 96, 4) == [dbuf.value, 128, 32, 4], words(rb, 32 + 128, 4)]
+# round trip: the returned parameters make the same copy in a new graph
+g2 = graph(); again = P()
+r["again"] = cu.cuGraphAddNode_v2(R(again), g2, None, None, 0, b)
+x, s = P(), P()
+assert cu.cuStreamCreate(R(s), 0) == 0 and cu.cuGraphInstantiateWithFlags(R(x), g2, c.c_ulonglong(0)) == 0
+assert cu.cuGraphLaunch(x, s) == 0 and cu.cuStreamSynchronize(s) == 0
+back = (c.c_ubyte * 512)()
+assert cu.cuMemcpyDtoH_v2(back, dbuf, S(512)) == 0
+r["copied"] = all(bytes(back[128 * i:128 * i + 32]) == bytes(host_in[64 * i:64 * i + 32]) for i in range(4))
+# memory nodes, empty, refusals
+gm = graph()
+ap = (c.c_int * 30)(1, 0, 1, 0); c.memmove(c.addressof(ap) + 104, (c.c_size_t * 1)(777), 8)
+al = P(); assert cu.cuGraphAddMemAllocNode(R(al), gm, None, 0, ap) == 0
+rc, b = get(al)
+r["alloc"] = [rc, c.c_int.from_buffer(b).value, list((c.c_int * 4).from_buffer(b, 16)), words(b, 16 + 104, 1),
+              words(b, 16 + 112, 1)[0] == c.c_uint64.from_address(c.addressof(ap) + 112).value]
+em = node(g)
+rc, b = get(em)
+r["empty"] = [rc, c.c_int.from_buffer(b).value, bytes(b[4:]) == bytes(252)]
+bad = (c.c_ubyte * 256)(*([9] * 256))
+r["bad"] = [cu.cuGraphNodeGetParams(None, bad), cu.cuGraphNodeGetParams(em, None), bytes(bad) == bytes([9] * 256),
+            rt.cudaGraphNodeGetParams(P(0x55), bad), rt.cudaGetLastError()]
+assert cu.cuGraphExecDestroy(x) == 0
+for gr in (g, g2, gm): assert cu.cuGraphDestroy(gr) == 0
+out(r)
+""")
+    assert got["memset"] == [OK, 2, True, 512, [0xABCD, 2], [16, 3, 0], True]
+    assert got["host"] == [OK, 3, True, [7]]
+    assert got["event"] == [OK, 7, True]
+    assert got["copy"] == [OK, True]
+    assert got["copy_rt"] == [OK, True, True, [32, 4, 1, 4]]
+    assert got["again"] == OK and got["copied"]
+    assert got["alloc"] == [OK, 10, [1, 0, 1, 0], [777], True]
+    assert got["empty"] == [OK, 5, True]
+    assert got["bad"] == [INVALID_VALUE, INVALID_VALUE, True, INVALID_VALUE, INVALID_VALUE]

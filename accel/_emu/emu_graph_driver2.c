@@ -28,6 +28,7 @@ int cudaGraphHostNodeGetParams(void *, void *);
 int cudaGraphHostNodeSetParams(void *, const void *);
 int cudaGraphMemsetNodeGetParams(void *, void *);
 int cudaGraphRemoveDependencies(void *, void *const *, void *const *, const void *, size_t);
+int emu_graph_node_params(void *, void *, int);
 typedef int (*emu_add_copy_fn)(void **, void *, void *const *, size_t, const void *);
 int emu_graph_add_node(void **, void *, void *const *, const void *, size_t, void *, emu_add_copy_fn);
 CUresult emu_drv_add_memcpy_node(CUgraphNode *, CUgraph, const CUgraphNode *, size_t, const void *);
@@ -97,6 +98,9 @@ FWD(cuGraphRemoveDependencies_v2, (CUgraph g, const CUgraphNode *from, const CUg
                                    size_t n),
     cudaGraphRemoveDependencies(g, (void *const *)from, (void *const *)to, edges, n))
 
+/* CUgraphNodeParams of a node (emu_graph_query.c says what each kind gives). */
+FWD(cuGraphNodeGetParams, (CUgraphNode node, void *params), emu_graph_node_params(node, params, 1))
+
 /* A node from generic parameters (CUgraphNodeParams): emu_graph_addnode.c says which kinds; memcpy nodes take a
  * CUDA_MEMCPY3D (emu_graph_driver.c).  cuGraphAddNode is CUDA 12.2's (no edge data), _v2 12.3's. */
 EXPORT CUresult cuGraphAddNode(CUgraphNode *node, CUgraph g, const CUgraphNode *deps, size_t n, void *params)
@@ -164,6 +168,6 @@ const proc_t emu_graph_driver2_procs[] = {
     PROC(cuGraphEventRecordNodeGetEvent) PROC(cuGraphEventRecordNodeSetEvent) PROC(cuGraphEventWaitNodeGetEvent)
     PROC(cuGraphEventWaitNodeSetEvent) PROC(cuGraphHostNodeGetParams) PROC(cuGraphHostNodeSetParams)
     PROC(cuGraphMemsetNodeGetParams) PROC(cuGraphRemoveDependencies)
-    PROC_V("cuGraphRemoveDependencies", 12030, cuGraphRemoveDependencies_v2)
+    PROC_V("cuGraphRemoveDependencies", 12030, cuGraphRemoveDependencies_v2) PROC(cuGraphNodeGetParams)
 };
 const size_t emu_graph_driver2_nprocs = sizeof emu_graph_driver2_procs / sizeof *emu_graph_driver2_procs;

@@ -462,3 +462,87 @@ EXPORT cudaError_t cudaGraphRemoveDependencies(cudaGraph_t gh, const cudaGraphNo
     pthread_mutex_unlock(&G);
     return err ? fail(err) : cudaSuccess;
 }
+
+/* ------------------------------------------------------------- generic parameters (API) */
+
+/* A node's parameters as cudaGraphNodeParams / CUgraphNodeParams (256 bytes, zeroed first): its type, then its
+ * kind's parameters at byte 16, as the node keeps them (CUDA documents that they may differ from those it was
+ * made with).  A copy's sides are given at their addresses, pitched, position 0: to the runtime as
+ * cudaMemcpy3DParms (kind cudaMemcpyDefault), to the driver as CUDA_MEMCPY3D (device memory as
+ * CU_MEMORYTYPE_DEVICE, the rest CU_MEMORYTYPE_HOST); contexts are NULL.  Captured kernel nodes: the emulator
+ * keeps no parameters for them (cudaErrorNotSupported).  Hidden: cuGraphNodeGetParams (emu_graph_driver2.c). */
+__attribute__((visibility("hidden")))
+cudaError_t emu_graph_node_params(cudaGraphNode_t nh, void *params, int driver)
+{
+    if (!params) return cudaErrorInvalidValue;
+    unsigned char out[256] = { 0 }, *u = out + 16;
+    cudaError_t err = cudaSuccess;
+    pthread_mutex_lock(&G);
+    gnode_t *nd = get_node(nh);
+    if (!nd) err = cudaErrorInvalidValue;
+    else if (nd->type == GN_KERNEL) err = cudaErrorNotSupported;
+    else {
+        memcpy(out, &nd->type, sizeof nd->type);
+        size_t w[25] = { 0 };
+        void *p[2] = { 0 };
+        int il[2] = { 0 };
+        switch (nd->type) {
+        case GN_MEMCPY:
+            if (driver) {       /* CUDA_MEMCPY3D at u + 16 (after flags, reserved and copyCtx) */
+                w[4] = nd->dev_src ? 2 : 1;
+                w[nd->dev_src ? 6 : 5] = (uintptr_t)nd->src;
+                w[9] = nd->spitch;                      /* heights (for depth > 1 only): 0 */
+                w[15] = nd->dev_dst ? 2 : 1;
+                w[nd->dev_dst ? 17 : 16] = (uintptr_t)nd->dst;
+                w[20] = nd->dpitch;
+                w[22] = nd->n;
+                w[23] = nd->rows;
+                w[24] = 1;
+                memcpy(u + 16, w, sizeof w);
+            } else {            /* cudaMemcpy3DParms at u + 16 */
+                w[4] = (uintptr_t)nd->src; w[5] = nd->spitch; w[6] = nd->n; w[7] = nd->rows;
+                w[12] = (uintptr_t)nd->dst; w[13] = nd->dpitch; w[14] = nd->n; w[15] = nd->rows;
+                w[16] = nd->n; w[17] = nd->rows; w[18] = 1; w[19] = 4;
+                memcpy(u + 16, w, 20 * sizeof *w);
+            }
+            break;
+        case GN_MEMSET:
+            w[0] = (uintptr_t)nd->dst; w[1] = nd->dpitch; w[3] = nd->n; w[4] = nd->rows;
+            il[0] = nd->value; il[1] = nd->elem;
+            memcpy(u, w, 5 * sizeof *w);
+            memcpy(u + 16, il, sizeof il);
+            break;
+        case GN_HOST:
+            p[0] = (void *)nd->fn; p[1] = nd->arg;
+            memcpy(u, p, sizeof p);
+            break;
+        case GN_EVENT_RECORD:
+        case GN_WAIT_EVENT:
+            memcpy(u, &nd->event, sizeof nd->event);
+            break;
+        case GN_MEM_ALLOC: {
+            int head[4] = { 1, 0, 1, nd->mem->device };     /* pinned, on the node's device */
+            memcpy(u, head, sizeof head);
+            w[0] = nd->n; w[1] = (uintptr_t)nd->dst;         /* bytesize, dptr after the props and access list */
+            memcpy(u + 104, w, 2 * sizeof *w);
+            break;
+        }
+        case GN_MEM_FREE:
+            memcpy(u, &nd->dst, sizeof nd->dst);
+            break;
+        default:
+            break;
+        }
+    }
+    pthread_mutex_unlock(&G);
+    if (!err) memcpy(params, out, sizeof out);
+    return err;
+}
+
+EXPORT cudaError_t cudaGraphNodeGetParams(cudaGraphNode_t nh, void *params)
+{
+    RT_ENTER(cudaGraphNodeGetParams, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    cudaError_t err = emu_graph_node_params(nh, params, 0);
+    return err ? fail(err) : cudaSuccess;
+}

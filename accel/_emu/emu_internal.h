@@ -83,7 +83,7 @@ void emu_trace_unsupported(const char *name, atomic_int *seen) __attribute__((we
     X(cudaGraphNodeGetContainingGraph) X(cudaGraphGetId) X(cudaGraphEventRecordNodeGetEvent) \
     X(cudaGraphEventRecordNodeSetEvent) X(cudaGraphEventWaitNodeGetEvent) X(cudaGraphEventWaitNodeSetEvent) \
     X(cudaGraphHostNodeGetParams) X(cudaGraphHostNodeSetParams) X(cudaGraphMemsetNodeGetParams) \
-    X(cudaGraphRemoveDependencies)
+    X(cudaGraphRemoveDependencies) X(cudaGraphNodeGetParams)
 #define EMU_DRVSURFACE_SYMBOLS(X) \
     X(cuGraphNodeGetDependentNodes) X(cuGraphNodeGetDependentNodes_v2) X(cuGraphGetEdges) X(cuGraphGetEdges_v2) \
     X(cuGraphDestroyNode) X(cuGraphMemAllocNodeGetParams) X(cuGraphMemFreeNodeGetParams) \
@@ -92,7 +92,7 @@ void emu_trace_unsupported(const char *name, atomic_int *seen) __attribute__((we
     X(cuGraphNodeGetContainingGraph) X(cuGraphGetId) X(cuGraphEventRecordNodeGetEvent) \
     X(cuGraphEventRecordNodeSetEvent) X(cuGraphEventWaitNodeGetEvent) X(cuGraphEventWaitNodeSetEvent) \
     X(cuGraphHostNodeGetParams) X(cuGraphHostNodeSetParams) X(cuGraphMemsetNodeGetParams) \
-    X(cuGraphRemoveDependencies) X(cuGraphRemoveDependencies_v2)
+    X(cuGraphRemoveDependencies) X(cuGraphRemoveDependencies_v2) X(cuGraphNodeGetParams)
 #define EMU_SYMBOLS(X) \
     X(cudaGetDeviceCount) X(cudaGetDevice) X(cudaSetDevice) X(cudaDeviceSynchronize) \
     EMU_GRAPHQ_SYMBOLS(X) \
