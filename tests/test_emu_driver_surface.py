@@ -10,7 +10,8 @@
   docs/emulator_attributes.md.
 
 - The smaller entry points of issue 33: IPC event handles, cuGetExportTable's refusal by table,
-  coredump settings, checkpointing (answered as a driver without checkpoint support).
+  coredump settings, checkpointing (answered as a driver without checkpoint support), CUDA 13's context-taking
+  cuCtxGetDevice / cuCtxSynchronize, PCI bus ids, peer attributes, RDMA flushes.
 
 The stand-ins run in fresh interpreters (see test_standin.py for why).
 """
@@ -30,8 +31,8 @@ SURFACE = pathlib.Path(__file__).with_name("data") / "driver_surface.txt"
 # Implemented entry points of the list, measured: 156 of 513 before issue 33; 161 with the graph queries, 166
 # with graph memory attributes and IPC events, 167 with cuGraphAddNode, 177 with coredump settings and
 # checkpointing, 188 with root nodes, graph ids, node parameter getters / setters and edge removal, 189 with
-# cuGraphNodeGetParams.  Raise it as entry points land.
-FLOOR = 189
+# cuGraphNodeGetParams, 195 with the device / context entry points.  Raise it as entry points land.
+FLOOR = 195
 
 PRELUDE = f"""
 import ctypes as c, json, os
@@ -228,3 +229,68 @@ r = [cu.cuCheckpointProcessGetState(pid, R(i)), i.value, cu.cuCheckpointProcessG
 print(json.dumps(r))
 """)
     assert got == [801, -1, 801, 801, 801, 801, 801, 801, 1, 1, 1, 1]
+
+
+def test_device_and_context_entry_points(subprocess_python):
+    """CUDA 13's context-taking cuCtxGetDevice / cuCtxSynchronize (what cuGetProcAddress hands out from 13.0 on, as
+    cudaTypedefs.h's PFN_*_v13000 say), cuCtxResetPersistingL2Cache, cuDeviceGetByPCIBusId, cuDeviceGetP2PAttribute,
+    cuFlushGPUDirectRDMAWrites, with their documented refusals."""
+    got = _json(subprocess_python, """
+P = c.c_void_p
+cu.cuGetProcAddress_v2.argtypes = [c.c_char_p, c.POINTER(P), c.c_int, c.c_ulonglong, c.POINTER(c.c_int)]
+cu.cuCtxGetDevice_v2.argtypes = [c.POINTER(c.c_int), P]
+cu.cuCtxSynchronize_v2.argtypes = [P]
+cu.cuDeviceGetByPCIBusId.argtypes = [c.POINTER(c.c_int), c.c_char_p]
+r = {"before": [cu.cuCtxGetDevice_v2(R(c.c_int()), None), cu.cuCtxResetPersistingL2Cache()]}
+assert cu.cuInit(0) == 0
+c0, c2 = P(), P()
+assert cu.cuDevicePrimaryCtxRetain(R(c0), 0) == 0 and cu.cuDevicePrimaryCtxRetain(R(c2), 2) == 0
+assert cu.cuCtxSetCurrent(c0) == 0
+d = c.c_int(-1)
+r["dev"] = [cu.cuCtxGetDevice_v2(R(d), None), d.value, cu.cuCtxGetDevice_v2(R(d), c2), d.value,
+            cu.cuCtxGetDevice_v2(None, c2), cu.cuCtxGetDevice_v2(R(d), P(0x1234))]
+# device 2's work is waited for from a thread whose current device is 0
+s = P(); assert rt.cudaSetDevice(2) == 0 and rt.cudaStreamCreate(R(s)) == 0 and rt.cudaSetDevice(0) == 0
+assert cu.cuCtxSetCurrent(c0) == 0
+import threading, time
+gate = threading.Event()
+HOST = c.CFUNCTYPE(None, P)
+def slow(_):
+    time.sleep(0.2); gate.set()
+fn = HOST(slow)
+assert cu.cuLaunchHostFunc(s, fn, None) == 0
+r["sync"] = [cu.cuCtxSynchronize_v2(c2), gate.is_set(), cu.cuCtxSynchronize_v2(None), cu.cuCtxSynchronize_v2(P(0x1234))]
+dev_now = c.c_int(); rt.cudaGetDevice(R(dev_now)); r["sync"].append(dev_now.value)
+fp, st = P(), c.c_int()
+procs = []
+for name, ver in (("cuCtxGetDevice", 12080), ("cuCtxGetDevice", 13000), ("cuCtxSynchronize", 12000),
+                  ("cuCtxSynchronize", 13000)):
+    assert cu.cuGetProcAddress_v2(name.encode(), R(fp), ver, 0, R(st)) == 0
+    procs.append(fp.value)
+r["procs"] = [procs[0] == c.cast(cu.cuCtxGetDevice, P).value, procs[1] == c.cast(cu.cuCtxGetDevice_v2, P).value,
+              procs[2] == c.cast(cu.cuCtxSynchronize, P).value, procs[3] == c.cast(cu.cuCtxSynchronize_v2, P).value]
+r["l2"] = cu.cuCtxResetPersistingL2Cache()
+bus = c.create_string_buffer(32); assert cu.cuDeviceGetPCIBusId(bus, 32, 3) == 0
+text = bus.value.decode()
+short = text.split(":", 1)[1]                       # bus:device.function, no domain
+r["pci"] = [text]
+for t in (text, text.lower(), text.upper(), short, text.rsplit(".", 1)[0], "ffff:ff:1f.0", "nonsense", "0000:18"):
+    dev = c.c_int(-1); rc = cu.cuDeviceGetByPCIBusId(R(dev), t.encode()); r["pci"].append([rc, dev.value])
+r["pci"].append(cu.cuDeviceGetByPCIBusId(None, text.encode()))
+v = c.c_int(-1)
+r["p2p"] = [[cu.cuDeviceGetP2PAttribute(R(v), a, 0, 1), v.value] for a in (1, 2, 3, 4, 5)]
+r["p2p"] += [cu.cuDeviceGetP2PAttribute(R(v), 2, 1, 1), cu.cuDeviceGetP2PAttribute(R(v), 2, 0, 9),
+             cu.cuDeviceGetP2PAttribute(R(v), 6, 0, 1), cu.cuDeviceGetP2PAttribute(None, 2, 0, 1)]
+r["flush"] = [cu.cuFlushGPUDirectRDMAWrites(0, 100), cu.cuFlushGPUDirectRDMAWrites(0, 200),
+              cu.cuFlushGPUDirectRDMAWrites(1, 100), cu.cuFlushGPUDirectRDMAWrites(0, 150)]
+print(json.dumps(r))
+""")
+    assert got["before"] == [201, 201]
+    assert got["dev"] == [0, 0, 0, 2, 1, 201]
+    assert got["sync"] == [0, True, 0, 201, 0]
+    assert got["procs"] == [True, True, True, True]
+    assert got["l2"] == 0
+    assert got["pci"][1:5] == [[0, 3]] * 4 and got["pci"][5] == [0, 3]
+    assert got["pci"][6:] == [[101, -1], [1, -1], [1, -1], 1]
+    assert got["p2p"] == [[0, 0], [0, 1], [0, 1], [0, 1], [0, 0], 101, 101, 1, 1]
+    assert got["flush"] == [0, 0, 1, 1]

@@ -763,8 +763,9 @@ void *emu_driver_proc(const char *name, int version, int per_thread)
     }
     const proc_t *best = NULL;
     const proc_t *tables[] = { procs, emu_drvmem_procs, emu_graph_driver2_procs, emu_drvexport_procs,
-                               emu_drvmisc_procs };
-    size_t sizes[] = { NPROCS, emu_drvmem_nprocs, emu_graph_driver2_nprocs, emu_drvexport_nprocs, emu_drvmisc_nprocs };
+                               emu_drvmisc_procs, emu_drvdevice_procs };
+    size_t sizes[] = { NPROCS, emu_drvmem_nprocs, emu_graph_driver2_nprocs, emu_drvexport_nprocs, emu_drvmisc_nprocs,
+                       emu_drvdevice_nprocs };
     enum { NTABLES = sizeof tables / sizeof *tables };
     for (int t = 0; t < NTABLES; t++)
         for (size_t i = 0; i < sizes[t]; i++) {

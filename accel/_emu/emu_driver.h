@@ -98,6 +98,9 @@ extern const size_t emu_drvexport_nprocs;
 /* emu_drvmisc.c: coredump settings, checkpointing (answered as without checkpoint support). */
 extern const proc_t emu_drvmisc_procs[];
 extern const size_t emu_drvmisc_nprocs;
+/* emu_drvdevice.c: CUDA 13's context-taking forms, PCI bus ids, peer attributes, RDMA flushes. */
+extern const proc_t emu_drvdevice_procs[];
+extern const size_t emu_drvdevice_nprocs;
 
 #pragma GCC visibility pop
 

@@ -74,7 +74,8 @@ void emu_trace_unsupported(const char *name, atomic_int *seen) __attribute__((we
  * EMU_STANDIN_SYMBOLS: the real runtime entry points of the libcudart.so.13 stand-in (emu_standin.c), both
  * in the stand-ins only: elsewhere they can be armed but are never called. */
 /* The graph queries, node removal, graph memory attributes (emu_graph_query.c), cudaGraphAddNode
- * (emu_graph_addnode.c) and their driver forms with IPC events (emu_graph_driver2.c): listed
+ * (emu_graph_addnode.c) and their driver forms with IPC events (emu_graph_driver2.c), and the device / context
+ * entry points of emu_drvdevice.c: listed
  * inside EMU_SYMBOLS and EMU_GRAPH_DRIVER_SYMBOLS below. */
 #define EMU_GRAPHQ_SYMBOLS(X) \
     X(cudaGraphNodeGetDependentNodes) X(cudaGraphGetEdges) X(cudaGraphDestroyNode) \
@@ -92,7 +93,9 @@ void emu_trace_unsupported(const char *name, atomic_int *seen) __attribute__((we
     X(cuGraphNodeGetContainingGraph) X(cuGraphGetId) X(cuGraphEventRecordNodeGetEvent) \
     X(cuGraphEventRecordNodeSetEvent) X(cuGraphEventWaitNodeGetEvent) X(cuGraphEventWaitNodeSetEvent) \
     X(cuGraphHostNodeGetParams) X(cuGraphHostNodeSetParams) X(cuGraphMemsetNodeGetParams) \
-    X(cuGraphRemoveDependencies) X(cuGraphRemoveDependencies_v2) X(cuGraphNodeGetParams)
+    X(cuGraphRemoveDependencies) X(cuGraphRemoveDependencies_v2) X(cuGraphNodeGetParams) X(cuCtxGetDevice_v2) \
+    X(cuCtxSynchronize_v2) X(cuCtxResetPersistingL2Cache) X(cuDeviceGetByPCIBusId) X(cuDeviceGetP2PAttribute) \
+    X(cuFlushGPUDirectRDMAWrites)
 #define EMU_SYMBOLS(X) \
     X(cudaGetDeviceCount) X(cudaGetDevice) X(cudaSetDevice) X(cudaDeviceSynchronize) \
     EMU_GRAPHQ_SYMBOLS(X) \
