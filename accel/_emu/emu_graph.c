@@ -117,7 +117,6 @@ int gmem_add(gmem_t *m, alloc_t *a)
     a->pending++;                       /* the graph's reference (gmem_unref drops it) */
     m->freed[m->n] = 0;
     m->a[m->n++] = a;
-    graph_mem_note(a->device);
     return 0;
 }
 

@@ -107,8 +107,6 @@ void gmem_unref(gmem_t *m);
  * memory, nothing changed); the last one added taken back. */
 int gmem_add(gmem_t *m, alloc_t *a);
 void gmem_pop(gmem_t *m);
-/* emu_graph_query.c: the device's graph memory grew (its high watermarks follow).  G held. */
-void graph_mem_note(int dev);
 /* emu_graph_nodes.c: a topological order of g's nodes into order[0..g->n) (-1: a cycle, -2: out of memory), and the
  * dependency CSR an executable graph keeps (-1 when out of memory). */
 int graph_order(const graph_t *g, uint32_t *order);

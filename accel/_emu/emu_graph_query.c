@@ -205,9 +205,12 @@ static unsigned long long mem_used(int dev)
     return used;
 }
 
+/* The high watermarks are sampled: each query and reset notes what is in use then (the scan above costs a pass
+ * over the live handles, too much for every allocation node).  Graph memory only shrinks when graphs go or their
+ * allocations are freed, so a peak is missed only when that happened between two queries. */
 static unsigned long long g_mem_high[EMU_MAX_DEVICES], g_reserved_high[EMU_MAX_DEVICES];
 
-void graph_mem_note(int dev)
+static void graph_mem_note(int dev)
 {
     if (dev < 0 || dev >= EMU_MAX_DEVICES) return;
     unsigned long long used = mem_used(dev);
