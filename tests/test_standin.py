@@ -159,7 +159,8 @@ print(json.dumps(out))
 
 
 def test_unsupported_calls_are_quiet_without_the_trace(subprocess_python):
-    proc = _run(subprocess_python, "print(rt.cudaGraphAddNode(), rt.cudaStreamBeginCaptureToGraph(), cu.cuTensorMapEncodeTiled())")
+    proc = _run(subprocess_python,
+                "print(rt.cudaStreamUpdateCaptureDependencies(), rt.cudaStreamBeginCaptureToGraph(), cu.cuTensorMapEncodeTiled())")
     assert proc.stdout.split() == ["801", "801", "801"] and proc.stderr == ""
 
 

@@ -94,6 +94,18 @@ extern const proc_t emu_module_procs[];
 extern const size_t emu_module_nprocs;
 extern const variant_t emu_module_ptsz[];
 extern const size_t emu_module_nptsz;
+/* emu_graph_driver2.c: the graph queries and node removal (none takes a stream). */
+extern const proc_t emu_graph_driver2_procs[];
+extern const size_t emu_graph_driver2_nprocs;
+/* emu_drvexport.c: cuGetExportTable (refuses every table, naming it). */
+extern const proc_t emu_drvexport_procs[];
+extern const size_t emu_drvexport_nprocs;
+/* emu_drvmisc.c: coredump settings, checkpointing (answered as without checkpoint support). */
+extern const proc_t emu_drvmisc_procs[];
+extern const size_t emu_drvmisc_nprocs;
+/* emu_drvdevice.c: CUDA 13's context-taking forms, PCI bus ids, peer attributes, RDMA flushes. */
+extern const proc_t emu_drvdevice_procs[];
+extern const size_t emu_drvdevice_nprocs;
 
 #pragma GCC visibility pop
 

@@ -53,6 +53,7 @@ typedef struct gnode {
     uint64_t event;                 /* event record / wait nodes: the event handle */
     alloc_t *mem;                   /* memory nodes */
     struct emu_launch *launch;      /* kernel nodes: the kernel, configuration and parameters (a reference) */
+    uint64_t origin;                /* cudaGraphClone: the handle of the node it copies (FindInClone) */
 } gnode_t;
 
 struct graph {

@@ -252,11 +252,11 @@ static void *side(int type, const void *host, unsigned long long dev)
     }
 }
 
-EXPORT CUresult cuGraphAddMemcpyNode(CUgraphNode *node, CUgraph g, const CUgraphNode *deps, size_t n,
-                                     const drv_memcpy3d_t *p, void *ctx)
+/* Also cuGraphAddNode's memcpy nodes (emu_graph_addnode.c).  Hidden. */
+__attribute__((visibility("hidden")))
+CUresult emu_drv_add_memcpy_node(CUgraphNode *node, CUgraph g, const CUgraphNode *deps, size_t n, const void *params)
 {
-    DRV_ENTER_CREATE(cuGraphAddMemcpyNode);
-    (void)ctx;
+    const drv_memcpy3d_t *p = params;
     if (!p) return CUDA_ERROR_INVALID_VALUE;
     rt_memcpy3d_t r = { 0 };
     r.srcPtr = side(p->srcMemoryType, p->srcHost, p->srcDevice);
@@ -268,6 +268,14 @@ EXPORT CUresult cuGraphAddMemcpyNode(CUgraphNode *node, CUgraph g, const CUgraph
     r.extent[0] = p->WidthInBytes; r.extent[1] = p->Height; r.extent[2] = p->Depth;
     r.kind = 4;
     return RT(cudaGraphAddMemcpyNode(node, g, (void *const *)deps, n, &r));
+}
+
+EXPORT CUresult cuGraphAddMemcpyNode(CUgraphNode *node, CUgraph g, const CUgraphNode *deps, size_t n,
+                                     const drv_memcpy3d_t *p, void *ctx)
+{
+    DRV_ENTER_CREATE(cuGraphAddMemcpyNode);
+    (void)ctx;
+    return emu_drv_add_memcpy_node(node, g, deps, n, p);
 }
 
 /* CUDA_MEMSET_NODE_PARAMS and CUDA_HOST_NODE_PARAMS have the runtime's layouts; the context is the node's

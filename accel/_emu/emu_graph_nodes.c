@@ -636,7 +636,7 @@ EXPORT cudaError_t cudaGraphClone(cudaGraph_t *out, cudaGraph_t gh)
         const gnode_t *o = g->nodes[i];
         gnode_t *nd = graph_add(c, o->type, o->deps, o->ndeps);
         if (!nd) err = cudaErrorMemoryAllocation;
-        else set_params(nd, o);
+        else { set_params(nd, o); nd->origin = o->handle; }
     }
     if (!err && graph_uo_copy(c, g)) err = cudaErrorMemoryAllocation;
     if (!err) {
@@ -660,8 +660,14 @@ EXPORT cudaError_t cudaGraphNodeFindInClone(cudaGraphNode_t *out, cudaGraphNode_
     gnode_t *nd = get_node(nh);
     graph_t *c = get_graph(ch);
     if (!nd || !c) err = cudaErrorInvalidResourceHandle;
-    else if (c->cloned_from != nd->g->id || nd->idx >= c->n) err = cudaErrorInvalidValue;
-    else *out = (cudaGraphNode_t)(uintptr_t)c->nodes[nd->idx]->handle;
+    else if (c->cloned_from != nd->g->id) err = cudaErrorInvalidValue;
+    else {      /* by the node it copies (nodes of either graph may have been destroyed since) */
+        gnode_t *hit = nd->idx < c->n && c->nodes[nd->idx]->origin == nd->handle ? c->nodes[nd->idx] : NULL;
+        for (size_t i = 0; !hit && i < c->n; i++)
+            if (c->nodes[i]->origin == nd->handle) hit = c->nodes[i];
+        if (hit) *out = (cudaGraphNode_t)(uintptr_t)hit->handle;
+        else err = cudaErrorInvalidValue;
+    }
     pthread_mutex_unlock(&G);
     return err ? fail(err) : cudaSuccess;
 }

@@ -92,8 +92,32 @@ void emu_trace_unsupported(const char *name, atomic_int *seen) __attribute__((we
  * absent.  EMU_SYMBOLS: the runtime library's; EMU_DRIVER_SYMBOLS: the driver layer's (emu_driver.c) and
  * EMU_STANDIN_SYMBOLS: the real runtime entry points of the libcudart.so.13 stand-in (emu_standin.c), both
  * in the stand-ins only: elsewhere they can be armed but are never called. */
+/* The graph queries, node removal, graph memory attributes (emu_graph_query.c), cudaGraphAddNode
+ * (emu_graph_addnode.c) and their driver forms with IPC events (emu_graph_driver2.c), and the device / context
+ * entry points of emu_drvdevice.c: listed
+ * inside EMU_SYMBOLS and EMU_GRAPH_DRIVER_SYMBOLS below. */
+#define EMU_GRAPHQ_SYMBOLS(X) \
+    X(cudaGraphNodeGetDependentNodes) X(cudaGraphGetEdges) X(cudaGraphDestroyNode) \
+    X(cudaGraphMemAllocNodeGetParams) X(cudaGraphMemFreeNodeGetParams) X(cudaDeviceGetGraphMemAttribute) \
+    X(cudaDeviceSetGraphMemAttribute) X(cudaDeviceGraphMemTrim) X(cudaGraphAddNode) X(cudaGraphGetRootNodes) \
+    X(cudaGraphNodeGetContainingGraph) X(cudaGraphGetId) X(cudaGraphEventRecordNodeGetEvent) \
+    X(cudaGraphEventRecordNodeSetEvent) X(cudaGraphEventWaitNodeGetEvent) X(cudaGraphEventWaitNodeSetEvent) \
+    X(cudaGraphHostNodeGetParams) X(cudaGraphHostNodeSetParams) X(cudaGraphMemsetNodeGetParams) \
+    X(cudaGraphRemoveDependencies) X(cudaGraphNodeGetParams)
+#define EMU_DRVSURFACE_SYMBOLS(X) \
+    X(cuGraphNodeGetDependentNodes) X(cuGraphNodeGetDependentNodes_v2) X(cuGraphGetEdges) X(cuGraphGetEdges_v2) \
+    X(cuGraphDestroyNode) X(cuGraphMemAllocNodeGetParams) X(cuGraphMemFreeNodeGetParams) \
+    X(cuDeviceGetGraphMemAttribute) X(cuDeviceSetGraphMemAttribute) X(cuDeviceGraphMemTrim) \
+    X(cuIpcGetEventHandle) X(cuIpcOpenEventHandle) X(cuGraphAddNode) X(cuGraphAddNode_v2) X(cuGraphGetRootNodes) \
+    X(cuGraphNodeGetContainingGraph) X(cuGraphGetId) X(cuGraphEventRecordNodeGetEvent) \
+    X(cuGraphEventRecordNodeSetEvent) X(cuGraphEventWaitNodeGetEvent) X(cuGraphEventWaitNodeSetEvent) \
+    X(cuGraphHostNodeGetParams) X(cuGraphHostNodeSetParams) X(cuGraphMemsetNodeGetParams) \
+    X(cuGraphRemoveDependencies) X(cuGraphRemoveDependencies_v2) X(cuGraphNodeGetParams) X(cuCtxGetDevice_v2) \
+    X(cuCtxSynchronize_v2) X(cuCtxResetPersistingL2Cache) X(cuDeviceGetByPCIBusId) X(cuDeviceGetP2PAttribute) \
+    X(cuFlushGPUDirectRDMAWrites)
 #define EMU_SYMBOLS(X) \
     X(cudaGetDeviceCount) X(cudaGetDevice) X(cudaSetDevice) X(cudaDeviceSynchronize) \
+    EMU_GRAPHQ_SYMBOLS(X) \
     X(cudaDriverGetVersion) X(cudaRuntimeGetVersion) X(cudaGetLastError) \
     X(cudaPeekAtLastError) X(cudaDeviceGetStreamPriorityRange) X(cudaStreamCreate) \
     X(cudaStreamCreateWithFlags) X(cudaStreamCreateWithPriority) X(cudaStreamDestroy) \
@@ -168,6 +192,7 @@ void emu_trace_unsupported(const char *name, atomic_int *seen) __attribute__((we
 /* The driver layer's stream capture and graphs (emu_graph_driver.c, in the stand-ins). */
 #define EMU_GRAPH_DRIVER_SYMBOLS(X) \
     X(cuStreamBeginCapture_v2) X(cuStreamEndCapture) X(cuStreamGetCaptureInfo_v2) X(cuStreamGetCaptureInfo_v3) \
+    EMU_DRVSURFACE_SYMBOLS(X) \
     X(cuThreadExchangeStreamCaptureMode) X(cuGraphCreate) X(cuGraphDestroy) X(cuGraphGetNodes) \
     X(cuGraphNodeGetType) X(cuGraphAddEmptyNode) X(cuGraphDebugDotPrint) X(cuGraphInstantiateWithFlags) \
     X(cuGraphInstantiateWithParams) X(cuGraphUpload) X(cuGraphLaunch) X(cuGraphExecDestroy) \

@@ -228,6 +228,7 @@ int emu_device_attr(int attr, int phys, int *v)
     case 41: *v = 1; break;                       /* UnifiedAddressing */
     case 42: *v = 32768; break;
     case 43: *v = 2048; break;
+    case 44: *v = 1; break;                       /* CanTex2DGather (deprecated): 1 on every board */
     case 45: case 46: *v = 32768; break;
     case 47: case 48: *v = 8192; break;
     case 49: *v = 32768; break;
@@ -265,15 +266,21 @@ int emu_device_attr(int attr, int phys, int *v)
     case 89: *v = 1; break;                       /* ConcurrentManagedAccess */
     case 90: *v = 1; break;                       /* ComputePreemptionSupported */
     case 91: *v = 1; break;                       /* CanUseHostPointerForRegisteredMem */
+    case 92: case 93: case 94: *v = 0; break;     /* stream memory operations (v1): not emulated */
     case 95: *v = 1; break;                       /* CooperativeLaunch */
+    case 96: *v = 0; break;                       /* CooperativeMultiDeviceLaunch: gone in CUDA 12 */
     case 97: *v = p->smem_optin; break;           /* MaxSharedMemoryPerBlockOptin */
     case 98: *v = 0; break;                       /* CanFlushRemoteWrites */
     case 99: *v = 1; break;                       /* HostRegisterSupported */
     case 100: *v = 0; break;                      /* PageableMemoryAccessUsesHostPageTables */
     case 101: *v = 0; break;                      /* DirectManagedMemAccessFromHost */
+    case 102: case 103: *v = 0; break;            /* virtual memory management, its POSIX fd export: not emulated */
+    case 104: case 105: *v = 0; break;            /* Win32 handles: 0 on Linux */
     case 106: *v = p->blocks_per_sm; break;       /* MaxBlocksPerMultiprocessor */
+    case 107: *v = 0; break;                      /* GenericCompressionSupported (cuMemCreate only): not emulated */
     case 108: *v = p->persisting_l2; break;       /* MaxPersistingL2CacheSize */
     case 109: *v = ampere ? 134213632 : 0; break; /* MaxAccessPolicyWindowSize (8.0+) */
+    case 110: *v = 0; break;                      /* GPUDirect RDMA with VMM: no VMM */
     case 111: *v = p->smem_reserved; break;       /* ReservedSharedMemoryPerBlock */
     case 112: case 113: case 114: case 115: *v = 1; break;
     case 116: *v = 1; break;                      /* GPUDirectRDMASupported */
@@ -282,19 +289,37 @@ int emu_device_attr(int attr, int phys, int *v)
     case 119: *v = 9; break;                      /* MemoryPoolSupportedHandleTypes */
     case 120: *v = hopper; break;                 /* ClusterLaunch (9.0+) */
     case 121: *v = 1; break;
+    case 122: case 123: case 124: *v = 0; break;  /* 64-bit memory ops, wait-value NOR, dma_buf: not emulated */
     case 125: *v = 1; break;                      /* IpcEventSupport */
     case 126: *v = hopper ? 4 : 1; break;         /* MemSyncDomainCount */
+    case 127: *v = 0; break;                      /* TensorMapAccessSupported: cuTensorMapEncode* not emulated */
+    case 128: *v = 0; break;                      /* HandleTypeFabricSupported: no fabric (IMEX) */
+    case 129: *v = 0; break;                      /* UnifiedFunctionPointers: 0 on discrete boards */
     case 130: *v = 0; break;                      /* NumaConfig */
     case 131: *v = -1; break;                     /* NumaId */
+    case 132: *v = 0; break;                      /* MulticastSupported: cuMulticast* not emulated */
     case 133: *v = 0; break;                      /* MpsEnabled */
     case 134: *v = 0; break;                      /* HostNumaId: the host's one NUMA node */
     case 135: case 138: *v = 0; break;
+    case 136: case 137: *v = 0; break;            /* memory decompression engine: not emulated */
     case 139: *v = (int)(p->pci_device << 16 | 0x10de); break;     /* GpuPciDeviceId */
     case 140: *v = (int)(p->pci_subsystem << 16 | 0x10de); break;  /* GpuPciSubsystemId */
+    case 141: *v = 0; break;                      /* HostNumaVirtualMemoryManagementSupported: no VMM */
     case 142: *v = 1; break;                      /* HostNumaMemoryPoolsSupported (node 0) */
     case 143: *v = 0; break;                      /* HostNumaMultinodeIpcSupported */
     case 144: *v = 1; break;                      /* HostMemoryPoolsSupported */
+    case 145: case 146: *v = 0; break;            /* host VMM, host-allocation dma_buf: not emulated */
     case 147: *v = 0; break;
+    /* CUDA 13.1+ (cuda-bindings 13.5's enum) */
+    case 148: *v = 0; break;                      /* AtomicReductionSupported (batch memory ops): not emulated */
+    case 149: *v = 1; break;                      /* LocalityDomainCount: the whole device is one */
+    case 150: *v = p->smem_optin; break;          /* MaxOversizedSharedMemoryPerBlock: none past the opt-in */
+    case 151: case 152: *v = 0; break;            /* D3D12 CIG streams; mmap of dma_buf fds */
+    case 153: case 154: case 155: case 156: *v = 0; break;   /* logical endpoints: not emulated */
+    case 157: *v = p->sms; break;                 /* LocalityDomainMultiprocessorCount: every SM in the one */
+    case 158: case 159: *v = 0; break;            /* logical endpoint handle types; Vulkan CIG streams */
+    case 160: *v = 2147483647; break;             /* TensorMapLargeTensorMinSize: INT_MAX, no allocation class */
+    case 161: *v = 0; break;                      /* GPUDirect RDMA with localized memory */
     default: return -1;
     }
     return 0;
