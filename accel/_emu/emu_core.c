@@ -69,8 +69,12 @@
  *    host function return cudaErrorNotPermitted instead of deadlocking.
  *  - Stream-ordered pools (cudaMallocAsync & co) and pinned host memory
  *    (cudaHostAlloc, cudaHostRegister): emu_memory.c, with its own notes.
- *  - Host memory is treated as pinned and cudaFree does not synchronise;
- *    queued copies keep their allocation alive instead.
+ *  - Asynchronous copies with pageable host memory behave as CUDA documents
+ *    ("API synchronization behavior"): to pageable memory or between host
+ *    buffers they are done when the call returns; from pageable memory to a
+ *    device the source is staged at the call (emu_memory.c's copy_mode).
+ *    cudaFree does not synchronise; queued copies keep their allocation
+ *    alive instead.
  *  - IPC event handles open only in the creating process (there is no
  *    shared device memory to map); anything else is cudaErrorInvalidValue.
  *  - Arguments are checked where the real runtime checks them: NULL out-

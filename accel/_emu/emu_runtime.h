@@ -253,6 +253,7 @@ typedef struct item {
      * IT_SET: elem is the pattern's width (0 or 1: bytes; 2, 4: n elements of that size). */
     size_t rows, dpitch, spitch;
     int elem;
+    void *stage;        /* IT_COPY from pageable memory: the staged source bytes it owns */
 } item_t;
 
 enum { SK_USER, SK_LEGACY, SK_PERTHREAD };

@@ -79,6 +79,7 @@ void item_free(item_t *it)
     rec_unref(it->rec);
     alloc_unref(it->a1);
     alloc_unref(it->a2);
+    free(it->stage);
     free(it);
 }
 
