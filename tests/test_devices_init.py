@@ -183,6 +183,22 @@ def test_fork_child_of_untouched_parent_works(subprocess_python, backend):
 
 
 @pytest.mark.devices(1)
+def test_fork_child_of_a_parent_that_initialised_cuda_elsewhere_gets_the_drivers_refusal(subprocess_python, backend):
+    # Another library initialised CUDA in the parent, accel did not (so it has no fork poisoning of its own): in
+    # the child the driver refuses, as a real one does a forked child (cudaErrorInitializationError), and accel
+    # says so with torch's message for it; the emulator used to keep working there (issue 31).
+    proc = run(subprocess_python, backend, FORK_CHILD.format(parent="""
+import ctypes
+from accel import _lib
+assert _lib.cudart().cdll.cudaGetDeviceCount(ctypes.byref(ctypes.c_int())) == 0
+assert not cuda.is_initialized()
+"""))
+    child, initialised = eval(proc.stdout.splitlines()[0]).rsplit("|", 1)
+    assert (child, initialised) == ("CUDA driver initialization failed, you might not have a CUDA gpu.", "False")
+    assert proc.stdout.splitlines()[1] == "parent 0 True"
+
+
+@pytest.mark.devices(1)
 def test_nvml_based_check_does_not_poison_fork(subprocess_python, backend):
     code = FORK_CHILD.format(parent="""
 from accel.cuda import _visible

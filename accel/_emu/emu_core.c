@@ -149,6 +149,9 @@ int install_fail_spec(const char *spec)
 
 pthread_once_t g_once = PTHREAD_ONCE_INIT;
 atomic_int g_ready;
+atomic_int g_rt_ready;              /* a runtime entry point ran (emu_runtime.h's RT_INIT) */
+atomic_int g_drv_ready;             /* emu_internal.h */
+int g_forked;                       /* emu_internal.h */
 cudaError_t g_init_err;             /* non-zero: bad configuration, every call fails */
 int g_ndev;                         /* visible devices (emu_internal.h) */
 int g_nphys;                        /* the machine's devices (ACCEL_EMU_DEVICES) */
@@ -162,7 +165,7 @@ pthread_cond_t g_work_cv = PTHREAD_COND_INITIALIZER;  /* run queue non-empty */
 pthread_cond_t g_exit_cv = PTHREAD_COND_INITIALIZER;  /* a worker retired */
 int g_waiters;                      /* threads blocked on g_done_cv */
 
-atomic_int g_ctx[MAX_DEVICES];      /* primary context exists (emu_internal.h) */
+atomic_int g_ctx[MAX_DEVICES];      /* primary context active, and how (emu_internal.h) */
 
 __thread int t_dev;                 /* the thread's current device */
 __thread int t_capmode;
@@ -199,6 +202,13 @@ void emu_init_once(void)
 {
     pthread_once(&g_once, emu_init);
     atomic_store_explicit(&g_ready, 1, memory_order_release);
+}
+
+void emu_rt_init(void)
+{
+    emu_init_once();
+    if (!g_init_err) atomic_store(&g_drv_ready, 1);
+    atomic_store_explicit(&g_rt_ready, 1, memory_order_release);
 }
 
 /* The configuration parsed from the variables' values (NULL: unset). */
@@ -384,8 +394,14 @@ EXPORT cudaError_t cudaPeekAtLastError(void)
 
 /* The version queries do not initialise the emulator, as a real runtime's load no device list: a
  * CUDA_VISIBLE_DEVICES set after them still applies (numba-cuda and cuda.bindings ask for versions at
- * import).  Once the emulator is initialised they check its configuration and faults like every call. */
-#define VERSION_ENTER(sym) do { if (atomic_load(&g_ready)) RT_ENTER(sym, cudaErrorUnknown); } while (0)
+ * import), nor the driver.  Once the emulator is initialised they check its configuration and faults like
+ * every call; they still answer in a forked child. */
+#define VERSION_ENTER(sym) do { \
+        if (atomic_load(&g_ready) && !g_forked) { \
+            if (g_init_err) return fail(g_init_err); \
+            if (EMU_FAULT(sym)) return fail(cudaErrorUnknown); \
+        } \
+    } while (0)
 
 EXPORT cudaError_t cudaDriverGetVersion(int *v)
 {
@@ -421,17 +437,21 @@ EXPORT cudaError_t cudaProfilerStop(void)
 
 /* ======================================== driver entry points of the runtime library */
 
-/* cuInit is not required first: cudart initialises the driver itself and
- * callers probe primary contexts after runtime calls. */
+/* cuInit initialises the driver API (so does the runtime's first call, as cudart calls it itself); in a
+ * process forked from one where it was, it fails as the real one does (emu_internal.h's g_forked). */
 EXPORT CUresult cuInit(unsigned int flags)
 {
-    DRV_ENTER(cuInit);
-    return flags ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+    INIT();
+    if (g_init_err) return CUDA_ERROR_NOT_INITIALIZED;
+    if (EMU_FAULT(cuInit)) return CUDA_ERROR_UNKNOWN;
+    if (flags) return CUDA_ERROR_INVALID_VALUE;
+    atomic_store(&g_drv_ready, 1);
+    return CUDA_SUCCESS;
 }
 
 EXPORT CUresult cuDriverGetVersion(int *v)
 {
-    if (atomic_load(&g_ready)) DRV_ENTER(cuDriverGetVersion);      /* as VERSION_ENTER */
+    if (atomic_load(&g_ready)) DRV_ENTER_ANY(cuDriverGetVersion);  /* as VERSION_ENTER */
     if (!v) return CUDA_ERROR_INVALID_VALUE;
     *v = EMU_CUDA_VERSION;
     return CUDA_SUCCESS;
@@ -439,7 +459,7 @@ EXPORT CUresult cuDriverGetVersion(int *v)
 
 EXPORT CUresult cuGetErrorName(CUresult e, const char **out)
 {
-    DRV_ENTER(cuGetErrorName);
+    DRV_ENTER_ANY(cuGetErrorName);
     if (!out) return CUDA_ERROR_INVALID_VALUE;
     const errdesc_t *d = emu_drv_error(e);
     *out = d ? d->name : NULL;
@@ -448,7 +468,7 @@ EXPORT CUresult cuGetErrorName(CUresult e, const char **out)
 
 EXPORT CUresult cuGetErrorString(CUresult e, const char **out)
 {
-    DRV_ENTER(cuGetErrorString);
+    DRV_ENTER_ANY(cuGetErrorString);
     if (!out) return CUDA_ERROR_INVALID_VALUE;
     const errdesc_t *d = emu_drv_error(e);
     *out = d ? d->text : NULL;
