@@ -1663,6 +1663,16 @@ int emu_mem_host_mapped(const void *p, size_t n)
     return host_mapped(p, n);
 }
 
+int emu_mem_revive(alloc_t *a)
+{
+    if (!a->freed) return 0;
+    if (alloc_table_room()) return -1;
+    if (!a->pool) g_mem_used[a->device] += a->size;
+    a->freed = 0;
+    alloc_table_insert(a);
+    return 0;
+}
+
 void emu_mem_release(alloc_t *a)
 {
     if (!a->freed) {

@@ -397,6 +397,9 @@ int emu_mem_range(const void *p, size_t n, alloc_t **out);
 int emu_mem_host_mapped(const void *p, size_t n);
 alloc_t *emu_graph_alloc(int dev, size_t n, cudaError_t *err);   /* from dev's default pool; G held */     /* [p, p+n) inside one pinned host range */
 void emu_mem_release(alloc_t *a);
+/* A graph allocation the user freed, made again at its address by a launch of its graph (the graph's reference
+ * kept its block): back in the table (0), or -1 when out of memory.  G held. */
+int emu_mem_revive(alloc_t *a);
 
 #pragma GCC visibility pop
 
