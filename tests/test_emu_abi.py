@@ -956,16 +956,31 @@ def test_env_zero_devices():
     assert out.split() == ["100", "0", "100", "100", "0", "13000", "100"]
 
 
-@pytest.mark.parametrize("var,value", [("ACCEL_EMU_DEVICES", "two"), ("ACCEL_EMU_DEVICES", "-1"),
-                                       ("ACCEL_EMU_MEMORY", "lots"), ("ACCEL_EMU_FAIL", "bogus")])
-def test_env_bad_configuration_fails_every_call(var, value):
+@pytest.mark.parametrize("var,value,which", [
+    ("ACCEL_EMU_DEVICES", "two", 1), ("ACCEL_EMU_DEVICES", "-1", 1), ("ACCEL_EMU_DEVICES", "128", 1),
+    ("ACCEL_EMU_MEMORY", "lots", 3), ("ACCEL_EMU_FAIL", "bogus", 4),
+    ("ACCEL_EMU_FAIL", ",".join(["cudaMalloc:1"] * 65), 4), ("ACCEL_EMU_PROFILE", "h100:120,a10:8", 5)])
+def test_env_bad_configuration_fails_every_call(var, value, which):
+    # every call fails; accelEmuConfigError says which variable (accelEmuCheckConfig's number) and its value
     out = _run({var: value}, """
         n = i(-1)
         s = ctypes.c_void_p()
+        v = ctypes.c_char_p()
+        lib.accelEmuConfigError.argtypes = [ctypes.POINTER(ctypes.c_char_p)]
         print(lib.cudaGetDeviceCount(ptr(n)), lib.cudaGetDevice(ptr(n)),
-              lib.cudaStreamCreate(ptr(s)), lib.cudaGetLastError(), lib.accelEmuDeviceCount())
+              lib.cudaStreamCreate(ptr(s)), lib.cudaGetLastError(), lib.accelEmuDeviceCount(),
+              lib.accelEmuConfigError(ptr(v)), v.value.decode())
     """)
-    assert out.split() == ["3", "3", "3", "3", "-1"]
+    assert out.split() == ["3", "3", "3", "3", "-1", str(which), value]
+
+
+def test_env_limits_are_accepted():
+    # 127 devices (torch's device index is 8 bits) and 64 fault points are the most the emulator takes
+    out = _run({"ACCEL_EMU_DEVICES": "127", "ACCEL_EMU_FAIL": ",".join(["cudaMalloc:1000"] * 64)}, """
+        n = i(-1)
+        print(lib.cudaGetDeviceCount(ptr(n)), n.value, lib.accelEmuConfigError(None))
+    """)
+    assert out.split() == ["0", "127", "0"]
 
 
 def test_env_fail_spec_and_memory_budget():

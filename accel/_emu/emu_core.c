@@ -42,14 +42,15 @@
  *    hash table under G before any dereference.
  *
  * Documented choices where the emulator has to pick:
- *  - Configuration (read once): ACCEL_EMU_DEVICES (0..256, default 4),
+ *  - Configuration (read once): ACCEL_EMU_DEVICES (0..127, default 4: emu_tables.h's EMU_DEVICE_LIMIT),
  *    ACCEL_EMU_PROFILE (the board every device is, default h100, or a mixed
  *    machine "h100:2,a100:2" of that many devices; the table is
  *    emu_profiles.c), ACCEL_EMU_MEMORY (bytes per device,
  *    K/M/G/T suffixes, default the profile's memory: 80 GiB for h100),
- *    ACCEL_EMU_FAIL (symbol:n[,symbol:n...]).  A malformed value makes every
- *    call fail with cudaErrorInitializationError (driver: NOT_INITIALIZED),
- *    so a typo cannot silently run a different configuration.
+ *    ACCEL_EMU_FAIL (symbol:n[,symbol:n...], 64 points at most).  A malformed
+ *    value makes every call fail with cudaErrorInitializationError (driver:
+ *    NOT_INITIALIZED), so a typo cannot silently run a different
+ *    configuration; accelEmuConfigError says which variable it was.
  *  - ACCEL_EMU_DEVICES is the machine's (physical) devices; CUDA_VISIBLE_DEVICES
  *    selects and renumbers those the runtime shows, as the real driver does
  *    (emu_visible.c); NVML (emu_nvml.c) reports the physical ones.
@@ -231,7 +232,7 @@ static int parse_config(const char *devices, const char *visible, const char *me
     c->nphys = 4;
     if (devices && *devices) {
         size_t n = strlen(devices);
-        if (parse_size(devices, &v) || v > MAX_DEVICES || devices[n - 1] < '0' || devices[n - 1] > '9')
+        if (parse_size(devices, &v) || v > EMU_DEVICE_LIMIT || devices[n - 1] < '0' || devices[n - 1] > '9')
             bad = 1;
         else
             c->nphys = (int)v;
@@ -283,12 +284,18 @@ EXPORT int accelEmuCheckConfig(const char *devices, const char *visible, const c
     return parse_config(devices, visible, memory, fail, profile, &c);
 }
 
+static int g_config_bad;            /* the malformed variable emu_init found (accelEmuCheckConfig's number) */
+static char *g_config_value;        /* and its value */
+
 void emu_init(void)
 {
     static emu_config_t c;              /* emu_init runs once */
-    if (parse_config(getenv("ACCEL_EMU_DEVICES"), getenv("CUDA_VISIBLE_DEVICES"), getenv("ACCEL_EMU_MEMORY"),
-                     getenv("ACCEL_EMU_FAIL"), getenv("ACCEL_EMU_PROFILE"), &c))
+    const char *vars[5] = { getenv("ACCEL_EMU_DEVICES"), getenv("CUDA_VISIBLE_DEVICES"), getenv("ACCEL_EMU_MEMORY"),
+                            getenv("ACCEL_EMU_FAIL"), getenv("ACCEL_EMU_PROFILE") };
+    if ((g_config_bad = parse_config(vars[0], vars[1], vars[2], vars[3], vars[4], &c))) {
         g_init_err = cudaErrorInitializationError;
+        g_config_value = strdup(vars[g_config_bad - 1] ? vars[g_config_bad - 1] : "");
+    }
     g_nphys = c.nphys;
     g_ndev = c.ndev;
     memcpy(g_phys, c.phys, sizeof g_phys);
@@ -505,6 +512,15 @@ EXPORT int accelEmuSetFail(const char *spec)
 {
     INIT();
     return install_fail_spec(spec);
+}
+
+/* Why the emulator refused its configuration when it read it: the malformed variable's number (1 to 5, in
+ * accelEmuCheckConfig's order) and its value into *value (when value is not NULL), or 0 when it was valid. */
+EXPORT int accelEmuConfigError(const char **value)
+{
+    INIT();
+    if (value) *value = g_config_bad ? g_config_value : NULL;
+    return g_config_bad;
 }
 
 /* Visible devices; -1 when the configuration is invalid (every CUDA call then
