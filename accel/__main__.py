@@ -129,6 +129,8 @@ def emu_usage(prog):
 def _emu_args(argv):
     """(devices or None, profile or None, command list) from the arguments after ``emu``; ValueError says
     what is wrong."""
+    from accel import emu
+
     devices = profile = None
     i = 0
     while i < len(argv) and argv[i].startswith("-"):
@@ -139,12 +141,13 @@ def _emu_args(argv):
         if arg == "--devices" or arg.startswith("--devices="):
             if arg == "--devices":
                 if i + 1 == len(argv):
-                    raise ValueError("--devices needs a value (the number of emulated devices, 0..256)")
+                    raise ValueError("--devices needs a value (the number of emulated devices, "
+                                     f"0..{emu.MAX_DEVICES})")
                 value, i = argv[i + 1], i + 2
             else:
                 value, i = arg.split("=", 1)[1], i + 1
-            if not (value.isascii() and value.isdigit()) or int(value) > 256:
-                raise ValueError(f"--devices expects an integer from 0 to 256, got {value!r}")
+            if not (value.isascii() and value.isdigit()) or int(value) > emu.MAX_DEVICES:
+                raise ValueError(f"--devices expects an integer from 0 to {emu.MAX_DEVICES}, got {value!r}")
             devices = int(value)
             continue
         if arg == "--profile" or arg.startswith("--profile="):

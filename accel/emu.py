@@ -63,11 +63,14 @@ from accel import _lib
 from accel.errors import LibraryNotFoundError
 
 __all__ = ["standin_dir", "cudart_path", "cudart12_path", "driver_path", "nvml_path", "nvjitlink_path",
-           "nvrtc_shim_path", "real_nvrtc_path", "real_nvjitlink_path", "driver_version", "environ", "activate", "MAX_DEVICES",
-           "PROFILES", "CUPY_UNSUPPORTED"]
+           "nvrtc_shim_path", "real_nvrtc_path", "real_nvjitlink_path", "driver_version", "environ", "activate",
+           "config_error", "MAX_DEVICES", "MAX_FAIL_POINTS", "PROFILES", "CUPY_UNSUPPORTED"]
 
-#: The most devices the emulator models (ACCEL_EMU_DEVICES is 0..MAX_DEVICES).
-MAX_DEVICES = 256
+#: The most devices the emulator models (ACCEL_EMU_DEVICES is 0..MAX_DEVICES): torch's device index is 8 bits
+#: (its device count asserts "Too many CUDA devices, DeviceIndex overflowed" past 127).
+MAX_DEVICES = 127
+#: The most fault points ACCEL_EMU_FAIL may name.
+MAX_FAIL_POINTS = 64
 
 #: The device profiles of ACCEL_EMU_PROFILE (accel/_emu/emu_profiles.c): name -> (board, compute capability).
 PROFILES = {"h100": ("NVIDIA H100 80GB HBM3", (9, 0)), "a100": ("NVIDIA A100-SXM4-80GB", (8, 0)),
@@ -304,12 +307,19 @@ def _foreign_cuda_libraries():
 
 
 # The emulator's configuration variables, in the order of accelEmuCheckConfig's arguments, and what each expects.
-_CONFIG = (("ACCEL_EMU_DEVICES", f"an integer from 0 to {MAX_DEVICES}"),
+_CONFIG = (("ACCEL_EMU_DEVICES", f"an integer from 0 to {MAX_DEVICES} (torch's device index is 8 bits: more devices "
+                                 "overflow it)"),
            ("CUDA_VISIBLE_DEVICES", "a comma-separated list of device ordinals or GPU-/MIG- UUID prefixes"),
            ("ACCEL_EMU_MEMORY", "a byte count, optionally with a K, M, G or T suffix (e.g. 16G)"),
-           ("ACCEL_EMU_FAIL", "symbol:n[,symbol:n...] with n >= 1 and a symbol the emulator can fail"),
+           ("ACCEL_EMU_FAIL", "symbol:n[,symbol:n...] with n >= 1 and a symbol the emulator can fail, "
+                              f"{MAX_FAIL_POINTS} points at most"),
            ("ACCEL_EMU_PROFILE", f"one of {', '.join(PROFILES)}, or a machine such as h100:2,a100:2 (name:count, "
-                                 "...; ACCEL_EMU_DEVICES unset or equal to its total)"))
+                                 f"...; ACCEL_EMU_DEVICES unset or equal to its total, {MAX_DEVICES} at most)"))
+
+
+def _malformed(bad, value):
+    name, expected = _CONFIG[bad - 1]
+    return f"{name}={value!r} is malformed: the emulated runtime expects {expected}"
 
 
 def _check_config(env):
@@ -322,8 +332,20 @@ def _check_config(env):
     values = [env.get(name) for name, _ in _CONFIG]
     bad = check(*[None if v is None else os.fsencode(v) for v in values])
     if bad:
-        name, expected = _CONFIG[bad - 1]
-        raise ValueError(f"{name}={values[bad - 1]!r} is malformed: the emulated runtime expects {expected}")
+        raise ValueError(_malformed(bad, values[bad - 1]))
+
+
+def config_error():
+    """Why the emulated runtime accel opened refused its configuration ("ACCEL_EMU_DEVICES='x' is malformed:
+    ..." for the variable it read malformed), or "" (not emulated, not opened, or its configuration valid)."""
+    lib = _lib.cudart._result
+    fn = getattr(lib.cdll, "accelEmuConfigError", None) if lib is not None and lib.emulated else None
+    if fn is None:
+        return ""
+    fn.restype, fn.argtypes = ctypes.c_int, [ctypes.POINTER(ctypes.c_char_p)]
+    value = ctypes.c_char_p()
+    bad = fn(ctypes.byref(value))
+    return _malformed(bad, os.fsdecode(value.value or b"")) if 1 <= bad <= len(_CONFIG) else ""
 
 
 def activate(devices=None, profile=None):

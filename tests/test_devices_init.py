@@ -183,6 +183,47 @@ def test_fork_child_of_untouched_parent_works(subprocess_python, backend):
 
 
 @pytest.mark.devices(1)
+def test_fork_child_of_a_parent_that_initialised_cuda_elsewhere_gets_the_drivers_refusal(subprocess_python, backend):
+    # Another library initialised CUDA in the parent, accel did not (so it has no fork poisoning of its own): in
+    # the child the driver refuses, as a real one does a forked child (cudaErrorInitializationError), and accel
+    # says so with torch's message for it; the emulator used to keep working there (issue 31).
+    proc = run(subprocess_python, backend, FORK_CHILD.format(parent="""
+import ctypes
+from accel import _lib
+assert _lib.cudart().cdll.cudaGetDeviceCount(ctypes.byref(ctypes.c_int())) == 0
+assert not cuda.is_initialized()
+"""))
+    child, initialised = eval(proc.stdout.splitlines()[0]).rsplit("|", 1)
+    assert (child, initialised) == ("CUDA driver initialization failed, you might not have a CUDA gpu.", "False")
+    assert proc.stdout.splitlines()[1] == "parent 0 True"
+
+
+@pytest.mark.emu_only("its ACCEL_EMU_* settings")
+@pytest.mark.parametrize("name, value", [("ACCEL_EMU_DEVICES", "lots"), ("ACCEL_EMU_DEVICES", "128"),
+                                         ("ACCEL_EMU_PROFILE", "h200"), ("ACCEL_EMU_MEMORY", "12Q")])
+def test_a_malformed_emulator_setting_is_named(subprocess_python, backend, name, value):
+    # Under ACCEL_CUDART=emu the runtime refuses a malformed setting (cudaErrorInitializationError): accel adds
+    # which one and what it expects to torch's message, as `accel emu` says it (issue 31: only torch's text).
+    proc = run(subprocess_python, backend, """
+        import json, warnings, accel.cuda as cuda
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            avail = cuda.is_available()
+        try:
+            cuda.init()
+            msg = None
+        except RuntimeError as exc:
+            msg = str(exc)
+        print(json.dumps([avail, [str(x.message) for x in w], msg]))
+    """, ACCEL_CUDART="emu", **{name: value})
+    avail, warned, msg = last_json(proc)
+    assert avail is False and msg is not None
+    assert msg.startswith("CUDA driver initialization failed, you might not have a CUDA gpu. "), msg
+    assert f"{name}={value!r} is malformed: the emulated runtime expects " in msg, msg
+    assert warned == [f"CUDA initialization: {msg}"]
+
+
+@pytest.mark.devices(1)
 def test_nvml_based_check_does_not_poison_fork(subprocess_python, backend):
     code = FORK_CHILD.format(parent="""
 from accel.cuda import _visible
@@ -267,11 +308,14 @@ def test_no_device(subprocess_python, backend):
 
 @pytest.mark.emu_only("ACCEL_EMU_FAIL")
 def test_broken_runtime_warns_once_and_counts_zero(subprocess_python, backend):
-    # a malformed fault spec makes every emulated call fail with cudaErrorInitializationError
+    # a malformed fault spec makes every emulated call fail with cudaErrorInitializationError (named: issue 31)
     out = last_json(run(subprocess_python, backend, PROBE, ACCEL_EMU_FAIL="garbage"))
+    msg = ("CUDA driver initialization failed, you might not have a CUDA gpu. ACCEL_EMU_FAIL='garbage' is malformed: "
+           "the emulated runtime expects symbol:n[,symbol:n...] with n >= 1 and a symbol the emulator can fail, "
+           "64 points at most")
     assert out[:4] == [False, 0, False, 0]
-    assert out[4] == ["CUDA initialization: CUDA driver initialization failed, you might not have a CUDA gpu."]
-    assert out[5] == ["RuntimeError", "CUDA driver initialization failed, you might not have a CUDA gpu."]
+    assert out[4] == [f"CUDA initialization: {msg}"]
+    assert out[5] == ["RuntimeError", msg]
 
 
 @pytest.mark.devices(3)   # CUDA_VISIBLE_DEVICES=2 at init

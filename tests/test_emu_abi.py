@@ -99,6 +99,10 @@ def _declare(lib):
         "accelEmuLiveStreams": (c_int, []), "accelEmuLiveEvents": (c_int, []),
         "accelEmuLiveAllocations": (c_size_t, []), "accelEmuSetFail": (c_int, [c_char_p]),
         "accelEmuResetContexts": (c_int, []), "accelEmuDeviceCount": (c_int, []),
+        "cudaHostAlloc": (c_int, [P(c_void_p), c_size_t, c_uint]), "cudaFreeHost": (c_int, [c_void_p]),
+        "cudaMemcpy2DAsync": (c_int, [c_void_p, c_size_t, c_void_p, c_size_t, c_size_t, c_size_t, c_int, c_void_p]),
+        "cudaStreamBeginCapture": (c_int, [c_void_p, c_int]),
+        "cudaStreamEndCapture": (c_int, [c_void_p, P(c_void_p)]), "cudaGraphDestroy": (c_int, [c_void_p]),
     }
     for name, (res, args) in sigs.items():
         fn = getattr(lib, name)
@@ -662,16 +666,20 @@ def test_memcpy_memset_in_stream_order(cu):
     ok(cu.cudaMalloc(ctypes.byref(d), n))
     src = ctypes.create_string_buffer(bytes(range(256)) * (n // 256), n)
     out = ctypes.create_string_buffer(n)
+    pinned = c_void_p()
+    ok(cu.cudaHostAlloc(ctypes.byref(pinned), n, 0))
+    ctypes.memset(pinned, 0, n)
     g = h.gate(s)
     ok(cu.cudaMemcpyAsync(d, src, n, 1, s))
     ok(cu.cudaMemsetAsync(c_void_p(d.value + 16), 0xAB, 16, s))
-    ok(cu.cudaMemcpyAsync(out, d, n, 2, s))
-    assert out.raw == b"\0" * n                           # nothing ran yet
+    ok(cu.cudaMemcpyAsync(pinned, d, n, 2, s))            # to pinned memory: queued
+    assert ctypes.string_at(pinned, n) == b"\0" * n       # nothing ran yet
     g.set()
     ok(cu.cudaStreamSynchronize(s))
     expect = bytearray(src.raw)
     expect[16:32] = b"\xab" * 16
-    assert out.raw == bytes(expect)
+    assert ctypes.string_at(pinned, n) == bytes(expect)
+    ok(cu.cudaFreeHost(pinned))
     host = ctypes.create_string_buffer(64)
     assert cu.cudaMemcpyAsync(host, src, 64, 1, s) == INVALID_VALUE      # dst is not device memory
     assert cu.cudaMemcpyAsync(d, src, n + 1, 1, s) == INVALID_VALUE      # runs past the end
@@ -684,6 +692,91 @@ def test_memcpy_memset_in_stream_order(cu):
     ok(cu.cudaPointerGetAttributes(ctypes.byref(attr), host))
     assert (attr.type, attr.device) == (0, -2)
     ok(cu.cudaFree(d))
+    ok(cu.cudaStreamDestroy(s))
+
+
+def test_pageable_copies_follow_cuda(cu):
+    """CUDA's "API synchronization behavior": an asynchronous copy to pageable host memory (or between host
+    buffers) has landed when the call returns, and one from pageable memory to the device has consumed
+    its source (staged) though it runs in stream order; device-to-device and pinned copies stay queued."""
+    h = Host(cu)
+    s = stream(cu, 1)
+    n = 4096
+    d, d2, pinned = c_void_p(), c_void_p(), c_void_p()
+    ok(cu.cudaMalloc(ctypes.byref(d), n))
+    ok(cu.cudaMalloc(ctypes.byref(d2), n))
+    ok(cu.cudaHostAlloc(ctypes.byref(pinned), n, 0))
+    ctypes.memset(d, 0, n)
+    ctypes.memset(d2, 0, n)
+    ctypes.memset(pinned, 0, n)
+    pattern = bytes(range(256)) * (n // 256)
+
+    def opened_later(g):
+        threading.Timer(0.2, g.set).start()
+
+    # device -> pageable: done when the call returns, after the work queued before it
+    g = h.gate(s)
+    ok(cu.cudaMemsetAsync(d, 0x5A, n, s))
+    out = ctypes.create_string_buffer(n)
+    opened_later(g)
+    ok(cu.cudaMemcpyAsync(out, d, n, 2, s))
+    assert out.raw == b"\x5a" * n
+    ok(cu.cudaStreamSynchronize(s))
+    # pageable -> device: the source is read at the call (reused at once), the copy still in stream order
+    g = h.gate(s)
+    src = ctypes.create_string_buffer(pattern, n)
+    ok(cu.cudaMemcpyAsync(d, src, n, 1, s))
+    ok(cu.cudaMemcpyAsync(d2, ctypes.addressof(src) + 16, 16, 4, s))     # default kind, pageable source
+    assert ctypes.string_at(d, n) == b"\x5a" * n        # not run yet: the stream is held
+    ctypes.memset(src, 0xEE, n)                            # the caller reuses its buffer
+    del src
+    g.set()
+    ok(cu.cudaStreamSynchronize(s))
+    assert ctypes.string_at(d, n) == pattern and ctypes.string_at(d2, 16) == pattern[16:32]
+    # a 2-D copy to pageable memory lands too; host to host (pageable or pinned) is synchronous
+    g = h.gate(s)
+    ok(cu.cudaMemsetAsync(d, 0x11, 128, s))
+    rows = ctypes.create_string_buffer(64)
+    opened_later(g)
+    ok(cu.cudaMemcpy2DAsync(rows, 16, d, 32, 8, 4, 2, s))
+    assert [rows.raw[16 * i:16 * i + 8] for i in range(4)] == [b"\x11" * 8] * 4
+    g = h.gate(s)
+    a, b = ctypes.create_string_buffer(pattern[:64], 64), ctypes.create_string_buffer(64)
+    opened_later(g)
+    ok(cu.cudaMemcpyAsync(b, a, 64, 0, s))
+    assert b.raw == pattern[:64]
+    g = h.gate(s)
+    opened_later(g)
+    ok(cu.cudaMemcpyAsync(pinned, a, 64, 4, s))
+    assert ctypes.string_at(pinned, 64) == pattern[:64]
+    ok(cu.cudaStreamSynchronize(s))
+    # device -> device and device -> pinned stay asynchronous
+    g = h.gate(s)
+    ok(cu.cudaMemcpyAsync(d2, d, n, 3, s))
+    ok(cu.cudaMemcpyAsync(c_void_p(pinned.value + 64), d, 64, 2, s))
+    assert ctypes.string_at(d2, 32) == pattern[16:32] + b"\0" * 16
+    assert ctypes.string_at(pinned.value + 64, 64) == b"\0" * 64
+    g.set()
+    ok(cu.cudaStreamSynchronize(s))
+    assert ctypes.string_at(d2, n) == ctypes.string_at(d, n)
+    # captured: recorded as a node, not run (and not waited for)
+    out = ctypes.create_string_buffer(n)
+    graph = c_void_p()
+    ok(cu.cudaStreamBeginCapture(s, 2))                    # relaxed
+    ok(cu.cudaMemcpyAsync(out, d, n, 2, s))
+    ok(cu.cudaMemcpyAsync(d, out, n, 1, s))
+    ok(cu.cudaStreamEndCapture(s, ctypes.byref(graph)))
+    assert out.raw == b"\0" * n
+    ok(cu.cudaGraphDestroy(graph))
+    # from a host function, a copy that would wait is refused, as a synchronous one is
+    got = []
+    h.launch(s, lambda: got.append(cu.cudaMemcpyAsync(out, d, 16, 2, LEGACY)))
+    ok(cu.cudaStreamSynchronize(s))
+    assert got == [NOT_PERMITTED]
+    cu.cudaGetLastError()
+    ok(cu.cudaFree(d))
+    ok(cu.cudaFree(d2))
+    ok(cu.cudaFreeHost(pinned))
     ok(cu.cudaStreamDestroy(s))
 
 
@@ -863,16 +956,31 @@ def test_env_zero_devices():
     assert out.split() == ["100", "0", "100", "100", "0", "13000", "100"]
 
 
-@pytest.mark.parametrize("var,value", [("ACCEL_EMU_DEVICES", "two"), ("ACCEL_EMU_DEVICES", "-1"),
-                                       ("ACCEL_EMU_MEMORY", "lots"), ("ACCEL_EMU_FAIL", "bogus")])
-def test_env_bad_configuration_fails_every_call(var, value):
+@pytest.mark.parametrize("var,value,which", [
+    ("ACCEL_EMU_DEVICES", "two", 1), ("ACCEL_EMU_DEVICES", "-1", 1), ("ACCEL_EMU_DEVICES", "128", 1),
+    ("ACCEL_EMU_MEMORY", "lots", 3), ("ACCEL_EMU_FAIL", "bogus", 4),
+    ("ACCEL_EMU_FAIL", ",".join(["cudaMalloc:1"] * 65), 4), ("ACCEL_EMU_PROFILE", "h100:120,a10:8", 5)])
+def test_env_bad_configuration_fails_every_call(var, value, which):
+    # every call fails; accelEmuConfigError says which variable (accelEmuCheckConfig's number) and its value
     out = _run({var: value}, """
         n = i(-1)
         s = ctypes.c_void_p()
+        v = ctypes.c_char_p()
+        lib.accelEmuConfigError.argtypes = [ctypes.POINTER(ctypes.c_char_p)]
         print(lib.cudaGetDeviceCount(ptr(n)), lib.cudaGetDevice(ptr(n)),
-              lib.cudaStreamCreate(ptr(s)), lib.cudaGetLastError(), lib.accelEmuDeviceCount())
+              lib.cudaStreamCreate(ptr(s)), lib.cudaGetLastError(), lib.accelEmuDeviceCount(),
+              lib.accelEmuConfigError(ptr(v)), v.value.decode())
     """)
-    assert out.split() == ["3", "3", "3", "3", "-1"]
+    assert out.split() == ["3", "3", "3", "3", "-1", str(which), value]
+
+
+def test_env_limits_are_accepted():
+    # 127 devices (torch's device index is 8 bits) and 64 fault points are the most the emulator takes
+    out = _run({"ACCEL_EMU_DEVICES": "127", "ACCEL_EMU_FAIL": ",".join(["cudaMalloc:1000"] * 64)}, """
+        n = i(-1)
+        print(lib.cudaGetDeviceCount(ptr(n)), n.value, lib.accelEmuConfigError(None))
+    """)
+    assert out.split() == ["0", "127", "0"]
 
 
 def test_env_fail_spec_and_memory_budget():

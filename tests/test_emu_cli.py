@@ -58,10 +58,10 @@ def test_exit_status_and_default_device_count():
 
 @pytest.mark.parametrize("args, message", [
     ([], "no COMMAND given"),
-    (["--devices"], "--devices needs a value (the number of emulated devices, 0..256)"),
-    (["--devices", "x", "true"], "--devices expects an integer from 0 to 256, got 'x'"),
-    (["--devices=257", "true"], "--devices expects an integer from 0 to 256, got '257'"),
-    (["--devices=\u00b2", "true"], "--devices expects an integer from 0 to 256, got '\u00b2'"),
+    (["--devices"], "--devices needs a value (the number of emulated devices, 0..127)"),
+    (["--devices", "x", "true"], "--devices expects an integer from 0 to 127, got 'x'"),
+    (["--devices=128", "true"], "--devices expects an integer from 0 to 127, got '128'"),
+    (["--devices=\u00b2", "true"], "--devices expects an integer from 0 to 127, got '\u00b2'"),
     (["--frobnicate", "true"], "unknown option '--frobnicate'"),
     (["--"], "no COMMAND given"),
 ])
@@ -110,10 +110,10 @@ def test_environ_keeps_other_preloads_and_sets_devices():
 
 
 @pytest.mark.parametrize("devices, exc, message", [
-    ("2", TypeError, "devices must be an int (0..256) or None, got str '2'"),
-    (True, TypeError, "devices must be an int (0..256) or None, got bool True"),
-    (-1, ValueError, "devices must be between 0 and 256, got -1"),
-    (257, ValueError, "devices must be between 0 and 256, got 257"),
+    ("2", TypeError, "devices must be an int (0..127) or None, got str '2'"),
+    (True, TypeError, "devices must be an int (0..127) or None, got bool True"),
+    (-1, ValueError, "devices must be between 0 and 127, got -1"),
+    (128, ValueError, "devices must be between 0 and 127, got 128"),
 ])
 def test_bad_device_counts(devices, exc, message):
     with pytest.raises(exc) as info:
@@ -167,10 +167,33 @@ def test_activate_refuses_when_a_real_runtime_is_loaded(tmp_path):
         "before importing the library that loads it (or run the program with `python -m accel emu -- ...`)")
 
 
+FAIL_EXPECTS = "symbol:n[,symbol:n...] with n >= 1 and a symbol the emulator can fail, 64 points at most"
+PROFILE_EXPECTS = (f"one of {', '.join(emu.PROFILES)}, or a machine such as h100:2,a100:2 (name:count, ...; "
+                   "ACCEL_EMU_DEVICES unset or equal to its total, 127 at most)")
+
+
+def test_the_emulator_limits_are_the_ones_accel_names():
+    # 127 devices and 64 fault points are accepted, one more of either is refused (issue 31: 128-256 devices used
+    # to be accepted, then refused by index; 65 fault points made every device disappear without a reason)
+    check = ("import ctypes, accel.emu as e; from accel import _lib\n"
+             "f = ctypes.CDLL(_lib.emu_path()).accelEmuCheckConfig\n"
+             "f.argtypes = [ctypes.c_char_p] * 5\n"
+             "print([f(d, None, None, x, p) for d, x, p in [(b'127', None, None), (b'128', None, None), "
+             "(None, b','.join([b'cudaMalloc:1'] * 64), None), (None, b','.join([b'cudaMalloc:1'] * 65), None), "
+             "(None, None, b'h100:100,a100:27'), (None, None, b'h100:100,a100:28')]])")
+    proc = run_python(check)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split("\n")[0] == "[0, 1, 0, 4, 0, 5]"
+    assert emu.MAX_DEVICES == 127
+
+
 @pytest.mark.parametrize("name, value, expected", [
     ("ACCEL_EMU_MEMORY", "lots", "a byte count, optionally with a K, M, G or T suffix (e.g. 16G)"),
-    ("ACCEL_EMU_DEVICES", "two", "an integer from 0 to 256"),
-    ("ACCEL_EMU_FAIL", "cudaNoSuchCall:1", "symbol:n[,symbol:n...] with n >= 1 and a symbol the emulator can fail"),
+    ("ACCEL_EMU_DEVICES", "two", "an integer from 0 to 127 (torch's device index is 8 bits: more devices overflow it)"),
+    ("ACCEL_EMU_DEVICES", "128", "an integer from 0 to 127 (torch's device index is 8 bits: more devices overflow it)"),
+    ("ACCEL_EMU_FAIL", "cudaNoSuchCall:1", FAIL_EXPECTS),
+    ("ACCEL_EMU_FAIL", ",".join(["cudaMalloc:1"] * 65), FAIL_EXPECTS),
+    ("ACCEL_EMU_PROFILE", "h100:100,a100:28", PROFILE_EXPECTS),
 ])
 def test_activate_reports_a_malformed_configuration(name, value, expected):
     proc = run_python("import accel.emu as e; e.activate()", **{name: value})
@@ -192,7 +215,7 @@ def test_a_failed_activate_changes_nothing_and_a_retry_after_the_fix_works():
     proc = run_python(code, ACCEL_EMU_DEVICES="3x")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines() == [
-        "refused ACCEL_EMU_DEVICES='3x' is malformed: the emulated runtime expects an integer from 0 to 256",
+        "refused ACCEL_EMU_DEVICES='3x' is malformed: the emulated runtime expects an integer from 0 to 127 (torch's device index is 8 bits: more devices overflow it)",
         "True None [] [] []", "True 3 3"]
     # activate(devices=N) checks the value it would set, and leaves the variable as it was when refused
     proc = run_python("import os, accel.emu as e; e._check_config = None\n"

@@ -403,7 +403,7 @@ def test_driver_faults_from_the_environment_and_through_variants():
     # the pointers cuGetProcAddress hands out count as the entry point they are a variant of
     got = _run("""
         ctx, s, fn = c.c_void_p(), c.c_void_p(), c.c_void_p()
-        cu.cuDevicePrimaryCtxRetain(c.byref(ctx), 0); cu.cuCtxSetCurrent(ctx)
+        cu.cuInit(0); cu.cuDevicePrimaryCtxRetain(c.byref(ctx), 0); cu.cuCtxSetCurrent(ctx)
         out = [cu.cuStreamCreate(c.byref(s), 0), rt.accelEmuLiveStreams(), cu.cuStreamCreate(c.byref(s), 0),
                rt.accelEmuLiveStreams()]
         out.append(cu.cuStreamQuery_ptsz(None))                                     # 1st cuStreamQuery

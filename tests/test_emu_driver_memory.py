@@ -139,6 +139,60 @@ out(r)
                    "unified": "64656667", "range": [True, 4096], "freed": True}
 
 
+def test_async_copies_with_pageable_memory_follow_cuda(subprocess_python):
+    """cuMemcpy*Async with pageable host memory as CUDA's "API synchronization behavior" says: a copy to
+    pageable memory has landed when the call returns; one from pageable memory has consumed its source
+    (staged) and still runs in stream order; device-to-device and pinned copies stay queued.  (Before:
+    all queued, so a late copy read a reused buffer or wrote into freed memory.)"""
+    got = _json(subprocess_python, """
+import threading
+HOSTFN = c.CFUNCTYPE(None, VP)
+gate = threading.Event()
+hold = HOSTFN(lambda _: gate.wait(10))
+rt.cudaLaunchHostFunc.argtypes = [VP, HOSTFN, VP]
+s = VP(); assert rt.cudaStreamCreate(R(s)) == 0
+def held():
+    gate.clear(); assert rt.cudaLaunchHostFunc(s, hold, None) == 0
+def open_soon():
+    threading.Timer(0.2, gate.set).start()
+a, b = alloc(), alloc()
+c.memset(a, 0, 4096); c.memset(b, 0, 4096)
+r = {}
+held(); assert cu.cuMemsetD8Async(a, 0x5A, 4096, s) == 0
+dst = c.create_string_buffer(4096); open_soon()
+assert cu.cuMemcpyDtoHAsync_v2(dst, a, 4096, s) == 0
+r["dtoh_landed"] = dst.raw == b"\x5a" * 4096
+held(); assert cu.cuMemsetD8Async(a, 0x6B, 16, s) == 0
+dst = c.create_string_buffer(16); open_soon()
+assert cu.cuMemcpyAsync(c.addressof(dst), a, 16, s) == 0            # unified addressing
+r["unified_landed"] = dst.raw == b"\x6b" * 16
+held()
+src = c.create_string_buffer(bytes(range(64)), 64)
+assert cu.cuMemcpyHtoDAsync_v2(b, src, 64, s) == 0
+assert cu.cuMemcpyAsync(b + 64, c.addressof(src), 8, s) == 0
+r["htod_queued"] = c.string_at(b, 72) == bytes(72)
+c.memset(src, 0xEE, 64); del src                                  # the caller reuses its buffer
+gate.set(); assert rt.cudaStreamSynchronize(s) == 0
+r["htod_staged"] = c.string_at(b, 72) == bytes(range(64)) + bytes(range(8))
+held(); assert cu.cuMemsetD8Async(a, 0x21, 256, s) == 0
+back = c.create_string_buffer(64)
+down = Copy2D(0, 0, 2, None, a, None, 32, 0, 0, 1, c.addressof(back), 0, None, 16, 8, 4)
+open_soon(); assert cu.cuMemcpy2DAsync_v2(R(down), s) == 0
+r["2d_landed"] = [back.raw[16 * i:16 * i + 8] == b"\x21" * 8 for i in range(4)]
+h = VP(); assert cu.cuMemHostAlloc(R(h), 64, 0) == 0
+c.memset(h, 0, 64)
+held()
+assert cu.cuMemcpyDtoDAsync_v2(b, a, 64, s) == 0 and cu.cuMemcpyDtoHAsync_v2(h, a, 64, s) == 0
+r["still_queued"] = [c.string_at(b, 4) == bytes(range(4)), c.string_at(h.value, 4) == bytes(4)]
+gate.set(); assert rt.cudaStreamSynchronize(s) == 0
+r["ran"] = [c.string_at(b, 4).hex(), c.string_at(h.value, 4).hex()]
+assert cu.cuMemFreeHost(h) == 0 and cu.cuMemFree_v2(a) == 0 and cu.cuMemFree_v2(b) == 0
+out(r)
+""")
+    assert got == {"dtoh_landed": True, "unified_landed": True, "htod_queued": True, "htod_staged": True,
+                   "2d_landed": [True] * 4, "still_queued": [True, True], "ran": ["21212121", "21212121"]}
+
+
 def test_pitch_and_2d_copies(subprocess_python):
     got = _json(subprocess_python, """
 d, pitch = D(), SZ()

@@ -170,13 +170,14 @@ def test_memory_override_and_devices_count():
 
 
 EXPECTED = ("one of h100, a100, a10, l4, t4, b200, or a machine such as h100:2,a100:2 (name:count, ...; "
-            "ACCEL_EMU_DEVICES unset or equal to its total)")
+            "ACCEL_EMU_DEVICES unset or equal to its total, 127 at most)")
 
 
 @needs_standins
 @pytest.mark.parametrize("value, devices", [
     ("v100", None), ("H100", None), ("h100:", None), ("h100:x", None), ("h100:2,", None), (",h100", None),
-    ("h100:257", None), ("h100:200,a100:100", None), ("h100:2,a100:2", "3"), ("h100 ", None),
+    ("h100:257", None), ("h100:200,a100:100", None), ("h100:128", None), ("h100:100,a100:28", None),
+    ("h100:2,a100:2", "3"), ("h100 ", None),
 ])
 def test_a_malformed_profile_is_refused_before_anything_loads(value, devices):
     env = {"ACCEL_EMU_PROFILE": value, **({"ACCEL_EMU_DEVICES": devices} if devices else {})}

@@ -657,6 +657,38 @@ def test_replay_touching_a_freed_buffer_raises_and_queues_nothing(sm, mem, rt):
     assert (hout == 1).all()                        # nothing ran
 
 
+def test_a_graph_buffer_freed_after_a_replay_is_made_again_by_the_next(sm, mem, rt):
+    # CUDA's graph memory (issue 31): an allocation the graph leaves to the user is theirs after a launch; once
+    # they free it, the next launch (accel instantiates with AutoFreeOnLaunch, as torch) makes it again at the
+    # same address.  The emulator used to report it freed (cudaErrorInvalidValue).
+    s = sm.Stream()
+    hout = np.zeros(N, np.uint8)
+    held = []
+
+    def body():
+        b = mem.alloc(N, stream=s)
+        held.append(b)
+        b.memset(7, stream=s)
+        b.copy_to_host(hout, stream=s)
+    g = sm.CUDAGraph()
+    _capture(sm, g, s, body)
+    b = held.pop()
+    with sm.stream(s):
+        g.replay()
+        g.replay()                                  # auto free on launch: the live allocation is no obstacle
+    s.synchronize()
+    assert (hout == 7).all()
+    ptr = b.ptr
+    b.free()
+    hout[:] = 0
+    with sm.stream(s):
+        g.replay()
+    s.synchronize()
+    assert (hout == 7).all()
+    g.reset()
+    assert rt.cudaFree(ptr) is None                 # the last launch's allocation is the user's to free
+
+
 def test_buffer_freed_inside_the_capture_belongs_to_the_graph(sm, mem, rt, live):
     s = sm.Stream()
     s.synchronize()

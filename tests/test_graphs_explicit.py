@@ -523,6 +523,66 @@ def test_alloc_and_free_nodes(L, stream):
     assert live(L) == before
 
 
+def test_graph_memory_rules_for_relaunch_and_a_second_executable_graph(L, stream):
+    """CUDA's rules for a graph with memory nodes (issue 31): "If any allocations created by graphExec remain
+    unfreed (from a previous launch) and graphExec was not instantiated with
+    cudaGraphInstantiateFlagAutoFreeOnLaunch, the launch will fail with cudaErrorInvalidValue" (cudaGraphLaunch),
+    and "If graph contains any allocation or free nodes, there can be at most one executable graph in existence
+    for that graph at a time" (cudaGraphInstantiate, whose one documented error is cudaErrorInvalidValue).  Both
+    used to succeed."""
+    before = live(L)
+    G = Graph(L, nbufs=0)
+    p = _alloc_params(256)
+    err, na = G.add(L.cudaGraphAddMemAllocNode, ctypes.byref(p))
+    assert err == 0
+    err, ns = G.add(L.cudaGraphAddMemsetNode, ctypes.byref(MemsetParams(P(p.dptr), 0, 0x5A, 1, 256, 1)), deps=(na,))
+    assert err == 0
+    x, x2 = P(), P()
+    assert L.cudaGraphInstantiate(ctypes.byref(x), G.g, ctypes.c_ulonglong(0)) == 0
+    for flags in (0, 1):
+        assert L.cudaGraphInstantiateWithFlags(ctypes.byref(x2), G.g, ctypes.c_ulonglong(flags)) == INVALID_VALUE
+        assert not x2.value and L.cudaGetLastError() == INVALID_VALUE
+    assert L.accelEmuLiveGraphExecs() == before[1] + 1
+    assert L.cudaGraphLaunch(x, stream) == 0 and L.cudaStreamSynchronize(stream) == 0
+    assert ctypes.string_at(p.dptr, 4) == b"\x5a" * 4
+    assert L.cudaGraphLaunch(x, stream) == INVALID_VALUE          # the first launch's allocation is still live
+    assert L.cudaGetLastError() == INVALID_VALUE
+    assert L.cudaFreeAsync(P(p.dptr), stream) == 0                # the user frees it: the graph may launch again,
+    ctypes.memset(p.dptr, 0, 4)
+    assert L.cudaGraphLaunch(x, stream) == 0 and L.cudaStreamSynchronize(stream) == 0
+    assert ctypes.string_at(p.dptr, 4) == b"\x5a" * 4                # making it again at the same address
+    assert L.cudaGraphLaunch(x, stream) == INVALID_VALUE          # which is the user's again
+    assert L.cudaFree(P(p.dptr)) == 0
+    assert L.cudaGraphExecDestroy(x) == 0                           # gone: another executable graph may be made
+    assert L.cudaGraphInstantiateWithFlags(ctypes.byref(x2), G.g, ctypes.c_ulonglong(0)) == 0
+    assert L.cudaGraphExecDestroy(x2) == 0
+    G.close()
+    # auto free on launch: relaunches while the allocation is live; a graph that frees what it allocates, too
+    for flags, free_node in ((1, False), (0, True)):
+        G = Graph(L, nbufs=0)
+        p = _alloc_params(256)
+        err, na = G.add(L.cudaGraphAddMemAllocNode, ctypes.byref(p))
+        assert err == 0
+        if free_node:
+            assert G.add(L.cudaGraphAddMemFreeNode, P(p.dptr), deps=(na,))[0] == 0
+        assert L.cudaGraphInstantiateWithFlags(ctypes.byref(x), G.g, ctypes.c_ulonglong(flags)) == 0
+        assert L.cudaGraphInstantiateWithFlags(ctypes.byref(x2), G.g, ctypes.c_ulonglong(flags)) == INVALID_VALUE
+        for _ in range(3):
+            assert L.cudaGraphLaunch(x, stream) == 0
+        assert L.cudaStreamSynchronize(stream) == 0 and L.cudaGraphExecDestroy(x) == 0
+        G.close()
+        if not free_node:
+            assert L.cudaFree(P(p.dptr)) == 0                      # the last launch's allocation is the user's
+    # a graph without memory nodes may have many executable graphs
+    G = Graph(L, nbufs=1)
+    assert G.add(L.cudaGraphAddMemsetNode, ctypes.byref(MemsetParams(G.bufs[0], 0, 1, 1, 16, 1)))[0] == 0
+    assert L.cudaGraphInstantiate(ctypes.byref(x), G.g, ctypes.c_ulonglong(0)) == 0
+    assert L.cudaGraphInstantiate(ctypes.byref(x2), G.g, ctypes.c_ulonglong(0)) == 0
+    assert L.cudaGraphExecDestroy(x) == 0 and L.cudaGraphExecDestroy(x2) == 0
+    G.close()
+    assert live(L) == before
+
+
 NODE_ENTRY_POINTS = ["cudaGraphAddMemAllocNode", "cudaGraphAddMemFreeNode", "cudaGraphAddMemcpyNode", "cudaGraphAddMemcpyNode1D", "cudaGraphAddMemsetNode",
                      "cudaGraphAddHostNode", "cudaGraphAddEventRecordNode", "cudaGraphAddEventWaitNode",
                      "cudaGraphAddDependencies", "cudaGraphNodeGetDependencies", "cudaGraphClone",

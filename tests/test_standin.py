@@ -214,6 +214,7 @@ print(json.dumps([r1, call, count.value, r2, st.value, fn.value, r3, same, r4, s
 def test_driver_contexts_follow_the_runtime_device_per_thread(subprocess_python):
     got = _json(subprocess_python, """
 import threading
+assert cu.cuInit(0) == 0
 ctx, cur, dev = c.c_void_p(), c.c_void_p(), c.c_int()
 def rdev():
     d = c.c_int(); rt.cudaGetDevice(c.byref(d)); return d.value
@@ -250,6 +251,7 @@ print(json.dumps(out))
 
 def test_driver_layer_rejects_bad_input_and_keeps_the_runtime_last_error(subprocess_python):
     got = _json(subprocess_python, """
+assert cu.cuInit(0) == 0
 d, ctx, s, e, name = c.c_int(), c.c_void_p(), c.c_void_p(), c.c_void_p(), c.c_char_p()
 buf = c.create_string_buffer(64)
 out = {"no_ctx_event": cu.cuEventCreate(c.byref(e), 0), "no_ctx_stream": cu.cuStreamCreate(c.byref(s), 0),
@@ -402,6 +404,7 @@ found = [proc("cuStreamQuery", 2) == addr(cu.cuStreamQuery_ptsz),
          proc("cuEventRecord_ptds", 0) == addr(cu.cuEventRecord_ptsz),
          proc("cuStreamQuery", 0) == addr(cu.cuStreamQuery),
          proc("cuInit", 2) == addr(cu.cuInit), proc("cuStreamGetCtx", 2) == addr(cu.cuStreamGetCtx_v2_ptsz)]
+assert cu.cuInit(0) == 0
 ctx = c.c_void_p(); cu.cuDevicePrimaryCtxRetain(c.byref(ctx), 0); cu.cuCtxSetCurrent(ctx)
 legacy, pt, pt_handle = c.c_ulonglong(), c.c_ulonglong(), c.c_ulonglong()
 cu.cuStreamGetId(None, c.byref(legacy)); cu.cuStreamGetId_ptsz(None, c.byref(pt))

@@ -42,14 +42,15 @@
  *    hash table under G before any dereference.
  *
  * Documented choices where the emulator has to pick:
- *  - Configuration (read once): ACCEL_EMU_DEVICES (0..256, default 4),
+ *  - Configuration (read once): ACCEL_EMU_DEVICES (0..127, default 4: emu_tables.h's EMU_DEVICE_LIMIT),
  *    ACCEL_EMU_PROFILE (the board every device is, default h100, or a mixed
  *    machine "h100:2,a100:2" of that many devices; the table is
  *    emu_profiles.c), ACCEL_EMU_MEMORY (bytes per device,
  *    K/M/G/T suffixes, default the profile's memory: 80 GiB for h100),
- *    ACCEL_EMU_FAIL (symbol:n[,symbol:n...]).  A malformed value makes every
- *    call fail with cudaErrorInitializationError (driver: NOT_INITIALIZED),
- *    so a typo cannot silently run a different configuration.
+ *    ACCEL_EMU_FAIL (symbol:n[,symbol:n...], 64 points at most).  A malformed
+ *    value makes every call fail with cudaErrorInitializationError (driver:
+ *    NOT_INITIALIZED), so a typo cannot silently run a different
+ *    configuration; accelEmuConfigError says which variable it was.
  *  - ACCEL_EMU_DEVICES is the machine's (physical) devices; CUDA_VISIBLE_DEVICES
  *    selects and renumbers those the runtime shows, as the real driver does
  *    (emu_visible.c); NVML (emu_nvml.c) reports the physical ones.
@@ -69,8 +70,12 @@
  *    host function return cudaErrorNotPermitted instead of deadlocking.
  *  - Stream-ordered pools (cudaMallocAsync & co) and pinned host memory
  *    (cudaHostAlloc, cudaHostRegister): emu_memory.c, with its own notes.
- *  - Host memory is treated as pinned and cudaFree does not synchronise;
- *    queued copies keep their allocation alive instead.
+ *  - Asynchronous copies with pageable host memory behave as CUDA documents
+ *    ("API synchronization behavior"): to pageable memory or between host
+ *    buffers they are done when the call returns; from pageable memory to a
+ *    device the source is staged at the call (emu_memory.c's copy_mode).
+ *    cudaFree does not synchronise; queued copies keep their allocation
+ *    alive instead.
  *  - IPC event handles open only in the creating process (there is no
  *    shared device memory to map); anything else is cudaErrorInvalidValue.
  *  - Arguments are checked where the real runtime checks them: NULL out-
@@ -146,6 +151,9 @@ int install_fail_spec(const char *spec)
 
 pthread_once_t g_once = PTHREAD_ONCE_INIT;
 atomic_int g_ready;
+atomic_int g_rt_ready;              /* a runtime entry point ran (emu_runtime.h's RT_INIT) */
+atomic_int g_drv_ready;             /* emu_internal.h */
+int g_forked;                       /* emu_internal.h */
 cudaError_t g_init_err;             /* non-zero: bad configuration, every call fails */
 int g_ndev;                         /* visible devices (emu_internal.h) */
 int g_nphys;                        /* the machine's devices (ACCEL_EMU_DEVICES) */
@@ -159,7 +167,7 @@ pthread_cond_t g_work_cv = PTHREAD_COND_INITIALIZER;  /* run queue non-empty */
 pthread_cond_t g_exit_cv = PTHREAD_COND_INITIALIZER;  /* a worker retired */
 int g_waiters;                      /* threads blocked on g_done_cv */
 
-atomic_int g_ctx[MAX_DEVICES];      /* primary context exists (emu_internal.h) */
+atomic_int g_ctx[MAX_DEVICES];      /* primary context active, and how (emu_internal.h) */
 
 __thread int t_dev;                 /* the thread's current device */
 __thread int t_capmode;
@@ -198,6 +206,13 @@ void emu_init_once(void)
     atomic_store_explicit(&g_ready, 1, memory_order_release);
 }
 
+void emu_rt_init(void)
+{
+    emu_init_once();
+    if (!g_init_err) atomic_store(&g_drv_ready, 1);
+    atomic_store_explicit(&g_rt_ready, 1, memory_order_release);
+}
+
 /* The configuration parsed from the variables' values (NULL: unset). */
 typedef struct {
     int nphys, ndev;
@@ -218,7 +233,7 @@ static int parse_config(const char *devices, const char *visible, const char *me
     c->nphys = 4;
     if (devices && *devices) {
         size_t n = strlen(devices);
-        if (parse_size(devices, &v) || v > MAX_DEVICES || devices[n - 1] < '0' || devices[n - 1] > '9')
+        if (parse_size(devices, &v) || v > EMU_DEVICE_LIMIT || devices[n - 1] < '0' || devices[n - 1] > '9')
             bad = 1;
         else
             c->nphys = (int)v;
@@ -270,12 +285,18 @@ EXPORT int accelEmuCheckConfig(const char *devices, const char *visible, const c
     return parse_config(devices, visible, memory, fail, profile, &c);
 }
 
+static int g_config_bad;            /* the malformed variable emu_init found (accelEmuCheckConfig's number) */
+static char *g_config_value;        /* and its value */
+
 void emu_init(void)
 {
     static emu_config_t c;              /* emu_init runs once */
-    if (parse_config(getenv("ACCEL_EMU_DEVICES"), getenv("CUDA_VISIBLE_DEVICES"), getenv("ACCEL_EMU_MEMORY"),
-                     getenv("ACCEL_EMU_FAIL"), getenv("ACCEL_EMU_PROFILE"), &c))
+    const char *vars[5] = { getenv("ACCEL_EMU_DEVICES"), getenv("CUDA_VISIBLE_DEVICES"), getenv("ACCEL_EMU_MEMORY"),
+                            getenv("ACCEL_EMU_FAIL"), getenv("ACCEL_EMU_PROFILE") };
+    if ((g_config_bad = parse_config(vars[0], vars[1], vars[2], vars[3], vars[4], &c))) {
         g_init_err = cudaErrorInitializationError;
+        g_config_value = strdup(vars[g_config_bad - 1] ? vars[g_config_bad - 1] : "");
+    }
     g_nphys = c.nphys;
     g_ndev = c.ndev;
     memcpy(g_phys, c.phys, sizeof g_phys);
@@ -381,8 +402,14 @@ EXPORT cudaError_t cudaPeekAtLastError(void)
 
 /* The version queries do not initialise the emulator, as a real runtime's load no device list: a
  * CUDA_VISIBLE_DEVICES set after them still applies (numba-cuda and cuda.bindings ask for versions at
- * import).  Once the emulator is initialised they check its configuration and faults like every call. */
-#define VERSION_ENTER(sym) do { if (atomic_load(&g_ready)) RT_ENTER(sym, cudaErrorUnknown); } while (0)
+ * import), nor the driver.  Once the emulator is initialised they check its configuration and faults like
+ * every call; they still answer in a forked child. */
+#define VERSION_ENTER(sym) do { \
+        if (atomic_load(&g_ready) && !g_forked) { \
+            if (g_init_err) return fail(g_init_err); \
+            if (EMU_FAULT(sym)) return fail(cudaErrorUnknown); \
+        } \
+    } while (0)
 
 /* Read once; a malformed value is ignored here (accel.emu refuses it before it reaches a process). */
 int emu_driver_version(void)
@@ -431,17 +458,21 @@ EXPORT cudaError_t cudaProfilerStop(void)
 
 /* ======================================== driver entry points of the runtime library */
 
-/* cuInit is not required first: cudart initialises the driver itself and
- * callers probe primary contexts after runtime calls. */
+/* cuInit initialises the driver API (so does the runtime's first call, as cudart calls it itself); in a
+ * process forked from one where it was, it fails as the real one does (emu_internal.h's g_forked). */
 EXPORT CUresult cuInit(unsigned int flags)
 {
-    DRV_ENTER(cuInit);
-    return flags ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+    INIT();
+    if (g_init_err) return CUDA_ERROR_NOT_INITIALIZED;
+    if (EMU_FAULT(cuInit)) return CUDA_ERROR_UNKNOWN;
+    if (flags) return CUDA_ERROR_INVALID_VALUE;
+    atomic_store(&g_drv_ready, 1);
+    return CUDA_SUCCESS;
 }
 
 EXPORT CUresult cuDriverGetVersion(int *v)
 {
-    if (atomic_load(&g_ready)) DRV_ENTER(cuDriverGetVersion);      /* as VERSION_ENTER */
+    if (atomic_load(&g_ready)) DRV_ENTER_ANY(cuDriverGetVersion);  /* as VERSION_ENTER */
     if (!v) return CUDA_ERROR_INVALID_VALUE;
     *v = emu_driver_version();
     return CUDA_SUCCESS;
@@ -449,7 +480,7 @@ EXPORT CUresult cuDriverGetVersion(int *v)
 
 EXPORT CUresult cuGetErrorName(CUresult e, const char **out)
 {
-    DRV_ENTER(cuGetErrorName);
+    DRV_ENTER_ANY(cuGetErrorName);
     if (!out) return CUDA_ERROR_INVALID_VALUE;
     const errdesc_t *d = emu_drv_error(e);
     *out = d ? d->name : NULL;
@@ -458,7 +489,7 @@ EXPORT CUresult cuGetErrorName(CUresult e, const char **out)
 
 EXPORT CUresult cuGetErrorString(CUresult e, const char **out)
 {
-    DRV_ENTER(cuGetErrorString);
+    DRV_ENTER_ANY(cuGetErrorString);
     if (!out) return CUDA_ERROR_INVALID_VALUE;
     const errdesc_t *d = emu_drv_error(e);
     *out = d ? d->text : NULL;
@@ -495,6 +526,15 @@ EXPORT int accelEmuSetFail(const char *spec)
 {
     INIT();
     return install_fail_spec(spec);
+}
+
+/* Why the emulator refused its configuration when it read it: the malformed variable's number (1 to 5, in
+ * accelEmuCheckConfig's order) and its value into *value (when value is not NULL), or 0 when it was valid. */
+EXPORT int accelEmuConfigError(const char **value)
+{
+    INIT();
+    if (value) *value = g_config_bad ? g_config_value : NULL;
+    return g_config_bad;
 }
 
 /* Visible devices; -1 when the configuration is invalid (every CUDA call then

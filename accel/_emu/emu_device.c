@@ -103,7 +103,7 @@ EXPORT CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, in
     if (!flags || !active) return CUDA_ERROR_INVALID_VALUE;
     if (dev < 0 || dev >= g_ndev) return CUDA_ERROR_INVALID_DEVICE;
     *flags = 0;
-    *active = atomic_load(&g_ctx[dev]);
+    *active = atomic_load(&g_ctx[dev]) != 0;
     return CUDA_SUCCESS;
 }
 

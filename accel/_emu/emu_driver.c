@@ -10,8 +10,8 @@
  * memory.  Each thread has a context stack (cuCtxPush/Pop/SetCurrent); its top is a context of the
  * runtime's current device (cudaSetDevice to another device replaces it with that device's primary
  * context).  A thread with an empty stack sees the primary context of the runtime's current device once
- * that context is active (the runtime made it current), NULL before and after the thread popped its
- * last context, as with real CUDA.  Memory entry points are in emu_drvmem.c.
+ * the runtime made that context current (retaining it is not enough), NULL before and after the thread
+ * popped its last context, as with real CUDA.  Memory entry points are in emu_drvmem.c.
  *
  * cuGetProcAddress resolves names in this table only, by name and ABI version; a `_ptsz`/`_ptds`
  * name or the per-thread-default-stream flag gives the variant whose NULL stream is the calling
@@ -135,7 +135,7 @@ CUcontext current_ctx(void)
     }
     if (t_unbound && t_binds == t_unbound_at) return NULL;
     t_unbound = 0;
-    return atomic_load(&g_ctx[dev]) ? ctx_primary(dev) : NULL;
+    return atomic_load(&g_ctx[dev]) == 1 ? ctx_primary(dev) : NULL;
 }
 
 /* The stack is now empty: no context is current on this thread. */
@@ -245,7 +245,8 @@ EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice dev)
     DRV_ENTER(cuDevicePrimaryCtxRetain);
     if (!ctx) return CUDA_ERROR_INVALID_VALUE;
     if (dev < 0 || dev >= g_ndev) return CUDA_ERROR_INVALID_DEVICE;
-    atomic_store(&g_ctx[dev], 1);
+    int inactive = 0;
+    atomic_compare_exchange_strong(&g_ctx[dev], &inactive, 2);     /* active, current on no thread */
     *ctx = ctx_primary(dev);
     return CUDA_SUCCESS;
 }

@@ -34,8 +34,12 @@ int accelEmuDeviceCount(void);
  * the emulated runtime returns have the same values in the driver API. */
 #define RT(call) __extension__({ int saved_ = t_last; int r_ = (call); t_last = saved_; r_; })
 
-/* Configuration errors (ACCEL_EMU_* malformed) read as "not initialised", as in emu_core.c. */
-#define DRV_INIT() do { if (accelEmuDeviceCount() < 0) return CUDA_ERROR_NOT_INITIALIZED; } while (0)
+/* Configuration errors (ACCEL_EMU_* malformed) read as "not initialised", as in emu_core.c, and so does a
+ * driver not initialised yet (cuInit or the runtime: emu_internal.h's g_drv_ready). */
+#define DRV_INIT() do { \
+        if (accelEmuDeviceCount() < 0 || !atomic_load_explicit(&g_drv_ready, memory_order_acquire)) \
+            return CUDA_ERROR_NOT_INITIALIZED; \
+    } while (0)
 
 /* Prologue of every entry point that can fail: the configuration check, then its fault hook; one that
  * creates something fails with CUDA_ERROR_OUT_OF_MEMORY. */
@@ -43,9 +47,15 @@ int accelEmuDeviceCount(void);
 #define DRV_ENTER_CREATE(sym) do { DRV_INIT(); if (EMU_FAULT(sym)) return CUDA_ERROR_OUT_OF_MEMORY; } while (0)
 
 /* emu_core.c: the emulator is initialised.  cuGetProcAddress does not initialise it (the real one loads
- * no device list): CUDA_VISIBLE_DEVICES set after a library resolved its driver functions still applies. */
+ * no device list): CUDA_VISIBLE_DEVICES set after a library resolved its driver functions still applies.  It
+ * works before cuInit (libraries resolve cuInit with it) and in a forked child. */
 extern atomic_int g_ready;
-#define DRV_ENTER_LAZY(sym) do { if (atomic_load(&g_ready)) DRV_ENTER(sym); } while (0)
+#define DRV_ENTER_LAZY(sym) do { \
+        if (atomic_load(&g_ready)) { \
+            if (accelEmuDeviceCount() < 0 && !g_forked) return CUDA_ERROR_NOT_INITIALIZED; \
+            if (EMU_FAULT(sym)) return CUDA_ERROR_UNKNOWN; \
+        } \
+    } while (0)
 
 /* emu_driver.c: the calling thread's current context (NULL: none), the device of a context (-1: not a
  * live context), a device's primary context. */

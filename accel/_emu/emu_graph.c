@@ -355,6 +355,7 @@ static cudaError_t instantiate(cudaGraphExec_t *out, cudaGraph_t gh, unsigned lo
     gexec_t *x = NULL;
     if (!g) err = cudaErrorInvalidResourceHandle;
     else if (g->capturing) err = cudaErrorInvalidValue;
+    else if (g->mem->n && g->mem->execs) err = cudaErrorInvalidValue;  /* graph memory: one executable graph */
     else if (!(x = calloc(1, sizeof *x)) || (g->n && !(x->nodes = malloc(g->n * sizeof *x->nodes))))
         err = cudaErrorMemoryAllocation;
     int uerr = 0;
@@ -384,6 +385,8 @@ static cudaError_t instantiate(cudaGraphExec_t *out, cudaGraph_t gh, unsigned lo
         x->device = g->device;
         x->mem = g->mem;
         x->mem->refs++;
+        x->mem->execs++;
+        x->flags = flags;
         g_live_execs++;
         *out = (cudaGraphExec_t)(uintptr_t)x->handle;
     } else if (x) {
@@ -420,6 +423,7 @@ EXPORT cudaError_t cudaGraphExecDestroy(cudaGraphExec_t xh)
     gexec_t *x = get_exec(xh);
     if (x) {
         ht_del(&g_handles, x->handle);
+        x->mem->execs--;
         gmem_unref(x->mem);     /* queued copies hold their own references to the memory they touch */
         uset_unref(x->uo);      /* and queued launches to the user objects */
         rec_unref(x->last);
@@ -433,6 +437,28 @@ EXPORT cudaError_t cudaGraphExecDestroy(cudaGraphExec_t xh)
     pthread_mutex_unlock(&G);
     uo_run_dead();
     return x ? cudaSuccess : fail(cudaErrorInvalidResourceHandle);
+}
+
+/* An allocation of x's graph that no free node of it frees, left to the user by x's last launch, is live:
+ * relaunching x first is cudaErrorInvalidValue unless it frees them itself (AutoFreeOnLaunch), as CUDA
+ * documents.  G held. */
+static int left_unfreed(const gexec_t *x)
+{
+    if (!x->launched || (x->flags & INSTANTIATE_AUTO_FREE)) return 0;
+    for (size_t i = 0; i < x->mem->n; i++)
+        if (!x->mem->freed[i] && !x->mem->a[i]->freed) return 1;
+    return 0;
+}
+
+/* A relaunch makes the allocations of its graph again: those the user freed since the last launch come back at
+ * their address (the emulator's graph memory keeps one address per allocation for the graph's life, as CUDA's
+ * virtual addresses).  One freed before the first launch stays freed (a node touching it fails the launch).
+ * cudaErrorMemoryAllocation when out of memory.  G held. */
+static cudaError_t remake_freed(gexec_t *x)
+{
+    for (size_t i = 0; x->launched && i < x->mem->n; i++)
+        if (!x->mem->freed[i] && emu_mem_revive(x->mem->a[i])) return cudaErrorMemoryAllocation;
+    return cudaSuccess;
 }
 
 /* The items that run exec x's nodes, in order, into items[] (count in *k); nothing on error.  G held. */
@@ -509,6 +535,8 @@ EXPORT cudaError_t cudaGraphLaunch(cudaGraphExec_t xh, cudaStream_t sh)
     stream_t *s = x ? get_stream(sh, &err) : NULL;
     if (!x) err = cudaErrorInvalidResourceHandle;
     else if (s && s->cap) err = capture_refuse(s);
+    else if (s && left_unfreed(x)) err = cudaErrorInvalidValue;
+    if (!err && s) err = remake_freed(x);
     if (!err && x->n + 1 > 16 && !(items = malloc((x->n + 1) * sizeof *items))) err = cudaErrorMemoryAllocation;
     size_t k = 0;
     if (!err) err = launch_items(x, items, &k);
@@ -550,7 +578,10 @@ EXPORT cudaError_t cudaGraphLaunch(cudaGraphExec_t xh, cudaStream_t sh)
         wait = done = NULL;
     }
     if (wait) enqueue_raw(s, wait);
-    if (!err) ensure_ctx(s->device);
+    if (!err) {
+        ensure_ctx(s->device);
+        x->launched = 1;
+    }
     if (!err && x->uo) x->uo->refs++;
     for (size_t i = 0; i < k; i++) {
         item_t *it = items[i];

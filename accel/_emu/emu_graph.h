@@ -17,6 +17,7 @@ enum { GN_KERNEL = 0, GN_MEMCPY = 1, GN_MEMSET = 2, GN_HOST = 3, GN_EMPTY = 5, G
 enum { CAP_NONE = 0, CAP_ACTIVE = 1, CAP_INVALIDATED = 2 };
 enum { MODE_GLOBAL = 0, MODE_THREAD_LOCAL = 1, MODE_RELAXED = 2 };
 #define INSTANTIATE_FLAGS 0xbull     /* AutoFreeOnLaunch | Upload | UseNodePriority (DeviceLaunch: no) */
+#define INSTANTIATE_AUTO_FREE 1ull
 
 typedef struct graph graph_t;
 
@@ -31,8 +32,9 @@ typedef struct { int refs; size_t n; uref_t v[]; } uset_t;
 
 /* Graph memory: the allocations a graph's alloc nodes made, shared by the graph and its executable graphs;
  * freed[i]: the graph has a free node for a[i]; at: allocation address -> i + 1 (a free node finds its
- * allocation in constant time). */
-typedef struct { int refs; alloc_t **a; unsigned char *freed; size_t n, cap; htab_t at; } gmem_t;
+ * allocation in constant time); execs: its graph's live executable graphs (CUDA allows one while there is
+ * graph memory). */
+typedef struct { int refs; alloc_t **a; unsigned char *freed; size_t n, cap; htab_t at; int execs; } gmem_t;
 
 typedef struct gnode {
     uint64_t handle;
@@ -80,6 +82,8 @@ typedef struct {
     uint32_t *dep_off, *dep_v;      /* its graph's dependencies by node index (CSR), for cudaGraphExecUpdate */
     rec_t *last;                    /* reached when its latest launch has run (NULL: none queued) */
     unsigned long long graph_id;    /* the graph it was instantiated from */
+    unsigned long long flags;       /* its instantiation flags (INSTANTIATE_AUTO_FREE) */
+    int launched;                   /* launched once: the allocations its graph leaves to the user are theirs */
 } gexec_t;
 
 struct capture {

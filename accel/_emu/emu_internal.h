@@ -23,11 +23,24 @@ int emu_driver_version(void);
 /* emu_core.c (set once by its initialisation, which every exported runtime call runs first) */
 extern int g_ndev;                              /* visible devices */
 extern int g_phys[EMU_MAX_DEVICES];             /* visible ordinal -> physical device */
-extern atomic_int g_ctx[EMU_MAX_DEVICES];       /* the device's primary context is active */
+/* The device's primary context is active: 1 once the runtime made it current (a thread without a context of
+ * its own then sees it, emu_driver.c), 2 while it is only retained by the driver (cuDevicePrimaryCtxRetain
+ * binds it to no thread); 0 inactive. */
+extern atomic_int g_ctx[EMU_MAX_DEVICES];
 extern __thread int t_last;                     /* the calling thread's last runtime error */
 extern size_t g_mem_total[EMU_MAX_DEVICES];     /* visible device -> its memory in bytes */
 extern size_t g_phys_mem[EMU_MAX_DEVICES];      /* physical device -> its memory in bytes (the profile's,
                                                    or ACCEL_EMU_MEMORY) */
+
+/* emu_core.c: the driver API is initialised, by cuInit or by the runtime's first call (as the real runtime
+ * initialises the driver itself); before, every driver call but the version, error-string and entry-point
+ * queries is CUDA_ERROR_NOT_INITIALIZED.  g_forked: this process was forked from one where the driver was
+ * initialised, which the driver refuses (emu_stream.c's atfork_child): the runtime's calls are
+ * cudaErrorInitializationError and the driver's CUDA_ERROR_NOT_INITIALIZED, cuInit's included. */
+extern atomic_int g_drv_ready;
+extern int g_forked;
+/* emu_core.c: a runtime entry point's first call initialises the emulator, then the driver. */
+void emu_rt_init(void);
 
 /* emu_memory.c: the bytes visible device `dev` has allocated (cudaMalloc and pools' reservations). */
 size_t emu_mem_used(int dev);

@@ -360,10 +360,44 @@ static int span_of(size_t width, size_t rows, size_t pitch, size_t *span)
     return 1;
 }
 
+static int pool_on_host(const mempool_t *mp);
+
+/* How an asynchronous copy meets host memory, as CUDA's "API synchronization behavior" documents it: one
+ * to pageable host memory (from the device or from any host memory) and one between host buffers (pageable
+ * or pinned) are done when the call returns (COPY_WAIT); one from pageable memory to the device has
+ * consumed its source when the call returns (COPY_STAGE: the bytes are staged, the copy runs in stream
+ * order); device-to-device and pinned copies stay asynchronous.  Pinned memory is a registered range or
+ * an allocation from a pool of pinned host memory.  G held. */
+enum { COPY_ASYNC, COPY_STAGE, COPY_WAIT };
+static int copy_mode(const item_t *it, size_t dspan, size_t sspan)
+{
+    int dpage = !it->a1 && !host_mapped(it->dst, dspan), spage = !it->a2 && !host_mapped(it->src, sspan);
+    int dhost = !it->a1 || (it->a1->pool && pool_on_host(it->a1->pool));
+    int shost = !it->a2 || (it->a2->pool && pool_on_host(it->a2->pool));
+    if (dpage || (dhost && shost)) return COPY_WAIT;
+    return spage ? COPY_STAGE : COPY_ASYNC;
+}
+
+/* Copies the source of `it` (its `sspan` bytes) into memory the item owns, with G dropped (s kept alive);
+ * 0 when out of memory (the caller then waits for the copy instead). */
+static int copy_stage(stream_t *s, item_t *it, size_t sspan)
+{
+    char *stage = malloc(sspan);
+    if (!stage) return 0;
+    s->refs++;
+    pthread_mutex_unlock(&G);
+    memcpy(stage, it->src, sspan);
+    pthread_mutex_lock(&G);
+    s->refs--;
+    it->stage = stage;
+    it->src = stage;
+    return 1;
+}
+
 /* Every copy: `rows` rows of `width` bytes from src (rows `spitch` apart) to dst (`dpitch` apart) on
  * stream h (kind: cudaMemcpyKind; a device side must lie inside one allocation); sync: the copy is done
- * when it returns (cudaMemcpy, cuMemcpy*).  Host memory is treated as pinned: an asynchronous copy
- * touches the host buffer when the worker reaches it, so it must stay alive until the stream is synced. */
+ * when it returns (cudaMemcpy, cuMemcpy*).  An asynchronous copy with pageable host memory is synchronous
+ * or staged as in CUDA (copy_mode); on a capturing stream every copy is a graph node, run by nothing. */
 cudaError_t emu_copy(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t rows,
                      int kind, cudaStream_t h, int sync)
 {
@@ -393,7 +427,14 @@ cudaError_t emu_copy(void *dst, size_t dpitch, const void *src, size_t spitch, s
         if (!sd && need_src && host_mapped(src, sspan)) sd = 1;
         if (dd < 0 || sd < 0 || (need_dst && !dd) || (need_src && !sd)) err = cudaErrorInvalidValue;
     }
-    err = queue_and_wait(s, it, err, sync);
+    int wait = sync;
+    if (!sync && s && !s->cap && !err && dspan) {
+        int mode = copy_mode(it, dspan, sspan);
+        if (mode == COPY_STAGE && !copy_stage(s, it, sspan)) mode = COPY_WAIT;
+        if (mode == COPY_WAIT && t_in_hostfn) err = cudaErrorNotPermitted;     /* it would wait on itself */
+        wait = mode == COPY_WAIT;
+    }
+    err = queue_and_wait(s, it, err, wait);
     pthread_mutex_unlock(&G);
     return err ? fail(err) : cudaSuccess;
 }
@@ -487,6 +528,8 @@ struct mempool {
 };
 
 static mempool_t g_pools[MAX_DEVICES];
+
+static int pool_on_host(const mempool_t *mp) { return mp->dev < 0; }
 
 static cudaMemPool_t pool_handle(int dev)
 {
@@ -1675,6 +1718,16 @@ int emu_mem_range(const void *p, size_t n, alloc_t **out)
 int emu_mem_host_mapped(const void *p, size_t n)
 {
     return host_mapped(p, n);
+}
+
+int emu_mem_revive(alloc_t *a)
+{
+    if (!a->freed) return 0;
+    if (alloc_table_room()) return -1;
+    if (!a->pool) g_mem_used[a->device] += a->size;
+    a->freed = 0;
+    alloc_table_insert(a);
+    return 0;
 }
 
 void emu_mem_release(alloc_t *a)

@@ -64,8 +64,8 @@ void emu_profiles_set(const emu_profile_t *const *rows, int n)
 }
 
 /* "name:n,name:n,..." (":n" optional, 1 by default) into rows; returns the device count, -1 when
- * malformed (an unknown name, a count that is not 0..EMU_MAX_DEVICES, an empty entry, more than
- * EMU_MAX_DEVICES devices in all). */
+ * malformed (an unknown name, a count that is not 0..EMU_DEVICE_LIMIT, an empty entry, more than
+ * EMU_DEVICE_LIMIT devices in all). */
 int emu_profiles_parse(const char *spec, const emu_profile_t **rows)
 {
     int n = 0;
@@ -85,10 +85,10 @@ int emu_profiles_parse(const char *spec, const emu_profile_t **rows)
             for (; c < p + len; c++) {
                 if (*c < '0' || *c > '9') return -1;
                 count = count * 10 + (*c - '0');
-                if (count > EMU_MAX_DEVICES) return -1;
+                if (count > EMU_DEVICE_LIMIT) return -1;
             }
         }
-        if (n + count > EMU_MAX_DEVICES) return -1;
+        if (n + count > EMU_DEVICE_LIMIT) return -1;
         for (long i = 0; i < count; i++) rows[n++] = row;
         if (!end) return n;
         p = end + 1;

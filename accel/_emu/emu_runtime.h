@@ -107,17 +107,23 @@ int install_fail_spec(const char *spec);
 
 static inline cudaError_t fail(cudaError_t e) { t_last = e; return e; }
 
-/* Lazy init: one acquire load once done (as a real runtime's initialised check), pthread_once before. */
+/* Lazy init of the emulator's state: one acquire load once done (as a real runtime's initialised check),
+ * pthread_once before.  RT_INIT: the same for a runtime entry point, whose first call also initialises the
+ * driver (emu_rt_init). */
 #define INIT() do { \
         if (!atomic_load_explicit(&g_ready, memory_order_acquire)) emu_init_once(); \
     } while (0)
+extern atomic_int g_rt_ready;
+#define RT_INIT() do { \
+        if (!atomic_load_explicit(&g_rt_ready, memory_order_acquire)) emu_rt_init(); \
+    } while (0)
 
-/* Prologue of every runtime entry point: lazy init, configuration error,
+/* Prologue of every runtime entry point: lazy init, configuration error (or a forked child's refusal),
  * fault injection, then the current device's sticky error (RT_ENTER_DEV: the device queries and
  * selection, which work on a device whose context is dead).  Failures are recorded as the thread's last
  * error. */
 #define RT_ENTER_DEV(sym, ferr) do { \
-        INIT(); \
+        RT_INIT(); \
         if (g_init_err) return fail(g_init_err); \
         if (EMU_FAULT(sym)) return fail(ferr); \
     } while (0)
@@ -128,16 +134,25 @@ static inline cudaError_t fail(cudaError_t e) { t_last = e; return e; }
     } while (0)
 #define RT_NEED_DEVICE() do { if (g_ndev == 0) return fail(cudaErrorNoDevice); } while (0)
 
-/* Driver entry points never touch the runtime's last error. */
+/* Driver entry points never touch the runtime's last error.  DRV_ENTER: one that needs the driver initialised
+ * (cuInit or the runtime); DRV_ENTER_ANY: the version and error-string queries, which work before cuInit and in
+ * a forked child (a malformed configuration still fails them). */
 #define DRV_ENTER(sym) do { \
         INIT(); \
-        if (g_init_err) return CUDA_ERROR_NOT_INITIALIZED; \
+        if (g_init_err || !atomic_load_explicit(&g_drv_ready, memory_order_acquire)) \
+            return CUDA_ERROR_NOT_INITIALIZED; \
+        if (EMU_FAULT(sym)) return CUDA_ERROR_UNKNOWN; \
+    } while (0)
+#define DRV_ENTER_ANY(sym) do { \
+        INIT(); \
+        if (g_init_err && !g_forked) return CUDA_ERROR_NOT_INITIALIZED; \
         if (EMU_FAULT(sym)) return CUDA_ERROR_UNKNOWN; \
     } while (0)
 
+/* The runtime makes dev's primary context current (emu_internal.h's g_ctx: 1). */
 static inline void ensure_ctx(int dev)
 {
-    if (!atomic_load_explicit(&g_ctx[dev], memory_order_relaxed))
+    if (atomic_load_explicit(&g_ctx[dev], memory_order_relaxed) != 1)
         atomic_store(&g_ctx[dev], 1);
 }
 
@@ -262,6 +277,7 @@ typedef struct item {
     size_t rows, dpitch, spitch;
     int elem;
     struct emu_launch *launch;      /* IT_KERNEL: the launch (a reference; emu_launch.h) */
+    void *stage;        /* IT_COPY from pageable memory: the staged source bytes it owns */
 } item_t;
 
 enum { SK_USER, SK_LEGACY, SK_PERTHREAD };
@@ -390,6 +406,9 @@ int emu_mem_range(const void *p, size_t n, alloc_t **out);
 int emu_mem_host_mapped(const void *p, size_t n);
 alloc_t *emu_graph_alloc(int dev, size_t n, cudaError_t *err);   /* from dev's default pool; G held */     /* [p, p+n) inside one pinned host range */
 void emu_mem_release(alloc_t *a);
+/* A graph allocation the user freed, made again at its address by a launch of its graph (the graph's reference
+ * kept its block): back in the table (0), or -1 when out of memory.  G held. */
+int emu_mem_revive(alloc_t *a);
 
 #pragma GCC visibility pop
 

@@ -74,6 +74,7 @@ EXPORT cudaError_t __cudaPopCallConfiguration(dim3 *grid, dim3 *block, size_t *s
  * installing ACCEL_EMU_FAIL), then the fault hook (EMU_STANDIN_SYMBOLS); a failure is the last error.  The
  * runtime calls they make inside count their own names. */
 #define STANDIN_ENTER(sym) do { \
+        emu_rt_init(); \
         if (accelEmuDeviceCount() < 0) return t_last = cudaErrorInitializationError; \
         if (EMU_FAULT(sym)) return t_last = cudaErrorUnknown; \
     } while (0)

@@ -81,6 +81,7 @@ void item_free(item_t *it)
     rec_unref(it->rec);
     alloc_unref(it->a1);
     alloc_unref(it->a2);
+    free(it->stage);
     free(it);
 }
 
@@ -417,11 +418,17 @@ void atfork_parent(void)
 }
 
 /* Workers do not survive fork; work in flight at fork time is lost in the
- * child (accel refuses CUDA use in fork children anyway). */
+ * child.  A child of a process whose driver was initialised is refused, as
+ * the real driver refuses it (emu_internal.h's g_forked). */
 void atfork_child(void)
 {
     g_nworkers = 0;
     g_idle = 0;
+    if (atomic_load(&g_drv_ready)) {
+        g_forked = 1;
+        g_init_err = cudaErrorInitializationError;
+        atomic_store(&g_drv_ready, 0);
+    }
     pthread_mutex_unlock(&G);
     pthread_mutex_unlock(&g_fail_lock);
 }

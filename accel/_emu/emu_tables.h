@@ -4,6 +4,10 @@
 #define ACCEL_EMU_TABLES_H
 
 #define EMU_MAX_DEVICES 256
+/* The most devices a configuration may give (ACCEL_EMU_DEVICES, a machine of ACCEL_EMU_PROFILE): torch's device
+ * index is 8 bits (c10::DeviceIndex), and its device count asserts "Too many CUDA devices, DeviceIndex
+ * overflowed" past 127, so a 128th device could be counted but not used. */
+#define EMU_DEVICE_LIMIT 127
 #define EMU_UUID_TEXT 41          /* "GPU-" + 36 characters of UUID + NUL */
 
 typedef struct { int code; const char *name; const char *text; } errdesc_t;

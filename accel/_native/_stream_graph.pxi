@@ -278,7 +278,9 @@ cdef class CUDAGraph:
         raise _gc.refuse_copy(self)
 
     def __dealloc__(self):
-        if self._capturing or self._has_graph or self._has_exec:
+        # In a forked child of a process that used CUDA the handles are the parent's, and the driver refuses the
+        # child: they are dropped, as the streams' and buffers' are there.
+        if (self._capturing or self._has_graph or self._has_exec) and not c_uninitialized():
             try:
                 self._reset()
             except BaseException as e:  # a finaliser must not raise; the handles are the process's anyway

@@ -283,7 +283,10 @@ class CUDAGraph:
 
     def __del__(self):
         try:
-            if self._capturing or self._has_graph or self._has_exec:
+            # In a forked child of a process that used CUDA the handles are the parent's, and the driver refuses
+            # the child: they are dropped, as the streams' and buffers' are there.
+            if (self._capturing or self._has_graph or self._has_exec) and (
+                    _dm._initialized or _dm._init_hook is None):
                 self.reset()
         except Exception as e:  # noqa: BLE001 - a finaliser must not raise; the handles are the process's anyway
             try:

@@ -9,7 +9,7 @@ module adds CUDA's start (the device count with torch's error texts).  ``device_
 import os
 import warnings
 
-from accel import _device_init, _impl
+from accel import _device_init, _impl, emu
 from accel.cuda import _visible
 from accel.errors import DeferredCudaCallError, LibraryNotFoundError
 
@@ -71,8 +71,9 @@ def _count_or_raise(fail_if_no_driver):
                            f"your GPU driver by downloading and installing a new version from the URL: {_DRIVER_URL} "
                            "Alternatively, go to: https://pytorch.org to install a PyTorch version that has been "
                            "compiled with your version of the CUDA driver.")
-    if code == 3:  # cudaErrorInitializationError
-        raise RuntimeError("CUDA driver initialization failed, you might not have a CUDA gpu.")
+    if code == 3:  # cudaErrorInitializationError; on the emulator, maybe a malformed ACCEL_EMU_* (named)
+        why = emu.config_error()
+        raise RuntimeError("CUDA driver initialization failed, you might not have a CUDA gpu." + (" " + why if why else ""))
     if code == 999:  # cudaErrorUnknown
         raise RuntimeError("CUDA unknown error - this may be due to an incorrectly set up environment, e.g. "
                            "changing env variable CUDA_VISIBLE_DEVICES after program start. Setting the available "
