@@ -984,3 +984,18 @@ def test_recursion_through_a_cycle_of_three_functions():
     out = Dev(np.zeros(40, np.int32))
     run_ok(MUTUAL, "k", (1,), (40,), [out])
     assert [int(v) for v in out.get()] == [(fa(i) + 2 ** 31) % 2 ** 32 - 2 ** 31 for i in range(40)]
+
+
+def test_numba_fp16_links_its_nvrtc_shim():
+    """numba's fp16 kernel calls an .extern .func from a C++ shim NVRTC compiled separately: two texts."""
+    kernel, shim = ptx("numba_hfma"), ptx("numba_hfma_shim")
+    n = 50
+    rng = np.random.default_rng(4)
+    a, b, c = (rng.standard_normal(n).astype(np.float16) for _ in range(3))
+    da, db, dc = Dev(a), Dev(b), Dev(c)
+    args = H.numba_array_args(da, n, 2) + H.numba_array_args(db, n, 2) + H.numba_array_args(dc, n, 2)
+    run_ok([kernel, shim], H.kernel_name(kernel), (1,), (64,), args)
+    expect = (a.astype(np.float64) * b.astype(np.float64) + c.astype(np.float64)).astype(np.float16)
+    np.testing.assert_array_equal(dc.get(), expect)
+    rc, msg = H.build(kernel)
+    assert rc == H.INVALID_PTX and "_ZL6__hfma6__halfS_S__nbst" in msg and "unresolved" in msg
