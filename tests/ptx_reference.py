@@ -650,6 +650,12 @@ def half_variants():
         out.append(V(f"fma.rn.{fmt}", f"fma.rn.{fmt} %d, %a, %b, %c;", fmt, fmt, triples(edge[::2], edge, edge[::3]), _fp(fmt, f_fma, RN)))
         out.append(V(f"sub.rn.{fmt}", f"sub.rn.{fmt} %d, %a, %b;", fmt, fmt, pairs(edge),
                      _fp(fmt, lambda a, b, m, f: f_add(a, f_neg(b), m, f), RN)))
+    def relu(r):
+        if r == NAN or r is None:
+            return r
+        return 0 if (r >> 15) & 1 else r
+    out.append(V("fma.rn.relu.f16", "fma.rn.relu.f16 %d, %a, %b, %c;", "f16", "f16", triples(F16_EDGE[::2], F16_EDGE, F16_EDGE[::3]),
+                 lambda a, b, c: relu(_fp("f16", f_fma, RN)(a, b, c))))
     pair_in = [(a | (b << 16), c | (d << 16)) for a, b in zip(F16_EDGE, F16_EDGE[::-1]) for c, d in zip(F16_EDGE[::2], F16_EDGE[1::2])]
 
     def x2(a, b):

@@ -999,3 +999,28 @@ def test_numba_fp16_links_its_nvrtc_shim():
     np.testing.assert_array_equal(dc.get(), expect)
     rc, msg = H.build(kernel)
     assert rc == H.INVALID_PTX and "_ZL6__hfma6__halfS_S__nbst" in msg and "unresolved" in msg
+
+
+@pytest.mark.parametrize("var,value", [("ACCEL_EMU_KERNEL_TIMEOUT", "soon"), ("ACCEL_EMU_KERNEL_TIMEOUT", "-1"),
+                                       ("ACCEL_EMU_PTX_THREADS", "0"), ("ACCEL_EMU_PTX_THREADS", "2x")])
+def test_malformed_engine_settings_fail_the_launch(monkeypatch, var, value):
+    monkeypatch.setenv(var, value)
+    rc, msg = run(HEADER + ".visible .entry k() {\n  ret;\n}\n", "k", (1,), (32,), [])
+    assert rc == 1 and var in msg and value in msg
+
+
+def test_fma_relu_f16():
+    text = HEADER + """.visible .entry k(.param .u64 out) {
+  .reg .b16 %h<5>; .reg .b64 %rd<2>;
+  ld.param.u64 %rd1, [out];
+  mov.b16 %h1, 0x3c00;
+  mov.b16 %h2, 0xc000;
+  fma.rn.relu.f16 %h3, %h1, %h2, %h1;
+  fma.rn.relu.f16 %h4, %h1, %h1, %h1;
+  st.global.v2.u16 [%rd1], {%h3, %h4};
+  ret;
+}
+"""
+    out = Dev(np.zeros(2, np.uint16))
+    run_ok(text, "k", (1,), (1,), [out])
+    assert list(out.get()) == [0, 0x4000]
