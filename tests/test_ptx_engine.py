@@ -1024,3 +1024,10 @@ def test_fma_relu_f16():
     out = Dev(np.zeros(2, np.uint16))
     run_ok(text, "k", (1,), (1,), [out])
     assert list(out.get()) == [0, 0x4000]
+
+
+def test_runaway_recursion_is_a_launch_failure():
+    k = np.full(4, 100000, np.int32)
+    out, y, cnt = Dev(np.zeros(4, np.int32)), Dev(np.zeros(4, np.float32)), Dev(np.zeros(1, np.int32))
+    rc, msg = run(ptx("device_calls"), "device_calls", (1,), (4,), [Dev(k), out, y, cnt, ctypes.c_int(4)])
+    assert rc == H.LAUNCH_FAILED and "stack overflow" in msg and "fib" in msg

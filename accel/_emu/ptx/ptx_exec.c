@@ -859,7 +859,7 @@ static int worker_init(worker *wk, launch *L)
         w->cs = calloc(32 * PTX_MAXDEPTH, sizeof *w->cs);
         if (!w->cs) return PTX_E_OUT_OF_MEMORY;
         if (M->has_recursion) {
-            w->savecap = 16384;
+            w->savecap = 4096;   /* registers of recursive activations a lane may save (32 KB per lane) */
             w->save = malloc((size_t)32 * w->savecap * sizeof(uint64_t));
             w->savetop = calloc(32, sizeof *w->savetop);
             if (!w->save || !w->savetop) return PTX_E_OUT_OF_MEMORY;
