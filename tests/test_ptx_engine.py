@@ -984,3 +984,50 @@ def test_recursion_through_a_cycle_of_three_functions():
     out = Dev(np.zeros(40, np.int32))
     run_ok(MUTUAL, "k", (1,), (40,), [out])
     assert [int(v) for v in out.get()] == [(fa(i) + 2 ** 31) % 2 ** 32 - 2 ** 31 for i in range(40)]
+
+
+def test_numba_fp16_links_its_nvrtc_shim():
+    """numba's fp16 kernel calls an .extern .func from a C++ shim NVRTC compiled separately: two texts."""
+    kernel, shim = ptx("numba_hfma"), ptx("numba_hfma_shim")
+    n = 50
+    rng = np.random.default_rng(4)
+    a, b, c = (rng.standard_normal(n).astype(np.float16) for _ in range(3))
+    da, db, dc = Dev(a), Dev(b), Dev(c)
+    args = H.numba_array_args(da, n, 2) + H.numba_array_args(db, n, 2) + H.numba_array_args(dc, n, 2)
+    run_ok([kernel, shim], H.kernel_name(kernel), (1,), (64,), args)
+    expect = (a.astype(np.float64) * b.astype(np.float64) + c.astype(np.float64)).astype(np.float16)
+    np.testing.assert_array_equal(dc.get(), expect)
+    rc, msg = H.build(kernel)
+    assert rc == H.INVALID_PTX and "_ZL6__hfma6__halfS_S__nbst" in msg and "unresolved" in msg
+
+
+@pytest.mark.parametrize("var,value", [("ACCEL_EMU_KERNEL_TIMEOUT", "soon"), ("ACCEL_EMU_KERNEL_TIMEOUT", "-1"),
+                                       ("ACCEL_EMU_PTX_THREADS", "0"), ("ACCEL_EMU_PTX_THREADS", "2x")])
+def test_malformed_engine_settings_fail_the_launch(monkeypatch, var, value):
+    monkeypatch.setenv(var, value)
+    rc, msg = run(HEADER + ".visible .entry k() {\n  ret;\n}\n", "k", (1,), (32,), [])
+    assert rc == 1 and var in msg and value in msg
+
+
+def test_fma_relu_f16():
+    text = HEADER + """.visible .entry k(.param .u64 out) {
+  .reg .b16 %h<5>; .reg .b64 %rd<2>;
+  ld.param.u64 %rd1, [out];
+  mov.b16 %h1, 0x3c00;
+  mov.b16 %h2, 0xc000;
+  fma.rn.relu.f16 %h3, %h1, %h2, %h1;
+  fma.rn.relu.f16 %h4, %h1, %h1, %h1;
+  st.global.v2.u16 [%rd1], {%h3, %h4};
+  ret;
+}
+"""
+    out = Dev(np.zeros(2, np.uint16))
+    run_ok(text, "k", (1,), (1,), [out])
+    assert list(out.get()) == [0, 0x4000]
+
+
+def test_runaway_recursion_is_a_launch_failure():
+    k = np.full(4, 100000, np.int32)
+    out, y, cnt = Dev(np.zeros(4, np.int32)), Dev(np.zeros(4, np.float32)), Dev(np.zeros(1, np.int32))
+    rc, msg = run(ptx("device_calls"), "device_calls", (1,), (4,), [Dev(k), out, y, cnt, ctypes.c_int(4)])
+    assert rc == H.LAUNCH_FAILED and "stack overflow" in msg and "fib" in msg

@@ -41,7 +41,7 @@ enum { SP_GENERIC, SP_GLOBAL, SP_SHARED, SP_LOCAL, SP_PARAM, SP_CONST, SP_KPARAM
 enum { AM_REG, AM_FRAME };   /* row + off;  lane's frame base + off (function .local / .param) */
 
 /* Flags of an instruction. */
-enum { F_FTZ = 1, F_SAT = 2, F_NEGPRED = 4, F_CC = 8, F_DUALP = 16, F_HASCOUNT = 32, F_NEGSRC = 64, F_CIN = 128 };
+enum { F_FTZ = 1, F_SAT = 2, F_NEGPRED = 4, F_CC = 8, F_RELU = 16, F_HASCOUNT = 32, F_NEGSRC = 64, F_CIN = 128 };
 
 /* Generic-address windows for shared and local memory (never user-space host addresses). */
 #define PTX_SHWIN  0xfffe000000000000ull

@@ -536,6 +536,7 @@ static uint32_t h_apply(const insn_t *in, int bf, int op, float a, float b, floa
     }
     if (isnan(r)) return 0x7fff;
     if (in->flags & F_SAT) r = r < 0 ? 0 : r > 1 ? 1 : r;
+    if ((in->flags & F_RELU) && (r < 0 || (r == 0 && signbit(r)))) r = 0;   /* .relu: negative results to +0 */
     if (op == 6 || op == 7) {   /* sign operations are exact bit operations */
         return 0;
     }

@@ -697,7 +697,7 @@ static int aop_of(const char *m)
 typedef struct decoded {
     char key[128];
     int types[4], ntypes;
-    int space, rnd, cmp, aop, bop, vec, ftz, sat, cc, wide, hi, lo;
+    int space, rnd, cmp, aop, bop, vec, ftz, sat, cc, wide, hi, lo, relu;
     int mnemonic_only;   /* key = mnemonic, class decodes the rest */
 } decoded;
 
@@ -744,6 +744,7 @@ static int split_opcode(parser *P, const char *op, decoded *d)
         if (!strcmp(m, "v2") || !strcmp(m, "v4") || !strcmp(m, "v8")) { d->vec = m[1] - '0'; continue; }
         if ((r = rnd_of(m))) { d->rnd = r; continue; }
         if (!strcmp(m, "ftz")) { d->ftz = 1; continue; }
+        if (!strcmp(m, "relu") && (!strcmp(mn, "fma") || !strcmp(mn, "min") || !strcmp(mn, "max") || !strcmp(mn, "cvt"))) { d->relu = 1; continue; }
         if (!strcmp(m, "sat") && strcmp(mn, "add") && strcmp(mn, "sub")) { d->sat = 1; continue; }
         if (!strcmp(m, "sat") && i + 1 < np && strcmp(parts[i + 1], "s32")) { d->sat = 1; continue; }
         if ((!strcmp(mn, "setp") || !strcmp(mn, "set")) && !d->cmp && (c = cmp_of(m))) { d->cmp = c; continue; }
@@ -862,6 +863,7 @@ static int decode(parser *P, const char *op, uint32_t guard, int gneg, opnd *ops
     if (d.ftz) in.flags |= F_FTZ;
     if (d.sat) in.flags |= F_SAT;
     if (d.cc) in.flags |= F_CC;
+    if (d.relu) in.flags |= F_RELU;
     in.t = (uint8_t)(d.ntypes ? d.types[0] : T_NONE);
     in.t2 = (uint8_t)(d.ntypes > 1 ? d.types[1] : in.t);
     const char *mn = d.key;
