@@ -626,3 +626,22 @@ print(json.dumps(out))
     why = "the fatbin's PTX is for compute_90 and later; the device is compute_80"
     assert json.loads(proc.stdout.strip().splitlines()[-1]) == [209, 209, why, len(why) + 1]
     assert proc.stderr.splitlines() == [f"accel emu: cuModuleLoadData: {why}"]
+
+
+def test_the_codes_of_device_code_have_their_driver_names(subprocess_python):
+    # cuda.core and cuda.bindings report a code through cuGetErrorName (an unknown one as "UNEXPECTED ERROR CODE")
+    codes = {200: "CUDA_ERROR_INVALID_IMAGE", 209: "CUDA_ERROR_NO_BINARY_FOR_GPU", 218: "CUDA_ERROR_INVALID_PTX",
+             222: "CUDA_ERROR_UNSUPPORTED_PTX_VERSION", 301: "CUDA_ERROR_FILE_NOT_FOUND", 500: "CUDA_ERROR_NOT_FOUND",
+             700: "CUDA_ERROR_ILLEGAL_ADDRESS", 701: "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES",
+             702: "CUDA_ERROR_LAUNCH_TIMEOUT", 715: "CUDA_ERROR_ILLEGAL_INSTRUCTION", 716: "CUDA_ERROR_MISALIGNED_ADDRESS",
+             719: "CUDA_ERROR_LAUNCH_FAILED", 720: "CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE",
+             912: "CUDA_ERROR_INVALID_CLUSTER_SIZE"}
+    got = _json(subprocess_python, f"""
+out = {{}}
+for code in {list(codes)!r}:
+    name, text = c.c_char_p(), c.c_char_p()
+    out[code] = [cu.cuGetErrorName(code, c.byref(name)), name.value and name.value.decode(),
+                 cu.cuGetErrorString(code, c.byref(text)), bool(text.value)]
+print(json.dumps(out))
+""")
+    assert got == {str(k): [0, v, 0, True] for k, v in codes.items()}
