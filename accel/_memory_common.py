@@ -77,6 +77,10 @@ def oom_error(cudart, d, nbytes, allocated, limit, pool):
     return OutOfMemoryError(msg)
 
 
+NOT_MADE = ("this {} was made with __new__, bypassing its constructor: it has no device memory (make one with "
+            "accel.cuda.alloc / to_device / empty)")
+
+
 def copy_refused(obj):
     """The TypeError of copy.copy / deepcopy / pickle of an object that owns a CUDA resource (as Stream's)."""
     return TypeError(f"cannot pickle {obj!r}: it owns a CUDA resource of this process that a copy would "

@@ -159,6 +159,9 @@ cdef class DeviceBuffer:
     cdef object _owner      # wrap(): the foreign owner of the memory, kept alive until free
     cdef object __weakref__
 
+    def __cinit__(self):
+        self._dev = -1          # made with __new__ alone: no device (alloc / wrap set it)
+
     def __init__(self, *args, **kwargs):
         raise TypeError("DeviceBuffer cannot be created directly: use accel.cuda.alloc(nbytes)")
 
@@ -174,6 +177,8 @@ cdef class DeviceBuffer:
     @property
     def device(self):
         """The buffer's device (``.type == "cuda"``, ``.index``)."""
+        if self._dev < 0:
+            raise ValueError(_mc.NOT_MADE.format("DeviceBuffer"))
         return _sc.CudaDevice(self._dev)
 
     @property
@@ -307,6 +312,8 @@ cdef class DeviceBuffer:
 
     def __dlpack_device__(self):
         """``(2, device)``: kDLCUDA."""
+        if self._dev < 0:
+            raise ValueError(_mc.NOT_MADE.format("DeviceBuffer"))
         return (_mi.KDLCUDA, self._dev)
 
     def __repr__(self):
@@ -497,6 +504,9 @@ cdef class DeviceArray:
     cdef Py_ssize_t _itemsize
     cdef object __weakref__
 
+    def __cinit__(self):
+        self._buf = _UNMADE     # made with __new__ alone: a closed buffer of no device (_make sets the real one)
+
     def __init__(self, *args, **kwargs):
         raise TypeError("DeviceArray cannot be created directly: use accel.cuda.to_device(array) or "
                         "accel.cuda.empty(shape, dtype)")
@@ -541,6 +551,8 @@ cdef class DeviceArray:
 
     @property
     def device(self):
+        if self._buf._dev < 0:
+            raise ValueError(_mc.NOT_MADE.format("DeviceArray"))
         return _sc.CudaDevice(self._buf._dev)
 
     @property
@@ -698,6 +710,8 @@ cdef class DeviceArray:
 
     def __dlpack_device__(self):
         """``(2, device)``: kDLCUDA."""
+        if self._buf._dev < 0:
+            raise ValueError(_mc.NOT_MADE.format("DeviceArray"))
         return (_mi.KDLCUDA, self._buf._dev)
 
     def __array__(self, dtype=None, copy=None):
@@ -710,6 +724,7 @@ cdef class DeviceArray:
                 f"{state}>")
 
 
+cdef DeviceBuffer _UNMADE = DeviceBuffer.__new__(DeviceBuffer)     # the buffer of a DeviceArray made by __new__
 _numpy = None
 
 

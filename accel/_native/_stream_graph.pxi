@@ -114,7 +114,7 @@ cdef class CUDAGraph:
         if _t.cudaGraphGetNodes(<cudaGraph_t>g, NULL, &n):
             _t.cudaGetLastError()        # only for the empty-graph warning
         elif n == 0:
-            _gc.warn(_gc.EMPTY)
+            _gc.warn(_gc.EMPTY, 2)
         if not self._keep:
             self.instantiate()
             if not _gc.debug_enabled():
@@ -205,11 +205,11 @@ cdef class CUDAGraph:
         if self._has_graph:
             self._has_graph = False
             if _relaxed_destroy(False, self._graph):
-                _gc.warn("CUDA warning: cudaGraphDestroy failed in CUDAGraph.reset()")
+                _gc.warn("CUDA warning: cudaGraphDestroy failed in CUDAGraph.reset()", 2)
         if self._has_exec:
             self._has_exec = False
             if _relaxed_destroy(True, self._exec):
-                _gc.warn("CUDA warning: cudaGraphExecDestroy failed in CUDAGraph.reset()")
+                _gc.warn("CUDA warning: cudaGraphExecDestroy failed in CUDAGraph.reset()", 2)
         self._graph = 0
         self._exec = 0
         return 0
@@ -230,12 +230,12 @@ cdef class CUDAGraph:
         cdef bytes raw = _gc.dot_path(debug_path)
         cdef int err
         if not (_gc.debug_enabled() or self._keep):
-            _gc.warn(_gc.DEBUG_OFF)
+            _gc.warn(_gc.DEBUG_OFF, 2)
             return
-        _gc.warn("DEBUG: calling debug_dump()")
+        _gc.warn("DEBUG: calling debug_dump()", 2)
         if not self._has_graph:
             return
-        _gc.warn(f"DEBUG: calling cudaGraphDebugDotPrint() with {debug_path}")
+        _gc.warn(f"DEBUG: calling cudaGraphDebugDotPrint() with {debug_path}", 2)
         cdef const char* path = raw
         cdef cudaGraph_t g = <cudaGraph_t>self._graph
         cdef unsigned int flags = _gc.DOT_FLAGS_VERBOSE
@@ -243,7 +243,7 @@ cdef class CUDAGraph:
             err = _t.cudaGraphDebugDotPrint(g, <const void*>path, flags)
         if err:
             _t.cudaGetLastError()
-            _gc.warn(f"CUDA warning: {_t.cudaGetErrorString(err).decode()} (cudaGraphDebugDotPrint)")
+            _gc.warn(f"CUDA warning: {_t.cudaGetErrorString(err).decode()} (cudaGraphDebugDotPrint)", 2)
         if not self._keep:
             self._has_graph = False
             _relaxed_destroy(False, self._graph)

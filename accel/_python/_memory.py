@@ -140,6 +140,16 @@ class DeviceBuffer:
     __slots__ = ("_ptr", "_n", "_dev", "_h", "_stream", "_uses", "_live", "_foreign", "_readonly", "_owner",
                  "__weakref__")
 
+    def __new__(cls, *args, **kwargs):
+        # made with __new__ alone (alloc / wrap use object.__new__): a closed buffer of no device, as the
+        # compiled twin's C fields
+        b = _new(cls)
+        b._ptr = b._n = b._h = 0
+        b._dev = -1
+        b._stream = b._uses = b._owner = None
+        b._live = b._foreign = b._readonly = False
+        return b
+
     def __init__(self, *args, **kwargs):
         raise TypeError("DeviceBuffer cannot be created directly: use accel.cuda.alloc(nbytes)")
 
@@ -155,6 +165,8 @@ class DeviceBuffer:
     @property
     def device(self):
         """The buffer's device (``.type == "cuda"``, ``.index``)."""
+        if self._dev < 0:
+            raise ValueError(_mc.NOT_MADE.format("DeviceBuffer"))
         return _sc.CudaDevice(self._dev)
 
     @property
@@ -288,6 +300,8 @@ class DeviceBuffer:
 
     def __dlpack_device__(self):
         """``(2, device)``: kDLCUDA."""
+        if self._dev < 0:
+            raise ValueError(_mc.NOT_MADE.format("DeviceBuffer"))
         return (_mi.KDLCUDA, self._dev)
 
     def __repr__(self):
@@ -466,6 +480,15 @@ class DeviceArray:
 
     __slots__ = ("_buf", "_ptr", "_dtype", "_shape", "_strides", "_itemsize", "__weakref__")
 
+    def __new__(cls, *args, **kwargs):
+        # made with __new__ alone (_make uses object.__new__): over a closed buffer of no device, as the
+        # compiled twin's
+        a = _new(cls)
+        a._buf = _UNMADE
+        a._ptr = a._itemsize = 0
+        a._dtype = a._shape = a._strides = None
+        return a
+
     def __init__(self, *args, **kwargs):
         raise TypeError("DeviceArray cannot be created directly: use accel.cuda.to_device(array) or "
                         "accel.cuda.empty(shape, dtype)")
@@ -510,6 +533,8 @@ class DeviceArray:
 
     @property
     def device(self):
+        if self._buf._dev < 0:
+            raise ValueError(_mc.NOT_MADE.format("DeviceArray"))
         return _sc.CudaDevice(self._buf._dev)
 
     @property
@@ -658,6 +683,8 @@ class DeviceArray:
 
     def __dlpack_device__(self):
         """``(2, device)``: kDLCUDA."""
+        if self._buf._dev < 0:
+            raise ValueError(_mc.NOT_MADE.format("DeviceArray"))
         return (_mi.KDLCUDA, self._buf._dev)
 
     def __array__(self, dtype=None, copy=None):
@@ -670,6 +697,7 @@ class DeviceArray:
                 f"{state}>")
 
 
+_UNMADE = DeviceBuffer.__new__(DeviceBuffer)     # the buffer of a DeviceArray made by __new__
 _numpy = None
 
 
