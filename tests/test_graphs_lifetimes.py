@@ -1,15 +1,18 @@
 """Graphs and buffer lifetimes (issue 31, items 1-7), on both twins: a replay after a captured buffer was
-freed, is_current_stream_capturing of an invalidated capture, objects made with ``__new__`` alone and where the
-graph warnings point.  Each case also checks what else changed (other buffers' bytes, the counters, the current
-stream)."""
+freed, host arrays of captured copies, is_current_stream_capturing of an invalidated capture, copies on the
+current stream, objects made with ``__new__`` alone and where the graph warnings point.  Each case also checks what
+else changed (other buffers' bytes, the counters, the current stream)."""
+import gc
 import importlib.util
 import pathlib
 import warnings
+import weakref
 
 import numpy as np
 import pytest
 
 import accel.cuda as cuda
+from accel import _graph_common as _gc
 from accel import _memory_common as _mc
 from accel.errors import CudaError
 
@@ -18,6 +21,7 @@ _fx = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_fx)
 mem, rt, emu = _fx.mem, _fx.rt, _fx.emu
 sm, live = _fx.sm, _fx.live
+Gate = _fx.Gate
 
 pytestmark = pytest.mark.emu_only
 
@@ -44,6 +48,68 @@ def _bytes(buf):
 
 # -- 1. a replay after a buffer the graph uses was freed ------------------------------------------------------
 
+@pytest.mark.parametrize("how", ["free", "collected"])
+def test_replay_after_a_captured_buffer_was_freed_raises_and_spares_its_successor(sm, mem, how):
+    s = sm.Stream()
+    a = mem.alloc(N, stream=s)
+    a.memset(0, stream=s)
+    hout = np.zeros(N, np.uint8)
+
+    def body():
+        a.memset(7, stream=s)
+        a.copy_to_host(hout, stream=s)
+    g = sm.CUDAGraph()
+    _capture(sm, g, s, body)
+    ptr = a.ptr
+    if how == "free":
+        a.free()
+    else:
+        del a
+        gc.collect()
+    s.synchronize()
+    b = mem.alloc(N, stream=s)                      # the pool hands the freed block to the next allocation
+    assert b.ptr == ptr
+    b.memset(1, stream=s)
+    s.synchronize()
+    before = mem.counters(0)
+    with sm.stream(s):
+        with pytest.raises(CudaError) as exc:
+            g.replay()
+        assert sm.current_stream() == s
+    assert exc.value.code == INVALID_VALUE and str(exc.value) == "CUDA error: " + _gc.FREED_SINCE_CAPTURE + (
+        "\nSearch for `cudaErrorInvalidValue' in https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES"
+        ".html for more information.")
+    s.synchronize()
+    assert (_bytes(b) == 1).all() and (hout == 0).all()        # nothing ran: the new buffer kept its bytes
+    assert mem.counters(0) == before
+    # reset() and a new capture make the graph usable again
+    g.reset()
+    _capture(sm, g, s, lambda: b.memset(4, stream=s))
+    with sm.stream(s):
+        g.replay()
+    s.synchronize()
+    assert (_bytes(b) == 4).all()
+    b.free()
+
+
+def test_a_buffer_freed_by_the_graph_itself_does_not_stop_its_replays(sm, mem):
+    s = sm.Stream()
+    hout = np.zeros(N, np.uint8)
+
+    def body():
+        b = mem.alloc(N, stream=s)
+        b.memset(3, stream=s)
+        b.copy_to_host(hout, stream=s)
+        b.free()                                    # a free node of the graph's own memory
+    g = sm.CUDAGraph()
+    _capture(sm, g, s, body)
+    with sm.stream(s):
+        g.replay()
+    s.synchronize()
+    assert (hout == 3).all()
+    g.reset()
+
+
 def test_emulator_tells_a_freed_allocation_from_its_successor_at_launch(sm, mem, rt):
     # the copy is captured through the raw binding, which accel does not track: the emulator's own check
     s = sm.Stream()
@@ -68,6 +134,79 @@ def test_emulator_tells_a_freed_allocation_from_its_successor_at_launch(sm, mem,
     b.free()
 
 
+# -- 2. host arrays of captured copies ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("kind", ["buffer", "array"])
+def test_host_arrays_of_captured_copies_live_as_long_as_the_graph(sm, mem, kind):
+    s = sm.Stream()
+    a = mem.alloc(N, stream=s)
+    x = a if kind == "buffer" else mem.as_array(a, np.dtype(np.uint8), (N,))
+    other = mem.alloc(N, stream=s)
+    other.memset(2, stream=s)
+    s.synchronize()
+    refs = {}
+
+    def body():
+        src = np.full(N, 5, np.uint8)               # a temporary: nothing but the graph keeps it
+        refs["src"] = weakref.ref(src)
+        x.copy_from_host(src, stream=s)
+        out = x.copy_to_host(stream=s)              # no out=: the node writes this array at every replay
+        refs["out"] = weakref.ref(out)
+    g = sm.CUDAGraph()
+    _capture(sm, g, s, body)
+    gc.collect()
+    assert refs["src"]() is not None and refs["out"]() is not None
+    with sm.stream(s):
+        for _ in range(3):
+            g.replay()
+    s.synchronize()
+    assert (refs["out"]() == 5).all() and (_bytes(a) == 5).all() and (_bytes(other) == 2).all()
+    g.reset()
+    gc.collect()
+    assert refs["src"]() is None and refs["out"]() is None
+    a.free()
+    other.free()
+
+
+def test_copy_to_host_without_out_in_a_foreign_capture_is_refused(sm, mem, rt):
+    s = sm.Stream()
+    a = mem.alloc(N, stream=s)
+    s.synchronize()
+    rt.cudaStreamBeginCapture(s.cuda_stream, 0)     # a capture no accel CUDAGraph began
+    try:
+        with pytest.raises(RuntimeError, match="no accel CUDAGraph began"):
+            a.copy_to_host(stream=s)
+        with pytest.raises(RuntimeError, match="no accel CUDAGraph began"):
+            mem.as_array(a, np.dtype(np.uint8), (N,)).copy_to_host(stream=s)
+        assert rt.cudaStreamIsCapturing(s.cuda_stream) == 1
+    finally:
+        graph = rt.cudaStreamEndCapture(s.cuda_stream)
+    try:
+        assert rt.cudaGraphGetNodes(graph, 0, 0) == 0     # nothing was queued
+    finally:
+        rt.cudaGraphDestroy(graph)
+    a.free()
+
+
+def test_staged_copies_of_strided_arrays_are_refused_during_capture(sm, mem, rt):
+    s = sm.Stream()
+    a = mem.alloc(N, stream=s)
+    s.synchronize()
+    view = mem.as_array(a, np.dtype(np.uint8), (N // 2,), (2,))
+    g = sm.CUDAGraph()
+
+    def body():
+        with pytest.raises(RuntimeError, match="synchronous host staging step"):
+            view.copy_to_host(stream=s)
+        with pytest.raises(RuntimeError, match="synchronous host staging step"):
+            view.copy_from_host(np.zeros(N // 2, np.uint8), stream=s)
+        assert rt.cudaStreamIsCapturing(s.cuda_stream) == 1      # the capture goes on
+        a.memset(1, stream=s)
+    _capture(sm, g, s, body)
+    g.reset()
+    a.free()
+
+
 # -- 5. is_current_stream_capturing of an invalidated capture -------------------------------------------------
 
 def test_is_current_stream_capturing_while_the_capture_is_invalidated():
@@ -86,6 +225,67 @@ def test_is_current_stream_capturing_while_the_capture_is_invalidated():
         finally:
             g.reset()
         assert cuda.is_current_stream_capturing() is False
+
+
+# -- 6. copies and memsets on the current stream ---------------------------------------------------------------
+
+@pytest.mark.parametrize("kind", ["buffer", "array"])
+def test_copies_inside_a_capture_default_to_the_capturing_stream(sm, mem, kind):
+    s = sm.Stream()
+    a = mem.alloc(N, stream=sm.default_stream(0))   # the buffer's own stream is not the capturing one
+    a.memset(0, stream=a.stream)
+    b = mem.alloc(N, stream=a.stream)
+    b.memset(0, stream=a.stream)
+    a.stream.synchronize()
+    x, y = (a, b) if kind == "buffer" else (mem.as_array(a, np.dtype(np.uint8), (N,)),
+                                             mem.as_array(b, np.dtype(np.uint8), (N,)))
+    hin, hout = np.full(N, 8, np.uint8), np.zeros(N, np.uint8)
+
+    def body():
+        x.memset(7)
+        x.copy_to_host(hout)
+        y.copy_from_host(hin)
+        y.copy_from(x)
+    g = sm.CUDAGraph()
+    _capture(sm, g, s, body)
+    assert (hout == 0).all() and (_bytes(a) == 0).all() and (_bytes(b) == 0).all()   # recorded, not run
+    assert sm.current_stream(0) == sm.default_stream(0)
+    with sm.stream(s):
+        g.replay()
+    s.synchronize()
+    assert (hout == 7).all() and (_bytes(a) == 7).all() and (_bytes(b) == 7).all()
+    g.reset()
+    a.free()
+    b.free()
+
+
+def test_copies_inside_with_stream_run_on_that_stream_and_are_recorded(sm, mem, rt):
+    s2 = sm.Stream()
+    a = mem.alloc(N, stream=sm.default_stream(0))
+    a.memset(0, stream=a.stream)
+    a.stream.synchronize()
+    gate = Gate()
+    gate.block(rt, s2)
+    try:
+        with sm.stream(s2):
+            a.memset(5)                             # queued on s2, behind the gate
+        assert sm.current_stream(0) == sm.default_stream(0)
+        assert (_bytes(a) == 0).all()               # not run on the buffer's stream
+        a.free()                                    # the free waits for s2 (recorded as record_stream does)
+        b = mem.alloc(N, stream=sm.default_stream(0))
+        b.memset(1, stream=b.stream)
+    finally:
+        gate.open()
+    s2.synchronize()
+    b.stream.synchronize()
+    assert (_bytes(b) == 1).all()
+    b.free()
+
+
+def test_the_deviations_table_says_copies_use_the_current_stream():
+    readme = (pathlib.Path(__file__).resolve().parent.parent / "README.md").read_text()
+    row = next(line for line in readme.splitlines() if line.startswith("| copies on a buffer |"))
+    assert "the current stream" in row and "buffer's own stream by default" not in row
 
 
 # -- 7. objects made with __new__ alone; where the graph warnings point ---------------------------------------

@@ -32,6 +32,7 @@ from accel._native._device cimport (c_get_device, c_enter_device, c_leave_device
                                     c_ensure_init, c_uninitialized)
 from accel._native import _cudart
 from accel._native import _stream as _stream_mod
+from accel import _graph_common as _gc
 from accel import _memory_array as _ma
 from accel import _memory_common as _mc
 from accel import _memory_interop as _mi
@@ -63,8 +64,8 @@ cdef int _ndev = -1
 cdef bint _closing = False
 _parse_index = None
 _Stream = _stream_mod.Stream
-_mc.register_twin(_cudart, _dev_mod._guard_restore, _Stream)
 _current_stream = _stream_mod.current_stream
+_mc.register_twin(_cudart, _dev_mod._guard_restore, _Stream, _current_stream)
 
 
 def _close():
@@ -125,6 +126,16 @@ cdef inline int _ready() except -1:
     return 0
 
 
+cdef int _in_capture(uintptr_t h) except -1:
+    """Whether stream handle ``h`` is capturing (for a free that a graph's buffer saw; False when unknown)."""
+    cdef int st = 0
+    cdef Table* t = table()
+    if t.cudaStreamIsCapturing(<cudaStream_t>h, &st):
+        t.cudaGetLastError()
+        return False
+    return st != 0
+
+
 cdef object _retry(int d, uintptr_t h, size_t n, uintptr_t pool, void** out):
     """After cudaErrorMemoryAllocation: synchronise the device, trim the pool, try once more."""
     cdef int err
@@ -157,6 +168,7 @@ cdef class DeviceBuffer:
     cdef bint _foreign      # wrap(): memory of another owner (nothing is freed, nothing counted)
     cdef bint _readonly     # wrap() of a read-only CUDA array / DLPack tensor: writes are refused
     cdef object _owner      # wrap(): the foreign owner of the memory, kept alive until free
+    cdef tuple _graphs      # the accel._graph_common.Uses of the captures whose nodes use it (None: none)
     cdef object __weakref__
 
     def __cinit__(self):
@@ -214,20 +226,28 @@ cdef class DeviceBuffer:
 
     def free(self):
         """Return the memory to the pool, stream-ordered on the buffer's stream (a second call does nothing)."""
-        cdef int orig, err
-        cdef int d = self._dev
-        cdef Table* t
         if not self._live:
             return
         if c_uninitialized():
             c_ensure_init()
         self._live = False
+        self._release()
+        if self._graphs:
+            graphs = self._graphs
+            self._graphs = None
+            _gc.buffer_freed(graphs, _in_capture(self._h))
+
+    cdef int _release(self) except -1:
+        """free()'s release of the memory (the buffer already closed); on failure it is open again."""
+        cdef int orig, err
+        cdef int d = self._dev
+        cdef Table* t
         if self._foreign:
             self._owner = None
             self._uses = None
-            return
+            return 0
         if _closing or self._n == 0:
-            return
+            return 0
         try:
             t = table()
             orig = _enter(d, self._h)
@@ -252,6 +272,15 @@ cdef class DeviceBuffer:
         _c[d].bytes_freed += self._n
         _c[d].count -= 1
         _c[d].count_freed += 1
+        return 0
+
+    def _graph_use(self, uses):
+        """A capture's copy or memset used this buffer (accel._graph_common.Uses): free() marks its graph."""
+        g = self._graphs
+        if g is None:
+            self._graphs = (uses,)
+        elif uses not in g:
+            self._graphs = tuple([u for u in g if u.live]) + (uses,)
 
     def __enter__(self):
         return self
@@ -674,7 +703,7 @@ cdef class DeviceArray:
         _ready()
         if out is None and self._buf._live and _whole(self):
             # the whole buffer, C-contiguous: the buffer's copy into an array of the right type
-            return self._buf.copy_to_host(_np().empty(self._shape, self._dtype), stream)
+            return _mc.copy_to_host(_cudart, self._buf, _np().empty(self._shape, self._dtype), stream, True)
         return _ma.copy_to_host(_cudart, self, out, stream)
 
     def copy_from_host(self, array, stream=None):

@@ -42,8 +42,10 @@ cdef class CUDAGraph:
 
     cdef uintptr_t _graph, _exec
     cdef bint _keep, _has_graph, _has_exec, _ended, _capturing
+    cdef bint _stale        # a DeviceBuffer its nodes use was freed since the capture: replays raise
     cdef int _dev
     cdef object _stream, _pool, _thread
+    cdef object _uses       # accel._graph_common.Uses of the capture (None: none)
     cdef object __weakref__
 
     def __cinit__(self):
@@ -76,6 +78,9 @@ cdef class CUDAGraph:
         self._thread = _gc.thread_id()
         self._pool = pool
         self._capturing = True
+        _gc.drop_uses(self._uses)
+        self._stale = False
+        self._uses = _gc.open_capture(self._dev, s._ptr, self)
 
     def capture_end(self):
         """End the capture (on the stream it began on); without keep_graph, instantiate the graph and drop
@@ -105,6 +110,11 @@ cdef class CUDAGraph:
             self._capturing = not _t.cudaStreamIsCapturing(p, &status) and status != 0
         else:
             self._capturing = False
+        if not self._capturing:
+            _gc.close_capture(self._dev, s._ptr, self._uses)
+            if err:             # no graph: nothing of the capture is used
+                _gc.drop_uses(self._uses)
+                self._uses = None
         _check_leave(err, orig)
         if g == NULL:
             raise RuntimeError(_gc.INVALID)
@@ -153,6 +163,8 @@ cdef class CUDAGraph:
             if not (self._ended and self._keep):
                 raise RuntimeError(_gc.NO_REPLAY)
             self.instantiate()
+        if self._stale:
+            raise _gc.freed_error()
         if c_uninitialized():
             c_ensure_init()  # the fork check
         cdef PyObject* st = accel_stream_tls
@@ -202,6 +214,11 @@ cdef class CUDAGraph:
                 _relaxed_destroy(False, <uintptr_t>g)
             self._capturing = False
             c_leave_device(orig)
+        if self._uses is not None:
+            _gc.close_capture(self._dev, (<Stream>self._stream)._ptr, self._uses)
+            _gc.drop_uses(self._uses)
+            self._uses = None
+        self._stale = False
         if self._has_graph:
             self._has_graph = False
             if _relaxed_destroy(False, self._graph):
@@ -213,6 +230,10 @@ cdef class CUDAGraph:
         self._graph = 0
         self._exec = 0
         return 0
+
+    def _buffer_freed(self):
+        """A DeviceBuffer this graph's nodes use was freed (accel._graph_common.buffer_freed): replays raise."""
+        self._stale = True
 
     def pool(self):
         """The memory pool id of this graph's capture (pass it to another capture_begin to share it)."""

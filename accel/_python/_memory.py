@@ -16,6 +16,7 @@ import atexit
 import threading
 from ctypes import byref, c_int, c_size_t
 
+from accel import _graph_common as _gc
 from accel import _memory_array as _ma
 from accel import _memory_common as _mc
 from accel import _memory_interop as _mi
@@ -52,8 +53,8 @@ _T = None          # the raw ctypes table, bound when a pool is first used
 _closing = False
 _parse_index = None
 _Stream = _stream_mod.Stream
-_mc.register_twin(_cudart, _dev._guard_restore, _Stream)
 _current_stream = _stream_mod.current_stream
+_mc.register_twin(_cudart, _dev._guard_restore, _Stream, _current_stream)
 
 
 def _close():
@@ -117,6 +118,16 @@ def _ready():
         _c_ensure_init()
 
 
+def _in_capture(h):
+    """Whether stream handle ``h`` is capturing (for a free that a graph's buffer saw; False when unknown)."""
+    st = c_int(0)
+    if _T is None or _T.cudaStreamIsCapturing(h, byref(st)):
+        if _T is not None:
+            _T.cudaGetLastError()
+        return False
+    return st.value != 0
+
+
 def _retry(d, h, n, pool, out):
     c = _c[d]
     with _lock:
@@ -138,7 +149,7 @@ class DeviceBuffer:
     leaving a ``with`` block, or when it is garbage collected."""
 
     __slots__ = ("_ptr", "_n", "_dev", "_h", "_stream", "_uses", "_live", "_foreign", "_readonly", "_owner",
-                 "__weakref__")
+                 "_graphs", "__weakref__")
 
     def __new__(cls, *args, **kwargs):
         # made with __new__ alone (alloc / wrap use object.__new__): a closed buffer of no device, as the
@@ -146,7 +157,7 @@ class DeviceBuffer:
         b = _new(cls)
         b._ptr = b._n = b._h = 0
         b._dev = -1
-        b._stream = b._uses = b._owner = None
+        b._stream = b._uses = b._owner = b._graphs = None
         b._live = b._foreign = b._readonly = False
         return b
 
@@ -208,6 +219,14 @@ class DeviceBuffer:
             if not self._live:
                 return
             self._live = False
+        self._release()
+        if self._graphs:
+            graphs = self._graphs
+            self._graphs = None
+            _gc.buffer_freed(graphs, _in_capture(self._h))
+
+    def _release(self):
+        """free()'s release of the memory (the buffer already closed); on failure it is open again."""
         if self._foreign:
             self._owner = None
             self._uses = None
@@ -240,6 +259,14 @@ class DeviceBuffer:
             c.bytes_freed += n
             c.count -= 1
             c.count_freed += 1
+
+    def _graph_use(self, uses):
+        """A capture's copy or memset used this buffer (accel._graph_common.Uses): free() marks its graph."""
+        g = self._graphs
+        if g is None:
+            self._graphs = (uses,)
+        elif uses not in g:
+            self._graphs = tuple(u for u in g if u.live) + (uses,)
 
     def __enter__(self):
         return self
@@ -378,7 +405,7 @@ def alloc(nbytes, *, device=None, stream=None):
     b._uses = None
     b._live = True
     b._foreign = b._readonly = False
-    b._owner = None
+    b._owner = b._graphs = None
     return b
 
 
@@ -469,6 +496,7 @@ def wrap(ptr, nbytes, device, stream, owner, readonly=False):
     b._foreign = True
     b._readonly = bool(readonly)
     b._owner = owner
+    b._graphs = None
     return b
 
 
@@ -647,7 +675,7 @@ class DeviceArray:
         _ready()
         if out is None and self._buf._live and _whole(self):
             # the whole buffer, C-contiguous: the buffer's copy into an array of the right type
-            return self._buf.copy_to_host(_np().empty(self._shape, self._dtype), stream)
+            return _mc.copy_to_host(_cudart, self._buf, _np().empty(self._shape, self._dtype), stream, True)
         return _ma.copy_to_host(_cudart, self, out, stream)
 
     def copy_from_host(self, array, stream=None):
