@@ -108,6 +108,12 @@ def capture_uses(dev, handle):
     return _open.get(stream_key(dev, handle)) if _open else None
 
 
+def captures_open(dev):
+    """Whether an accel CUDAGraph is capturing on device ``dev`` (the out-of-memory retry must not synchronise
+    it then)."""
+    return any(key[0] == dev for key in _open)
+
+
 def drop_uses(uses):
     """reset(): the graph no longer uses its buffers or host arrays."""
     if uses is not None:

@@ -1,6 +1,7 @@
 """Graphs and buffer lifetimes (issue 31, items 1-7), on both twins: a replay after a captured buffer was
-freed, host arrays of captured copies, is_current_stream_capturing of an invalidated capture, copies on the
-current stream, objects made with ``__new__`` alone and where the graph warnings point.  Each case also checks what
+freed, host arrays of captured copies, frees while a DLPack consumer holds the memory, an allocation that does
+not fit inside a capture, is_current_stream_capturing of an invalidated capture, copies on the current
+stream, objects made with ``__new__`` alone and where the graph warnings point.  Each case also checks what
 else changed (other buffers' bytes, the counters, the current stream)."""
 import gc
 import importlib.util
@@ -14,7 +15,8 @@ import pytest
 import accel.cuda as cuda
 from accel import _graph_common as _gc
 from accel import _memory_common as _mc
-from accel.errors import CudaError
+from accel import _memory_interop as _mi
+from accel.errors import CudaError, OutOfMemoryError
 
 _spec = importlib.util.spec_from_file_location("memory_fixtures", pathlib.Path(__file__).with_name("memory_fixtures.py"))
 _fx = importlib.util.module_from_spec(_spec)
@@ -203,6 +205,75 @@ def test_staged_copies_of_strided_arrays_are_refused_during_capture(sm, mem, rt)
         assert rt.cudaStreamIsCapturing(s.cuda_stream) == 1      # the capture goes on
         a.memset(1, stream=s)
     _capture(sm, g, s, body)
+    g.reset()
+    a.free()
+
+
+# -- 3. free() while a DLPack consumer holds the memory ------------------------------------------------------
+
+@pytest.mark.parametrize("kind", ["buffer", "array"])
+def test_free_while_a_dlpack_consumer_holds_the_memory_leaves_it_to_the_consumer(sm, mem, kind):
+    d = 0
+    s = sm.current_stream(d)
+    buf = mem.alloc(N, device=d)
+    buf.memset(3, stream=s)
+    x = buf if kind == "buffer" else mem.as_array(buf, np.dtype(np.uint8), (N,))
+    y = _mi.from_dlpack(mem, sm, x, kind == "array")        # accel's own consumer
+    base, count = mem.memory_allocated(d), mem.counters(d)["count"]
+    x.free()
+    assert x.closed and buf.closed and not y.closed
+    assert mem.memory_allocated(d) == base and mem.counters(d)["count"] == count   # still the consumer's
+    z = mem.alloc(N, device=d)                      # would have been given the freed block
+    assert z.ptr != y.ptr
+    z.memset(9, stream=s)
+    assert (y.copy_to_host(stream=s).view(np.uint8).reshape(-1) == 3).all()
+    y.free()                                        # the consumer's deleter releases the memory
+    gc.collect()
+    assert mem.memory_allocated(d) == base and mem.counters(d)["count"] == count    # (z took its place)
+    assert not _mi._exports
+    z.free()
+    assert mem.memory_allocated(d) == base - N
+
+
+def test_free_with_an_unconsumed_capsule_waits_for_the_capsule(sm, mem):
+    d = 0
+    buf = mem.alloc(N, device=d)
+    base = mem.memory_allocated(d)
+    cap = buf.__dlpack__(max_version=(1, 0))
+    buf.free()
+    assert buf.closed and mem.memory_allocated(d) == base
+    z = mem.alloc(N, device=d)
+    assert z.ptr != buf.ptr
+    del cap
+    gc.collect()
+    assert mem.memory_allocated(d) == base and not _mi._exports
+    z.free()
+    assert mem.memory_allocated(d) == base - N
+
+
+# -- 4. an allocation that does not fit, inside a capture -----------------------------------------------------
+
+def test_out_of_memory_inside_a_capture_raises_and_keeps_the_capture(sm, mem, rt):
+    s = sm.Stream()
+    a = mem.alloc(N, stream=s)
+    s.synchronize()
+    base = mem.counters(0)
+    hout = np.zeros(N, np.uint8)
+
+    def body():
+        with pytest.raises(OutOfMemoryError, match="^CUDA out of memory"):
+            mem.alloc(1 << 50, stream=s)
+        assert rt.cudaStreamIsCapturing(s.cuda_stream) == 1      # not invalidated by a synchronisation
+        a.memset(6, stream=s)
+        a.copy_to_host(hout, stream=s)
+    g = sm.CUDAGraph()
+    _capture(sm, g, s, body)
+    c = mem.counters(0)
+    assert c["ooms"] == base["ooms"] + 1 and c["retries"] == base["retries"] and c["bytes"] == base["bytes"]
+    with sm.stream(s):
+        g.replay()
+    s.synchronize()
+    assert (hout == 6).all()
     g.reset()
     a.free()
 

@@ -896,6 +896,41 @@ def _graph_host_arrays(ctx):
     del g
 
 
+def _graph_out_of_memory(ctx):
+    s = ctx.sm.Stream(device=DEV)
+    a = ctx.mem.alloc(N, stream=s)
+
+    def body():
+        with pytest.raises(cuda.OutOfMemoryError):
+            ctx.mem.alloc(1 << 50, stream=s)
+        a.memset(2)
+    g = _capture_on(ctx, s, body)
+    with ctx.sm.stream(s):
+        g.replay()
+    g.reset()
+    a.free()
+
+
+def _dlpack_free_while_consumed(ctx):
+    x = ctx.mem.alloc(N, device=DEV)
+    y = ctx.from_dlpack(x)
+    x.free()
+    z = ctx.mem.alloc(N, device=DEV)
+    assert z.ptr != y.ptr
+    y.free()
+    z.free()
+
+
+def _dlpack_free_while_exported(ctx):
+    x = ctx.mem.alloc(N, device=DEV)
+    cap = x.__dlpack__()
+    x.free()
+    z = ctx.mem.alloc(N, device=DEV)
+    assert z.ptr != x.ptr
+    del cap
+    z.free()
+
+
 def _stream_default_in_with_stream(ctx):
     s = ctx.sm.Stream(device=DEV)
     a = ctx.mem.alloc(N, device=DEV)
@@ -907,16 +942,18 @@ def _stream_default_in_with_stream(ctx):
 
 
 LIFETIME_CASES = {"graph-buffer-freed": _graph_buffer_freed, "graph-buffer-collected": _graph_buffer_collected,
-                  "graph-host-arrays": _graph_host_arrays,
+                  "graph-host-arrays": _graph_host_arrays, "graph-out-of-memory": _graph_out_of_memory,
+                  "dlpack-free-while-consumed": _dlpack_free_while_consumed,
+                  "dlpack-free-while-exported": _dlpack_free_while_exported,
                   "copies-on-the-current-stream": _stream_default_in_with_stream}
 
 
 @pytest.mark.parametrize("case", list(LIFETIME_CASES))
 @_frameless
 def test_graph_and_export_lifetimes(ctx, watch, case):
-    """Issue 31: a graph whose buffer was freed or collected, the host arrays of captured copies, copies on the
-    current stream: once everything is released, nothing else changed (canaries, pools, counters, exports,
-    device and streams)."""
+    """Issue 31: a graph whose buffer was freed or collected, the host arrays of captured copies, an allocation
+    that does not fit in a capture, frees while a DLPack export is held, copies on the current stream: once
+    everything is released, nothing else changed (canaries, pools, counters, exports, device and streams)."""
     LIFETIME_CASES[case](ctx)
     _check(watch)
 

@@ -137,9 +137,13 @@ cdef int _in_capture(uintptr_t h) except -1:
 
 
 cdef object _retry(int d, uintptr_t h, size_t n, uintptr_t pool, void** out):
-    """After cudaErrorMemoryAllocation: synchronise the device, trim the pool, try once more."""
+    """After cudaErrorMemoryAllocation: synchronise the device, trim the pool, try once more (not while a
+    capture is under way: torch's rule, the synchronisation would invalidate it)."""
     cdef int err
     cdef Table* t = table()
+    if _in_capture(h) or _gc.captures_open(d):
+        _c[d].ooms += 1
+        return _mc.oom_error(_cudart, d, n, _c[d].bytes, _c[d].limit, pool)
     _c[d].retries += 1
     _mc.sync_and_trim(_cudart, d, pool)
     with nogil:
@@ -169,6 +173,7 @@ cdef class DeviceBuffer:
     cdef bint _readonly     # wrap() of a read-only CUDA array / DLPack tensor: writes are refused
     cdef object _owner      # wrap(): the foreign owner of the memory, kept alive until free
     cdef tuple _graphs      # the accel._graph_common.Uses of the captures whose nodes use it (None: none)
+    cdef Py_ssize_t _pins   # DLPack exports not yet deleted: free() leaves the memory to the last deleter
     cdef object __weakref__
 
     def __cinit__(self):
@@ -225,13 +230,16 @@ cdef class DeviceBuffer:
             self._uses += (stream,)
 
     def free(self):
-        """Return the memory to the pool, stream-ordered on the buffer's stream (a second call does nothing)."""
+        """Return the memory to the pool, stream-ordered on the buffer's stream (a second call does nothing).
+        While a DLPack consumer still holds an export of it, the buffer is closed at once and its memory
+        released by the last consumer's deleter (as CuPy and torch)."""
         if not self._live:
             return
         if c_uninitialized():
             c_ensure_init()
         self._live = False
-        self._release()
+        if not self._pins:
+            self._release()
         if self._graphs:
             graphs = self._graphs
             self._graphs = None
@@ -273,6 +281,19 @@ cdef class DeviceBuffer:
         _c[d].count -= 1
         _c[d].count_freed += 1
         return 0
+
+    def _pin(self):
+        """A DLPack export of the buffer was made: free() leaves the memory to the last export's deleter."""
+        self._pins += 1
+
+    def _unpin(self):
+        """A DLPack export's deleter ran: the memory goes once the buffer was freed and no export is left."""
+        self._pins -= 1
+        if not self._pins and not self._live:
+            try:
+                self._release()
+            except BaseException:  # a deleter has no caller: the buffer is open again, freed by its collection
+                pass
 
     def _graph_use(self, uses):
         """A capture's copy or memset used this buffer (accel._graph_common.Uses): free() marks its graph."""

@@ -130,6 +130,11 @@ def _in_capture(h):
 
 def _retry(d, h, n, pool, out):
     c = _c[d]
+    if _in_capture(h) or _gc.captures_open(d):
+        # torch's rule: no synchronising release while a capture is under way (it would invalidate it)
+        with _lock:
+            c.ooms += 1
+        return _mc.oom_error(_cudart, d, n, c.bytes, c.limit, pool)
     with _lock:
         c.retries += 1
     _mc.sync_and_trim(_cudart, d, pool)
@@ -149,13 +154,13 @@ class DeviceBuffer:
     leaving a ``with`` block, or when it is garbage collected."""
 
     __slots__ = ("_ptr", "_n", "_dev", "_h", "_stream", "_uses", "_live", "_foreign", "_readonly", "_owner",
-                 "_graphs", "__weakref__")
+                 "_graphs", "_pins", "__weakref__")
 
     def __new__(cls, *args, **kwargs):
         # made with __new__ alone (alloc / wrap use object.__new__): a closed buffer of no device, as the
         # compiled twin's C fields
         b = _new(cls)
-        b._ptr = b._n = b._h = 0
+        b._ptr = b._n = b._h = b._pins = 0
         b._dev = -1
         b._stream = b._uses = b._owner = b._graphs = None
         b._live = b._foreign = b._readonly = False
@@ -212,14 +217,21 @@ class DeviceBuffer:
             self._uses += (stream,)
 
     def free(self):
-        """Return the memory to the pool, stream-ordered on the buffer's stream (a second call does nothing)."""
+        """Return the memory to the pool, stream-ordered on the buffer's stream (a second call does nothing).
+        While a DLPack consumer still holds an export of it, the buffer is closed at once and its memory
+        released by the last consumer's deleter (as CuPy and torch)."""
         if not _dev._initialized and self._live:
             _ready()
         with _lock:     # test-and-clear in one step: two threads freeing one buffer free it once
             if not self._live:
                 return
             self._live = False
-        self._release()
+            if self._pins:
+                deferred = True
+            else:
+                deferred = False
+        if not deferred:
+            self._release()
         if self._graphs:
             graphs = self._graphs
             self._graphs = None
@@ -259,6 +271,22 @@ class DeviceBuffer:
             c.bytes_freed += n
             c.count -= 1
             c.count_freed += 1
+
+    def _pin(self):
+        """A DLPack export of the buffer was made: free() leaves the memory to the last export's deleter."""
+        with _lock:
+            self._pins += 1
+
+    def _unpin(self):
+        """A DLPack export's deleter ran: the memory goes once the buffer was freed and no export is left."""
+        with _lock:
+            self._pins -= 1
+            release = not self._pins and not self._live
+        if release:
+            try:
+                self._release()
+            except BaseException:  # noqa: BLE001 - a deleter has no caller: the buffer is open again, freed by its collection
+                pass
 
     def _graph_use(self, uses):
         """A capture's copy or memset used this buffer (accel._graph_common.Uses): free() marks its graph."""
@@ -406,6 +434,7 @@ def alloc(nbytes, *, device=None, stream=None):
     b._live = True
     b._foreign = b._readonly = False
     b._owner = b._graphs = None
+    b._pins = 0
     return b
 
 
@@ -497,6 +526,7 @@ def wrap(ptr, nbytes, device, stream, owner, readonly=False):
     b._readonly = bool(readonly)
     b._owner = owner
     b._graphs = None
+    b._pins = 0
     return b
 
 
