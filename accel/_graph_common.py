@@ -5,6 +5,7 @@ import itertools
 import os
 import threading
 import warnings
+import weakref
 
 # cudaStreamCaptureMode
 MODES = {"global": 0, "thread_local": 1, "relaxed": 2}
@@ -48,8 +49,95 @@ NO_RAW_KEEP = "You cannot access the raw cudaGraph_t instance unless CUDAGraph w
 NO_RAW_GRAPH = "You cannot access the raw cudaGraph_t instance until capture_end() has been called"
 NO_RAW_EXEC = "You cannot access the raw cudaGraphExec_t instance until instantiate() has been called"
 DEBUG_OFF = "CUDA Graphs debug not enabled, set with [graph].enable_debug_mode()"
+FREED_SINCE_CAPTURE = ("invalid argument: a DeviceBuffer that this graph's copies or memsets use was freed since "
+                       "the capture, so a replay would write into whatever memory took its place; nothing was "
+                       "queued (reset() and capture again)")
+UNKNOWN_CAPTURE_OUT = ("copy_to_host() without out= on stream {!r}, which is capturing a graph that no accel "
+                       "CUDAGraph began on it (another library's capture, or a stream forked from a capture): the "
+                       "graph's copy node would write into an array nothing keeps alive; pass out= a host array "
+                       "that you keep for every replay")
+STAGED_IN_CAPTURE = ("{}: stream {!r} is capturing a graph, and a non-contiguous DeviceArray is copied through a "
+                     "synchronous host staging step that a capture cannot record: copy a C-contiguous array (or "
+                     "copy outside the capture)")
 HOST_FUNC = ("launch_host_func: a Python host function cannot be captured into a CUDA graph (stream {!r} is "
              "capturing): a replay would call it again after its reference was released")
+
+class Uses:
+    """What one accel capture uses beside its graph: the host arrays its copy nodes read or write (kept alive
+    while the graph is), a weak reference to the CUDAGraph, ``open`` while the capture is under way and
+    ``live`` (False once the graph was reset)."""
+
+    __slots__ = ("graph", "held", "live", "open", "__weakref__")
+
+    def __init__(self, graph):
+        self.graph = weakref.ref(graph)
+        self.held = []
+        self.live = self.open = True
+
+    def __reduce__(self):
+        raise refuse_copy(self)
+
+
+# The captures accel's CUDAGraphs have open: capture key (stream_key) -> Uses.  Copies and memsets on a
+# capturing stream find their graph here: their host arrays are kept with it, their buffers told of it.
+_open = {}
+
+
+def stream_key(dev, handle):
+    """The key of a capturing stream: its device and handle (the per-thread default stream: with the thread)."""
+    return (dev, handle, thread_id()) if handle == PER_THREAD else (dev, handle)
+
+
+def open_capture(dev, handle, graph):
+    """A CUDAGraph began capturing stream ``handle`` of ``dev``: its Uses (to keep on the graph)."""
+    u = Uses(graph)
+    _open[stream_key(dev, handle)] = u
+    return u
+
+
+def close_capture(dev, handle, uses):
+    """The capture of ``uses`` ended (or was dropped): copies on the stream no longer find it."""
+    uses.open = False
+    key = stream_key(dev, handle)
+    if _open.get(key) is uses:
+        del _open[key]
+
+
+def capture_uses(dev, handle):
+    """The Uses of the accel capture open on stream ``handle`` of ``dev``, or None."""
+    return _open.get(stream_key(dev, handle)) if _open else None
+
+
+def captures_open(dev):
+    """Whether an accel CUDAGraph is capturing on device ``dev`` (the out-of-memory retry must not synchronise
+    it then)."""
+    return any(key[0] == dev for key in _open)
+
+
+def drop_uses(uses):
+    """reset(): the graph no longer uses its buffers or host arrays."""
+    if uses is not None:
+        uses.live = False
+        uses.held = []
+
+
+def buffer_freed(uses_list, in_capture):
+    """A DeviceBuffer that the captures ``uses_list`` used was freed: each graph still holding its nodes is
+    marked, so that its replays raise (FREED_SINCE_CAPTURE).  ``in_capture``: the free was queued on a
+    capturing stream (a free node of the graph being captured, which the graph then owns)."""
+    for u in uses_list:
+        if not u.live or (in_capture and u.open):
+            continue
+        g = u.graph()
+        if g is not None:
+            g._buffer_freed()
+
+
+def freed_error():
+    """The CudaError of a replay of a graph whose buffer was freed (cudaErrorInvalidValue, nothing queued)."""
+    from accel.errors import CudaError
+    return CudaError(1, "cudaErrorInvalidValue", FREED_SINCE_CAPTURE)
+
 
 _debug = [False]            # CUDAGraph.enable_debug_mode(): process-wide, as torch's _cuda_graphs_debug
 _pool_ids = itertools.count(1)

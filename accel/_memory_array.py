@@ -8,6 +8,7 @@ array that is never read), ``reshape`` / ``view(dtype)`` without copies, and the
 """
 import operator
 
+from accel import _graph_common as _gc
 from accel import _memory_common as _mc
 
 __all__ = ["dtype_arg", "shape_arg", "strides_arg", "offset_arg", "c_strides", "is_c_contiguous", "span", "check_shape",
@@ -252,6 +253,13 @@ def _host_array(array, what):
     return np.asarray(mv)
 
 
+def _not_captured(cudart, arr, s, what):
+    """A copy staged synchronously through the host (a non-contiguous view's) refused on a capturing stream,
+    before anything is queued (synchronising the stream would invalidate the capture)."""
+    if _mc.capture_of(cudart, arr, s)[0]:
+        raise RuntimeError(_gc.STAGED_IN_CAPTURE.format(what, s))
+
+
 def _staged(cudart, arr, s):
     """The bytes of a non-contiguous ``arr``'s span, read to the host on stream ``s`` (synchronised), as a
     numpy array of ``arr``'s layout over them."""
@@ -272,7 +280,8 @@ def copy_to_host(cudart, arr, out, stream):
     pinned ``out``); a non-contiguous one reads its span and gathers it on the host (synchronous)."""
     np = _np()
     _live(arr)
-    if out is None:
+    temp = out is None
+    if temp:
         out = np.empty(arr.shape, arr.dtype)
     else:
         host = _host_array(out, "out")
@@ -280,8 +289,9 @@ def copy_to_host(cudart, arr, out, stream):
             raise ValueError(f"out must have dtype {arr.dtype} and {arr.size} elements (the DeviceArray's), got "
                              f"dtype {host.dtype} and shape {host.shape}")
     if is_c_contiguous(arr.shape, arr.strides, arr.itemsize):
-        return _mc.copy_to_host(cudart, arr, out, stream)
+        return _mc.copy_to_host(cudart, arr, out, stream, temp)
     s = _mc._stream_of(cudart, arr, stream)
+    _not_captured(cudart, arr, s, "copy_to_host()")
     flat, _, _ = _mc._host_view(out, "out", True)
     staged = _staged(cudart, arr, s)
     np.copyto(flat.reshape(-1).view(arr.dtype).reshape(arr.shape), staged)
@@ -348,6 +358,7 @@ def copy_from_host(cudart, arr, array, stream):
                          f"the same bytes")
     flat, addr, n = _mc._host_view(array, "array", False)
     s = _mc._stream_of(cudart, arr, stream)
+    _not_captured(cudart, arr, s, "copy_from_host()")
     pos = 0
     try:
         with _mc._Guard(cudart, arr.device.index, s.cuda_stream):

@@ -8,6 +8,7 @@ Every function takes the calling twin's raw binding module (``cudart``) where it
 """
 import operator
 
+from accel import _graph_common as _gc
 from accel.errors import OutOfMemoryError
 
 # cudaMemcpyKind, cudaMemPoolAttr, cudaMemoryType, cudaEvent flags
@@ -77,6 +78,10 @@ def oom_error(cudart, d, nbytes, allocated, limit, pool):
     return OutOfMemoryError(msg)
 
 
+NOT_MADE = ("this {} was made with __new__, bypassing its constructor: it has no device memory (make one with "
+            "accel.cuda.alloc / to_device / empty)")
+
+
 def copy_refused(obj):
     """The TypeError of copy.copy / deepcopy / pickle of an object that owns a CUDA resource (as Stream's)."""
     return TypeError(f"cannot pickle {obj!r}: it owns a CUDA resource of this process that a copy would "
@@ -141,15 +146,17 @@ def stats_dict(c, reserved, reserved_high):
     return dict(sorted(out.items()))
 
 
-# cudart module of a twin -> that twin's internal-guard restore (accel._<twin>._device._guard_restore) and
-# its Stream class: registered by each memory twin at import
+# cudart module of a twin -> that twin's internal-guard restore (accel._<twin>._device._guard_restore), its
+# Stream class and its current_stream: registered by each memory twin at import
 _RESTORE = {}
 _STREAM = {}
+_CURRENT = {}
 
 
-def register_twin(cudart, guard_restore, stream_type):
+def register_twin(cudart, guard_restore, stream_type, current_stream):
     _RESTORE[cudart] = guard_restore
     _STREAM[cudart] = stream_type
+    _CURRENT[cudart] = current_stream
 
 
 class _Guard:
@@ -218,10 +225,11 @@ def _check_size(buf, nbytes, what):
 
 
 def _stream_of(cudart, buf, stream):
-    """The stream of a copy / memset (validated as record_stream validates it, before anything is queued;
-    recorded on the buffer by _use once the call is queued)."""
+    """The stream of a copy / memset: ``stream``, else the current stream of the buffer's device (torch's
+    rule: inside ``with stream(s)`` or a capture the work goes there).  Validated as record_stream validates
+    it, before anything is queued; recorded on the buffer by _use once the call is queued."""
     if stream is None:
-        return buf.stream
+        return _CURRENT[cudart](buf.device.index)
     if not isinstance(stream, _STREAM[cudart]):
         raise bad_stream(stream)
     if stream.device_index != buf.device.index:
@@ -229,10 +237,44 @@ def _stream_of(cudart, buf, stream):
     return stream
 
 
-def _use(buf, s):
-    """record_stream for work queued on ``s`` (nothing for the buffer's own stream)."""
-    if s is not buf.stream:
+_NOT_CAPTURING = (0, None)
+
+
+def capture_of(cudart, buf, s):
+    """(cudaStreamCaptureStatus of stream ``s``, the Uses of the accel CUDAGraph capturing it or None)."""
+    d = buf.device.index
+    with _Guard(cudart, d, s.cuda_stream):
+        status = cudart.cudaStreamIsCapturing(s.cuda_stream)
+    if not status:
+        return _NOT_CAPTURING
+    return status, _gc.capture_uses(d, s.cuda_stream)
+
+
+def _buffer(buf):
+    """The DeviceBuffer of a DeviceBuffer or a DeviceArray."""
+    return getattr(buf, "buffer", buf)
+
+
+def _use(buf, s, cap=_NOT_CAPTURING):
+    """After work on ``buf`` was queued on ``s``: captured (``cap`` from capture_of), the capture's graph is
+    noted on the buffer (its free() makes the graph's replays raise); else record_stream for ``s`` (nothing
+    for the buffer's own stream)."""
+    if cap[0]:
+        if cap[1] is not None:
+            _buffer(buf)._graph_use(cap[1])
+    elif s is not buf.stream:
         buf.record_stream(s)
+
+
+def _hold(cap, host, temp, s):
+    """A host array that a captured copy node reads or writes at every replay: kept alive with the accel graph
+    capturing ``s``; ``temp`` (an array accel made, which nothing else keeps) refused in another capture."""
+    if not cap[0]:
+        return
+    if cap[1] is not None:
+        cap[1].held.append(host)
+    elif temp:
+        raise RuntimeError(_gc.UNKNOWN_CAPTURE_OUT.format(s))
 
 
 def _live(buf):
@@ -251,7 +293,8 @@ def _pinned(cudart, addr):
 
 def copy_from_host(cudart, buf, array, stream):
     """H2D: asynchronous on the stream from pinned memory; from pageable memory the stream is synchronised
-    before returning (the host buffer may then be reused at once, as CUDA's pageable copies allow)."""
+    before returning (the host buffer may then be reused at once, as CUDA's pageable copies allow).  In an
+    accel capture the host array is kept alive with the graph (its node reads it at every replay)."""
     _live(buf)
     _writable(buf)
     flat, addr, n = _host_view(array, "array", False)
@@ -260,47 +303,50 @@ def copy_from_host(cudart, buf, array, stream):
     if not n:
         return
     pinned = _pinned(cudart, addr)      # before queuing: a failed query must leave no copy behind
+    cap = capture_of(cudart, buf, s)
     _live(buf)                          # again: reading the host array may have run code that freed it
     with _Guard(cudart, buf.device.index, s.cuda_stream):
         cudart.cudaMemcpyAsync(buf.ptr, addr, n, H2D, s.cuda_stream)
-    _use(buf, s)
-    if not pinned and not _capturing(cudart, s):
+    _hold(cap, flat, False, s)
+    _use(buf, s, cap)
+    if not pinned and not cap[0]:
+        # (a pageable copy queued during graph capture is a graph node that reads the host array at each
+        # replay, as CUDA captures it: synchronising the capturing stream would be illegal)
         s.synchronize()
     del flat
 
 
-def _capturing(cudart, s):
-    """A pageable copy queued during graph capture is a graph node that reads / writes the host array at each
-    replay (as CUDA captures it): synchronising the capturing stream would be illegal, so it is skipped."""
-    return cudart.cudaStreamIsCapturing(s.cuda_stream) != 0
-
-
-def copy_to_host(cudart, buf, out, stream):
+def copy_to_host(cudart, buf, out, stream, temp=False):
     """D2H into ``out`` (None: a new uint8 numpy array, returned once the copy is done).  Into pinned
     ``out`` the copy is asynchronous (synchronise the stream before reading it); into pageable ``out`` the
-    stream is synchronised before returning."""
+    stream is synchronised before returning.  In an accel capture ``out`` is kept alive with the graph (its
+    node writes it at every replay); ``temp``: ``out`` is the caller's new array (copy_to_host() without out=)."""
     import numpy as np
 
     _live(buf)
     if out is None:
         out = np.empty(buf.nbytes, dtype=np.uint8)
+        temp = True
     flat, addr, n = _host_view(out, "out", True)
     _check_size(buf, n, "out")
     s = _stream_of(cudart, buf, stream)
     if n:
         pinned = _pinned(cudart, addr)  # before queuing: a failed query must leave no copy behind
+        cap = capture_of(cudart, buf, s)
+        _hold(cap, flat, temp, s)       # (refused before anything is queued)
         _live(buf)                      # again: reading ``out`` may have run code that freed it
         with _Guard(cudart, buf.device.index, s.cuda_stream):
             cudart.cudaMemcpyAsync(addr, buf.ptr, n, D2H, s.cuda_stream)
-        _use(buf, s)
-        if not pinned and not _capturing(cudart, s):
+        _use(buf, s, cap)
+        if not pinned and not cap[0]:
             s.synchronize()
     del flat
     return out
 
 
 def copy_from(cudart, buf, other, stream):
-    """D2D (also across devices), ordered after the work queued so far on ``other``'s stream."""
+    """D2D (also across devices), ordered after the work queued so far on ``other``'s stream (outside a
+    capture: a captured copy is ordered by the capture's own stream order)."""
     if type(other) is not type(buf):
         raise TypeError(f"other must be a DeviceBuffer, got {type(other).__name__}")
     _live(buf)
@@ -312,12 +358,13 @@ def copy_from(cudart, buf, other, stream):
         return
     h = s.cuda_stream
     d = buf.device.index
+    cap = capture_of(cudart, buf, s)
     with _Guard(cudart, d, h):
-        if other.stream != s:
+        if other.stream != s and not cap[0]:
             wait_uses(cudart, [other.stream], h, d)
         cudart.cudaMemcpyAsync(buf.ptr, other.ptr, buf.nbytes, D2D, h)
-    _use(buf, s)
-    _use(other, s)
+    _use(buf, s, cap)
+    _use(other, s, cap)
 
 
 def memset(cudart, buf, value, stream):
@@ -330,7 +377,7 @@ def memset(cudart, buf, value, stream):
     _writable(buf)
     s = _stream_of(cudart, buf, stream)
     if buf.nbytes:
+        cap = capture_of(cudart, buf, s)
         with _Guard(cudart, buf.device.index, s.cuda_stream):
             cudart.cudaMemsetAsync(buf.ptr, value, buf.nbytes, s.cuda_stream)
-        _use(buf, s)
-
+        _use(buf, s, cap)

@@ -4,8 +4,8 @@ round ``from_dlpack`` / ``as_buffer`` over another library's device memory.
 
 Pure Python over ctypes (off the hot path, so one implementation serves both twins exactly alike).
 Exports keep the exported DeviceBuffer alive until the consumer calls the deleter (or an unconsumed
-capsule dies); an explicit ``free()`` of the buffer while a consumer still uses it is the caller's error,
-as with any explicit free.
+capsule dies); an explicit ``free()`` of the buffer while an export is held closes the buffer and leaves its
+memory to the last deleter (as CuPy and torch), so a consumer never aliases a later allocation.
 """
 import ctypes as _ct
 import operator as _operator
@@ -139,15 +139,17 @@ _CAPSULE_DESTRUCTOR = _ct.CFUNCTYPE(None, _ct.c_void_p)
 _cap_is_valid = _ct.PYFUNCTYPE(_ct.c_int, _ct.c_void_p, _ct.c_char_p)(("PyCapsule_IsValid", _api))
 _cap_get_pointer = _ct.PYFUNCTYPE(_ct.c_void_p, _ct.c_void_p, _ct.c_char_p)(("PyCapsule_GetPointer", _api))
 
-# Exported tensors: address of the managed struct -> (struct, shape, buffer).  The deleter drops the entry
-# (and with it the buffer reference that kept the memory alive).
+# Exported tensors: address of the managed struct -> (struct, shape, strides, DeviceBuffer).  The deleter drops
+# the entry (and with it the buffer reference that kept the memory alive) and unpins the buffer.
 _exports = {}
 _NAMES = {True: (b"dltensor_versioned", b"used_dltensor_versioned"), False: (b"dltensor", b"used_dltensor")}
 
 
 @_DELETER
 def _export_deleter(addr):
-    _exports.pop(addr, None)
+    entry = _exports.pop(addr, None)
+    if entry is not None:
+        entry[3]._unpin()       # the buffer's memory goes with its last export once it was freed
 
 
 def _capsule_destructor(versioned):
@@ -246,7 +248,9 @@ def dlpack(cudart, buf, stream, max_version, dl_device, copy, typed=False):
         m.flags = _FLAG_READ_ONLY if buf.readonly else 0
     addr = _ct.addressof(m)
     m.manager_ctx = addr
-    _exports[addr] = (m, shape, strides, buf)
+    owner = buf.buffer if typed else buf
+    owner._pin()
+    _exports[addr] = (m, shape, strides, owner)
     return _api.PyCapsule_New(addr, _NAMES[versioned][0], _ct.cast(_DESTRUCTORS[versioned], _ct.c_void_p))
 
 

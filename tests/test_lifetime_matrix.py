@@ -840,6 +840,124 @@ def test_lazy_tensors(twin, case):
     check()
 
 
+
+# -- graphs and buffer lifetimes (issue 31) ---------------------------------------------------------------------
+
+def _capture_on(ctx, s, body):
+    """A CUDAGraph of the work ``body`` queues on ``s`` made current (the stream and device restored after)."""
+    g = ctx.sm.CUDAGraph()
+    with ctx.sm.stream(s):
+        g.capture_begin()
+        body()
+        g.capture_end()
+    return g
+
+
+def _graph_buffer_freed(ctx):
+    s = ctx.sm.Stream(device=DEV)
+    a = ctx.mem.alloc(N, stream=s)
+    hout = np.zeros(N, np.uint8)
+    g = _capture_on(ctx, s, lambda: (a.memset(7), a.copy_to_host(hout)))
+    a.free()
+    s.synchronize()
+    b = ctx.mem.alloc(N, stream=s)          # the freed block's successor
+    b.memset(1, stream=s)
+    with ctx.sm.stream(s):
+        with pytest.raises(CudaError) as exc:
+            g.replay()
+    assert exc.value.code == 1
+    assert (b.copy_to_host(stream=s) == 1).all() and (hout == 0).all()
+    g.reset()
+    b.free()
+
+
+def _graph_buffer_collected(ctx):
+    s = ctx.sm.Stream(device=DEV)
+    a = ctx.mem.alloc(N, stream=s)
+    g = _capture_on(ctx, s, lambda: a.memset(7))
+    del a
+    F.collect()
+    with ctx.sm.stream(s):
+        with pytest.raises(CudaError):
+            g.replay()
+    del g
+
+
+def _graph_host_arrays(ctx):
+    s = ctx.sm.Stream(device=DEV)
+    a = ctx.mem.alloc(N, stream=s)
+    outs = []
+    g = _capture_on(ctx, s, lambda: (a.copy_from_host(np.full(N, 3, np.uint8)), outs.append(a.copy_to_host())))
+    with ctx.sm.stream(s):
+        g.replay()
+    s.synchronize()
+    assert (outs.pop() == 3).all()
+    a.free()                                # then the graph: its host arrays go with it
+    del g
+
+
+def _graph_out_of_memory(ctx):
+    s = ctx.sm.Stream(device=DEV)
+    a = ctx.mem.alloc(N, stream=s)
+
+    def body():
+        with pytest.raises(cuda.OutOfMemoryError):
+            ctx.mem.alloc(1 << 50, stream=s)
+        a.memset(2)
+    g = _capture_on(ctx, s, body)
+    with ctx.sm.stream(s):
+        g.replay()
+    g.reset()
+    a.free()
+
+
+def _dlpack_free_while_consumed(ctx):
+    x = ctx.mem.alloc(N, device=DEV)
+    y = ctx.from_dlpack(x)
+    x.free()
+    z = ctx.mem.alloc(N, device=DEV)
+    assert z.ptr != y.ptr
+    y.free()
+    z.free()
+
+
+def _dlpack_free_while_exported(ctx):
+    x = ctx.mem.alloc(N, device=DEV)
+    cap = x.__dlpack__()
+    x.free()
+    z = ctx.mem.alloc(N, device=DEV)
+    assert z.ptr != x.ptr
+    del cap
+    z.free()
+
+
+def _stream_default_in_with_stream(ctx):
+    s = ctx.sm.Stream(device=DEV)
+    a = ctx.mem.alloc(N, device=DEV)
+    with ctx.sm.stream(s):
+        a.memset(4)
+        out = a.copy_to_host()
+    assert (out == 4).all()
+    a.free()
+
+
+LIFETIME_CASES = {"graph-buffer-freed": _graph_buffer_freed, "graph-buffer-collected": _graph_buffer_collected,
+                  "graph-host-arrays": _graph_host_arrays, "graph-out-of-memory": _graph_out_of_memory,
+                  "dlpack-free-while-consumed": _dlpack_free_while_consumed,
+                  "dlpack-free-while-exported": _dlpack_free_while_exported,
+                  "copies-on-the-current-stream": _stream_default_in_with_stream}
+
+
+@pytest.mark.parametrize("case", list(LIFETIME_CASES))
+@_frameless
+def test_graph_and_export_lifetimes(ctx, watch, case):
+    """Issue 31: a graph whose buffer was freed or collected, the host arrays of captured copies, an allocation
+    that does not fit in a capture, frees while a DLPack export is held, copies on the current stream: once
+    everything is released, nothing else changed (canaries, pools, counters, exports, device and streams)."""
+    LIFETIME_CASES[case](ctx)
+    _check(watch)
+
+
 # -- controls: each check of Watch sees a change -------------------------------------------------------------
 
 def _ctl_live_streams(ctx, undo):

@@ -127,6 +127,8 @@ cudaError_t capture_item(stream_t *s, item_t *it)
         nd->elem = it->elem;
         nd->dev_dst = it->a1 != NULL;
         nd->dev_src = it->a2 != NULL;
+        nd->id_dst = it->a1 ? it->a1->id : 0;
+        nd->id_src = it->a2 ? it->a2->id : 0;
         nd->fn = it->fn;
         nd->arg = it->arg;
         nd->launch = it->launch;    /* the node takes the item's reference */

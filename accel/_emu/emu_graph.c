@@ -6,7 +6,8 @@
  * stream's FIFO (one valid schedule of the DAG), after the stream's earlier work and after the previous
  * launch of the same executable graph, on whatever stream (CUDA orders the launches of one
  * cudaGraphExec_t).  At launch every copy / memset range that was device memory at capture is checked
- * again against the allocation table (memory freed since gives cudaErrorInvalidValue and queues nothing).
+ * again against the allocation table (memory freed since gives cudaErrorInvalidValue and queues nothing, also
+ * when a new allocation took its address: allocations are told apart by id, not by address).
  *
  * Documented choices:
  *  - Graph memory: cudaMallocAsync in capture allocates from the stream's pool at once (its address is
@@ -484,9 +485,12 @@ static cudaError_t launch_items(gexec_t *x, item_t **items, size_t *k)
             /* the bytes each side covers (checked at capture, so no overflow) */
             size_t rows = nd->rows > 1 ? nd->rows : 1, width = nd->n * (nd->elem > 1 ? (size_t)nd->elem : 1);
             size_t dspan = (rows - 1) * nd->dpitch + width, sspan = (rows - 1) * nd->spitch + width;
-            if (emu_mem_range(nd->dst, dspan, &it->a1) != nd->dev_dst ||
-                (nd->type == GN_MEMCPY && emu_mem_range(nd->src, sspan, &it->a2) != nd->dev_src))
-                err = cudaErrorInvalidValue;    /* device memory freed (or a range changed) since capture */
+            /* device memory freed since capture (also when another allocation took its address: the ids
+             * differ), or a range that changed */
+            if (emu_mem_range(nd->dst, dspan, &it->a1) != nd->dev_dst || (it->a1 ? it->a1->id : 0) != nd->id_dst ||
+                (nd->type == GN_MEMCPY && (emu_mem_range(nd->src, sspan, &it->a2) != nd->dev_src ||
+                                           (it->a2 ? it->a2->id : 0) != nd->id_src)))
+                err = cudaErrorInvalidValue;
             break;
         case GN_HOST:
             if ((it = item_new(IT_HOSTFN))) { it->fn = nd->fn; it->arg = nd->arg; }

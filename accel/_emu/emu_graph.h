@@ -50,6 +50,7 @@ typedef struct gnode {
     size_t rows, dpitch, spitch;    /* 2-D copies (emu_memory.c's item fields) */
     int elem;                       /* memset element width */
     int dev_dst, dev_src;           /* the range was device memory when captured */
+    unsigned long long id_dst, id_src;  /* and the id of the allocation it was in (alloc_t.id; 0: host) */
     cudaHostFn_t fn;
     void *arg;
     uint64_t event;                 /* event record / wait nodes: the event handle */

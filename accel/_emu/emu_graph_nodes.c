@@ -83,10 +83,11 @@ static cudaError_t resolve_deps(graph_t *g, const cudaGraphNode_t *deps, size_t 
 
 /* Checks a copy / memset range at node creation (G held): *dev 1 for device memory, 0 for host memory;
  * need: the kind says this side is device memory (pinned host memory counts, as it is mapped). */
-static int check_side(const void *p, size_t span, int need, int *dev)
+static int check_side(const void *p, size_t span, int need, int *dev, unsigned long long *id)
 {
     alloc_t *a = NULL;
     int d = emu_mem_range(p, span, &a);
+    *id = d == 1 ? a->id : 0;
     if (a) alloc_unref(a);
     *dev = d == 1;
     if (d < 0) return -1;
@@ -111,7 +112,8 @@ static cudaError_t fill_copy(gnode_t *t, void *dst, size_t dpitch, const void *s
     if (!span_of(width, rows, dpitch, &dspan) || !span_of(width, rows, spitch, &sspan)) return cudaErrorInvalidValue;
     if (!dspan || !dst || !src) return cudaErrorInvalidValue;
     int need_dst = kind == 1 || kind == 3, need_src = kind == 2 || kind == 3;
-    if (check_side(dst, dspan, need_dst, &t->dev_dst) || check_side(src, sspan, need_src, &t->dev_src))
+    if (check_side(dst, dspan, need_dst, &t->dev_dst, &t->id_dst) ||
+        check_side(src, sspan, need_src, &t->dev_src, &t->id_src))
         return cudaErrorInvalidValue;
     t->type = GN_MEMCPY;
     t->dst = dst;
@@ -148,7 +150,7 @@ static cudaError_t fill_memset(gnode_t *t, const struct cudaMemsetParams *p)
     size_t width = p->width * el, span;
     if (!span_of(width, p->height, p->pitch, &span)) return cudaErrorInvalidValue;
     if (p->height > 1 && p->pitch % el) return cudaErrorInvalidValue;
-    if (check_side(p->dst, span, 1, &t->dev_dst)) return cudaErrorInvalidValue;
+    if (check_side(p->dst, span, 1, &t->dev_dst, &t->id_dst)) return cudaErrorInvalidValue;
     t->type = GN_MEMSET;
     t->dst = p->dst;
     t->value = (int)(el == 1 ? (p->value & 0xffu) : el == 2 ? (p->value & 0xffffu) : p->value);
@@ -181,6 +183,8 @@ static void set_params(gnode_t *nd, const gnode_t *t)
     nd->elem = t->elem;
     nd->dev_dst = t->dev_dst;
     nd->dev_src = t->dev_src;
+    nd->id_dst = t->id_dst;
+    nd->id_src = t->id_src;
     nd->fn = t->fn;
     nd->arg = t->arg;
     nd->event = t->event;

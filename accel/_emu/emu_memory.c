@@ -216,6 +216,8 @@ static int alloc_table_room(void)
     return 0;
 }
 
+static unsigned long long g_alloc_ids;     /* the last allocation id handed out (alloc_table_insert) */
+
 /* Adds a (its base, size, device, pool set; room made by alloc_table_room) to the table: O(1) when its
  * block still has its range from an earlier allocation, else O(log n).  G held. */
 static void alloc_table_insert(alloc_t *a)
@@ -232,6 +234,7 @@ static void alloc_table_insert(alloc_t *a)
     r->a = a;
     a->range = r;
     a->slot = (long)g_nallocs;
+    a->id = ++g_alloc_ids;
     g_allocs[g_nallocs++] = a;
 }
 

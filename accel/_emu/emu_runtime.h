@@ -250,6 +250,7 @@ typedef struct alloc {
     int managed;        /* cudaMallocManaged / cuMemAllocManaged (host memory like every allocation) */
     struct arange *range;   /* its entry in the address lookups, while live */
     long slot;          /* its index in the allocation table, while live */
+    unsigned long long id;  /* unique per allocation (never reused): graphs tell a freed one from its successor */
 } alloc_t;
 
 extern size_t g_nallocs;            /* live allocations */

@@ -32,6 +32,7 @@ from accel._native._device cimport (c_get_device, c_enter_device, c_leave_device
                                     c_ensure_init, c_uninitialized)
 from accel._native import _cudart
 from accel._native import _stream as _stream_mod
+from accel import _graph_common as _gc
 from accel import _memory_array as _ma
 from accel import _memory_common as _mc
 from accel import _memory_interop as _mi
@@ -63,8 +64,8 @@ cdef int _ndev = -1
 cdef bint _closing = False
 _parse_index = None
 _Stream = _stream_mod.Stream
-_mc.register_twin(_cudart, _dev_mod._guard_restore, _Stream)
 _current_stream = _stream_mod.current_stream
+_mc.register_twin(_cudart, _dev_mod._guard_restore, _Stream, _current_stream)
 
 
 def _close():
@@ -125,10 +126,24 @@ cdef inline int _ready() except -1:
     return 0
 
 
+cdef int _in_capture(uintptr_t h) except -1:
+    """Whether stream handle ``h`` is capturing (for a free that a graph's buffer saw; False when unknown)."""
+    cdef int st = 0
+    cdef Table* t = table()
+    if t.cudaStreamIsCapturing(<cudaStream_t>h, &st):
+        t.cudaGetLastError()
+        return False
+    return st != 0
+
+
 cdef object _retry(int d, uintptr_t h, size_t n, uintptr_t pool, void** out):
-    """After cudaErrorMemoryAllocation: synchronise the device, trim the pool, try once more."""
+    """After cudaErrorMemoryAllocation: synchronise the device, trim the pool, try once more (not while a
+    capture is under way: torch's rule, the synchronisation would invalidate it)."""
     cdef int err
     cdef Table* t = table()
+    if _in_capture(h) or _gc.captures_open(d):
+        _c[d].ooms += 1
+        return _mc.oom_error(_cudart, d, n, _c[d].bytes, _c[d].limit, pool)
     _c[d].retries += 1
     _mc.sync_and_trim(_cudart, d, pool)
     with nogil:
@@ -157,7 +172,12 @@ cdef class DeviceBuffer:
     cdef bint _foreign      # wrap(): memory of another owner (nothing is freed, nothing counted)
     cdef bint _readonly     # wrap() of a read-only CUDA array / DLPack tensor: writes are refused
     cdef object _owner      # wrap(): the foreign owner of the memory, kept alive until free
+    cdef tuple _graphs      # the accel._graph_common.Uses of the captures whose nodes use it (None: none)
+    cdef Py_ssize_t _pins   # DLPack exports not yet deleted: free() leaves the memory to the last deleter
     cdef object __weakref__
+
+    def __cinit__(self):
+        self._dev = -1          # made with __new__ alone: no device (alloc / wrap set it)
 
     def __init__(self, *args, **kwargs):
         raise TypeError("DeviceBuffer cannot be created directly: use accel.cuda.alloc(nbytes)")
@@ -174,6 +194,8 @@ cdef class DeviceBuffer:
     @property
     def device(self):
         """The buffer's device (``.type == "cuda"``, ``.index``)."""
+        if self._dev < 0:
+            raise ValueError(_mc.NOT_MADE.format("DeviceBuffer"))
         return _sc.CudaDevice(self._dev)
 
     @property
@@ -208,21 +230,32 @@ cdef class DeviceBuffer:
             self._uses += (stream,)
 
     def free(self):
-        """Return the memory to the pool, stream-ordered on the buffer's stream (a second call does nothing)."""
-        cdef int orig, err
-        cdef int d = self._dev
-        cdef Table* t
+        """Return the memory to the pool, stream-ordered on the buffer's stream (a second call does nothing).
+        While a DLPack consumer still holds an export of it, the buffer is closed at once and its memory
+        released by the last consumer's deleter (as CuPy and torch)."""
         if not self._live:
             return
         if c_uninitialized():
             c_ensure_init()
         self._live = False
+        if not self._pins:
+            self._release()
+        if self._graphs:
+            graphs = self._graphs
+            self._graphs = None
+            _gc.buffer_freed(graphs, _in_capture(self._h))
+
+    cdef int _release(self) except -1:
+        """free()'s release of the memory (the buffer already closed); on failure it is open again."""
+        cdef int orig, err
+        cdef int d = self._dev
+        cdef Table* t
         if self._foreign:
             self._owner = None
             self._uses = None
-            return
+            return 0
         if _closing or self._n == 0:
-            return
+            return 0
         try:
             t = table()
             orig = _enter(d, self._h)
@@ -247,6 +280,28 @@ cdef class DeviceBuffer:
         _c[d].bytes_freed += self._n
         _c[d].count -= 1
         _c[d].count_freed += 1
+        return 0
+
+    def _pin(self):
+        """A DLPack export of the buffer was made: free() leaves the memory to the last export's deleter."""
+        self._pins += 1
+
+    def _unpin(self):
+        """A DLPack export's deleter ran: the memory goes once the buffer was freed and no export is left."""
+        self._pins -= 1
+        if not self._pins and not self._live:
+            try:
+                self._release()
+            except BaseException:  # a deleter has no caller: the buffer is open again, freed by its collection
+                pass
+
+    def _graph_use(self, uses):
+        """A capture's copy or memset used this buffer (accel._graph_common.Uses): free() marks its graph."""
+        g = self._graphs
+        if g is None:
+            self._graphs = (uses,)
+        elif uses not in g:
+            self._graphs = tuple([u for u in g if u.live]) + (uses,)
 
     def __enter__(self):
         return self
@@ -307,6 +362,8 @@ cdef class DeviceBuffer:
 
     def __dlpack_device__(self):
         """``(2, device)``: kDLCUDA."""
+        if self._dev < 0:
+            raise ValueError(_mc.NOT_MADE.format("DeviceBuffer"))
         return (_mi.KDLCUDA, self._dev)
 
     def __repr__(self):
@@ -497,6 +554,9 @@ cdef class DeviceArray:
     cdef Py_ssize_t _itemsize
     cdef object __weakref__
 
+    def __cinit__(self):
+        self._buf = _UNMADE     # made with __new__ alone: a closed buffer of no device (_make sets the real one)
+
     def __init__(self, *args, **kwargs):
         raise TypeError("DeviceArray cannot be created directly: use accel.cuda.to_device(array) or "
                         "accel.cuda.empty(shape, dtype)")
@@ -541,6 +601,8 @@ cdef class DeviceArray:
 
     @property
     def device(self):
+        if self._buf._dev < 0:
+            raise ValueError(_mc.NOT_MADE.format("DeviceArray"))
         return _sc.CudaDevice(self._buf._dev)
 
     @property
@@ -662,7 +724,7 @@ cdef class DeviceArray:
         _ready()
         if out is None and self._buf._live and _whole(self):
             # the whole buffer, C-contiguous: the buffer's copy into an array of the right type
-            return self._buf.copy_to_host(_np().empty(self._shape, self._dtype), stream)
+            return _mc.copy_to_host(_cudart, self._buf, _np().empty(self._shape, self._dtype), stream, True)
         return _ma.copy_to_host(_cudart, self, out, stream)
 
     def copy_from_host(self, array, stream=None):
@@ -698,6 +760,8 @@ cdef class DeviceArray:
 
     def __dlpack_device__(self):
         """``(2, device)``: kDLCUDA."""
+        if self._buf._dev < 0:
+            raise ValueError(_mc.NOT_MADE.format("DeviceArray"))
         return (_mi.KDLCUDA, self._buf._dev)
 
     def __array__(self, dtype=None, copy=None):
@@ -710,6 +774,7 @@ cdef class DeviceArray:
                 f"{state}>")
 
 
+cdef DeviceBuffer _UNMADE = DeviceBuffer.__new__(DeviceBuffer)     # the buffer of a DeviceArray made by __new__
 _numpy = None
 
 

@@ -384,6 +384,13 @@ cdef class Stream:
     cdef object _ctx      # (device, previous stream) while used as ``with stream:``
     cdef object __weakref__   # weak references, as torch's Stream
 
+    def __cinit__(self, *args, **kwargs):
+        # Its methods call through the binding table: bound here too, for a Stream made with __new__ alone
+        # (which bypasses __init__ and the pool's initialisation) before any other CUDA use.
+        global _t
+        if _t == NULL:
+            _t = table()
+
     def __init__(self, device=None, priority=0, *, stream_id=None, device_index=None, device_type=None):
         cdef Stream s
         if stream_id is not None or device_index is not None or device_type is not None:

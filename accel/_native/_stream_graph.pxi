@@ -42,8 +42,10 @@ cdef class CUDAGraph:
 
     cdef uintptr_t _graph, _exec
     cdef bint _keep, _has_graph, _has_exec, _ended, _capturing
+    cdef bint _stale        # a DeviceBuffer its nodes use was freed since the capture: replays raise
     cdef int _dev
     cdef object _stream, _pool, _thread
+    cdef object _uses       # accel._graph_common.Uses of the capture (None: none)
     cdef object __weakref__
 
     def __cinit__(self):
@@ -76,6 +78,9 @@ cdef class CUDAGraph:
         self._thread = _gc.thread_id()
         self._pool = pool
         self._capturing = True
+        _gc.drop_uses(self._uses)
+        self._stale = False
+        self._uses = _gc.open_capture(self._dev, s._ptr, self)
 
     def capture_end(self):
         """End the capture (on the stream it began on); without keep_graph, instantiate the graph and drop
@@ -105,6 +110,11 @@ cdef class CUDAGraph:
             self._capturing = not _t.cudaStreamIsCapturing(p, &status) and status != 0
         else:
             self._capturing = False
+        if not self._capturing:
+            _gc.close_capture(self._dev, s._ptr, self._uses)
+            if err:             # no graph: nothing of the capture is used
+                _gc.drop_uses(self._uses)
+                self._uses = None
         _check_leave(err, orig)
         if g == NULL:
             raise RuntimeError(_gc.INVALID)
@@ -114,7 +124,7 @@ cdef class CUDAGraph:
         if _t.cudaGraphGetNodes(<cudaGraph_t>g, NULL, &n):
             _t.cudaGetLastError()        # only for the empty-graph warning
         elif n == 0:
-            _gc.warn(_gc.EMPTY)
+            _gc.warn(_gc.EMPTY, 2)
         if not self._keep:
             self.instantiate()
             if not _gc.debug_enabled():
@@ -153,6 +163,8 @@ cdef class CUDAGraph:
             if not (self._ended and self._keep):
                 raise RuntimeError(_gc.NO_REPLAY)
             self.instantiate()
+        if self._stale:
+            raise _gc.freed_error()
         if c_uninitialized():
             c_ensure_init()  # the fork check
         cdef PyObject* st = accel_stream_tls
@@ -202,17 +214,26 @@ cdef class CUDAGraph:
                 _relaxed_destroy(False, <uintptr_t>g)
             self._capturing = False
             c_leave_device(orig)
+        if self._uses is not None:
+            _gc.close_capture(self._dev, (<Stream>self._stream)._ptr, self._uses)
+            _gc.drop_uses(self._uses)
+            self._uses = None
+        self._stale = False
         if self._has_graph:
             self._has_graph = False
             if _relaxed_destroy(False, self._graph):
-                _gc.warn("CUDA warning: cudaGraphDestroy failed in CUDAGraph.reset()")
+                _gc.warn("CUDA warning: cudaGraphDestroy failed in CUDAGraph.reset()", 2)
         if self._has_exec:
             self._has_exec = False
             if _relaxed_destroy(True, self._exec):
-                _gc.warn("CUDA warning: cudaGraphExecDestroy failed in CUDAGraph.reset()")
+                _gc.warn("CUDA warning: cudaGraphExecDestroy failed in CUDAGraph.reset()", 2)
         self._graph = 0
         self._exec = 0
         return 0
+
+    def _buffer_freed(self):
+        """A DeviceBuffer this graph's nodes use was freed (accel._graph_common.buffer_freed): replays raise."""
+        self._stale = True
 
     def pool(self):
         """The memory pool id of this graph's capture (pass it to another capture_begin to share it)."""
@@ -230,12 +251,12 @@ cdef class CUDAGraph:
         cdef bytes raw = _gc.dot_path(debug_path)
         cdef int err
         if not (_gc.debug_enabled() or self._keep):
-            _gc.warn(_gc.DEBUG_OFF)
+            _gc.warn(_gc.DEBUG_OFF, 2)
             return
-        _gc.warn("DEBUG: calling debug_dump()")
+        _gc.warn("DEBUG: calling debug_dump()", 2)
         if not self._has_graph:
             return
-        _gc.warn(f"DEBUG: calling cudaGraphDebugDotPrint() with {debug_path}")
+        _gc.warn(f"DEBUG: calling cudaGraphDebugDotPrint() with {debug_path}", 2)
         cdef const char* path = raw
         cdef cudaGraph_t g = <cudaGraph_t>self._graph
         cdef unsigned int flags = _gc.DOT_FLAGS_VERBOSE
@@ -243,7 +264,7 @@ cdef class CUDAGraph:
             err = _t.cudaGraphDebugDotPrint(g, <const void*>path, flags)
         if err:
             _t.cudaGetLastError()
-            _gc.warn(f"CUDA warning: {_t.cudaGetErrorString(err).decode()} (cudaGraphDebugDotPrint)")
+            _gc.warn(f"CUDA warning: {_t.cudaGetErrorString(err).decode()} (cudaGraphDebugDotPrint)", 2)
         if not self._keep:
             self._has_graph = False
             _relaxed_destroy(False, self._graph)

@@ -16,6 +16,7 @@ import atexit
 import threading
 from ctypes import byref, c_int, c_size_t
 
+from accel import _graph_common as _gc
 from accel import _memory_array as _ma
 from accel import _memory_common as _mc
 from accel import _memory_interop as _mi
@@ -52,8 +53,8 @@ _T = None          # the raw ctypes table, bound when a pool is first used
 _closing = False
 _parse_index = None
 _Stream = _stream_mod.Stream
-_mc.register_twin(_cudart, _dev._guard_restore, _Stream)
 _current_stream = _stream_mod.current_stream
+_mc.register_twin(_cudart, _dev._guard_restore, _Stream, _current_stream)
 
 
 def _close():
@@ -117,8 +118,23 @@ def _ready():
         _c_ensure_init()
 
 
+def _in_capture(h):
+    """Whether stream handle ``h`` is capturing (for a free that a graph's buffer saw; False when unknown)."""
+    st = c_int(0)
+    if _T is None or _T.cudaStreamIsCapturing(h, byref(st)):
+        if _T is not None:
+            _T.cudaGetLastError()
+        return False
+    return st.value != 0
+
+
 def _retry(d, h, n, pool, out):
     c = _c[d]
+    if _in_capture(h) or _gc.captures_open(d):
+        # torch's rule: no synchronising release while a capture is under way (it would invalidate it)
+        with _lock:
+            c.ooms += 1
+        return _mc.oom_error(_cudart, d, n, c.bytes, c.limit, pool)
     with _lock:
         c.retries += 1
     _mc.sync_and_trim(_cudart, d, pool)
@@ -138,7 +154,17 @@ class DeviceBuffer:
     leaving a ``with`` block, or when it is garbage collected."""
 
     __slots__ = ("_ptr", "_n", "_dev", "_h", "_stream", "_uses", "_live", "_foreign", "_readonly", "_owner",
-                 "__weakref__")
+                 "_graphs", "_pins", "__weakref__")
+
+    def __new__(cls, *args, **kwargs):
+        # made with __new__ alone (alloc / wrap use object.__new__): a closed buffer of no device, as the
+        # compiled twin's C fields
+        b = _new(cls)
+        b._ptr = b._n = b._h = b._pins = 0
+        b._dev = -1
+        b._stream = b._uses = b._owner = b._graphs = None
+        b._live = b._foreign = b._readonly = False
+        return b
 
     def __init__(self, *args, **kwargs):
         raise TypeError("DeviceBuffer cannot be created directly: use accel.cuda.alloc(nbytes)")
@@ -155,6 +181,8 @@ class DeviceBuffer:
     @property
     def device(self):
         """The buffer's device (``.type == "cuda"``, ``.index``)."""
+        if self._dev < 0:
+            raise ValueError(_mc.NOT_MADE.format("DeviceBuffer"))
         return _sc.CudaDevice(self._dev)
 
     @property
@@ -189,13 +217,28 @@ class DeviceBuffer:
             self._uses += (stream,)
 
     def free(self):
-        """Return the memory to the pool, stream-ordered on the buffer's stream (a second call does nothing)."""
+        """Return the memory to the pool, stream-ordered on the buffer's stream (a second call does nothing).
+        While a DLPack consumer still holds an export of it, the buffer is closed at once and its memory
+        released by the last consumer's deleter (as CuPy and torch)."""
         if not _dev._initialized and self._live:
             _ready()
         with _lock:     # test-and-clear in one step: two threads freeing one buffer free it once
             if not self._live:
                 return
             self._live = False
+            if self._pins:
+                deferred = True
+            else:
+                deferred = False
+        if not deferred:
+            self._release()
+        if self._graphs:
+            graphs = self._graphs
+            self._graphs = None
+            _gc.buffer_freed(graphs, _in_capture(self._h))
+
+    def _release(self):
+        """free()'s release of the memory (the buffer already closed); on failure it is open again."""
         if self._foreign:
             self._owner = None
             self._uses = None
@@ -228,6 +271,30 @@ class DeviceBuffer:
             c.bytes_freed += n
             c.count -= 1
             c.count_freed += 1
+
+    def _pin(self):
+        """A DLPack export of the buffer was made: free() leaves the memory to the last export's deleter."""
+        with _lock:
+            self._pins += 1
+
+    def _unpin(self):
+        """A DLPack export's deleter ran: the memory goes once the buffer was freed and no export is left."""
+        with _lock:
+            self._pins -= 1
+            release = not self._pins and not self._live
+        if release:
+            try:
+                self._release()
+            except BaseException:  # noqa: BLE001 - a deleter has no caller: the buffer is open again, freed by its collection
+                pass
+
+    def _graph_use(self, uses):
+        """A capture's copy or memset used this buffer (accel._graph_common.Uses): free() marks its graph."""
+        g = self._graphs
+        if g is None:
+            self._graphs = (uses,)
+        elif uses not in g:
+            self._graphs = tuple(u for u in g if u.live) + (uses,)
 
     def __enter__(self):
         return self
@@ -288,6 +355,8 @@ class DeviceBuffer:
 
     def __dlpack_device__(self):
         """``(2, device)``: kDLCUDA."""
+        if self._dev < 0:
+            raise ValueError(_mc.NOT_MADE.format("DeviceBuffer"))
         return (_mi.KDLCUDA, self._dev)
 
     def __repr__(self):
@@ -364,7 +433,8 @@ def alloc(nbytes, *, device=None, stream=None):
     b._uses = None
     b._live = True
     b._foreign = b._readonly = False
-    b._owner = None
+    b._owner = b._graphs = None
+    b._pins = 0
     return b
 
 
@@ -455,6 +525,8 @@ def wrap(ptr, nbytes, device, stream, owner, readonly=False):
     b._foreign = True
     b._readonly = bool(readonly)
     b._owner = owner
+    b._graphs = None
+    b._pins = 0
     return b
 
 
@@ -465,6 +537,15 @@ class DeviceArray:
     ``.T`` make views of the same memory; ``free()`` frees the buffer (and so every view of it)."""
 
     __slots__ = ("_buf", "_ptr", "_dtype", "_shape", "_strides", "_itemsize", "__weakref__")
+
+    def __new__(cls, *args, **kwargs):
+        # made with __new__ alone (_make uses object.__new__): over a closed buffer of no device, as the
+        # compiled twin's
+        a = _new(cls)
+        a._buf = _UNMADE
+        a._ptr = a._itemsize = 0
+        a._dtype = a._shape = a._strides = None
+        return a
 
     def __init__(self, *args, **kwargs):
         raise TypeError("DeviceArray cannot be created directly: use accel.cuda.to_device(array) or "
@@ -510,6 +591,8 @@ class DeviceArray:
 
     @property
     def device(self):
+        if self._buf._dev < 0:
+            raise ValueError(_mc.NOT_MADE.format("DeviceArray"))
         return _sc.CudaDevice(self._buf._dev)
 
     @property
@@ -622,7 +705,7 @@ class DeviceArray:
         _ready()
         if out is None and self._buf._live and _whole(self):
             # the whole buffer, C-contiguous: the buffer's copy into an array of the right type
-            return self._buf.copy_to_host(_np().empty(self._shape, self._dtype), stream)
+            return _mc.copy_to_host(_cudart, self._buf, _np().empty(self._shape, self._dtype), stream, True)
         return _ma.copy_to_host(_cudart, self, out, stream)
 
     def copy_from_host(self, array, stream=None):
@@ -658,6 +741,8 @@ class DeviceArray:
 
     def __dlpack_device__(self):
         """``(2, device)``: kDLCUDA."""
+        if self._buf._dev < 0:
+            raise ValueError(_mc.NOT_MADE.format("DeviceArray"))
         return (_mi.KDLCUDA, self._buf._dev)
 
     def __array__(self, dtype=None, copy=None):
@@ -670,6 +755,7 @@ class DeviceArray:
                 f"{state}>")
 
 
+_UNMADE = DeviceBuffer.__new__(DeviceBuffer)     # the buffer of a DeviceArray made by __new__
 _numpy = None
 
 

@@ -39,7 +39,7 @@ def _relaxed_destroy(fn, handle):
 
 
 _GRAPH_FIELDS = frozenset(("_keep", "_graph", "_exec", "_xp", "_has_graph", "_has_exec", "_ended", "_capturing",
-                           "_dev", "_stream", "_pool", "_thread"))   # the compiled twin's cdef fields (no attributes there)
+                           "_dev", "_stream", "_pool", "_thread", "_uses", "_stale"))   # the compiled twin's cdef fields (no attributes there)
 
 
 class CUDAGraph:
@@ -49,19 +49,20 @@ class CUDAGraph:
     makes the executable graph, raw_cuda_graph() returns it)."""
 
     __slots__ = ("_keep", "_graph", "_exec", "_xp", "_has_graph", "_has_exec", "_ended", "_capturing", "_dev",
-                 "_stream", "_pool", "_thread", "__weakref__")
+                 "_stream", "_pool", "_thread", "_uses", "_stale", "__weakref__")
 
     def __init__(self, keep_graph=False):
         _osa(self, "_keep", bool(keep_graph))
         for name in ("_graph", "_exec"):
             _osa(self, name, 0)
-        for name in ("_has_graph", "_has_exec", "_ended", "_capturing"):
+        for name in ("_has_graph", "_has_exec", "_ended", "_capturing", "_stale"):
             _osa(self, name, False)
         _osa(self, "_dev", -1)
         _osa(self, "_thread", 0)
         _osa(self, "_xp", None)
         _osa(self, "_stream", None)
         _osa(self, "_pool", None)
+        _osa(self, "_uses", None)
 
     def __setattr__(self, name, value):
         # As the compiled twin's cdef class: its fields and methods cannot be set; a user subclass's instances
@@ -99,6 +100,9 @@ class CUDAGraph:
         _osa(self, "_thread", _gc.thread_id())
         _osa(self, "_pool", pool)
         _osa(self, "_capturing", True)
+        _gc.drop_uses(self._uses)
+        _osa(self, "_stale", False)
+        _osa(self, "_uses", _gc.open_capture(self._dev, s._ptr, self))
 
     def capture_end(self):
         """End the capture (on the stream it began on); without keep_graph, instantiate the graph and drop
@@ -125,6 +129,11 @@ class CUDAGraph:
             _osa(self, "_capturing", not t.cudaStreamIsCapturing(s._ptr, st) and st.value != 0)
         else:
             _osa(self, "_capturing", False)
+        if not self._capturing:
+            _gc.close_capture(self._dev, s._ptr, self._uses)
+            if err:             # no graph: nothing of the capture is used
+                _gc.drop_uses(self._uses)
+                _osa(self, "_uses", None)
         _check(err, orig)
         if not g.value:
             raise RuntimeError(_gc.INVALID)
@@ -174,6 +183,8 @@ class CUDAGraph:
             self.instantiate()
         if not _dm._initialized and _dm._init_hook is not None:
             _c_ensure_init()  # the fork check
+        if self._stale:
+            raise _gc.freed_error()
         d = self._dev
         cur = _s._tls.cur
         if cur is None:
@@ -210,6 +221,11 @@ class CUDAGraph:
                 _relaxed_destroy("cudaGraphDestroy", g.value)
             _osa(self, "_capturing", False)
             _leave(orig)
+        if self._uses is not None:
+            _gc.close_capture(self._dev, self._stream._ptr, self._uses)
+            _gc.drop_uses(self._uses)
+            _osa(self, "_uses", None)
+        _osa(self, "_stale", False)
         if self._has_graph:
             _osa(self, "_has_graph", False)
             if _relaxed_destroy("cudaGraphDestroy", self._graph):
@@ -221,6 +237,10 @@ class CUDAGraph:
         _osa(self, "_graph", 0)
         _osa(self, "_exec", 0)
         _osa(self, "_xp", None)
+
+    def _buffer_freed(self):
+        """A DeviceBuffer this graph's nodes use was freed (accel._graph_common.buffer_freed): replays raise."""
+        _osa(self, "_stale", True)
 
     def pool(self):
         """The memory pool id of this graph's capture (pass it to another capture_begin to share it)."""

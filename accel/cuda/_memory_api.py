@@ -20,8 +20,11 @@ CUDA Array Interface.  Copies are methods of both:
   partially overlapping).
 - ``memset(byte, stream=None)`` (a DeviceArray: C-contiguous).
 
-``stream`` defaults to the buffer's own stream (the one it was allocated on); a copy on another stream
-records that stream on the buffer (``record_stream``), so the memory is not reused before the copy ran.
+``stream`` defaults to the current stream of the buffer's device (torch's rule: inside ``with stream(s)`` or
+``with graph(g)`` the work goes there); a copy on a stream other than the buffer's own records that stream on
+the buffer (``record_stream``), so the memory is not reused before the copy ran.  In a capture begun by an
+accel CUDAGraph the graph keeps the host arrays of its copy nodes alive, and freeing a buffer its nodes use
+makes its replays raise CudaError (nothing queued).
 """
 import atexit
 import operator
@@ -97,7 +100,7 @@ def to_device(array, device=None, stream=None):
     shape = host.shape
     buf = alloc(n, device=device, stream=stream)
     try:
-        buf.copy_from_host(array)
+        buf.copy_from_host(array, stream=buf.stream)
         return _memory.as_array(buf, dtype, shape)
     except BaseException:
         buf.free()
@@ -121,7 +124,7 @@ def zeros(shape, dtype="float64", device=None, stream=None):
     """``empty(...)`` with every byte set to 0 (cudaMemsetAsync on the array's stream)."""
     a = empty(shape, dtype, device=device, stream=stream)
     try:
-        a.memset(0)
+        a.memset(0, stream=a.stream)
     except BaseException:
         a.free()
         raise

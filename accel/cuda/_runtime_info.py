@@ -9,7 +9,7 @@ from accel.errors import LibraryNotFoundError
 __all__ = ["is_bf16_supported", "is_tf32_supported", "get_arch_list", "get_gencode_flags", "ipc_collect",
            "is_current_stream_capturing", "cudaStatus", "_is_compiled"]
 
-_CAPTURE_ACTIVE = 1  # cudaStreamCaptureStatusActive
+_CAPTURE_NONE = 0  # cudaStreamCaptureStatusNone
 
 
 class cudaStatus:
@@ -49,10 +49,10 @@ def is_tf32_supported():
 
 def is_current_stream_capturing():
     """Whether a CUDA graph capture is under way on the current stream of the current device
-    (cudaStreamIsCapturing); initialises CUDA."""
+    (cudaStreamIsCapturing: active or invalidated, as torch: anything but "not capturing"); initialises CUDA."""
     _lazy_init()
     from accel.cuda._stream_api import current_raw_stream
-    return _impl.cudart.cudaStreamIsCapturing(current_raw_stream()) == _CAPTURE_ACTIVE
+    return _impl.cudart.cudaStreamIsCapturing(current_raw_stream()) != _CAPTURE_NONE
 
 
 def get_arch_list():
