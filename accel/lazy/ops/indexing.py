@@ -28,6 +28,7 @@ from accel.lazy.executor import compute_nodes, fallback, tensor_value
 from accel.lazy.inplace import commit, sync
 from accel.lazy.ops.factories import _empty, zeros
 from accel.lazy.ops.inplace import fill_
+from accel.lazy.ops.selection import _check_bounds
 from accel.lazy.ops.views import (
     _alias, _getitem, _select, _setitem_m, _slice, _slice_bounds, _unsqueeze, _view)
 from accel.lazy.tensors import LazyTensor, _check_tensor, _emit, _fn_counter, _index, _norm_dim, _seed
@@ -469,13 +470,6 @@ def _grid(idx, axis):
     g = list(_np.indices(idx.shape, sparse=True))
     g[axis] = idx
     return tuple(g)
-
-
-def _check_bounds(idx, n, axis):
-    bad = (idx < 0) | (idx >= n)
-    if bad.any():
-        v = int(idx[bad].reshape(-1)[0])
-        raise RuntimeError(f"index {v} is out of bounds for dimension {axis} with size {n}")
 
 
 _UFUNC_AT = {"sum": _np.add, "mean": _np.add, "prod": _np.multiply, "amax": _np.maximum, "amin": _np.minimum}
