@@ -347,10 +347,9 @@ def _eager_masked_select(args):
 
 def nonzero(input, as_tuple=False):
     _check_tensor(input, "nonzero() input")
-    r = fallback("aten::nonzero", "nonzero", [input], D.INT64)
-    if as_tuple:            # torch: nonzero().unbind(1) (a 0-dim input: one index tensor of zeros / none)
-        return tuple(_unbind(r, 1)) if input._shape.sizes else (r.reshape(-1),)
-    return r
+    if as_tuple:            # torch's nonzero_numpy: nonzero().unbind(1), a 0-dim input unsqueezed first
+        return _unbind(nonzero(input if input._shape.sizes else _unsqueeze(input, 0)), 1)
+    return fallback("aten::nonzero", "nonzero", [input], D.INT64)
 
 
 def _eager_nonzero(args):
