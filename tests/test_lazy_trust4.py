@@ -2,7 +2,9 @@
 tools/gen_lazy_trust4.py from eager torch and LTC's TorchScript backend): gather / index_select / embedding with
 negative or out-of-range indices, randint / random_ bounds that do not fit the dtype, nonzero(as_tuple=True) of
 0-dim tensors, one_hot / nll_loss / cross_entropy messages.  Each case compares the value (dtype, shape, values),
-or the exception's type and message, and the warnings; each runs once per twin in its own interpreter."""
+or the exception's type and message, and the warnings; the counter scenarios (exponential_ / bernoulli_(tensor p),
+item 11) compare LTC's counters and the values, run in torch's order in an interpreter of their own (the
+computation cache they share decides CachedCompile / UncachedCompile).  Each runs once per twin."""
 import json
 import pathlib
 
@@ -73,6 +75,48 @@ def check_nonzero_tuple_0d_counters():
 for _i, _c in enumerate(CASES):
     globals()[f"check_case_{_i}"] = (lambda c=_c: compare(c))
 '''
+
+
+SCENARIOS = DATA["counter_scenarios"]
+
+SCENARIO_CHECKS = r'''
+import json
+import numpy as np
+import accel.lazy as T
+from accel.lazy import metrics as M
+
+def t(a):
+    return T.tensor(np.array(a))
+
+def encode(r):
+    v = r.numpy()
+    return {"dtype": np.dtype(r.dtype).name, "shape": list(v.shape), "values": v.tolist()}
+
+def scenario(sc):
+    T.mark_step()
+    M.reset()
+    T.manual_seed(0)
+    ns = {"T": T, "np": np, "t": t, "step": T.mark_step}
+    exec(sc["code"], ns)
+    counters = {n: M.counter_value(n) for n in M.counter_names() if n not in ("CreateLtcTensor", "DestroyLtcTensor")}
+    got = {"counters": counters, "values": [encode(x) for x in ns["out"]]}
+    want = {"counters": sc["counters"], "values": sc["values"]}
+    assert got == want, (sc["code"], got, want)
+
+for _i, _c in enumerate(SCENARIOS):        # (in order: the checks run in the order they are defined)
+    globals()[f"check_scenario_{_i}"] = (lambda c=_c: scenario(c))
+'''
+
+
+@pytest.fixture(scope="module", params=["native", "python"])
+def scenario_results(request, lazy_checks):
+    return lazy_checks(f"SCENARIOS = {json.dumps(SCENARIOS)!r}\nimport json as _j\nSCENARIOS = _j.loads(SCENARIOS)\n"
+                       + SCENARIO_CHECKS, request.param)
+
+
+@pytest.mark.parametrize("i", range(len(SCENARIOS)), ids=[sc["name"] for sc in SCENARIOS])
+def test_lazy_trust4_counter_scenarios(scenario_results, i):
+    assert scenario_results[f"check_scenario_{i}"] == "ok", scenario_results[f"check_scenario_{i}"]
 
 
 @pytest.fixture(scope="module", params=["native", "python"])

@@ -159,6 +159,32 @@ CASES += [
     ("losses", "nll float target 2d", f"out = F.nll_loss({_Z.format('2, 3')}, {_Z.format('2, 3')})"),
 ]
 
+# Counter scenarios (item 11), run in this order in one interpreter after a mark_step and a metrics reset each: the
+# code sees T, np, t(array), step() (mark_step) and assigns the tensors to read to ``out``; recorded: LTC's counters
+# (but CreateLtcTensor / DestroyLtcTensor, which also count LTC's temporaries: a README deviation) at the end of
+# the code, then the values of ``out``.
+_H = "t(np.full(3, 0.5, np.float32))"                    # a tensor holding data
+_I = "(t(np.full(3, 0.25, np.float32)) * 2)"             # a tensor holding IR
+COUNTER_SCENARIOS = [
+    ("exponential_ data", f"x = {_H}; x.exponential_(); out = [x]"),
+    ("exponential_ data after a step", f"x = {_H}; step(); x.exponential_(); out = [x]"),
+    ("exponential_ ir", f"x = {_I}; x.exponential_(); out = [x]"),
+    ("exponential_ twice", f"x = {_H}; x.exponential_(); x.exponential_(); out = [x]"),
+    ("exponential_ view", f"x = {_H}; x[1:].exponential_(); out = [x]"),
+    ("exponential_ view ir", f"x = {_I}; x[1:].exponential_(); out = [x]"),
+    ("exponential_ float64", "x = t(np.full((2, 2), 0.5)); x.exponential_(2.0); out = [x]"),
+    ("bernoulli_ data data", f"x = {_H}; p = {_H}; x.bernoulli_(p); out = [x]"),
+    ("bernoulli_ data ir", f"x = {_H}; p = {_I}; x.bernoulli_(p); out = [x]"),
+    ("bernoulli_ ir data", f"x = {_I}; p = {_H}; x.bernoulli_(p); out = [x]"),
+    ("bernoulli_ ir ir", f"x = {_I}; p = {_I}; x.bernoulli_(p); out = [x]"),
+    ("bernoulli_ self data", f"x = {_H}; x.bernoulli_(x); out = [x]"),
+    ("bernoulli_ self ir", f"x = {_I}; x.bernoulli_(x); out = [x]"),
+    ("bernoulli_ view", f"x = {_H}; p = {_H}; x[1:].bernoulli_(p[1:]); out = [x, p]"),
+    ("bernoulli_ float p", f"x = {_H}; x.bernoulli_(0.5); out = [x]"),
+    ("bernoulli_ then exponential_", f"x = {_H}; x.bernoulli_({_H}); y = x * 3; y.exponential_(); out = [x, y]"),
+    ("exponential_ then graph", f"x = {_H}; x.exponential_(); y = (x + 1).sum(); step(); out = [y]"),
+]
+
 _WRAP = "The following operation failed in the TorchScript interpreter.\nTraceback of TorchScript (most recent call last):\n"
 
 RUNNER = r'''
@@ -167,7 +193,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 dev = sys.argv[1]
-if dev == "lazy":
+if dev in ("lazy", "scenarios"):
     import torch._lazy, torch._lazy.ts_backend
     torch._lazy.ts_backend.init()
 
@@ -200,8 +226,22 @@ def run(code):
             pass
     return res
 
+def scenario(code):
+    import torch._lazy.metrics as M
+    torch._lazy.mark_step()
+    M.reset()
+    torch.manual_seed(0)
+    ns = {"T": torch, "np": np, "t": t, "step": torch._lazy.mark_step}
+    exec(code, ns)
+    counters = {n: M.counter_value(n) for n in M.counter_names() if n not in ("CreateLtcTensor", "DestroyLtcTensor")}
+    return {"counters": counters, "values": [encode(x) for x in ns["out"]]}
+
 codes = json.loads(sys.stdin.read())
-print(json.dumps([run(c) for c in codes]))
+if dev == "scenarios":
+    dev = "lazy"
+    print(json.dumps([scenario(c) for c in codes]))
+else:
+    print(json.dumps([run(c) for c in codes]))
 '''
 
 
@@ -237,8 +277,10 @@ def main(path):
     for (group, name, code), e, z in zip(CASES, eager, lazy):
         out["cases"].append({"group": group, "name": name, "code": code, "eager": e, "lazy": z,
                              "expect": expectation(e, z)})
+    out["counter_scenarios"] = [{"name": name, "code": code, **r} for (name, code), r in
+                                zip(COUNTER_SCENARIOS, _run("scenarios", [c for _, c in COUNTER_SCENARIOS]))]
     pathlib.Path(path).write_text(json.dumps(out, indent=1, allow_nan=True) + "\n")
-    print(f"{len(CASES)} cases written to {path}")
+    print(f"{len(CASES)} cases and {len(COUNTER_SCENARIOS)} counter scenarios written to {path}")
 
 
 if __name__ == "__main__":

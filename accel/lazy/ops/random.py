@@ -29,7 +29,7 @@ from accel.lazy import _dtypes as D
 from accel.lazy import metrics as _metrics
 from accel.lazy import tensors as T
 from accel.lazy._optable import Kernel, classes, declare, helpers
-from accel.lazy.executor import tensor_value
+from accel.lazy.executor import compute_nodes, tensor_value
 from accel.lazy.inplace import commit as _commit, sync as _sync
 from accel.lazy.ops.factories import _code, _empty, _sizes, zeros as _zeros
 from accel.lazy.ops.views import expanded_sizes
@@ -38,6 +38,7 @@ from accel.lazy.tensors import (
     set_attrs)
 
 DEFAULT_SEED = 67280421310721       # c10::default_rng_seed_val
+_c_synced = T._cell("SyncedTensorsWithIR")
 
 
 _STATE_SIZE = 5056                  # sizeof(CPUGeneratorImplState)
@@ -603,9 +604,13 @@ def _bernoulli_m(self, p=0.5, *, generator=None):
 # the CPU (computing their graphs), draws there at the call, and copies the result back into the tensor.
 def _eager_in_place(self, counter, inputs, draw):
     """The fallback: ``draw(values)`` on the operands' values (self's first), committed to ``self`` (and its
-    aliases) as a copy back (lazy::_copy_from_and_resize), counted as ``counter``."""
+    aliases) as a copy back (lazy::_copy_from_and_resize), counted as ``counter``.  LTC reads ``self`` (the
+    functionalised tensor the op writes) through a sync of its IR even when it holds data (then a device-data
+    node): one graph computed and compiled (cached by its hash) at every call; the other operands as ``.cpu()``
+    reads them (a sync where they hold IR)."""
     _metrics.Counter(counter).add(1)
-    values = [tensor_value(t) for t in inputs]
+    _c_synced[0] += 1
+    values = [compute_nodes([self._ir()])[0]] + [tensor_value(t) for t in inputs[1:]]
     T._c_to_copy[0] += len(inputs)
     out = draw(*values)
     _fn_counter("_copy_from_and_resize")[0] += 1
