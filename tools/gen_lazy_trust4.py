@@ -156,6 +156,16 @@ CASES += [
     ("losses", "nll 1d target -1", f"out = F.nll_loss({_Z.format('3')}, t(np.array(-1)))"),
     ("losses", "nll weight classes", f"out = F.nll_loss({_Z.format('2, 3')}, t(np.array([0, 1])), weight={_Z.format('2')})"),
     ("losses", "nll float target", f"out = F.nll_loss({_Z.format('2, 3')}, {_Z.format('2')})"),
+    ("losses", "nll 1d input 1d target", f"out = F.nll_loss({_Z.format('3')}, t(np.array([0, 1])))"),
+    ("losses", "nll 1d input 1d target same", f"out = F.nll_loss({_Z.format('3')}, t(np.array([0, 1, 2])))"),
+    ("losses", "nll 1d input 1d target one", f"out = F.nll_loss({_Z.format('3')}, t(np.array([1])))"),
+    ("losses", "nll 4d target size", f"out = F.nll_loss({_Z.format('2, 3, 2, 2')}, t(np.zeros((2, 3, 3), np.int64)))"),
+    ("losses", "nll 4d target dims", f"out = F.nll_loss({_Z.format('2, 3, 2, 2')}, t(np.zeros((2, 4), np.int64)))"),
+    ("losses", "nll 4d float target", f"out = F.nll_loss({_Z.format('2, 3, 2, 2')}, {_Z.format('2, 2, 2')})"),
+    ("losses", "nll 3d float target size", f"out = F.nll_loss({_Z.format('2, 3, 4')}, {_Z.format('2, 3')})"),
+    ("losses", "nll 5d target size", f"out = F.nll_loss({_Z.format('2, 3, 1, 2, 2')}, t(np.zeros((2, 1, 2, 3), np.int64)))"),
+    ("losses", "nll 3d weight and float target", f"out = F.nll_loss({_Z.format('2, 3, 4')}, {_Z.format('2, 4')}, weight={_Z.format('2')})"),
+    ("losses", "nll 2d weight and float target", f"out = F.nll_loss({_Z.format('2, 3')}, {_Z.format('2')}, weight={_Z.format('2')})"),
     ("losses", "nll float target 2d", f"out = F.nll_loss({_Z.format('2, 3')}, {_Z.format('2, 3')})"),
 ]
 

@@ -601,7 +601,7 @@ def one_hot(tensor, num_classes=-1):
         return _empty(shape + (n,), D.INT64)
     if n == -1:
         n = _item(tensor.max()) + 1
-    elif n < -1:
+    elif n < 1:             # (torch's check off the CPU: the class values themselves are left to scatter_)
         raise RuntimeError("num_classes should be positive")
     ret = zeros(*(shape + (n,)), dtype=D.CODE_TO_NP[D.INT64])
     return scatter_(ret, -1, _unsqueeze(tensor, -1), 1)
