@@ -249,10 +249,7 @@ def _np_gather(x, idx, axis):
     idx = _np.asarray(idx)
     if idx.size == 0:
         return _np.empty(idx.shape, x.dtype)
-    n = x.shape[axis] if x.ndim else 1
-    v = _first_bad(_np.transpose(idx, _gather_order(idx.shape, x.shape, axis)), n)
-    if v is not None:
-        raise RuntimeError(f"index {v} is out of bounds for dimension {axis} with size {n}")
+    _check_bounds(_np.transpose(idx, _gather_order(idx.shape, x.shape, axis)), x.shape[axis] if x.ndim else 1, axis)
     if x.ndim == 0:
         return _np.broadcast_to(x, idx.shape).copy()
     x = x[tuple(slice(None) if d == axis else slice(0, n) for d, n in enumerate(idx.shape))]
@@ -280,7 +277,9 @@ def _np_index_select(x, idx, axis):
         return _np.take(x, flat, axis)
     if _first_bad(flat, x.size) is not None:           # (a 0-dim tensor has one element to pick)
         raise IndexError("index out of range in self")
-    return _np.take(x.reshape(-1), idx if x.ndim else flat[0] if idx.ndim else idx, 0)
+    if x.ndim == 0:                                      # (one index: checked when traced)
+        return x.reshape(1)[flat].reshape(())
+    return _np.take(x, flat, 0)                          # (a 0-dim index picks [1], as torch)
 
 
 helpers(_masked_fill=_np_masked_fill, _gather=_np_gather, _index_select=_np_index_select)
