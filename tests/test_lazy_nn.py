@@ -359,7 +359,7 @@ def check_losses_over_extra_dims():
     assert np.allclose(F.nll_loss(lp, t).numpy(), picked.mean(), rtol=1e-6)
     assert np.allclose(F.nll_loss(lp, t, reduction="none").numpy(), picked, rtol=1e-6)
     assert np.allclose(F.cross_entropy(x, t, reduction="sum").numpy(), picked.sum(), rtol=1e-6)
-    raises(ValueError, lambda: F.nll_loss(lp, L.tensor(np.zeros((2, 3), np.int64))), "Expected target size")
+    raises(RuntimeError, lambda: F.nll_loss(lp, L.tensor(np.zeros((2, 3), np.int64))), "Expected target size")   # (torch 2.13)
 
 def check_optimizer_pointwise_ops():
     a, b, c = L.tensor(arr(2, 3)), L.tensor(arr(2, 3, seed=1)), L.tensor(arr(2, 3, seed=2) + 3)

@@ -28,6 +28,7 @@ from accel.lazy.executor import compute_nodes, fallback, tensor_value
 from accel.lazy.inplace import commit, sync
 from accel.lazy.ops.factories import _empty, zeros
 from accel.lazy.ops.inplace import fill_
+from accel.lazy.ops.selection import _check_bounds
 from accel.lazy.ops.views import (
     _alias, _getitem, _select, _setitem_m, _slice, _slice_bounds, _unsqueeze, _view)
 from accel.lazy.tensors import LazyTensor, _check_tensor, _emit, _fn_counter, _index, _norm_dim, _seed
@@ -346,10 +347,9 @@ def _eager_masked_select(args):
 
 def nonzero(input, as_tuple=False):
     _check_tensor(input, "nonzero() input")
-    r = fallback("aten::nonzero", "nonzero", [input], D.INT64)
-    if as_tuple:            # torch: nonzero().unbind(1) (a 0-dim input: one index tensor of zeros / none)
-        return tuple(_unbind(r, 1)) if input._shape.sizes else (r.reshape(-1),)
-    return r
+    if as_tuple:            # torch's nonzero_numpy: nonzero().unbind(1), a 0-dim input unsqueezed first
+        return _unbind(nonzero(input if input._shape.sizes else _unsqueeze(input, 0)), 1)
+    return fallback("aten::nonzero", "nonzero", [input], D.INT64)
 
 
 def _eager_nonzero(args):
@@ -469,13 +469,6 @@ def _grid(idx, axis):
     g = list(_np.indices(idx.shape, sparse=True))
     g[axis] = idx
     return tuple(g)
-
-
-def _check_bounds(idx, n, axis):
-    bad = (idx < 0) | (idx >= n)
-    if bad.any():
-        v = int(idx[bad].reshape(-1)[0])
-        raise RuntimeError(f"index {v} is out of bounds for dimension {axis} with size {n}")
 
 
 _UFUNC_AT = {"sum": _np.add, "mean": _np.add, "prod": _np.multiply, "amax": _np.maximum, "amin": _np.minimum}
@@ -608,7 +601,7 @@ def one_hot(tensor, num_classes=-1):
         return _empty(shape + (n,), D.INT64)
     if n == -1:
         n = _item(tensor.max()) + 1
-    elif n < -1:
+    elif n < 1:             # (torch's check off the CPU: the class values themselves are left to scatter_)
         raise RuntimeError("num_classes should be positive")
     ret = zeros(*(shape + (n,)), dtype=D.CODE_TO_NP[D.INT64])
     return scatter_(ret, -1, _unsqueeze(tensor, -1), 1)

@@ -337,25 +337,36 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     _check_tensor(target, "nll_loss() target")
     if reduction not in _REDUCTION:
         raise ValueError(f"{reduction} is not a valid value for reduction")
-    if target._shape.dtype not in (D.INT64, D.UINT8):
-        raise RuntimeError(f"expected target dtype to be Long or Byte, but got {_dtype_name(target._shape.dtype)}")
     nd = len(s.sizes)
     ts = target._shape.sizes
+    # torch's checks in its order (nll_loss_nd, then nll_loss_forward / nll_loss2d_forward): the batch size, the
+    # target's dims and sizes, its dtype, then the weight's class count
+    if nd != 1 and (not ts or ts[0] != s.sizes[0]):
+        raise ValueError(f"Expected input batch_size ({s.sizes[0]}) to match target batch_size ({ts[0] if ts else 1}).")
     if nd >= 3:
         return _nll_loss_nd(input, target, weight, ignore_index, reduction)
-    if nd == 2 and tuple(ts) != (s.sizes[0],) or nd == 1 and len(ts) != 0:
-        raise ValueError(f"Expected input batch_size ({s.sizes[0] if nd == 2 else 1}) to match target batch_size "
-                         f"({ts[0] if ts else 1}).")
+    if len(ts) > 1:
+        raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+    if nd == 1 and ts and ts[0] != 1:
+        raise ValueError(f"For 1D input, 1D target must have size 1, but got target size: {ts[0]}")
+    _target_dtype(target)
     weight = _opt(weight, "nll_loss() weight")
     c = s.sizes[-1]
-    _param_shape(weight, (c,), "nll_loss() weight")
+    if weight is not None and (len(weight._shape.sizes) != 1 or _numel(weight._shape.sizes) != c):
+        raise RuntimeError(f"weight tensor should be defined either for all {c} classes or no classes but got weight "
+                           f"tensor of shape: {list(weight._shape.sizes)}")
     ig = _index(ignore_index, "nll_loss(): ignore_index")
     red = _REDUCTION[reduction]
-    out = (s.sizes[0],) if red == 0 and nd == 2 else ()
+    out = tuple(ts) if red == 0 else ()          # ([N], or a 1-D input's [] / [1])
     _fn_counter("nll_loss_forward")[0] += 1
     ops = (input._ir(), target._ir(), None if weight is None else weight._ir())
     return _emit_multi("aten::nll_loss_forward", ops, ((s.dtype, out), (s.dtype, ())), _seed(red, ig),
                        (red, ig, weight is not None), f"reduction={red}, ignore_index={ig}")
+
+
+def _target_dtype(target):
+    if target._shape.dtype not in (D.INT64, D.UINT8):
+        raise RuntimeError(f"expected target dtype to be Long or Byte, but got {_dtype_name(target._shape.dtype)}")
 
 
 def _nll_loss_nd(input, target, weight, ignore_index, reduction):
@@ -363,15 +374,23 @@ def _nll_loss_nd(input, target, weight, ignore_index, reduction):
     [N, C, 1, -1] and the target as [N, 1, -1], the unreduced loss viewed back), as torch's nll_loss_nd."""
     s, ts = input._shape, target._shape.sizes
     n, c = s.sizes[0], s.sizes[1]
-    if tuple(ts) != (n,) + tuple(s.sizes[2:]):
-        raise ValueError(f"Expected target size {[n] + list(s.sizes[2:])}, got {list(ts)}")
+    if len(s.sizes) == 4:
+        if len(ts) != 3:
+            raise RuntimeError(f"only batches of spatial targets supported (3D tensors) but got targets of dimension: "
+                               f"{len(ts)}")
+        if tuple(ts) != (n,) + tuple(s.sizes[2:]):
+            raise RuntimeError(f"size mismatch (got input: {list(s.sizes)} , target: {list(ts)}")
+    elif tuple(ts[1:]) != tuple(s.sizes[2:]):
+        raise RuntimeError(f"Expected target size {[n] + list(s.sizes[2:])}, got {list(ts)}")
+    _target_dtype(target)
+    weight = _opt(weight, "nll_loss() weight")
+    if weight is not None and _numel(weight._shape.sizes) != c:
+        raise RuntimeError("weight tensor should be defined either for all or no classes")
     x, t = input, target
     if len(s.sizes) != 4:
         empty = 0 in s.sizes                       # torch views an empty input as [N, C, 0, 0], its target [N, 0, 0]
         t = _view(target, (n, 0, 0) if empty else (n, 1, -1), "view_copy_symint")
         x = _view(input, (n, c, 0, 0) if empty else (n, c, 1, -1), "view_copy_symint")
-    weight = _opt(weight, "nll_loss() weight")
-    _param_shape(weight, (c,), "nll_loss() weight")
     ig = _index(ignore_index, "nll_loss(): ignore_index")
     red = _REDUCTION[reduction]
     out = (n,) + tuple(x._shape.sizes[2:]) if red == 0 else ()

@@ -21,6 +21,7 @@ takes MKL's Bernoulli path (an MCG31 stream) gives other masks, equal in distrib
 import math
 import struct
 import threading
+import warnings
 
 import numpy as _np
 
@@ -28,7 +29,7 @@ from accel.lazy import _dtypes as D
 from accel.lazy import metrics as _metrics
 from accel.lazy import tensors as T
 from accel.lazy._optable import Kernel, classes, declare, helpers
-from accel.lazy.executor import tensor_value
+from accel.lazy.executor import compute_nodes, tensor_value
 from accel.lazy.inplace import commit as _commit, sync as _sync
 from accel.lazy.ops.factories import _code, _empty, _sizes, zeros as _zeros
 from accel.lazy.ops.views import expanded_sizes
@@ -37,6 +38,7 @@ from accel.lazy.tensors import (
     set_attrs)
 
 DEFAULT_SEED = 67280421310721       # c10::default_rng_seed_val
+_c_synced = T._cell("SyncedTensorsWithIR")
 
 
 _STATE_SIZE = 5056                  # sizeof(CPUGeneratorImplState)
@@ -221,6 +223,8 @@ def _np_uniform(sizes, lo, hi, code, g=_gen):
 
 
 def _np_random(sizes, lo, hi, code, g=_gen):
+    if code in D.FLOATS:                 # (the IR records the bounds given; torch's kernel draws in these)
+        lo, hi = _float_bounds(lo, hi, code)
     n = int(_np.prod(sizes, dtype=_np.int64))
     rng = hi - lo
     with g.lock:
@@ -397,9 +401,73 @@ def _normal(empty, mean=0.0, std=1.0, gen=None):
                  f"mean={_g(mean)}, std={_g(std)}, {_gen_tag(gen)}", "normal_functional", gen)
 
 
-def _random(empty, lo, hi, gen=None):
+# torch's names of the dtypes (caffe2::TypeMeta's) in random_'s bounds messages; float types: the digits of their
+# significands
+_TYPE_META = {D.UINT8: "unsigned char", D.INT8: "signed char", D.INT16: "short int", D.INT32: "int",
+              D.INT64: "long int", D.BOOL: "bool", D.FLOAT16: "c10::Half", D.BFLOAT16: "c10::BFloat16",
+              D.FLOAT32: "float", D.FLOAT64: "double"}
+_DIGITS = {D.FLOAT16: 11, D.BFLOAT16: 8, D.FLOAT32: 24, D.FLOAT64: 53}
+
+
+def _to_float_type(v, code):
+    """int64 ``v`` cast to float type ``code`` and back (C++'s static_cast through float for half / bfloat16; a
+    value the int64 cannot hold, an overflow to inf too, gives x86's INT64_MIN)."""
+    with _np.errstate(over="ignore"):
+        f = _np.float64(v) if code == D.FLOAT64 else _np.float32(v)
+        if code == D.FLOAT16:
+            f = _np.float16(f)
+        elif code == D.BFLOAT16:
+            f = D.round_bf16(_np.asarray(f, _np.float32))
+    f = float(f)
+    return int(f) if -2.0 ** 63 <= f < 2.0 ** 63 else -(1 << 63)
+
+
+def _float_bounds(lo, hi, code):
+    """torch's update_from / update_to: [lo, hi) of a float type moved inside what the type holds exactly."""
+    digits = _DIGITS[code]
+    lo1 = _to_float_type(lo + 1, code)
+    if lo1 < lo:
+        lo = lo1 + (1 << (abs(lo + 1).bit_length() - 1 - digits + 1))
+    hi1 = _to_float_type(hi - 1, code)
+    if hi1 >= hi:
+        hi = hi1 - (1 << (abs(hi - 1).bit_length() - 1 - digits + 1))
+    return lo, hi
+
+
+def _random_bounds(lo, hi, code):
+    """torch's random_(from, to) checks (random_from_to_impl): from < to, for a float type the bounds moved
+    (_float_bounds) and compared again, then from and to - 1 within the dtype (a warning for a float type beyond
+    the integers its significand holds).  Returns the bounds the draw uses."""
     if not lo < hi:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={lo} >= to={hi}")
+    name = _TYPE_META[code]
+    if code in D.FLOATS:
+        lo, hi = _float_bounds(lo, hi, code)
+        if not lo < hi:
+            raise RuntimeError(f"random_ expects 'from' casted to dtype to be less than 'to' casted to dtype, but got "
+                               f"from={lo} >= to={hi}")
+        info = _np.finfo(_np.float32 if code == D.BFLOAT16 else D.CODE_TO_NP[code])
+        vmin, vmax = (-3.3895313892515355e38, 3.3895313892515355e38) if code == D.BFLOAT16 else \
+            (float(info.min), float(info.max))
+    else:
+        vmin, vmax = (0, 1) if code == D.BOOL else (int(_np.iinfo(D.CODE_TO_NP[code]).min),
+                                                    int(_np.iinfo(D.CODE_TO_NP[code]).max))
+    for what, v in (("from", lo), ("to - 1", hi - 1)):
+        if not vmin <= v <= vmax:
+            raise RuntimeError(f"{what} is out of bounds for {name}")
+    if code in D.FLOATS:
+        digits = _DIGITS[code]
+        for what, v in (("from", lo), ("to - 1", hi - 1)):
+            if v < -(1 << digits) or v > 1 << digits:
+                warnings.warn(f"{what} is out of bounds [-(2^{digits}), 2^{digits}]. Due to precision limitations {name} "
+                              "can support discrete uniform distribution only within this range. This warning will "
+                              "become an error in version 1.7 release, please fix the code in advance", UserWarning,
+                              stacklevel=4)
+    return lo, hi
+
+
+def _random(empty, lo, hi, gen=None):
+    _random_bounds(lo, hi, empty._shape.dtype)
     return _draw("aten::random", empty, _seed(lo, hi, _gen_hash(gen)), (lo, hi),
                  f"from={lo}, to={hi}, {_gen_tag(gen)}", "random", gen)
 
@@ -536,9 +604,13 @@ def _bernoulli_m(self, p=0.5, *, generator=None):
 # the CPU (computing their graphs), draws there at the call, and copies the result back into the tensor.
 def _eager_in_place(self, counter, inputs, draw):
     """The fallback: ``draw(values)`` on the operands' values (self's first), committed to ``self`` (and its
-    aliases) as a copy back (lazy::_copy_from_and_resize), counted as ``counter``."""
+    aliases) as a copy back (lazy::_copy_from_and_resize), counted as ``counter``.  LTC reads ``self`` (the
+    functionalised tensor the op writes) through a sync of its IR even when it holds data (then a device-data
+    node): one graph computed and compiled (cached by its hash) at every call; the other operands as ``.cpu()``
+    reads them (a sync where they hold IR)."""
     _metrics.Counter(counter).add(1)
-    values = [tensor_value(t) for t in inputs]
+    _c_synced[0] += 1
+    values = [compute_nodes([self._ir()])[0]] + [tensor_value(t) for t in inputs[1:]]
     T._c_to_copy[0] += len(inputs)
     out = draw(*values)
     _fn_counter("_copy_from_and_resize")[0] += 1

@@ -197,19 +197,92 @@ def _np_masked_fill(x, mask, v, dt, out=None):
     return _kernels.masked_fill(x, _np.asarray(mask), v, _np.empty(x.shape, dt) if out is None else out)
 
 
+def _first_bad(idx, n):
+    """The first index (in C order) outside [0, n), or None: torch reads no index from the end."""
+    bad = (idx < 0) | (idx >= n)
+    return int(idx[bad].reshape(-1)[0]) if bad.any() else None
+
+
+def _check_bounds(idx, n, axis):
+    """torch's scatter / gather check of each index against the size ``n`` of dim ``axis``."""
+    v = _first_bad(idx, n)
+    if v is not None:
+        raise RuntimeError(f"index {v} is out of bounds for dimension {axis} with size {n}")
+
+
+def _gather_order(ishape, xshape, axis):
+    """The order in which torch's CPU gather kernel reads the indices, as a permutation of the index's dims (the
+    first bad index it meets is the one it reports).  Along the last dim: C order.  Otherwise its TensorIterator
+    runs over the index's shape with ``axis`` squashed, the dims it can coalesce (the result's, the index's and
+    the input's strides, all contiguous) merged; for each position of the outer dims it reads the whole of
+    ``axis`` for each element of the innermost (coalesced) dim."""
+    nd = len(ishape)
+    if axis >= nd - 1:
+        return tuple(range(nd))
+    sizes = [1 if d == axis else n for d, n in enumerate(ishape)]
+
+    def contiguous(shape):
+        st, acc = [0] * len(shape), 1
+        for d in range(len(shape) - 1, -1, -1):
+            st[d], acc = acc, acc * shape[d]
+        return st
+    ops = [contiguous(ishape), contiguous(ishape), contiguous(xshape)]      # result, index, input
+    ops[2] = [0 if d == axis else s for d, s in enumerate(ops[2])]
+    # TensorIterator.coalesce_dimensions, innermost dim first: the original dims merged into the innermost
+    inner, shape, strides = [nd - 1], sizes[nd - 1], [op[nd - 1] for op in ops]
+    for d in range(nd - 2, -1, -1):
+        if shape == 1 or sizes[d] == 1 or all(shape * st == op[d] for st, op in zip(strides, ops)):
+            if shape == 1:
+                strides = [op[d] for op in ops]
+            shape *= sizes[d]
+            inner.append(d)
+        else:
+            break
+    inner = sorted(d for d in inner if d != axis)
+    outer = [d for d in range(nd) if d != axis and d not in inner]
+    return tuple(outer) + (axis,) + tuple(inner)
+
+
 def _np_gather(x, idx, axis):
     """torch.gather: out[i][j] = x[idx[i][j]][j] (axis 0); idx may be smaller than x on the other dims."""
     x = _np.asarray(x)
     idx = _np.asarray(idx)
     if idx.size == 0:
         return _np.empty(idx.shape, x.dtype)
+    _check_bounds(_np.transpose(idx, _gather_order(idx.shape, x.shape, axis)), x.shape[axis] if x.ndim else 1, axis)
     if x.ndim == 0:
-        return _np.broadcast_to(x, idx.shape).copy() if not _np.any(idx) else x.reshape(1)[idx]
+        return _np.broadcast_to(x, idx.shape).copy()
     x = x[tuple(slice(None) if d == axis else slice(0, n) for d, n in enumerate(idx.shape))]
     return _np.take_along_axis(x, idx, axis)
 
 
-helpers(_masked_fill=_np_masked_fill, _gather=_np_gather, _take=_np.take)
+def _np_index_select(x, idx, axis):
+    """torch.index_select (and embedding, its dim 0) with torch's CPU kernel's checks of the indices, in its
+    words: a tensor of more than one dim and its dim 1 (or with no elements) through check_indexarray_range (a
+    RuntimeError), otherwise "index out of range in self" (an IndexError)."""
+    x = _np.asarray(x)
+    idx = _np.asarray(idx)
+    flat = idx.reshape(-1)
+    if x.ndim > 1:
+        if not flat.size:
+            return _np.take(x, flat, axis)
+        n = x.shape[axis]
+        if x.size == 0 and n == 0:
+            raise RuntimeError("index_select(): self indexing axis dim should be positive")
+        v = _first_bad(flat, n)
+        if v is not None:
+            if axis == 1 or x.size == 0:
+                raise RuntimeError(f"INDICES element is out of DATA bounds, id={v} axis_dim={n}")
+            raise IndexError("index out of range in self")
+        return _np.take(x, flat, axis)
+    if _first_bad(flat, x.size) is not None:           # (a 0-dim tensor has one element to pick)
+        raise IndexError("index out of range in self")
+    if x.ndim == 0:                                      # (one index: checked when traced)
+        return x.reshape(1)[flat].reshape(())
+    return _np.take(x, flat, 0)                          # (a 0-dim index picks [1], as torch)
+
+
+helpers(_masked_fill=_np_masked_fill, _gather=_np_gather, _index_select=_np_index_select)
 
 
 def _k_masked_fill(k):
@@ -222,11 +295,11 @@ def _k_gather(k):
 
 
 def _k_index_select(k):
-    k.line(f"{k.out} = _take({k.ins[0]}, {k.ins[1]}, {k.attrs[1]})")
+    k.line(f"{k.out} = _index_select({k.ins[0]}, {k.ins[1]}, {k.attrs[1]})")
 
 
-def _k_embedding(k):
-    k.line(f"{k.out} = _take({k.ins[0]}, {k.ins[1]}, 0)")
+def _k_embedding(k):        # torch's embedding: weight.index_select(0, indices.reshape(-1)), viewed back
+    k.line(f"{k.out} = _index_select({k.ins[0]}, {k.ins[1]}, 0).reshape({tuple(k.shape.sizes)!r})")
 
 
 def _eager_where(args):
