@@ -1,7 +1,8 @@
 """numba-cuda's own driver tests (``numba.cuda.tests.cudadrv``, shipped in its wheel) on the stand-ins with
 `python -m accel emu`: the pass count must not fall below what the emulator reached (issue 18), and every
-test that does not pass must fail because it launches or links a kernel (CUDA_ERROR_NOT_SUPPORTED: the
-emulator runs no kernels) or because an optional package it imports is absent.
+test that does not pass must fail because it launches or links a kernel that the emulator cannot run
+(CUDA_ERROR_NO_BINARY_FOR_GPU: nvJitLink hands the driver a SASS cubin, until accel emu makes it hand over PTX;
+CUDA_ERROR_NOT_SUPPORTED: what the emulator lacks) or because an optional package it imports is absent.
 
 Optional: skipped unless this interpreter has numba-cuda with what its driver tests import (filecheck,
 cffi) and the compilers that turn their kernels into PTX (NVRTC and NVVM: ``pip install numba-cuda[cu13]``),
@@ -22,7 +23,7 @@ from accel import emu
 # What the emulator reached with numba-cuda 0.30.4 (29 modules, 267 tests: 186 pass, 19 skip, 62 fail).
 PASS_FLOOR = 186
 # Tests that count the kernels their threads launched: the threads' tracebacks (printed apart from the
-# report) end in CUDA_ERROR_NOT_SUPPORTED, the report itself is "0 != 1".
+# report) end in the launch's error, the report itself is "0 != 1".
 KERNELS_IN_THREADS = {"test_concurrent_initialization", "test_concurrent_initialization_different_args"}
 
 
@@ -62,7 +63,8 @@ def test_numba_cuda_driver_tests_on_the_emulator():
     # each failure or error report: the emulator's "not supported" (a kernel), or an optional import
     reports = re.split(r"^={70}$", out, flags=re.M)[1:]
     unexpected = [r.strip().splitlines()[0] for r in reports
-                  if "CUDA_ERROR_NOT_SUPPORTED" not in r and "Skipped: could not import" not in r
+                  if "CUDA_ERROR_NOT_SUPPORTED" not in r and "CUDA_ERROR_NO_BINARY_FOR_GPU" not in r
+                  and "Skipped: could not import" not in r
                   and r.strip().split()[1] not in KERNELS_IN_THREADS]
     assert not unexpected, unexpected
     assert len(reports) == failed
