@@ -295,6 +295,11 @@ class V:
         self.tc = tc or ta
 
     def expected(self):
+        if getattr(self, "warp", False):   # the reference sees a whole warp's operands at once
+            out = []
+            for w in range(0, len(self.inputs), 32):
+                out += self.ref(self.inputs[w:w + 32])
+            return out
         return [self.ref(*ops) for ops in self.inputs]
 
 
@@ -645,6 +650,12 @@ def half_variants():
         out.append(V(f"fma.rn.{fmt}", f"fma.rn.{fmt} %d, %a, %b, %c;", fmt, fmt, triples(edge[::2], edge, edge[::3]), _fp(fmt, f_fma, RN)))
         out.append(V(f"sub.rn.{fmt}", f"sub.rn.{fmt} %d, %a, %b;", fmt, fmt, pairs(edge),
                      _fp(fmt, lambda a, b, m, f: f_add(a, f_neg(b), m, f), RN)))
+    def relu(r):
+        if r == NAN or r is None:
+            return r
+        return 0 if (r >> 15) & 1 else r
+    out.append(V("fma.rn.relu.f16", "fma.rn.relu.f16 %d, %a, %b, %c;", "f16", "f16", triples(F16_EDGE[::2], F16_EDGE, F16_EDGE[::3]),
+                 lambda a, b, c: relu(_fp("f16", f_fma, RN)(a, b, c))))
     pair_in = [(a | (b << 16), c | (d << 16)) for a, b in zip(F16_EDGE, F16_EDGE[::-1]) for c, d in zip(F16_EDGE[::2], F16_EDGE[1::2])]
 
     def x2(a, b):
@@ -703,8 +714,80 @@ def _h2add(a, b):
     return r
 
 
+def _wv(name, body, ta, td, warps, ref, tb=None, tc=None):
+    v = V(name, body, ta, td, [ops for w in warps for ops in w], ref, tb=tb, tc=tc)
+    v.warp = True
+    return v
+
+
+def warp_variants():
+    """Warp-synchronous instructions over full warps (every lane's result depends on the others')."""
+    import random
+    rng = random.Random(32)
+    out = []
+    vals = [[rng.choice(S32_EDGE + list(range(8))) for _ in range(32)] for _ in range(3)]
+
+    def shfl_ref(mode):
+        def ref(warp):
+            a = [x[0] for x in warp]
+            res = []
+            for lane, ops in enumerate(warp):
+                b, c = ops[1] & 31, ops[2]
+                segmask, cval = (c >> 8) & 31, c & 31
+                maxl = (lane & segmask) | (cval & ~segmask & 31)
+                minl = lane & segmask
+                if mode == "up":
+                    j, ok = lane - b, lane - b >= maxl
+                elif mode == "down":
+                    j, ok = lane + b, lane + b <= maxl
+                elif mode == "bfly":
+                    j, ok = lane ^ b, (lane ^ b) <= maxl
+                else:
+                    j = minl | (b & ~segmask & 31)
+                    ok = j <= maxl
+                res.append(a[j if ok else lane] | ((1 if ok else 0) << 32))
+            return res
+        return ref
+    for mode, bs, cs in (("up", (0, 1, 5, 16), (0, 0x1000 | 0, 0x1800)), ("down", (1, 2, 16, 31), (31, 0x101f, 0x0c1f, 15)),
+                         ("bfly", (1, 3, 16, 31), (31, 0x101f, 0x081f)), ("idx", (0, 3, 17, 31), (31, 0x101f, 0x181f, 7))):
+        for b in bs:
+            for c in cs:
+                warps = [[(vals[k][i], b, c) for i in range(32)] for k in range(len(vals))]
+                out.append(_wv(f"shfl.sync.{mode}.b32 b={b} c={c:#x}",
+                               f"shfl.sync.{mode}.b32 %x|%p1, %a, %b, %c, -1; selp.u32 %t0, 1, 0, %p1; cvt.u64.u32 %y1, %x; "
+                               f"cvt.u64.u32 %y2, %t0; shl.b64 %y2, %y2, 32; or.b64 %d, %y1, %y2;",
+                               "b32", "b64", warps, shfl_ref(mode), tb="u32", tc="u32"))
+    preds = [[rng.random() < p for _ in range(32)] for p in (0.0, 0.5, 1.0, 0.9)]
+    for mode in ("all", "any", "uni"):
+        fn = {"all": all, "any": any, "uni": lambda xs: all(xs) or not any(xs)}[mode]
+        out.append(_wv(f"vote.sync.{mode}.pred", f"setp.ne.u32 %p1, %a, 0; vote.sync.{mode}.pred %p2, %p1, -1; selp.u32 %d, 1, 0, %p2;",
+                       "u32", "u32", [[(int(x),) for x in w] for w in preds], lambda warp, fn=fn: [int(fn([o[0] for o in warp]))] * 32))
+    out.append(_wv("vote.sync.ballot.b32", "setp.ne.u32 %p1, %a, 0; vote.sync.ballot.b32 %d, %p1, -1;", "u32", "u32",
+                   [[(int(x),) for x in w] for w in preds], lambda warp: [sum(o[0] << i for i, o in enumerate(warp))] * 32))
+    for op, t in (("add", "u32"), ("min", "s32"), ("max", "s32"), ("min", "u32"), ("max", "u32"), ("and", "b32"), ("or", "b32"), ("xor", "b32")):
+        def rref(warp, op=op, t=t):
+            xs = [o[0] for o in warp]
+            if t == "s32":
+                xs = [sx(x, 32) for x in xs]
+            r = {"add": lambda: sum(xs), "min": lambda: min(xs), "max": lambda: max(xs)}.get(op)
+            if r is None:
+                import functools
+                r = lambda: functools.reduce({"and": lambda a, b: a & b, "or": lambda a, b: a | b, "xor": lambda a, b: a ^ b}[op], xs)  # noqa: E731
+            return [r() & mask(32)] * 32
+        out.append(_wv(f"redux.sync.{op}.{t}", f"redux.sync.{op}.{t} %d, %a, -1;", t, t, [[(x,) for x in w] for w in vals], rref))
+    keys = [[x % 4 for x in w] for w in vals]
+    out.append(_wv("match.any.sync.b32", "match.any.sync.b32 %d, %a, -1;", "b32", "b32", [[(x,) for x in w] for w in keys],
+                   lambda warp: [sum(1 << j for j, q in enumerate(warp) if q[0] == o[0]) for o in warp]))
+    same = [[7] * 32, keys[0]]
+    out.append(_wv("match.all.sync.b32", "match.all.sync.b32 %x|%p1, %a, -1; selp.u32 %t0, 1, 0, %p1; add.u32 %d, %x, %t0;", "b32", "b32",
+                   [[(x,) for x in w] for w in same],
+                   lambda warp: [(0xffffffff + 1) & mask(32) if len({o[0] for o in warp}) == 1 else 0] * 32))
+    return out
+
+
 def all_variants():
-    return float_variants() + approx_variants() + int_variants() + cvt_variants() + half_variants() + atomic_variants()
+    return (float_variants() + approx_variants() + int_variants() + cvt_variants() + half_variants() + atomic_variants()
+            + warp_variants())
 
 
 def type_bits(t):
@@ -750,12 +833,14 @@ def kernel_text(v):
     ld = lambda t: _LD.get(t, t)     # noqa: E731
     space = "shared" if "[%s]" in v.body and ".shared" in v.body else "global"
     body = re.sub(r"%([abcdesx])\b", lambda m: "%v" + m.group(1), v.body)
+    body = body.replace("%t0", "%wt").replace("%y1", "%wy1").replace("%y2", "%wy2")
     lines = [
         ".version 8.0", ".target sm_90", ".address_size 64", "",
         ".visible .entry k(.param .u64 pin, .param .u64 pout, .param .u32 n, .param .u64 pscr)", "{",
         "  .reg .pred %p<4>;", "  .reg .b32 %t<4>;", "  .reg .b64 %q<8>;",
         f"  .reg .{reg(ta)} %va;", f"  .reg .{reg(tb)} %vb;", f"  .reg .{reg(tc)} %vc;", f"  .reg .{reg(te)} %ve;",
-        f"  .reg .{reg(td)} %vd;", f"  .reg .{reg(td)} %vx;", "  .reg .b64 %vs;",
+        f"  .reg .{reg(td)} %vd;", f"  .reg .{reg(td) if not getattr(v, 'warp', False) else 'b32'} %vx;", "  .reg .b64 %vs;",
+        "  .reg .b32 %wt;", "  .reg .b64 %wy1, %wy2;",
         f"  .shared .align 8 .b8 sh[{BLOCK * 8}];",
         "  mov.u32 %t1, %ctaid.x;", "  mov.u32 %t2, %ntid.x;", "  mov.u32 %t3, %tid.x;",
         "  mad.lo.u32 %t1, %t1, %t2, %t3;", "  ld.param.u32 %t2, [n];", "  setp.ge.u32 %p3, %t1, %t2;", "  @%p3 bra END;",

@@ -58,19 +58,42 @@ def _goldens():
     return sorted(GOLDEN.glob("*.json")) if GOLDEN.exists() else []
 
 
-@pytest.mark.skipif(not _goldens(), reason="no GPU goldens recorded yet (tools/gen_ptx_golden.py on a GPU machine)")
-def test_engine_matches_gpu_goldens():
+def golden_differences(paths):
+    """Every result where the engine differs from a recorded GPU result (NaN payloads included)."""
     by_name = {v.name: v for v in VARIANTS}
     bad = []
-    for path in _goldens():
-        data = json.loads(path.read_text())
+    for path in paths:
+        data = json.loads(pathlib.Path(path).read_text())
         for name, rec in data["variants"].items():
             v = by_name.get(name)
             if v is None or [list(x) for x in v.inputs] != rec["inputs"]:
-                continue   # the reference changed since the recording: regenerate the goldens
+                bad.append(f"{pathlib.Path(path).name} {name}: the vectors changed since the recording (run tools/gen_ptx_golden.py again)")
+                continue
             got = engine_results(v)
             mask = (1 << R.type_bits(v.td)) - 1
             for ops, g, want in zip(v.inputs, got, rec["outputs"]):
                 if (g & mask) != (want & mask):
-                    bad.append(f"{path.name} {name}{tuple(hex(x) for x in ops)}: GPU {hex(want)}, engine {hex(g)}")
+                    bad.append(f"{pathlib.Path(path).name} {name}{tuple(hex(x) for x in ops)}: GPU {hex(want)}, engine {hex(g)}")
+    return bad
+
+
+@pytest.mark.skipif(not _goldens(), reason="no GPU goldens recorded yet (tools/gen_ptx_golden.py on a GPU machine)")
+def test_engine_matches_gpu_goldens():
+    bad = golden_differences(_goldens())
     assert not bad, f"{len(bad)} differences from the GPU:\n" + "\n".join(bad[:20])
+
+
+def test_golden_comparison_reports_a_difference(tmp_path):
+    """The comparison itself can fail: a recording that differs in one result is reported."""
+    v = next(x for x in VARIANTS if x.name == "add.rn.f32")
+    outputs = engine_results(v)
+    rec = {"device": "test", "cc": "9.0", "refused": {},
+           "variants": {v.name: {"body": v.body, "td": v.td, "inputs": [list(x) for x in v.inputs], "outputs": outputs}}}
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps(rec))
+    assert golden_differences([good]) == []
+    rec["variants"][v.name]["outputs"][5] ^= 1
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(rec))
+    diffs = golden_differences([bad])
+    assert len(diffs) == 1 and "add.rn.f32" in diffs[0]

@@ -550,11 +550,11 @@ def _run_ex(text, kernel, grid, block, args, cooperative):
                                      ctypes.c_char_p, ctypes.c_size_t]
     keep = [H._arg(a) for a in args]
     ptrs = (ctypes.c_void_p * max(len(keep), 1))(*[ctypes.cast(ctypes.pointer(k), ctypes.c_void_p) for k in keep])
-    cnt, secs = ctypes.c_ulonglong(), ctypes.c_double()
+    cnt, secs = ctypes.c_ulonglong(), (ctypes.c_double * 2)()
     err = ctypes.create_string_buffer(512)
     rc = lib.accelEmuPtxRunEx((ctypes.c_char_p * 1)(text.encode()), 1, kernel.encode(), (ctypes.c_uint * 3)(grid, 1, 1),
                               (ctypes.c_uint * 3)(block, 1, 1), 0, ptrs, len(keep), cooperative, ctypes.byref(cnt),
-                              ctypes.byref(secs), err, len(err))
+                              secs, err, len(err))
     return rc, err.value.decode(), cnt.value
 
 
@@ -895,3 +895,139 @@ def test_numba_int_ops():
                        [int(f"{int(v):032b}"[::-1], 2) for v in u], ffs, x // 7, x % 7,
                        (x >> 3) ^ (x << 2), np.minimum(x, 100).astype(np.int64) * np.maximum(x, -100)], 1)
     np.testing.assert_array_equal(out.astype(np.int64) & 0xffffffff, expect.astype(np.int64) & 0xffffffff)
+
+
+def test_cvta_param_generic_reads_of_parameters():
+    text = HEADER + """.visible .func (.param .b32 r) get(.param .b64 p) {
+  .reg .b64 %rd<3>; .reg .b32 %r<2>;
+  ld.param.b64 %rd1, [p];
+  ld.u32 %r1, [%rd1+4];
+  st.param.b32 [r], %r1;
+  ret;
+}
+.visible .entry k(.param .align 8 .b8 s[8], .param .u64 out) {
+  .reg .b64 %rd<4>; .reg .b32 %r<3>; .reg .pred %p<2>;
+  mov.u64 %rd1, s;
+  cvta.param.u64 %rd2, %rd1;
+  isspacep.param %p1, %rd2;
+  { .param .b64 a0; .param .b32 r0;
+    st.param.b64 [a0], %rd2;
+    call.uni (r0), get, (a0);
+    ld.param.b32 %r1, [r0]; }
+  selp.u32 %r2, 100, 0, %p1;
+  add.s32 %r1, %r1, %r2;
+  ld.param.u64 %rd3, [out];
+  st.global.u32 [%rd3], %r1;
+  ret;
+}
+"""
+    out = Dev(np.zeros(1, np.uint32))
+    run_ok(text, "k", (1,), (1,), [np.array([5, 42], np.uint32).tobytes(), out])
+    assert out.get()[0] == 142
+
+
+MUTUAL = HEADER + """.func (.param .b32 r) fa(.param .b32 n);
+.func (.param .b32 r) fb(.param .b32 n);
+.func (.param .b32 r) fc(.param .b32 n);
+.func (.param .b32 r) fa(.param .b32 n) {
+  .reg .b32 %r<5>; .reg .pred %p<2>;
+  ld.param.b32 %r1, [n];
+  setp.le.s32 %p1, %r1, 0;
+  @%p1 bra BASE;
+  add.s32 %r2, %r1, -1;
+  { .param .b32 a; .param .b32 b; st.param.b32 [a], %r2; call.uni (b), fb, (a); ld.param.b32 %r3, [b]; }
+  add.s32 %r4, %r3, %r1;
+  st.param.b32 [r], %r4;
+  ret;
+BASE:
+  st.param.b32 [r], 0;
+  ret;
+}
+.func (.param .b32 r) fb(.param .b32 n) {
+  .reg .b32 %r<4>;
+  ld.param.b32 %r1, [n];
+  { .param .b32 a; .param .b32 b; st.param.b32 [a], %r1; call.uni (b), fc, (a); ld.param.b32 %r2, [b]; }
+  mad.lo.s32 %r3, %r2, 2, %r1;
+  st.param.b32 [r], %r3;
+  ret;
+}
+.func (.param .b32 r) fc(.param .b32 n) {
+  .reg .b32 %r<4>;
+  ld.param.b32 %r1, [n];
+  { .param .b32 a; .param .b32 b; st.param.b32 [a], %r1; call.uni (b), fa, (a); ld.param.b32 %r2, [b]; }
+  add.s32 %r3, %r2, %r1;
+  st.param.b32 [r], %r3;
+  ret;
+}
+.visible .entry k(.param .u64 out) {
+  .reg .b32 %r<3>; .reg .b64 %rd<4>;
+  mov.u32 %r1, %tid.x;
+  { .param .b32 a; .param .b32 b; st.param.b32 [a], %r1; call.uni (b), fa, (a); ld.param.b32 %r2, [b]; }
+  ld.param.u64 %rd1, [out];
+  mul.wide.u32 %rd2, %r1, 4;
+  add.s64 %rd3, %rd1, %rd2;
+  st.global.u32 [%rd3], %r2;
+  ret;
+}
+"""
+
+
+def test_recursion_through_a_cycle_of_three_functions():
+    def fa(n):
+        return 0 if n <= 0 else fb(n - 1) + n
+
+    def fb(n):
+        return fc(n) * 2 + n   # n lives across the call: a second activation of fb must not clobber it
+
+    def fc(n):
+        return fa(n) + n
+    out = Dev(np.zeros(40, np.int32))
+    run_ok(MUTUAL, "k", (1,), (40,), [out])
+    assert [int(v) for v in out.get()] == [(fa(i) + 2 ** 31) % 2 ** 32 - 2 ** 31 for i in range(40)]
+
+
+def test_numba_fp16_links_its_nvrtc_shim():
+    """numba's fp16 kernel calls an .extern .func from a C++ shim NVRTC compiled separately: two texts."""
+    kernel, shim = ptx("numba_hfma"), ptx("numba_hfma_shim")
+    n = 50
+    rng = np.random.default_rng(4)
+    a, b, c = (rng.standard_normal(n).astype(np.float16) for _ in range(3))
+    da, db, dc = Dev(a), Dev(b), Dev(c)
+    args = H.numba_array_args(da, n, 2) + H.numba_array_args(db, n, 2) + H.numba_array_args(dc, n, 2)
+    run_ok([kernel, shim], H.kernel_name(kernel), (1,), (64,), args)
+    expect = (a.astype(np.float64) * b.astype(np.float64) + c.astype(np.float64)).astype(np.float16)
+    np.testing.assert_array_equal(dc.get(), expect)
+    rc, msg = H.build(kernel)
+    assert rc == H.INVALID_PTX and "_ZL6__hfma6__halfS_S__nbst" in msg and "unresolved" in msg
+
+
+@pytest.mark.parametrize("var,value", [("ACCEL_EMU_KERNEL_TIMEOUT", "soon"), ("ACCEL_EMU_KERNEL_TIMEOUT", "-1"),
+                                       ("ACCEL_EMU_PTX_THREADS", "0"), ("ACCEL_EMU_PTX_THREADS", "2x")])
+def test_malformed_engine_settings_fail_the_launch(monkeypatch, var, value):
+    monkeypatch.setenv(var, value)
+    rc, msg = run(HEADER + ".visible .entry k() {\n  ret;\n}\n", "k", (1,), (32,), [])
+    assert rc == 1 and var in msg and value in msg
+
+
+def test_fma_relu_f16():
+    text = HEADER + """.visible .entry k(.param .u64 out) {
+  .reg .b16 %h<5>; .reg .b64 %rd<2>;
+  ld.param.u64 %rd1, [out];
+  mov.b16 %h1, 0x3c00;
+  mov.b16 %h2, 0xc000;
+  fma.rn.relu.f16 %h3, %h1, %h2, %h1;
+  fma.rn.relu.f16 %h4, %h1, %h1, %h1;
+  st.global.v2.u16 [%rd1], {%h3, %h4};
+  ret;
+}
+"""
+    out = Dev(np.zeros(2, np.uint16))
+    run_ok(text, "k", (1,), (1,), [out])
+    assert list(out.get()) == [0, 0x4000]
+
+
+def test_runaway_recursion_is_a_launch_failure():
+    k = np.full(4, 100000, np.int32)
+    out, y, cnt = Dev(np.zeros(4, np.int32)), Dev(np.zeros(4, np.float32)), Dev(np.zeros(1, np.int32))
+    rc, msg = run(ptx("device_calls"), "device_calls", (1,), (4,), [Dev(k), out, y, cnt, ctypes.c_int(4)])
+    assert rc == H.LAUNCH_FAILED and "stack overflow" in msg and "fib" in msg

@@ -125,7 +125,8 @@ void *ptx_mem(warp *w, const insn_t *in, int lane, int sp, uint64_t addr, size_t
     worker *wk = w->wk;
     if (sp == SP_GENERIC) {
         uint64_t win = addr & PTX_WINMASK;
-        sp = win == PTX_SHWIN ? SP_SHARED : win == PTX_LOCWIN ? SP_LOCAL : SP_GLOBAL;
+        sp = win == PTX_SHWIN ? SP_SHARED : win == PTX_LOCWIN ? SP_LOCAL : win == PTX_PARWIN ? SP_KPARAM : SP_GLOBAL;
+        if (sp == SP_KPARAM) addr &= 0xffffffffull;
     }
     if (n > 1 && (addr & (n - 1)) && (n & (n - 1)) == 0) {
         ptx_fault(w, in, lane, PTX_E_MISALIGNED_ADDRESS, "misaligned %s address 0x%llx for a %zu-byte access",
@@ -693,9 +694,14 @@ int h_mov_sreg(warp *w, const insn_t *in, uint32_t m)
         for (uint32_t mm = m; mm; mm &= mm - 1) D[__builtin_ctz(mm)] = id == 27 ? (uint32_t)t : (uint32_t)(t >> 32);
         return R_NEXT;
     }
-    if (id == 0 && w->wk->cfg->block[1] * w->wk->cfg->block[2] == 1 && m == 0xffffffffu) {
+    if (id == 0 && w->wk->cfg->block[1] * w->wk->cfg->block[2] == 1) {
         uint32_t base = (uint32_t)w->id * 32u;
-        for (int l = 0; l < 32; l++) D[l] = base + (uint32_t)l;
+        for (uint32_t mm = m; mm; mm &= mm - 1) { int l = __builtin_ctz(mm); D[l] = base + (uint32_t)l; }
+        return R_NEXT;
+    }
+    if ((id >= 3 && id <= 11) || (id >= 13 && id <= 17) || id == 29 || id == 30 || id == 31) {   /* the same in every lane */
+        uint64_t v = m ? ptx_sreg_value(w, id, __builtin_ctz(m)) : 0;
+        for (uint32_t mm = m; mm; mm &= mm - 1) D[__builtin_ctz(mm)] = v;
         return R_NEXT;
     }
     for (uint32_t mm = m; mm; mm &= mm - 1) { int l = __builtin_ctz(mm); D[l] = ptx_sreg_value(w, id, l); }
@@ -853,7 +859,7 @@ static int worker_init(worker *wk, launch *L)
         w->cs = calloc(32 * PTX_MAXDEPTH, sizeof *w->cs);
         if (!w->cs) return PTX_E_OUT_OF_MEMORY;
         if (M->has_recursion) {
-            w->savecap = 16384;
+            w->savecap = 4096;   /* registers of recursive activations a lane may save (32 KB per lane) */
             w->save = malloc((size_t)32 * w->savecap * sizeof(uint64_t));
             w->savetop = calloc(32, sizeof *w->savetop);
             if (!w->save || !w->savetop) return PTX_E_OUT_OF_MEMORY;
@@ -934,11 +940,9 @@ static int run_cooperative(launch *L)
     return L->err;
 }
 
-static int nworkers(unsigned long nblocks)
+static int nworkers(unsigned long nblocks, long want)
 {
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    const char *e = getenv("ACCEL_EMU_PTX_THREADS");
-    if (e && *e) { long v = strtol(e, NULL, 10); if (v > 0) n = v; }
+    long n = want > 0 ? want : sysconf(_SC_NPROCESSORS_ONLN);
     if (n < 1) n = 1;
     if (n > 64) n = 64;
     if ((unsigned long)n > nblocks) n = (long)nblocks;
@@ -975,10 +979,29 @@ int ptx_launch_counted(const ptx_kernel *k, const ptx_launch_cfg *cfg, const ptx
     L.nblocks = (unsigned long)cfg->grid[0] * cfg->grid[1] * cfg->grid[2];
     atomic_init(&L.next, 0);
     atomic_init(&L.failed, 0);
-    pthread_mutex_init(&L.mu, NULL);
+    /* settings: a malformed value fails the launch (a typo must not run another configuration) */
     double tmo = 60;
-    const char *te = getenv("ACCEL_EMU_KERNEL_TIMEOUT");
-    if (te && *te) { char *e; double v = strtod(te, &e); if (!*e && v >= 0) tmo = v; }
+    long want = 0;
+    const char *te = getenv("ACCEL_EMU_KERNEL_TIMEOUT"), *tt = getenv("ACCEL_EMU_PTX_THREADS");
+    if (te && *te) {
+        char *e; errno = 0;
+        double v = strtod(te, &e);
+        if (*e || errno || !(v >= 0) || v > 1e9) {
+            if (err && errlen) snprintf(err, errlen, "ACCEL_EMU_KERNEL_TIMEOUT='%s' is not a number of seconds (0 = no watchdog)", te);
+            return PTX_E_INVALID_VALUE;
+        }
+        tmo = v;
+    }
+    if (tt && *tt) {
+        char *e; errno = 0;
+        long v = strtol(tt, &e, 10);
+        if (*e || errno || v < 1 || v > 1024) {
+            if (err && errlen) snprintf(err, errlen, "ACCEL_EMU_PTX_THREADS='%s' is not a thread count (1..1024)", tt);
+            return PTX_E_INVALID_VALUE;
+        }
+        want = v;
+    }
+    pthread_mutex_init(&L.mu, NULL);
     L.deadline_ns = tmo > 0 ? now_ns() + (uint64_t)(tmo * 1e9) : 0;
     L.counting = thread_insns != NULL;
     if (cfg->cooperative) {
@@ -988,7 +1011,7 @@ int ptx_launch_counted(const ptx_kernel *k, const ptx_launch_cfg *cfg, const ptx
         if (L.err && err && errlen) snprintf(err, errlen, "%s", L.msg);
         return L.err;
     }
-    int n = nworkers(L.nblocks);
+    int n = nworkers(L.nblocks, want);
     pthread_t th[64];
     int started = 0;
     for (int i = 1; i < n; i++) {

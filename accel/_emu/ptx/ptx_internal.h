@@ -41,11 +41,12 @@ enum { SP_GENERIC, SP_GLOBAL, SP_SHARED, SP_LOCAL, SP_PARAM, SP_CONST, SP_KPARAM
 enum { AM_REG, AM_FRAME };   /* row + off;  lane's frame base + off (function .local / .param) */
 
 /* Flags of an instruction. */
-enum { F_FTZ = 1, F_SAT = 2, F_NEGPRED = 4, F_CC = 8, F_DUALP = 16, F_HASCOUNT = 32, F_NEGSRC = 64, F_CIN = 128 };
+enum { F_FTZ = 1, F_SAT = 2, F_NEGPRED = 4, F_CC = 8, F_RELU = 16, F_HASCOUNT = 32, F_NEGSRC = 64, F_CIN = 128 };
 
 /* Generic-address windows for shared and local memory (never user-space host addresses). */
 #define PTX_SHWIN  0xfffe000000000000ull
 #define PTX_LOCWIN 0xfffd000000000000ull
+#define PTX_PARWIN 0xfffc000000000000ull  /* a kernel's parameter buffer (cvta.param) */
 #define PTX_WINMASK 0xffff000000000000ull
 
 typedef struct insn {

@@ -536,6 +536,7 @@ static uint32_t h_apply(const insn_t *in, int bf, int op, float a, float b, floa
     }
     if (isnan(r)) return 0x7fff;
     if (in->flags & F_SAT) r = r < 0 ? 0 : r > 1 ? 1 : r;
+    if ((in->flags & F_RELU) && (r < 0 || (r == 0 && signbit(r)))) r = 0;   /* .relu: negative results to +0 */
     if (op == 6 || op == 7) {   /* sign operations are exact bit operations */
         return 0;
     }
@@ -846,6 +847,7 @@ int h_cvta(warp *w, const insn_t *in, uint32_t m)
         uint64_t a = frame ? w->fp[l] + (uint64_t)off : A[l];
         if (sp == SP_SHARED) a = PTX_SHWIN | (a & 0xffffffffull);
         else if (sp == SP_LOCAL) a = PTX_LOCWIN | (a & 0xffffffffull);
+        else if (sp == SP_KPARAM) a = PTX_PARWIN | (a & 0xffffffffull);
         D[l] = a;
     });
     return R_NEXT;
@@ -857,7 +859,7 @@ int h_cvta_to(warp *w, const insn_t *in, uint32_t m)
     int sp = in->space;
     LANES({
         uint64_t a = A[l];
-        if (sp == SP_SHARED || sp == SP_LOCAL) a &= 0xffffffffull;
+        if (sp == SP_SHARED || sp == SP_LOCAL || sp == SP_KPARAM) a &= 0xffffffffull;
         D[l] = a;
     });
     return R_NEXT;
@@ -869,7 +871,8 @@ int h_isspacep(warp *w, const insn_t *in, uint32_t m)
     int sp = in->space;
     LANES({
         uint64_t win = A[l] & PTX_WINMASK;
-        int r = sp == SP_SHARED ? win == PTX_SHWIN : sp == SP_LOCAL ? win == PTX_LOCWIN : (win != PTX_SHWIN && win != PTX_LOCWIN);
+        int r = sp == SP_SHARED ? win == PTX_SHWIN : sp == SP_LOCAL ? win == PTX_LOCWIN : sp == SP_KPARAM ? win == PTX_PARWIN
+              : (win != PTX_SHWIN && win != PTX_LOCWIN && win != PTX_PARWIN);
         D[l] = (uint64_t)r;
     });
     return R_NEXT;
@@ -887,12 +890,46 @@ static inline uint64_t load_bits(const void *p, int sz, int sgn)
     }
 }
 
+static inline void store_bits(void *p, uint64_t v, int sz)
+{
+    switch (sz) {
+    case 1: { uint8_t x = (uint8_t)v; memcpy(p, &x, 1); break; }
+    case 2: { uint16_t x = (uint16_t)v; memcpy(p, &x, 2); break; }
+    case 4: { uint32_t x = (uint32_t)v; memcpy(p, &x, 4); break; }
+    default: memcpy(p, &v, 8); break;
+    }
+}
+
 int h_ld(warp *w, const insn_t *in, uint32_t m)
 {
     int sz = ptx_type_size(in->t), n = in->nd ? in->nd : 1, sgn = is_signed(in->t), sp = in->space;
     const uint64_t *A = ROW(in->s[0]);
     int64_t off = in->off;
     worker *wk = w->wk;
+    if (sp == SP_KPARAM && in->am == AM_REG && in->s[0] >= wk->m->nrows) {
+        /* a kernel parameter at a constant offset: one read, every lane gets it */
+        uint64_t a = A[0] + (uint64_t)off;
+        const unsigned char *p = ptx_mem(w, in, __builtin_ctz(m | 0x80000000u), sp, a, (size_t)sz * (size_t)n);
+        if (!p) return R_FAULT;
+        for (int i = 0; i < n; i++) {
+            uint64_t v = load_bits(p + (size_t)i * (size_t)sz, sz, sgn), *D = ROW(in->d[i]);
+            LANES({ D[l] = v; });
+        }
+        return R_NEXT;
+    }
+    if (n == 1 && sp == SP_SHARED && in->am == AM_REG) {
+        uint64_t *D = ROW(in->d[0]);
+        unsigned char *base = wk->smem;
+        uint64_t size = wk->smem_size;
+        LANES({
+            uint64_t a = A[l] + (uint64_t)off;
+            const void *p;
+            if (a + (uint64_t)sz <= size && !(a & (uint64_t)(sz - 1))) p = base + a;
+            else { p = ptx_mem(w, in, l, sp, a, (size_t)sz); if (!p) return R_FAULT; }
+            D[l] = load_bits(p, sz, sgn);
+        });
+        return R_NEXT;
+    }
     if (n == 1 && sp == SP_GLOBAL && in->am == AM_REG) {
         uint64_t *D = ROW(in->d[0]);
         uint64_t lo = wk->lo, hi = wk->hi;
@@ -920,6 +957,19 @@ int h_st(warp *w, const insn_t *in, uint32_t m)
     const uint64_t *A = ROW(in->s[4]);
     int64_t off = in->off;
     worker *wk = w->wk;
+    if (n == 1 && sp == SP_SHARED && in->am == AM_REG) {
+        const uint64_t *S = ROW(in->s[0]);
+        unsigned char *base = wk->smem;
+        uint64_t size = wk->smem_size;
+        LANES({
+            uint64_t a = A[l] + (uint64_t)off;
+            void *p;
+            if (a + (uint64_t)sz <= size && !(a & (uint64_t)(sz - 1))) p = base + a;
+            else { p = ptx_mem(w, in, l, sp, a, (size_t)sz); if (!p) return R_FAULT; }
+            store_bits(p, S[l], sz);
+        });
+        return R_NEXT;
+    }
     if (n == 1 && sp == SP_GLOBAL && in->am == AM_REG) {
         const uint64_t *S = ROW(in->s[0]);
         uint64_t lo = wk->lo, hi = wk->hi;
@@ -928,8 +978,7 @@ int h_st(warp *w, const insn_t *in, uint32_t m)
             void *p;
             if (a >= lo && a + (uint64_t)sz <= hi && !(a & (uint64_t)(sz - 1))) p = (void *)(uintptr_t)a;
             else { p = ptx_mem(w, in, l, sp, a, (size_t)sz); if (!p) return R_FAULT; lo = wk->lo; hi = wk->hi; }
-            uint64_t v = S[l];
-            memcpy(p, &v, (size_t)sz);
+            store_bits(p, S[l], sz);
         });
         return R_NEXT;
     }
@@ -937,7 +986,7 @@ int h_st(warp *w, const insn_t *in, uint32_t m)
         uint64_t a = (in->am == AM_FRAME ? w->fp[l] : A[l]) + (uint64_t)off;
         unsigned char *p = ptx_mem(w, in, l, sp, a, (size_t)sz * (size_t)n);
         if (!p) return R_FAULT;
-        for (int i = 0; i < n; i++) { uint64_t v = ROW(in->s[i])[l]; memcpy(p + (size_t)i * (size_t)sz, &v, (size_t)sz); }
+        for (int i = 0; i < n; i++) store_bits(p + (size_t)i * (size_t)sz, ROW(in->s[i])[l], sz);
     });
     return R_NEXT;
 }

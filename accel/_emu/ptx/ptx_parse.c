@@ -497,7 +497,7 @@ static int parse_simple(parser *P, opnd *o)
         if (P->tk != TK_NUM) return perr(P, PTX_E_INVALID_PTX, "expected a number after '-', found '%s'", P->tbuf);
         int r = parse_number(P, P->tbuf, &o->iv, &o->fv, &o->fk);
         if (!r) return P->err;
-        if (r == 1) { o->kind = OK_IMM; if (neg) o->iv = -o->iv; }
+        if (r == 1) { o->kind = OK_IMM; if (neg) o->iv = (int64_t)(0ull - (uint64_t)o->iv); }
         else { o->kind = OK_FIMM; if (neg) { o->fv = -o->fv; if (o->fk == 'f') o->iv ^= 0x80000000ll; if (o->fk == 'd') o->iv ^= (int64_t)0x8000000000000000ull; } }
         next(P);
         return 0;
@@ -697,7 +697,7 @@ static int aop_of(const char *m)
 typedef struct decoded {
     char key[128];
     int types[4], ntypes;
-    int space, rnd, cmp, aop, bop, vec, ftz, sat, cc, wide, hi, lo;
+    int space, rnd, cmp, aop, bop, vec, ftz, sat, cc, wide, hi, lo, relu;
     int mnemonic_only;   /* key = mnemonic, class decodes the rest */
 } decoded;
 
@@ -744,6 +744,7 @@ static int split_opcode(parser *P, const char *op, decoded *d)
         if (!strcmp(m, "v2") || !strcmp(m, "v4") || !strcmp(m, "v8")) { d->vec = m[1] - '0'; continue; }
         if ((r = rnd_of(m))) { d->rnd = r; continue; }
         if (!strcmp(m, "ftz")) { d->ftz = 1; continue; }
+        if (!strcmp(m, "relu") && (!strcmp(mn, "fma") || !strcmp(mn, "min") || !strcmp(mn, "max") || !strcmp(mn, "cvt"))) { d->relu = 1; continue; }
         if (!strcmp(m, "sat") && strcmp(mn, "add") && strcmp(mn, "sub")) { d->sat = 1; continue; }
         if (!strcmp(m, "sat") && i + 1 < np && strcmp(parts[i + 1], "s32")) { d->sat = 1; continue; }
         if ((!strcmp(mn, "setp") || !strcmp(mn, "set")) && !d->cmp && (c = cmp_of(m))) { d->cmp = c; continue; }
@@ -862,6 +863,7 @@ static int decode(parser *P, const char *op, uint32_t guard, int gneg, opnd *ops
     if (d.ftz) in.flags |= F_FTZ;
     if (d.sat) in.flags |= F_SAT;
     if (d.cc) in.flags |= F_CC;
+    if (d.relu) in.flags |= F_RELU;
     in.t = (uint8_t)(d.ntypes ? d.types[0] : T_NONE);
     in.t2 = (uint8_t)(d.ntypes > 1 ? d.types[1] : in.t);
     const char *mn = d.key;
@@ -904,10 +906,12 @@ static int decode(parser *P, const char *op, uint32_t guard, int gneg, opnd *ops
         if (!strcmp(mnbuf, "cvta") || !strcmp(mnbuf, "isspacep")) {
             NEED(2);
             if (dst_row(P, &ops[0], &in.d[0])) return P->err;
+            if (in.space == SP_PARAM) in.space = P->fn && P->fn->is_entry ? SP_KPARAM : SP_LOCAL;
             if (ops[1].kind == OK_SYM) {
                 psym *s = find_sym(P, ops[1].name);
-                if (s && s->kind == SK_VAR && s->space == SP_LOCAL) {
+                if (s && s->kind == SK_VAR && (s->space == SP_LOCAL || (s->space == SP_PARAM && s->dyn_shared != 2))) {
                     in.am = AM_FRAME; in.off = (int64_t)s->addr + ops[1].aoff; in.s[0] = const_row(P, 0);
+                    if (in.space == SP_PARAM || in.space == SP_KPARAM) in.space = SP_LOCAL;
                     break;
                 }
             }
@@ -1689,17 +1693,24 @@ static psym *resolve_var(parser *P, psym *s)
     return weak;
 }
 
-/* Max frame chain through the call graph (recursion marks the functions in a cycle). */
-static size_t chain(parser *P, pfunc *f, int *recursive)
+/* Max frame chain through the call graph; every function on a cycle (of any length) is marked recursive,
+ * so a call to it saves the callee's registers of the calling lanes. */
+static size_t chain(parser *P, pfunc *f, int *recursive, pfunc **stack, int depth)
 {
     if (f->visiting == 2) return f->maxchain;
-    if (f->visiting == 1) { *recursive = 1; f->recursive = 1; return 0; }
+    if (f->visiting == 1) {
+        *recursive = 1;
+        for (int i = depth - 1; i >= 0; i--) {   /* everything on the stack down to f is on the cycle */
+            stack[i]->recursive = 1;
+            if (stack[i] == f) break;
+        }
+        return 0;
+    }
     f->visiting = 1;
+    stack[depth] = f;
     size_t best = 0;
     for (int i = 0; i < f->ncallees; i++) {
-        pfunc *g = P->funcs[f->callees[i]];
-        size_t c = chain(P, g, recursive);
-        if (g->visiting == 1) { f->recursive = 1; g->recursive = 1; }
+        size_t c = chain(P, P->funcs[f->callees[i]], recursive, stack, depth + 1);
         if (c > best) best = c;
     }
     f->visiting = 2;
@@ -1845,11 +1856,14 @@ static int link_program(parser *P)
     /* call graph: frames and recursion */
     size_t maxl = 0;
     int rec = 0;
+    pfunc **stack = malloc(((size_t)P->nfuncs + 1) * sizeof *stack);
+    if (!stack) return perr(P, PTX_E_OUT_OF_MEMORY, "out of memory");
     for (int i = 0; i < P->nfuncs; i++)
         if (P->funcs[i]->defined && P->funcs[i]->is_entry) {
-            size_t c = chain(P, P->funcs[i], &rec);
+            size_t c = chain(P, P->funcs[i], &rec, stack, 0);
             if (c > maxl) maxl = c;
         }
+    free(stack);
     M->has_recursion = rec;
     M->local_per_lane = align_up(maxl + (rec ? 16384 : 0), 16);
     if (!M->local_per_lane) M->local_per_lane = 16;
