@@ -153,6 +153,7 @@ def test_export_tables_refused_by_name(subprocess_python):
     ACCEL_EMU_TRACE=1 the first request of each table logs its UUID (docs/emulator_export_tables.md)."""
     proc = _run(subprocess_python, """
 cu.cuGetExportTable.argtypes = [c.POINTER(c.c_void_p), c.c_char_p]
+assert cu.cuInit(0) == 0
 a = bytes.fromhex("f8cff95121468b4eb9e2fb469e7c0dd9")
 b = bytes.fromhex("6bd5fb6c5bf4e74a8987d93912fd9df9")
 t = c.c_void_p(1234)
@@ -241,8 +242,8 @@ cu.cuGetProcAddress_v2.argtypes = [c.c_char_p, c.POINTER(P), c.c_int, c.c_ulongl
 cu.cuCtxGetDevice_v2.argtypes = [c.POINTER(c.c_int), P]
 cu.cuCtxSynchronize_v2.argtypes = [P]
 cu.cuDeviceGetByPCIBusId.argtypes = [c.POINTER(c.c_int), c.c_char_p]
+assert cu.cuInit(0) == 0                    # (before it every one of these is CUDA_ERROR_NOT_INITIALIZED)
 r = {"before": [cu.cuCtxGetDevice_v2(R(c.c_int()), None), cu.cuCtxResetPersistingL2Cache()]}
-assert cu.cuInit(0) == 0
 c0, c2 = P(), P()
 assert cu.cuDevicePrimaryCtxRetain(R(c0), 0) == 0 and cu.cuDevicePrimaryCtxRetain(R(c2), 2) == 0
 assert cu.cuCtxSetCurrent(c0) == 0

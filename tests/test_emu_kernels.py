@@ -180,6 +180,7 @@ def test_module_entry_points_check_their_arguments_and_handles(subprocess_python
 m, f, k, lib, p = VP(), VP(), VP(), VP(), VP()
 n, size, off = U(), SZ(), SZ()
 bogus = VP(0x5000)
+assert cu.cuInit(0) == 0                                             # (before it: CUDA_ERROR_NOT_INITIALIZED)
 early = [cu.cuModuleLoadData(c.byref(m), b"// no context yet")]     # the driver needs a current context
 ctx()
 out = [cu.cuModuleLoadData(None, b"x"), cu.cuModuleLoadData(c.byref(m), None),
@@ -203,6 +204,7 @@ print(json.dumps(early + out))
 def test_the_linker_takes_ptx_and_refuses_what_it_cannot_link(subprocess_python):
     got = _json(subprocess_python, """
 st, img, size = VP(), VP(), SZ()
+assert cu.cuInit(0) == 0
 early = [cu.cuLinkCreate_v2(0, None, None, c.byref(st))]
 ctx()
 log = c.create_string_buffer(256)
