@@ -234,7 +234,7 @@ static void alloc_table_insert(alloc_t *a)
     r->a = a;
     a->range = r;
     a->slot = (long)g_nallocs;
-    a->id = ++g_alloc_ids;
+    if (!a->id) a->id = ++g_alloc_ids;     /* a graph allocation made again (emu_mem_revive) keeps its identity */
     g_allocs[g_nallocs++] = a;
 }
 
