@@ -164,3 +164,29 @@ def case(which):
 print(json.dumps([fresh(case, w) for w in ("stream", "query", "torch-stream")]))
 """
     assert on_emu(code, backend) == [[[1, 1], [0, 0, 0]], [[0, 0, 0]], [[1, 1], [0, 0, 0]]]
+
+
+def test_torch_runs_on_the_accel_stream_it_is_handed(backend):
+    """Item 18: ``torch.cuda.stream(s)`` / ``set_stream(s)`` / ``ExternalStream(s.cuda_stream)`` with an accel
+    stream make that very stream torch's current one (a pool stream's torch-style id named torch's own pool
+    stream of that number)."""
+    code = _PRELUDE.format(imports=_TORCH_FIRST) + """
+out = []
+for d in (0, 1):
+    s = ac.Stream(device=d)
+    with torch.cuda.stream(s):
+        out.append([torch.cuda.current_stream().cuda_stream == s.cuda_stream, torch.cuda.current_device()])
+    prev = torch.cuda.current_stream(d)
+    torch.cuda.set_stream(s)
+    out.append(torch.cuda.current_stream(d).cuda_stream == s.cuda_stream)
+    torch.cuda.set_stream(prev)
+    ext = torch.cuda.ExternalStream(s.cuda_stream, device=torch.device("cuda", d))
+    with torch.cuda.stream(ext):
+        out.append(torch.cuda.current_stream().cuda_stream == s.cuda_stream)
+    back = ac.Stream(stream_id=s.stream_id, device_index=s.device_index, device_type=s.device_type)
+    out.append(back == s)
+with torch.cuda.stream(ac.default_stream(1)):
+    out.append([torch.cuda.current_stream().cuda_stream, torch.cuda.current_device()])
+print(json.dumps(out))
+"""
+    assert on_emu(code, backend) == [[True, 0], True, True, True, [True, 1], True, True, True, [0, 1]]
