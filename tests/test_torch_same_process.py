@@ -190,3 +190,21 @@ with torch.cuda.stream(ac.default_stream(1)):
 print(json.dumps(out))
 """
     assert on_emu(code, backend) == [[True, 0], True, True, True, [True, 1], True, True, True, [0, 1]]
+
+
+def test_from_dlpack_of_a_torch_tensor_on_another_device(backend):
+    """Item 19: ``from_dlpack`` of a torch tensor on a device that is not the current one (torch's
+    ``__dlpack__`` orders its work on its current device's streams): the bytes, and the current device
+    unchanged, also with a pending target device."""
+    code = _PRELUDE.format(imports=_TORCH_FIRST) + """
+def case(pending):
+    x = torch.arange(8, dtype=torch.float32).to("cuda:1")
+    if pending:
+        with ac.device(1):
+            pass              # device 0 has no context here: it is left as the pending target
+    a = ac.from_dlpack(x)
+    return [a.device.index, a.copy_to_host().tolist(), torch.cuda.current_device(), ac.current_device()]
+print(json.dumps([fresh(case, p) for p in (False, True)]))
+"""
+    r = list(range(8))
+    assert on_emu(code, backend) == [[1, r, 0, 0], [1, r, 0, 0]]
