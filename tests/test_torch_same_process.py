@@ -208,3 +208,55 @@ print(json.dumps([fresh(case, p) for p in (False, True)]))
 """
     r = list(range(8))
     assert on_emu(code, backend) == [[1, r, 0, 0], [1, r, 0, 0]]
+
+
+def test_wait_event_takes_torch_and_cuda_core_events(backend):
+    """Item 20: ``Stream.wait_event`` of a torch event (``cuda_event``) or a cuda.core event (``handle``)
+    orders the stream after the event's record: a host function queued after the wait runs after one
+    queued before the record on the other library's stream.  ``Event.wait`` takes their streams."""
+    pytest.importorskip("cuda.core")
+    code = _PRELUDE.format(imports=_TORCH_FIRST) + """
+import time
+try:
+    from cuda.core import Device
+except ImportError:
+    from cuda.core.experimental import Device
+
+def order(other_stream, make_event):
+    log = []
+    ext = ac.ExternalStream(other_stream)
+    ext.launch_host_func(lambda: (time.sleep(0.2), log.append("before record")))
+    ev = make_event()
+    s = ac.Stream(device=0)
+    s.wait_event(ev)
+    s.launch_host_func(lambda: log.append("after wait"))
+    s.synchronize()
+    ext.synchronize()
+    return log
+
+out = []
+ts = torch.cuda.Stream(device=0)
+def torch_event():
+    e = torch.cuda.Event()
+    e.record(ts)
+    return e
+out.append(order(ts, torch_event))
+dev = Device(0)
+dev.set_current()
+cs = dev.create_stream()
+out.append(order(cs, lambda: cs.record()))
+never = torch.cuda.Event()               # never recorded: waiting on it is a no-op, as torch's
+ac.Stream(device=0).wait_event(never)
+ae = ac.Event()
+ae.record(ac.Stream(device=0))
+ae.wait(ts)                              # accel's Event.wait takes torch's and cuda.core's streams
+ae.wait(cs)
+ts.synchronize()
+try:
+    ac.Stream(device=0).wait_event(cs)   # a stream is not an event
+except TypeError as exc:
+    out.append(str(exc).split(",")[0])
+print(json.dumps(out))
+"""
+    assert on_emu(code, backend) == [["before record", "after wait"]] * 2 + [
+        "expected an accel.cuda.Event"]

@@ -483,15 +483,33 @@ cdef class Stream:
         c_leave_device(orig)
 
     def wait_event(self, event):
-        """Make future work on this stream wait for ``event``'s latest record: ``event.wait(self)``, like
-        torch, so any event with a ``wait(stream)`` method works; TypeError for an object without one."""
+        """Make future work on this stream wait for ``event``'s latest record: ``event.wait(self)`` for
+        an accel Event, else cudaStreamWaitEvent on the handle another library's event exposes (torch's
+        ``cuda_event``, cuda.core's ``handle``; 0, never created, is a no-op as torch's), else
+        ``event.wait(self)`` for any other event with a ``wait(stream)`` method; TypeError otherwise."""
         if isinstance(event, Event):
             (<Event>event).wait(self)
-        elif callable(getattr(event, "wait", None)):
+            return
+        h = _sc.event_handle_of(event)
+        if h is None:
+            if hasattr(type(event), "__cuda_stream__") or not callable(getattr(event, "wait", None)):
+                raise _sc.bad_event(event)   # a stream's wait(s) would order the other way round
             event.wait(self)
-        else:
-            raise TypeError(f"expected an accel.cuda.Event (or an event with .wait(stream)), got "
-                            f"{type(event).__name__}: {event!r}")
+            return
+        if not h:
+            return
+        c_ensure_init()
+        cdef int err
+        cdef cudaStream_t p = <cudaStream_t>self._ptr
+        cdef cudaEvent_t e = <cudaEvent_t><uintptr_t>h
+        cdef int orig = c_enter_device(_t, self.device_index)
+        with nogil:
+            err = _t.cudaStreamWaitEvent(p, e, 0)
+        if err:
+            ex = error(err)
+            c_leave_device(orig)
+            raise ex
+        c_leave_device(orig)
 
     def wait_stream(self, stream):
         """Make future work on this stream wait for the work queued on ``stream`` so far (through a

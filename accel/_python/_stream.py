@@ -475,15 +475,25 @@ class Stream:
         _check(_T.cudaStreamSynchronize(self._ptr), orig)
 
     def wait_event(self, event):
-        """Make future work on this stream wait for ``event``'s latest record: ``event.wait(self)``, like
-        torch, so any event with a ``wait(stream)`` method works; TypeError for an object without one."""
+        """Make future work on this stream wait for ``event``'s latest record: ``event.wait(self)`` for
+        an accel Event, else cudaStreamWaitEvent on the handle another library's event exposes (torch's
+        ``cuda_event``, cuda.core's ``handle``; 0, never created, is a no-op as torch's), else
+        ``event.wait(self)`` for any other event with a ``wait(stream)`` method; TypeError otherwise."""
         if isinstance(event, Event):
             event.wait(self)
-        elif callable(getattr(event, "wait", None)):
+            return
+        h = _sc.event_handle_of(event)
+        if h is None:
+            if hasattr(type(event), "__cuda_stream__") or not callable(getattr(event, "wait", None)):
+                raise _sc.bad_event(event)   # a stream's wait(s) would order the other way round
             event.wait(self)
-        else:
-            raise TypeError(f"expected an accel.cuda.Event (or an event with .wait(stream)), got "
-                            f"{type(event).__name__}: {event!r}")
+            return
+        if not h:
+            return
+        if not _dm._initialized and _dm._init_hook is not None:
+            _c_ensure_init()
+        orig = _enter(self.device_index)
+        _check(_T.cudaStreamWaitEvent(self._ptr, h, 0), orig)
 
     def wait_stream(self, stream):
         """Make future work on this stream wait for the work queued on ``stream`` so far (through a
