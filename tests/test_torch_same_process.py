@@ -270,3 +270,33 @@ def test_readme_same_process_example(backend):
     code = section[section.index("```py\n") + 6:section.index("```", section.index("```py\n") + 6)]
     code += "\nimport json\nprint(json.dumps([b.device.index, h.tolist(), t.device.index]))\n"
     assert on_emu(code, backend) == [1, [0.0, 1.0, 2.0, 3.0], 1]
+
+
+def test_a_failed_restore_keeps_accels_own_target_in_a_torch_process(backend):
+    """Item 17: a guard's exit whose primary-context probe fails records the previous device as accel's own
+    target (c10's MaybeSetDevice would probe again, and throw across C: a crash) and raises the real error;
+    a later set_device clears it for both libraries."""
+    code = _PRELUDE.format(imports=_TORCH_FIRST) + """
+from accel import _lib
+emu_api = _lib.cudart().cdll
+emu_api.accelEmuSetFail.argtypes = [ctypes.c_char_p]
+
+def case():
+    out = []
+    g = ac.device(1)
+    g.__enter__()
+    # the probe fails, and would again if c10 probed (it throws then, across C)
+    assert emu_api.accelEmuSetFail(b"cuDevicePrimaryCtxGetState:1,cuDevicePrimaryCtxGetState:2") == 0
+    try:
+        g.__exit__(None, None, None)
+    except Exception as exc:
+        out.append(type(exc).__name__)
+    finally:
+        emu_api.accelEmuSetFail(None)
+    out.append(ac.current_device())
+    ac.set_device(0)
+    out.append([torch.cuda.current_device(), ac.current_device()])
+    return out
+print(json.dumps(fresh(case)))
+"""
+    assert on_emu(code, backend) == ["CudaDriverError", 0, [0, 0]]

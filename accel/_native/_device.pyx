@@ -108,12 +108,21 @@ cdef inline void _clear_target() noexcept:
 
 
 cdef inline void _record_target(int d) noexcept:
+    # d has no primary context (the caller probed it)
     global accel_target_device, _targets
     _targets = True
     if _torch_maybe_set != NULL and 0 <= d < _count and _torch_maybe_set(<signed char>d) == 0:
         accel_target_device = -1
     else:  # no torch, or out of range (c10 would throw) or refused: accel keeps it
         accel_target_device = d
+
+
+cdef inline void _record_own(int d) noexcept:
+    # A failed restore's fallback: accel keeps d as its own target (c10's MaybeSetDevice would probe d
+    # again, and throw where accel's probe failed).
+    global accel_target_device, _targets
+    _targets = True
+    accel_target_device = d
 
 
 # -- accel in a torch process (accel._torch_link) ---------------------------------------------------
@@ -123,7 +132,7 @@ cdef inline void _record_target(int d) noexcept:
 # own target from before the link (or one c10 could not take) stays in accel_target_device and wins
 # until cleared.
 ctypedef int (*torch_get_t)(signed char*) noexcept nogil
-ctypedef int (*torch_set_t)(signed char, bint) noexcept nogil
+ctypedef int (*torch_set_t)(signed char, unsigned char) noexcept nogil   # (DeviceIndex, bool force)
 ctypedef int (*torch_maybe_set_t)(signed char) noexcept nogil
 cdef torch_get_t _torch_get = NULL
 cdef torch_set_t _torch_set = NULL
@@ -143,7 +152,7 @@ cdef int _torch_pending() noexcept:
 cdef void _torch_clear() noexcept:
     cdef int r = 0
     if _tab.cudaGetDevice(&r) == 0:
-        _torch_set(<signed char>r, False)
+        _torch_set(<signed char>r, 0)
 
 
 def _link_torch(size_t get, size_t set_, size_t maybe_set):
@@ -152,14 +161,13 @@ def _link_torch(size_t get, size_t set_, size_t maybe_set):
     global _torch_get, _torch_set, _torch_maybe_set, _targets, accel_target_device
     _table()
     c_device_count()  # the range c10's MaybeSetDevice accepts (0, not cached, if the count fails)
-    cdef int own = accel_target_device
-    accel_target_device = -1
+    cdef int own = accel_target_device, active = 0, err = 0
     _torch_get = <torch_get_t>get
     _torch_set = <torch_set_t>set_
     _torch_maybe_set = <torch_maybe_set_t>maybe_set
     _targets = True
-    if own >= 0:
-        _record_target(own)  # this thread's pending target becomes c10's
+    if own >= 0 and _dtab != NULL and _probe(_dtab, own, &active, &err) == 0 and not active:
+        _record_target(own)  # this thread's pending target becomes c10's (else accel keeps it)
 
 
 # -- C-level API (declared in _device.pxd) --------------------------------------------------------
@@ -305,7 +313,7 @@ cdef inline int _set_device_code(int d) noexcept:
 cdef int _fallback(int d, object exc) except -2:
     """A guard's restore of ``d`` failed: ``d`` becomes the thread's target (the logical device is ``d``
     again, with no CUDA call), then ``exc`` (the real error) is raised."""
-    _record_target(d)
+    _record_own(d)
     raise exc
 
 
@@ -314,7 +322,7 @@ cdef DriverTable* _driver_table_or_fallback(int d) except NULL:
     try:
         return _driver_table()
     except BaseException:
-        _record_target(d)
+        _record_own(d)
         raise
 
 
@@ -341,7 +349,7 @@ cdef int c_maybe_set_device(int d) except -1:
 
 
 cdef int _warn_fallback(int d, object exc) except -1:
-    _record_target(d)
+    _record_own(d)
     warnings.warn(f"could not restore CUDA device {d} after a guarded call ({type(exc).__name__}: "
                   f"{str(exc).partition(chr(10))[0]}); device {d} is recorded as this thread's target "
                   f"device instead", RuntimeWarning, stacklevel=3)

@@ -69,9 +69,18 @@ def _target():
 
 
 def _record_target(d):
+    # d has no primary context (the caller probed it)
     global _targets
     _targets = True
     _tls.target = d
+
+
+def _record_own(d):
+    # A failed restore's fallback: accel keeps d as its own target, also once linked to torch (c10's
+    # MaybeSetDevice would probe d again, and throw where accel's probe failed).
+    global _targets
+    _targets = True
+    _tls.__dict__["target"] = d
 
 
 # cudaGetDevice / cudaSetDevice, bound on first use: the hot paths call these module globals instead of
@@ -222,7 +231,7 @@ def _guard_restore(d):
 
 
 def _warn_fallback(d, exc):
-    _record_target(d)
+    _record_own(d)
     warnings.warn(f"could not restore CUDA device {d} after a guarded call ({type(exc).__name__}: "
                   f"{str(exc).partition(chr(10))[0]}); device {d} is recorded as this thread's target "
                   f"device instead", RuntimeWarning, stacklevel=3)
@@ -239,7 +248,7 @@ def _c_restore_device(d, unless_current):
     if not err and v.value != d:
         err = _set(d)
     if err:
-        _record_target(d)
+        _record_own(d)
         raise _device_error(err, d)
     if _targets:
         _tls.target = -1
@@ -550,7 +559,7 @@ class device:
         v, vp = _tls.dev_out
         err = _get(vp)
         if err:
-            _record_target(p)
+            _record_own(p)
             raise _cudart._error(err)
         cur = v.value
         if p != cur:
@@ -562,7 +571,7 @@ class device:
                 else:
                     _record_target(p)
             except BaseException:
-                _record_target(p)  # the logical device is p again (no CUDA call), then the real error
+                _record_own(p)  # the logical device is p again (no CUDA call), then the real error
                 raise
         self._idx = cur
         return False
@@ -610,12 +619,16 @@ def _link_torch(get, set_, maybe_set):
     loaded and use accel's runtime)."""
     global _torch, _targets
     _c_device_count()  # the range c10's MaybeSetDevice accepts (0, not cached, if the count fails)
-    own = _tls.__dict__.pop("target", -1)
     _torch = (CFUNCTYPE(c_int, POINTER(c_byte))(get), CFUNCTYPE(c_int, c_byte, c_bool)(set_),
               CFUNCTYPE(c_int, c_byte)(maybe_set))
     _ThreadState.target = property(_torch_target, _torch_record)
     _targets = True
-    if own >= 0:
+    own = _tls.__dict__.get("target", -1)
+    try:
+        hand_over = own >= 0 and not _c_has_primary_context(own)
+    except Exception:  # noqa: BLE001 - accel keeps it
+        hand_over = False
+    if hand_over:
         _tls.target = own  # this thread's pending target becomes c10's
 
 
