@@ -47,11 +47,12 @@ def on_emu(code, backend, devices=2, **env):
 _PRELUDE = """
 import ctypes, itertools, json, sys, threading
 {imports}
+from accel import _torch_link
+assert _torch_link._state, _torch_link._why      # linked at accel's import, or by the hook at torch's
 drv = ctypes.CDLL("libcuda.so.1")
 assert drv.cuInit(0) == 0
 torch.cuda.init()
 ac.init()
-from accel import _torch_link
 assert _torch_link.linked() == (True, ""), _torch_link.linked()
 
 def state(d):

@@ -158,7 +158,7 @@ cdef void _torch_clear() noexcept:
 def _link_torch(size_t get, size_t set_, size_t maybe_set):
     """Share c10's pending target device (accel._torch_link calls this once torch's CUDA libraries are
     loaded and use accel's runtime)."""
-    global _torch_get, _torch_set, _torch_maybe_set, _targets, accel_target_device
+    global _torch_get, _torch_set, _torch_maybe_set, _targets
     _table()
     c_device_count()  # the range c10's MaybeSetDevice accepts (0, not cached, if the count fails)
     cdef int own = accel_target_device, active = 0, err = 0

@@ -580,7 +580,6 @@ class device:
         return f"device({self.idx!r})"
 
 
-
 # -- accel in a torch process (accel._torch_link) ---------------------------------------------------
 # Once linked, ``_tls.target`` is a property over c10's target: reading it asks c10's GetDevice (the target
 # is pending where it differs from the runtime's device), recording ``d`` is c10's MaybeSetDevice(d) (d has
