@@ -8,6 +8,7 @@ capsule dies); an explicit ``free()`` of the buffer while an export is held clos
 memory to the last deleter (as CuPy and torch), so a consumer never aliases a later allocation.
 """
 import ctypes as _ct
+import importlib as _importlib
 import operator as _operator
 import threading as _threading
 
@@ -337,10 +338,20 @@ def from_dlpack(mem, stream_mod, obj, typed=False):
         raise BufferError(f"from_dlpack needs CUDA memory (kDLCUDA = 2), got device type {dev_type}")
     s = stream_mod.current_stream(dev_id)
     h = _cai_stream(s.cuda_stream)
+    # The tensor's device is current around the export (torch's __dlpack__ orders its work on the current
+    # device's streams, and refuses a tensor on another device): exchange_device clears a pending target
+    # (torch's too: accel._torch_link); the restore is an internal guard's (no context created, a failure
+    # warns and records the target), so a made capsule is never lost to it.
+    dm = _importlib.import_module(stream_mod.__name__.rpartition(".")[0] + "._device")
+    prev = dm.exchange_device(dev_id)
     try:
-        cap = obj.__dlpack__(stream=h, max_version=DLPACK_VERSION)
-    except TypeError:
-        cap = obj.__dlpack__(stream=h)   # a producer from before DLPack 1.0
+        try:
+            cap = obj.__dlpack__(stream=h, max_version=DLPACK_VERSION)
+        except TypeError:
+            cap = obj.__dlpack__(stream=h)   # a producer from before DLPack 1.0
+    finally:
+        if prev != dev_id:
+            dm._guard_restore(prev)
     with _consume_lock:     # the check and the rename as one step: two threads cannot both consume it
         return _consume(mem, obj, cap, s, typed, dev_id)
 

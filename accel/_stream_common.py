@@ -105,6 +105,34 @@ def stream_ptr_of(obj):
     return ptr, owner
 
 
+def event_handle_of(obj):
+    """The cudaEvent_t (an int; 0: never created) of another library's event: torch's ``cuda_event``,
+    cuda.core's ``handle`` (a CUevent, int() of it); None when ``obj`` exposes neither, or is a stream
+    (``__cuda_stream__``: cuda.core's streams have a ``handle`` too); ValueError for a handle outside
+    [0, 2**64)."""
+    if hasattr(type(obj), "__cuda_stream__"):
+        return None
+    for name in ("cuda_event", "handle"):
+        h = getattr(obj, name, None)
+        if h is None or callable(h) or isinstance(h, (bool, float)):
+            continue
+        if hasattr(type(h), "__index__"):
+            h = index_of(h, f"{name} of {type(obj).__name__}")
+        elif hasattr(type(h), "__int__"):   # cuda.bindings' CUevent
+            h = int(h)
+        else:
+            continue
+        if h < 0 or h >= 1 << 64:
+            raise ValueError(f"{name} of {obj!r} must be an event handle in [0, 2**64), got {h:#x}")
+        return h
+    return None
+
+
+def bad_event(value):
+    return TypeError(f"expected an accel.cuda.Event, an event that exposes its handle (torch's cuda_event, "
+                     f"cuda.core's handle) or an event with .wait(stream), got {type(value).__name__}: {value!r}")
+
+
 def check_priority(priority):
     """``priority`` as an int (TypeError naming it otherwise)."""
     if type(priority) is int:

@@ -509,7 +509,9 @@ def _unconsumed(cap):
 class CapsuleKind(Kind):
     """A DLPack capsule of a DeviceBuffer, never consumed (it keeps the buffer exported)."""
     name = "capsule"
-    calls = ("make",)          # the export makes the consumer's (legacy) stream wait for the buffer's
+    # the export makes the consumer's (legacy) stream wait for the buffer's; from_dlpack makes the tensor's
+    # device (DEV) current around the producer's export
+    calls = ("make", "use")
 
     def prepare(self, ctx):
         return {"inner": _filled(ctx, ctx.sm.Stream(device=DEV, priority=-1))}
@@ -533,7 +535,7 @@ class ConsumedCapsuleKind(CapsuleKind):
     """A DLPack capsule already consumed by from_dlpack (its view alive in ``keep``); consuming it again is
     refused."""
     name = "capsule_consumed"
-    calls = ("make",)
+    calls = ("make", "use")
 
     def create(self, ctx, keep):
         cap = keep["inner"].__dlpack__()

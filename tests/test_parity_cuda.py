@@ -214,6 +214,55 @@ def test_wait_event_accepts_duck_typed_events(twin):
     s.wait_event(real)
 
 
+@pytest.mark.devices(1)
+def test_wait_event_takes_a_foreign_events_handle(twin):
+    """Issue 31 item 20: an event that exposes its handle (torch's ``cuda_event``, cuda.core's ``handle``, an
+    object int() converts) is waited on through it, never through its ``wait`` (torch's takes only its own
+    streams); 0 (never created) is a no-op; a stream (``__cuda_stream__``) is not an event."""
+    sm = twin.mod("_stream")
+    s, other = sm.Stream(device=0), sm.Stream(device=0)
+    real = sm.Event()
+    real.record(other)
+
+    class TorchLike:
+        cuda_event = real.cuda_event
+
+        def wait(self, stream):
+            raise AssertionError("waited through wait(), not through the handle")
+
+    class CUevent:
+        def __int__(self):
+            return real.cuda_event
+
+    class CoreLike:
+        handle = CUevent()
+
+    class NeverRecorded:
+        cuda_event = 0
+
+    for ev in (TorchLike(), CoreLike(), NeverRecorded()):
+        s.wait_event(ev)
+    s.synchronize()
+
+    class StreamLike:
+        handle = real.cuda_event
+
+        def __cuda_stream__(self):
+            return (0, other.cuda_stream)
+
+        def wait(self, stream):
+            raise AssertionError("a stream's wait() was called")
+
+    with pytest.raises(TypeError, match=r"exposes its handle \(torch's cuda_event, cuda.core's handle\)"):
+        s.wait_event(StreamLike())
+
+    class Negative:
+        cuda_event = -1
+
+    with pytest.raises(ValueError, match="cuda_event of .* must be an event handle"):
+        s.wait_event(Negative())
+
+
 # -- names the seed-name table found missing ---------------------------------------------------------
 
 @pytest.mark.devices(2)

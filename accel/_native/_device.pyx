@@ -15,6 +15,7 @@ from cpython.long cimport PyLong_AsLongLong, PyLong_AsLongAndOverflow
 
 from accel._native._cudart cimport Table, DriverTable, table, driver_table, error, driver_error
 from accel import _stream_common as _sc
+from accel import _torch_link
 
 cdef extern from *:
     """
@@ -91,19 +92,82 @@ cdef inline DriverTable* _driver_table() except NULL:
 
 cdef inline int _pending() noexcept:
     # the calling thread's pending target device, -1: none
-    return accel_target_device if _targets else -1
+    if not _targets:
+        return -1
+    if _torch_get != NULL:
+        return _torch_pending()
+    return accel_target_device
 
 
 cdef inline void _clear_target() noexcept:
     global accel_target_device
     if _targets:
         accel_target_device = -1
+        if _torch_set != NULL:
+            _torch_clear()
 
 
 cdef inline void _record_target(int d) noexcept:
+    # d has no primary context (the caller probed it)
+    global accel_target_device, _targets
+    _targets = True
+    if _torch_maybe_set != NULL and 0 <= d < _count and _torch_maybe_set(<signed char>d) == 0:
+        accel_target_device = -1
+    else:  # no torch, or out of range (c10 would throw) or refused: accel keeps it
+        accel_target_device = d
+
+
+cdef inline void _record_own(int d) noexcept:
+    # A failed restore's fallback: accel keeps d as its own target (c10's MaybeSetDevice would probe d
+    # again, and throw where accel's probe failed).
     global accel_target_device, _targets
     _targets = True
     accel_target_device = d
+
+
+# -- accel in a torch process (accel._torch_link) ---------------------------------------------------
+# Once linked, the pending target is c10's: read through c10's GetDevice (the target is pending where it
+# differs from the runtime's device), recorded by c10's MaybeSetDevice(d) (d has no primary context: every
+# caller probed it), cleared by c10's SetDevice(runtime device) (which makes no runtime call).  A thread's
+# own target from before the link (or one c10 could not take) stays in accel_target_device and wins
+# until cleared.
+ctypedef int (*torch_get_t)(signed char*) noexcept nogil
+ctypedef int (*torch_set_t)(signed char, unsigned char) noexcept nogil   # (DeviceIndex, bool force)
+ctypedef int (*torch_maybe_set_t)(signed char) noexcept nogil
+cdef torch_get_t _torch_get = NULL
+cdef torch_set_t _torch_set = NULL
+cdef torch_maybe_set_t _torch_maybe_set = NULL
+
+
+cdef int _torch_pending() noexcept:
+    cdef signed char t = 0
+    cdef int r = 0
+    if accel_target_device >= 0:
+        return accel_target_device
+    if _torch_get(&t) or _tab.cudaGetDevice(&r):
+        return -1  # the caller's own cudaGetDevice reports the error
+    return t if t != r else -1
+
+
+cdef void _torch_clear() noexcept:
+    cdef int r = 0
+    if _tab.cudaGetDevice(&r) == 0:
+        _torch_set(<signed char>r, 0)
+
+
+def _link_torch(size_t get, size_t set_, size_t maybe_set):
+    """Share c10's pending target device (accel._torch_link calls this once torch's CUDA libraries are
+    loaded and use accel's runtime)."""
+    global _torch_get, _torch_set, _torch_maybe_set, _targets
+    _table()
+    c_device_count()  # the range c10's MaybeSetDevice accepts (0, not cached, if the count fails)
+    cdef int own = accel_target_device, active = 0, err = 0
+    _torch_get = <torch_get_t>get
+    _torch_set = <torch_set_t>set_
+    _torch_maybe_set = <torch_maybe_set_t>maybe_set
+    _targets = True
+    if own >= 0 and _dtab != NULL and _probe(_dtab, own, &active, &err) == 0 and not active:
+        _record_target(own)  # this thread's pending target becomes c10's (else accel keeps it)
 
 
 # -- C-level API (declared in _device.pxd) --------------------------------------------------------
@@ -249,7 +313,7 @@ cdef inline int _set_device_code(int d) noexcept:
 cdef int _fallback(int d, object exc) except -2:
     """A guard's restore of ``d`` failed: ``d`` becomes the thread's target (the logical device is ``d``
     again, with no CUDA call), then ``exc`` (the real error) is raised."""
-    _record_target(d)
+    _record_own(d)
     raise exc
 
 
@@ -258,7 +322,7 @@ cdef DriverTable* _driver_table_or_fallback(int d) except NULL:
     try:
         return _driver_table()
     except BaseException:
-        _record_target(d)
+        _record_own(d)
         raise
 
 
@@ -285,7 +349,7 @@ cdef int c_maybe_set_device(int d) except -1:
 
 
 cdef int _warn_fallback(int d, object exc) except -1:
-    _record_target(d)
+    _record_own(d)
     warnings.warn(f"could not restore CUDA device {d} after a guarded call ({type(exc).__name__}: "
                   f"{str(exc).partition(chr(10))[0]}); device {d} is recorded as this thread's target "
                   f"device instead", RuntimeWarning, stacklevel=3)
@@ -314,7 +378,6 @@ cdef int c_maybe_exchange_device(int to) except -2:
 
 # The bodies, inline so that the guard class's __enter__ / __exit__ make no C call of their own.
 cdef inline int _exchange_device(int to) except -2:
-    global accel_target_device
     cdef int cur = _pending(), err
     cdef Table* t = _table()
     if cur < 0:
@@ -326,8 +389,7 @@ cdef inline int _exchange_device(int to) except -2:
     err = t.cudaSetDevice(to)
     if err:
         raise _device_error(err, to)  # the target (if any) is kept: nothing changed
-    if _targets:
-        accel_target_device = -1
+    _clear_target()
     return cur
 
 
@@ -635,3 +697,6 @@ cdef PyObject* _device_ctor(PyObject* tp, PyObject** args, size_t nargsf, PyObje
 
 
 accel_set_ctor(device, <void*>_device_ctor)
+
+
+_torch_link.register(_link_torch)

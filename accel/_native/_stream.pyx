@@ -28,6 +28,7 @@ from accel._native._device cimport (c_get_device, c_set_device, c_maybe_set_devi
                                     c_uninitialized)
 from accel import _graph_common as _gc
 from accel import _stream_common as _sc
+from accel import _torch_link
 
 cdef extern from "Python.h":
     void PyErr_WriteUnraisable(object obj)
@@ -95,7 +96,7 @@ _local = threading.local()
 cdef Stream _make(int d, long long sid, uintptr_t ptr):
     cdef Stream s = Stream.__new__(Stream)
     s.device_index = d
-    s.stream_id = sid
+    s._sid = sid
     s._ptr = ptr
     return s
 
@@ -378,7 +379,7 @@ cdef class Stream:
     ``priority`` is higher, clamped to the device's range.  ValueError / TypeError for bad arguments."""
 
     cdef readonly int device_index
-    cdef readonly long long stream_id
+    cdef long long _sid   # torch's StreamId encoding (stream_id reads it)
     cdef uintptr_t _ptr
     cdef object _owner    # the foreign object an ExternalStream came from (kept alive)
     cdef object _ctx      # (device, previous stream) while used as ``with stream:``
@@ -398,7 +399,7 @@ cdef class Stream:
                 raise ValueError(f"device cannot be given with stream_id / device_index, got device={device!r}")
             s = _from_id(stream_id, device_index, device_type, priority)
             self.device_index = s.device_index
-            self.stream_id = s.stream_id
+            self._sid = s._sid
             self._ptr = s._ptr
             return
         cdef int d = _resolve(device)
@@ -406,13 +407,23 @@ cdef class Stream:
         cdef int p = <int>min(max(-prio, 0), _max_pri - 1)
         s = _pool_stream(d, p)
         self.device_index = d
-        self.stream_id = s.stream_id
+        self._sid = s._sid
         self._ptr = s._ptr
 
     @property
     def device(self):
         """The stream's device (``.type == "cuda"``, ``.index``)."""
         return _sc.CudaDevice(self.device_index)
+
+    @property
+    def stream_id(self):
+        """torch's StreamId: 0 for the default stream, the pool encoding (slot, priority level) for a pool
+        stream, the handle for an external one.  Once accel shares a process with torch
+        (accel._torch_link), a pool stream's id is its handle too: torch reads a pool id as one of its own
+        pool's streams, so ``torch.cuda.stream(s)`` / ``set_stream(s)`` would run on another stream."""
+        if _torch_ids and self._sid & 1:
+            return <long long>self._ptr
+        return self._sid
 
     @property
     def device_type(self):
@@ -479,15 +490,33 @@ cdef class Stream:
         c_leave_device(orig)
 
     def wait_event(self, event):
-        """Make future work on this stream wait for ``event``'s latest record: ``event.wait(self)``, like
-        torch, so any event with a ``wait(stream)`` method works; TypeError for an object without one."""
+        """Make future work on this stream wait for ``event``'s latest record: ``event.wait(self)`` for
+        an accel Event, else cudaStreamWaitEvent on the handle another library's event exposes (torch's
+        ``cuda_event``, cuda.core's ``handle``; 0, never created, is a no-op as torch's), else
+        ``event.wait(self)`` for any other event with a ``wait(stream)`` method; TypeError otherwise."""
         if isinstance(event, Event):
             (<Event>event).wait(self)
-        elif callable(getattr(event, "wait", None)):
+            return
+        h = _sc.event_handle_of(event)
+        if h is None:
+            if hasattr(type(event), "__cuda_stream__") or not callable(getattr(event, "wait", None)):
+                raise _sc.bad_event(event)   # a stream's wait(s) would order the other way round
             event.wait(self)
-        else:
-            raise TypeError(f"expected an accel.cuda.Event (or an event with .wait(stream)), got "
-                            f"{type(event).__name__}: {event!r}")
+            return
+        if not h:
+            return
+        c_ensure_init()
+        cdef int err
+        cdef cudaStream_t p = <cudaStream_t>self._ptr
+        cdef cudaEvent_t e = <cudaEvent_t><uintptr_t>h
+        cdef int orig = c_enter_device(_t, self.device_index)
+        with nogil:
+            err = _t.cudaStreamWaitEvent(p, e, 0)
+        if err:
+            ex = error(err)
+            c_leave_device(orig)
+            raise ex
+        c_leave_device(orig)
 
     def wait_stream(self, stream):
         """Make future work on this stream wait for the work queued on ``stream`` so far (through a
@@ -667,9 +696,21 @@ cdef class ExternalStream(Stream):
         elif actual >= 0 and actual != d:
             raise ValueError(f"stream {p:#x} belongs to device {actual}, not to the device given ({d})")
         self.device_index = d
-        self.stream_id = <long long>p
+        self._sid = <long long>p
         self._ptr = p
         self._owner = owner
+
+
+# True once accel shares a process (and runtime) with torch's CUDA libraries: see Stream.stream_id.
+cdef bint _torch_ids = False
+
+
+def _link_torch(*addrs):
+    global _torch_ids
+    _torch_ids = True
+
+
+_torch_link.register(_link_torch)
 
 
 include "_stream_event.pxi"

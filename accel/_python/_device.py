@@ -8,9 +8,10 @@ other device arguments.  The ``_c_*`` functions mirror the native module's C-lev
 import gc
 import threading
 import warnings
-from ctypes import byref, c_int, c_uint
+from ctypes import CFUNCTYPE, POINTER, byref, c_bool, c_byte, c_int, c_uint
 
 from accel import _stream_common as _sc
+from accel import _torch_link
 from accel._python import _cudart
 
 __all__ = ["current_device", "set_device", "exchange_device", "maybe_exchange_device", "has_primary_context",
@@ -68,9 +69,18 @@ def _target():
 
 
 def _record_target(d):
+    # d has no primary context (the caller probed it)
     global _targets
     _targets = True
     _tls.target = d
+
+
+def _record_own(d):
+    # A failed restore's fallback: accel keeps d as its own target, also once linked to torch (c10's
+    # MaybeSetDevice would probe d again, and throw where accel's probe failed).
+    global _targets
+    _targets = True
+    _tls.__dict__["target"] = d
 
 
 # cudaGetDevice / cudaSetDevice, bound on first use: the hot paths call these module globals instead of
@@ -221,7 +231,7 @@ def _guard_restore(d):
 
 
 def _warn_fallback(d, exc):
-    _record_target(d)
+    _record_own(d)
     warnings.warn(f"could not restore CUDA device {d} after a guarded call ({type(exc).__name__}: "
                   f"{str(exc).partition(chr(10))[0]}); device {d} is recorded as this thread's target "
                   f"device instead", RuntimeWarning, stacklevel=3)
@@ -238,7 +248,7 @@ def _c_restore_device(d, unless_current):
     if not err and v.value != d:
         err = _set(d)
     if err:
-        _record_target(d)
+        _record_own(d)
         raise _device_error(err, d)
     if _targets:
         _tls.target = -1
@@ -549,7 +559,7 @@ class device:
         v, vp = _tls.dev_out
         err = _get(vp)
         if err:
-            _record_target(p)
+            _record_own(p)
             raise _cudart._error(err)
         cur = v.value
         if p != cur:
@@ -561,7 +571,7 @@ class device:
                 else:
                     _record_target(p)
             except BaseException:
-                _record_target(p)  # the logical device is p again (no CUDA call), then the real error
+                _record_own(p)  # the logical device is p again (no CUDA call), then the real error
                 raise
         self._idx = cur
         return False
@@ -569,3 +579,56 @@ class device:
     def __repr__(self):
         return f"device({self.idx!r})"
 
+
+# -- accel in a torch process (accel._torch_link) ---------------------------------------------------
+# Once linked, ``_tls.target`` is a property over c10's target: reading it asks c10's GetDevice (the target
+# is pending where it differs from the runtime's device), recording ``d`` is c10's MaybeSetDevice(d) (d has
+# no primary context: every caller probed it), clearing it is c10's SetDevice(runtime device) (which makes
+# no runtime call).  A thread's own target from before the link (or one c10 could not take) stays in the
+# thread's dict and wins until cleared.
+
+_torch = None  # (GetDevice, SetDevice, MaybeSetDevice) once linked
+
+
+def _torch_target(tls):
+    own = tls.__dict__.get("target", -1)
+    if own >= 0:
+        return own
+    get = _torch[0]
+    t, r = c_byte(), c_int()
+    if get(byref(t)) or _get(byref(r)):
+        return -1  # the caller's own cudaGetDevice reports the error
+    return t.value if t.value != r.value else -1
+
+
+def _torch_record(tls, d):
+    if d < 0:
+        tls.__dict__.pop("target", None)
+        r = c_int()
+        if not _get(byref(r)):
+            _torch[1](r.value, False)
+    elif 0 <= d < _count and not _torch[2](d):
+        tls.__dict__.pop("target", None)
+    else:  # out of range (c10 would throw) or refused: accel keeps it
+        tls.__dict__["target"] = d
+
+
+def _link_torch(get, set_, maybe_set):
+    """Share c10's pending target device (accel._torch_link calls this once torch's CUDA libraries are
+    loaded and use accel's runtime)."""
+    global _torch, _targets
+    _c_device_count()  # the range c10's MaybeSetDevice accepts (0, not cached, if the count fails)
+    _torch = (CFUNCTYPE(c_int, POINTER(c_byte))(get), CFUNCTYPE(c_int, c_byte, c_bool)(set_),
+              CFUNCTYPE(c_int, c_byte)(maybe_set))
+    _ThreadState.target = property(_torch_target, _torch_record)
+    _targets = True
+    own = _tls.__dict__.get("target", -1)
+    try:
+        hand_over = own >= 0 and not _c_has_primary_context(own)
+    except Exception:  # noqa: BLE001 - accel keeps it
+        hand_over = False
+    if hand_over:
+        _tls.target = own  # this thread's pending target becomes c10's
+
+
+_torch_link.register(_link_torch)

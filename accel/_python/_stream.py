@@ -15,6 +15,7 @@ from ctypes import c_int, c_size_t, c_void_p
 
 from accel import _graph_common as _gc
 from accel import _stream_common as _sc
+from accel import _torch_link
 from accel._python import _cudart
 from accel._python import _device as _dm
 from accel._python._device import (_c_checked_device_count, _c_ensure_init, _c_exchange_device, _c_get_device,
@@ -44,7 +45,7 @@ _osa = object.__setattr__  # writes a Stream's fields (Stream.__setattr__ refuse
 def _make(d, sid, ptr):
     s = object.__new__(Stream)
     _osa(s, "device_index", d)
-    _osa(s, "stream_id", sid)
+    _osa(s, "_sid", sid)
     _osa(s, "_ptr", ptr)
     _osa(s, "_pp", c_void_p(ptr) if ptr else None)
     return s
@@ -355,7 +356,7 @@ class Stream:
     # _owner / _ctx until set.  (A __dict__ rather than slots: a slot has no default, and __getattr__ would
     # slow down every attribute read.)
     __slots__ = ("__dict__", "__weakref__")   # weak references, as torch's Stream
-    device_index = stream_id = _ptr = 0
+    device_index = _sid = _ptr = 0   # _sid: torch's StreamId encoding (stream_id reads it)
     _owner = _ctx = None
     _pp = None  # _ptr as a c_void_p (None for 0), what the unprototyped hot-path calls take
 
@@ -365,7 +366,7 @@ class Stream:
                 raise ValueError(f"device cannot be given with stream_id / device_index, got device={device!r}")
             s = _from_id(stream_id, device_index, device_type, priority)
             _osa(self, "device_index", s.device_index)
-            _osa(self, "stream_id", s.stream_id)
+            _osa(self, "_sid", s._sid)
             _osa(self, "_ptr", s._ptr)
             _osa(self, "_pp", s._pp)
             return
@@ -385,7 +386,7 @@ class Stream:
         if s is None:
             s = _new_pool_stream(d, p, i)
         _osa(self, "device_index", d)
-        _osa(self, "stream_id", s.stream_id)
+        _osa(self, "_sid", s._sid)
         _osa(self, "_ptr", s._ptr)
         _osa(self, "_pp", s._pp)
 
@@ -407,6 +408,17 @@ class Stream:
     def device(self):
         """The stream's device (``.type == "cuda"``, ``.index``)."""
         return _sc.CudaDevice(self.device_index)
+
+    @property
+    def stream_id(self):
+        """torch's StreamId: 0 for the default stream, the pool encoding (slot, priority level) for a pool
+        stream, the handle for an external one.  Once accel shares a process with torch
+        (accel._torch_link), a pool stream's id is its handle too: torch reads a pool id as one of its own
+        pool's streams, so ``torch.cuda.stream(s)`` / ``set_stream(s)`` would run on another stream."""
+        sid = self._sid
+        if _torch_ids and sid & 1:
+            return self._ptr - (self._ptr >> 63 << 64)
+        return sid
 
     @property
     def device_type(self):
@@ -463,15 +475,25 @@ class Stream:
         _check(_T.cudaStreamSynchronize(self._ptr), orig)
 
     def wait_event(self, event):
-        """Make future work on this stream wait for ``event``'s latest record: ``event.wait(self)``, like
-        torch, so any event with a ``wait(stream)`` method works; TypeError for an object without one."""
+        """Make future work on this stream wait for ``event``'s latest record: ``event.wait(self)`` for
+        an accel Event, else cudaStreamWaitEvent on the handle another library's event exposes (torch's
+        ``cuda_event``, cuda.core's ``handle``; 0, never created, is a no-op as torch's), else
+        ``event.wait(self)`` for any other event with a ``wait(stream)`` method; TypeError otherwise."""
         if isinstance(event, Event):
             event.wait(self)
-        elif callable(getattr(event, "wait", None)):
+            return
+        h = _sc.event_handle_of(event)
+        if h is None:
+            if hasattr(type(event), "__cuda_stream__") or not callable(getattr(event, "wait", None)):
+                raise _sc.bad_event(event)   # a stream's wait(s) would order the other way round
             event.wait(self)
-        else:
-            raise TypeError(f"expected an accel.cuda.Event (or an event with .wait(stream)), got "
-                            f"{type(event).__name__}: {event!r}")
+            return
+        if not h:
+            return
+        if not _dm._initialized and _dm._init_hook is not None:
+            _c_ensure_init()
+        orig = _enter(self.device_index)
+        _check(_T.cudaStreamWaitEvent(self._ptr, h, 0), orig)
 
     def wait_stream(self, stream):
         """Make future work on this stream wait for the work queued on ``stream`` so far (through a
@@ -650,13 +672,13 @@ class ExternalStream(Stream):
         elif actual >= 0 and actual != d:
             raise ValueError(f"stream {ptr:#x} belongs to device {actual}, not to the device given ({d})")
         _osa(self, "device_index", d)
-        _osa(self, "stream_id", ptr - (ptr >> 63 << 64))
+        _osa(self, "_sid", ptr - (ptr >> 63 << 64))
         _osa(self, "_ptr", ptr)
         _osa(self, "_pp", c_void_p(ptr) if ptr else None)
         _osa(self, "_owner", owner)
 
 
-_STREAM_FIELDS = frozenset(("device_index", "stream_id", "_ptr", "_pp", "_owner", "_ctx"))
+_STREAM_FIELDS = frozenset(("device_index", "_sid", "_ptr", "_pp", "_owner", "_ctx"))
 # What the compiled twin's Stream exposes as data attributes (readonly members and properties); its
 # cdef fields (_ptr, ...) are not attributes at all.
 _STREAM_DATA = frozenset(("device_index", "stream_id", "device", "device_type", "cuda_stream", "_as_parameter_",
@@ -678,6 +700,18 @@ def _frozen(s, name, cls=None, fields=_STREAM_FIELDS, data=_STREAM_DATA):
     if name not in fields and name != "__dict__" and hasattr(type(s), name):
         return AttributeError(f"'{_type_name(type(s))}' object attribute '{name}' is read-only")
     return AttributeError(f"'{_type_name(type(s))}' object has no attribute '{name}'")
+
+
+# True once accel shares a process (and runtime) with torch's CUDA libraries: see Stream.stream_id.
+_torch_ids = False
+
+
+def _link_torch(*addrs):
+    global _torch_ids
+    _torch_ids = True
+
+
+_torch_link.register(_link_torch)
 
 
 from accel._python._stream_event import Event  # noqa: E402  (Event needs the names above)
