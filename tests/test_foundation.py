@@ -35,6 +35,13 @@ def test_twins_have_identical_public_surfaces(name, both_twins):
         if callable(a) and not isinstance(a, type):
             assert str(inspect.signature(a)) == str(inspect.signature(b)), attr
             assert (a.__doc__ or "").strip() == (b.__doc__ or "").strip(), f"{name}.{attr} docstrings differ"
+        if isinstance(b, type):
+            # classes: inspect.signature reads the compiled class (its docstring's clinic line) and every public
+            # method (Cython's embedsignature), as it reads the python twin's
+            assert str(inspect.signature(a)) == str(inspect.signature(b)), attr
+            for meth, fn in vars(b).items():
+                if callable(fn) and (not meth.startswith("_") or meth in ("__enter__", "__exit__", "__call__")):
+                    assert str(inspect.signature(getattr(a, meth))) == str(inspect.signature(fn)), f"{attr}.{meth}"
 
 
 def test_backend_is_reported():
