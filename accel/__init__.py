@@ -6,10 +6,10 @@ says why.  Subpackages: ``accel.cuda``, ``accel.lazy``, ``accel.device_interface
 """
 import importlib
 
+from accel._build_config import VERSION as __version__
 from accel._impl import backend, reason as backend_reason
 from accel.errors import CudaError
 
-__version__ = "0.1.0"
 __all__ = ["backend", "backend_reason", "CudaError", "cuda", "lazy", "device_interface", "mtia",
            "accelerator", "__version__"]
 

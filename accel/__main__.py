@@ -109,8 +109,9 @@ def report(out=sys.stdout, prog="python -m accel"):
 
 def usage(prog):
     """The program's help text; ``prog`` is how it was run (``accel`` or ``python -m accel``)."""
-    return (f"usage: {prog} [-h | --help] [bench | emu ...]\n"
+    return (f"usage: {prog} [-h | --help | -V | --version] [bench | emu ...]\n"
             f"  {prog}                 the environment report: backend, CUDA runtime, devices, NVML\n"
+            f"  {prog} --version       accel's version, its backend and the Python it runs on\n"
             f"  {prog} bench           a quick hot-path timing table (on the emulator when no GPU is usable)\n"
             f"  {prog} emu [--devices N] [--profile P] [--] COMMAND [ARGS...]\n"
             f"  {'':{len(prog)}}                 run COMMAND on the emulated CUDA runtime ({prog} emu --help)\n"
@@ -211,6 +212,13 @@ def main(argv=None, prog="python -m accel"):
         return report(prog=prog)
     if argv[0] in ("-h", "--help"):
         print(usage(prog))
+        return 0
+    if argv[0] in ("-V", "--version"):
+        if argv[1:]:
+            print(f"usage: {prog} --version\nerror: unexpected argument {argv[1]!r}", file=sys.stderr)
+            return 2
+        print(f"accel {accel.__version__} (distribution accel-runtime; backend {accel.backend}; "
+              f"Python {sys.version.split()[0]})")
         return 0
     if argv[0] == "bench":
         if argv[1:2] in (["-h"], ["--help"]):

@@ -27,23 +27,28 @@ print(lib.path if fn(ctypes.byref(n)) == 0 and n.value > 0 else "")
 
 
 def _choose_runtime():
-    """Use the real runtime if it reports a device, else the emulator.  Returns a description.  The probe
-    runs in a child process, so that this one has loaded no libcudart when the stand-ins are activated."""
+    """Use the real runtime if it reports a device, else the emulator.  Returns (a description, whether a
+    runtime with devices is in use).  The probe runs in a child process, so that this one has loaded no
+    libcudart when the stand-ins are activated."""
     if os.environ.get("ACCEL_CUDART"):
-        return f"ACCEL_CUDART={os.environ['ACCEL_CUDART']}"
+        return f"ACCEL_CUDART={os.environ['ACCEL_CUDART']}", True
     try:
         probe = subprocess.run([sys.executable, "-c", _PROBE], capture_output=True, text=True, timeout=60)
         if probe.returncode == 0 and probe.stdout.strip():
-            return f"real CUDA runtime {probe.stdout.strip()}"
+            return f"real CUDA runtime {probe.stdout.strip()}", True
     except (OSError, subprocess.SubprocessError):  # no usable GPU runtime
         pass
+    if not os.path.exists(_lib.emu_path()):
+        return ("none: no usable GPU, and this install has no emulated runtime (it was built with "
+                "-Dnative=false): the device, stream and event rows are not timed"), False
     try:
         from accel import emu
         emu.activate()  # the stand-ins: accel and any peer imported later share one emulated runtime
-        return f"EMULATED runtime, stand-ins {emu.cudart_path()} (no usable GPU here): times are host-side overheads only"
+        return (f"EMULATED runtime, stand-ins {emu.cudart_path()} (no usable GPU here): times are host-side "
+                "overheads only"), True
     except Exception:  # noqa: BLE001 - no stand-ins (e.g. a foreign libcudart already loaded): accel alone
         os.environ["ACCEL_CUDART"] = "emu"
-        return "EMULATED runtime (no usable GPU here; peers not on it): times are host-side overheads only"
+        return "EMULATED runtime (no usable GPU here; peers not on it): times are host-side overheads only", True
 
 
 def _ns(stmt, globals_=None, number=100_000, repeat=5):
@@ -51,8 +56,11 @@ def _ns(stmt, globals_=None, number=100_000, repeat=5):
 
 
 def _twins(name):
+    """[(twin, module)]: both twins, or the python twin alone on a -Dnative=false install."""
     import importlib
-    return [(t, importlib.import_module(f"accel._{t}.{name}")) for t in ("native", "python")]
+    from accel import _build_config
+    twins = ("native", "python") if _build_config.NATIVE else ("python",)
+    return [(t, importlib.import_module(f"accel._{t}.{name}")) for t in twins]
 
 
 def _dag(ir, n):
@@ -64,14 +72,23 @@ def _dag(ir, n):
     return outs[-1]
 
 
-def rows():
-    """[(operation, implementation, ns per operation)] for the floors and both twins."""
+def rows(devices=True):
+    """[(operation, implementation, ns per operation)] for the floors and the twins; without ``devices`` (no
+    runtime to call) only the lazy IR rows."""
     out = []
 
     def noop():
         pass
 
     out.append(("python no-op call", "-", _ns(noop)))
+    if devices:
+        out += _device_rows()
+    out += _ir_rows()
+    return out
+
+
+def _device_rows():
+    out = []
     lib = _lib.cudart().cdll
     raw = lib.cudaGetDevice
     raw.argtypes = [ctypes.POINTER(ctypes.c_int)]
@@ -90,6 +107,11 @@ def rows():
         ev = st.Event()
         ev.record()
         out.append(("Event.query()", twin, _ns(ev.query)))
+    return out
+
+
+def _ir_rows():
+    out = []
     for twin, ir in _twins("_ir"):
         shape = ir.Shape(6, [2, 3])
         a = ir.Output(ir.device_data(shape, 0))
@@ -154,19 +176,18 @@ def peer_rows():
 
 
 def main(argv):
-    where = _choose_runtime()
-    try:
-        table = rows()
-    except ImportError as exc:
-        print(f"bench needs the compiled twin: {exc}", file=sys.stderr)
-        return 1
+    from accel import _build_config
+    where, devices = _choose_runtime()
+    table = rows(devices)
     print(f"runtime: {where}")
+    if not _build_config.NATIVE:
+        print("twins: python only (this install was built with -Dnative=false: no compiled twin to compare)")
     noop = table[0][2]
     print(f"{'operation':<32} {'implementation':<18} {'ns/op':>9} {'x no-op call':>13}")
     for op, impl, ns in sorted(table[1:], key=lambda r: (r[0], r[1])):
         print(f"{op:<32} {impl:<18} {ns:>9.1f} {ns / noop:>12.1f}x")
     print(f"{table[0][0]:<32} {'-':<18} {noop:>9.1f}")
-    peers, skipped = peer_rows()
+    peers, skipped = peer_rows() if devices else ([], [])
     if peers:
         native = {op: ns for op, impl, ns in table if impl == "native"}
         print(f"\npeers on {where.split(':')[0]}:")

@@ -35,6 +35,13 @@ def test_twins_have_identical_public_surfaces(name, both_twins):
         if callable(a) and not isinstance(a, type):
             assert str(inspect.signature(a)) == str(inspect.signature(b)), attr
             assert (a.__doc__ or "").strip() == (b.__doc__ or "").strip(), f"{name}.{attr} docstrings differ"
+        if isinstance(b, type):
+            # classes: inspect.signature reads the compiled class (its docstring's clinic line) and every public
+            # method (Cython's embedsignature), as it reads the python twin's
+            assert str(inspect.signature(a)) == str(inspect.signature(b)), attr
+            for meth, fn in vars(b).items():
+                if callable(fn) and (not meth.startswith("_") or meth in ("__enter__", "__exit__", "__call__")):
+                    assert str(inspect.signature(getattr(a, meth))) == str(inspect.signature(fn)), f"{attr}.{meth}"
 
 
 def test_backend_is_reported():
@@ -311,3 +318,15 @@ def test_library_without_required_symbols_is_rejected(subprocess_python, tmp_pat
                           " print(type(e).__name__, e.searched)", env={"ACCEL_CUDART": str(lib)})
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == f"LibraryNotFoundError ['{lib}: does not export cudaGetDeviceCount']"
+
+
+def test_version_is_declared_once():
+    """meson.build's project() version is the distribution's version and accel.__version__."""
+    import importlib.metadata
+    assert accel.__version__ == importlib.metadata.version("accel-runtime")
+    if (REPO / "meson.build").exists():
+        import re
+        m = re.search(r"project\('accel', version: '([^']+)'", (REPO / "meson.build").read_text())
+        assert m and m.group(1) == accel.__version__
+        assert 'dynamic = ["version"]' in (REPO / "pyproject.toml").read_text()
+        assert "__version__ = " not in (REPO / "accel" / "__init__.py").read_text()

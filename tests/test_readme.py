@@ -87,7 +87,7 @@ def check_emulated_report(command):
 def check_help(command):
     proc = shell(command)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.startswith("usage: accel [-h | --help] [bench | emu ...]")
+    assert proc.stdout.startswith("usage: accel [-h | --help | -V | --version] [bench | emu ...]")
 
 
 def check_emu_synopsis(command):
@@ -125,17 +125,24 @@ def check_torch_on_emulator(command):
 
 def check_pure_python_install(command, tmp_path):
     """Built into a target directory, without build isolation (the suite may have no network)."""
-    if shell("python -c 'import mesonpy'").returncode:
-        pytest.skip("needs meson-python in the test environment (the build runs without isolation)")
-    assert command.startswith("pip install . ")
+    assert command.startswith("pip install --config-settings=") and command.endswith(" ."), command
     target = tmp_path / "site"
     proc = shell(f"pip install --quiet --no-deps --no-build-isolation --target {target} "
-                 f"-Cbuild-dir={tmp_path / 'build'} {command[len('pip install '):]}", timeout=300)
+                 f"--config-settings=build-dir={tmp_path / 'build'} {command[len('pip install '):]}", timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     probe = subprocess.run([sys.executable, "-c", "import accel; print(accel.backend, accel.__file__)"],
                            cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(target)}, capture_output=True,
                            text=True, timeout=60)
     assert probe.stdout.split() == ["python", str(target / "accel" / "__init__.py")], probe.stderr
+
+
+def check_version(command):
+    """One line: accel's version, the distribution's name, the backend."""
+    proc = shell(command)
+    assert proc.returncode == 0, proc.stderr
+    import accel
+    assert proc.stdout == (f"accel {accel.__version__} (distribution accel-runtime; backend {accel.backend}; "
+                           f"Python {sys.version.split()[0]})\n"), proc.stdout
 
 
 def check_nvml_extra(command):
@@ -159,7 +166,10 @@ CHECKS = {
     "accel emu --help": check_emu_help,
     "accel emu --profile t4,a100,h100,b200 -- pytest": check_profile_machine,
     'accel emu --devices 2 -- python -c "import torch; print(torch.cuda.device_count())"': check_torch_on_emulator,
-    "pip install . -Csetup-args=-Dnative=false": check_pure_python_install,
+    "pip install --config-settings=setup-args=-Dnative=false .": check_pure_python_install,
+    "pip install --config-settings=build-dir=/tmp/accel-build .":
+        "tests/test_build_routes.py::test_build_dir_outside_a_read_only_checkout_writes_nothing_into_it",
+    "accel --version": check_version,
     "ACCEL_EMU_MEMORY=2G accel emu --devices 4 -- python -m numba.runtests numba.cuda.tests.cudadrv":
         "tests/test_peer_suites.py::test_numba_cuda_suite_on_the_emulator",
     "accel emu --devices 2 -- python -m pytest cuda_core/tests/test_device.py cuda_core/tests/test_stream.py "
@@ -182,7 +192,8 @@ CHECKS = {
 }
 CI_SECTIONS = ("Install and run", "Tests")
 # code spans that look like commands but are words in a sentence
-MENTIONS = {"pytest", "python", "python -m", "accel / peer"}
+MENTIONS = {"pytest", "python", "python -m", "accel / peer",
+            "pip install accel"}    # what not to type: installs the unrelated project of that name
 
 
 def test_every_command_is_checked():
@@ -253,14 +264,17 @@ def test_python_m_accel_without_an_install_says_what_to_type():
 @pytest.mark.parametrize("prog", ["accel", "python -m accel"])
 def test_help_and_usage_errors(prog):
     proc = shell(f"{prog} --help")
-    assert proc.returncode == 0 and proc.stdout.splitlines()[0] == f"usage: {prog} [-h | --help] [bench | emu ...]"
+    assert proc.returncode == 0 and proc.stdout.splitlines()[0] == f"usage: {prog} [-h | --help | -V | --version] [bench | emu ...]"
     assert f"{prog} emu [--devices N] [--profile P] [--] COMMAND [ARGS...]" in proc.stdout
     assert shell(f"{prog} -h").stdout == proc.stdout
     proc = shell(f"{prog} emu --help")
     assert proc.returncode == 0 and proc.stdout.startswith(f"usage: {prog} emu [--devices N]"), proc.stderr
     proc = shell(f"{prog} bench --help")
     assert proc.returncode == 0 and proc.stdout.startswith(f"usage: {prog} bench\n"), proc.stderr
-    for args, error in ((["--frob"], "unknown argument '--frob'"), (["bench", "x"], "unexpected argument 'x'")):
+    proc = shell(f"{prog} -V")
+    assert proc.returncode == 0 and proc.stdout.startswith("accel ") and shell(f"{prog} --version").stdout == proc.stdout
+    for args, error in ((["--frob"], "unknown argument '--frob'"), (["bench", "x"], "unexpected argument 'x'"),
+                        (["--version", "x"], "unexpected argument 'x'")):
         proc = shell(f"{prog} {' '.join(args)}")
         assert proc.returncode == 2 and proc.stdout == "", proc.stdout
         assert proc.stderr.splitlines()[-1] == f"error: {error}"

@@ -612,7 +612,10 @@ def _warn_or_error_on_sync():
 @cython.freelist(16)
 @cython.no_gc
 cdef class device:
-    """Context manager that makes ``device`` current and restores the previous device on exit without
+    """device(device)
+--
+
+    Context manager that makes ``device`` current and restores the previous device on exit without
     creating a context there (torch.cuda.device).  ``idx`` is the index; -1 / None are no-ops.  The same
     object may be re-entered while entered (each exit restores the device of its own entry)."""
 

@@ -25,7 +25,10 @@ cdef PyObject *_last = NULL
 
 
 cdef class TensorBase:
-    """The slots of a lazy tensor: ``_node`` (IR), ``_handle`` (device data after a sync), ``_src`` (source
+    """TensorBase()
+--
+
+    The slots of a lazy tensor: ``_node`` (IR), ``_handle`` (device data after a sync), ``_src`` (source
     data), ``_shape``, ``_id`` (0 until registered), ``_base`` (accel.lazy.inplace's slot: None, an
     ``Alias``, the ``_MUTATED`` marker or a pending view)."""
     cdef public object _node

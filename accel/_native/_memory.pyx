@@ -160,7 +160,10 @@ cdef object _retry(int d, uintptr_t h, size_t n, uintptr_t pool, void** out):
 @cython.auto_pickle(False)
 @cython.no_gc_clear
 cdef class DeviceBuffer:
-    """``nbytes`` of device memory from ``alloc``, freed stream-ordered on its stream by ``free()``, by
+    """DeviceBuffer(*args, **kwargs)
+--
+
+    ``nbytes`` of device memory from ``alloc``, freed stream-ordered on its stream by ``free()``, by
     leaving a ``with`` block, or when it is garbage collected."""
     cdef uintptr_t _ptr
     cdef size_t _n
@@ -542,7 +545,10 @@ def wrap(ptr, nbytes, device, stream, owner, readonly=False):
 @cython.final
 @cython.freelist(64)    # views are made and dropped at a high rate: reuse their memory
 cdef class DeviceArray:
-    """A typed view (numpy dtype, shape, byte strides) over the memory of a DeviceBuffer, which it keeps
+    """DeviceArray(*args, **kwargs)
+--
+
+    A typed view (numpy dtype, shape, byte strides) over the memory of a DeviceBuffer, which it keeps
     alive: what ``to_device`` / ``empty`` / ``from_dlpack`` return, exported with its dtype, shape and
     strides over DLPack and the CUDA Array Interface.  Basic indexing, ``reshape``, ``view(dtype)`` and
     ``.T`` make views of the same memory; ``free()`` frees the buffer (and so every view of it)."""

@@ -321,7 +321,10 @@ def priority_range():
 
 @cython.auto_pickle(False)
 cdef class StreamContext:
-    """Context manager making ``stream`` current (switching to its device); exit restores the stream
+    """StreamContext(stream)
+--
+
+    Context manager making ``stream`` current (switching to its device); exit restores the stream
     and device current at entry, and the previous stream of the stream's device.  None: no-op."""
 
     cdef readonly object stream
@@ -375,7 +378,10 @@ cdef class StreamContext:
 
 @cython.auto_pickle(False)
 cdef class Stream:
-    """A CUDA stream from the device's pool (32 per priority level, round-robin, non-blocking); lower
+    """Stream(device=None, priority=0, *, stream_id=None, device_index=None, device_type=None)
+--
+
+    A CUDA stream from the device's pool (32 per priority level, round-robin, non-blocking); lower
     ``priority`` is higher, clamped to the device's range.  ValueError / TypeError for bad arguments."""
 
     cdef readonly int device_index
@@ -678,7 +684,10 @@ os.register_at_fork(after_in_child=_forget_parent_host_functions)
 
 @cython.auto_pickle(False)
 cdef class ExternalStream(Stream):
-    """Wrap a stream made elsewhere: an int cudaStream_t or any object with ``__cuda_stream__`` (kept
+    """ExternalStream(stream_ptr, device=None)
+--
+
+    Wrap a stream made elsewhere: an int cudaStream_t or any object with ``__cuda_stream__`` (kept
     alive).  The device comes from cudaStreamGetDevice unless given; CudaError for a foreign handle."""
 
     def __init__(self, stream_ptr, device=None):

@@ -2,7 +2,10 @@
 
 @cython.auto_pickle(False)
 cdef class Event:
-    """A CUDA event, created lazily on its first record (on the stream's device).  Flags as torch:
+    """Event(enable_timing=False, blocking=False, interprocess=False, external=False)
+--
+
+    A CUDA event, created lazily on its first record (on the stream's device).  Flags as torch:
     timing off unless ``enable_timing``; ``blocking`` syncs by blocking; ``interprocess`` for IPC;
     ``external``: recorded / waited inside a graph capture as event record / wait nodes (torch's)."""
 

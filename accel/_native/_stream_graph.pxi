@@ -35,7 +35,10 @@ cdef inline int _check_leave(int err, int orig) except -1:
 
 @cython.auto_pickle(False)
 cdef class CUDAGraph:
-    """A CUDA graph captured from a stream and replayed, torch.cuda.CUDAGraph's names and semantics: capture
+    """CUDAGraph(keep_graph=False)
+--
+
+    A CUDA graph captured from a stream and replayed, torch.cuda.CUDAGraph's names and semantics: capture
     on the current (non-default) stream between capture_begin() and capture_end(), replay() on the current
     stream of the capture device.  ``keep_graph``: keep the cudaGraph_t after capture (instantiate() then
     makes the executable graph, raw_cuda_graph() returns it)."""
