@@ -6,8 +6,8 @@ says why.  Subpackages: ``accel.cuda``, ``accel.lazy``, ``accel.device_interface
 """
 import importlib
 
+from accel._impl import backend, reason as backend_reason  # first: it explains an unbuilt source tree
 from accel._build_config import VERSION as __version__
-from accel._impl import backend, reason as backend_reason
 from accel.errors import CudaError
 
 __all__ = ["backend", "backend_reason", "CudaError", "cuda", "lazy", "device_interface", "mtia",

@@ -120,7 +120,7 @@ def usage(prog):
             f"devices and `{prog} emu -- COMMAND` runs any CUDA program on them.\n"
             "Environment: ACCEL_BACKEND (auto | native | python), ACCEL_CUDART (a libcudart path, or emu),\n"
             "ACCEL_EMU_DEVICES, ACCEL_EMU_PROFILE, ACCEL_EMU_MEMORY, ACCEL_EMU_FAIL, ACCEL_EMU_TRACE\n"
-            "(the README's Configuration).")
+            "(docs/configuration.md).")
 
 
 def emu_usage(prog):

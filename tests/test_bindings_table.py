@@ -4,7 +4,7 @@
 - a table of bad arguments, generated per parameter and C type, gives the same exception type and
   message on both twins, before any C call (proved with the emulator's fault injection);
 - in-range boundary values reach the C call;
-- the emulator exports every symbol of the table; the README lists exactly the table.
+- the emulator exports every symbol of the table; docs/bindings.md lists exactly the table.
 """
 import ctypes
 import importlib.util
@@ -240,13 +240,13 @@ def _generator():
 
 
 def test_readme_lists_exactly_the_table():
-    readme = (REPO / "README.md").read_text()
+    readme = (REPO / "docs" / "bindings.md").read_text()
     begin, end = "<!-- bindings:begin -->\n", "<!-- bindings:end -->"
-    assert begin in readme and end in readme, "README lost its generated bindings list"
+    assert begin in readme and end in readme, "docs/bindings.md lost its generated bindings list"
     listed = readme.split(begin, 1)[1].split(end, 1)[0]
     expected = _generator().readme(table)
     assert listed.strip() == expected.strip(), (
-        "README's bindings list is stale: regenerate it with "
+        "docs/bindings.md's bindings list is stale: regenerate it with "
         "`python tools/gen_bindings.py accel/_cudart_table.py readme`")
 
 

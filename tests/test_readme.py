@@ -1,10 +1,13 @@
-"""The README as a newcomer without a GPU reads it, and the command line it teaches (issue 23).
+"""The README and the documentation (docs/*.md, CONTRIBUTING.md) as a newcomer without a GPU reads them, and
+the command line they teach (issues 23, 35).
 
-Every command the README gives (fenced, or inline in backticks) is either run by .ci/run (the fenced
+Every command a document gives (fenced, or inline in backticks) is either run by .ci/run (the README's fenced
 "Install and run" and "Tests" commands, verbatim, from the clone's root) or run here, from the checkout's
-root where a newcomer types it. A command added to the README without a check fails
-test_every_command_is_checked. `python -m accel` typed in the checkout's root must run the installed
-build (accel/_checkout.py); what cannot work says what to type instead.
+root where a newcomer types it. A command added to a document without a check fails
+test_every_command_is_checked. Every ```python block of every document runs here, imports included, on the
+emulated runtime (```py marks a block whose consumers need other libraries: docs/memory.md's, run by
+tests/test_device_array.py::test_readme_hand_off_section). `python -m accel` typed in the checkout's root must
+run the installed build (accel/_checkout.py); what cannot work says what to type instead.
 """
 import os
 import pathlib
@@ -19,6 +22,9 @@ import accel
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 README = REPO / "README.md"
+# the documents whose commands and examples are checked: the README, the guide pages (the API reference is
+# generated from docstrings: tests/test_docs.py), CONTRIBUTING.md
+DOCS = [README, *sorted(p for p in (REPO / "docs").glob("*.md")), REPO / "CONTRIBUTING.md"]
 BIN = os.path.dirname(sys.executable)          # where this environment's `python` and `accel` live
 INSTALLED = os.path.dirname(accel.__file__)
 needs_checkout = pytest.mark.skipif(not (README.exists() and (REPO / "accel" / "_impl.py").exists()),
@@ -28,10 +34,10 @@ pytestmark = needs_checkout
 _COMMAND = re.compile(r"^(?:[A-Z_]+=\S+ )*(?:pip|pytest|python|accel)(?: |$)")
 
 
-def fenced_blocks():
-    """[(heading, info string, text)] of the README's fenced blocks."""
+def fenced_blocks(docs=(README,)):
+    """[(heading, info string, text)] of the documents' fenced blocks (the README's by default)."""
     out, heading, block = [], None, None
-    for line in README.read_text().splitlines():
+    for line in "\n".join(d.read_text() for d in docs).splitlines():
         if block is not None:
             if line.startswith("```"):
                 out.append((heading, block[0], "\n".join(block[1:])))
@@ -46,8 +52,8 @@ def fenced_blocks():
 
 
 def inline_commands():
-    """Every inline code span of the README's prose (tables excluded) that is a shell command."""
-    text, spans = README.read_text(), set()
+    """Every inline code span of the documents' prose (tables excluded) that is a shell command."""
+    text, spans = "\n".join(d.read_text() for d in DOCS), set()
     prose = re.sub(r"```.*?```", "", text, flags=re.S)
     prose = "\n".join(ln for ln in prose.splitlines() if not ln.startswith("|"))
     for span in re.findall(r"`([^`\n]+)`", prose.replace("\n", " ")):
@@ -136,6 +142,17 @@ def check_pure_python_install(command, tmp_path):
     assert probe.stdout.split() == ["python", str(target / "accel" / "__init__.py")], probe.stderr
 
 
+def check_quick_rebuild(command, tmp_path):
+    """CONTRIBUTING.md's quick rebuild: the build tools of the test extra, no isolation (into a scratch target
+    here, so as not to replace the build under test)."""
+    assert command.endswith("--config-settings=build-dir=build .")
+    target = tmp_path / "site"
+    proc = shell(command.replace("build-dir=build", f"build-dir={tmp_path / 'build'}").replace(
+        "pip install ", f"pip install --quiet --target {target} "), timeout=900)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert list((target / "accel" / "_native").glob("_device*.so")), "the quick rebuild built no native twin"
+
+
 def check_version(command):
     """One line: accel's version, the distribution's name, the backend."""
     proc = shell(command)
@@ -170,6 +187,7 @@ CHECKS = {
     "pip install --config-settings=build-dir=/tmp/accel-build .":
         "tests/test_build_routes.py::test_build_dir_outside_a_read_only_checkout_writes_nothing_into_it",
     "accel --version": check_version,
+    "pip install --no-build-isolation --no-deps --config-settings=build-dir=build .": check_quick_rebuild,
     "ACCEL_EMU_MEMORY=2G accel emu --devices 4 -- python -m numba.runtests numba.cuda.tests.cudadrv":
         "tests/test_peer_suites.py::test_numba_cuda_suite_on_the_emulator",
     "accel emu --devices 2 -- python -m pytest cuda_core/tests/test_device.py cuda_core/tests/test_stream.py "
@@ -197,7 +215,7 @@ MENTIONS = {"pytest", "python", "python -m", "accel / peer",
 
 
 def test_every_command_is_checked():
-    shell_blocks = {(h, text) for h, info, text in fenced_blocks() if info == "" and _COMMAND.match(text)}
+    shell_blocks = {(h, text) for h, info, text in fenced_blocks(DOCS) if info == "" and _COMMAND.match(text)}
     assert shell_blocks == {(h, c) for c, how in CHECKS.items() if how == "ci" for h in CI_SECTIONS
                             if (h, c) in shell_blocks} and len(shell_blocks) == len(CI_SECTIONS), (
         f"the README's fenced commands are not the ones .ci/run runs: {sorted(shell_blocks)}")
@@ -222,9 +240,18 @@ def test_readme_command(command, tmp_path):
         check(command)
 
 
-def test_readme_python_example_runs_on_the_emulator():
-    (code,) = [text for _, info, text in fenced_blocks() if info == "python"]
-    proc = subprocess.run([sys.executable, "-c", code], cwd="/", capture_output=True, text=True, timeout=60,
+def _python_examples():
+    return [pytest.param(text, id=f"{doc.name}:{i}") for doc in DOCS
+            for i, (_, info, text) in enumerate(b for b in fenced_blocks([doc]) if b[1] == "python")]
+
+
+def test_readme_has_examples():
+    assert len([1 for _, info, _ in fenced_blocks() if info == "python"]) >= 4
+
+
+@pytest.mark.parametrize("code", _python_examples())
+def test_python_example_runs_on_the_emulator(code):
+    proc = subprocess.run([sys.executable, "-c", code], cwd="/", capture_output=True, text=True, timeout=120,
                           env={**os.environ, "ACCEL_CUDART": "emu", "ACCEL_EMU_DEVICES": "4"})
     assert proc.returncode == 0, proc.stderr
 

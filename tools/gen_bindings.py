@@ -2,7 +2,7 @@
 
     python tools/gen_bindings.py TABLE native OUTDIR   ->  OUTDIR/_cudart.pyx, OUTDIR/_cudart.pxd
     python tools/gen_bindings.py TABLE python OUTDIR   ->  OUTDIR/_cudart.py
-    python tools/gen_bindings.py TABLE readme          ->  the README's "What accel binds" list, on stdout
+    python tools/gen_bindings.py TABLE readme          ->  docs/bindings.md's "What accel binds" list, on stdout
 
 Each wrapper does, in this order and identically in both twins: load the library (first call),
 convert the arguments (in-range ints inline; anything else through accel._cargs.convert, which raises
@@ -701,7 +701,7 @@ def python_module(table):
 
 
 def readme(table):
-    """The README's list of bound functions (tests/test_bindings_table.py checks the README against it)."""
+    """docs/bindings.md's list of bound functions (tests/test_bindings_table.py checks the page against it)."""
     lines = []
     for title, rows, result in (("runtime (libcudart)", table.RUNTIME, "cudaError_t"),
                                 ("driver (libcuda)", table.DRIVER, "CUresult")):

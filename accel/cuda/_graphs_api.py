@@ -6,7 +6,7 @@ stream-ordered allocation inside the capture: a graph memory node whose address 
 Graph memory comes from CUDA's own per-device graph memory, not from a pool accel chooses, so ``pool=`` is
 accepted and returned by ``CUDAGraph.pool()`` (torch's id tuples, for code that passes them between
 captures) but does not change where memory comes from.  The memory stays valid while its DeviceBuffer
-lives and is released once the buffer is freed and the graph reset.  See the README's "CUDA graphs".
+lives and is released once the buffer is freed and the graph reset.  See docs/graphs.md.
 """
 import gc
 
