@@ -671,7 +671,8 @@ print(json.dumps(r + [rt.cudaGetDeviceCount(c.byref(n)), n.value]))
 def test_module_library_and_launch_entry_points_are_found_and_the_rest_say_not_supported(subprocess_python):
     # modules, libraries, kernels, the linker, occupancy and launches are real entry points (tests/test_emu_kernels.py);
     # what the emulator still lacks says so by name
-    names = ["cuTensorMapEncodeTiled", "cuGetExportTable", "cuModuleGetTexRef", "cuLaunch", "cuLaunchGrid",
+    # (cuGetExportTable refuses by table: tests/test_emu_driver_surface.py::test_export_tables_refused_by_name)
+    names = ["cuTensorMapEncodeTiled", "cuModuleGetTexRef", "cuLaunch", "cuLaunchGrid",
              "cuLaunchGridAsync", "cuStreamBeginCaptureToGraph"]
     proc = _run(subprocess_python, f"""
 fn = VP()

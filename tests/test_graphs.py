@@ -657,6 +657,10 @@ def test_replay_touching_a_freed_buffer_raises_and_queues_nothing(sm, mem, rt):
     assert (hout == 1).all()                        # nothing ran
 
 
+@pytest.mark.xfail(strict=True, reason="a DeviceBuffer allocated inside the capture (graph memory) and freed by the "
+                   "user after a replay marks the graph stale in accel (the freed-buffer guard of issue 31 item 1 "
+                   "should only cover buffers allocated outside the capture), so the next replay raises instead of "
+                   "making the allocation again as CUDA does (item 15)")
 def test_a_graph_buffer_freed_after_a_replay_is_made_again_by_the_next(sm, mem, rt):
     # CUDA's graph memory (issue 31): an allocation the graph leaves to the user is theirs after a launch; once
     # they free it, the next launch (accel instantiates with AutoFreeOnLaunch, as torch) makes it again at the
