@@ -62,3 +62,28 @@ print(json.dumps(H.run(K(".reg .b64 %rd<4>;\\n.reg .b32 %r<4>;\\nld.param.u64 %r
                          "mov.u64 %rd2, -4;\\n{body}\\nret;", ".param .u64 p"), "k", (1,), (1,), [d])))
 """)
     assert got[0] == H.ILLEGAL_ADDRESS and "0xfffffffffffffffc" in got[1], got
+
+
+# ------------------------------------------------------------------ vector widths
+@pytest.mark.parametrize("insn", ["ld.global.v2.u32 {%r0,%r1,%r2}, [%rd1];", "ld.global.v4.u32 {%r0,%r1}, [%rd1];",
+                                  "st.global.v2.u32 [%rd1], {%r0,%r1,%r2,%r3};", "st.global.v4.u32 [%rd1], {%r0,%r1};",
+                                  "ld.global.u32 {%r0,%r1}, [%rd1];", "ld.global.v2.u32 %r0, [%rd1];",
+                                  "st.global.v2.u32 [%rd1], %r0;"])
+def test_a_vector_whose_operands_do_not_match_its_width_is_invalid_ptx(insn):
+    # defect: ld/st took the number of braced operands and ignored .v2 / .v4, so `ld.global.v2.u32 {a,b,c}`
+    # loaded 12 bytes checked for 8-byte alignment and `ld.global.v4.u32 {a,b}` loaded 8 (ptxas refuses both)
+    text = HDR + (".visible .entry k(.param .u64 p)\n{\n.reg .b64 %rd<2>;\n.reg .b32 %r<4>;\n"
+                  f"ld.param.u64 %rd1, [p];\n{insn}\nret;\n}}\n")
+    rc, msg = H.build(text)
+    assert rc == H.INVALID_PTX and "line 9" in msg, (rc, msg)
+
+
+def test_vectors_of_the_declared_width_still_load_and_store():
+    x = np.arange(8, dtype=np.uint32) + 100
+    d, o = H.Dev(x), H.Dev(np.zeros(8, np.uint32))
+    text = HDR + (".visible .entry k(.param .u64 p, .param .u64 q)\n{\n.reg .b64 %rd<3>;\n.reg .b32 %r<6>;\n"
+                  "ld.param.u64 %rd1, [p];\nld.param.u64 %rd2, [q];\n"
+                  "ld.global.v4.u32 {%r0,%r1,%r2,%r3}, [%rd1];\nld.global.v2.u32 {%r4,_}, [%rd1+16];\n"
+                  "st.global.v2.u32 [%rd2], {%r3,%r2};\nst.global.v4.u32 [%rd2+16], {%r1,%r0,%r4,%r4};\nret;\n}\n")
+    H.run_ok(text, "k", (1,), (1,), [d, o])
+    assert o.get().tolist() == [103, 102, 0, 0, 101, 100, 104, 104]

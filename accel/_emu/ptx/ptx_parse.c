@@ -1027,6 +1027,9 @@ static int decode(parser *P, const char *op, uint32_t guard, int gneg, opnd *ops
             return perr(P, t == T_B128 ? PTX_E_NOT_SUPPORTED : PTX_E_INVALID_PTX, "'%s' needs a type of 1 to 8 bytes", op);
         int n = ops[0].kind == OK_VEC ? ops[0].vn : 1;
         if (n > 4 && !(n == 8)) return perr(P, PTX_E_INVALID_PTX, "bad vector width");
+        if (n != (in.vec ? in.vec : 1) || (ops[0].kind == OK_VEC) != (in.vec != 0))
+            return perr(P, PTX_E_INVALID_PTX, "'%s' has %d destination%s for %s%d elements", op, n, n == 1 ? "" : "s",
+                        in.vec ? ".v" : "", in.vec ? in.vec : 1);
         in.nd = (uint8_t)n;
         if (ops[0].kind == OK_VEC) {
             if (n > 4) return perr(P, PTX_E_NOT_SUPPORTED, "ld with 8 destinations");
@@ -1041,6 +1044,9 @@ static int decode(parser *P, const char *op, uint32_t guard, int gneg, opnd *ops
             return perr(P, t == T_B128 ? PTX_E_NOT_SUPPORTED : PTX_E_INVALID_PTX, "'%s' needs a type of 1 to 8 bytes", op);
         int n = ops[1].kind == OK_VEC ? ops[1].vn : 1;
         if (n > 4) return perr(P, PTX_E_NOT_SUPPORTED, "st with more than 4 sources");
+        if (n != (in.vec ? in.vec : 1) || (ops[1].kind == OK_VEC) != (in.vec != 0))
+            return perr(P, PTX_E_INVALID_PTX, "'%s' has %d source%s for %s%d elements", op, n, n == 1 ? "" : "s",
+                        in.vec ? ".v" : "", in.vec ? in.vec : 1);
         in.ns = (uint8_t)n;
         if (addr_operand(P, &ops[0], &in, 4)) return P->err;
         if (ops[1].kind == OK_VEC) {
