@@ -1260,7 +1260,8 @@ static int parse_init(parser *P, int t, unsigned char *buf, size_t size, size_t 
             else v = (uint64_t)o.iv;
         } else return perr(P, PTX_E_INVALID_PTX, "bad initialiser");
     }
-    if (*pos + (size_t)es <= size) memcpy(buf + *pos, &v, (size_t)es);
+    if (*pos + (size_t)es > size) return perr(P, PTX_E_INVALID_PTX, "initialiser longer than its variable's %zu bytes", size);
+    memcpy(buf + *pos, &v, (size_t)es);
     *pos += (size_t)es;
     return 0;
 }
@@ -1467,6 +1468,13 @@ static int parse_body(parser *P, pfunc *f)
     uint32_t off = 0;
     for (int i = 0; i < f->nparams; i++) {
         pparam *pp = &f->params[i];
+        /* the driver's limit for a kernel's parameters (CUDA 12.1+): ptxas refuses more */
+        if (f->is_entry && (pp->size > 32764 || align_up(off, pp->align) + pp->size > 32764))
+            return perr(P, PTX_E_INVALID_PTX, "kernel '%s': parameter '%s' (%llu bytes) takes its parameters past 32764 bytes",
+                        f->name, pp->name, (unsigned long long)pp->size);
+        if (!f->is_entry && pp->size > ((size_t)1 << 20))
+            return perr(P, PTX_E_NOT_SUPPORTED, "function '%s': parameter '%s' of %llu bytes (the engine takes at most 1 MiB)",
+                        f->name, pp->name, (unsigned long long)pp->size);
         psym *s = new_sym(P, pp->name, strlen(pp->name));
         if (!s) return P->err;
         s->kind = SK_VAR; s->space = SP_PARAM; s->size = pp->size; s->align = pp->align;
@@ -1478,6 +1486,9 @@ static int parse_body(parser *P, pfunc *f)
     }
     for (int i = 0; i < f->nrets; i++) {
         pparam *pp = &f->rets[i];
+        if (pp->size > ((size_t)1 << 20))
+            return perr(P, PTX_E_NOT_SUPPORTED, "function '%s': return parameter '%s' of %llu bytes (the engine takes at most 1 MiB)",
+                        f->name, pp->name, (unsigned long long)pp->size);
         psym *s = new_sym(P, pp->name, strlen(pp->name));
         if (!s) return P->err;
         s->kind = SK_VAR; s->space = SP_PARAM; s->size = pp->size; s->align = pp->align; s->text = -1;
