@@ -228,3 +228,32 @@ def test_initialisers_that_fit_still_initialise():
 def test_a_global_aligned_to_1024_loads():
     rc, msg = H.build(HDR + ".visible .global .align 1024 .b8 g[4];\n.visible .entry k()\n{\nret;\n}\n")
     assert rc == H.OK, (rc, msg)
+
+
+# ------------------------------------------------------------------ local memory past a GPU thread's 512 KiB
+def test_local_memory_past_512_kib_per_thread_is_refused_at_load_not_a_sticky_fault(subprocess_python):
+    # defect: `.local .b8 l[2^40]` loaded; the launch returned 0 and the kernel then failed on the stream with
+    # a sticky CUDA_ERROR_OUT_OF_MEMORY (the engine could not allocate its lanes' local memory), which ended the
+    # context: every later call returned 2.  ptxas refuses more than 512 KiB of local memory per thread
+    from accel import emu
+    code = f"""
+import ctypes as c, json, os
+cu = c.CDLL({emu.driver_path()!r}, mode=os.RTLD_NOW | os.RTLD_GLOBAL)
+VP = c.c_void_p
+h = VP()
+assert cu.cuInit(0) == 0 and cu.cuDevicePrimaryCtxRetain(c.byref(h), 0) == 0 and cu.cuCtxSetCurrent(h) == 0
+cu.cuLaunchKernel.argtypes = [VP] + [c.c_uint] * 7 + [VP] * 3
+def load(size):
+    text = {HDR.encode()!r} + (".visible .entry k()\\n{{\\n.local .align 8 .b8 l[SIZE];\\n.reg .b32 %r;\\n"
+                               "ld.local.u32 %r, [l];\\nret;\\n}}\\n").replace("SIZE", str(size)).encode()
+    m, f = VP(), VP()
+    r = cu.cuModuleLoadData(c.byref(m), text)
+    if r:
+        return [r]
+    assert cu.cuModuleGetFunction(c.byref(f), m, b"k") == 0
+    return [r, cu.cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, None, None, None), cu.cuCtxSynchronize()]
+print(json.dumps([load(1 << 40), load(524289), load(524288)]))
+"""
+    proc = subprocess_python(code, env={"ACCEL_EMU_TRACE": None}, timeout=60)
+    assert proc.returncode == 0, (proc.returncode, proc.stderr[-2000:])
+    assert json.loads(proc.stdout.strip().splitlines()[-1]) == [[218], [218], [0, 0, 0]]

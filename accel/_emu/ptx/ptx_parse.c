@@ -1879,6 +1879,11 @@ static int link_program(parser *P)
         if (P->funcs[i]->defined && P->funcs[i]->is_entry) {
             size_t c = chain(P, P->funcs[i], &rec, stack, 0);
             if (c > maxl) maxl = c;
+            if (c > ((size_t)512 << 10)) {   /* a GPU thread's local memory: ptxas refuses more */
+                free(stack);
+                return perr(P, PTX_E_INVALID_PTX, "kernel '%s' uses %zu bytes of local memory per thread (at most 524288)",
+                            P->funcs[i]->name, c);
+            }
         }
     free(stack);
     M->has_recursion = rec;
