@@ -257,3 +257,37 @@ print(json.dumps([load(1 << 40), load(524289), load(524288)]))
     proc = subprocess_python(code, env={"ACCEL_EMU_TRACE": None}, timeout=60)
     assert proc.returncode == 0, (proc.returncode, proc.stderr[-2000:])
     assert json.loads(proc.stdout.strip().splitlines()[-1]) == [[218], [218], [0, 0, 0]]
+
+
+@pytest.mark.xfail(strict=True, reason="cuMemFree / cudaFree do not wait for the device as CUDA's do (emu_memory.c: "
+                   "'Unlike real cudaFree this does not synchronise the device'): a kernel queued on a stream before "
+                   "the free, not yet started, then finds the allocation gone and faults with a sticky "
+                   "CUDA_ERROR_ILLEGAL_ADDRESS, where a GPU runs that correct program to the end")
+def test_cumemfree_after_a_queued_launch_lets_the_kernel_run_first(subprocess_python):
+    from accel import emu
+    code = f"""
+import ctypes as c, json, os
+cu = c.CDLL({emu.driver_path()!r}, mode=os.RTLD_NOW | os.RTLD_GLOBAL)
+VP = c.c_void_p
+h = VP()
+assert cu.cuInit(0) == 0 and cu.cuDevicePrimaryCtxRetain(c.byref(h), 0) == 0 and cu.cuCtxSetCurrent(h) == 0
+cu.cuLaunchKernel.argtypes = [VP] + [c.c_uint] * 7 + [VP] * 3
+cu.cuMemAlloc_v2.argtypes = [c.POINTER(c.c_uint64), c.c_size_t]
+cu.cuMemFree_v2.argtypes = [c.c_uint64]
+m, f = VP(), VP()
+assert cu.cuModuleLoadData(c.byref(m), {_SPIN.encode()!r}) == 0
+assert cu.cuModuleGetFunction(c.byref(f), m, b"spin") == 0
+s = VP()
+assert cu.cuStreamCreate(c.byref(s), 1) == 0
+d1, d2 = c.c_uint64(), c.c_uint64()
+assert cu.cuMemAlloc_v2(c.byref(d1), 4096) == 0 and cu.cuMemAlloc_v2(c.byref(d2), 4096) == 0
+n = c.c_uint(100000)
+a1 = (VP * 2)(c.cast(c.byref(d1), VP), c.cast(c.byref(n), VP))
+a2 = (VP * 2)(c.cast(c.byref(d2), VP), c.cast(c.byref(n), VP))
+out = [cu.cuLaunchKernel(f, 1, 1, 1, 1024, 1, 1, 0, s, a1, None), cu.cuLaunchKernel(f, 1, 1, 1, 1024, 1, 1, 0, s, a2, None),
+       cu.cuMemFree_v2(d2.value), cu.cuStreamSynchronize(s)]
+print(json.dumps(out))
+"""
+    proc = subprocess_python(code, env={"ACCEL_EMU_TRACE": None}, timeout=120)
+    assert proc.returncode == 0, (proc.returncode, proc.stderr[-2000:])
+    assert json.loads(proc.stdout.strip().splitlines()[-1]) == [0, 0, 0, 0]
