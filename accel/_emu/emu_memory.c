@@ -165,9 +165,33 @@ static alloc_t *alloc_containing(const void *p)
     return (uintptr_t)p < (uintptr_t)a->base + a->size ? a : NULL;
 }
 
+/* Kernels running now (emu_stream.c counts them, G held), and the cudaMalloc allocations freed meanwhile whose
+ * bytes wait for none to run: a kernel caches an allocation's bounds for its launch, so it may still store
+ * into bytes freed under it (a GPU's undefined behaviour; here they must not be the host heap's by then). */
+long g_kernels_running;
+static alloc_t **g_grave;
+static size_t g_ngrave, g_grave_cap;
+
+void emu_mem_kernels_idle(void)
+{
+    for (size_t i = 0; i < g_ngrave; i++) {
+        free(g_grave[i]->base);
+        free(g_grave[i]);
+    }
+    g_ngrave = 0;
+}
+
 void alloc_unref(alloc_t *a)
 {
     if (a && --a->pending == 0 && a->freed) {
+        if (!a->pool && g_kernels_running) {
+            if (g_ngrave == g_grave_cap) {
+                size_t nc = g_grave_cap ? 2 * g_grave_cap : 16;
+                alloc_t **ng = realloc(g_grave, nc * sizeof *ng);
+                if (ng) { g_grave = ng; g_grave_cap = nc; }
+            }
+            if (g_ngrave < g_grave_cap) { g_grave[g_ngrave++] = a; return; }
+        }
         if (a->pool) pool_block_back(a);
         else free(a->base);
         free(a);

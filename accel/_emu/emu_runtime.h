@@ -257,6 +257,9 @@ extern size_t g_nallocs;            /* live allocations */
 
 /* Drops a reference a queued copy or memset held; frees the allocation once freed and unused. */
 void alloc_unref(alloc_t *a);
+/* Kernels running (G held); their count back to 0 releases the bytes of allocations freed meanwhile. */
+extern long g_kernels_running;
+void emu_mem_kernels_idle(void);
 
 /* --------------------------------------------------------- streams (emu_stream.c) */
 

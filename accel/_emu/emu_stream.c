@@ -136,9 +136,11 @@ static void stream_run(stream_t *s)
             pthread_mutex_lock(&G);
             break;
         case IT_KERNEL:
+            g_kernels_running++;
             pthread_mutex_unlock(&G);
             emu_launch_run(it->launch);
             pthread_mutex_lock(&G);
+            if (--g_kernels_running == 0) emu_mem_kernels_idle();
             break;
         case IT_SET:
             pthread_mutex_unlock(&G);

@@ -924,7 +924,7 @@ int h_ld(warp *w, const insn_t *in, uint32_t m)
         LANES({
             uint64_t a = A[l] + (uint64_t)off;
             const void *p;
-            if (a + (uint64_t)sz <= size && !(a & (uint64_t)(sz - 1))) p = base + a;
+            if (a < size && a + (uint64_t)sz <= size && !(a & (uint64_t)(sz - 1))) p = base + a;
             else { p = ptx_mem(w, in, l, sp, a, (size_t)sz); if (!p) return R_FAULT; }
             D[l] = load_bits(p, sz, sgn);
         });
@@ -936,7 +936,7 @@ int h_ld(warp *w, const insn_t *in, uint32_t m)
         LANES({
             uint64_t a = A[l] + (uint64_t)off;
             const void *p;
-            if (a >= lo && a + (uint64_t)sz <= hi && !(a & (uint64_t)(sz - 1))) p = (const void *)(uintptr_t)a;
+            if (a >= lo && a < hi && hi - a >= (uint64_t)sz && !(a & (uint64_t)(sz - 1))) p = (const void *)(uintptr_t)a;
             else { p = ptx_mem(w, in, l, sp, a, (size_t)sz); if (!p) return R_FAULT; lo = wk->lo; hi = wk->hi; }
             D[l] = load_bits(p, sz, sgn);
         });
@@ -964,7 +964,7 @@ int h_st(warp *w, const insn_t *in, uint32_t m)
         LANES({
             uint64_t a = A[l] + (uint64_t)off;
             void *p;
-            if (a + (uint64_t)sz <= size && !(a & (uint64_t)(sz - 1))) p = base + a;
+            if (a < size && a + (uint64_t)sz <= size && !(a & (uint64_t)(sz - 1))) p = base + a;
             else { p = ptx_mem(w, in, l, sp, a, (size_t)sz); if (!p) return R_FAULT; }
             store_bits(p, S[l], sz);
         });
@@ -976,7 +976,7 @@ int h_st(warp *w, const insn_t *in, uint32_t m)
         LANES({
             uint64_t a = A[l] + (uint64_t)off;
             void *p;
-            if (a >= lo && a + (uint64_t)sz <= hi && !(a & (uint64_t)(sz - 1))) p = (void *)(uintptr_t)a;
+            if (a >= lo && a < hi && hi - a >= (uint64_t)sz && !(a & (uint64_t)(sz - 1))) p = (void *)(uintptr_t)a;
             else { p = ptx_mem(w, in, l, sp, a, (size_t)sz); if (!p) return R_FAULT; lo = wk->lo; hi = wk->hi; }
             store_bits(p, S[l], sz);
         });

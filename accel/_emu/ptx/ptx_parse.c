@@ -1027,6 +1027,9 @@ static int decode(parser *P, const char *op, uint32_t guard, int gneg, opnd *ops
             return perr(P, t == T_B128 ? PTX_E_NOT_SUPPORTED : PTX_E_INVALID_PTX, "'%s' needs a type of 1 to 8 bytes", op);
         int n = ops[0].kind == OK_VEC ? ops[0].vn : 1;
         if (n > 4 && !(n == 8)) return perr(P, PTX_E_INVALID_PTX, "bad vector width");
+        if (n != (in.vec ? in.vec : 1) || (ops[0].kind == OK_VEC) != (in.vec != 0))
+            return perr(P, PTX_E_INVALID_PTX, "'%s' has %d destination%s for %s%d elements", op, n, n == 1 ? "" : "s",
+                        in.vec ? ".v" : "", in.vec ? in.vec : 1);
         in.nd = (uint8_t)n;
         if (ops[0].kind == OK_VEC) {
             if (n > 4) return perr(P, PTX_E_NOT_SUPPORTED, "ld with 8 destinations");
@@ -1041,6 +1044,9 @@ static int decode(parser *P, const char *op, uint32_t guard, int gneg, opnd *ops
             return perr(P, t == T_B128 ? PTX_E_NOT_SUPPORTED : PTX_E_INVALID_PTX, "'%s' needs a type of 1 to 8 bytes", op);
         int n = ops[1].kind == OK_VEC ? ops[1].vn : 1;
         if (n > 4) return perr(P, PTX_E_NOT_SUPPORTED, "st with more than 4 sources");
+        if (n != (in.vec ? in.vec : 1) || (ops[1].kind == OK_VEC) != (in.vec != 0))
+            return perr(P, PTX_E_INVALID_PTX, "'%s' has %d source%s for %s%d elements", op, n, n == 1 ? "" : "s",
+                        in.vec ? ".v" : "", in.vec ? in.vec : 1);
         in.ns = (uint8_t)n;
         if (addr_operand(P, &ops[0], &in, 4)) return P->err;
         if (ops[1].kind == OK_VEC) {
@@ -1254,7 +1260,8 @@ static int parse_init(parser *P, int t, unsigned char *buf, size_t size, size_t 
             else v = (uint64_t)o.iv;
         } else return perr(P, PTX_E_INVALID_PTX, "bad initialiser");
     }
-    if (*pos + (size_t)es <= size) memcpy(buf + *pos, &v, (size_t)es);
+    if (*pos + (size_t)es > size) return perr(P, PTX_E_INVALID_PTX, "initialiser longer than its variable's %zu bytes", size);
+    memcpy(buf + *pos, &v, (size_t)es);
     *pos += (size_t)es;
     return 0;
 }
@@ -1461,6 +1468,13 @@ static int parse_body(parser *P, pfunc *f)
     uint32_t off = 0;
     for (int i = 0; i < f->nparams; i++) {
         pparam *pp = &f->params[i];
+        /* the driver's limit for a kernel's parameters (CUDA 12.1+): ptxas refuses more */
+        if (f->is_entry && (pp->size > 32764 || align_up(off, pp->align) + pp->size > 32764))
+            return perr(P, PTX_E_INVALID_PTX, "kernel '%s': parameter '%s' (%llu bytes) takes its parameters past 32764 bytes",
+                        f->name, pp->name, (unsigned long long)pp->size);
+        if (!f->is_entry && pp->size > ((size_t)1 << 20))
+            return perr(P, PTX_E_NOT_SUPPORTED, "function '%s': parameter '%s' of %llu bytes (the engine takes at most 1 MiB)",
+                        f->name, pp->name, (unsigned long long)pp->size);
         psym *s = new_sym(P, pp->name, strlen(pp->name));
         if (!s) return P->err;
         s->kind = SK_VAR; s->space = SP_PARAM; s->size = pp->size; s->align = pp->align;
@@ -1472,6 +1486,9 @@ static int parse_body(parser *P, pfunc *f)
     }
     for (int i = 0; i < f->nrets; i++) {
         pparam *pp = &f->rets[i];
+        if (pp->size > ((size_t)1 << 20))
+            return perr(P, PTX_E_NOT_SUPPORTED, "function '%s': return parameter '%s' of %llu bytes (the engine takes at most 1 MiB)",
+                        f->name, pp->name, (unsigned long long)pp->size);
         psym *s = new_sym(P, pp->name, strlen(pp->name));
         if (!s) return P->err;
         s->kind = SK_VAR; s->space = SP_PARAM; s->size = pp->size; s->align = pp->align; s->text = -1;
@@ -1862,6 +1879,11 @@ static int link_program(parser *P)
         if (P->funcs[i]->defined && P->funcs[i]->is_entry) {
             size_t c = chain(P, P->funcs[i], &rec, stack, 0);
             if (c > maxl) maxl = c;
+            if (c > ((size_t)512 << 10)) {   /* a GPU thread's local memory: ptxas refuses more */
+                free(stack);
+                return perr(P, PTX_E_INVALID_PTX, "kernel '%s' uses %zu bytes of local memory per thread (at most 524288)",
+                            P->funcs[i]->name, c);
+            }
         }
     free(stack);
     M->has_recursion = rec;
