@@ -155,6 +155,28 @@ def check_compile_error_shows_source_lines():
         raise AssertionError("compiled")
 
 
+def check_kernel_cache_bounded():
+    from accel.lazy import cuda_backend as cb
+    L.set_backend("cuda")
+    cb._KERNELS.clear()
+    prev, cb.KERNELS_MAX = cb.KERNELS_MAX, 2
+    try:
+        M.reset()
+        a = floats(5)
+        for step in range(2):
+            for k in range(3):            # three graphs (another constant op each): the first is evicted by the third
+                x = L.tensor(a)
+                y = x
+                for _ in range(k + 1):
+                    y = y.exp()
+                L.mark_step()
+                assert y.numpy().dtype == np.float32
+            L.set_backend("cuda")        # (a fresh computation cache: only the kernel cache can skip NVRTC)
+        assert len(cb._KERNELS) == 2 and cv("NvrtcCompile") == 6, (len(cb._KERNELS), cv("NvrtcCompile"))
+    finally:
+        cb.KERNELS_MAX = prev
+
+
 def check_unknown_backend_name():
     raises(ValueError, lambda: L.set_backend("tpu"), "'tpu'", "'numpy' or 'cuda'")
     L.set_backend("numpy")

@@ -20,10 +20,12 @@ source, architecture) for the process, so an equal graph compiled again (after s
 the computation cache) skips NVRTC; there is no disk cache yet.  Tensors' data stay host arrays between
 steps: a step uploads its tensor parameters and downloads its roots (device residency is left to do).
 """
+import collections
 import ctypes
 import hashlib
 import threading
 import time
+import weakref
 
 import numpy as _np
 
@@ -58,8 +60,11 @@ _BLOCK = 256
 # Compiled kernels of the process, by (source sha256, architecture): kept across set_backend and computation-cache
 # evictions, so that an equal graph compiled again skips NVRTC (the source is a function of the graph's structure,
 # shapes and dtypes, which its graph hash covers; scalar values are parameters).
-_KERNELS = {}
+# At most KERNELS_MAX of them (least recently used first out, as the computation cache); a kernel no program holds
+# any more unloads its modules when it is freed.
+_KERNELS = collections.OrderedDict()
 _KERNELS_LOCK = threading.Lock()
+KERNELS_MAX = 1024
 
 
 class CudaCompileError(RuntimeError):
@@ -82,12 +87,14 @@ def _lines_cited(source, log):
 
 class _Kernel:
     """A compiled kernel: its source, image and entry name; loaded lazily per device (module, function)."""
-    __slots__ = ("source", "image", "name", "loaded", "lock")
+    __slots__ = ("source", "image", "name", "loaded", "lock", "modules", "__weakref__")
 
     def __init__(self, source, image, name):
         self.source, self.image, self.name = source, image, name
         self.loaded = {}
         self.lock = threading.Lock()
+        self.modules = []                # (bindings, module handle) loaded, unloaded when this kernel is freed
+        weakref.finalize(self, _unload, self.modules)
 
     def function(self, rt, device):
         f = self.loaded.get(device)
@@ -97,10 +104,20 @@ class _Kernel:
                 if f is None:
                     img = ctypes.create_string_buffer(self.image, len(self.image) + 1)
                     mod = rt.cuModuleLoadData(ctypes.addressof(img))
+                    self.modules.append((rt, mod))
                     name = ctypes.create_string_buffer(self.name.encode())
                     f = rt.cuModuleGetFunction(mod, ctypes.addressof(name))
                     self.loaded[device] = f
         return f
+
+
+def _unload(modules):
+    for rt, mod in modules:
+        try:
+            rt.cuModuleUnload(mod)
+        except Exception:       # noqa: BLE001 (a context already reset or torn down: nothing left to unload)
+            pass
+    modules.clear()
 
 
 class CudaBackend:
@@ -134,7 +151,9 @@ class CudaBackend:
         key = (hashlib.sha256(gen.source.encode()).hexdigest(), arch)
         with self._lock:
             k = self._kernels.get(key)
-            if k is None:
+            if k is not None:
+                self._kernels.move_to_end(key)
+            else:
                 t0 = time.perf_counter_ns()
                 try:
                     image, _log = _nvrtc.compile_program(gen.source, "accel_lazy.cu",
@@ -145,6 +164,8 @@ class CudaBackend:
                 _m_compile.add_sample(time.perf_counter_ns() - t0)
                 _c_compile.add(1)
                 k = self._kernels[key] = _Kernel(gen.source, image, gen.entry)
+                while len(self._kernels) > KERNELS_MAX:
+                    self._kernels.popitem(last=False)
         return gen.program(k)
 
 
