@@ -73,6 +73,9 @@ def check_float32_chain_bitexact():
     a, b = floats(4, 33), floats(33)
     same(lambda x, y: ((x + y) * 2.5 - x / 1.5).relu() - (-y) * x, [a, b])
     assert cv("CudaKernelLaunch") > 0 and cv("NvrtcCompile") == 1 and cv("CudaFallback") == 0
+    from accel.lazy import cuda_backend as cb
+    ptx = [k.image for k in cb._KERNELS.values() if k.source in L.get_latest_computation_graph()]
+    assert len(ptx) == 1 and b".version 9." in ptx[0] and b"mul.rn.f32" in ptx[0] and b"fma." not in ptx[0]
 
 
 def check_alpha_and_scalars_reuse_program():
