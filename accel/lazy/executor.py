@@ -11,6 +11,7 @@ from accel.lazy import metrics as _metrics
 from accel.lazy import tensors as _t
 from accel.lazy import backend as _backend_mod
 from accel.lazy.backend import NumpyBackend
+from accel.lazy.cuda_backend import CudaBackend
 from accel.lazy.cache import ComputationCache
 from accel.lazy.inplace import current as _current
 from accel.lazy.tensors import Data, LazyTensor
@@ -64,8 +65,7 @@ def set_backend(backend):
         if backend == "numpy":
             backend = NumpyBackend()
         elif backend == "cuda":
-            from accel.lazy.cuda_backend import CudaBackend     # (NVRTC is opened here: ImportError without it)
-            backend = CudaBackend()
+            backend = CudaBackend()         # (NVRTC is opened here: ImportError without it)
         else:
             raise ValueError(f"set_backend: unknown backend name {backend!r}: expected 'numpy' or 'cuda' "
                              "(or a backend object)")
