@@ -47,6 +47,8 @@ TYPES = {
     "cudaGraph_t": ("handle", 0, 2**64 - 1),
     "cudaGraphExec_t": ("handle", 0, 2**64 - 1),
     "cudaGraphNode_t": ("handle", 0, 2**64 - 1),
+    "CUmodule": ("handle", 0, 2**64 - 1),
+    "CUfunction": ("handle", 0, 2**64 - 1),
     "const char*": ("cstring", None, None),
     "cudaDeviceProp": ("struct", None, None),
     "cudaIpcEventHandle_t": ("struct", None, None),
@@ -273,4 +275,18 @@ DRIVER = (
     fn("cuGetErrorName", "CUresult error, out const char* name", "The driver's enum name of CUresult ``error``."),
     fn("cuGetErrorString", "CUresult error, out const char* string",
        "The driver's description of CUresult ``error``."),
+
+    # modules and launches (accel.lazy's CUDA backend: NVRTC's PTX / cubin, loaded into the current context)
+    fn("cuModuleLoadData", "out CUmodule module, const void* image",
+       "Load the PTX text (NUL-terminated) or cubin at address ``image`` into the current context; returns the "
+       "module (handle int).", blocking=True),
+    fn("cuModuleGetFunction", "out CUfunction hfunc, CUmodule hmod, const void* name",
+       "The kernel of ``hmod`` named by the NUL-terminated bytes at address ``name`` (handle int)."),
+    fn("cuModuleUnload", "CUmodule hmod", "Unload ``hmod`` (its functions become invalid).", blocking=True),
+    fn("cuLaunchKernel",
+       "CUfunction func, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ, unsigned int blockDimX, "
+       "unsigned int blockDimY, unsigned int blockDimZ, unsigned int sharedMemBytes, cudaStream_t hStream, "
+       "void* kernelParams, void* extra = 0",
+       "Queue kernel ``func`` on ``hStream`` with the grid and block given; ``kernelParams``: the address of an "
+       "array of pointers to each parameter's value (copied at the call).", blocking=True),
 )

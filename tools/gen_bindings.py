@@ -81,7 +81,7 @@ NATIVE_CTYPE = {
     "cudaEvent_t": "cudaEvent_t", "cudaHostFn_t": "cudaHostFn_t", "const char*": "const char*",
     "cudaMemPool_t": "cudaMemPool_t", "cudaGraph_t": "cudaGraph_t", "cudaGraphExec_t": "cudaGraphExec_t",
     "cudaGraphNode_t": "cudaGraphNode_t", "cudaDeviceProp": "void", "cudaIpcEventHandle_t": "IpcEventHandle",
-    "cudaPointerAttributes": "PointerAttributes",
+    "cudaPointerAttributes": "PointerAttributes", "CUmodule": "void*", "CUfunction": "void*",
 }
 # integer C types -> the inline converter in the generated module: derived from TYPES' ranges (_derive)
 NATIVE_INT_CONVERTER = {}

@@ -11,6 +11,7 @@ from accel.lazy import metrics as _metrics
 from accel.lazy import tensors as _t
 from accel.lazy import backend as _backend_mod
 from accel.lazy.backend import NumpyBackend
+from accel.lazy.cuda_backend import CudaBackend
 from accel.lazy.cache import ComputationCache
 from accel.lazy.inplace import current as _current
 from accel.lazy.tensors import Data, LazyTensor
@@ -57,8 +58,17 @@ _MHASH_FALSE = _hash.mhash(False)
 
 
 def set_backend(backend):
-    """Use ``backend`` (an object with ``name`` and ``compile(post, roots) -> Program``) from now on;
-    returns the previous one.  The computation cache is cleared: programs belong to their backend."""
+    """Use ``backend`` (an object with ``name`` and ``compile(post, roots) -> Program``, or a name: ``"numpy"``,
+    ``"cuda"``: accel.lazy.cuda_backend, which needs NVRTC) from now on; returns the previous one.  The
+    computation cache is cleared: programs belong to their backend."""
+    if isinstance(backend, str):
+        if backend == "numpy":
+            backend = NumpyBackend()
+        elif backend == "cuda":
+            backend = CudaBackend()         # (NVRTC is opened here: ImportError without it)
+        else:
+            raise ValueError(f"set_backend: unknown backend name {backend!r}: expected 'numpy' or 'cuda' "
+                             "(or a backend object)")
     if not callable(getattr(backend, "compile", None)):
         raise TypeError(f"set_backend needs an object with a compile(post, roots) method, got {backend!r}")
     global _backend

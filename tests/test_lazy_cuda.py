@@ -1,0 +1,209 @@
+"""accel.lazy's CUDA backend (set_backend("cuda")) on the emulator, both twins: each graph is traced as on the numpy
+backend (IR text, graph hash, LTC counters identical), compiled by NVRTC into one fused kernel per elementwise
+chain, and launched through accel's bindings; results bit-exact with the numpy backend where the code generation
+computes the same operations (float32 arithmetic without FMA contraction, integers, bools, casts, comparisons).
+Graphs it does not cover run on the numpy backend (counter CudaFallback).  Skipped without NVRTC."""
+import re
+
+import pytest
+
+try:
+    from accel import emu as _emu
+    _NVRTC = _emu.real_nvrtc_path()
+except Exception:           # noqa: BLE001 (an install without the emulator's module)
+    _NVRTC = None
+
+pytestmark = pytest.mark.skipif(_NVRTC is None, reason="NVRTC (nvidia-cuda-nvrtc, accel[cuda-lazy]) is not installed")
+
+CHECKS = r'''
+import numpy as np
+import accel.lazy as L
+from accel.lazy import metrics as M
+from accel.lazy import tensors as T
+
+rng = np.random.default_rng(7)
+
+# LTC's own counters: what tracing and the executor count, the same on both backends
+LTC_COUNTERS = ("CreateLtcTensor", "DestroyLtcTensor", "UncachedCompile", "CachedCompile", "MarkStep",
+                "SyncedTensorsWithIR", "DeviceDataCacheMiss")
+
+
+def floats(*shape):
+    a = rng.standard_normal(shape).astype(np.float32)
+    a.flat[:3] = [0.0, -0.0, 1e-39] if a.size >= 3 else a.flat[:3]
+    return a
+
+
+def run_on(backend, fn, inputs, steps=1):
+    """Run ``fn`` on fresh lazy tensors of ``inputs`` on ``backend``; (results, texts, hashes, counters) per step."""
+    L.set_backend(backend)
+    M.reset()
+    T._data_cache.clear()          # (the scalars' device-data cache: both backends start from an empty one)
+    out = []
+    for s in range(steps):
+        ts = [L.tensor(a if s == 0 else a + s) if isinstance(a, np.ndarray) else a for a in inputs]
+        r = fn(*ts)
+        r = r if isinstance(r, tuple) else (r,)
+        text = L.get_tensors_text(list(r))
+        h = L.get_graph_hash(list(r))
+        L.mark_step()
+        out.append(([t.numpy().copy() for t in r], text, h))
+    counters = {n: cv(n) for n in LTC_COUNTERS}
+    return out, counters
+
+
+def same(fn, inputs, steps=1, bitexact=True):
+    """fn on the cuda backend equals fn on the numpy backend: texts, hashes, LTC counters; values bit-exact
+    (or within 4 ulp of float32 where ``bitexact`` is False)."""
+    ref, ref_c = run_on("numpy", fn, inputs, steps)
+    got, got_c = run_on("cuda", fn, inputs, steps)
+    assert got_c == ref_c, (got_c, ref_c)
+    for (gv, gt, gh), (rv, rt, rh) in zip(got, ref):
+        assert gt == rt and gh == rh
+        for g, r in zip(gv, rv):
+            assert g.dtype == r.dtype and g.shape == r.shape, (g.dtype, r.dtype, g.shape, r.shape)
+            if bitexact:
+                assert g.tobytes() == r.tobytes(), (g, r)
+            else:
+                np.testing.assert_array_max_ulp(g, r, maxulp=4)
+    return got
+
+
+def check_float32_chain_bitexact():
+    a, b = floats(4, 33), floats(33)
+    same(lambda x, y: ((x + y) * 2.5 - x / 1.5).relu() - (-y) * x, [a, b])
+    assert cv("CudaKernelLaunch") > 0 and cv("NvrtcCompile") == 1 and cv("CudaFallback") == 0
+    from accel.lazy import cuda_backend as cb
+    ptx = [k.image for k in cb._KERNELS.values() if k.source in L.get_latest_computation_graph()]
+    assert len(ptx) == 1 and b".version 9." in ptx[0] and b"mul.rn.f32" in ptx[0] and b"fma." not in ptx[0]
+
+
+def check_alpha_and_scalars_reuse_program():
+    a, b = floats(3, 5), floats(3, 5)
+    L.set_backend("cuda")
+    M.reset()
+    # (alpha 1 would share the outer sub's alpha handle: another parameter wiring, so another program, as on numpy)
+    for s, (alpha, c) in enumerate(((2, 0.5), (3, -1.25), (-4, 7.0))):
+        ref_t = None
+        x, y = L.tensor(a + s), L.tensor(b)
+        z = L.add(x, y * c, alpha=alpha) - L.sub(y, x, alpha=alpha)
+        L.mark_step()
+        got = z.numpy().copy()
+        L.set_backend("numpy")
+        x, y = L.tensor(a + s), L.tensor(b)
+        ref = (L.add(x, y * c, alpha=alpha) - L.sub(y, x, alpha=alpha)).numpy()
+        L.set_backend("cuda")      # (clears the computation cache: the code cache keeps the kernel)
+        assert got.tobytes() == ref.tobytes()
+    assert cv("NvrtcCompile") == 1, cv("NvrtcCompile")
+    assert cv("CudaKernelLaunch") == 3
+
+
+def check_cached_step_reuses_program():
+    a = floats(8, 8)
+    got = same(lambda x: (x * 3.0 + 1.0) * x, [a], steps=3)
+    assert cv("NvrtcCompile") == 1 and cv("CachedCompile") == 2 and cv("CudaKernelLaunch") == 3
+
+
+def check_integers_bitexact():
+    i32 = rng.integers(-2**31, 2**31 - 1, (5, 7), dtype=np.int64).astype(np.int32)
+    i64 = rng.integers(-2**62, 2**62, (7,), dtype=np.int64)
+    same(lambda x, y: (x * 3 + y) - (-x) * 1000003, [i32, i64])
+    same(lambda x: (x * 7 - 5).relu() + x, [i32])
+    same(lambda x: x * 123456789 + 2**40, [i64])
+
+
+def check_casts_and_compares_bitexact():
+    f = floats(6, 4) * 1000
+    i = rng.integers(-100, 100, (6, 4), dtype=np.int64).astype(np.int32)
+    b = rng.integers(0, 2, (4,)).astype(bool)
+    same(lambda x: (x.to(L.int32), x.to(L.int64), x.to(L.bool), x.to(L.float64)), [f])
+    same(lambda x, y: (x > y, x <= 3, y == 2.5, x != y.to(L.float32), x.to(L.float32) < y), [i, f])
+    same(lambda x, y: (x.to(L.float32) * y, (x + x) > y, (x + x) > 0), [b, f[0]])
+    assert cv("CudaFallback") == 0
+
+
+def check_transcendentals_within_ulp():
+    a = np.abs(floats(64)) + 0.5
+    same(lambda x: (x.exp(), x.log(), x.sqrt(), x.tanh()), [a], bitexact=False)
+    same(lambda x: x.sqrt() * 2.0, [a])             # sqrt is correctly rounded on both
+
+
+def check_fallback_graph_correct():
+    a, b = floats(4, 6), floats(6, 3)
+    got = same(lambda x, y: (x @ y) * 2.0 + 1.0, [a, b])
+    assert cv("CudaFallback") == 1 and cv("NvrtcCompile") == 0
+    assert L.get_latest_computation_graph().startswith("# CUDA backend: on the host")
+    same(lambda x, y: (x * 2.0, y - 1.0), [a, b])      # roots of two shapes: one kernel does not cover them yet
+    assert cv("CudaFallback") == 1 and cv("NvrtcCompile") == 0
+
+
+def check_generated_source_is_the_program_text():
+    L.set_backend("cuda")
+    x = L.tensor(floats(3))
+    y = x * 2.0 + 1.0
+    L.mark_step()
+    text = L.get_latest_computation_graph()
+    assert 'extern "C" __global__ void accel_lazy_kernel(' in text and "float s" not in text.split("(")[0]
+
+
+def check_compile_error_shows_source_lines():
+    from accel.lazy import cuda_backend as cb
+    bad = 'extern "C" __global__ void k(float* o)\n{\n    o[0] = undefined_name;\n}\n'
+    try:
+        cb._nvrtc.compile_program(bad, "x.cu", ["-arch=compute_90"], False)
+    except cb._nvrtc.NvrtcError as exc:
+        msg = str(exc) + "\n" + cb._lines_cited(bad, exc.log)
+        assert "undefined_name" in exc.log and ">    3 |     o[0] = undefined_name;" in msg, msg
+    else:
+        raise AssertionError("compiled")
+
+
+def check_kernel_cache_bounded():
+    from accel.lazy import cuda_backend as cb
+    L.set_backend("cuda")
+    cb._KERNELS.clear()
+    prev, cb.KERNELS_MAX = cb.KERNELS_MAX, 2
+    try:
+        M.reset()
+        a = floats(5)
+        for step in range(2):
+            for k in range(3):            # three graphs (another constant op each): the first is evicted by the third
+                x = L.tensor(a)
+                y = x
+                for _ in range(k + 1):
+                    y = y.exp()
+                L.mark_step()
+                assert y.numpy().dtype == np.float32
+            L.set_backend("cuda")        # (a fresh computation cache: only the kernel cache can skip NVRTC)
+        assert len(cb._KERNELS) == 2 and cv("NvrtcCompile") == 6, (len(cb._KERNELS), cv("NvrtcCompile"))
+    finally:
+        cb.KERNELS_MAX = prev
+
+
+def check_unknown_backend_name():
+    raises(ValueError, lambda: L.set_backend("tpu"), "'tpu'", "'numpy' or 'cuda'")
+    L.set_backend("numpy")
+'''
+
+NAMES = re.findall(r"^def (check_\w+)\(", CHECKS, re.M)
+
+
+@pytest.fixture(scope="module", params=["native", "python"])
+def results(request, lazy_checks):
+    return lazy_checks(CHECKS, request.param)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_lazy_cuda(results, name):
+    assert results[name] == "ok", results[name]
+
+
+def test_no_nvrtc_import_error(subprocess_python):
+    """Without NVRTC, set_backend("cuda") raises ImportError naming what to install, and the backend is unchanged."""
+    code = ("import accel.lazy as L\nfrom accel import emu\nemu.real_nvrtc_path = lambda env=None: None\n"
+            "try:\n    L.set_backend('cuda')\nexcept ImportError as e:\n    print('IE', e)\n"
+            "print(type(L.set_backend('numpy')).__name__)\n")
+    r = subprocess_python(code)
+    assert r.returncode == 0, r.stderr
+    assert 'IE accel.lazy\'s CUDA backend needs NVRTC' in r.stdout and 'accel[cuda-lazy]' in r.stdout, r.stdout
+    assert r.stdout.strip().endswith("NumpyBackend"), r.stdout
