@@ -45,3 +45,92 @@ print(json.dumps({"first": first, "child": child}))
     assert got["first"] == [OK, OK]
     # count 4; index 3 found, 9 NVML_ERROR_INVALID_ARGUMENT (2); init / shutdown fine; the driver still refused
     assert got["child"] == [OK, 4, OK, 2, OK, OK, 3]
+
+
+# -- accel's graph / buffer lifetimes on a stream that joined a capture through an event -----------------------
+
+import gc           # noqa: E402
+import weakref      # noqa: E402
+
+import numpy as np  # noqa: E402
+import pytest       # noqa: E402
+
+from accel import _graph_common as _gc      # noqa: E402
+from accel.errors import CudaError          # noqa: E402
+
+_mspec = importlib.util.spec_from_file_location("memory_fixtures", pathlib.Path(__file__).with_name("memory_fixtures.py"))
+_mfx = importlib.util.module_from_spec(_mspec)
+_mspec.loader.exec_module(_mfx)
+mem, sm = _mfx.mem, _mfx.sm
+
+N = 256
+
+
+def _capture_forked(sm, g, s, body):
+    """A capture on ``s`` whose ``body`` runs inside ``with stream(s2)``, s2 joined to the capture by an event
+    (CUDA's fork / join of a capture); s2 joins back before capture_end."""
+    s2 = sm.Stream()
+    prev = sm.current_stream(s.device_index)
+    sm.set_stream(s)
+    try:
+        g.capture_begin()
+        e = sm.Event()
+        e.record(s)
+        s2.wait_event(e)
+        with sm.stream(s2):
+            body()
+        e2 = sm.Event()
+        e2.record(s2)
+        s.wait_event(e2)
+        g.capture_end()
+    finally:
+        sm.set_stream(prev)
+
+
+@pytest.mark.emu_only
+@pytest.mark.xfail(strict=True, reason="a copy / memset on a stream that joined an accel capture through an event "
+                   "is not tied to the CUDAGraph (_graph_common finds a capture by its origin stream only): freeing "
+                   "the buffer does not mark the graph, so a replay on a GPU writes into the allocation that took "
+                   "its address (only the emulator's own launch check refuses it, with a bare 'invalid argument')")
+def test_a_buffer_used_on_a_joined_capture_stream_then_freed_makes_the_replay_raise(sm, mem):
+    s = sm.Stream()
+    a = mem.alloc(N, stream=s)
+    a.memset(0, stream=s)
+    s.synchronize()
+    g = sm.CUDAGraph()
+    _capture_forked(sm, g, s, lambda: a.memset(7))
+    a.free()
+    s.synchronize()
+    b = mem.alloc(N, stream=s)
+    b.memset(1, stream=s)
+    s.synchronize()
+    with sm.stream(s):
+        with pytest.raises(CudaError) as exc:
+            g.replay()
+    s.synchronize()
+    assert (b.copy_to_host(stream=s) == 1).all()
+    assert _gc.FREED_SINCE_CAPTURE in str(exc.value)
+    b.free()
+    g.reset()
+
+
+@pytest.mark.emu_only
+@pytest.mark.xfail(strict=True, reason="copy_to_host(out=pageable) on a stream that joined an accel capture through an "
+                   "event records a node writing into `out` at every replay, but `out` is not kept with the graph "
+                   "(the capture is found by its origin stream only): after the caller drops it, a replay writes into "
+                   "freed host memory (seen: another numpy array's bytes overwritten)")
+def test_a_host_array_of_a_copy_on_a_joined_capture_stream_lives_with_the_graph(sm, mem):
+    s = sm.Stream()
+    a = mem.alloc(N, stream=s)
+    a.memset(3, stream=s)
+    s.synchronize()
+    out = np.zeros(N, np.uint8)
+    ref = weakref.ref(out)
+    g = sm.CUDAGraph()
+    _capture_forked(sm, g, s, lambda: a.copy_to_host(out))
+    del out
+    gc.collect()
+    alive = ref() is not None
+    g.reset()                                       # (before any replay: nothing writes into freed memory)
+    a.free()
+    assert alive
