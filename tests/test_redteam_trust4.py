@@ -61,7 +61,7 @@ from accel.errors import CudaError          # noqa: E402
 _mspec = importlib.util.spec_from_file_location("memory_fixtures", pathlib.Path(__file__).with_name("memory_fixtures.py"))
 _mfx = importlib.util.module_from_spec(_mspec)
 _mspec.loader.exec_module(_mfx)
-mem, sm = _mfx.mem, _mfx.sm
+mem, sm, rt = _mfx.mem, _mfx.sm, _mfx.rt
 
 N = 256
 
@@ -134,3 +134,34 @@ def test_a_host_array_of_a_copy_on_a_joined_capture_stream_lives_with_the_graph(
     g.reset()                                       # (before any replay: nothing writes into freed memory)
     a.free()
     assert alive
+
+
+# -- free() of a buffer that an as_buffer view (CUDA Array Interface) still uses -------------------------------
+
+@pytest.mark.emu_only
+@pytest.mark.parametrize("kind", ["buffer", "array", "slice-exported"])
+def test_free_while_an_as_buffer_view_holds_the_memory_leaves_it_to_the_view(sm, mem, rt, kind):
+    # as_buffer reads accel's own buffers through __cuda_array_interface__, which pinned nothing: free() of the
+    # buffer released the memory at once and the view (or a DLPack export of a slice of it) read the bytes of
+    # the next allocation at that address
+    from accel import _memory_interop as _mi
+    d = 0
+    s = sm.current_stream(d)
+    base, count = mem.memory_allocated(d), mem.counters(d)["count"]
+    buf = mem.alloc(N, device=d)
+    buf.copy_from_host(np.arange(N, dtype=np.uint8), stream=s)
+    x = buf if kind == "buffer" else mem.as_array(buf, np.dtype(np.uint8), (N,))
+    v = _mi.as_buffer(rt, mem, sm, x, True)
+    y = _mi.from_dlpack(mem, sm, v[16:32], True) if kind == "slice-exported" else v
+    x.free()
+    assert buf.closed and not y.closed
+    assert mem.memory_allocated(d) == base + N and mem.counters(d)["count"] == count + 1     # still the view's
+    z = mem.alloc(N, device=d)                      # would have been given the freed block
+    z.memset(9, stream=s)
+    want = np.arange(N, dtype=np.uint8)[16:32] if kind == "slice-exported" else np.arange(N, dtype=np.uint8)
+    assert (y.copy_to_host(stream=s).view(np.uint8).reshape(-1) == want).all()
+    del x, v, y
+    gc.collect()
+    assert mem.memory_allocated(d) == base + N and mem.counters(d)["count"] == count + 1    # z alone
+    z.free()
+    assert mem.memory_allocated(d) == base and mem.counters(d)["count"] == count
