@@ -165,3 +165,35 @@ def test_free_while_an_as_buffer_view_holds_the_memory_leaves_it_to_the_view(sm,
     assert mem.memory_allocated(d) == base + N and mem.counters(d)["count"] == count + 1    # z alone
     z.free()
     assert mem.memory_allocated(d) == base and mem.counters(d)["count"] == count
+
+
+# -- an allocation that does not fit on another device while a capture is under way -------------------------------
+
+@pytest.mark.emu_only
+@pytest.mark.devices(2)
+def test_out_of_memory_on_another_device_during_a_capture_keeps_the_capture(sm, mem):
+    # the out-of-memory retry skipped its synchronising release only for a capture on the allocation's own
+    # device: one on device 1 synchronised device 1, which a global-mode capture on device 0 does not permit
+    # (the capture was invalidated: capture_end raised 901)
+    from accel.errors import OutOfMemoryError
+    s = sm.Stream(device=0)
+    g = sm.CUDAGraph()
+    out = mem.alloc(N, device=0, stream=s)
+    before = mem.counters(1)
+    prev = sm.current_stream(0)
+    sm.set_stream(s)
+    try:
+        g.capture_begin()
+        out.memset(6, stream=s)
+        with pytest.raises(OutOfMemoryError):
+            mem.alloc(1 << 50, device=1)
+        g.capture_end()
+    finally:
+        sm.set_stream(prev)
+    assert mem.counters(1)["count"] == before["count"]
+    with sm.stream(s):
+        g.replay()
+    s.synchronize()
+    assert (out.copy_to_host(stream=s) == 6).all()
+    g.reset()
+    out.free()
