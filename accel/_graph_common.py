@@ -109,9 +109,9 @@ def capture_uses(dev, handle):
 
 
 def captures_open(dev):
-    """Whether an accel CUDAGraph is capturing, on device ``dev`` or any other (the out-of-memory retry must not
-    synchronise then: a device synchronisation on one device invalidates a global-mode capture on another)."""
-    return bool(_open)
+    """Whether an accel CUDAGraph is capturing on device ``dev`` (the out-of-memory retry must not synchronise
+    it then)."""
+    return any(key[0] == dev for key in _open)
 
 
 def drop_uses(uses):
