@@ -507,7 +507,38 @@ def as_buffer(cudart, mem, stream_mod, obj, typed=False):
         with _Guard(cudart, d, s.cuda_stream):
             wait_uses(cudart, [stream_mod.ExternalStream(ph, device=d)] if ph > 2 else
                       [stream_mod.default_stream(d)], s.cuda_stream, d)
+    owner = _pinned_owner(obj)
     if not typed:
-        return mem.wrap(ptr, nbytes, d, s, obj, readonly)
-    buf = mem.wrap(ptr + lo if nbytes else ptr, hi - lo, d, s, obj, readonly)
+        return mem.wrap(ptr, nbytes, d, s, owner, readonly)
+    buf = mem.wrap(ptr + lo if nbytes else ptr, hi - lo, d, s, owner, readonly)
     return mem.as_array(buf, dtype, shape, strides, -lo)
+
+
+_TWIN_MEMORY = ("accel._native._memory", "accel._python._memory")
+
+
+class _PinOwner:
+    """Keeps an accel DeviceBuffer / DeviceArray that as_buffer viewed alive, and pinned as a DLPack export pins
+    it: its free() while the view lives leaves the memory to the view (else the view would alias the next
+    allocation at its address)."""
+
+    __slots__ = ("obj", "buf")
+
+    def __init__(self, obj, buf):
+        buf._pin()
+        self.obj, self.buf = obj, buf
+
+    def __del__(self):
+        self.buf._unpin()
+
+
+def _pinned_owner(obj):
+    """The owner of an as_buffer view of ``obj``: a _PinOwner for accel's own buffers and arrays (either twin's),
+    else ``obj``."""
+    t = type(obj)
+    if t.__module__ not in _TWIN_MEMORY:
+        return obj
+    buf = obj.buffer if t.__name__ == "DeviceArray" else obj
+    if type(buf).__name__ != "DeviceBuffer":
+        return obj
+    return _PinOwner(obj, buf)

@@ -548,5 +548,6 @@ EXPORT int accelEmuDeviceCount(void)
 int emu_physical_devices(void)
 {
     INIT();
-    return g_init_err ? -1 : g_nphys;
+    /* a forked child's refusal is the CUDA driver's (atfork_child): NVML still sees the devices */
+    return g_init_err && !g_forked ? -1 : g_nphys;
 }
