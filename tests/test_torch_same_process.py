@@ -264,10 +264,10 @@ print(json.dumps(out))
 
 
 def test_readme_same_process_example(backend):
-    """The README's "In the same process as torch" example runs on the stand-ins, both twins."""
+    """docs/memory.md's "In the same process as torch" example runs on the stand-ins, both twins."""
     import pathlib
-    text = (pathlib.Path(__file__).resolve().parent.parent / "README.md").read_text()
-    section = text[text.index("### In the same process as torch"):]
+    text = (pathlib.Path(__file__).resolve().parent.parent / "docs" / "memory.md").read_text()
+    section = text[text.index("## In the same process as torch"):]
     code = section[section.index("```py\n") + 6:section.index("```", section.index("```py\n") + 6)]
     code += "\nimport json\nprint(json.dumps([b.device.index, h.tolist(), t.device.index]))\n"
     assert on_emu(code, backend) == [1, [0.0, 1.0, 2.0, 3.0], 1]
