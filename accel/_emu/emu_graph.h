@@ -155,6 +155,12 @@ static inline uobj_t *get_uobj(void *h)
     return (v & TAG_MASK) == TAG_UOBJ ? ht_get(&g_handles, v) : NULL;
 }
 
+/* cudaGraphEdgeData, and the edge checks the graph files share (emu_graph_nodes.c): edge data that is NULL or
+ * all default edges; cudaErrorInvalidValue when one call names an edge twice. */
+typedef struct { unsigned char from_port, to_port, type, reserved[5]; } edge_t;
+int edges_default(const edge_t *e, size_t n);
+cudaError_t duplicate_edges(const cudaGraphNode_t *from, const cudaGraphNode_t *to, size_t n);
+
 #pragma GCC visibility pop
 
 #endif

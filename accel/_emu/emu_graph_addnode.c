@@ -28,7 +28,6 @@ typedef struct {
 } node_params_t;
 _Static_assert(sizeof(node_params_t) == 256, "cudaGraphNodeParams");
 
-typedef struct { unsigned char from_port, to_port, type, reserved[5]; } edge_t;     /* cudaGraphEdgeData */
 typedef int (*emu_add_copy_fn)(cudaGraphNode_t *, cudaGraph_t, const cudaGraphNode_t *, size_t, const void *);
 
 cudaError_t cudaGraphAddMemcpyNode(cudaGraphNode_t *, cudaGraph_t, const cudaGraphNode_t *, size_t, const void *);

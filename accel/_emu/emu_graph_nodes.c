@@ -36,7 +36,6 @@ struct cudaMemcpy3DParms {
 };
 struct cudaMemsetParams { void *dst; size_t pitch; unsigned int value, elementSize; size_t width, height; };
 struct cudaHostNodeParams { cudaHostFn_t fn; void *userData; };
-typedef struct { unsigned char from_port, to_port, type, reserved[5]; } edge_t;     /* cudaGraphEdgeData */
 typedef struct { int result; cudaGraphNode_t errorNode, errorFromNode; } update_info_t;
 
 enum { UPDATE_SUCCESS = 0, UPDATE_TOPOLOGY_CHANGED = 2, UPDATE_NODE_TYPE_CHANGED = 3,
@@ -44,7 +43,7 @@ enum { UPDATE_SUCCESS = 0, UPDATE_TOPOLOGY_CHANGED = 2, UPDATE_NODE_TYPE_CHANGED
 
 /* ---------------------------------------------------------------- helpers */
 
-static int edges_default(const edge_t *e, size_t n)
+int edges_default(const edge_t *e, size_t n)
 {
     static const edge_t zero;
     for (size_t i = 0; e && i < n; i++)
@@ -409,7 +408,7 @@ static int cmp_edge(const void *a, const void *b)
 }
 
 /* cudaErrorInvalidValue when one call names an edge twice (sorted: O(n log n)). */
-static cudaError_t duplicate_edges(const cudaGraphNode_t *from, const cudaGraphNode_t *to, size_t n)
+cudaError_t duplicate_edges(const cudaGraphNode_t *from, const cudaGraphNode_t *to, size_t n)
 {
     edge_pair_t *e = malloc(n * sizeof *e);
     if (!e) return cudaErrorMemoryAllocation;

@@ -17,7 +17,6 @@
  */
 #include "emu_graph.h"
 
-typedef struct { unsigned char from_port, to_port, type, reserved[5]; } edge_t;     /* cudaGraphEdgeData */
 
 static cudaGraphNode_t node_handle(const graph_t *g, uint32_t i)
 {
@@ -410,29 +409,6 @@ EXPORT cudaError_t cudaGraphMemsetNodeGetParams(cudaGraphNode_t nh, memset_param
     return err ? fail(err) : cudaSuccess;
 }
 
-typedef struct { uintptr_t from, to; } pair_t;
-
-static int cmp_pair(const void *x, const void *y)
-{
-    const pair_t *a = x, *b = y;
-    if (a->from != b->from) return a->from < b->from ? -1 : 1;
-    return (a->to > b->to) - (a->to < b->to);
-}
-
-/* cudaErrorInvalidValue when an edge is named twice (sorted: O(n log n)). */
-static cudaError_t distinct_edges(const cudaGraphNode_t *from, const cudaGraphNode_t *to, size_t n)
-{
-    pair_t *e = malloc(n * sizeof *e);
-    if (!e) return cudaErrorMemoryAllocation;
-    for (size_t i = 0; i < n; i++) e[i] = (pair_t){ (uintptr_t)from[i], (uintptr_t)to[i] };
-    qsort(e, n, sizeof *e, cmp_pair);
-    cudaError_t err = cudaSuccess;
-    for (size_t i = 1; i < n && !err; i++)
-        if (!cmp_pair(&e[i - 1], &e[i])) err = cudaErrorInvalidValue;
-    free(e);
-    return err;
-}
-
 /* CUDA 13's signature (edge data: NULL or default edges).  Every edge named must exist, each once; none is
  * removed otherwise.  A graph with memory nodes keeps its edges (CUDA's rule): cudaErrorNotSupported. */
 EXPORT cudaError_t cudaGraphRemoveDependencies(cudaGraph_t gh, const cudaGraphNode_t *from, const cudaGraphNode_t *to,
@@ -441,9 +417,7 @@ EXPORT cudaError_t cudaGraphRemoveDependencies(cudaGraph_t gh, const cudaGraphNo
     RT_ENTER(cudaGraphRemoveDependencies, cudaErrorUnknown);
     RT_NEED_DEVICE();
     if (n && (!from || !to)) return fail(cudaErrorInvalidValue);
-    static const edge_t zero;
-    for (size_t i = 0; edges && i < n; i++)
-        if (memcmp((const edge_t *)edges + i, &zero, sizeof zero)) return fail(cudaErrorInvalidValue);
+    if (!edges_default(edges, n)) return fail(cudaErrorInvalidValue);
     cudaError_t err = cudaSuccess;
     pthread_mutex_lock(&G);
     graph_t *g = get_graph(gh);
@@ -454,7 +428,7 @@ EXPORT cudaError_t cudaGraphRemoveDependencies(cudaGraph_t gh, const cudaGraphNo
         gnode_t *a = get_node(from[i]), *b = get_node(to[i]);
         if (!a || !b || a->g != g || b->g != g || !depends_on(b, a->idx)) err = cudaErrorInvalidValue;
     }
-    if (!err && n > 1) err = distinct_edges(from, to, n);
+    if (!err && n > 1) err = duplicate_edges(from, to, n);
     for (size_t i = 0; i < n && !err; i++) {
         gnode_t *a = get_node(from[i]), *b = get_node(to[i]);
         size_t w = 0;
