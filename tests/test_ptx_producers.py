@@ -179,6 +179,10 @@ def test_a_fatbins_ptx_for_the_highest_target_not_above_arch(tmp_path):
     (INDEX, b"whatever", "input type 7 is not one accel's emulator can link"),
     (LIBRARY, b"!<arch>\n", "no member of the archive holds a fatbin with PTX"),
     (OBJECT, b"\x7fELF\x02\x01\x01" + b"\0" * 57, "corrupt ELF section table"),
+    # an image whose second text is past its end (the stand-in's own reader read past the buffer; the driver's
+    # reader, which it now shares, refuses it as cuModuleLoadData does)
+    (CUBIN, b"AEMUPTX1" + struct.pack("<IIQQ", 2, 0, 32 + len(PTX) + 1, len(PTX) + 1) + PTX + b"\n",
+     "malformed linked image: its texts overrun its"),
 ])
 def test_what_the_emulator_cannot_execute_is_refused_with_the_reason(kind, data, message):
     link = Linker("-arch=sm_80")

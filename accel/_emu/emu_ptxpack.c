@@ -1,16 +1,15 @@
 /* accel's linked image, producers' side: collecting PTX texts from a linker's inputs and writing the
- * image (emu_ptxpack.h says what is accepted and refused).  Layouts read here, little-endian:
- *  - fatbin: u32 magic 0xBA55ED50, u16 version, u16 header size, u64 payload size, then entries, each
- *    u16 kind (1 PTX, 2 ELF), u16, u32 entry header size, u64 payload size; a file may hold several
- *    fatbins back to back.  Its wrapper (what __cudaRegisterFatBinary gets): u32 magic 0x466243b1,
- *    u32 version, then a pointer to the fatbin.
- *  - ELF64: e_machine at 18 (190: EM_CUDA, a GPU image), section headers at e_shoff (40), e_shentsize
- *    (58), e_shnum (60), names in section e_shstrndx (62); a host object's fatbin is its .nv_fatbin
+ * image (emu_ptxpack.h says what is accepted and refused).  The containers are read by the driver's
+ * readers (ptx/ptx_image.h): a fatbin by ptx_image_decode (the PTX entry for the target, LZ4 and zstd
+ * entries decompressed), accel's linked image by ptx_linked_walk, an ELF's sections by ptx_elf_sections;
+ * the image is written by ptx_image_link_write.  What is read here, little-endian:
+ *  - a file may hold several fatbins back to back (u32 magic 0xBA55ED50, u16 version, u16 header size,
+ *    u64 payload size, then the entries), each aligned to 8 bytes.  Its wrapper (what
+ *    __cudaRegisterFatBinary gets): u32 magic 0x466243b1, u32 version, then a pointer to the fatbin.
+ *  - ELF64: e_machine at 18 (190: EM_CUDA, a GPU image); a host object's fatbin is its .nv_fatbin
  *    (or, for relocatable device code, __nv_relfatbin) section.
  *  - ar: "!<arch>\n", then members, each a 60-byte header (its size: decimal, bytes 48-57) and the data
- *    padded to an even size; members named "/", "//" or "/SYM64/" are the archive's own tables.
- * A fatbin itself is decoded by the driver's image reader (ptx/ptx_image.c), which picks the PTX entry
- * for the target and decompresses LZ4 and zstd entries. */
+ *    padded to an even size; members named "/", "//" or "/SYM64/" are the archive's own tables. */
 #include "emu_ptxpack.h"
 #include "ptx/ptx_image.h"
 
@@ -18,22 +17,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define FATBIN_MAGIC 0xBA55ED50u
-#define FATBIN_WRAPPER_MAGIC 0x466243b1u
 #define EM_CUDA 190
-
-static uint16_t rd16(const unsigned char *p) { return (uint16_t)(p[0] | p[1] << 8); }
-static uint32_t rd32(const unsigned char *p) { return (uint32_t)rd16(p) | (uint32_t)rd16(p + 2) << 16; }
-static uint64_t rd64(const unsigned char *p) { return (uint64_t)rd32(p) | (uint64_t)rd32(p + 4) << 32; }
 
 ptxpack_kind ptxpack_sniff(const void *data, size_t size)
 {
     const unsigned char *b = data;
-    if (size >= 8 && memcmp(b, PTXPACK_MAGIC, 8) == 0) return PK_IMAGE;
-    if (size >= 4 && (rd32(b) == FATBIN_MAGIC || rd32(b) == FATBIN_WRAPPER_MAGIC)) return PK_FATBIN;
-    if (size >= 20 && memcmp(b, "\x7f" "ELF", 4) == 0) return rd16(b + 18) == EM_CUDA ? PK_ELF_SASS : PK_ELF_HOST;
+    if (size >= 8 && memcmp(b, PTX_IMAGE_MAGIC, 8) == 0) return PK_IMAGE;
+    if (size >= 4 && (ptx_rd32(b) == PTX_FATBIN_MAGIC || ptx_rd32(b) == PTX_FATBIN_WRAPPER_MAGIC)) return PK_FATBIN;
+    if (size >= 20 && memcmp(b, "\x7f" "ELF", 4) == 0) return ptx_rd16(b + 18) == EM_CUDA ? PK_ELF_SASS : PK_ELF_HOST;
     if (size >= 8 && memcmp(b, "!<arch>\n", 8) == 0) return PK_ARCHIVE;
-    if (size >= 4 && (memcmp(b, "BC\xc0\xde", 4) == 0 || rd32(b) == 0x0B17C0DEu || rd32(b) == 0x7F4E43EDu))
+    if (size >= 4 && (memcmp(b, "BC\xc0\xde", 4) == 0 || ptx_rd32(b) == 0x0B17C0DEu || ptx_rd32(b) == 0x7F4E43EDu))
         return PK_NVVM;     /* LLVM bitcode, its wrapper, NVVM's LTO-IR */
     return PK_PTX;
 }
@@ -103,12 +96,10 @@ static int found_add(found *f, const unsigned char *p, size_t n)
 static int read_fatbin(found *f, ptx_image *ims, int *nims, const unsigned char *b, size_t size, int arch,
                        size_t *used, const char *name, char *err, size_t errlen)
 {
-    if (size < 16 || rd32(b) != FATBIN_MAGIC) FAIL("%s: not a fatbin (no magic 0xBA55ED50)", name);
-    uint64_t hsize = rd16(b + 6), payload = rd64(b + 8);
-    if (hsize < 16 || hsize > size || payload > size - hsize)
+    if (size < 16 || ptx_rd32(b) != PTX_FATBIN_MAGIC) FAIL("%s: not a fatbin (no magic 0xBA55ED50)", name);
+    if (!(*used = ptx_fatbin_size(b, size)))
         FAIL("%s: truncated fatbin (header %llu + payload %llu bytes, %zu given)", name,
-             (unsigned long long)hsize, (unsigned long long)payload, size);
-    *used = hsize + payload;
+             (unsigned long long)ptx_rd16(b + 6), (unsigned long long)ptx_rd64(b + 8), size);
     char why[400];
     ptx_image *im = &ims[*nims];
     int rc = ptx_image_decode(b, *used, arch, im, why, sizeof why);
@@ -131,8 +122,8 @@ static int read_fatbins(found *f, const unsigned char *b, size_t size, int arch,
     size_t off = 0;
     int any = 0;
     while (off + 16 <= size) {
-        if (rd32(b + off) != FATBIN_MAGIC) {
-            if (any && rd32(b + off) == 0) { off += 8; continue; }
+        if (ptx_rd32(b + off) != PTX_FATBIN_MAGIC) {
+            if (any && ptx_rd32(b + off) == 0) { off += 8; continue; }
             if (any) break;
             FAIL("%s: not a fatbin (no magic 0xBA55ED50)", name);
         }
@@ -146,34 +137,40 @@ static int read_fatbins(found *f, const unsigned char *b, size_t size, int arch,
     return 0;
 }
 
-/* A host object's .nv_fatbin / __nv_relfatbin sections. */
+/* A host object's .nv_fatbin / __nv_relfatbin sections, read by host_section. */
+typedef struct {
+    found *f;
+    const unsigned char *b;
+    size_t size;
+    int arch, sections;
+    const char *name;
+    char *err;
+    size_t errlen;
+} host_elf;
+
+static int host_section(void *ctx, const char *sname, uint64_t off, uint64_t sz)
+{
+    host_elf *h = ctx;
+    char *err = h->err;
+    size_t errlen = h->errlen;
+    if (strcmp(sname, ".nv_fatbin") && strcmp(sname, "__nv_relfatbin")) return 0;
+    if (off > h->size || sz > h->size - off) FAIL("%s: corrupt ELF section %s", h->name, sname);
+    if (read_fatbins(h->f, h->b + off, sz, h->arch, h->name, err, errlen)) return -1;
+    h->sections++;
+    return 0;
+}
+
 static int read_host_elf(found *f, const unsigned char *b, size_t size, int arch, const char *name,
                          char *err, size_t errlen, int *none)
 {
+    host_elf h = { f, b, size, arch, 0, name, err, errlen };
+    char why[200];
     *none = 0;
-    if (size < 64 || b[4] != 2 || b[5] != 1) FAIL("%s: not a 64-bit little-endian ELF object", name);
-    uint64_t shoff = rd64(b + 40);
-    uint16_t shentsize = rd16(b + 58), shnum = rd16(b + 60), shstrndx = rd16(b + 62);
-    if (shentsize < 64 || shoff > size || (uint64_t)shnum * shentsize > size - shoff || shstrndx >= shnum)
-        FAIL("%s: corrupt ELF section table", name);
-    const unsigned char *strs = b + shoff + (size_t)shstrndx * shentsize;
-    uint64_t str_off = rd64(strs + 24), str_size = rd64(strs + 32);
-    if (str_off > size || str_size > size - str_off) FAIL("%s: corrupt ELF section names", name);
-    int sections = 0;
-    for (unsigned i = 0; i < shnum; i++) {
-        const unsigned char *sh = b + shoff + (size_t)i * shentsize;
-        uint32_t nm = rd32(sh);
-        uint64_t off = rd64(sh + 24), sz = rd64(sh + 32);
-        if (nm >= str_size) continue;
-        const char *sname = (const char *)b + str_off + nm;
-        size_t room = str_size - nm;
-        if (strnlen(sname, room) == room) continue;
-        if (strcmp(sname, ".nv_fatbin") && strcmp(sname, "__nv_relfatbin")) continue;
-        if (off > size || sz > size - off) FAIL("%s: corrupt ELF section %s", name, sname);
-        if (read_fatbins(f, b + off, sz, arch, name, err, errlen)) return -1;
-        sections++;
-    }
-    if (!sections) {
+    if (size < 64) FAIL("%s: not a 64-bit little-endian ELF object", name);     /* 0 would trust the headers */
+    int rc = ptx_elf_sections(b, size, host_section, &h, why, sizeof why);
+    if (rc == PTX_IMAGE_E_INVALID_IMAGE) FAIL("%s: %s", name, why);
+    if (rc) return -1;
+    if (!h.sections) {
         *none = 1;
         FAIL("%s: the host object holds no fatbin (.nv_fatbin section)", name);
     }
@@ -196,7 +193,7 @@ static int read_archive(found *f, const unsigned char *b, size_t size, int arch,
             FAIL("%s: corrupt archive member header at offset %zu", name, off);
         const unsigned char *m = h + 60;
         int table = h[0] == '/' && (h[1] == ' ' || h[1] == '/' || memcmp(h, "/SYM64/", 7) == 0);
-        if (!table && msize >= 20 && memcmp(m, "\x7f" "ELF", 4) == 0 && rd16(m + 18) != EM_CUDA) {
+        if (!table && msize >= 20 && memcmp(m, "\x7f" "ELF", 4) == 0 && ptx_rd16(m + 18) != EM_CUDA) {
             int none;
             if (read_host_elf(f, m, msize, arch, name, err, errlen, &none) && !none) return -1;
             objects += !none;
@@ -207,24 +204,27 @@ static int read_archive(found *f, const unsigned char *b, size_t size, int arch,
     return 0;
 }
 
+/* accel's linked image: its texts, each of which must be PTX. */
+typedef struct { found *f; const char *name; char *err; size_t errlen; } linked;
+
+static int linked_text(void *ctx, uint32_t i, const char *text, uint64_t n)
+{
+    linked *l = ctx;
+    char *err = l->err;
+    size_t errlen = l->errlen;
+    if (ptx_text_len((const unsigned char *)text, n) != n)
+        FAIL("%s: text %u of the accel image is not PTX", l->name, i);
+    if (found_add(l->f, (const unsigned char *)text, n)) FAIL("%s: out of memory", l->name);
+    return 0;
+}
+
 static int read_image(found *f, const unsigned char *b, size_t size, const char *name, char *err, size_t errlen)
 {
-    if (size < PTXPACK_HEADER) FAIL("%s: truncated accel image (%zu bytes)", name, size);
-    uint32_t count = rd32(b + 8);
-    uint64_t total = rd64(b + 16);
-    if (total < PTXPACK_HEADER || total > size) FAIL("%s: accel image of %llu bytes, %zu given", name,
-                                                     (unsigned long long)total, size);
-    size_t off = PTXPACK_HEADER;
-    for (uint32_t i = 0; i < count; i++) {
-        if (total - off < 8) FAIL("%s: accel image truncated at text %u", name, i);
-        uint64_t n = rd64(b + off);
-        off += 8;
-        if (n > total - off) FAIL("%s: accel image truncated at text %u", name, i);
-        if (ptx_text_len(b + off, n) != n) FAIL("%s: text %u of the accel image is not PTX", name, i);
-        if (found_add(f, b + off, n)) FAIL("%s: out of memory", name);
-        off += (n + 7) & ~(uint64_t)7;
-    }
-    return 0;
+    linked l = { f, name, err, errlen };
+    char why[200];
+    int rc = ptx_linked_walk(b, size, linked_text, &l, why, sizeof why);
+    if (rc == PTX_IMAGE_E_INVALID_IMAGE) FAIL("%s: %s", name, why);
+    return rc ? -1 : 0;
 }
 
 int ptxpack_add(ptxpack *p, ptxpack_kind kind, const void *data, size_t size, const char *name,
@@ -245,12 +245,12 @@ int ptxpack_add(ptxpack *p, ptxpack_kind kind, const void *data, size_t size, co
     }
     case PK_IMAGE: rc = read_image(&f, b, size, name, err, errlen); break;
     case PK_FATBIN:
-        if (size >= 16 && rd32(b) == FATBIN_WRAPPER_MAGIC) {
+        if (size >= 16 && ptx_rd32(b) == PTX_FATBIN_WRAPPER_MAGIC) {
             const unsigned char *fb;
             memcpy(&fb, b + 8, sizeof fb);
             if (!fb) FAIL("%s: fatbin wrapper without a fatbin", name);
-            if (rd32(fb) != FATBIN_MAGIC) FAIL("%s: the fatbin wrapper's data is not a fatbin", name);
-            rc = read_fatbins(&f, fb, rd16(fb + 6) + rd64(fb + 8), p->arch, name, err, errlen);
+            if (ptx_rd32(fb) != PTX_FATBIN_MAGIC) FAIL("%s: the fatbin wrapper's data is not a fatbin", name);
+            rc = read_fatbins(&f, fb, ptx_rd16(fb + 6) + ptx_rd64(fb + 8), p->arch, name, err, errlen);
         } else {
             rc = read_fatbins(&f, b, size, p->arch, name, err, errlen);
         }
@@ -293,27 +293,12 @@ int ptxpack_add(ptxpack *p, ptxpack_kind kind, const void *data, size_t size, co
 
 size_t ptxpack_image_size(const ptxpack *p)
 {
-    size_t n = PTXPACK_HEADER;
-    for (int i = 0; i < p->count; i++) n += 8 + ((p->len[i] + 7) & ~(size_t)7);
-    return n;
+    return ptx_image_link_size((const char *const *)p->text, p->len, p->count);
 }
-
-static void wr32(unsigned char *b, uint32_t v) { for (int i = 0; i < 4; i++) b[i] = (unsigned char)(v >> 8 * i); }
-static void wr64(unsigned char *b, uint64_t v) { for (int i = 0; i < 8; i++) b[i] = (unsigned char)(v >> 8 * i); }
 
 void ptxpack_image_write(const ptxpack *p, void *out)
 {
-    unsigned char *b = out;
-    size_t total = ptxpack_image_size(p), off = PTXPACK_HEADER;
-    memset(b, 0, total);
-    memcpy(b, PTXPACK_MAGIC, 8);
-    wr32(b + 8, (uint32_t)p->count);
-    wr64(b + 16, total);
-    for (int i = 0; i < p->count; i++) {
-        wr64(b + off, p->len[i]);
-        memcpy(b + off + 8, p->text[i], p->len[i]);
-        off += 8 + ((p->len[i] + 7) & ~(size_t)7);
-    }
+    ptx_image_link_write((const char *const *)p->text, p->len, p->count, out);
 }
 
 void ptxpack_free(ptxpack *p)

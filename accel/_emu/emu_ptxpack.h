@@ -22,9 +22,6 @@
 
 #pragma GCC visibility push(hidden)
 
-#define PTXPACK_MAGIC "AEMUPTX1"
-#define PTXPACK_HEADER 24
-
 /* What an input is, by its first bytes (ptxpack_sniff) or as its producer declared it. */
 typedef enum {
     PK_PTX,         /* PTX text */

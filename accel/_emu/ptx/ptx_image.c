@@ -17,9 +17,8 @@ static void msg(char *err, size_t errlen, const char *fmt, ...)
     va_end(ap);
 }
 
-static uint16_t rd16(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8); }
-static uint32_t rd32(const uint8_t *p) { return (uint32_t)rd16(p) | (uint32_t)rd16(p + 2) << 16; }
-static uint64_t rd64(const uint8_t *p) { return (uint64_t)rd32(p) | (uint64_t)rd32(p + 4) << 32; }
+static void wr32(uint8_t *b, uint32_t v) { for (int i = 0; i < 4; i++) b[i] = (uint8_t)(v >> 8 * i); }
+static void wr64(uint8_t *b, uint64_t v) { for (int i = 0; i < 8; i++) b[i] = (uint8_t)(v >> 8 * i); }
 
 void ptx_image_release(ptx_image *im)
 {
@@ -73,7 +72,7 @@ int ptx_lz4_block_decode(const uint8_t *in, size_t n, uint8_t *out, size_t cap)
         o += lit;
         if (i == n) break;                      /* the last sequence has literals only */
         if (n - i < 2) return -1;
-        size_t off = rd16(in + i);
+        size_t off = ptx_rd16(in + i);
         i += 2;
         if (!off || off > o) return -1;
         size_t len = (token & 15u) + 4;
@@ -110,40 +109,66 @@ static void zstd_load(void)
 
 /* -------------------------------------------------------------- ELF (SASS): the kernels it defines */
 
-/* Appends the names of `elf`'s ".text.<kernel>" sections to *names (comma-separated).  Reads only inside
- * [elf, elf + n); n == 0: trusts the headers (an image passed by pointer alone). */
-static void elf_kernels(const uint8_t *elf, size_t n, char **names)
+int ptx_elf_sections(const uint8_t *elf, size_t n,
+                     int (*each)(void *ctx, const char *name, uint64_t off, uint64_t size),
+                     void *ctx, char *err, size_t errlen)
 {
-    if (n && n < 64) return;
-    if (elf[4] != 2 || elf[5] != 1) return;     /* ELF64, little-endian: what cubins are */
-    uint64_t shoff = rd64(elf + 0x28);
-    unsigned shentsize = rd16(elf + 0x3a), shnum = rd16(elf + 0x3c), shstrndx = rd16(elf + 0x3e);
-    if (shentsize < 64 || shstrndx >= shnum || shnum > 65535) return;
-    if (n && (shoff > n || (uint64_t)shnum * shentsize > n - shoff)) return;
+    if ((n && n < 64) || elf[4] != 2 || elf[5] != 1) {     /* ELF64, little-endian: what cubins are */
+        msg(err, errlen, "not a 64-bit little-endian ELF object");
+        return PTX_IMAGE_E_INVALID_IMAGE;
+    }
+    uint64_t shoff = ptx_rd64(elf + 0x28);
+    unsigned shentsize = ptx_rd16(elf + 0x3a), shnum = ptx_rd16(elf + 0x3c), shstrndx = ptx_rd16(elf + 0x3e);
+    if (shentsize < 64 || shstrndx >= shnum || (n && (shoff > n || (uint64_t)shnum * shentsize > n - shoff))) {
+        msg(err, errlen, "corrupt ELF section table");
+        return PTX_IMAGE_E_INVALID_IMAGE;
+    }
     const uint8_t *strh = elf + shoff + (uint64_t)shstrndx * shentsize;
-    uint64_t stroff = rd64(strh + 0x18), strsize = rd64(strh + 0x20);
-    if (n && (stroff > n || strsize > n - stroff)) return;
-    if (!n && strsize > (1u << 24)) return;
+    uint64_t stroff = ptx_rd64(strh + 0x18), strsize = ptx_rd64(strh + 0x20);
+    if ((n && (stroff > n || strsize > n - stroff)) || (!n && strsize > (1u << 24))) {
+        msg(err, errlen, "corrupt ELF section names");
+        return PTX_IMAGE_E_INVALID_IMAGE;
+    }
     const char *strtab = (const char *)elf + stroff;
     for (unsigned i = 0; i < shnum; i++) {
-        uint32_t name = rd32(elf + shoff + (uint64_t)i * shentsize);
+        const uint8_t *sh = elf + shoff + (uint64_t)i * shentsize;
+        uint32_t name = ptx_rd32(sh);
         if (name >= strsize) continue;
-        size_t maxlen = strsize - name;
-        size_t len = strnlen(strtab + name, maxlen);
-        if (len == maxlen || len <= 6 || memcmp(strtab + name, ".text.", 6)) continue;
-        size_t have = *names ? strlen(*names) : 0;
-        if (have > 200) {           /* a library's cubin can define thousands: the first ones name it */
-            char *s = realloc(*names, have + 6);
-            if (s) memcpy(s + have, ", ...", 6), *names = s;
-            return;
-        }
-        char *s = realloc(*names, have + (have ? 2 : 0) + len - 6 + 1);
-        if (!s) return;
-        if (have) memcpy(s + have, ", ", 2), have += 2;
-        memcpy(s + have, strtab + name + 6, len - 6);
-        s[have + len - 6] = 0;
-        *names = s;
+        size_t room = strsize - name;
+        if (strnlen(strtab + name, room) == room) continue;
+        int r = each(ctx, strtab + name, ptx_rd64(sh + 0x18), ptx_rd64(sh + 0x20));
+        if (r) return r;
     }
+    return PTX_IMAGE_OK;
+}
+
+/* Appends a ".text.<kernel>" section's kernel to *names (comma-separated). */
+static int kernel_section(void *ctx, const char *name, uint64_t off, uint64_t size)
+{
+    char **names = ctx;
+    size_t len = strlen(name);
+    (void)off, (void)size;
+    if (len <= 6 || memcmp(name, ".text.", 6)) return 0;
+    size_t have = *names ? strlen(*names) : 0;
+    if (have > 200) {           /* a library's cubin can define thousands: the first ones name it */
+        char *s = realloc(*names, have + 6);
+        if (s) memcpy(s + have, ", ...", 6), *names = s;
+        return 1;
+    }
+    char *s = realloc(*names, have + (have ? 2 : 0) + len - 6 + 1);
+    if (!s) return 1;
+    if (have) memcpy(s + have, ", ", 2), have += 2;
+    memcpy(s + have, name + 6, len - 6);
+    s[have + len - 6] = 0;
+    *names = s;
+    return 0;
+}
+
+/* The kernels `elf` defines (its ".text.<kernel>" sections), appended to *names; nothing when its headers
+ * are unreadable. */
+static void elf_kernels(const uint8_t *elf, size_t n, char **names)
+{
+    ptx_elf_sections(elf, n, kernel_section, names, NULL, 0);
 }
 
 /* ------------------------------------------------------------------ fatbin */
@@ -157,7 +182,7 @@ static void elf_kernels(const uint8_t *elf, size_t n, char **names)
 static int entry_payload(const uint8_t *h, const uint8_t *payload, uint64_t psize, uint8_t **out, size_t *outlen,
                          char *err, size_t errlen)
 {
-    uint64_t flags = rd64(h + 40), csize = rd32(h + 16), dsize = rd64(h + 56);
+    uint64_t flags = ptx_rd64(h + 40), csize = ptx_rd32(h + 16), dsize = ptx_rd64(h + 56);
     if (!(flags & (FB_LZ4 | FB_ZSTD))) {
         if (!(*out = malloc(psize + 1))) return PTX_IMAGE_E_OUT_OF_MEMORY;
         memcpy(*out, payload, psize);
@@ -200,6 +225,14 @@ static int entry_payload(const uint8_t *h, const uint8_t *payload, uint64_t psiz
     return PTX_IMAGE_OK;
 }
 
+uint64_t ptx_fatbin_size(const uint8_t *fb, size_t avail)
+{
+    if (avail && avail < 16) return 0;
+    uint64_t hsize = ptx_rd16(fb + 6), total = ptx_rd64(fb + 8);
+    if (hsize < 16 || total > ((uint64_t)1 << 40) || (avail && (hsize > avail || total > avail - hsize))) return 0;
+    return hsize + total;
+}
+
 /* The fatbin at fb (`avail` bytes readable, 0: unknown). */
 static int decode_fatbin(const uint8_t *fb, size_t avail, int cc, ptx_image *im, char *err, size_t errlen)
 {
@@ -207,9 +240,9 @@ static int decode_fatbin(const uint8_t *fb, size_t avail, int cc, ptx_image *im,
         msg(err, errlen, "malformed fatbin: %zu bytes, less than its 16-byte header", avail);
         return PTX_IMAGE_E_INVALID_IMAGE;
     }
-    unsigned hsize = rd16(fb + 6);
-    uint64_t total = rd64(fb + 8);
-    if (hsize < 16 || total > ((uint64_t)1 << 40) || (avail && (hsize > avail || total > avail - hsize))) {
+    unsigned hsize = ptx_rd16(fb + 6);
+    uint64_t total = ptx_rd64(fb + 8);
+    if (!ptx_fatbin_size(fb, avail)) {
         msg(err, errlen, "malformed fatbin: header size %u, %llu bytes of entries%s", hsize,
             (unsigned long long)total, avail ? " past the end of the image" : "");
         return PTX_IMAGE_E_INVALID_IMAGE;
@@ -220,15 +253,15 @@ static int decode_fatbin(const uint8_t *fb, size_t avail, int cc, ptx_image *im,
     int nptx = 0;
     while (p < end) {
         if ((size_t)(end - p) < 64) break;              /* trailing padding */
-        unsigned kind = rd16(p);
-        uint32_t ehsize = rd32(p + 4);
-        uint64_t psize = rd64(p + 8);
+        unsigned kind = ptx_rd16(p);
+        uint32_t ehsize = ptx_rd32(p + 4);
+        uint64_t psize = ptx_rd64(p + 8);
         if (ehsize < 64 || ehsize > (size_t)(end - p) || psize > (uint64_t)(end - p) - ehsize) {
             msg(err, errlen, "malformed fatbin: an entry (header %u bytes, payload %llu) overruns the fatbin", ehsize,
                 (unsigned long long)psize);
             return PTX_IMAGE_E_INVALID_IMAGE;
         }
-        unsigned arch = rd32(p + 28);
+        unsigned arch = ptx_rd32(p + 28);
         if (kind == FB_KIND_PTX) {
             nptx++;
             if (!min_ptx || arch < min_ptx) min_ptx = arch;
@@ -241,7 +274,7 @@ static int decode_fatbin(const uint8_t *fb, size_t avail, int cc, ptx_image *im,
     if (best) {
         uint8_t *text = NULL;
         size_t len = 0;
-        int r = entry_payload(best, best + rd32(best + 4), rd64(best + 8), &text, &len, err, errlen);
+        int r = entry_payload(best, best + ptx_rd32(best + 4), ptx_rd64(best + 8), &text, &len, err, errlen);
         if (r) return r;
         r = add_text(im, (const char *)text, len) ? PTX_IMAGE_E_OUT_OF_MEMORY : PTX_IMAGE_OK;
         free(text);
@@ -255,7 +288,7 @@ static int decode_fatbin(const uint8_t *fb, size_t avail, int cc, ptx_image *im,
         uint8_t *bin = NULL;
         size_t len = 0;
         char lerr[8];
-        if (!entry_payload(elf, elf + rd32(elf + 4), rd64(elf + 8), &bin, &len, lerr, sizeof lerr)) {
+        if (!entry_payload(elf, elf + ptx_rd32(elf + 4), ptx_rd64(elf + 8), &bin, &len, lerr, sizeof lerr)) {
             elf_kernels(bin, len, &im->sass_kernels);
             free(bin);
         }
@@ -267,21 +300,28 @@ static int decode_fatbin(const uint8_t *fb, size_t avail, int cc, ptx_image *im,
 
 /* ------------------------------------------------------------------ the image */
 
-static int decode_linked(const uint8_t *p, size_t avail, ptx_image *im, char *err, size_t errlen)
+int ptx_linked_walk(const uint8_t *p, size_t avail, int (*each)(void *ctx, uint32_t i, const char *text, uint64_t len),
+                    void *ctx, char *err, size_t errlen)
 {
-    uint32_t count = rd32(p + 8);
-    uint64_t total = rd64(p + 16);
-    if (total < 24 || (avail && total > avail) || total > ((uint64_t)1 << 40) || count > (total - 24) / 8) {
+    if (avail && avail < PTX_IMAGE_HEADER) {
+        msg(err, errlen, "malformed linked image: %zu bytes, less than its %d-byte header", avail, PTX_IMAGE_HEADER);
+        return PTX_IMAGE_E_INVALID_IMAGE;
+    }
+    uint32_t count = ptx_rd32(p + 8);
+    uint64_t total = ptx_rd64(p + 16);
+    if (total < PTX_IMAGE_HEADER || (avail && total > avail) || total > ((uint64_t)1 << 40)
+        || count > (total - PTX_IMAGE_HEADER) / 8) {
         msg(err, errlen, "malformed linked image: %u texts in %llu bytes", count, (unsigned long long)total);
         return PTX_IMAGE_E_INVALID_IMAGE;
     }
-    uint64_t off = 24;
+    uint64_t off = PTX_IMAGE_HEADER;
     for (uint32_t i = 0; i < count; i++) {
         if (total - off < 8) goto bad;
-        uint64_t len = rd64(p + off);
+        uint64_t len = ptx_rd64(p + off);
         off += 8;
         if (len > total - off) goto bad;
-        if (add_text(im, (const char *)p + off, len)) return PTX_IMAGE_E_OUT_OF_MEMORY;
+        int r = each(ctx, i, (const char *)p + off, len);
+        if (r) return r;
         off += (len + 7) & ~(uint64_t)7;
         if (off > total) goto bad;
     }
@@ -289,6 +329,12 @@ static int decode_linked(const uint8_t *p, size_t avail, ptx_image *im, char *er
 bad:
     msg(err, errlen, "malformed linked image: its texts overrun its %llu bytes", (unsigned long long)total);
     return PTX_IMAGE_E_INVALID_IMAGE;
+}
+
+static int linked_text(void *im, uint32_t i, const char *text, uint64_t len)
+{
+    (void)i;
+    return add_text(im, text, len) ? PTX_IMAGE_E_OUT_OF_MEMORY : PTX_IMAGE_OK;
 }
 
 int ptx_image_decode(const void *image, size_t size, int cc, ptx_image *out, char *err, size_t errlen)
@@ -301,21 +347,21 @@ int ptx_image_decode(const void *image, size_t size, int cc, ptx_image *out, cha
     }
     const uint8_t *p = image;
     int r;
-    if ((!size || size >= 24) && !memcmp(p, PTX_IMAGE_MAGIC, 8)) {
+    if ((!size || size >= PTX_IMAGE_HEADER) && !memcmp(p, PTX_IMAGE_MAGIC, 8)) {
         out->kind = PTX_IMAGE_KIND_LINKED;
-        r = decode_linked(p, size, out, err, errlen);
-    } else if ((!size || size >= 16) && rd32(p) == PTX_FATBIN_WRAPPER_MAGIC) {
+        r = ptx_linked_walk(p, size, linked_text, out, err, errlen);
+    } else if ((!size || size >= 16) && ptx_rd32(p) == PTX_FATBIN_WRAPPER_MAGIC) {
         out->kind = PTX_IMAGE_KIND_FATBIN;
         const uint8_t *fb;
         memcpy(&fb, p + 8, sizeof fb);
-        if (!fb || rd32(fb) != PTX_FATBIN_MAGIC) {
+        if (!fb || ptx_rd32(fb) != PTX_FATBIN_MAGIC) {
             msg(err, errlen, "malformed fatbin wrapper: its pointer does not lead to a fatbin (magic 0x%x)",
                 PTX_FATBIN_MAGIC);
             r = PTX_IMAGE_E_INVALID_IMAGE;
         } else {
             r = decode_fatbin(fb, 0, cc, out, err, errlen);
         }
-    } else if ((!size || size >= 4) && rd32(p) == PTX_FATBIN_MAGIC) {
+    } else if ((!size || size >= 4) && ptx_rd32(p) == PTX_FATBIN_MAGIC) {
         out->kind = PTX_IMAGE_KIND_FATBIN;
         r = decode_fatbin(p, size, cc, out, err, errlen);
     } else if ((!size || size >= 4) && !memcmp(p, "\x7f" "ELF", 4)) {
@@ -344,26 +390,38 @@ int ptx_image_decode(const void *image, size_t size, int cc, ptx_image *out, cha
     return r;
 }
 
-void *ptx_image_link(const char *const *texts, const size_t *len, int n, size_t *size)
+size_t ptx_image_link_size(const char *const *texts, const size_t *len, int n)
 {
-    uint64_t total = 24;
+    size_t total = PTX_IMAGE_HEADER;
     for (int i = 0; i < n; i++) {
         size_t l = len && len[i] ? len[i] : strlen(texts[i]);
         total += 8 + ((l + 7) & ~(size_t)7);
     }
-    uint8_t *b = calloc(1, total);
-    if (!b) return NULL;
+    return total;
+}
+
+void ptx_image_link_write(const char *const *texts, const size_t *len, int n, void *out)
+{
+    uint8_t *b = out;
+    size_t total = ptx_image_link_size(texts, len, n), off = PTX_IMAGE_HEADER;
+    memset(b, 0, total);
     memcpy(b, PTX_IMAGE_MAGIC, 8);
-    uint32_t c = (uint32_t)n;
-    memcpy(b + 8, &c, 4);
-    memcpy(b + 16, &total, 8);
-    uint64_t off = 24;
+    wr32(b + 8, (uint32_t)n);
+    wr64(b + 16, total);
     for (int i = 0; i < n; i++) {
-        uint64_t l = len && len[i] ? len[i] : strlen(texts[i]);
-        memcpy(b + off, &l, 8);
+        size_t l = len && len[i] ? len[i] : strlen(texts[i]);
+        wr64(b + off, l);
         memcpy(b + off + 8, texts[i], l);
-        off += 8 + ((l + 7) & ~(uint64_t)7);
+        off += 8 + ((l + 7) & ~(size_t)7);
     }
+}
+
+void *ptx_image_link(const char *const *texts, const size_t *len, int n, size_t *size)
+{
+    size_t total = ptx_image_link_size(texts, len, n);
+    void *b = malloc(total);
+    if (!b) return NULL;
+    ptx_image_link_write(texts, len, n, b);
     *size = total;
     return b;
 }

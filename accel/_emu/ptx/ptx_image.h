@@ -27,6 +27,7 @@
 #pragma GCC visibility push(hidden)
 
 #define PTX_IMAGE_MAGIC "AEMUPTX1"
+#define PTX_IMAGE_HEADER 24                 /* magic, u32 count, u32 0, u64 total size (PTX_CONTRACT.md) */
 #define PTX_FATBIN_WRAPPER_MAGIC 0x466243b1u
 #define PTX_FATBIN_MAGIC 0xBA55ED50u
 
@@ -61,6 +62,34 @@ void ptx_image_release(ptx_image *im);
 /* accel's linked image of n texts (len[i] bytes each, or NUL-terminated when len[i] is 0): a malloc'd
  * buffer of *size bytes, NULL when out of memory. */
 void *ptx_image_link(const char *const *texts, const size_t *len, int n, size_t *size);
+
+/* The readers of the containers, for what reads the files that hold them (emu_ptxpack.c: host objects,
+ * archives).  Each walks one layout and hands each piece to `each`, which returns 0 to go on; a non-zero
+ * return stops the walk and is returned.  A malformed layout is PTX_IMAGE_E_INVALID_IMAGE with a message
+ * (err may be NULL).  `avail` / `n`: the bytes readable, 0 when unknown (then the headers are trusted). */
+
+/* Little-endian fields. */
+static inline uint16_t ptx_rd16(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8); }
+static inline uint32_t ptx_rd32(const uint8_t *p) { return (uint32_t)ptx_rd16(p) | (uint32_t)ptx_rd16(p + 2) << 16; }
+static inline uint64_t ptx_rd64(const uint8_t *p) { return (uint64_t)ptx_rd32(p) | (uint64_t)ptx_rd32(p + 4) << 32; }
+
+/* The texts of accel's linked image at p, in order: each(ctx, index, text, len), text not NUL-terminated. */
+int ptx_linked_walk(const uint8_t *p, size_t avail, int (*each)(void *ctx, uint32_t i, const char *text, uint64_t len),
+                    void *ctx, char *err, size_t errlen);
+
+/* The sections of the ELF64 little-endian object at elf (n bytes): each(ctx, name, offset, size) for every
+ * section with a readable name; the section's own bytes are not checked against n (the caller reads them). */
+int ptx_elf_sections(const uint8_t *elf, size_t n,
+                     int (*each)(void *ctx, const char *name, uint64_t off, uint64_t size),
+                     void *ctx, char *err, size_t errlen);
+
+/* Bytes of the fatbin at fb (its 16-byte header and its entries); 0 when its header is malformed or the
+ * fatbin overruns `avail`.  The magic is the caller's to check. */
+uint64_t ptx_fatbin_size(const uint8_t *fb, size_t avail);
+
+/* The linked image of ptx_image_link, in two steps: its size, and its bytes written to out (that many). */
+size_t ptx_image_link_size(const char *const *texts, const size_t *len, int n);
+void ptx_image_link_write(const char *const *texts, const size_t *len, int n, void *out);
 
 /* Decodes one LZ4 block (raw, no frame) of n bytes into exactly cap bytes of out: 0, or -1 when malformed
  * or not exactly cap bytes long. */
