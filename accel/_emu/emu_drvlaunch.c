@@ -42,8 +42,7 @@ CUresult emu_func_launch(func_t *f, emu_launch_req_t *req, CUstream stream)
 static CUresult launch(CUfunction h, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                        unsigned smem, CUstream s, void **params, void **extra, int cooperative)
 {
-    func_t *f = emu_func_or_kernel(h);
-    if (!f) return CUDA_ERROR_INVALID_HANDLE;
+    GET_HANDLE(func_t, f, emu_func_or_kernel, h);
     if (!current_ctx()) return CUDA_ERROR_INVALID_CONTEXT;
     emu_launch_req_t req = { { gx, gy, gz }, { bx, by, bz }, smem, params, extra, cooperative, 0 };
     return emu_func_launch(f, &req, s);
@@ -91,8 +90,7 @@ EXPORT CUresult cuLaunchKernelEx(const launch_config_t *c, CUfunction h, void **
 {
     DRV_ENTER(cuLaunchKernelEx);
     if (!c) return CUDA_ERROR_INVALID_VALUE;
-    func_t *f = emu_func_or_kernel(h);
-    if (!f) return CUDA_ERROR_INVALID_HANDLE;
+    GET_HANDLE(func_t, f, emu_func_or_kernel, h);
     if (!current_ctx()) return CUDA_ERROR_INVALID_CONTEXT;
     return emu_launch_ex(f, c, params, extra);
 }
@@ -148,8 +146,7 @@ EXPORT CUresult cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int *n, CUf
 {
     DRV_ENTER(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags);
     if (!n || flags > 1) return CUDA_ERROR_INVALID_VALUE;
-    func_t *f = emu_func_or_kernel(h);
-    if (!f) return CUDA_ERROR_INVALID_HANDLE;
+    GET_HANDLE(func_t, f, emu_func_or_kernel, h);
     *n = emu_func_occupancy(f, block, dyn);
     return CUDA_SUCCESS;
 }
@@ -158,8 +155,7 @@ EXPORT CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *n, CUfunction h
 {
     DRV_ENTER(cuOccupancyMaxActiveBlocksPerMultiprocessor);
     if (!n) return CUDA_ERROR_INVALID_VALUE;
-    func_t *f = emu_func_or_kernel(h);
-    if (!f) return CUDA_ERROR_INVALID_HANDLE;
+    GET_HANDLE(func_t, f, emu_func_or_kernel, h);
     *n = emu_func_occupancy(f, block, dyn);
     return CUDA_SUCCESS;
 }
@@ -193,8 +189,7 @@ EXPORT CUresult cuOccupancyMaxPotentialBlockSize(int *min_grid, int *block, CUfu
                                                  int limit)
 {
     DRV_ENTER(cuOccupancyMaxPotentialBlockSize);
-    func_t *f = emu_func_or_kernel(h);
-    if (!f) return CUDA_ERROR_INVALID_HANDLE;
+    GET_HANDLE(func_t, f, emu_func_or_kernel, h);
     return potential(min_grid, block, f, b2d, dyn, limit);
 }
 
@@ -203,8 +198,7 @@ EXPORT CUresult cuOccupancyMaxPotentialBlockSizeWithFlags(int *min_grid, int *bl
 {
     DRV_ENTER(cuOccupancyMaxPotentialBlockSizeWithFlags);
     if (flags > 1) return CUDA_ERROR_INVALID_VALUE;
-    func_t *f = emu_func_or_kernel(h);
-    if (!f) return CUDA_ERROR_INVALID_HANDLE;
+    GET_HANDLE(func_t, f, emu_func_or_kernel, h);
     return potential(min_grid, block, f, b2d, dyn, limit);
 }
 
@@ -212,8 +206,7 @@ EXPORT CUresult cuOccupancyAvailableDynamicSMemPerBlock(size_t *out, CUfunction 
 {
     DRV_ENTER(cuOccupancyAvailableDynamicSMemPerBlock);
     if (!out || nblocks <= 0 || block <= 0) return CUDA_ERROR_INVALID_VALUE;
-    func_t *f = emu_func_or_kernel(h);
-    if (!f) return CUDA_ERROR_INVALID_HANDLE;
+    GET_HANDLE(func_t, f, emu_func_or_kernel, h);
     emu_devlimits_t d;
     emu_device_limits(f->mod->prog->device, &d);
     size_t per = (size_t)d.smem_per_sm / (size_t)nblocks, used = f->info.static_smem + (size_t)d.smem_reserved;
@@ -227,8 +220,7 @@ EXPORT CUresult cuOccupancyMaxPotentialClusterSize(int *out, CUfunction h, const
 {
     DRV_ENTER(cuOccupancyMaxPotentialClusterSize);
     if (!out || !c) return CUDA_ERROR_INVALID_VALUE;
-    func_t *f = emu_func_or_kernel(h);
-    if (!f) return CUDA_ERROR_INVALID_HANDLE;
+    GET_HANDLE(func_t, f, emu_func_or_kernel, h);
     emu_devlimits_t d;
     emu_device_limits(f->mod->prog->device, &d);
     *out = d.cc < 90 ? 0 : f->non_portable ? 16 : 8;
@@ -239,8 +231,7 @@ EXPORT CUresult cuOccupancyMaxActiveClusters(int *out, CUfunction h, const launc
 {
     DRV_ENTER(cuOccupancyMaxActiveClusters);
     if (!out || !c) return CUDA_ERROR_INVALID_VALUE;
-    func_t *f = emu_func_or_kernel(h);
-    if (!f) return CUDA_ERROR_INVALID_HANDLE;
+    GET_HANDLE(func_t, f, emu_func_or_kernel, h);
     int coop;
     unsigned cl[3];
     CUresult r = launch_attrs(c, f, &coop, cl);

@@ -91,6 +91,14 @@ static int cur_device(int need_ctx)
     return RT(cudaGetDevice(&d)) ? -1 : d;
 }
 
+/* The device a load builds for: the current one (CUDA_ERROR_INVALID_CONTEXT: none), not failed (its sticky
+ * error). */
+static CUresult load_device(int need_ctx, int *dev)
+{
+    *dev = cur_device(need_ctx);
+    return *dev < 0 ? CUDA_ERROR_INVALID_CONTEXT : emu_sticky(*dev);
+}
+
 static void mod_free(mod_t *m)
 {
     if (!m) return;
@@ -163,12 +171,11 @@ CUresult emu_module_function(mod_t *m, const char *name, func_t **out)
 static CUresult module_load(const char *call, mod_t **out, const void *image, size_t size, jitlog_t *log)
 {
     char err[1024] = "";
+    int dev;
     if (!out || !image) return CUDA_ERROR_INVALID_VALUE;
-    int dev = cur_device(1);
-    if (dev < 0) return CUDA_ERROR_INVALID_CONTEXT;
-    int st = emu_sticky(dev);
-    if (st) return st;
-    CUresult r = emu_module_load(image, size, dev, NULL, out, err, sizeof err);
+    CUresult r = load_device(1, &dev);
+    if (r) return r;
+    r = emu_module_load(image, size, dev, NULL, out, err, sizeof err);
     jit_report(log, call, r, err);
     return r;
 }
@@ -255,8 +262,7 @@ EXPORT CUresult cuModuleGetFunction(CUfunction *out, CUmodule h, const char *nam
 {
     DRV_ENTER(cuModuleGetFunction);
     if (!out || !name) return CUDA_ERROR_INVALID_VALUE;
-    mod_t *m = get_mod(h);
-    if (!m) return CUDA_ERROR_INVALID_HANDLE;
+    GET_HANDLE(mod_t, m, get_mod, h);
     return emu_module_function(m, name, (func_t **)out);
 }
 
@@ -264,8 +270,7 @@ EXPORT CUresult cuModuleGetFunctionCount(unsigned int *count, CUmodule h)
 {
     DRV_ENTER(cuModuleGetFunctionCount);
     if (!count) return CUDA_ERROR_INVALID_VALUE;
-    mod_t *m = get_mod(h);
-    if (!m) return CUDA_ERROR_INVALID_HANDLE;
+    GET_HANDLE(mod_t, m, get_mod, h);
     *count = (unsigned)m->nfuncs;
     return CUDA_SUCCESS;
 }
@@ -274,8 +279,7 @@ EXPORT CUresult cuModuleEnumerateFunctions(CUfunction *out, unsigned int n, CUmo
 {
     DRV_ENTER(cuModuleEnumerateFunctions);
     if (!out) return CUDA_ERROR_INVALID_VALUE;
-    mod_t *m = get_mod(h);
-    if (!m) return CUDA_ERROR_INVALID_HANDLE;
+    GET_HANDLE(mod_t, m, get_mod, h);
     for (unsigned i = 0; i < n && i < (unsigned)m->nfuncs; i++) out[i] = &m->funcs[i];
     return CUDA_SUCCESS;
 }
@@ -294,8 +298,7 @@ static CUresult get_global(mod_t *m, const char *name, CUdeviceptr *dptr, size_t
 EXPORT CUresult cuModuleGetGlobal_v2(CUdeviceptr *dptr, size_t *bytes, CUmodule h, const char *name)
 {
     DRV_ENTER(cuModuleGetGlobal_v2);
-    mod_t *m = get_mod(h);
-    if (!m) return CUDA_ERROR_INVALID_HANDLE;
+    GET_HANDLE(mod_t, m, get_mod, h);
     return get_global(m, name, dptr, bytes);
 }
 
@@ -328,11 +331,10 @@ static CUresult library_load(const char *call, CUlibrary *out, const void *code,
     char err[1024] = "";
     if (!out || !code) return CUDA_ERROR_INVALID_VALUE;
     if (nlib && (!lopts || !lvals)) return CUDA_ERROR_INVALID_VALUE;
+    int dev;
     CUresult r = jit_options(njit, jopts, jvals, &log);
+    if (!r) r = load_device(0, &dev);
     if (r) return r;
-    int dev = cur_device(0);
-    if (dev < 0) return CUDA_ERROR_INVALID_CONTEXT;
-    if ((r = emu_sticky(dev))) return r;
     lib_t *l = calloc(1, sizeof *l);
     if (!l) return CUDA_ERROR_OUT_OF_MEMORY;
     r = emu_module_load(code, size, dev, NULL, &l->mod, err, sizeof err);
@@ -378,8 +380,7 @@ EXPORT CUresult cuLibraryLoadFromFile(CUlibrary *out, const char *path, int *jop
 EXPORT CUresult cuLibraryUnload(CUlibrary h)
 {
     DRV_ENTER(cuLibraryUnload);
-    lib_t *l = get_lib(h);
-    if (!l) return CUDA_ERROR_INVALID_HANDLE;
+    GET_HANDLE(lib_t, l, get_lib, h);
     lib_free(l);
     return CUDA_SUCCESS;
 }
@@ -388,8 +389,7 @@ EXPORT CUresult cuLibraryGetKernel(CUkernel *out, CUlibrary h, const char *name)
 {
     DRV_ENTER(cuLibraryGetKernel);
     if (!out || !name) return CUDA_ERROR_INVALID_VALUE;
-    lib_t *l = get_lib(h);
-    if (!l) return CUDA_ERROR_INVALID_HANDLE;
+    GET_HANDLE(lib_t, l, get_lib, h);
     func_t *f;
     CUresult r = emu_module_function(l->mod, name, &f);
     if (!r) *out = &l->kerns[f - l->mod->funcs];
@@ -400,8 +400,7 @@ EXPORT CUresult cuLibraryGetKernelCount(unsigned int *count, CUlibrary h)
 {
     DRV_ENTER(cuLibraryGetKernelCount);
     if (!count) return CUDA_ERROR_INVALID_VALUE;
-    lib_t *l = get_lib(h);
-    if (!l) return CUDA_ERROR_INVALID_HANDLE;
+    GET_HANDLE(lib_t, l, get_lib, h);
     *count = (unsigned)l->mod->nfuncs;
     return CUDA_SUCCESS;
 }
@@ -410,8 +409,7 @@ EXPORT CUresult cuLibraryEnumerateKernels(CUkernel *out, unsigned int n, CUlibra
 {
     DRV_ENTER(cuLibraryEnumerateKernels);
     if (!out) return CUDA_ERROR_INVALID_VALUE;
-    lib_t *l = get_lib(h);
-    if (!l) return CUDA_ERROR_INVALID_HANDLE;
+    GET_HANDLE(lib_t, l, get_lib, h);
     for (unsigned i = 0; i < n && i < (unsigned)l->mod->nfuncs; i++) out[i] = &l->kerns[i];
     return CUDA_SUCCESS;
 }
@@ -420,8 +418,7 @@ EXPORT CUresult cuLibraryGetModule(CUmodule *out, CUlibrary h)
 {
     DRV_ENTER(cuLibraryGetModule);
     if (!out) return CUDA_ERROR_INVALID_VALUE;
-    lib_t *l = get_lib(h);
-    if (!l) return CUDA_ERROR_INVALID_HANDLE;
+    GET_HANDLE(lib_t, l, get_lib, h);
     *out = l->mod;
     return CUDA_SUCCESS;
 }
@@ -429,8 +426,7 @@ EXPORT CUresult cuLibraryGetModule(CUmodule *out, CUlibrary h)
 EXPORT CUresult cuLibraryGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUlibrary h, const char *name)
 {
     DRV_ENTER(cuLibraryGetGlobal);
-    lib_t *l = get_lib(h);
-    if (!l) return CUDA_ERROR_INVALID_HANDLE;
+    GET_HANDLE(lib_t, l, get_lib, h);
     return get_global(l->mod, name, dptr, bytes);
 }
 
@@ -439,8 +435,7 @@ EXPORT CUresult cuLibraryGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUlibrary h
 EXPORT CUresult cuLibraryGetManaged(CUdeviceptr *dptr, size_t *bytes, CUlibrary h, const char *name)
 {
     DRV_ENTER(cuLibraryGetManaged);
-    lib_t *l = get_lib(h);
-    if (!l) return CUDA_ERROR_INVALID_HANDLE;
+    GET_HANDLE(lib_t, l, get_lib, h);
     return get_global(l->mod, name, dptr, bytes);
 }
 
@@ -448,8 +443,7 @@ EXPORT CUresult cuKernelGetFunction(CUfunction *out, CUkernel h)
 {
     DRV_ENTER(cuKernelGetFunction);
     if (!out) return CUDA_ERROR_INVALID_VALUE;
-    kern_t *k = get_kern(h);
-    if (!k) return CUDA_ERROR_INVALID_HANDLE;
+    GET_HANDLE(kern_t, k, get_kern, h);
     if (!current_ctx()) return CUDA_ERROR_INVALID_CONTEXT;
     *out = k->f;
     return CUDA_SUCCESS;
@@ -459,8 +453,7 @@ EXPORT CUresult cuKernelGetLibrary(CUlibrary *out, CUkernel h)
 {
     DRV_ENTER(cuKernelGetLibrary);
     if (!out) return CUDA_ERROR_INVALID_VALUE;
-    kern_t *k = get_kern(h);
-    if (!k) return CUDA_ERROR_INVALID_HANDLE;
+    GET_HANDLE(kern_t, k, get_kern, h);
     *out = k->lib;
     return CUDA_SUCCESS;
 }
@@ -469,8 +462,7 @@ EXPORT CUresult cuKernelGetName(const char **name, CUkernel h)
 {
     DRV_ENTER(cuKernelGetName);
     if (!name) return CUDA_ERROR_INVALID_VALUE;
-    kern_t *k = get_kern(h);
-    if (!k) return CUDA_ERROR_INVALID_HANDLE;
+    GET_HANDLE(kern_t, k, get_kern, h);
     *name = k->f->info.name;
     return CUDA_SUCCESS;
 }
@@ -487,8 +479,7 @@ static CUresult param_info(const func_t *f, size_t index, size_t *offset, size_t
 EXPORT CUresult cuKernelGetParamInfo(CUkernel h, size_t index, size_t *offset, size_t *size)
 {
     DRV_ENTER(cuKernelGetParamInfo);
-    kern_t *k = get_kern(h);
-    if (!k) return CUDA_ERROR_INVALID_HANDLE;
+    GET_HANDLE(kern_t, k, get_kern, h);
     return param_info(k->f, index, offset, size);
 }
 
@@ -501,8 +492,7 @@ EXPORT CUresult cuKernelGetAttribute(int *value, int attr, CUkernel h, CUdevice 
 {
     DRV_ENTER(cuKernelGetAttribute);
     if (!value) return CUDA_ERROR_INVALID_VALUE;
-    kern_t *k = get_kern(h);
-    if (!k) return CUDA_ERROR_INVALID_HANDLE;
+    GET_HANDLE(kern_t, k, get_kern, h);
     CUresult r = kernel_dev(dev);
     return r ? r : emu_func_get_attr(k->f, attr, value);
 }
@@ -510,8 +500,7 @@ EXPORT CUresult cuKernelGetAttribute(int *value, int attr, CUkernel h, CUdevice 
 EXPORT CUresult cuKernelSetAttribute(int attr, int value, CUkernel h, CUdevice dev)
 {
     DRV_ENTER(cuKernelSetAttribute);
-    kern_t *k = get_kern(h);
-    if (!k) return CUDA_ERROR_INVALID_HANDLE;
+    GET_HANDLE(kern_t, k, get_kern, h);
     CUresult r = kernel_dev(dev);
     return r ? r : emu_func_set_attr(k->f, attr, value);
 }
@@ -526,8 +515,7 @@ static CUresult set_cache_config(func_t *f, int config)
 EXPORT CUresult cuKernelSetCacheConfig(CUkernel h, int config, CUdevice dev)
 {
     DRV_ENTER(cuKernelSetCacheConfig);
-    kern_t *k = get_kern(h);
-    if (!k) return CUDA_ERROR_INVALID_HANDLE;
+    GET_HANDLE(kern_t, k, get_kern, h);
     CUresult r = kernel_dev(dev);
     return r ? r : set_cache_config(k->f, config);
 }
@@ -607,24 +595,21 @@ EXPORT CUresult cuFuncGetAttribute(int *value, int attr, CUfunction h)
 {
     DRV_ENTER(cuFuncGetAttribute);
     if (!value) return CUDA_ERROR_INVALID_VALUE;
-    func_t *f = get_func(h);
-    if (!f) return CUDA_ERROR_INVALID_HANDLE;
+    GET_HANDLE(func_t, f, get_func, h);
     return emu_func_get_attr(f, attr, value);
 }
 
 EXPORT CUresult cuFuncSetAttribute(CUfunction h, int attr, int value)
 {
     DRV_ENTER(cuFuncSetAttribute);
-    func_t *f = get_func(h);
-    if (!f) return CUDA_ERROR_INVALID_HANDLE;
+    GET_HANDLE(func_t, f, get_func, h);
     return emu_func_set_attr(f, attr, value);
 }
 
 EXPORT CUresult cuFuncSetCacheConfig(CUfunction h, int config)
 {
     DRV_ENTER(cuFuncSetCacheConfig);
-    func_t *f = get_func(h);
-    if (!f) return CUDA_ERROR_INVALID_HANDLE;
+    GET_HANDLE(func_t, f, get_func, h);
     return set_cache_config(f, config);
 }
 
@@ -640,8 +625,7 @@ EXPORT CUresult cuFuncGetName(const char **name, CUfunction h)
 {
     DRV_ENTER(cuFuncGetName);
     if (!name) return CUDA_ERROR_INVALID_VALUE;
-    func_t *f = get_func(h);
-    if (!f) return CUDA_ERROR_INVALID_HANDLE;
+    GET_HANDLE(func_t, f, get_func, h);
     *name = f->info.name;
     return CUDA_SUCCESS;
 }
@@ -649,8 +633,7 @@ EXPORT CUresult cuFuncGetName(const char **name, CUfunction h)
 EXPORT CUresult cuFuncGetParamInfo(CUfunction h, size_t index, size_t *offset, size_t *size)
 {
     DRV_ENTER(cuFuncGetParamInfo);
-    func_t *f = get_func(h);
-    if (!f) return CUDA_ERROR_INVALID_HANDLE;
+    GET_HANDLE(func_t, f, get_func, h);
     return param_info(f, index, offset, size);
 }
 
@@ -658,8 +641,7 @@ EXPORT CUresult cuFuncGetModule(CUmodule *out, CUfunction h)
 {
     DRV_ENTER(cuFuncGetModule);
     if (!out) return CUDA_ERROR_INVALID_VALUE;
-    func_t *f = get_func(h);
-    if (!f) return CUDA_ERROR_INVALID_HANDLE;
+    GET_HANDLE(func_t, f, get_func, h);
     *out = f->mod;
     return CUDA_SUCCESS;
 }
@@ -750,8 +732,7 @@ EXPORT CUresult cuLinkAddData_v2(void *h, int type, void *data, size_t size, con
 {
     jitlog_t ignored;
     DRV_ENTER(cuLinkAddData_v2);
-    link_t *l = get_link(h);
-    if (!l) return CUDA_ERROR_INVALID_HANDLE;
+    GET_HANDLE(link_t, l, get_link, h);
     if (!data || !size) return CUDA_ERROR_INVALID_VALUE;
     CUresult r = jit_options(n, opts, vals, &ignored);
     return r ? r : link_add(l, type, data, size, name);
@@ -763,8 +744,7 @@ EXPORT CUresult cuLinkAddFile_v2(void *h, int type, const char *path, unsigned i
     char *buf;
     size_t size;
     DRV_ENTER(cuLinkAddFile_v2);
-    link_t *l = get_link(h);
-    if (!l) return CUDA_ERROR_INVALID_HANDLE;
+    GET_HANDLE(link_t, l, get_link, h);
     CUresult r = jit_options(n, opts, vals, &ignored);
     if (!r) r = read_file(path, &buf, &size);
     if (r) return r;
@@ -777,8 +757,7 @@ EXPORT CUresult cuLinkComplete(void *h, void **image, size_t *size)
 {
     char err[1024] = "";
     DRV_ENTER(cuLinkComplete);
-    link_t *l = get_link(h);
-    if (!l) return CUDA_ERROR_INVALID_HANDLE;
+    GET_HANDLE(link_t, l, get_link, h);
     if (!image || !size) return CUDA_ERROR_INVALID_VALUE;
     int dev = cur_device(1);
     if (dev < 0) return CUDA_ERROR_INVALID_CONTEXT;
@@ -802,8 +781,7 @@ EXPORT CUresult cuLinkComplete(void *h, void **image, size_t *size)
 EXPORT CUresult cuLinkDestroy(void *h)
 {
     DRV_ENTER(cuLinkDestroy);
-    link_t *l = get_link(h);
-    if (!l) return CUDA_ERROR_INVALID_HANDLE;
+    GET_HANDLE(link_t, l, get_link, h);
     emu_obj_del(l);
     for (int i = 0; i < l->n; i++) free(l->texts[i]);
     free(l->texts);

@@ -15,6 +15,10 @@ enum { OBJ_MODULE = 1, OBJ_FUNCTION, OBJ_LIBRARY, OBJ_KERNEL, OBJ_LINK };
 enum { CUDA_ERROR_INVALID_IMAGE = 200, CUDA_ERROR_NO_BINARY_FOR_GPU = 209, CUDA_ERROR_INVALID_PTX = 218,
        CUDA_ERROR_INVALID_HANDLE = 400, CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES = 701 };
 
+/* An entry point's handle argument h, looked up by `get` into a new variable `var`: CUDA_ERROR_INVALID_HANDLE
+ * from the entry point when it is not a live object of that kind.  (A declaration, so not a do-while.) */
+#define GET_HANDLE(type, var, get, h) type *var = get(h); if (!var) return CUDA_ERROR_INVALID_HANDLE
+
 typedef struct mod mod_t;
 typedef struct lib lib_t;
 

@@ -21,6 +21,7 @@
  * Self-contained: the emulator is not needed to link. */
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -137,6 +138,19 @@ static void log_append(char **log, const char *line)
     *log = s;
 }
 
+/* A refusal: its line (printf-style) appended to l's error log, and its code returned. */
+__attribute__((format(printf, 3, 4)))
+static nvJitLinkResult refuse(link *l, nvJitLinkResult rc, const char *fmt, ...)
+{
+    char line[1200];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    log_append(&l->error_log, line);
+    return rc;
+}
+
 /* Options nvJitLink documents.  "=" at the end: a value follows. */
 static const char *const known_options[] = {
     "-arch=", "-maxrregcount=", "-time", "-verbose", "-lto", "-ptx", "-O", "-g", "-lineinfo", "-ftz=",
@@ -178,22 +192,17 @@ EXPORT nvJitLinkResult nvJitLinkCreate(nvJitLinkHandle *handle, uint32_t numOpti
     link *l = calloc(1, sizeof *l);
     if (!l) return NVJITLINK_ERROR_INTERNAL;
     nvJitLinkResult rc = NVJITLINK_SUCCESS;
-    char line[512];
     if (numOptions && !(l->opts = calloc(numOptions, sizeof *l->opts))) rc = NVJITLINK_ERROR_INTERNAL;
     for (uint32_t i = 0; i < numOptions && rc == NVJITLINK_SUCCESS; i++) {
         const char *o = options[i];
         if (!o || !option_known(o)) {
-            snprintf(line, sizeof line, "ERROR: unrecognized option '%s' (accel's nvJitLink stand-in)",
-                     o ? o : "(null)");
-            log_append(&l->error_log, line);
-            rc = NVJITLINK_ERROR_UNRECOGNIZED_OPTION;
+            rc = refuse(l, NVJITLINK_ERROR_UNRECOGNIZED_OPTION, "ERROR: unrecognized option '%s' (accel's nvJitLink "
+                        "stand-in)", o ? o : "(null)");
         } else if (strncmp(o, "-arch=", 6) == 0) {
             l->pack.arch = parse_arch(o + 6);
-            if (!l->pack.arch) {
-                snprintf(line, sizeof line, "ERROR: -arch expects sm_XX (e.g. sm_90), got '%s'", o + 6);
-                log_append(&l->error_log, line);
-                rc = NVJITLINK_ERROR_UNRECOGNIZED_OPTION;
-            }
+            if (!l->pack.arch)
+                rc = refuse(l, NVJITLINK_ERROR_UNRECOGNIZED_OPTION, "ERROR: -arch expects sm_XX (e.g. sm_90), got '%s'",
+                            o + 6);
         } else if (strcmp(o, "-ptx") == 0) {
             l->want_ptx = 1;
         }
@@ -201,10 +210,8 @@ EXPORT nvJitLinkResult nvJitLinkCreate(nvJitLinkHandle *handle, uint32_t numOpti
             if (!(l->opts[l->nopts++] = strdup(o))) rc = NVJITLINK_ERROR_INTERNAL;
         }
     }
-    if (rc == NVJITLINK_SUCCESS && !l->pack.arch) {
-        log_append(&l->error_log, "ERROR: -arch=sm_XX is required");
-        rc = NVJITLINK_ERROR_MISSING_ARCH;
-    }
+    if (rc == NVJITLINK_SUCCESS && !l->pack.arch)
+        rc = refuse(l, NVJITLINK_ERROR_MISSING_ARCH, "ERROR: -arch=sm_XX is required");
     /* as nvJitLink does, a failed create still hands back a handle whose error log says why */
     *handle = l;
     return rc;
@@ -298,10 +305,7 @@ static nvJitLinkResult add(link *l, nvJitLinkInputType type, const void *data, s
     char err[1024];
     ptxpack_kind kind, sniffed = ptxpack_sniff(data, size);
     if (!name || !*name) name = "(unnamed input)";
-    if (l->complete) {
-        log_append(&l->error_log, "ERROR: input added after nvJitLinkComplete");
-        return NVJITLINK_ERROR_INVALID_INPUT;
-    }
+    if (l->complete) return refuse(l, NVJITLINK_ERROR_INVALID_INPUT, "ERROR: input added after nvJitLinkComplete");
     switch (type) {
     case NVJITLINK_INPUT_PTX: kind = sniffed == PK_NVVM ? PK_NVVM : PK_PTX; break;
     case NVJITLINK_INPUT_CUBIN: kind = sniffed == PK_IMAGE ? PK_IMAGE : PK_ELF_SASS; break;
@@ -311,23 +315,13 @@ static nvJitLinkResult add(link *l, nvJitLinkInputType type, const void *data, s
     case NVJITLINK_INPUT_LIBRARY: kind = PK_ARCHIVE; break;
     case NVJITLINK_INPUT_ANY: kind = sniffed; break;
     default:
-        snprintf(err, sizeof err, "ERROR: %s: input type %d is not one accel's emulator can link (PTX, "
-                 "accel's image, fatbins and host objects holding PTX)", name, (int)type);
-        log_append(&l->error_log, err);
-        return NVJITLINK_ERROR_INVALID_INPUT;
+        return refuse(l, NVJITLINK_ERROR_INVALID_INPUT, "ERROR: %s: input type %d is not one accel's emulator can link "
+                      "(PTX, accel's image, fatbins and host objects holding PTX)", name, (int)type);
     }
     if (kind == PK_NVVM && have_real()) return keep_lto(l, data, size, name);
-    if (kind == PK_NVVM) {
-        snprintf(err, sizeof err, "ERROR: %s is LTO-IR: %s", name, real_error);
-        log_append(&l->error_log, err);
-        return NVJITLINK_ERROR_INVALID_INPUT;
-    }
-    if (ptxpack_add(&l->pack, kind, data, size, name, err, sizeof err)) {
-        char line[1100];
-        snprintf(line, sizeof line, "ERROR: %s", err);
-        log_append(&l->error_log, line);
-        return NVJITLINK_ERROR_INVALID_INPUT;
-    }
+    if (kind == PK_NVVM) return refuse(l, NVJITLINK_ERROR_INVALID_INPUT, "ERROR: %s is LTO-IR: %s", name, real_error);
+    if (ptxpack_add(&l->pack, kind, data, size, name, err, sizeof err))
+        return refuse(l, NVJITLINK_ERROR_INVALID_INPUT, "ERROR: %s", err);
     return NVJITLINK_SUCCESS;
 }
 
@@ -341,24 +335,17 @@ EXPORT nvJitLinkResult nvJitLinkAddData(nvJitLinkHandle handle, nvJitLinkInputTy
 EXPORT nvJitLinkResult nvJitLinkAddFile(nvJitLinkHandle handle, nvJitLinkInputType inputType, const char *fileName)
 {
     if (!handle || !fileName) return NVJITLINK_ERROR_INVALID_INPUT;
-    char line[600];
     FILE *f = fopen(fileName, "rb");
     long size = -1;
     if (f && fseek(f, 0, SEEK_END) == 0) size = ftell(f);
-    if (size <= 0 || fseek(f, 0, SEEK_SET) != 0) {
-        snprintf(line, sizeof line, "ERROR: cannot read '%s'", fileName);
-        log_append(&handle->error_log, line);
-        if (f) fclose(f);
-        return NVJITLINK_ERROR_INVALID_INPUT;
-    }
-    unsigned char *buf = malloc((size_t)size);
+    int opened = size > 0 && fseek(f, 0, SEEK_SET) == 0;
+    unsigned char *buf = opened ? malloc((size_t)size) : NULL;
     size_t got = buf ? fread(buf, 1, (size_t)size, f) : 0;
-    fclose(f);
+    if (f) fclose(f);
     if (!buf || got != (size_t)size) {
         free(buf);
-        snprintf(line, sizeof line, "ERROR: cannot read '%s'", fileName);
-        log_append(&handle->error_log, line);
-        return buf ? NVJITLINK_ERROR_INVALID_INPUT : NVJITLINK_ERROR_INTERNAL;
+        return refuse(handle, opened && !buf ? NVJITLINK_ERROR_INTERNAL : NVJITLINK_ERROR_INVALID_INPUT,
+                      "ERROR: cannot read '%s'", fileName);
     }
     nvJitLinkResult rc = add(handle, inputType, buf, got, fileName);
     free(buf);
@@ -373,10 +360,8 @@ EXPORT nvJitLinkResult nvJitLinkComplete(nvJitLinkHandle handle)
         nvJitLinkResult rc = link_lto(handle);
         if (rc != NVJITLINK_SUCCESS) return rc;
     }
-    if (!handle->pack.count) {
-        log_append(&handle->error_log, "ERROR: nothing to link (no PTX was added)");
-        return NVJITLINK_ERROR_INVALID_INPUT;
-    }
+    if (!handle->pack.count)
+        return refuse(handle, NVJITLINK_ERROR_INVALID_INPUT, "ERROR: nothing to link (no PTX was added)");
     size_t n = ptxpack_image_size(&handle->pack);
     unsigned char *image = malloc(n);
     if (!image) return NVJITLINK_ERROR_INTERNAL;
@@ -411,11 +396,9 @@ EXPORT nvJitLinkResult nvJitLinkGetLinkedCubin(nvJitLinkHandle handle, void *cub
 static nvJitLinkResult linked_ptx(link *l)
 {
     if (!l || !l->complete) return NVJITLINK_ERROR_INVALID_INPUT;
-    if (l->pack.count != 1) {
-        log_append(&l->error_log, "ERROR: accel's nvJitLink stand-in hands back linked PTX for one PTX input "
-                                  "only; several are linked by the emulator when it loads the cubin");
-        return NVJITLINK_ERROR_INVALID_INPUT;
-    }
+    if (l->pack.count != 1)
+        return refuse(l, NVJITLINK_ERROR_INVALID_INPUT, "ERROR: accel's nvJitLink stand-in hands back linked PTX for "
+                      "one PTX input only; several are linked by the emulator when it loads the cubin");
     return NVJITLINK_SUCCESS;
 }
 
@@ -480,8 +463,8 @@ EXPORT nvJitLinkResult nvJitLinkVersion(unsigned int *major, unsigned int *minor
 EXPORT nvJitLinkResult nvJitLinkGetLinkedLTOIRSize(nvJitLinkHandle handle, size_t *size)
 {
     if (!handle || !size) return NVJITLINK_ERROR_INVALID_INPUT;
-    log_append(&handle->error_log, "ERROR: accel's nvJitLink stand-in makes no LTO-IR (the emulator executes PTX)");
-    return NVJITLINK_ERROR_LTO_NOT_ENABLED;
+    return refuse(handle, NVJITLINK_ERROR_LTO_NOT_ENABLED, "ERROR: accel's nvJitLink stand-in makes no LTO-IR (the "
+                  "emulator executes PTX)");
 }
 
 EXPORT nvJitLinkResult nvJitLinkGetLinkedLTOIR(nvJitLinkHandle handle, void *ltoir)
