@@ -3,16 +3,20 @@ addresses that wrap around 2^64 past the fast paths' bounds checks, and the othe
 Each test names the defect it pins; crashes are run in a fresh interpreter with a timeout so that a defect
 fails the test instead of the suite."""
 import importlib.util
-import json
 import pathlib
 
 import numpy as np
 import pytest
 
+from accel import emu
+
 _HERE = pathlib.Path(__file__).resolve().parent
 _spec = importlib.util.spec_from_file_location("ptx_harness", _HERE / "ptx_harness.py")
 H = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(H)
+_spec = importlib.util.spec_from_file_location("standin_fixtures", _HERE / "standin_fixtures.py")
+_fx = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_fx)
 
 pytestmark = pytest.mark.skipif(not H.HAVE_EMU, reason="no emulator in this install (-Dnative=false)")
 
@@ -31,10 +35,30 @@ def K(body, params=""):
 """
 
 
-def _sub(subprocess_python, code, timeout=60):
-    proc = subprocess_python(_PRELUDE + code, env={"ACCEL_EMU_TRACE": None}, timeout=timeout)
-    assert proc.returncode == 0, (proc.returncode, proc.stderr[-2000:])
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+# a fresh interpreter on the driver stand-in (libcuda.so.1), device 0's primary context current; module(text, name):
+# cuModuleLoadData's code and the kernel's CUfunction
+_DRIVER = f"""
+import ctypes as c, json, os, time
+import numpy as np
+cu = c.CDLL({emu.driver_path()!r}, mode=os.RTLD_NOW | os.RTLD_GLOBAL)
+VP = c.c_void_p
+h = VP()
+assert cu.cuInit(0) == 0 and cu.cuDevicePrimaryCtxRetain(c.byref(h), 0) == 0 and cu.cuCtxSetCurrent(h) == 0
+cu.cuLaunchKernel.argtypes = [VP] + [c.c_uint] * 7 + [VP] * 3
+cu.cuMemAlloc_v2.argtypes = [c.POINTER(c.c_uint64), c.c_size_t]
+cu.cuMemFree_v2.argtypes = [c.c_uint64]
+HDR = {HDR.encode()!r}
+def module(text, name):
+    m, f = VP(), VP()
+    r = cu.cuModuleLoadData(c.byref(m), text)
+    if not r:
+        assert cu.cuModuleGetFunction(c.byref(f), m, name) == 0
+    return r, f
+"""
+
+# each runs its prelude and the code in a fresh interpreter (untraced) and returns what its last line printed
+_, _sub = _fx.runners(_PRELUDE)
+_, _driver = _fx.runners(_DRIVER)
 
 
 # ------------------------------------------------------------------ addresses that wrap around 2^64
@@ -117,22 +141,10 @@ def test_cumemfree_while_a_kernel_runs_does_not_hand_its_bytes_back_under_it(sub
     # allocation's bounds for the launch): the process died with SIGSEGV or the host heap was overwritten.
     # Now the bytes of an allocation freed while kernels run are kept until no kernel runs; the kernel's
     # later lookups of the freed range still fault
-    from accel import emu
-    code = f"""
-import ctypes as c, json, os, time
-import numpy as np
-cu = c.CDLL({emu.driver_path()!r}, mode=os.RTLD_NOW | os.RTLD_GLOBAL)
-VP = c.c_void_p
-h = VP()
-assert cu.cuInit(0) == 0 and cu.cuDevicePrimaryCtxRetain(c.byref(h), 0) == 0 and cu.cuCtxSetCurrent(h) == 0
-cu.cuLaunchKernel.argtypes = [VP] + [c.c_uint] * 7 + [VP] * 3
-cu.cuMemAlloc_v2.argtypes = [c.POINTER(c.c_uint64), c.c_size_t]
-cu.cuMemFree_v2.argtypes = [c.c_uint64]
-m, f = VP(), VP()
-assert cu.cuModuleLoadData(c.byref(m), {_SPIN.encode()!r}) == 0
-assert cu.cuModuleGetFunction(c.byref(f), m, b"spin") == 0
+    got = _driver(subprocess_python, f"""
+r, f = module({_SPIN.encode()!r}, b"spin")
 s = VP()
-assert cu.cuStreamCreate(c.byref(s), 1) == 0
+assert r == 0 and cu.cuStreamCreate(c.byref(s), 1) == 0
 d = c.c_uint64()
 assert cu.cuMemAlloc_v2(c.byref(d), 4096) == 0
 n = c.c_uint(200000)
@@ -145,10 +157,7 @@ junk = [np.zeros(1024, np.uint32) for _ in range(64)]
 out.append(cu.cuStreamSynchronize(s))
 out.append(sum(1 for b in bufs if any(b.raw)) + sum(int(j.any()) for j in junk))
 print(json.dumps(out))
-"""
-    proc = subprocess_python(code, env={"ACCEL_EMU_TRACE": None}, timeout=120)
-    assert proc.returncode == 0, (proc.returncode, proc.stderr[-2000:])
-    got = json.loads(proc.stdout.strip().splitlines()[-1])
+""")
     assert got[0] == 0 and got[1] in (0, 700) and got[2] == 0, got
 
 
@@ -158,26 +167,15 @@ def test_kernel_parameters_past_the_drivers_limit_are_refused_at_load(subprocess
     # defect: `.param .b8 p[N]` was taken for any N, its offsets and sizes cut to 32 bits: p[2^64-1] made
     # cuLaunchKernel copy 2^64-1 bytes (SIGSEGV), p[2^32+8] launched with an 8-byte parameter buffer.  A
     # kernel's parameters take at most 32764 bytes (ptxas refuses more): CUDA_ERROR_INVALID_PTX at load
-    from accel import emu
-    code = f"""
-import ctypes as c, json, os
-cu = c.CDLL({emu.driver_path()!r}, mode=os.RTLD_NOW | os.RTLD_GLOBAL)
-VP = c.c_void_p
-h = VP()
-assert cu.cuInit(0) == 0 and cu.cuDevicePrimaryCtxRetain(c.byref(h), 0) == 0 and cu.cuCtxSetCurrent(h) == 0
-cu.cuLaunchKernel.argtypes = [VP] + [c.c_uint] * 7 + [VP] * 3
-text = {HDR.encode()!r} + b".visible .entry k(.param .align 8 .b8 p[{size}])\\n{{\\nret;\\n}}\\n"
-m, f = VP(), VP()
-out = [cu.cuModuleLoadData(c.byref(m), text)]
-if not out[0]:
+    got = _driver(subprocess_python, f"""
+r, f = module(HDR + b".visible .entry k(.param .align 8 .b8 p[{size}])\\n{{\\nret;\\n}}\\n", b"k")
+out = [r]
+if not r:
     big = c.create_string_buffer(1 << 16)
-    assert cu.cuModuleGetFunction(c.byref(f), m, b"k") == 0
     out += [cu.cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, None, (VP * 1)(c.cast(big, VP)), None), cu.cuCtxSynchronize()]
 print(json.dumps(out))
-"""
-    proc = subprocess_python(code, env={"ACCEL_EMU_TRACE": None}, timeout=60)
-    assert proc.returncode == 0, (proc.returncode, proc.stderr[-2000:])
-    assert json.loads(proc.stdout.strip().splitlines()[-1]) == [218]
+""")
+    assert got == [218]
 
 
 def test_kernel_parameters_up_to_the_limit_still_load_and_reach_the_kernel():
@@ -235,28 +233,14 @@ def test_local_memory_past_512_kib_per_thread_is_refused_at_load_not_a_sticky_fa
     # defect: `.local .b8 l[2^40]` loaded; the launch returned 0 and the kernel then failed on the stream with
     # a sticky CUDA_ERROR_OUT_OF_MEMORY (the engine could not allocate its lanes' local memory), which ended the
     # context: every later call returned 2.  ptxas refuses more than 512 KiB of local memory per thread
-    from accel import emu
-    code = f"""
-import ctypes as c, json, os
-cu = c.CDLL({emu.driver_path()!r}, mode=os.RTLD_NOW | os.RTLD_GLOBAL)
-VP = c.c_void_p
-h = VP()
-assert cu.cuInit(0) == 0 and cu.cuDevicePrimaryCtxRetain(c.byref(h), 0) == 0 and cu.cuCtxSetCurrent(h) == 0
-cu.cuLaunchKernel.argtypes = [VP] + [c.c_uint] * 7 + [VP] * 3
+    got = _driver(subprocess_python, """
 def load(size):
-    text = {HDR.encode()!r} + (".visible .entry k()\\n{{\\n.local .align 8 .b8 l[SIZE];\\n.reg .b32 %r;\\n"
-                               "ld.local.u32 %r, [l];\\nret;\\n}}\\n").replace("SIZE", str(size)).encode()
-    m, f = VP(), VP()
-    r = cu.cuModuleLoadData(c.byref(m), text)
-    if r:
-        return [r]
-    assert cu.cuModuleGetFunction(c.byref(f), m, b"k") == 0
-    return [r, cu.cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, None, None, None), cu.cuCtxSynchronize()]
+    r, f = module(HDR + (".visible .entry k()\\n{\\n.local .align 8 .b8 l[SIZE];\\n.reg .b32 %r;\\n"
+                         "ld.local.u32 %r, [l];\\nret;\\n}\\n").replace("SIZE", str(size)).encode(), b"k")
+    return [r] if r else [r, cu.cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, None, None, None), cu.cuCtxSynchronize()]
 print(json.dumps([load(1 << 40), load(524289), load(524288)]))
-"""
-    proc = subprocess_python(code, env={"ACCEL_EMU_TRACE": None}, timeout=60)
-    assert proc.returncode == 0, (proc.returncode, proc.stderr[-2000:])
-    assert json.loads(proc.stdout.strip().splitlines()[-1]) == [[218], [218], [0, 0, 0]]
+""")
+    assert got == [[218], [218], [0, 0, 0]]
 
 
 @pytest.mark.xfail(strict=True, reason="cuMemFree / cudaFree do not wait for the device as CUDA's do (emu_memory.c: "
@@ -264,21 +248,10 @@ print(json.dumps([load(1 << 40), load(524289), load(524288)]))
                    "the free, not yet started, then finds the allocation gone and faults with a sticky "
                    "CUDA_ERROR_ILLEGAL_ADDRESS, where a GPU runs that correct program to the end")
 def test_cumemfree_after_a_queued_launch_lets_the_kernel_run_first(subprocess_python):
-    from accel import emu
-    code = f"""
-import ctypes as c, json, os
-cu = c.CDLL({emu.driver_path()!r}, mode=os.RTLD_NOW | os.RTLD_GLOBAL)
-VP = c.c_void_p
-h = VP()
-assert cu.cuInit(0) == 0 and cu.cuDevicePrimaryCtxRetain(c.byref(h), 0) == 0 and cu.cuCtxSetCurrent(h) == 0
-cu.cuLaunchKernel.argtypes = [VP] + [c.c_uint] * 7 + [VP] * 3
-cu.cuMemAlloc_v2.argtypes = [c.POINTER(c.c_uint64), c.c_size_t]
-cu.cuMemFree_v2.argtypes = [c.c_uint64]
-m, f = VP(), VP()
-assert cu.cuModuleLoadData(c.byref(m), {_SPIN.encode()!r}) == 0
-assert cu.cuModuleGetFunction(c.byref(f), m, b"spin") == 0
+    got = _driver(subprocess_python, f"""
+r, f = module({_SPIN.encode()!r}, b"spin")
 s = VP()
-assert cu.cuStreamCreate(c.byref(s), 1) == 0
+assert r == 0 and cu.cuStreamCreate(c.byref(s), 1) == 0
 d1, d2 = c.c_uint64(), c.c_uint64()
 assert cu.cuMemAlloc_v2(c.byref(d1), 4096) == 0 and cu.cuMemAlloc_v2(c.byref(d2), 4096) == 0
 n = c.c_uint(100000)
@@ -287,10 +260,8 @@ a2 = (VP * 2)(c.cast(c.byref(d2), VP), c.cast(c.byref(n), VP))
 out = [cu.cuLaunchKernel(f, 1, 1, 1, 1024, 1, 1, 0, s, a1, None), cu.cuLaunchKernel(f, 1, 1, 1, 1024, 1, 1, 0, s, a2, None),
        cu.cuMemFree_v2(d2.value), cu.cuStreamSynchronize(s)]
 print(json.dumps(out))
-"""
-    proc = subprocess_python(code, env={"ACCEL_EMU_TRACE": None}, timeout=120)
-    assert proc.returncode == 0, (proc.returncode, proc.stderr[-2000:])
-    assert json.loads(proc.stdout.strip().splitlines()[-1]) == [0, 0, 0, 0]
+""")
+    assert got == [0, 0, 0, 0]
 
 
 @pytest.mark.xfail(strict=True, reason="static .shared over 48 KiB loads and launches; ptxas refuses it ('uses too much "
