@@ -15,6 +15,7 @@ import threading
 import time
 
 import numpy as np
+import pytest
 
 import accel.cuda as cuda
 from accel import _lib
@@ -572,3 +573,35 @@ def wait_until(pred, timeout=2.0):
             return False
         time.sleep(0.002)
     return True
+
+
+# -- the fixtures of the suites whose cases run under a Watch (test_lifetime_matrix.py, test_device_array.py);
+# a test module takes them by name (`ctx, watch = F.ctx, F.watch`)
+
+@pytest.fixture
+def ctx(twin):
+    c = Ctx(twin)
+    c.reset()
+    yield c
+    c.emu.accelEmuSetFail(None)
+    c.reset()
+
+
+@pytest.fixture
+def watch(ctx):
+    gc.collect()
+    for p in (0, -1):       # every pool stream of DEV exists: a case's Stream() creates none
+        for _ in range(32):
+            ctx.sm.Stream(device=DEV, priority=p)
+    for d in range(NDEV):   # and this thread's cached wait_stream event of every device
+        ctx.sm.default_stream(d).wait_stream(ctx.sm.default_stream(d))
+    w = Watch(ctx)
+    yield w
+    w.close()
+
+
+def check(watch, ignore=()):
+    """A case's end: after a collection, nothing the watch covers changed (but `ignore`)."""
+    collect()
+    changed = watch.diff(ignore)
+    assert not changed, f"the case changed {changed}"

@@ -516,32 +516,7 @@ def test_consumer_stream_waits_and_nothing_is_recorded(mem, rt, streams):
 
 # -- lifetimes ------------------------------------------------------------------------------------------------
 
-@pytest.fixture
-def ctx(twin):
-    c = F.Ctx(twin)
-    c.reset()
-    yield c
-    c.emu.accelEmuSetFail(None)
-    c.reset()
-
-
-@pytest.fixture
-def watch(ctx):
-    gc.collect()
-    for p in (0, -1):
-        for _ in range(32):
-            ctx.sm.Stream(device=F.DEV, priority=p)
-    for d in range(F.NDEV):
-        ctx.sm.default_stream(d).wait_stream(ctx.sm.default_stream(d))
-    w = F.Watch(ctx)
-    yield w
-    w.close()
-
-
-def _check(watch):
-    F.collect()
-    changed = watch.diff()
-    assert not changed, f"the case changed {changed}"
+ctx, watch, _check = F.ctx, F.watch, F.check      # fixtures and the end of a case, shared with test_lifetime_matrix
 
 
 @pytest.mark.devices(2)

@@ -54,26 +54,7 @@ def _params(names, marks=None):
     return [pytest.param(n, id=n, marks=marks.get(n, ())) for n in names]
 
 
-@pytest.fixture
-def ctx(twin):
-    c = F.Ctx(twin)
-    c.reset()
-    yield c
-    c.emu.accelEmuSetFail(None)
-    c.reset()
-
-
-@pytest.fixture
-def watch(ctx):
-    gc.collect()
-    for p in (0, -1):       # every pool stream of DEV exists: a case's Stream() creates none
-        for _ in range(32):
-            ctx.sm.Stream(device=DEV, priority=p)
-    for d in range(F.NDEV):  # and this thread's cached wait_stream event of every device
-        ctx.sm.default_stream(d).wait_stream(ctx.sm.default_stream(d))
-    w = F.Watch(ctx)
-    yield w
-    w.close()
+ctx, watch, _check = F.ctx, F.watch, F.check      # fixtures and the end of a case, shared with test_device_array
 
 
 def _frameless(test):
@@ -90,12 +71,6 @@ def _frameless(test):
         F.collect()
         raise AssertionError(msg) from None
     return run
-
-
-def _check(watch, ignore=()):
-    F.collect()
-    changed = watch.diff(ignore)
-    assert not changed, f"the case changed {changed}"
 
 
 # -- copy, deepcopy, pickle ----------------------------------------------------------------------------------
