@@ -73,21 +73,26 @@ def _end_raw(L, h):
         L.cudaGraphDestroy(g)
 
 
+def _capture_on(w, sm, s, buf, **kw):
+    """A graph whose capture on ``s`` (of a memset of ``buf``) the worker ``w``'s thread began and left open,
+    the thread's current stream back to device 0's default."""
+    def begin():
+        sm.set_stream(s)
+        g = sm.CUDAGraph()
+        g.capture_begin(**kw)
+        buf.memset(1, stream=s)
+        sm.set_stream(sm.default_stream(0))
+        return g
+    return w.run(begin)
+
+
 def test_reset_from_another_thread_keeps_a_capture_it_cannot_end(sm, mem, rt, emu, live):
     s = sm.Stream()
     buf = mem.alloc(64, stream=s)
     s.synchronize()
     before = live()
     w = _Worker()
-
-    def begin():
-        sm.set_stream(s)
-        g = sm.CUDAGraph()
-        g.capture_begin()
-        buf.memset(1, stream=s)
-        sm.set_stream(sm.default_stream(0))
-        return g
-    g = w.run(begin)
+    g = _capture_on(w, sm, s, buf)
     try:
         with pytest.raises(RuntimeError, match="capture_begin"):
             g.reset()                               # CUDA lets only the capturing thread end it: say so
@@ -345,15 +350,7 @@ def test_dropping_a_graph_whose_capture_another_thread_began_warns(sm, mem, rt, 
     s.synchronize()
     before = live()
     w = _Worker()
-
-    def begin():
-        sm.set_stream(s)
-        g = sm.CUDAGraph()
-        g.capture_begin()
-        buf.memset(1, stream=s)
-        sm.set_stream(sm.default_stream(0))
-        return g
-    g = w.run(begin)
+    g = _capture_on(w, sm, s, buf)
     try:
         with pytest.warns(UserWarning, match="dropped with its capture still open.*capture_begin"):
             del g
@@ -371,15 +368,7 @@ def test_per_thread_default_stream_capture_is_not_lost_from_another_thread(sm, m
     before = live()
     w = _Worker()
     pt = sm.ExternalStream(2)                       # cudaStreamPerThread
-
-    def begin():
-        sm.set_stream(pt)
-        g = sm.CUDAGraph()
-        g.capture_begin(capture_error_mode="relaxed")
-        buf.memset(1, stream=pt)
-        sm.set_stream(sm.default_stream(0))
-        return g
-    g = w.run(begin)
+    g = _capture_on(w, sm, pt, buf, capture_error_mode="relaxed")
     try:
         for call in (g.reset, lambda: (sm.set_stream(pt), g.capture_end())):
             with pytest.raises(RuntimeError, match="per-thread default stream"):
