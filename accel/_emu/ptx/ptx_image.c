@@ -289,7 +289,8 @@ static int decode_fatbin(const uint8_t *fb, size_t avail, int cc, ptx_image *im,
         size_t len = 0;
         char lerr[8];
         if (!entry_payload(elf, elf + ptx_rd32(elf + 4), ptx_rd64(elf + 8), &bin, &len, lerr, sizeof lerr)) {
-            elf_kernels(bin, len, &im->sass_kernels);
+            if (len)    /* an empty payload names nothing (and a 0 length would mean "unbounded") */
+                elf_kernels(bin, len, &im->sass_kernels);
             free(bin);
         }
         return PTX_IMAGE_E_NO_BINARY;
