@@ -46,6 +46,39 @@ def test_variant_matches_reference(v):
     assert not bad, f"{len(bad)} of {len(got)} wrong:\n" + "\n".join(bad[:12])
 
 
+MATRIX = R.matrix_variants()
+
+
+def matrix_results(v):
+    inp = R.matrix_inputs_array(v)
+    n = len(inp)
+    din, dout, dscr = H.Dev(inp), H.Dev(np.zeros(n * v.nout, np.uint64)), H.Dev(np.zeros(n, np.uint64))
+    H.run_ok(R.matrix_kernel_text(v), "k", ((n + R.BLOCK - 1) // R.BLOCK,), (R.BLOCK,), [din, dout, ctypes.c_uint32(n), dscr])
+    return [int(x) for x in dout.get()]
+
+
+@pytest.mark.parametrize("v", MATRIX, ids=[v.name for v in MATRIX])
+def test_matrix_variant_matches_reference(v):
+    """mma / ldmatrix / stmatrix / movmatrix / cp.async over whole warps: every lane's words against the
+    reference's fragment layouts and arithmetic."""
+    got = matrix_results(v)
+    exp = v.expected()
+    assert len(exp) == len(got)
+    bad = [f"{v.name} thread {i // v.nout} word {i % v.nout}: expected {e if not isinstance(e, int) else hex(e)}, got {hex(g)}"
+           for i, (e, g) in enumerate(zip(exp, got)) if not R.matches(e, g, v.td)]
+    assert not bad, f"{len(bad)} of {len(got)} wrong:\n" + "\n".join(bad[:12])
+
+
+def test_matrix_reference_catches_a_wrong_layout():
+    """The vectors discriminate layouts: m16n8k16 run as if B were m16n8k8's two halves swapped fails."""
+    v = next(x for x in MATRIX if x.name == "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32")
+    # swap the two B registers of every lane in the body: b0,b1 <-> b2,b3 of the fragment
+    wrong = R.MV("swapped", v.body.replace("{%a4, %a5}", "{%a5, %a4}"), v.td, [v.inputs[i:i + 32] for i in range(0, 64, 32)],
+                 v.ref, v.nin, v.nout)
+    got = matrix_results(wrong)
+    assert any(not R.matches(e, g, v.td) for e, g in zip(wrong.expected(), got))
+
+
 def test_reference_catches_a_wrong_rounding_mode():
     """The vectors discriminate: executing fma.rm as round-to-nearest (what whole-kernel tests missed) fails."""
     v = next(x for x in VARIANTS if x.name == "fma.rm.f32")
