@@ -17,7 +17,8 @@
  * cp.async copies when it is issued (a legal schedule of an asynchronous copy: nothing may read the
  * destination before the thread's wait_group / wait_all, and a source byte changed before then is a race);
  * commit_group and wait_group therefore have nothing to do.  mbarrier objects are 8 bytes of shared memory
- * in the engine's own layout: bits 0-19 pending arrivals, 20-39 expected arrivals, 40-62 the phase. */
+ * in the engine's own layout: bits 0-19 pending arrivals, 20-39 expected arrivals, 40-62 the phase; the
+ * state an arrive returns holds the phase arrived on (bits 32-54) and the arrivals still pending (0-19). */
 #include <math.h>
 #include <stdio.h>
 
@@ -290,7 +291,7 @@ static int mb_arrive(warp *w, const insn_t *in, int l, uint64_t *p, uint32_t n, 
         return ptx_fault(w, in, l, PTX_E_ILLEGAL_INSTRUCTION, "mbarrier arrival count %u above the %u pending arrivals", n, cnt);
     if (drop) exp -= n > exp ? exp : n;
     cnt -= n;
-    *state = MB_PHASE(x);
+    *state = (MB_PHASE(x) << 32) | cnt;   /* the phase arrived on, and the arrivals it still waits for */
     *p = cnt ? MB_MAKE(MB_PHASE(x), exp, cnt) : MB_MAKE((MB_PHASE(x) + 1) & 0x7fffffull, exp, exp);
     return 0;
 }
@@ -298,9 +299,10 @@ static int mb_arrive(warp *w, const insn_t *in, int l, uint64_t *p, uint32_t n, 
 int h_mbarrier(warp *w, const insn_t *in, uint32_t m)
 {
     int op = in->aop, waits = op == MB_TEST || op == MB_TEST_PAR || op == MB_TRY || op == MB_TRY_PAR;
-    if (op == MB_PENDING) {   /* mbarrier.pending_count.b64 count, state: our states hold no count */
+    if (op == MB_PENDING) {   /* mbarrier.pending_count.b64 count, state */
         uint64_t *D = ROW(in->d[0]);
-        for (uint32_t mm = m; mm; mm &= mm - 1) D[__builtin_ctz(mm)] = 0;
+        const uint64_t *S = ROW(in->s[0]);
+        for (uint32_t mm = m; mm; mm &= mm - 1) { int l = __builtin_ctz(mm); D[l] = (uint32_t)(S[l] & 0xfffffu); }
         return R_NEXT;
     }
     const uint64_t *A = ROW(in->s[4]), *B = ROW(in->s[0]);
@@ -326,7 +328,7 @@ int h_mbarrier(warp *w, const insn_t *in, uint32_t m)
         case MB_INVAL: *p = 0; break;
         default: {   /* waits: complete when the phase named has completed */
             uint64_t ph = MB_PHASE(*p);
-            int done = op == MB_TEST_PAR || op == MB_TRY_PAR ? (ph & 1) != (B[l] & 1) : ph != (B[l] & 0x7fffffull);
+            int done = op == MB_TEST_PAR || op == MB_TRY_PAR ? (ph & 1) != (B[l] & 1) : ph != ((B[l] >> 32) & 0x7fffffull);
             if (D) D[l] = (uint64_t)done;
             if (!done) pending |= 1u << l;
             break;

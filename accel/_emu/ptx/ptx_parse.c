@@ -1174,7 +1174,8 @@ static int decode(parser *P, const char *op, uint32_t guard, int gneg, opnd *ops
             return perr(P, t == T_B128 ? PTX_E_NOT_SUPPORTED : PTX_E_INVALID_PTX, "'%s' needs a type of 1 to 8 bytes", op);
         int n = ops[0].kind == OK_VEC ? ops[0].vn : 1;
         if (n > 4 && !(n == 8)) return perr(P, PTX_E_INVALID_PTX, "bad vector width");
-        if (n != (in.vec ? in.vec : 1) || (ops[0].kind == OK_VEC) != (in.vec != 0))
+        /* one braced register without .vN is a scalar (Triton's inline asm writes `ld.global.b32 { %r1 }, [a]`) */
+        if (n != (in.vec ? in.vec : 1) || (ops[0].kind == OK_VEC && !(n == 1 && !in.vec)) != (in.vec != 0))
             return perr(P, PTX_E_INVALID_PTX, "'%s' has %d destination%s for %s%d elements", op, n, n == 1 ? "" : "s",
                         in.vec ? ".v" : "", in.vec ? in.vec : 1);
         in.nd = (uint8_t)n;
@@ -1191,7 +1192,7 @@ static int decode(parser *P, const char *op, uint32_t guard, int gneg, opnd *ops
             return perr(P, t == T_B128 ? PTX_E_NOT_SUPPORTED : PTX_E_INVALID_PTX, "'%s' needs a type of 1 to 8 bytes", op);
         int n = ops[1].kind == OK_VEC ? ops[1].vn : 1;
         if (n > 4) return perr(P, PTX_E_NOT_SUPPORTED, "st with more than 4 sources");
-        if (n != (in.vec ? in.vec : 1) || (ops[1].kind == OK_VEC) != (in.vec != 0))
+        if (n != (in.vec ? in.vec : 1) || (ops[1].kind == OK_VEC && !(n == 1 && !in.vec)) != (in.vec != 0))
             return perr(P, PTX_E_INVALID_PTX, "'%s' has %d source%s for %s%d elements", op, n, n == 1 ? "" : "s",
                         in.vec ? ".v" : "", in.vec ? in.vec : 1);
         in.ns = (uint8_t)n;
