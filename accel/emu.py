@@ -18,6 +18,9 @@ accel ships stand-in libraries built from its emulator (``accel/_emu/standin``):
 - ``libnvrtc.so.13`` (only when a real NVRTC is found: ``real_nvrtc_path``): the real NVRTC
   (``ACCEL_EMU_NVRTC`` names it), except that a compile for a real architecture (``-arch=sm_XX``) is
   done for ``compute_XX`` and its "cubin" is accel's linked image holding the PTX;
+- ``ptxas`` (an executable): Triton's assembler under ``accel emu`` (``TRITON_PTXAS_PATH``, which
+  ``environ`` sets with ``TRITON_LIBCUDA_PATH`` unless they are set): it writes accel's linked image
+  holding Triton's PTX where the real one writes a SASS cubin, so Triton's kernels run on the emulator;
 - ``libnvidia-ml.so.1``: NVML (``nvmlInit``, device count and handles by index, UUID or PCI bus id, name,
   UUID, serial, memory info that follows the emulator's allocations, utilisation, temperature, power,
   clocks, PCI info, compute and MIG mode, running processes, versions, error strings), what

@@ -1230,3 +1230,17 @@ def matrix_inputs_array(v):
         for k, x in enumerate(ops):
             arr[i, k] = x
     return arr
+
+
+def kernel_for(v):
+    """The kernel text of any variant (one-instruction or warp-wide matrix)."""
+    return matrix_kernel_text(v) if isinstance(v, MV) else kernel_text(v)
+
+
+def inputs_for(v):
+    return matrix_inputs_array(v) if isinstance(v, MV) else inputs_array(v)
+
+
+def out_words(v):
+    """8-byte output words per thread."""
+    return v.nout if isinstance(v, MV) else 1

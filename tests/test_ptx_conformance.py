@@ -93,7 +93,7 @@ def _goldens():
 
 def golden_differences(paths):
     """Every result where the engine differs from a recorded GPU result (NaN payloads included)."""
-    by_name = {v.name: v for v in VARIANTS}
+    by_name = {v.name: v for v in VARIANTS + MATRIX}
     bad = []
     for path in paths:
         data = json.loads(pathlib.Path(path).read_text())
@@ -102,11 +102,14 @@ def golden_differences(paths):
             if v is None or [list(x) for x in v.inputs] != rec["inputs"]:
                 bad.append(f"{pathlib.Path(path).name} {name}: the vectors changed since the recording (run tools/gen_ptx_golden.py again)")
                 continue
-            got = engine_results(v)
+            got = matrix_results(v) if isinstance(v, R.MV) else engine_results(v)
             mask = (1 << R.type_bits(v.td)) - 1
-            for ops, g, want in zip(v.inputs, got, rec["outputs"]):
+            nw = R.out_words(v)
+            for i, (g, want) in enumerate(zip(got, rec["outputs"])):
                 if (g & mask) != (want & mask):
-                    bad.append(f"{pathlib.Path(path).name} {name}{tuple(hex(x) for x in ops)}: GPU {hex(want)}, engine {hex(g)}")
+                    ops = v.inputs[i // nw]
+                    word = f" word {i % nw}" if nw > 1 else ""
+                    bad.append(f"{pathlib.Path(path).name} {name}{tuple(hex(x) for x in ops)}{word}: GPU {hex(want)}, engine {hex(g)}")
     return bad
 
 
@@ -114,6 +117,22 @@ def golden_differences(paths):
 def test_engine_matches_gpu_goldens():
     bad = golden_differences(_goldens())
     assert not bad, f"{len(bad)} differences from the GPU:\n" + "\n".join(bad[:20])
+
+
+def test_golden_comparison_reports_a_matrix_difference(tmp_path):
+    """A recorded warp-wide variant is compared word by word (its threads write several words)."""
+    v = next(x for x in MATRIX if x.name.startswith("ldmatrix.sync.aligned.m8n8.x4.trans"))
+    outputs = matrix_results(v)
+    rec = {"device": "test", "cc": "9.0", "refused": {},
+           "variants": {v.name: {"body": v.body, "td": v.td, "inputs": [list(x) for x in v.inputs], "outputs": outputs}}}
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps(rec))
+    assert golden_differences([good]) == []
+    rec["variants"][v.name]["outputs"][7] ^= 1 << 20
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(rec))
+    diffs = golden_differences([bad])
+    assert len(diffs) == 1 and "word 3" in diffs[0], diffs
 
 
 def test_golden_comparison_reports_a_difference(tmp_path):

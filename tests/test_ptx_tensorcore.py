@@ -235,3 +235,20 @@ def test_cp_async_with_zero_source_bytes_reads_nothing():
     assert o.get().tolist() == [0, 0, 0, 0]
     rc, msg = run(text.replace("0x10, 0;", "0x10, 16;"), "k", (1,), (1,), [o])
     assert rc == H.ILLEGAL_ADDRESS and "0x10" in msg, (rc, msg)
+
+
+@pytest.mark.parametrize("guard", ["@%p1", "@!%p1"])
+def test_a_predicated_mma_runs_or_skips_whole(guard):
+    """A guarded-off mma leaves D as it was and execution goes on after it (its operand payloads are not
+    instructions); guarded on, it runs: 1 + (row of ones . column of ones) with k = 8 halves of 1.0."""
+    o = Dev(np.zeros(32, np.uint32))
+    text = _HDR + (".visible .entry k(.param .u64 q)\n{\n.reg .pred %p<2>;\n.reg .b32 %r<12>;\n.reg .b64 %rd<4>;\n"
+                   "setp.eq.u32 %p1, 1, 0;\nmov.b32 %r0, 0x3c003c00;\nmov.b32 %r1, 0x3c003c00;\nmov.b32 %r2, 0x3c003c00;\n"
+                   "mov.b32 %r4, 0x3f800000;\nmov.b32 %r5, 0x3f800000;\nmov.b32 %r6, 0x3f800000;\nmov.b32 %r7, 0x3f800000;\n"
+                   f"{guard} mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 {{%r4,%r5,%r6,%r7}}, {{%r0,%r1}}, {{%r2}}, {{%r4,%r5,%r6,%r7}};\n"
+                   "add.u32 %r8, %r4, 1;\nmov.u32 %r9, %tid.x;\nmul.wide.u32 %rd1, %r9, 4;\nld.param.u64 %rd2, [q];\n"
+                   "add.s64 %rd2, %rd2, %rd1;\nst.global.u32 [%rd2], %r8;\nret;\n}\n")
+    run_ok(text, "k", (1,), (32,), [o])
+    got = o.get()
+    want = (0x3f800000 + 1) if guard == "@%p1" else (0x41100000 + 1)   # 1.0 untouched, or 1 + 8 = 9.0
+    assert got.tolist() == [want] * 32

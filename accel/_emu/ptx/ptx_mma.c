@@ -109,6 +109,7 @@ static double as_double(int t, uint64_t x)
 int h_mma(warp *w, const insn_t *in, uint32_t m)
 {
     const insn_t *pb = in + 1, *pc = in + 2;
+    if (!m) { w->pc += 3; return R_JUMPED; }   /* predicated off: skip the payloads */
     int r = ptx_warp_sync(w, in, m, 0xffffffffu);
     if (r) return r;
     int shape = in->aop, td = in->t, ta = in->t2, tb = in->cmp, tc = in->bop;
@@ -183,6 +184,7 @@ static int nmat_of(const insn_t *in) { return in->aop; }   /* .x1 / .x2 / .x4; .
 
 int h_ldmatrix(warp *w, const insn_t *in, uint32_t m)
 {
+    if (!m) return R_NEXT;
     int r = ptx_warp_sync(w, in, m, 0xffffffffu);
     if (r) return r;
     int nm = nmat_of(in), trans = in->bop;
@@ -208,6 +210,7 @@ int h_ldmatrix(warp *w, const insn_t *in, uint32_t m)
 
 int h_stmatrix(warp *w, const insn_t *in, uint32_t m)
 {
+    if (!m) return R_NEXT;
     int r = ptx_warp_sync(w, in, m, 0xffffffffu);
     if (r) return r;
     int nm = nmat_of(in), trans = in->bop;
@@ -228,6 +231,7 @@ int h_stmatrix(warp *w, const insn_t *in, uint32_t m)
 
 int h_movmatrix(warp *w, const insn_t *in, uint32_t m)
 {
+    if (!m) return R_NEXT;
     int r = ptx_warp_sync(w, in, m, 0xffffffffu);
     if (r) return r;
     uint64_t S[32];
