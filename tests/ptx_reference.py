@@ -1185,15 +1185,65 @@ def cp_async_variants():
     return out
 
 
+def wmma_variants():
+    """wmma m16n16k16 round trips: the warp's 32 x 8 input words are A (16x16 f16, row-major or column-major),
+    B (16x16 f16, either layout) and C (16x16 f32, row-major) one after the other; wmma.load, wmma.mma and
+    wmma.store.d write D (f32, row-major) over the warp's 32 x 4 output words.  The fragments' layout is the
+    implementation's (the ISA leaves it open), so only what comes back through memory is checked."""
+    import random
+    rng = random.Random(3219)
+    out = []
+
+    def f16_small():
+        return (rng.randrange(2) << 15) | (rng.randrange(9, 22) << 10) | rng.randrange(1024)
+
+    def f32_small():
+        return (rng.randrange(2) << 31) | (rng.randrange(110, 144) << 23) | (rng.randrange(1 << 10) << 13)
+    for la, lb in (("row", "col"), ("col", "row"), ("row", "row")):
+        warps = []
+        for _ in range(2):
+            region = _pack([f16_small() for _ in range(256)], 16) | (_pack([f16_small() for _ in range(256)], 16) << 4096) \
+                | (_pack([f32_small() for _ in range(256)], 32) << 8192)
+            warps.append([tuple((region >> (64 * (l * 8 + i))) & mask(64) for i in range(8)) for l in range(32)])
+        regs = lambda base: "{" + ", ".join(f"%w{base + i}" for i in range(8)) + "}"   # noqa: E731
+        body = ("and.b32 %t0, %t3, 31; mul.wide.u32 %q7, %t0, 64; sub.s64 %q7, %gin, %q7; add.s64 %q3, %q7, 512; "
+                "add.s64 %q4, %q7, 1024; "
+                f"wmma.load.a.sync.aligned.{la}.m16n16k16.global.f16 {regs(0)}, [%q7], 16; "
+                f"wmma.load.b.sync.aligned.{lb}.m16n16k16.global.f16 {regs(8)}, [%q3], 16; "
+                f"wmma.load.c.sync.aligned.row.m16n16k16.global.f32 {regs(16)}, [%q4], 16; "
+                f"wmma.mma.sync.aligned.{la}.{lb}.m16n16k16.f32.f32 {regs(24)}, {regs(0)}, {regs(8)}, {regs(16)}; "
+                "mul.wide.u32 %q3, %t0, 32; sub.s64 %q3, %gout, %q3; "
+                f"wmma.store.d.sync.aligned.row.m16n16k16.global.f32 [%q3], {regs(24)}, 16;")
+
+        def ref(warp, la=la, lb=lb):
+            region = sum(x << (64 * i) for i, x in enumerate(w for ops in warp for w in ops))
+            ha = [(region >> (16 * i)) & 0xffff for i in range(256)]
+            hb = [(region >> (4096 + 16 * i)) & 0xffff for i in range(256)]
+            fc = [(region >> (8192 + 32 * i)) & mask(32) for i in range(256)]
+            A = lambda r, c: decode(ha[r * 16 + c] if la == "row" else ha[c * 16 + r], "f16")   # noqa: E731
+            B = lambda k, n: decode(hb[k * 16 + n] if lb == "row" else hb[n * 16 + k], "f16")   # noqa: E731
+            d = []
+            for r in range(16):
+                for c in range(16):
+                    x = signed(decode(fc[r * 16 + c], "f32")) + sum(signed(A(r, q)) * signed(B(q, c)) for q in range(16))
+                    d.append(encode(round_to(1 if x < 0 else 0, abs(x), "f32", RN), "f32"))
+            return [d[2 * i] | (d[2 * i + 1] << 32) for i in range(128)]
+        v = MV(f"wmma.m16n16k16.{la}.{lb}.f32.f32 load/mma/store", body, "b64", warps, ref, 8, 4, decl=".reg .b32 %w<32>")
+        v.stores = False
+        out.append(v)
+    return out
+
+
 def matrix_variants():
-    return mma_variants() + ldst_matrix_variants() + cp_async_variants()
+    return mma_variants() + ldst_matrix_variants() + cp_async_variants() + wmma_variants()
 
 
 def matrix_kernel_text(v):
     """The kernel of an MV variant: `k(.u64 in, .u64 out, .u32 n, .u64 scratch)`; thread i reads words
     in[i*nin ...] into %x0.. (.b64) and %a0.. (their low 32 bits), runs the body with %sw (the warp's
     512-byte shared region), %sl (this lane's 16-byte slot in it) and %gin (its input words' global
-    address), and stores %d0.. (.b32, zero-extended) or %y0.. (.b64) into out[i*nout ...]."""
+    address; %gout its output words' global address; v.decl's declarations), and stores %d0.. (.b32,
+    zero-extended) or %y0.. (.b64) into out[i*nout ...] (unless v.stores is False: the body stored them)."""
     nin, nout = v.nin, v.nout
     out64 = v.td in ("b64", "f64")
     lines = [
@@ -1201,7 +1251,7 @@ def matrix_kernel_text(v):
         ".visible .entry k(.param .u64 pin, .param .u64 pout, .param .u32 n, .param .u64 pscr)", "{",
         "  .reg .pred %p<4>;", "  .reg .b32 %t<4>;", "  .reg .b64 %q<8>;", "  .reg .b64 %gin;", "  .reg .b32 %sw, %sl;",
         f"  .reg .b64 %x<{nin + 1}>;", f"  .reg .b32 %a<{nin + 1}>;", f"  .reg .b32 %d<{nout}>;", f"  .reg .b64 %y<{nout}>;",
-        f"  .shared .align 16 .b8 sh[{BLOCK * 16}];",
+        f"  .shared .align 16 .b8 sh[{BLOCK * 16}];", "  .reg .b64 %gout;", *[f"  {d.strip()};" for d in v.decl.split(";") if d.strip()],
         "  mov.u32 %t1, %ctaid.x;", "  mov.u32 %t2, %ntid.x;", "  mov.u32 %t3, %tid.x;",
         "  mad.lo.u32 %t1, %t1, %t2, %t3;", "  ld.param.u32 %t2, [n];", "  setp.ge.u32 %p3, %t1, %t2;", "  @%p3 bra END;",
         "  ld.param.u64 %q1, [pin];", "  cvta.to.global.u64 %q1, %q1;", f"  mul.wide.u32 %q2, %t1, {8 * nin};",
@@ -1209,13 +1259,15 @@ def matrix_kernel_text(v):
         "  mov.u32 %sw, sh;", "  and.b32 %t0, %t3, -32;", "  shl.b32 %t0, %t0, 4;", "  add.u32 %sw, %sw, %t0;",
         "  and.b32 %t0, %t3, 31;", "  shl.b32 %t0, %t0, 4;", "  add.u32 %sl, %sw, %t0;",
         f"  mov.b64 %x{nin}, 0;", f"  mov.b32 %a{nin}, 0;",
+        "  ld.param.u64 %q5, [pout];", "  cvta.to.global.u64 %q5, %q5;", f"  mul.wide.u32 %q6, %t1, {8 * nout};",
+        "  add.s64 %gout, %q5, %q6;",
     ]
     for i in range(nin):
         lines += [f"  ld.global.u64 %x{i}, [%gin+{8 * i}];", f"  cvt.u32.u64 %a{i}, %x{i};"]
     lines += ["  " + s.strip() + ";" for s in v.body.split(";") if s.strip()]
     lines += ["  ld.param.u64 %q5, [pout];", "  cvta.to.global.u64 %q5, %q5;", f"  mul.wide.u32 %q6, %t1, {8 * nout};",
               "  add.s64 %q5, %q5, %q6;"]
-    for j in range(nout):
+    for j in range(nout if getattr(v, "stores", True) else 0):
         if not out64:
             lines.append(f"  cvt.u64.u32 %y{j}, %d{j};")
         lines.append(f"  st.global.u64 [%q5+{8 * j}], %y{j};")

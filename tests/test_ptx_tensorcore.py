@@ -252,3 +252,29 @@ def test_a_predicated_mma_runs_or_skips_whole(guard):
     got = o.get()
     want = (0x3f800000 + 1) if guard == "@%p1" else (0x41100000 + 1)   # 1.0 untouched, or 1 + 8 = 9.0
     assert got.tolist() == [want] * 32
+
+
+# ----------------------------------------------------------------------------- wmma (nvcuda::wmma)
+
+@pytest.mark.parametrize("m,n,k", [(16, 16, 16), (48, 32, 64)])
+def test_wmma_gemm_with_an_elementwise_epilogue(m, n, k):
+    """load_matrix_sync / mma_sync / store_matrix_sync and `c.x[i] = alpha * acc.x[i] + beta * c.x[i]`
+    over the fragments' elements (whatever their layout, the same in every fragment of a kind)."""
+    rng = np.random.default_rng(m + k)
+    a, b = _f16_ints(rng, (m, k)), _f16_ints(rng, (k, n))
+    c = rng.integers(-5, 6, (m, n)).astype(np.float32)
+    dc = Dev(c)
+    run_ok(ptx("wmma_gemm"), "wmma_gemm", (n // 16, m // 16), (32,),
+           [Dev(a), Dev(np.ascontiguousarray(b.T)), dc, ctypes.c_int(m), ctypes.c_int(n), ctypes.c_int(k),
+            ctypes.c_float(0.5), ctypes.c_float(2.0)])
+    np.testing.assert_array_equal(dc.get(), 0.5 * (a.astype(np.float32) @ b.astype(np.float32)) + 2 * c)
+
+
+def test_wmma_f16_accumulator_column_major():
+    rng = np.random.default_rng(9)
+    a, b = _f16_ints(rng, (16, 16)), _f16_ints(rng, (16, 16))
+    c = (rng.standard_normal((16, 16)) * 8).astype(np.float16)
+    dc = Dev(np.asfortranarray(c).T.copy())   # stored column-major: C^T row-major
+    run_ok(ptx("wmma_gemm"), "wmma_f16acc", (1,), (32,), [Dev(np.ascontiguousarray(a.T)), Dev(b), dc])
+    exact = a.astype(np.float64) @ b.astype(np.float64) + c.astype(np.float64)
+    np.testing.assert_array_equal(dc.get().T, exact.astype(np.float16))

@@ -237,6 +237,37 @@ extern "C" __global__ void mma_f64_m8n8k4(const double *A, const double *B, cons
     D[G * 8 + 2 * T] = c0;
     D[G * 8 + 2 * T + 1] = c1;
 }""",
+    "wmma_gemm": r"""
+#include <mma.h>
+using namespace nvcuda;
+// C (M x N, f32) = alpha * A (M x K, f16, row-major) * B (K x N, f16, column-major) + beta * C, with the
+// CUDA C++ wmma API (wmma.load / wmma.mma / wmma.store, m16n16k16); M, N, K multiples of 16, one warp per
+// 16x16 tile; a second kernel keeps an f16 accumulator.
+extern "C" __global__ void wmma_gemm(const half *A, const half *B, float *C, int M, int N, int K, float alpha, float beta) {
+    int tm = blockIdx.y * 16, tn = blockIdx.x * 16;
+    wmma::fragment<wmma::matrix_a, 16, 16, 16, half, wmma::row_major> a;
+    wmma::fragment<wmma::matrix_b, 16, 16, 16, half, wmma::col_major> b;
+    wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc, c;
+    wmma::fill_fragment(acc, 0.0f);
+    for (int k = 0; k < K; k += 16) {
+        wmma::load_matrix_sync(a, A + (size_t)tm * K + k, K);
+        wmma::load_matrix_sync(b, B + (size_t)tn * K + k, K);
+        wmma::mma_sync(acc, a, b, acc);
+    }
+    wmma::load_matrix_sync(c, C + (size_t)tm * N + tn, N, wmma::mem_row_major);
+    for (int i = 0; i < c.num_elements; i++) c.x[i] = alpha * acc.x[i] + beta * c.x[i];
+    wmma::store_matrix_sync(C + (size_t)tm * N + tn, c, N, wmma::mem_row_major);
+}
+extern "C" __global__ void wmma_f16acc(const half *A, const half *B, half *C) {
+    wmma::fragment<wmma::matrix_a, 16, 16, 16, half, wmma::col_major> a;
+    wmma::fragment<wmma::matrix_b, 16, 16, 16, half, wmma::row_major> b;
+    wmma::fragment<wmma::accumulator, 16, 16, 16, half> c;
+    wmma::load_matrix_sync(a, A, 16);
+    wmma::load_matrix_sync(b, B, 16);
+    wmma::load_matrix_sync(c, C, 16, wmma::mem_col_major);
+    wmma::mma_sync(c, a, b, c);
+    wmma::store_matrix_sync(C, c, 16, wmma::mem_col_major);
+}""",
     "mbarrier_copy": r"""
 #include <cuda_awbarrier_primitives.h>
 #include <cuda_pipeline_primitives.h>

@@ -214,7 +214,7 @@ void *ptx_mem(warp *w, const insn_t *in, int lane, int sp, uint64_t addr, size_t
 /* Operand classes of the variant table (how the decoder reads an instruction's operands). */
 enum { C_NONE, C_BIN, C_UN, C_TERN, C_QUAD, C_SHIFT, C_WIDE, C_WIDE3, C_CMP, C_SETP, C_SELP, C_MOV, C_CVT,
        C_LD, C_ST, C_BRA, C_CALL, C_BAR, C_SHFL, C_VOTE, C_MATCH, C_ATOM,
-       C_MMA, C_LDSM, C_STSM, C_MOVM, C_CPASYNC, C_MBAR };
+       C_MMA, C_LDSM, C_STSM, C_MOVM, C_CPASYNC, C_MBAR, C_WMMA };
 
 /* Tensor-core and asynchronous-copy instructions (ptx_mma.c).  An mma takes more operand rows than one
  * insn_t holds: the decoder emits it as three consecutive insn_t, the first dispatched (D rows in d[], A

@@ -348,3 +348,112 @@ int h_mbarrier(warp *w, const insn_t *in, uint32_t m)
 }
 
 int h_cp_async_mbar(warp *w, const insn_t *in, uint32_t m) { return h_mbarrier(w, in, m); }
+
+/* ------------------------------------------------------------------------------------------ wmma */
+
+/* The engine's wmma fragment layout (the ISA leaves it to the implementation: programs only load, store,
+ * multiply and apply element-wise operations to fragments): a 16x16 matrix's element e = 16 row + col
+ * (row and column of the operand as a matrix, A m x k, B k x n, C / D m x n) is element e % 8 of lane
+ * e / 8.  An f16 A / B fragment is 8 f16x2 registers: its 8 elements in registers 0-3, again in 4-7 (the
+ * API's num_elements is 16); C / D are 8 f32 or 4 f16x2 registers.  Instructions: the first insn_t holds
+ * registers 0-3 and the address; a payload the registers 4-7 (and wmma.store's stride in s[4]);
+ * wmma.mma is six insn_t (D, A; D, A; B; B; C; C).  aop: 1 a, 2 b, 3 c / d; bop: 1 for .col. */
+
+static inline uint64_t *wrow(warp *w, const insn_t *in, int reg, int dst)
+{
+    const insn_t *q = reg < 4 ? in : in + 1;
+    return ROW(dst ? q->d[reg & 3] : q->s[reg & 3]);
+}
+
+/* Byte offset of element (r, c) of the operand in memory with the given layout and stride. */
+static inline uint64_t woff(int col_major, int r, int c, uint64_t stride, int esz)
+{
+    return ((col_major ? (uint64_t)c * stride + (uint64_t)r : (uint64_t)r * stride + (uint64_t)c)) * (uint64_t)esz;
+}
+
+int h_wmma_load(warp *w, const insn_t *in, uint32_t m)
+{
+    if (!m) { w->pc += 2; return R_JUMPED; }
+    int r = ptx_warp_sync(w, in, m, 0xffffffffu);
+    if (r) return r;
+    int esz = in->t == T_F32 ? 4 : 2, col = in->bop, ab = in->aop < 3;
+    const uint64_t *A = ROW(in->s[4]), *S = ROW(in->s[0]);
+    int l0 = __builtin_ctz(m);
+    uint64_t base = A[l0] + (uint64_t)in->off, stride = (uint32_t)S[l0];
+    /* B (k x n) is addressed as (k, n): its .row layout is k-major, .col n-major, as for A and C */
+    for (uint32_t mm = m; mm; mm &= mm - 1) {
+        int l = __builtin_ctz(mm);
+        uint64_t v[8] = {0};
+        for (int j = 0; j < 8; j++) {
+            int e = l * 8 + j, rr = e / 16, cc = e % 16;
+            const unsigned char *p = ptx_mem(w, in, l, in->space, base + woff(col, rr, cc, stride, esz), (size_t)esz);
+            if (!p) return R_FAULT;
+            uint64_t x = 0;
+            memcpy(&x, p, (size_t)esz);
+            if (esz == 4) v[j] = x; else v[j / 2] |= x << (16 * (j & 1));
+        }
+        int nregs = esz == 4 ? 8 : ab ? 8 : 4;
+        for (int k = 0; k < nregs; k++) {
+            uint64_t *D = wrow(w, in, k, 1);
+            D[l] = esz == 4 ? v[k] : v[k & 3];
+        }
+    }
+    w->pc += 2;
+    return R_JUMPED;
+}
+
+int h_wmma_store(warp *w, const insn_t *in, uint32_t m)
+{
+    if (!m) { w->pc += 2; return R_JUMPED; }
+    int r = ptx_warp_sync(w, in, m, 0xffffffffu);
+    if (r) return r;
+    int esz = in->t == T_F32 ? 4 : 2, col = in->bop;
+    const uint64_t *A = ROW(in->s[4]), *S = ROW(in[1].s[4]);
+    int l0 = __builtin_ctz(m);
+    uint64_t base = A[l0] + (uint64_t)in->off, stride = (uint32_t)S[l0];
+    for (uint32_t mm = m; mm; mm &= mm - 1) {
+        int l = __builtin_ctz(mm);
+        for (int j = 0; j < 8; j++) {
+            int e = l * 8 + j, rr = e / 16, cc = e % 16;
+            unsigned char *p = ptx_mem(w, in, l, in->space, base + woff(col, rr, cc, stride, esz), (size_t)esz);
+            if (!p) return R_FAULT;
+            uint64_t x = esz == 4 ? wrow(w, in, j, 0)[l] : wrow(w, in, j / 2, 0)[l] >> (16 * (j & 1));
+            memcpy(p, &x, (size_t)esz);
+        }
+    }
+    w->pc += 2;
+    return R_JUMPED;
+}
+
+int h_wmma_mma(warp *w, const insn_t *in, uint32_t m)
+{
+    if (!m) { w->pc += 6; return R_JUMPED; }
+    int r = ptx_warp_sync(w, in, m, 0xffffffffu);
+    if (r) return r;
+    int td = in->t, tc = in->t2;
+    double A[16][16], B[16][16], C[16][16];
+    for (int l = 0; l < 32; l++)
+        for (int j = 0; j < 8; j++) {
+            int e = l * 8 + j, rr = e / 16, cc = e % 16, sh = 16 * (j & 1);
+            A[rr][cc] = ptx_h2f((uint16_t)(ROW(in[0].s[j / 2])[l] >> sh));
+            B[rr][cc] = ptx_h2f((uint16_t)(ROW(in[2].s[j / 2])[l] >> sh));
+            C[rr][cc] = tc == T_F32 ? ptx_f32(ROW(in[4 + j / 4].s[j & 3])[l]) : ptx_h2f((uint16_t)(ROW(in[4].s[j / 2])[l] >> sh));
+        }
+    uint64_t out[8][32];
+    memset(out, 0, sizeof out);
+    for (int l = 0; l < 32; l++)
+        for (int j = 0; j < 8; j++) {
+            int e = l * 8 + j, rr = e / 16, cc = e % 16;
+            double acc = C[rr][cc];
+            for (int k = 0; k < 16; k++) acc += A[rr][k] * B[k][cc];
+            if (td == T_F32) out[j][l] = isnan(acc) ? 0x7fffffffu : ptx_bf32((float)acc);
+            else out[j / 2][l] |= (uint64_t)ptx_f2h(acc, RND_RN) << (16 * (j & 1));
+        }
+    int nd = td == T_F32 ? 8 : 4;
+    for (int k = 0; k < nd; k++) {
+        uint64_t *D = ROW(in[k / 4].d[k & 3]);
+        for (uint32_t mm = m; mm; mm &= mm - 1) { int l = __builtin_ctz(mm); D[l] = out[k][l]; }
+    }
+    w->pc += 6;
+    return R_JUMPED;
+}

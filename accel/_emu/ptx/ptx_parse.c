@@ -962,6 +962,55 @@ static int decode_async(parser *P, insn_t *in, const decoded *d, const char *op,
         pl->s[4] = src.s[4]; pl->off = src.off; pl->space = src.space; pl->am = src.am;
         return 0;
     }
+    if (cls == C_WMMA) {
+        /* wmma.load.{a,b,c} r, [p]{, stride};  wmma.store.d [p], r{, stride};  wmma.mma d, a, b, c (ptx_mma.c) */
+        int isload = !strncmp(key, "wmma.load", 9), isstore = !strncmp(key, "wmma.store", 10);
+        uint32_t rows[3][8];
+        if (isload || isstore) {
+            int which = isstore ? 3 : key[10] == 'a' ? 1 : key[10] == 'b' ? 2 : 3;
+            int f32 = d->types[0] == T_F32, nr = which < 3 ? 8 : f32 ? 8 : 4;
+            in->aop = (uint8_t)which;
+            in->bop = strstr(key, ".col.") != NULL;
+            if (nops != 2 && nops != 3) return perr(P, PTX_E_INVALID_PTX, "'%s' takes 2 or 3 operands", op);
+            if (vec_rows(P, &ops[isload ? 0 : 1], isload, T_B32, rows[0], nr, op, isload ? "destination" : "source") ||
+                addr_operand(P, &ops[isload ? 1 : 0], in, 4)) return P->err;
+            uint32_t stride;
+            if (nops == 3) { if (val_row(P, &ops[2], T_U32, &stride)) return P->err; }
+            else stride = const_row(P, 16);
+            for (int i = 0; i < 4; i++) {
+                if (isload) { in->d[i] = i < nr ? rows[0][i] : UINT32_MAX; in->s[i] = const_row(P, 0); }
+                else { in->d[i] = UINT32_MAX; in->s[i] = i < nr ? rows[0][i] : const_row(P, 0); }
+            }
+            if (isload) in->s[0] = stride;
+            if (P->err || emit(P, in)) return P->err;
+            uint32_t ps[5];
+            for (int i = 0; i < 5; i++) ps[i] = !isload && i < 4 && i + 4 < nr ? rows[0][i + 4] : i == 4 && !isload ? stride : const_row(P, 0);
+            if (emit_payload(P, in, ps, 5)) return P->err;
+            if (isload)
+                for (int i = 0; i < 4; i++) P->code[P->ncode - 1].d[i] = i + 4 < nr ? rows[0][i + 4] : UINT32_MAX;
+            return 0;
+        }
+        if (nops != 4 || d->ntypes != 2) return perr(P, PTX_E_INVALID_PTX, "'%s' takes 4 operands (d, a, b, c)", op);
+        in->t = (uint8_t)d->types[0]; in->t2 = (uint8_t)d->types[1];
+        int nd = d->types[0] == T_F32 ? 8 : 4, nc = d->types[1] == T_F32 ? 8 : 4;
+        uint32_t drows[8], crows[8];
+        if (vec_rows(P, &ops[0], 1, T_B32, drows, nd, op, "d") || vec_rows(P, &ops[1], 0, T_B32, rows[0], 8, op, "a") ||
+            vec_rows(P, &ops[2], 0, T_B32, rows[1], 8, op, "b") || vec_rows(P, &ops[3], 0, T_B32, crows, nc, op, "c"))
+            return P->err;
+        for (int i = 0; i < 4; i++) { in->d[i] = drows[i]; in->s[i] = rows[0][i]; }
+        in->s[4] = const_row(P, 0);
+        if (P->err || emit(P, in)) return P->err;
+        uint32_t z = const_row(P, 0);
+        uint32_t p1[5] = {rows[0][4], rows[0][5], rows[0][6], rows[0][7], z};
+        uint32_t p2[5] = {rows[1][0], rows[1][1], rows[1][2], rows[1][3], z}, p3[5] = {rows[1][4], rows[1][5], rows[1][6], rows[1][7], z};
+        uint32_t p4[5] = {crows[0], crows[1], crows[2], crows[3], z};
+        uint32_t p5[5] = {nc > 4 ? crows[4] : z, nc > 4 ? crows[5] : z, nc > 4 ? crows[6] : z, nc > 4 ? crows[7] : z, z};
+        if (emit_payload(P, in, p1, 5)) return P->err;
+        for (int i = 0; i < 4; i++) P->code[P->ncode - 1].d[i] = nd > 4 ? drows[4 + i] : UINT32_MAX;
+        if (emit_payload(P, in, p2, 5) || emit_payload(P, in, p3, 5) || emit_payload(P, in, p4, 5) || emit_payload(P, in, p5, 5))
+            return P->err;
+        return 0;
+    }
     /* mbarrier */
     static const char *const MB[] = {"", ".init.", ".arrive.", ".arrive_drop.", ".test_wait.", ".test_wait.parity.",
                                      ".try_wait.", ".try_wait.parity.", ".inval.", ".pending_count.", NULL};
@@ -1321,7 +1370,7 @@ static int decode(parser *P, const char *op, uint32_t guard, int gneg, opnd *ops
             }
         }
         break;
-    case C_MMA: case C_LDSM: case C_STSM: case C_MOVM: case C_CPASYNC: case C_MBAR:
+    case C_MMA: case C_LDSM: case C_STSM: case C_MOVM: case C_CPASYNC: case C_MBAR: case C_WMMA:
         return decode_async(P, &in, &d, op, ops, nops);
     default:
         return perr(P, PTX_E_NOT_SUPPORTED, "unsupported instruction '%s'", op);
