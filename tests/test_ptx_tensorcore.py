@@ -278,3 +278,72 @@ def test_wmma_f16_accumulator_column_major():
     run_ok(ptx("wmma_gemm"), "wmma_f16acc", (1,), (32,), [Dev(np.ascontiguousarray(a.T)), Dev(b), dc])
     exact = a.astype(np.float64) @ b.astype(np.float64) + c.astype(np.float64)
     np.testing.assert_array_equal(dc.get().T, exact.astype(np.float16))
+
+
+def test_mbarrier_try_wait_parity_loop_lets_the_other_warps_arrive():
+    """Warp 0 spins in a try_wait.parity loop until warp 1 (which first spins on a flag warp 0 sets) has
+    arrived: a failed try_wait yields to the block's other warps; two phases, parities 0 then 1."""
+    o = Dev(np.zeros(64, np.uint32))
+    text = _HDR + """.visible .entry k(.param .u64 q)
+{
+.reg .pred %p<4>;
+.reg .b32 %r<12>;
+.reg .b64 %rd<6>;
+.shared .align 8 .b64 bar;
+.shared .align 4 .b32 flag;
+mov.u32 %r0, %tid.x;
+mov.u32 %r1, bar;
+mov.u32 %r2, flag;
+setp.ne.u32 %p1, %r0, 0;
+@%p1 bra INITED;
+mbarrier.init.shared::cta.b64 [%r1], 64;
+st.shared.u32 [%r2], 0;
+INITED:
+bar.sync 0;
+setp.lt.u32 %p2, %r0, 32;
+@%p2 bra ARRIVE;
+SPIN:
+ld.volatile.shared.u32 %r3, [%r2];
+setp.eq.u32 %p3, %r3, 0;
+@%p3 bra SPIN;
+ARRIVE:
+mbarrier.arrive.release.cta.shared::cta.b64 %rd1, [%r1];
+@!%p2 bra WAIT0;
+st.volatile.shared.u32 [%r2], 1;
+WAIT0:
+mbarrier.try_wait.parity.acquire.cta.shared::cta.b64 %p3, [%r1], 0;
+@!%p3 bra WAIT0;
+mbarrier.arrive.shared.b64 %rd2, [%r1];
+WAIT1:
+mbarrier.try_wait.parity.shared.b64 %p3, [%r1], 1, 1000;
+@!%p3 bra WAIT1;
+mbarrier.test_wait.shared.b64 %p3, [%r1], %rd2;
+selp.u32 %r4, 1, 0, %p3;
+mbarrier.pending_count.b64 %r5, %rd1;
+shl.b32 %r5, %r5, 8;
+or.b32 %r4, %r4, %r5;
+ld.param.u64 %rd3, [q];
+mul.wide.u32 %rd4, %r0, 4;
+add.s64 %rd3, %rd3, %rd4;
+st.global.u32 [%rd3], %r4;
+ret;
+}
+"""
+    run_ok(text, "k", (1,), (64,), [o])
+    got = o.get()
+    assert (got & 0xff).tolist() == [1] * 64
+    assert sorted((got >> 8).tolist()) == list(range(64))   # each first-phase arrival saw the count it left pending
+
+
+def test_cp_async_ignore_src_predicate_zero_fills():
+    x = np.arange(4, dtype=np.uint32) + 11
+    o = Dev(np.zeros(8, np.uint32))
+    text = _HDR + (".visible .entry k(.param .u64 p, .param .u64 q)\n{\n.reg .pred %p<3>;\n.reg .b64 %rd<3>;\n.reg .b32 %r<9>;\n"
+                   ".shared .align 16 .b8 s[32];\nld.param.u64 %rd1, [p];\nmov.u32 %r0, s;\nsetp.eq.u32 %p1, 1, 0;\n"
+                   "setp.eq.u32 %p2, 1, 1;\ncp.async.ca.shared.global [%r0], [%rd1], 16, %p1;\n"
+                   "cp.async.ca.shared.global [%r0+16], [%rd1], 16, %p2;\ncp.async.wait_all;\n"
+                   "ld.shared.v4.b32 {%r1,%r2,%r3,%r4}, [%r0];\nld.shared.v4.b32 {%r5,%r6,%r7,%r8}, [%r0+16];\n"
+                   "ld.param.u64 %rd2, [q];\nst.global.v4.b32 [%rd2], {%r1,%r2,%r3,%r4};\nst.global.v4.b32 [%rd2+16], {%r5,%r6,%r7,%r8};\n"
+                   "ret;\n}\n")
+    run_ok(text, "k", (1,), (1,), [Dev(x), o])
+    assert o.get().tolist() == [11, 12, 13, 14, 0, 0, 0, 0]
