@@ -185,6 +185,20 @@ def test_triton_matmul_tl_dot(m, n, k):
     np.testing.assert_array_equal(dc.get(), a.astype(np.float32) @ b.astype(np.float32))
 
 
+@pytest.mark.parametrize("m,n,k", [(64, 64, 32), (128, 192, 96), (64, 64, 48)])
+def test_triton_pipelined_matmul_cp_async(m, n, k):
+    """With 16-divisible arguments Triton pipelines tl.dot's loads: cp.async.cg into shared memory over 3
+    stages (commit_group / wait_group), the K edge masked by src-size 0, then ldmatrix + mma.sync."""
+    text, shared = _triton("triton_matmul_pipelined")
+    assert "cp.async.cg.shared.global" in text and "cp.async.wait_group" in text
+    rng = np.random.default_rng(m + k)
+    a, b = _f16_ints(rng, (m, k)), _f16_ints(rng, (k, n))
+    dc = Dev(np.full((m, n), np.nan, np.float32))
+    i, z = ctypes.c_int32, ctypes.c_uint64(0)
+    run_ok(text, "matmul_pipelined_kernel", (m // 64, n // 64), (128,), [Dev(a), Dev(b), dc, i(m), i(n), i(k), z, z], smem=shared)
+    np.testing.assert_array_equal(dc.get(), a.astype(np.float32) @ b.astype(np.float32))
+
+
 # ----------------------------------------------------------------------------- parsing and refusals
 
 _HDR = ".version 8.0\n.target sm_80\n.address_size 64\n"

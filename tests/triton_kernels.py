@@ -44,7 +44,27 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, sam, sak, sbk, sbn, scm, scn,
     tl.store(c, acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
 
 
-# name -> (kernel, signature, constexprs): what tools/gen_ptx_corpus.py compiles for sm_80
+@triton.jit
+def matmul_pipelined_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    """Row-major A (M x K), B (K x N), C (M x N) with M, N multiples of the tile and 16-byte aligned rows:
+    Triton pipelines the loads through shared memory with cp.async (masked K edge: src-size 0)."""
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    rm = pid_m * BM + tl.arange(0, BM)
+    rn = pid_n * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    a = a_ptr + rm[:, None] * K + rk[None, :]
+    b = b_ptr + rk[:, None] * N + rn[None, :]
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, K, BK):
+        acc += tl.dot(tl.load(a, mask=rk[None, :] + k < K, other=0.0), tl.load(b, mask=rk[:, None] + k < K, other=0.0))
+        a += BK
+        b += BK * N
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc)
+
+
+# name -> (kernel, signature, constexprs[, attrs]): what tools/gen_ptx_corpus.py compiles for sm_80; attrs
+# are the specialisations Triton's launcher makes for 16-divisible arguments (what unlocks cp.async)
 SIGNATURES = {
     "triton_add": (add_kernel, {"x_ptr": "*fp32", "y_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr"},
                    {"BLOCK": 256}),
@@ -53,4 +73,8 @@ SIGNATURES = {
     "triton_matmul": (matmul_kernel, {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp32", "M": "i32", "N": "i32", "K": "i32",
                                       "sam": "i32", "sak": "i32", "sbk": "i32", "sbn": "i32", "scm": "i32", "scn": "i32",
                                       "BM": "constexpr", "BN": "constexpr", "BK": "constexpr"}, {"BM": 32, "BN": 32, "BK": 32}),
+    "triton_matmul_pipelined": (matmul_pipelined_kernel, {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp32", "M": "i32",
+                                                          "N": "i32", "K": "i32", "BM": "constexpr", "BN": "constexpr",
+                                                          "BK": "constexpr"}, {"BM": 64, "BN": 64, "BK": 32},
+                                {(i,): [["tt.divisibility", 16]] for i in range(6)}),
 }
