@@ -18,6 +18,9 @@ accel ships stand-in libraries built from its emulator (``accel/_emu/standin``):
 - ``libnvrtc.so.13`` (only when a real NVRTC is found: ``real_nvrtc_path``): the real NVRTC
   (``ACCEL_EMU_NVRTC`` names it), except that a compile for a real architecture (``-arch=sm_XX``) is
   done for ``compute_XX`` and its "cubin" is accel's linked image holding the PTX;
+- ``ptxas`` (an executable): Triton's assembler under ``accel emu`` (``TRITON_PTXAS_PATH``, which
+  ``environ`` sets with ``TRITON_LIBCUDA_PATH`` unless they are set): it writes accel's linked image
+  holding Triton's PTX where the real one writes a SASS cubin, so Triton's kernels run on the emulator;
 - ``libnvidia-ml.so.1``: NVML (``nvmlInit``, device count and handles by index, UUID or PCI bus id, name,
   UUID, serial, memory info that follows the emulator's allocations, utilisation, temperature, power,
   clocks, PCI info, compute and MIG mode, running processes, versions, error strings), what
@@ -280,10 +283,27 @@ def environ(devices=None, base=None, profile=None):
     return env
 
 
+def ptxas_path():
+    """Path of the ``ptxas`` stand-in (Triton's assembler under ``accel emu``: it keeps the PTX)."""
+    return os.path.join(standin_dir(), "ptxas")
+
+
+def _triton_settings(env):
+    """Triton's knobs that send its kernels to the emulator as PTX: ``TRITON_PTXAS_PATH`` (and the
+    Blackwell one) name the ptxas stand-in, ``TRITON_LIBCUDA_PATH`` the directory of the driver stand-in
+    (Triton looks for libcuda.so.1 there to build its launcher).  Values already in ``env`` are kept."""
+    names = {"TRITON_PTXAS_PATH": ptxas_path(), "TRITON_PTXAS_BLACKWELL_PATH": ptxas_path(),
+             "TRITON_LIBCUDA_PATH": standin_dir()}
+    if not os.path.exists(ptxas_path()):
+        return {}
+    return {k: v for k, v in names.items() if not env.get(k)}
+
+
 def _producer_settings(env):
     """ACCEL_EMU_NVRTC, ACCEL_EMU_NVJITLINK and ACCEL_EMU_DRIVER_VERSION for an environment ``env`` (the
-    NVRTC shim reads the first, the nvJitLink stand-in the second, the emulator the third)."""
-    settings = {}
+    NVRTC shim reads the first, the nvJitLink stand-in the second, the emulator the third), and Triton's
+    (``_triton_settings``)."""
+    settings = _triton_settings(env)
     nvrtc, nvjitlink = real_nvrtc_path(env), real_nvjitlink_path(env)
     if nvrtc is not None:
         settings["ACCEL_EMU_NVRTC"] = nvrtc

@@ -867,3 +867,432 @@ def inputs_array(v):
         for k, x in enumerate(ops):
             arr[i, k] = x
     return arr
+
+
+# ------------------------------------------------------------------- tensor cores and matrix movement
+#
+# Warp-wide variants with several words per lane (MV): each lane reads `nin` 8-byte words (its fragment
+# registers' bits, low 32 bits for a .b32 register) and writes `nout`; the reference sees the whole warp.
+# Fragment layouts, from the ISA's "Matrix Fragments for mma.m16n8k*" (groupID = laneid >> 2,
+# threadID_in_group = laneid % 4; element i of a lane's fragment, packed from the low bits of its
+# registers up):
+#   f16/bf16 m16n8k16  A: row g + 8*(i>>1 & 1), col 2t + (i&1) + 8*(i>>2)   B: row 2t + (i&1) + 8*(i>>1), col g
+#   f16/bf16 m16n8k8   A: row g + 8*(i>>1), col 2t + (i&1)                   B: row 2t + i, col g
+#   tf32 m16n8k4       A: row g + 8i, col t                                  B: row t, col g
+#   tf32 m16n8k8       A: row g + 8*(i&1), col t + 4*(i>>1)                  B: row t + 4i, col g
+#   s8/u8 m16n8k16     A: row g + 8*(i>>2), col 4t + (i&3)                   B: row 4t + i, col g
+#   s8/u8 m16n8k32     A: row g + 8*(i>>2 & 1), col 4t + (i&3) + 16*(i>>3)   B: row 4t + (i&3) + 16*(i>>2), col g
+#   f64 m8n8k4         A: row g, col t   B: row t, col g   C/D: row g, col 2t + i
+#   C/D (m16n8)        row g + 8*(i>>1), col 2t + (i&1)
+# Arithmetic (the ISA leaves accumulation order, intermediate precision and subnormal handling to the
+# implementation; this is the engine's documented choice): products exact, summed with C exactly, rounded
+# once to nearest even into D's type; tf32 operands read with the low 13 mantissa bits ignored; f64 a chain
+# of fused multiply-adds in k order; integers exact, wrapping modulo 2^32 or clamped with .satfinite.  The
+# float vectors keep every partial sum exact in binary64, so exact-then-round equals any binary64 order.
+
+MMA_SHAPES = {"m16n8k16": (16, 8, 16), "m16n8k8": (16, 8, 8), "m16n8k4": (16, 8, 4), "m8n8k4": (8, 8, 4),
+              "m16n8k32": (16, 8, 32)}
+
+
+def frag_rc(shape, at, op, lane, i):
+    """(row, col) of element i of lane's fragment of operand op ('a', 'b', 'c')."""
+    g, t = lane >> 2, lane & 3
+    if shape == "m8n8k4":
+        return {"a": (g, t), "b": (t, g), "c": (g, 2 * t + i)}[op]
+    if op == "c":
+        return g + 8 * (i >> 1), 2 * t + (i & 1)
+    x8, tf = at in ("s8", "u8"), at == "tf32"
+    if op == "a":
+        if shape == "m16n8k16":
+            return (g + 8 * (i >> 2), 4 * t + (i & 3)) if x8 else (g + 8 * ((i >> 1) & 1), 2 * t + (i & 1) + 8 * (i >> 2))
+        if shape == "m16n8k8":
+            return (g + 8 * (i & 1), t + 4 * (i >> 1)) if tf else (g + 8 * (i >> 1), 2 * t + (i & 1))
+        if shape == "m16n8k4":
+            return g + 8 * i, t
+        return g + 8 * ((i >> 2) & 1), 4 * t + (i & 3) + 16 * (i >> 3)
+    if shape == "m16n8k16":
+        return (4 * t + i, g) if x8 else (2 * t + (i & 1) + 8 * (i >> 1), g)
+    if shape == "m16n8k8":
+        return (t + 4 * i, g) if tf else (2 * t + i, g)
+    if shape == "m16n8k4":
+        return t, g
+    return 4 * t + (i & 3) + 16 * (i >> 2), g
+
+
+def _ebits(t):
+    return {"f16": 16, "bf16": 16, "s8": 8, "u8": 8, "f64": 64}.get(t, 32)
+
+
+def _nregs(shape, t, op, rows, cols):
+    per = 32 // _ebits(t) if _ebits(t) < 32 else 1
+    return rows * cols // 32 // per
+
+
+class MV(V):
+    """A warp-wide variant with nin input words and nout output words per lane."""
+
+    def __init__(self, name, body, td, warps, ref, nin, nout, decl=""):
+        super().__init__(name, body, "b64", td, [ops for w in warps for ops in w], ref)
+        self.warp, self.nin, self.nout, self.decl = True, nin, nout, decl
+
+
+def _mma_variant(shape, td, ta, tc, warps, sat=False, tb=None):
+    tb = tb or ta
+    m, n, k = MMA_SHAPES[shape]
+    na, nb = _nregs(shape, ta, "a", m, k), _nregs(shape, tb, "b", k, n)
+    nc, nd = _nregs(shape, tc, "c", m, n), _nregs(shape, td, "c", m, n)
+    r = "x" if ta == "f64" else "a"
+    def regs(base, cnt, rr):
+        return "{" + ", ".join(f"%{rr}{base + i}" for i in range(cnt)) + "}"
+    rd = "y" if td == "f64" else "d"
+    rc = "x" if tc == "f64" else "a"
+    name = f"mma.sync.aligned.{shape}.row.col{'.satfinite' if sat else ''}.{td}.{ta}.{tb}.{tc}"
+    body = f"{name} {regs(0, nd, rd)}, {regs(0, na, r)}, {regs(na, nb, r)}, {regs(na + nb, nc, rc)};"
+
+    def ref(warp):
+        def elem(word, t, i):
+            b = _ebits(t)
+            per = 32 // b if b < 32 else 1
+            return (word >> (b * (i % per))) & mask(b), i // per
+        A, B, C = {}, {}, {}
+        for lane, ops in enumerate(warp):
+            for op, t, cnt, base, rows, cols, dst in (("a", ta, na, 0, m, k, A), ("b", tb, nb, na, k, n, B),
+                                                      ("c", tc, nc, na + nb, m, n, C)):
+                per = 32 // _ebits(t) if _ebits(t) < 32 else 1
+                for i in range(cnt * per):
+                    bits, reg = elem(ops[base + i // per], t, i)
+                    dst[frag_rc(shape, ta if op != "c" else ta, op, lane, i)] = bits
+        out = [[0] * nd for _ in range(32)]
+        per_d = 2 if td == "f16" else 1
+        for lane in range(32):
+            for i in range(nd * per_d):
+                rr, cc = frag_rc(shape, ta, "c", lane, i)
+                if ta in ("s8", "u8"):
+                    acc = sx(C[rr, cc], 32) + sum((sx(A[rr, q], 8) if ta == "s8" else A[rr, q]) *
+                                                  (sx(B[q, cc], 8) if tb == "s8" else B[q, cc]) for q in range(k))
+                    if sat:
+                        acc = max(-(1 << 31), min((1 << 31) - 1, acc))
+                    bits = acc & mask(32)
+                elif td == "f64":
+                    acc = decode(C[rr, cc], "f64")
+                    for q in range(k):
+                        acc = f_fma(decode(A[rr, q], "f64"), decode(B[q, cc], "f64"), acc, RN, "f64")
+                    bits = encode(acc, "f64")
+                else:
+                    fa = "f32" if ta == "tf32" else ta
+                    rd_a = (lambda x: x & 0xffffe000) if ta == "tf32" else (lambda x: x)
+                    terms = [decode(C[rr, cc], "f32" if tc == "f32" else tc)]
+                    nan = terms[0][0] == "nan"
+                    for q in range(k):
+                        a, b = decode(rd_a(A[rr, q]), fa), decode(rd_a(B[q, cc]), fa)
+                        if "nan" in (a[0], b[0]) or ("inf" in (a[0], b[0]) and ((a[0] == "num" and a[2] == 0) or (b[0] == "num" and b[2] == 0))):
+                            nan = True
+                            continue
+                        s = a[1] ^ b[1]
+                        terms.append(("inf", s) if "inf" in (a[0], b[0]) else ("num", s, a[2] * b[2]))
+                    infs = {x[1] for x in terms if x[0] == "inf"}
+                    fmt = "f16" if td == "f16" else "f32"
+                    if nan or len(infs) == 2:
+                        bits = NAN
+                    elif infs:
+                        bits = encode(("inf", infs.pop()), fmt)
+                    else:
+                        x = sum((-x[2] if x[1] else x[2]) for x in terms)
+                        if x == 0:
+                            v = ("num", 1 if all(x[1] for x in terms) else 0, Fraction(0))
+                        else:
+                            v = round_to(1 if x < 0 else 0, abs(x), fmt, RN)
+                        bits = encode(v, fmt)
+                if per_d == 2:
+                    if out[lane][i // 2] == NAN or bits == NAN:
+                        out[lane][i // 2] = NAN
+                    else:
+                        out[lane][i // 2] |= bits << (16 * (i % 2))
+                else:
+                    out[lane][i] = bits
+        return [x for lane in out for x in lane]
+    nin = na + nb + nc
+    return MV(name, body, "f64" if td == "f64" else ("b32" if td in ("s32", "f16") else "f32"),
+              warps, ref, nin, nd)
+
+
+def _rand_warps(rng, nwarps, nwords, gen):
+    return [[tuple(gen() for _ in range(nwords)) for _ in range(32)] for _ in range(nwarps)]
+
+
+def _pack(vals, bits):
+    w = 0
+    for i, v in enumerate(vals):
+        w |= (v & mask(bits)) << (bits * i)
+    return w
+
+
+def mma_variants():
+    import random
+    rng = random.Random(3216)
+    out = []
+    # f16 values whose products and sums stay exact in binary64: exponents in [-6, 6], 11-bit significands
+    def f16_small():
+        return (rng.randrange(2) << 15) | (rng.randrange(9, 22) << 10) | rng.randrange(1024)
+    def bf16_small():
+        return (rng.randrange(2) << 15) | (rng.randrange(121, 134) << 7) | rng.randrange(128)
+    def f32_small():
+        return (rng.randrange(2) << 31) | (rng.randrange(110, 144) << 23) | (rng.randrange(1 << 10) << 13)
+    def word(gen, bits, cnt):
+        return _pack([gen() for _ in range(cnt)], bits)
+    for shape in ("m16n8k16", "m16n8k8"):
+        m, n, k = MMA_SHAPES[shape]
+        for ta, gen in (("f16", f16_small), ("bf16", bf16_small)):
+            combos = (("f32", "f32"),) if ta == "bf16" else (("f32", "f32"), ("f16", "f16"), ("f32", "f16"), ("f16", "f32"))
+            for td, tc in combos:
+                na, nb = _nregs(shape, ta, "a", m, k), _nregs(shape, ta, "b", k, n)
+                nc = _nregs(shape, tc, "c", m, n)
+                cgen = (lambda: word(f16_small, 16, 2)) if tc == "f16" else f32_small
+                warps = [[tuple([word(gen, 16, 2) for _ in range(na + nb)] + [cgen() for _ in range(nc)]) for _ in range(32)]
+                         for _ in range(2)]
+                if td == "f32" and tc == "f32" and ta == "f16":
+                    warps += _mma_edge_warps(shape, na, nb, nc)
+                out.append(_mma_variant(shape, td, ta, tc, warps))
+    for shape in ("m16n8k4", "m16n8k8"):
+        m, n, k = MMA_SHAPES[shape]
+        na, nb = _nregs(shape, "tf32", "a", m, k), _nregs(shape, "tf32", "b", k, n)
+        # tf32 operands with junk in the 13 low bits (ignored), C plain f32
+        def tf():
+            return (rng.randrange(2) << 31) | (rng.randrange(121, 134) << 23) | rng.randrange(1 << 23)
+        warps = [[tuple([tf() for _ in range(na + nb)] + [f32_small() for _ in range(4)]) for _ in range(32)] for _ in range(2)]
+        out.append(_mma_variant(shape, "f32", "tf32", "f32", warps))
+    f64s = F64_EDGE + [0x3ff8000000000000, 0xc000000000000000, 0x3fb999999999999a, 0x4340000000000001]
+    warps = [[(rng.choice(f64s), rng.choice(f64s), rng.choice(f64s), rng.choice(f64s)) for _ in range(32)] for _ in range(2)]
+    warps.append([(0x3ff0000000000001, 0x3ff0000000000001, 0xbff0000000000000, 0x3ff0000000000000)] * 32)
+    out.append(_mma_variant("m8n8k4", "f64", "f64", "f64", warps))
+    for shape in ("m16n8k16", "m16n8k32"):
+        m, n, k = MMA_SHAPES[shape]
+        for sat in (False, True):
+            for ta, tb in (("s8", "s8"), ("u8", "u8"), ("s8", "u8"), ("u8", "s8")):
+                na, nb = _nregs(shape, ta, "a", m, k), _nregs(shape, tb, "b", k, n)
+                edge = [0, 1, 0x7f, 0x80, 0xff, 0x81, 0x12]
+                warps = [[tuple([_pack([rng.choice(edge) if w == 0 else rng.randrange(256) for _ in range(4)], 8)
+                                 for _ in range(na + nb)] + [rng.choice(S32_EDGE) for _ in range(4)]) for _ in range(32)]
+                         for w in range(2)]
+                warps.append([tuple([0x7f7f7f7f if ta == "s8" else 0xffffffff] * (na + nb) + [0x7ffffff0] * 4)] * 32)
+                warps.append([tuple([0x80808080] * na + [0x7f7f7f7f] * nb + [0x80000010] * 4)] * 32)
+                out.append(_mma_variant(shape, "s32", ta, "s32", warps, sat=sat, tb=tb))
+    return out
+
+
+def _mma_edge_warps(shape, na, nb, nc):
+    """f16 x f16 + f32 edge cases: subnormal f16 inputs, NaN, inf * 0, inf - inf, ties of the f32 rounding."""
+    one, z = 0x3c00, 0
+    p12 = 0x0c00          # 2^-12: its square is 2^-24
+    sub = 0x0001          # the smallest f16 subnormal, 2^-24
+    big = 0x6400          # 2^10
+    warps = []
+    def w(a_elem, b_elem, c_word):
+        return [tuple([_pack([a_elem(l, i) for i in range(2)], 16) for _ in range(na)] +
+                      [_pack([b_elem(l, i) for i in range(2)], 16) for _ in range(nb)] + [c_word(l)] * nc) for l in range(32)]
+    warps.append(w(lambda l, i: sub, lambda l, i: big, lambda l: 0))                       # subnormal products sum
+    warps.append(w(lambda l, i: p12 if l == 0 and i == 0 else z, lambda l, i: p12, lambda l: 0x3f800000))   # 1 + 2^-24: a tie
+    warps.append(w(lambda l, i: p12 if l < 3 and i == 0 else z, lambda l, i: p12, lambda l: 0x3f800000))    # up to 1 + 3*2^-24
+    warps.append(w(lambda l, i: 0x7e00 if l == 5 and i == 1 else one, lambda l, i: one, lambda l: 0))       # a NaN operand
+    warps.append(w(lambda l, i: 0x7c00 if l == 0 else one, lambda l, i: z, lambda l: 0))                   # inf * 0
+    warps.append(w(lambda l, i: 0xfc00 if l == 0 else z, lambda l, i: one, lambda l: 0x3f800000))          # -inf + finite
+    warps.append(w(lambda l, i: 0x7c00 if l == 0 and i == 0 else (0xfc00 if l == 1 and i == 0 else z), lambda l, i: one,
+                   lambda l: 0))                                                                            # inf - inf
+    warps.append(w(lambda l, i: 0x8000, lambda l, i: one, lambda l: 0x80000000))           # all -0: -0
+    warps.append(w(lambda l, i: 0x7bff, lambda l, i: 0x7bff, lambda l: 0x7f7fffff))        # overflow to inf
+    return warps
+
+
+def ldst_matrix_variants():
+    import random
+    rng = random.Random(3217)
+    out = []
+    perms = [list(range(32)), rng.sample(range(32), 32)]
+    for x, nm in (("x1", 1), ("x2", 2), ("x4", 4)):
+        for trans in ("", ".trans"):
+            # lane l writes 16 bytes (words 0, 1) into row slot l of the warp's shared region, then supplies the
+            # address of slot perm[l] (word 2); ldmatrix reads the rows the first 8*nm lanes point at
+            warps = [[(rng.getrandbits(64), rng.getrandbits(64), p[l]) for l in range(32)] for p in perms]
+            name = f"ldmatrix.sync.aligned.m8n8.{x}{trans}.shared.b16"
+            body = (f"st.shared.v2.u64 [%sl], {{%x0, %x1}}; bar.warp.sync -1; shl.b32 %t0, %a2, 4; add.u32 %t0, %sw, %t0; "
+                    f"{name} {{{', '.join(f'%d{j}' for j in range(nm))}}}, [%t0];")
+
+            def ref(warp, nm=nm, trans=trans):
+                rows = [[((warp[s][0] | (warp[s][1] << 64)) >> (16 * c)) & 0xffff for c in range(8)] for s in range(32)]
+                res = []
+                for lane in range(32):
+                    fr, fc = lane >> 2, 2 * (lane & 3)
+                    for j in range(nm):
+                        M = [rows[warp[8 * j + r][2]] for r in range(8)]
+                        lo, hi = (M[fc][fr], M[fc + 1][fr]) if trans else (M[fr][fc], M[fr][fc + 1])
+                        res.append(lo | (hi << 16))
+                return res
+            out.append(MV(name, body, "b32", warps, ref, 3, nm))
+            # stmatrix: lane l's fragment words 0..nm-1; the rows go to the slots lanes 0..8*nm-1 name (word 4)
+            warps = [[tuple([rng.getrandbits(32) for _ in range(4)] + [p[l]]) for l in range(32)] for p in perms]
+            name = f"stmatrix.sync.aligned.m8n8.{x}{trans}.shared.b16"
+            body = (f"st.shared.v2.u64 [%sl], {{%x5, %x5}}; bar.warp.sync -1; shl.b32 %t0, %a4, 4; add.u32 %t0, %sw, %t0; "
+                    f"{name} [%t0], {{{', '.join(f'%a{j}' for j in range(nm))}}}; bar.warp.sync -1; "
+                    f"ld.shared.v2.u64 {{%y0, %y1}}, [%sl];")
+
+            def sref(warp, nm=nm, trans=trans):
+                slots = [None] * 32
+                for j in range(nm):
+                    frag = [[(warp[(r * 4 + c // 2)][j] >> (16 * (c & 1))) & 0xffff for c in range(8)] for r in range(8)]
+                    for r in range(8):
+                        vals = [frag[c][r] if trans else frag[r][c] for c in range(8)]
+                        slots[warp[8 * j + r][4]] = _pack(vals, 16)
+                res = []
+                for s in range(32):
+                    v = slots[s] if slots[s] is not None else 0
+                    res += [v & mask(64), v >> 64]
+                return res
+            out.append(MV(name, body, "b64", warps, sref, 5, 2))
+    warps = [[(rng.getrandbits(32),) for _ in range(32)] for _ in range(2)]
+
+    def mref(warp):
+        frag = [[(warp[r * 4 + c // 2][0] >> (16 * (c & 1))) & 0xffff for c in range(8)] for r in range(8)]
+        return [frag[2 * (l & 3)][l >> 2] | (frag[2 * (l & 3) + 1][l >> 2] << 16) for l in range(32)]
+    out.append(MV("movmatrix.sync.aligned.m8n8.trans.b16", "movmatrix.sync.aligned.m8n8.trans.b16 %d0, %a0;", "b32", warps, mref, 1, 1))
+    return out
+
+
+def cp_async_variants():
+    """cp.async: a lane copies cp-size bytes of its own input words into its shared slot (src-size bytes,
+    the rest zero-filled), waits, and reads the slot back; a src-size of 0 reads nothing (word 3 then holds
+    an address outside every allocation)."""
+    import random
+    rng = random.Random(3218)
+    out = []
+    for level, sizes in (("ca", (4, 8, 16)), ("cg", (16,))):
+        for cp in sizes:
+            warps = [[(rng.getrandbits(64), rng.getrandbits(64), rng.randrange(cp + 1) if w else cp, 0) for _ in range(32)]
+                     for w in range(2)]
+            body = (f"st.shared.v2.u64 [%sl], {{%x3, %x3}}; setp.eq.u32 %p1, %a2, 0; selp.b64 %q7, 16, 0, %p1; "
+                    f"add.s64 %q7, %gin, %q7; @%p1 mov.u64 %q7, 8; "
+                    f"cp.async.{level}.shared.global [%sl], [%q7], {cp}, %a2; cp.async.commit_group; cp.async.wait_group 0; "
+                    f"ld.shared.v2.u64 {{%y0, %y1}}, [%sl];")
+
+            def ref(warp, cp=cp):
+                res = []
+                for ops in warp:
+                    src = ops[0] | (ops[1] << 64)
+                    ss = ops[2]
+                    v = src & mask(8 * ss) if ss else 0
+                    res += [v & mask(64), v >> 64]
+                return res
+            out.append(MV(f"cp.async.{level}.shared.global {cp} src-size", body, "b64", warps, ref, 4, 2))
+    return out
+
+
+def wmma_variants():
+    """wmma m16n16k16 round trips: the warp's 32 x 8 input words are A (16x16 f16, row-major or column-major),
+    B (16x16 f16, either layout) and C (16x16 f32, row-major) one after the other; wmma.load, wmma.mma and
+    wmma.store.d write D (f32, row-major) over the warp's 32 x 4 output words.  The fragments' layout is the
+    implementation's (the ISA leaves it open), so only what comes back through memory is checked."""
+    import random
+    rng = random.Random(3219)
+    out = []
+
+    def f16_small():
+        return (rng.randrange(2) << 15) | (rng.randrange(9, 22) << 10) | rng.randrange(1024)
+
+    def f32_small():
+        return (rng.randrange(2) << 31) | (rng.randrange(110, 144) << 23) | (rng.randrange(1 << 10) << 13)
+    for la, lb in (("row", "col"), ("col", "row"), ("row", "row")):
+        warps = []
+        for _ in range(2):
+            region = _pack([f16_small() for _ in range(256)], 16) | (_pack([f16_small() for _ in range(256)], 16) << 4096) \
+                | (_pack([f32_small() for _ in range(256)], 32) << 8192)
+            warps.append([tuple((region >> (64 * (l * 8 + i))) & mask(64) for i in range(8)) for l in range(32)])
+        regs = lambda base: "{" + ", ".join(f"%w{base + i}" for i in range(8)) + "}"   # noqa: E731
+        body = ("and.b32 %t0, %t3, 31; mul.wide.u32 %q7, %t0, 64; sub.s64 %q7, %gin, %q7; add.s64 %q3, %q7, 512; "
+                "add.s64 %q4, %q7, 1024; "
+                f"wmma.load.a.sync.aligned.{la}.m16n16k16.global.f16 {regs(0)}, [%q7], 16; "
+                f"wmma.load.b.sync.aligned.{lb}.m16n16k16.global.f16 {regs(8)}, [%q3], 16; "
+                f"wmma.load.c.sync.aligned.row.m16n16k16.global.f32 {regs(16)}, [%q4], 16; "
+                f"wmma.mma.sync.aligned.{la}.{lb}.m16n16k16.f32.f32 {regs(24)}, {regs(0)}, {regs(8)}, {regs(16)}; "
+                "mul.wide.u32 %q3, %t0, 32; sub.s64 %q3, %gout, %q3; "
+                f"wmma.store.d.sync.aligned.row.m16n16k16.global.f32 [%q3], {regs(24)}, 16;")
+
+        def ref(warp, la=la, lb=lb):
+            region = sum(x << (64 * i) for i, x in enumerate(w for ops in warp for w in ops))
+            ha = [(region >> (16 * i)) & 0xffff for i in range(256)]
+            hb = [(region >> (4096 + 16 * i)) & 0xffff for i in range(256)]
+            fc = [(region >> (8192 + 32 * i)) & mask(32) for i in range(256)]
+            A = lambda r, c: decode(ha[r * 16 + c] if la == "row" else ha[c * 16 + r], "f16")   # noqa: E731
+            B = lambda k, n: decode(hb[k * 16 + n] if lb == "row" else hb[n * 16 + k], "f16")   # noqa: E731
+            d = []
+            for r in range(16):
+                for c in range(16):
+                    x = signed(decode(fc[r * 16 + c], "f32")) + sum(signed(A(r, q)) * signed(B(q, c)) for q in range(16))
+                    d.append(encode(round_to(1 if x < 0 else 0, abs(x), "f32", RN), "f32"))
+            return [d[2 * i] | (d[2 * i + 1] << 32) for i in range(128)]
+        v = MV(f"wmma.m16n16k16.{la}.{lb}.f32.f32 load/mma/store", body, "b64", warps, ref, 8, 4, decl=".reg .b32 %w<32>")
+        v.stores = False
+        out.append(v)
+    return out
+
+
+def matrix_variants():
+    return mma_variants() + ldst_matrix_variants() + cp_async_variants() + wmma_variants()
+
+
+def matrix_kernel_text(v):
+    """The kernel of an MV variant: `k(.u64 in, .u64 out, .u32 n, .u64 scratch)`; thread i reads words
+    in[i*nin ...] into %x0.. (.b64) and %a0.. (their low 32 bits), runs the body with %sw (the warp's
+    512-byte shared region), %sl (this lane's 16-byte slot in it) and %gin (its input words' global
+    address; %gout its output words' global address; v.decl's declarations), and stores %d0.. (.b32,
+    zero-extended) or %y0.. (.b64) into out[i*nout ...] (unless v.stores is False: the body stored them)."""
+    nin, nout = v.nin, v.nout
+    out64 = v.td in ("b64", "f64")
+    lines = [
+        ".version 8.0", ".target sm_90", ".address_size 64", "",
+        ".visible .entry k(.param .u64 pin, .param .u64 pout, .param .u32 n, .param .u64 pscr)", "{",
+        "  .reg .pred %p<4>;", "  .reg .b32 %t<4>;", "  .reg .b64 %q<8>;", "  .reg .b64 %gin;", "  .reg .b32 %sw, %sl;",
+        f"  .reg .b64 %x<{nin + 1}>;", f"  .reg .b32 %a<{nin + 1}>;", f"  .reg .b32 %d<{nout}>;", f"  .reg .b64 %y<{nout}>;",
+        f"  .shared .align 16 .b8 sh[{BLOCK * 16}];", "  .reg .b64 %gout;", *[f"  {d.strip()};" for d in v.decl.split(";") if d.strip()],
+        "  mov.u32 %t1, %ctaid.x;", "  mov.u32 %t2, %ntid.x;", "  mov.u32 %t3, %tid.x;",
+        "  mad.lo.u32 %t1, %t1, %t2, %t3;", "  ld.param.u32 %t2, [n];", "  setp.ge.u32 %p3, %t1, %t2;", "  @%p3 bra END;",
+        "  ld.param.u64 %q1, [pin];", "  cvta.to.global.u64 %q1, %q1;", f"  mul.wide.u32 %q2, %t1, {8 * nin};",
+        "  add.s64 %gin, %q1, %q2;",
+        "  mov.u32 %sw, sh;", "  and.b32 %t0, %t3, -32;", "  shl.b32 %t0, %t0, 4;", "  add.u32 %sw, %sw, %t0;",
+        "  and.b32 %t0, %t3, 31;", "  shl.b32 %t0, %t0, 4;", "  add.u32 %sl, %sw, %t0;",
+        f"  mov.b64 %x{nin}, 0;", f"  mov.b32 %a{nin}, 0;",
+        "  ld.param.u64 %q5, [pout];", "  cvta.to.global.u64 %q5, %q5;", f"  mul.wide.u32 %q6, %t1, {8 * nout};",
+        "  add.s64 %gout, %q5, %q6;",
+    ]
+    for i in range(nin):
+        lines += [f"  ld.global.u64 %x{i}, [%gin+{8 * i}];", f"  cvt.u32.u64 %a{i}, %x{i};"]
+    lines += ["  " + s.strip() + ";" for s in v.body.split(";") if s.strip()]
+    lines += ["  ld.param.u64 %q5, [pout];", "  cvta.to.global.u64 %q5, %q5;", f"  mul.wide.u32 %q6, %t1, {8 * nout};",
+              "  add.s64 %q5, %q5, %q6;"]
+    for j in range(nout if getattr(v, "stores", True) else 0):
+        if not out64:
+            lines.append(f"  cvt.u64.u32 %y{j}, %d{j};")
+        lines.append(f"  st.global.u64 [%q5+{8 * j}], %y{j};")
+    lines += ["END:", "  ret;", "}", ""]
+    return "\n".join(lines)
+
+
+def matrix_inputs_array(v):
+    import numpy as np
+    arr = np.zeros((len(v.inputs), v.nin), np.uint64)
+    for i, ops in enumerate(v.inputs):
+        for k, x in enumerate(ops):
+            arr[i, k] = x
+    return arr
+
+
+def kernel_for(v):
+    """The kernel text of any variant (one-instruction or warp-wide matrix)."""
+    return matrix_kernel_text(v) if isinstance(v, MV) else kernel_text(v)
+
+
+def inputs_for(v):
+    return matrix_inputs_array(v) if isinstance(v, MV) else inputs_array(v)
+
+
+def out_words(v):
+    """8-byte output words per thread."""
+    return v.nout if isinstance(v, MV) else 1

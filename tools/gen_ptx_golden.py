@@ -5,7 +5,8 @@ Run on a machine with an NVIDIA GPU and driver, with cuda-bindings installed (no
     python tools/gen_ptx_golden.py                 # all variants, device 0
     python tools/gen_ptx_golden.py -k cvt -k fma   # only variants whose name contains one of the words
 
-Each variant's one-instruction kernel (ptx_reference.kernel_text) is loaded with cuModuleLoadData (the
+Each variant's kernel (ptx_reference.kernel_for: one instruction per thread, or a warp-wide matrix
+variant: mma, ldmatrix, stmatrix, movmatrix, cp.async) is loaded with cuModuleLoadData (the
 driver's PTX JIT) and run over the variant's operands; the output bits are written with the operands and
 the device's name and compute capability.  tests/test_ptx_conformance.py then compares the engine with
 these results bit for bit (NaN payloads included), so any difference between the engine and the GPU is a
@@ -49,10 +50,10 @@ def main():
     minor = check(driver.cuDeviceGetAttribute(driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev))
     ctx = check(driver.cuDevicePrimaryCtxRetain(dev))
     check(driver.cuCtxSetCurrent(ctx))
-    variants = [v for v in R.all_variants() if not args.k or any(k in v.name for k in args.k)]
+    variants = [v for v in R.all_variants() + R.matrix_variants() if not args.k or any(k in v.name for k in args.k)]
     out = {"device": name, "cc": f"{major}.{minor}", "variants": {}, "refused": {}}
     for v in variants:
-        text = R.kernel_text(v).encode() + b"\0"
+        text = R.kernel_for(v).encode() + b"\0"
         res = driver.cuModuleLoadData(text)
         if res[0] != driver.CUresult.CUDA_SUCCESS:
             out["refused"][v.name] = repr(res[0])
@@ -60,20 +61,20 @@ def main():
             continue
         mod = res[1]
         fn = check(driver.cuModuleGetFunction(mod, b"k"))
-        inp = R.inputs_array(v)
-        n = len(inp)
+        inp = R.inputs_for(v)
+        n, nw = len(inp), R.out_words(v)
         d_in = check(driver.cuMemAlloc(inp.nbytes))
-        d_out = check(driver.cuMemAlloc(n * 8))
+        d_out = check(driver.cuMemAlloc(n * nw * 8))
         d_scr = check(driver.cuMemAlloc(n * 8))
         check(driver.cuMemcpyHtoD(d_in, inp.ctypes.data, inp.nbytes))
-        check(driver.cuMemsetD8(d_out, 0, n * 8))
+        check(driver.cuMemsetD8(d_out, 0, n * nw * 8))
         params = [np.array([int(d_in)], np.uint64), np.array([int(d_out)], np.uint64), np.array([n], np.uint32),
                   np.array([int(d_scr)], np.uint64)]
         ptrs = np.array([p.ctypes.data for p in params], np.uint64)
         check(driver.cuLaunchKernel(fn, (n + R.BLOCK - 1) // R.BLOCK, 1, 1, R.BLOCK, 1, 1, 0, 0, ptrs.ctypes.data, 0))
         check(driver.cuCtxSynchronize())
-        res_out = np.zeros(n, np.uint64)
-        check(driver.cuMemcpyDtoH(res_out.ctypes.data, d_out, n * 8))
+        res_out = np.zeros(n * nw, np.uint64)
+        check(driver.cuMemcpyDtoH(res_out.ctypes.data, d_out, n * nw * 8))
         for p in (d_in, d_out, d_scr):
             check(driver.cuMemFree(p))
         check(driver.cuModuleUnload(mod))

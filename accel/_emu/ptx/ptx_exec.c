@@ -485,6 +485,8 @@ static int warp_sync_wait(warp *w, const insn_t *in, uint32_t m, uint32_t mask)
     return R_RESCHED;
 }
 
+int ptx_warp_sync(warp *w, const insn_t *in, uint32_t m, uint32_t mask) { return warp_sync_wait(w, in, m, mask); }
+
 static uint32_t member_mask(warp *w, const insn_t *in, int si, uint32_t m)
 {
     return (uint32_t)ROW(in->s[si])[__builtin_ctz(m)];

@@ -213,7 +213,19 @@ void *ptx_mem(warp *w, const insn_t *in, int lane, int sp, uint64_t addr, size_t
 
 /* Operand classes of the variant table (how the decoder reads an instruction's operands). */
 enum { C_NONE, C_BIN, C_UN, C_TERN, C_QUAD, C_SHIFT, C_WIDE, C_WIDE3, C_CMP, C_SETP, C_SELP, C_MOV, C_CVT,
-       C_LD, C_ST, C_BRA, C_CALL, C_BAR, C_SHFL, C_VOTE, C_MATCH, C_ATOM };
+       C_LD, C_ST, C_BRA, C_CALL, C_BAR, C_SHFL, C_VOTE, C_MATCH, C_ATOM,
+       C_MMA, C_LDSM, C_STSM, C_MOVM, C_CPASYNC, C_MBAR, C_WMMA };
+
+/* Tensor-core and asynchronous-copy instructions (ptx_mma.c).  An mma takes more operand rows than one
+ * insn_t holds: the decoder emits it as three consecutive insn_t, the first dispatched (D rows in d[], A
+ * rows in s[0..3]), the next two payloads the handler reads and skips (B rows, C rows in their s[]);
+ * cp.async is two (the source address in the payload's s[4] / off).  A payload's handler is h_nop.
+ * Fields of mma's first insn: aop = shape (MMA_*), t = D type, t2 = A type, cmp = B type, bop = C type,
+ * F_SAT = .satfinite. */
+enum { MMA_M16N8K16 = 1, MMA_M16N8K8, MMA_M16N8K4, MMA_M8N8K4, MMA_M16N8K32 };
+/* A warp-synchronous instruction's wait for the lanes of `mask` (ptx_exec.c): R_NEXT when the group may
+ * proceed, else the group is parked (R_RESCHED). */
+int ptx_warp_sync(struct warp *w, const struct insn *in, uint32_t m, uint32_t mask);
 
 int h_h_arith(struct warp *w, const struct insn *in, uint32_t m);
 int h_h_un(struct warp *w, const struct insn *in, uint32_t m);

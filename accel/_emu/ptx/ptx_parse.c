@@ -142,6 +142,7 @@ typedef struct parser {
     int *scopemarks; int nscopes, capscopes;
     psym **fscope; int nfscope, capfscope; int *fscopemarks;
     uint32_t nregs;
+    uint8_t *regpred; uint32_t capregpred;     /* 1 for the function's rows declared .pred */
     size_t frame;
     /* labels of the function */
     struct { char *name; uint32_t pc; } *labels; int nlabels, caplabels;
@@ -343,6 +344,21 @@ static int reg_add(parser *P, const char *name, size_t len, uint32_t count, int 
     r->next = P->regs[b]; P->regs[b] = r;
     GROW(P->rstack, P->nrstack, P->caprstack);
     P->rstack[P->nrstack++] = r;
+    return 0;
+}
+
+/* Records whether the function's rows [idx, idx + n) are predicates (cp.async's ignore-src operand). */
+static int reg_mark(parser *P, uint32_t idx, uint32_t n, int pred)
+{
+    if (idx + n > P->capregpred) {
+        uint32_t nc = P->capregpred ? P->capregpred : 256;
+        while (nc < idx + n) nc *= 2;
+        uint8_t *q = realloc(P->regpred, nc);
+        if (!q) return perr(P, PTX_E_OUT_OF_MEMORY, "out of memory");
+        memset(q + P->capregpred, 0, nc - P->capregpred);
+        P->regpred = q; P->capregpred = nc;
+    }
+    memset(P->regpred + idx, pred ? 1 : 0, n);
     return 0;
 }
 
@@ -848,6 +864,186 @@ static int lookup_op(parser *P, const char *key, const char *op)
     return h;
 }
 
+/* The rows of a vector operand (or of one register) into rows[]: destinations (dst) or values of type t;
+ * exactly `want` of them. */
+static int vec_rows(parser *P, const opnd *o, int dst, int t, uint32_t *rows, int want, const char *op, const char *what)
+{
+    int n = o->kind == OK_VEC ? o->vn : 1;
+    if (n != want || (o->kind != OK_VEC && o->kind != OK_REG && (dst || (o->kind != OK_IMM && o->kind != OK_FIMM))))
+        return perr(P, PTX_E_INVALID_PTX, "'%s' takes %d register%s as its %s, found %d", op, want, want == 1 ? "" : "s", what, n);
+    for (int i = 0; i < n; i++) {
+        opnd e = {0};
+        if (o->kind == OK_VEC) { e.kind = o->v[i].kind; e.reg = o->v[i].reg; e.iv = o->v[i].iv; e.fv = o->v[i].fv; e.fk = o->v[i].fk; }
+        else e = *o;
+        if (dst ? dst_row(P, &e, &rows[i]) : val_row(P, &e, t, &rows[i])) return P->err;
+    }
+    return 0;
+}
+
+/* A payload insn_t after an instruction that needs more operand rows than one holds (ptx_internal.h):
+ * never dispatched (its handler is a no-op), its rows relocated like any other's. */
+static int emit_payload(parser *P, const insn_t *head, const uint32_t *srows, int ns)
+{
+    insn_t pl;
+    memset(&pl, 0, sizeof pl);
+    pl.h = (uint16_t)key_lookup("membar");
+    pl.line = head->line;
+    for (int i = 0; i < 4; i++) pl.d[i] = UINT32_MAX;
+    for (int i = 0; i < 5; i++) pl.s[i] = i < ns ? srows[i] : const_row(P, 0);
+    return P->err ? P->err : emit(P, &pl);
+}
+
+/* mma, ldmatrix, stmatrix, movmatrix, cp.async, mbarrier (handlers in ptx_mma.c). */
+static int decode_async(parser *P, insn_t *in, const decoded *d, const char *op, opnd *ops, int nops)
+{
+    const char *key = d->key;
+    int cls = ptx_opvars[in->h].cls;
+    if (cls == C_MMA) {
+        static const struct { const char *s; int shape, m, n, k; } SH[] = {
+            {".m16n8k16.", MMA_M16N8K16, 16, 8, 16}, {".m16n8k8.", MMA_M16N8K8, 16, 8, 8}, {".m16n8k4.", MMA_M16N8K4, 16, 8, 4},
+            {".m8n8k4.", MMA_M8N8K4, 8, 8, 4}, {".m16n8k32.", MMA_M16N8K32, 16, 8, 32}};
+        int si = 0;
+        while (!strstr(key, SH[si].s)) si++;
+        if (d->ntypes != 4) return perr(P, PTX_E_INVALID_PTX, "'%s' needs four types", op);
+        if (nops != 4) return perr(P, PTX_E_INVALID_PTX, "'%s' takes 4 operands (d, a, b, c), found %d", op, nops);
+        in->aop = (uint8_t)SH[si].shape;
+        in->t = (uint8_t)d->types[0]; in->t2 = (uint8_t)d->types[1]; in->cmp = (uint8_t)d->types[2]; in->bop = (uint8_t)d->types[3];
+        if (strstr(key, ".satfinite")) in->flags |= F_SAT;
+        int at = d->types[1], ab = at == T_F16 || at == T_BF16 ? 16 : at == T_S8 || at == T_U8 ? 8 : at == T_F64 ? 64 : 32;
+        int per = ab < 32 ? 32 / ab : 1, rt = at == T_F64 ? T_B64 : T_B32;
+        int na = SH[si].m * SH[si].k / 32 / per, nb = SH[si].k * SH[si].n / 32 / per;
+        int nc = SH[si].m * SH[si].n / 32, nd = nc / (d->types[0] == T_F16 ? 2 : 1);
+        nc /= d->types[3] == T_F16 ? 2 : 1;
+        uint32_t brows[4], crows[4];
+        if (vec_rows(P, &ops[0], 1, rt, in->d, nd, op, "d") || vec_rows(P, &ops[1], 0, rt, in->s, na, op, "a") ||
+            vec_rows(P, &ops[2], 0, rt, brows, nb, op, "b") || vec_rows(P, &ops[3], 0, d->types[3] == T_F64 ? T_B64 : T_B32, crows, nc, op, "c"))
+            return P->err;
+        for (int i = nd; i < 4; i++) in->d[i] = UINT32_MAX;
+        for (int i = na; i < 5; i++) in->s[i] = const_row(P, 0);
+        if (P->err || emit(P, in)) return P->err;
+        return emit_payload(P, in, brows, nb) || emit_payload(P, in, crows, nc) ? P->err : 0;
+    }
+    if (cls == C_LDSM || cls == C_STSM) {
+        int nm = strstr(key, ".x4") ? 4 : strstr(key, ".x2") ? 2 : 1, ld = cls == C_LDSM;
+        in->aop = (uint8_t)nm;
+        in->bop = strstr(key, ".trans") != NULL;
+        if (nops != 2) return perr(P, PTX_E_INVALID_PTX, "'%s' takes 2 operands", op);
+        if (in->space != SP_SHARED) in->space = SP_GENERIC;
+        for (int i = 0; i < 4; i++) in->d[i] = UINT32_MAX;
+        if (ld ? vec_rows(P, &ops[0], 1, T_B32, in->d, nm, op, "destination") : vec_rows(P, &ops[1], 0, T_B32, in->s, nm, op, "source"))
+            return P->err;
+        if (addr_operand(P, &ops[ld ? 1 : 0], in, 4)) return P->err;
+        return emit(P, in);
+    }
+    if (cls == C_MOVM) {
+        if (nops != 2) return perr(P, PTX_E_INVALID_PTX, "'%s' takes 2 operands", op);
+        if (dst_row(P, &ops[0], &in->d[0]) || val_row(P, &ops[1], T_B32, &in->s[0])) return P->err;
+        return emit(P, in);
+    }
+    if (cls == C_CPASYNC) {
+        /* cp.async.ca/cg.shared{::cta}.global [dst], [src], cp-size{, src-size | ignore-src}{, cache-policy} */
+        int hint = strstr(op, "L2::cache_hint") != NULL, extra = nops - 3 - hint;
+        if (nops < 3 || extra < 0 || extra > 1) return perr(P, PTX_E_INVALID_PTX, "'%s': bad operand count %d", op, nops);
+        in->space = SP_SHARED;
+        if (addr_operand(P, &ops[0], in, 4) || val_row(P, &ops[2], T_U32, &in->s[0])) return P->err;
+        if (extra) {
+            int pred = ops[3].kind == OK_REG && ops[3].reg < P->capregpred && P->regpred[ops[3].reg];
+            in->flags |= pred ? F_NEGSRC : F_HASCOUNT;
+            if (val_row(P, &ops[3], pred ? T_PRED : T_U32, &in->s[1])) return P->err;
+        } else in->s[1] = const_row(P, 0);
+        insn_t src;
+        memset(&src, 0, sizeof src);
+        src.space = SP_GLOBAL;
+        if (addr_operand(P, &ops[1], &src, 4)) return P->err;
+        if (emit(P, in)) return P->err;
+        insn_t *pl;
+        if (emit_payload(P, in, NULL, 0)) return P->err;
+        pl = &P->code[P->ncode - 1];
+        pl->s[4] = src.s[4]; pl->off = src.off; pl->space = src.space; pl->am = src.am;
+        return 0;
+    }
+    if (cls == C_WMMA) {
+        /* wmma.load.{a,b,c} r, [p]{, stride};  wmma.store.d [p], r{, stride};  wmma.mma d, a, b, c (ptx_mma.c) */
+        int isload = !strncmp(key, "wmma.load", 9), isstore = !strncmp(key, "wmma.store", 10);
+        uint32_t rows[3][8];
+        if (isload || isstore) {
+            int which = isstore ? 3 : key[10] == 'a' ? 1 : key[10] == 'b' ? 2 : 3;
+            int f32 = d->types[0] == T_F32, nr = which < 3 ? 8 : f32 ? 8 : 4;
+            in->aop = (uint8_t)which;
+            in->bop = strstr(key, ".col.") != NULL;
+            if (nops != 2 && nops != 3) return perr(P, PTX_E_INVALID_PTX, "'%s' takes 2 or 3 operands", op);
+            if (vec_rows(P, &ops[isload ? 0 : 1], isload, T_B32, rows[0], nr, op, isload ? "destination" : "source") ||
+                addr_operand(P, &ops[isload ? 1 : 0], in, 4)) return P->err;
+            uint32_t stride;
+            if (nops == 3) { if (val_row(P, &ops[2], T_U32, &stride)) return P->err; }
+            else stride = const_row(P, 16);
+            for (int i = 0; i < 4; i++) {
+                if (isload) { in->d[i] = i < nr ? rows[0][i] : UINT32_MAX; in->s[i] = const_row(P, 0); }
+                else { in->d[i] = UINT32_MAX; in->s[i] = i < nr ? rows[0][i] : const_row(P, 0); }
+            }
+            if (isload) in->s[0] = stride;
+            if (P->err || emit(P, in)) return P->err;
+            uint32_t ps[5];
+            for (int i = 0; i < 5; i++) ps[i] = !isload && i < 4 && i + 4 < nr ? rows[0][i + 4] : i == 4 && !isload ? stride : const_row(P, 0);
+            if (emit_payload(P, in, ps, 5)) return P->err;
+            if (isload)
+                for (int i = 0; i < 4; i++) P->code[P->ncode - 1].d[i] = i + 4 < nr ? rows[0][i + 4] : UINT32_MAX;
+            return 0;
+        }
+        if (nops != 4 || d->ntypes != 2) return perr(P, PTX_E_INVALID_PTX, "'%s' takes 4 operands (d, a, b, c)", op);
+        in->t = (uint8_t)d->types[0]; in->t2 = (uint8_t)d->types[1];
+        int nd = d->types[0] == T_F32 ? 8 : 4, nc = d->types[1] == T_F32 ? 8 : 4;
+        uint32_t drows[8], crows[8];
+        if (vec_rows(P, &ops[0], 1, T_B32, drows, nd, op, "d") || vec_rows(P, &ops[1], 0, T_B32, rows[0], 8, op, "a") ||
+            vec_rows(P, &ops[2], 0, T_B32, rows[1], 8, op, "b") || vec_rows(P, &ops[3], 0, T_B32, crows, nc, op, "c"))
+            return P->err;
+        for (int i = 0; i < 4; i++) { in->d[i] = drows[i]; in->s[i] = rows[0][i]; }
+        in->s[4] = const_row(P, 0);
+        if (P->err || emit(P, in)) return P->err;
+        uint32_t z = const_row(P, 0);
+        uint32_t p1[5] = {rows[0][4], rows[0][5], rows[0][6], rows[0][7], z};
+        uint32_t p2[5] = {rows[1][0], rows[1][1], rows[1][2], rows[1][3], z}, p3[5] = {rows[1][4], rows[1][5], rows[1][6], rows[1][7], z};
+        uint32_t p4[5] = {crows[0], crows[1], crows[2], crows[3], z};
+        uint32_t p5[5] = {nc > 4 ? crows[4] : z, nc > 4 ? crows[5] : z, nc > 4 ? crows[6] : z, nc > 4 ? crows[7] : z, z};
+        if (emit_payload(P, in, p1, 5)) return P->err;
+        for (int i = 0; i < 4; i++) P->code[P->ncode - 1].d[i] = nd > 4 ? drows[4 + i] : UINT32_MAX;
+        if (emit_payload(P, in, p2, 5) || emit_payload(P, in, p3, 5) || emit_payload(P, in, p4, 5) || emit_payload(P, in, p5, 5))
+            return P->err;
+        return 0;
+    }
+    /* mbarrier */
+    static const char *const MB[] = {"", ".init.", ".arrive.", ".arrive_drop.", ".test_wait.", ".test_wait.parity.",
+                                     ".try_wait.", ".try_wait.parity.", ".inval.", ".pending_count.", NULL};
+    int mop = 0;
+    if (!strncmp(key, "cp.async", 8)) mop = strstr(key, ".noinc") ? 11 : 10;
+    else for (int i = 1; MB[i]; i++) if (strstr(key, MB[i])) mop = i;
+    in->aop = (uint8_t)mop;
+    if (in->space != SP_SHARED) in->space = SP_GENERIC;
+    in->d[0] = UINT32_MAX;
+    in->s[0] = const_row(P, 0);
+    switch (mop) {
+    case 1:   /* init [a], count */
+        if (nops != 2 || addr_operand(P, &ops[0], in, 4) || val_row(P, &ops[1], T_U32, &in->s[0])) return P->err ? P->err : perr(P, PTX_E_INVALID_PTX, "'%s' takes 2 operands", op);
+        break;
+    case 2: case 3:   /* arrive state, [a]{, count} */
+        if ((nops != 2 && nops != 3) || dst_row(P, &ops[0], &in->d[0]) || addr_operand(P, &ops[1], in, 4)) return P->err ? P->err : perr(P, PTX_E_INVALID_PTX, "'%s' takes 2 or 3 operands", op);
+        if (nops == 3) { if (val_row(P, &ops[2], T_U32, &in->s[0])) return P->err; in->flags |= F_HASCOUNT; }
+        break;
+    case 4: case 5: case 6: case 7:   /* waitComplete, [a], state | parity{, suspendTimeHint} */
+        if ((nops != 3 && !(nops == 4 && mop >= 6)) || dst_row(P, &ops[0], &in->d[0]) || addr_operand(P, &ops[1], in, 4) ||
+            val_row(P, &ops[2], T_U64, &in->s[0])) return P->err ? P->err : perr(P, PTX_E_INVALID_PTX, "'%s' takes 3 operands", op);
+        break;
+    case 8: case 10: case 11:   /* [a] */
+        if (nops != 1 || addr_operand(P, &ops[0], in, 4)) return P->err ? P->err : perr(P, PTX_E_INVALID_PTX, "'%s' takes 1 operand", op);
+        break;
+    case 9:   /* pending_count count, state */
+        if (nops != 2 || dst_row(P, &ops[0], &in->d[0]) || val_row(P, &ops[1], T_U64, &in->s[0])) return P->err ? P->err : perr(P, PTX_E_INVALID_PTX, "'%s' takes 2 operands", op);
+        break;
+    default: return perr(P, PTX_E_NOT_SUPPORTED, "unsupported instruction '%s'", op);
+    }
+    return emit(P, in);
+}
+
 /* Decodes one instruction (opcode text op, guard) with its operands into the code array. */
 static int decode(parser *P, const char *op, uint32_t guard, int gneg, opnd *ops, int nops)
 {
@@ -1027,7 +1223,8 @@ static int decode(parser *P, const char *op, uint32_t guard, int gneg, opnd *ops
             return perr(P, t == T_B128 ? PTX_E_NOT_SUPPORTED : PTX_E_INVALID_PTX, "'%s' needs a type of 1 to 8 bytes", op);
         int n = ops[0].kind == OK_VEC ? ops[0].vn : 1;
         if (n > 4 && !(n == 8)) return perr(P, PTX_E_INVALID_PTX, "bad vector width");
-        if (n != (in.vec ? in.vec : 1) || (ops[0].kind == OK_VEC) != (in.vec != 0))
+        /* one braced register without .vN is a scalar (Triton's inline asm writes `ld.global.b32 { %r1 }, [a]`) */
+        if (n != (in.vec ? in.vec : 1) || (ops[0].kind == OK_VEC && !(n == 1 && !in.vec)) != (in.vec != 0))
             return perr(P, PTX_E_INVALID_PTX, "'%s' has %d destination%s for %s%d elements", op, n, n == 1 ? "" : "s",
                         in.vec ? ".v" : "", in.vec ? in.vec : 1);
         in.nd = (uint8_t)n;
@@ -1044,7 +1241,7 @@ static int decode(parser *P, const char *op, uint32_t guard, int gneg, opnd *ops
             return perr(P, t == T_B128 ? PTX_E_NOT_SUPPORTED : PTX_E_INVALID_PTX, "'%s' needs a type of 1 to 8 bytes", op);
         int n = ops[1].kind == OK_VEC ? ops[1].vn : 1;
         if (n > 4) return perr(P, PTX_E_NOT_SUPPORTED, "st with more than 4 sources");
-        if (n != (in.vec ? in.vec : 1) || (ops[1].kind == OK_VEC) != (in.vec != 0))
+        if (n != (in.vec ? in.vec : 1) || (ops[1].kind == OK_VEC && !(n == 1 && !in.vec)) != (in.vec != 0))
             return perr(P, PTX_E_INVALID_PTX, "'%s' has %d source%s for %s%d elements", op, n, n == 1 ? "" : "s",
                         in.vec ? ".v" : "", in.vec ? in.vec : 1);
         in.ns = (uint8_t)n;
@@ -1173,6 +1370,8 @@ static int decode(parser *P, const char *op, uint32_t guard, int gneg, opnd *ops
             }
         }
         break;
+    case C_MMA: case C_LDSM: case C_STSM: case C_MOVM: case C_CPASYNC: case C_MBAR: case C_WMMA:
+        return decode_async(P, &in, &d, op, ops, nops);
     default:
         return perr(P, PTX_E_NOT_SUPPORTED, "unsupported instruction '%s'", op);
     }
@@ -1290,8 +1489,8 @@ static int parse_var(parser *P, int sp, int linkage, int infunc)
                 next(P);
                 if (expect(P, '>')) return P->err;
                 if (n > 1u << 20) return perr(P, PTX_E_INVALID_PTX, "too many registers");
-                if (reg_add(P, name, strlen(name), n, 1)) return P->err;
-            } else if (reg_add(P, name, strlen(name), vec > 1 ? 1 : 1, 0)) return P->err;
+                if (reg_add(P, name, strlen(name), n, 1) || reg_mark(P, P->nregs - n, n, t == T_PRED)) return P->err;
+            } else if (reg_add(P, name, strlen(name), vec > 1 ? 1 : 1, 0) || reg_mark(P, P->nregs - 1, 1, t == T_PRED)) return P->err;
         } else {
             size_t count; int unsized;
             if (decl_dims(P, &count, &unsized)) return P->err;
@@ -1989,6 +2188,7 @@ int ptx_program_build(const char *const *texts, const size_t *len, int n, const 
         while (r) { regent *nx = r->next; free(r); r = nx; }
     }
     free(P->constsym);
+    free(P->regpred);
     free(P->rstack); free(P->scopemarks); free(P->fscope); free(P->labels); free(P->fx);
     /* the psyms: keep for globals (names); free the table */
     extern void ptx_module_keep_syms(struct ptx_module *, psym **, int);
