@@ -38,10 +38,12 @@ process), memory accounting (cudaMalloc/cudaFree/cudaMemGetInfo, async copies an
 memory, synchronous, 2D and peer copies), stream-ordered pools (cudaMallocAsync & co, created pools),
 pinned host memory (cudaHostAlloc, cudaHostRegister), managed memory (host memory), IPC memory handles
 within the process, and the driver API's memory and contexts on the same state (numba-cuda's driver
-tests run on it).  What does not: kernels, modules, libraries, graphs and stream
-capture, and the memory calls the emulator does not model -- they return cudaErrorNotSupported
-(driver: CUDA_ERROR_NOT_SUPPORTED), and with ``ACCEL_EMU_TRACE=1`` the first call of each is named on
-stderr.  Libraries that link the CUDA runtime statically (CuPy, ``cuda.bindings.runtime``) reach the
+tests run on it), kernels given as PTX (modules, libraries, the linker, launches, stream capture and
+graphs; the nvcc ``-cudart shared`` registration path), executed by the PTX engine (``accel/_emu/ptx``).
+What does not: SASS-only images (torch's own kernels) are refused with CUDA_ERROR_NO_BINARY_FOR_GPU and
+one stderr line naming the kernel; instructions the engine lacks fail the load naming the opcode; the
+calls the emulator does not model return cudaErrorNotSupported (driver: CUDA_ERROR_NOT_SUPPORTED), and
+with ``ACCEL_EMU_TRACE=1`` the first call of each is named on stderr.  Libraries that link the CUDA runtime statically (CuPy, ``cuda.bindings.runtime``) reach the
 driver through NVIDIA's private export tables (``cuGetExportTable``), which the emulator does not
 have: they do not run on it.
 
