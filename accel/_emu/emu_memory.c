@@ -274,7 +274,9 @@ static cudaError_t table_alloc(void **p, size_t n, int dev, int managed)
     if (!ok) return fail(cudaErrorMemoryAllocation);
     alloc_t *a = calloc(1, sizeof *a);
     void *mem = NULL;
-    if (!a || posix_memalign(&mem, 256, n)) mem = NULL;
+    /* 512-aligned: the device's texture alignment, so an allocation can back a linear or pitched texture
+     * object as a real one can (the driver documents 256 at least) */
+    if (!a || posix_memalign(&mem, 512, n)) mem = NULL;
     pthread_mutex_lock(&G);
     if (!mem || alloc_table_room()) {
         g_mem_used[dev] -= n;
