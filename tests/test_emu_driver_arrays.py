@@ -487,3 +487,26 @@ def test_struct_layouts_match_cuda_bindings():
     p.extent.depth, p.srcPos.y, p.dstPtr.pitch = 9, 2, 64
     p.kind = r.cudaMemcpyKind.cudaMemcpyDeviceToDevice
     same(p, ns["Parms3D"](extent=ns["Extent"](0, 0, 9), srcPos=ns["Pos"](0, 2, 0), dstPtr=ns["PPtr"](None, 64, 0, 0), kind=3))
+
+
+def test_faults_by_name_and_other_contexts(subprocess_python):
+    """Each entry point is armed by its name (a creation fails with out of memory, nothing made); an array made in
+    a created context on device 1 is device 1's memory."""
+    got = _json(subprocess_python, """
+rt.accelEmuSetFail.argtypes = [c.c_char_p]
+free0 = free_bytes()
+assert rt.accelEmuSetFail(b"cuArray3DCreate_v2:1,cuTexObjectCreate:1,cuArrayDestroy:1,cudaMallocArray:1") == 0
+a, t = VP(), ULL()
+r = [cu.cuArray3DCreate_v2(R(a), R(Desc3(4, 4, 0, FLOAT, 1, 0))), a.value, free_bytes() == free0]
+b = mk(4, 4)
+res = Res(resType=0); res.res.hArray = b
+r += [cu.cuTexObjectCreate(R(t), R(res), R(Tex()), None), t.value, cu.cuArrayDestroy(b), cu.cuArrayDestroy(b),
+      rt.cudaMallocArray(R(a), R(Chan(8, 0, 0, 0, 1)), 4, 0, 0), rt.cudaGetLastError()]
+cu.cuCtxCreate_v2.argtypes = [P(VP), U, I]
+ctx1 = VP(); assert cu.cuCtxCreate_v2(R(ctx1), 0, 1) == 0
+f1 = free_bytes()
+e = mk(256, 256, 0, FLOAT, 4)
+r += [f1 - free_bytes(), cu.cuArrayDestroy(e), free_bytes() == f1]
+out(r)
+""")
+    assert got == [2, None, True, 2, 0, 999, 0, 2, 2, 1 << 20, 0, True]
