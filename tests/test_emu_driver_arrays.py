@@ -408,6 +408,23 @@ r["objects"] = [rt.cudaCreateTextureObject(R(t), R(res), R(RtTex(readMode=1, nor
                 rt.cudaCreateSurfaceObject(R(s), R(res)), rt.cudaCreateTextureObject(R(t), R(res), None, None),
                 rt.cudaCreateTextureObject(R(ULL()), R(res), R(RtTex(readMode=2)), None),
                 rt.cudaDestroyTextureObject(t), rt.cudaDestroyTextureObject(t), rt.cudaDestroySurfaceObject(s)]
+t2, s2, gr, gt, gc = ULL(), ULL(), RtRes(), RtTex(), Chan()
+tex2 = RtTex(readMode=1, normalizedCoords=1, filterMode=1, maxAnisotropy=2, seamlessCubemap=1)
+tex2.addressMode[:] = [3, 2, 1]
+assert rt.cudaCreateTextureObject(R(t2), R(res), R(tex2), None) == 0 and rt.cudaCreateSurfaceObject(R(s2), R(res)) == 0
+for n, at in (("cudaGetTextureObjectResourceDesc", P(RtRes)), ("cudaGetTextureObjectTextureDesc", P(RtTex)),
+              ("cudaGetSurfaceObjectResourceDesc", P(RtRes))):
+    getattr(rt, n).argtypes = [at, ULL]
+rt.cudaGetChannelDesc.argtypes = [P(Chan), VP]
+r["getters"] = [rt.cudaGetTextureObjectResourceDesc(R(gr), t2), gr.resType, gr.res.array == b.value,
+                rt.cudaGetTextureObjectTextureDesc(R(gt), t2), list(gt.addressMode), gt.filterMode, gt.readMode,
+                gt.normalizedCoords, gt.maxAnisotropy, gt.seamlessCubemap, gt.sRGB,
+                rt.cudaGetSurfaceObjectResourceDesc(R(gr), s2), gr.res.array == b.value,
+                rt.cudaGetChannelDesc(R(gc), a), [gc.x, gc.y, gc.z, gc.w, gc.f],
+                rt.cudaGetTextureObjectResourceDesc(R(gr), s2.value), rt.cudaGetSurfaceObjectResourceDesc(R(gr), t2.value),
+                rt.cudaGetTextureObjectTextureDesc(None, t2), rt.cudaGetChannelDesc(R(gc), VP(8)),
+                rt.cudaGetChannelDesc(None, a), rt.cudaDestroyTextureObject(t2), rt.cudaDestroySurfaceObject(s2),
+                rt.cudaGetTextureObjectTextureDesc(R(gt), t2)]
 lr = RtRes(resType=0); lr.res.array = a
 r["surface_needs_ldst"] = rt.cudaCreateSurfaceObject(R(s), R(lr))
 r["free"] = [rt.cudaFreeArray(a), rt.cudaFreeArray(b), rt.cudaFreeArray(a)]
@@ -421,7 +438,9 @@ out(r)
                    "from": [0, [0.0, 1.0, 2.0, 3.0], [32.0, 33.0, 34.0, 35.0]], "3d": 0,
                    "copy3d": [0, 0, [13, 14]],
                    "bad": [1, 1, 1, 1, 1, 1, 1, 21, 1, 1, 1, 1, 1, 1, 0],
-                   "objects": [0, 0, 1, 1, 0, 1, 0], "surface_needs_ldst": 1, "free": [0, 0, 1],
+                   "objects": [0, 0, 1, 1, 0, 1, 0], "surface_needs_ldst": 1,
+                   "getters": [0, 0, True, 0, [3, 2, 1], 1, 1, 1, 2, 1, 0, 0, True, 0, [32, 32, 32, 32, 2],
+                               1, 1, 1, 1, 1, 0, 0, 1], "free": [0, 0, 1],
                    "mipmap": [0, 0, 0, 1, 1, 0, 1]}
 
 

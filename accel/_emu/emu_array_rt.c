@@ -359,3 +359,83 @@ EXPORT cudaError_t cudaDestroySurfaceObject(unsigned long long o)
     RT_NEED_DEVICE();
     return done(emu_obj_destroy(o, 1));
 }
+
+/* The getters: the descriptions as created, in the runtime's structs (linear and pitched memory's channel
+ * format from the driver's format it was stored as). */
+static void from_res(const emu_res_desc_t *r, struct cudaResourceDesc *o)
+{
+    memset(o, 0, sizeof *o);
+    o->resType = r->resType;
+    o->flags = r->flags;
+    switch (r->resType) {
+    case RES_ARRAY: o->res.array.array = r->res.array.hArray; break;
+    case RES_MIPMAP: o->res.mipmap.mipmap = r->res.mipmap.hMipmappedArray; break;
+    case RES_LINEAR:
+        o->res.linear.devPtr = (void *)(uintptr_t)r->res.linear.devPtr;
+        o->res.linear.sizeInBytes = r->res.linear.sizeInBytes;
+        from_format(r->res.linear.format, r->res.linear.numChannels, &o->res.linear.desc);
+        break;
+    default:
+        o->res.pitch2D.devPtr = (void *)(uintptr_t)r->res.pitch2D.devPtr;
+        o->res.pitch2D.width = r->res.pitch2D.width;
+        o->res.pitch2D.height = r->res.pitch2D.height;
+        o->res.pitch2D.pitchInBytes = r->res.pitch2D.pitchInBytes;
+        from_format(r->res.pitch2D.format, r->res.pitch2D.numChannels, &o->res.pitch2D.desc);
+        break;
+    }
+}
+
+EXPORT cudaError_t cudaGetChannelDesc(struct cudaChannelFormatDesc *c, const void *a)
+{
+    emu_array_desc_t d;
+    RT_ENTER(cudaGetChannelDesc, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    if (!c || !emu_array_get(a, &d)) return fail(cudaErrorInvalidValue);
+    from_format(d.Format, d.NumChannels, c);
+    return cudaSuccess;
+}
+
+EXPORT cudaError_t cudaGetTextureObjectResourceDesc(struct cudaResourceDesc *out, unsigned long long o)
+{
+    emu_res_desc_t r;
+    RT_ENTER(cudaGetTextureObjectResourceDesc, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    if (!out) return fail(cudaErrorInvalidValue);
+    int e = emu_obj_get(o, 0, &r, NULL, NULL, NULL);
+    if (e) return fail(e);
+    from_res(&r, out);
+    return cudaSuccess;
+}
+
+EXPORT cudaError_t cudaGetTextureObjectTextureDesc(struct cudaTextureDesc *out, unsigned long long o)
+{
+    emu_tex_desc_t t;
+    RT_ENTER(cudaGetTextureObjectTextureDesc, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    if (!out) return fail(cudaErrorInvalidValue);
+    int e = emu_obj_get(o, 0, NULL, &t, NULL, NULL);
+    if (e) return fail(e);
+    *out = (struct cudaTextureDesc){ .filterMode = t.filterMode, .readMode = t.flags & 0x1 ? 0 : 1,
+                                     .sRGB = !!(t.flags & 0x10), .normalizedCoords = !!(t.flags & 0x2),
+                                     .maxAnisotropy = t.maxAnisotropy, .mipmapFilterMode = t.mipmapFilterMode,
+                                     .mipmapLevelBias = t.mipmapLevelBias,
+                                     .minMipmapLevelClamp = t.minMipmapLevelClamp,
+                                     .maxMipmapLevelClamp = t.maxMipmapLevelClamp,
+                                     .disableTrilinearOptimization = !!(t.flags & 0x20),
+                                     .seamlessCubemap = !!(t.flags & 0x40) };
+    memcpy(out->addressMode, t.addressMode, sizeof out->addressMode);
+    memcpy(out->borderColor, t.borderColor, sizeof out->borderColor);
+    return cudaSuccess;
+}
+
+EXPORT cudaError_t cudaGetSurfaceObjectResourceDesc(struct cudaResourceDesc *out, unsigned long long o)
+{
+    emu_res_desc_t r;
+    RT_ENTER(cudaGetSurfaceObjectResourceDesc, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    if (!out) return fail(cudaErrorInvalidValue);
+    int e = emu_obj_get(o, 1, &r, NULL, NULL, NULL);
+    if (e) return fail(e);
+    from_res(&r, out);
+    return cudaSuccess;
+}

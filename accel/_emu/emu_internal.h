@@ -135,7 +135,8 @@ void emu_trace_unsupported(const char *name, atomic_int *seen) __attribute__((we
     X(cudaGetMipmappedArrayLevel) X(cudaFreeMipmappedArray) X(cudaMemcpy2DToArray) X(cudaMemcpy2DToArrayAsync) \
     X(cudaMemcpy2DFromArray) X(cudaMemcpy2DFromArrayAsync) X(cudaMemcpyToArray) X(cudaMemcpyFromArray) \
     X(cudaMemcpy2DArrayToArray) X(cudaMemcpy3D) X(cudaMemcpy3DAsync) X(cudaCreateTextureObject) \
-    X(cudaDestroyTextureObject) X(cudaCreateSurfaceObject) X(cudaDestroySurfaceObject)
+    X(cudaDestroyTextureObject) X(cudaCreateSurfaceObject) X(cudaDestroySurfaceObject) X(cudaGetChannelDesc) \
+    X(cudaGetTextureObjectResourceDesc) X(cudaGetTextureObjectTextureDesc) X(cudaGetSurfaceObjectResourceDesc)
 #define EMU_ARRAY_DRV_SYMBOLS(X) \
     X(cuArrayCreate_v2) X(cuArray3DCreate_v2) X(cuArrayGetDescriptor_v2) X(cuArray3DGetDescriptor_v2) \
     X(cuArrayDestroy) X(cuMipmappedArrayCreate) X(cuMipmappedArrayGetLevel) X(cuMipmappedArrayDestroy) \
