@@ -529,3 +529,41 @@ r += [f1 - free_bytes(), cu.cuArrayDestroy(e), free_bytes() == f1]
 out(r)
 """)
     assert got == [2, None, True, 2, 0, 999, 0, 2, 2, 1 << 20, 0, True]
+
+
+CUDA_CORE_TEXTURES = """
+import numpy as np
+from cuda.core import Device
+from cuda.core.texture import MipmappedArrayOptions, OpaqueArrayOptions, ResourceDescriptor, TextureObjectOptions
+d = Device(); d.set_current(); s = d.create_stream()
+a = d.create_opaque_array(OpaqueArrayOptions(shape=(8, 4), format="float32", num_channels=1, is_surface_load_store=True))
+h = np.arange(32, dtype=np.float32); out = np.zeros(32, np.float32)
+a.copy_from(h, stream=s); a.copy_to(out, stream=s); s.sync()
+assert (out == h).all()
+v = d.create_opaque_array(OpaqueArrayOptions(shape=(4, 3, 2), format="uint8", num_channels=4))
+b = np.arange(96, dtype=np.uint8); o = np.zeros(96, np.uint8)
+buf = d.memory_resource.allocate(4096, stream=s)
+v.copy_from(b, stream=s); v.copy_to(buf, stream=s); v.copy_from(buf, stream=s); v.copy_to(o, stream=s); s.sync()
+assert (o == b).all()
+t = d.create_texture_object(resource=ResourceDescriptor.from_opaque_array(a), options=TextureObjectOptions())
+sf = d.create_surface_object(resource=ResourceDescriptor.from_opaque_array(a))
+lin = d.create_texture_object(resource=ResourceDescriptor.from_linear(buf, format="float32", num_channels=1))
+m = d.create_mipmapped_array(MipmappedArrayOptions(shape=(16, 16), format="float32", num_channels=1, num_levels=3))
+tm = d.create_texture_object(resource=ResourceDescriptor.from_mipmapped_array(m), options=TextureObjectOptions())
+print("ok", m.get_level(2).shape, len({int(t.handle), int(sf.handle), int(lin.handle), int(tm.handle)}))
+"""
+
+
+def test_cuda_core_texture_api_on_the_stand_ins():
+    """cuda.core's texture package (opaque arrays and their copies from host and device memory, texture objects on
+    arrays, linear memory and mipmapped arrays, surface objects) under `accel emu`; skipped without it."""
+    import os
+    import subprocess
+    import sys
+    pytest.importorskip("cuda.core.texture")
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("ACCEL_CUDART", "LD_PRELOAD", "CUDA_VISIBLE_DEVICES", "ACCEL_EMU_FAIL", "ACCEL_EMU_TRACE")}
+    proc = subprocess.run([sys.executable, "-m", "accel", "emu", "--devices", "1", "--", sys.executable, "-c",
+                           CUDA_CORE_TEXTURES], env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.strip().splitlines()[-1] == "ok (4, 4) 4"
