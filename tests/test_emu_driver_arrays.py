@@ -567,3 +567,28 @@ def test_cuda_core_texture_api_on_the_stand_ins():
                            CUDA_CORE_TEXTURES], env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.strip().splitlines()[-1] == "ok (4, 4) 4"
+
+
+def test_array_copies_are_captured_into_graphs(subprocess_python):
+    """A copy into an array on a capturing stream becomes a graph node: nothing moves until the graph runs."""
+    got = _json(subprocess_python, """
+for n, a in dict(cuStreamBeginCapture_v2=[VP, I], cuStreamEndCapture=[VP, P(VP)], cuGraphInstantiateWithFlags=[P(VP), VP, ULL],
+                 cuGraphLaunch=[VP, VP], cuStreamSynchronize=[VP], cuGraphGetNodes=[VP, VP, P(SZ)]).items():
+    getattr(cu, n).argtypes = a
+v = mk(4, 2)
+assert cu.cuMemcpyHtoA_v2(v, 0, (c.c_float * 8)(), 32) == 0
+host = (c.c_float * 8)(*range(1, 9))
+s = VP(); assert rt.cudaStreamCreate(R(s)) == 0
+c3 = Copy3D(srcType=1, srcHost=c.addressof(host), srcPitch=16, srcHeight=2, dstType=3, dstArray=v, width=16, height=2, depth=1)
+g, ge, n = VP(), VP(), SZ()
+r = [cu.cuStreamBeginCapture_v2(s, 0), cu.cuMemcpy3DAsync_v2(R(c3), s), cu.cuStreamEndCapture(s, R(g)),
+     cu.cuGraphGetNodes(g, None, R(n)), n.value]
+back = (c.c_float * 8)()
+assert cu.cuMemcpyAtoH_v2(back, v, 0, 32) == 0
+r.append(list(back))
+r += [cu.cuGraphInstantiateWithFlags(R(ge), g, 0), cu.cuGraphLaunch(ge, s), cu.cuStreamSynchronize(s)]
+assert cu.cuMemcpyAtoH_v2(back, v, 0, 32) == 0
+r.append(list(back))
+out(r)
+""")
+    assert got == [0, 0, 0, 0, 1, [0.0] * 8, 0, 0, 0, [float(i) for i in range(1, 9)]]
