@@ -110,6 +110,13 @@ extern const size_t emu_graph_driver2_nprocs;
 /* emu_drvexport.c: cuGetExportTable (refuses every table, naming it). */
 extern const proc_t emu_drvexport_procs[];
 extern const size_t emu_drvexport_nprocs;
+/* emu_array.c: CUDA arrays, mipmapped arrays, texture and surface objects, copies with arrays; a CUDA_MEMCPY2D
+ * with an array on a side (emu_drvmem.c's cuMemcpy2D* hand those over). */
+extern const proc_t emu_array_procs[];
+extern const size_t emu_array_nprocs;
+extern const variant_t emu_array_ptsz[];
+extern const size_t emu_array_nptsz;
+CUresult emu_array_copy2d(const void *copy, CUstream s, int sync);
 /* emu_drvmisc.c: coredump settings, checkpointing (answered as without checkpoint support). */
 extern const proc_t emu_drvmisc_procs[];
 extern const size_t emu_drvmisc_nprocs;

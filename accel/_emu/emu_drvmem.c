@@ -234,7 +234,7 @@ EXPORT CUresult cuMemcpyPeerAsync(CUdeviceptr d, CUcontext dctx, CUdeviceptr s, 
     return peer(d, dctx, s, sctx, n, st, 0);
 }
 
-/* CUDA_MEMCPY2D.  Arrays (CU_MEMORYTYPE_ARRAY) do not exist in the emulator. */
+/* CUDA_MEMCPY2D.  A copy with an array (CU_MEMORYTYPE_ARRAY) on a side is emu_array.c's. */
 typedef struct {
     size_t srcXInBytes, srcY;
     int srcMemoryType;
@@ -271,6 +271,7 @@ static CUresult copy2d(const CUDA_MEMCPY2D *c, CUstream s, int sync)
 {
     if (!c) return CUDA_ERROR_INVALID_VALUE;
     NEED_CTX();
+    if (c->srcMemoryType == MT_ARRAY || c->dstMemoryType == MT_ARRAY) return emu_array_copy2d(c, s, sync);
     char *src, *dst;
     int sd = side(c->srcMemoryType, c->srcHost, c->srcDevice, c->srcXInBytes, c->srcY, c->srcPitch, &src);
     int dd = side(c->dstMemoryType, c->dstHost, c->dstDevice, c->dstXInBytes, c->dstY, c->dstPitch, &dst);

@@ -128,8 +128,25 @@ void emu_trace_unsupported(const char *name, atomic_int *seen) __attribute__((we
     X(cuGraphRemoveDependencies) X(cuGraphRemoveDependencies_v2) X(cuGraphNodeGetParams) X(cuCtxGetDevice_v2) \
     X(cuCtxSynchronize_v2) X(cuCtxResetPersistingL2Cache) X(cuDeviceGetByPCIBusId) X(cuDeviceGetP2PAttribute) \
     X(cuFlushGPUDirectRDMAWrites)
+/* CUDA arrays, mipmapped arrays, texture and surface objects: the runtime's (emu_array_rt.c) and the driver's
+ * (emu_array.c), listed inside EMU_SYMBOLS and EMU_GRAPH_DRIVER_SYMBOLS below. */
+#define EMU_ARRAY_RT_SYMBOLS(X) \
+    X(cudaMallocArray) X(cudaMalloc3DArray) X(cudaFreeArray) X(cudaArrayGetInfo) X(cudaMallocMipmappedArray) \
+    X(cudaGetMipmappedArrayLevel) X(cudaFreeMipmappedArray) X(cudaMemcpy2DToArray) X(cudaMemcpy2DToArrayAsync) \
+    X(cudaMemcpy2DFromArray) X(cudaMemcpy2DFromArrayAsync) X(cudaMemcpyToArray) X(cudaMemcpyFromArray) \
+    X(cudaMemcpy2DArrayToArray) X(cudaMemcpy3D) X(cudaMemcpy3DAsync) X(cudaCreateTextureObject) \
+    X(cudaDestroyTextureObject) X(cudaCreateSurfaceObject) X(cudaDestroySurfaceObject) X(cudaGetChannelDesc) \
+    X(cudaGetTextureObjectResourceDesc) X(cudaGetTextureObjectTextureDesc) X(cudaGetSurfaceObjectResourceDesc)
+#define EMU_ARRAY_DRV_SYMBOLS(X) \
+    X(cuArrayCreate_v2) X(cuArray3DCreate_v2) X(cuArrayGetDescriptor_v2) X(cuArray3DGetDescriptor_v2) \
+    X(cuArrayDestroy) X(cuMipmappedArrayCreate) X(cuMipmappedArrayGetLevel) X(cuMipmappedArrayDestroy) \
+    X(cuMemcpy3D_v2) X(cuMemcpy3DAsync_v2) X(cuMemcpyAtoH_v2) X(cuMemcpyHtoA_v2) X(cuMemcpyAtoHAsync_v2) \
+    X(cuMemcpyHtoAAsync_v2) X(cuMemcpyAtoD_v2) X(cuMemcpyDtoA_v2) X(cuMemcpyAtoA_v2) X(cuTexObjectCreate) \
+    X(cuTexObjectDestroy) X(cuTexObjectGetResourceDesc) X(cuTexObjectGetTextureDesc) \
+    X(cuTexObjectGetResourceViewDesc) X(cuSurfObjectCreate) X(cuSurfObjectDestroy) X(cuSurfObjectGetResourceDesc)
 #define EMU_SYMBOLS(X) \
     X(cudaGetDeviceCount) X(cudaGetDevice) X(cudaSetDevice) X(cudaDeviceSynchronize) \
+    EMU_ARRAY_RT_SYMBOLS(X) \
     EMU_GRAPHQ_SYMBOLS(X) \
     X(cudaDriverGetVersion) X(cudaRuntimeGetVersion) X(cudaGetLastError) \
     X(cudaPeekAtLastError) X(cudaDeviceGetStreamPriorityRange) X(cudaStreamCreate) \
@@ -206,6 +223,7 @@ void emu_trace_unsupported(const char *name, atomic_int *seen) __attribute__((we
 #define EMU_GRAPH_DRIVER_SYMBOLS(X) \
     X(cuStreamBeginCapture_v2) X(cuStreamEndCapture) X(cuStreamGetCaptureInfo_v2) X(cuStreamGetCaptureInfo_v3) \
     EMU_DRVSURFACE_SYMBOLS(X) \
+    EMU_ARRAY_DRV_SYMBOLS(X) \
     X(cuThreadExchangeStreamCaptureMode) X(cuGraphCreate) X(cuGraphDestroy) X(cuGraphGetNodes) \
     X(cuGraphNodeGetType) X(cuGraphAddEmptyNode) X(cuGraphDebugDotPrint) X(cuGraphInstantiateWithFlags) \
     X(cuGraphInstantiateWithParams) X(cuGraphUpload) X(cuGraphLaunch) X(cuGraphExecDestroy) \

@@ -274,7 +274,9 @@ static cudaError_t table_alloc(void **p, size_t n, int dev, int managed)
     if (!ok) return fail(cudaErrorMemoryAllocation);
     alloc_t *a = calloc(1, sizeof *a);
     void *mem = NULL;
-    if (!a || posix_memalign(&mem, 256, n)) mem = NULL;
+    /* 512-aligned: the device's texture alignment, so an allocation can back a linear or pitched texture
+     * object as a real one can (the driver documents 256 at least) */
+    if (!a || posix_memalign(&mem, 512, n)) mem = NULL;
     pthread_mutex_lock(&G);
     if (!mem || alloc_table_room()) {
         g_mem_used[dev] -= n;
@@ -790,7 +792,9 @@ static alloc_t *pool_alloc(poolrec_t *rec, size_t n, int adev, cudaError_t *err)
         if (mp->reserved > mp->reserved_high) mp->reserved_high = mp->reserved;
         pthread_mutex_unlock(&G);
         void *mem = NULL;
-        if (posix_memalign(&mem, dev < 0 ? 4096 : 256, need)) mem = NULL;
+        /* blocks are POOL_ROUND (512) multiples, so every allocation carved from one keeps the device's
+         * texture alignment, as table_alloc's do */
+        if (posix_memalign(&mem, dev < 0 ? 4096 : POOL_ROUND, need)) mem = NULL;
         pthread_mutex_lock(&G);
         if (!mem) {
             pool_charge(mp, need, -1);
