@@ -247,6 +247,19 @@ def check_lru_bound():
     for m in (3, 1, 0, 2):                  # four size patterns of (3, m): four templates
         be.compile(*graph(3, m)[:2])
     assert len(be.templates) == 2 and be.stats["generated"] == 4
+    one = len(next(iter(be.templates._items)))
+    assert be.templates.items == 2 * one
+    be = B.NumpyBackend()
+    be.templates.max_items = 2 * one          # room for two keys of this size
+    for m in (3, 1, 0, 2):
+        be.compile(*graph(3, m)[:2])
+    assert len(be.templates) == 2 and be.templates.items <= 2 * one + 2
+    be.templates.max_items = 1                # past the budget: the newest entry stays
+    be.compile(*graph(3, 5, np.float64)[:2])   # another structure
+    assert len(be.templates) == 1
+    be.templates.clear()
+    assert len(be.templates) == 0 and be.templates.items == 0
+    raises(ValueError, lambda: B.TemplateCache(max_items=-1), "max_items must be an int >= 0, got -1")
 
 
 def check_threads_race_first_use():

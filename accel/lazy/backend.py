@@ -225,13 +225,18 @@ class _Template:
 
 
 class TemplateCache:
-    """An LRU of _Template by structure key (NumpyBackend.templates): ``maxsize`` entries (0: none kept).
-    Thread-safe; an entry is added only after its build succeeded, so a failed build leaves nothing."""
+    """An LRU of _Template by structure key (NumpyBackend.templates): at most ``maxsize`` entries (0: none
+    kept) whose keys hold at most ``max_items`` items in all (a key holds about five per node: 256 templates of
+    1e4-node graphs would otherwise keep ~100 MB of keys); the newest entry always stays.  Thread-safe; an
+    entry is added only after its build succeeded, so a failed build leaves nothing."""
 
-    def __init__(self, maxsize=256):
-        if isinstance(maxsize, bool) or not isinstance(maxsize, int) or maxsize < 0:
-            raise ValueError(f"TemplateCache maxsize must be an int >= 0, got {maxsize!r}")
+    def __init__(self, maxsize=256, max_items=1 << 22):
+        for name, v in (("maxsize", maxsize), ("max_items", max_items)):
+            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                raise ValueError(f"TemplateCache {name} must be an int >= 0, got {v!r}")
         self.maxsize = maxsize
+        self.max_items = max_items
+        self.items = 0                      # the items the keys hold
         self._items = collections.OrderedDict()
         self._lock = threading.Lock()
         _template_caches.add(self)
@@ -247,14 +252,18 @@ class TemplateCache:
         if self.maxsize == 0:
             return
         with self._lock:
+            if key not in self._items:
+                self.items += len(key)
             self._items[key] = template
             self._items.move_to_end(key)
-            while len(self._items) > self.maxsize:
-                self._items.popitem(last=False)
+            while len(self._items) > self.maxsize or (self.items > self.max_items and len(self._items) > 1):
+                k, _ = self._items.popitem(last=False)
+                self.items -= len(k)
 
     def clear(self):
         with self._lock:
             self._items.clear()
+            self.items = 0
 
     def __len__(self):
         return len(self._items)
