@@ -95,17 +95,21 @@ class NumpyBackend:
         self.templates = TemplateCache(max_templates)
         self.stats = {"generated": 0, "specialised": 0}
 
+    def _count(self, what):
+        with self.templates._lock:          # (compile may run on several threads outside the device lock)
+            self.stats[what] += 1
+
     def compile(self, post, roots):
         key = _structure(post, roots) if self.templates.maxsize else None
         if key is not None:
             t = self.templates.get(key)
             if t is not None:
                 prog = t.specialise(post)
-                self.stats["specialised"] += 1
+                self._count("specialised")
                 return prog
         comp = _Compiler(post, roots)
         prog = comp.build()
-        self.stats["generated"] += 1
+        self._count("generated")
         if key is not None:
             t = comp.template(prog)
             if t is not None:
