@@ -84,10 +84,10 @@ class NumpyBackend:
 
     A graph made only of the kinds whose generated code reads no size (elementwise ops, matmuls, softmax,
     reductions over given dims, casts, ...: ``_TEMPLATE_KINDS``) is compiled once per *structure*: its ops,
-    attributes, wiring, dtypes, ranks and the pattern of which sizes are equal (0 and 1 by value).  Its code object is kept as a template (``templates``, an LRU of at most
-    ``max_templates``); a later graph of the same structure and other sizes (a first-seen graph hash, as when
-    a batch dimension changes every step) gets a Program from it with new scratch buffers, without generating
-    or compiling code again.  The computation cache above is unchanged: it still misses (LTC's
+    attributes, wiring, dtypes, ranks and the pattern of which sizes are equal (0 and 1 by value).  Its code
+    object is kept as a template (``templates``, an LRU of at most ``max_templates``); a later graph of the same
+    structure and other sizes (a first-seen graph hash, as when a batch dimension changes every step) gets a
+    Program from it with new scratch buffers, without generating or compiling code again.  The computation cache above is unchanged: it still misses (LTC's
     UncachedCompile) for every new graph hash.  ``stats``: programs ``generated`` and ``specialised``."""
     name = "numpy"
 
