@@ -242,3 +242,25 @@ def test_graphs_built_into_scattered_holes(both_twins):
     g = [_graph(m, 3000, 11) for m in (nat, py)]
     assert _observe(nat, g[0]) == _observe(py, g[1])
     assert _observe(nat, keep[0]) == ref
+
+
+@pytest.mark.parametrize("walk", ["post_order", "graph_hash", "graph_size", "parameter_sequence"])
+def test_walks_allocate_no_tracked_object_per_node(ir, walk):
+    """A walk leaves a fixed number of GC-tracked objects allocated (its result list, argument tuples), never
+    one per node: a collection can then not be triggered by the size of the graph (issue 36 item 4)."""
+    import gc
+    fn = getattr(ir, walk)
+    counts = []
+    for n in (1_000, 20_000):
+        root = _graph(ir, n, seed=n)
+        fn([root])                  # (first-call allocations: interned tables, grown buffers)
+        gc.collect()
+        gc.disable()
+        try:
+            before = gc.get_count()[0]
+            result = fn([root])
+            counts.append(gc.get_count()[0] - before)
+            del result
+        finally:
+            gc.enable()
+    assert counts[0] <= 16 and counts[1] <= counts[0] + 2, counts

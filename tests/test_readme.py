@@ -202,6 +202,9 @@ CHECKS = {
     "pytest bench/test_bench_graphs.py --benchmark-only": check_collects,
     "pytest bench/test_bench_ptx.py --benchmark-only -s": check_collects,
     "pytest bench/test_bench_lazy_attention.py --benchmark-only": check_collects,
+    "pytest bench/test_bench_lazy_firstseen.py --benchmark-only --benchmark-timer=time.process_time": check_collects,
+    "ACCEL_BACKEND=python pytest bench/test_bench_lazy_firstseen.py --benchmark-only --benchmark-timer=time.process_time":
+        check_collects,
     "ACCEL_BENCH_SCALING=full pytest bench/test_bench_scaling.py --benchmark-only --benchmark-timer=time.process_time":
         check_collects,
     "python -m pytest": "tests/test_foundation.py::test_suite_refuses_source_tree",   # the README warns against it

@@ -219,11 +219,21 @@ cdef int c_checked_device_count() except -1:
 
 
 cdef int c_get_device() except -1:
-    cdef int d = _pending()
-    if d >= 0:
-        return d
-    cdef Table* t = _table()
-    cdef int err = t.cudaGetDevice(&d)
+    cdef int d, err
+    cdef signed char t = 0
+    if _targets:
+        d = accel_target_device
+        if d >= 0:
+            return d
+        if _torch_get != NULL:
+            # linked to torch: c10's GetDevice is the answer (its pending target, else the runtime's device, one
+            # cudaGetDevice), as torch.cuda.current_device() reads it.  (_pending() would read the runtime's
+            # device again to tell a target from it, and then the runtime's device once more: three calls.)
+            err = _torch_get(&t)
+            if err:
+                raise error(err)
+            return t
+    err = _table().cudaGetDevice(&d)
     if err:
         raise error(err)
     return d

@@ -148,6 +148,8 @@ def _c_checked_device_count():
 
 def _c_get_device():
     if _targets:
+        if _torch is not None:
+            return _torch_current()
         d = _tls.target
         if d >= 0:
             return d
@@ -367,6 +369,8 @@ def current_device():
     if not _initialized and _init_hook is not None:
         _c_ensure_init()
     if _targets:  # _c_get_device, inlined: this is the hot path
+        if _torch is not None:
+            return _torch_current()
         d = _tls.target
         if d >= 0:
             return d
@@ -599,6 +603,21 @@ def _torch_target(tls):
     if get(byref(t)) or _get(byref(r)):
         return -1  # the caller's own cudaGetDevice reports the error
     return t.value if t.value != r.value else -1
+
+
+def _torch_current():
+    # current_device once linked: the thread's own target, else c10's GetDevice, which is the answer (its
+    # target, else the runtime's device), as torch.cuda.current_device() reads it: one call, not the three of
+    # reading _tls.target (GetDevice and cudaGetDevice, to tell a target from the runtime's device) and then
+    # cudaGetDevice
+    own = _tls.__dict__.get("target", -1)
+    if own >= 0:
+        return own
+    t = c_byte()
+    err = _torch[0](byref(t))
+    if err:
+        raise _cudart._error(err)
+    return t.value
 
 
 def _torch_record(tls, d):

@@ -14,10 +14,17 @@ into such buffers too (never one of their own operands'), and a reshape numpy mu
 of its own, so that a cached step allocates no large array afresh (fresh multi-megabyte arrays cost page
 faults on every step).  Roots never live in such buffers, so results handed to tensors are never overwritten.
 """
+import collections
+import os
+import threading
+import weakref
+
 import numpy as _np
 
+from accel import _impl
 from accel.lazy import _dtypes as D
 from accel.lazy import _optable
+from accel.lazy import tensors as _tensors
 from accel.lazy.tensors import node_attrs, run_arg as _run_arg, Output as _Output
 
 
@@ -73,11 +80,208 @@ class Program:
 
 
 class NumpyBackend:
-    """Compiles IR to numpy calls (see the module docstring)."""
+    """Compiles IR to numpy calls (see the module docstring).
+
+    A graph made only of the kinds whose generated code reads no size (elementwise ops, matmuls, softmax,
+    reductions over given dims, casts, ...: ``_TEMPLATE_KINDS``) is compiled once per *structure*: its ops,
+    attributes, wiring, dtypes, ranks and the pattern of which sizes are equal (0 and 1 by value).  Its code
+    object is kept as a template (``templates``, an LRU of at most ``max_templates``); a later graph of the same
+    structure and other sizes (a first-seen graph hash, as when a batch dimension changes every step) gets a
+    Program from it with new scratch buffers, without generating or compiling code again.  The computation cache above is unchanged: it still misses (LTC's
+    UncachedCompile) for every new graph hash.  ``stats``: programs ``generated`` and ``specialised``."""
     name = "numpy"
 
+    def __init__(self, max_templates=256):
+        self.templates = TemplateCache(max_templates)
+        self.stats = {"generated": 0, "specialised": 0}
+
+    def _count(self, what):
+        with self.templates._lock:          # (compile may run on several threads outside the device lock)
+            self.stats[what] += 1
+
     def compile(self, post, roots):
-        return _Compiler(post, roots).build()
+        key = _structure(post, roots) if self.templates.maxsize else None
+        if key is not None:
+            t = self.templates.get(key)
+            if t is not None:
+                prog = t.specialise(post)
+                self._count("specialised")
+                return prog
+        comp = _Compiler(post, roots)
+        prog = comp.build()
+        self._count("generated")
+        if key is not None:
+            t = comp.template(prog)
+            if t is not None:
+                self.templates.add(key, t)      # (only a whole, successful build is kept)
+        return prog
+
+
+# The kinds a template may hold: the elementwise ones, whose kernels' emit (accel.lazy.ops.elementwise) reads
+# the node's and its operands' ranks and dtypes, never a size, and these others, whose emit reads ranks,
+# dtypes and the node's attributes (which are part of the key) only.  The code is then the same for any sizes
+# of one structure.  A kind whose emit writes sizes into the code (reshape / expand's target sizes, zeros /
+# full, random draws, embedding) or whose plan depends on them (cat's parts) is not one: its graphs are
+# generated per graph hash as before.  A kind added here must keep to that (tests/test_lazy_firstseen.py
+# runs each through sizes that change).
+_TEMPLATE_KINDS = frozenset((
+    "aten::_softmax", "aten::_log_softmax", "aten::sum.dim", "aten::sum.all", "aten::mean.dim", "aten::mean.all",
+    "aten::max", "aten::min", "aten::all", "aten::any", "aten::mm", "aten::bmm", "aten::mv", "aten::addmm",
+    "aten::_to_copy", "aten::gelu", "aten::silu", "aten::leaky_relu", "aten::softplus", "aten::elu",
+    "aten::addcmul", "aten::addcdiv", "aten::t_copy", "aten::masked_fill"))
+
+
+def _generic_kinds():
+    return frozenset(k for k, v in _KERNELS.items() if (v.ewise and not v.view) or k in _TEMPLATE_KINDS)
+
+
+_GENERIC = [None, 0]          # the frozenset and len(_KERNELS) it was made for (family modules add kinds)
+_node_attrs_table = _tensors._attrs          # (node_attrs / run_arg inlined: _structure runs per new graph)
+_run_args_table = _tensors._run_args
+_ir_wiring = _impl.module("_ir").wiring_hash
+
+
+def _structure(post, roots):
+    """The template key of a post order (see NumpyBackend), or None when it has a kind templates do not hold
+    or a run-time argument.  Per node, in post order: its op, then a device-data node's parameter index (by
+    handle, as the program reads them) or another node's kind and attributes, then its outputs' dtypes and
+    sizes; the operands come in as the post order's wiring hash.  Sizes enter only as their equality
+    pattern: each size value is replaced by the order of its first appearance (0 and 1 keep their own
+    slots, as numpy's broadcasting reads them), so that two graphs with one key plan the same buffers and
+    the same code."""
+    if _GENERIC[1] != len(_KERNELS):
+        _GENERIC[0], _GENERIC[1] = _generic_kinds(), len(_KERNELS)
+    generic = _GENERIC[0]
+    attrs, rargs = _node_attrs_table, _run_args_table
+    handles = {}
+    pos = {}
+    sym = {0: 0, 1: 1}
+    memo = {}
+    parts = []
+    add = parts.append
+    i = 0
+    for node in post:
+        pos[id(node)] = i
+        i += 1
+        add(node.op)
+        if node.is_device_data:
+            h = id(node.handle)
+            k = handles.get(h)
+            if k is None:
+                k = handles[h] = len(handles)
+            add(k)
+        else:
+            e = attrs.get(id(node))
+            if e is not None and e[0]() is node:
+                kind = e[1]
+                add(kind)
+                add(e[2])
+            else:
+                kind = node.op.qualified_name
+                add(kind)
+                add(None)
+            if kind not in generic or (rargs and _run_arg(node) is not None):
+                return None
+        shapes = node.shapes
+        add(len(shapes))
+        for sh in shapes:
+            sz = sh.sizes
+            c = memo.get(sz)
+            if c is None:
+                c = memo[sz] = tuple([sym.setdefault(d, len(sym)) for d in sz])
+            add(sh.dtype)
+            add(c)
+    for r in roots:
+        if type(r) is _Output:
+            add((pos[id(r.node)], r.index))
+        else:
+            add((pos[id(r)], -1))
+    add(_ir_wiring(post))
+    key = tuple(parts)
+    try:
+        hash(key)
+    except TypeError:           # an attribute that is not hashable: no template
+        return None
+    return key
+
+
+class _Template:
+    """What a graph's Program is made from for other sizes of its structure: the code object, its source, the
+    globals without scratch buffers, and per scratch buffer the node whose shape it takes."""
+    __slots__ = ("code", "src", "ns", "buffers", "params", "graph_size")
+
+    def __init__(self, code, src, ns, buffers, params, graph_size):
+        self.code, self.src, self.ns, self.buffers = code, src, ns, buffers
+        self.params, self.graph_size = params, graph_size
+
+    def specialise(self, post):
+        """The Program of this structure for the sizes of ``post``: new scratch buffers, the same code."""
+        ns = dict(self.ns)
+        scratch = 0
+        for name, i in self.buffers:
+            s = post[i].shapes[0]
+            b = ns[name] = _np.empty(tuple(s.sizes), D.CODE_TO_NP[s.dtype])
+            scratch += b.nbytes
+        exec(self.code, ns)
+        run = ns.pop("run")
+        shapes = tuple([post[i].shapes[0] for i in self.params])
+        return Program(run, self.src, len(shapes), self.graph_size, scratch + len(self.src), shapes)
+
+
+class TemplateCache:
+    """An LRU of _Template by structure key (NumpyBackend.templates): at most ``maxsize`` entries (0: none
+    kept) whose keys hold at most ``max_items`` items in all (a key holds about five per node: 256 templates of
+    1e4-node graphs would otherwise keep ~100 MB of keys); the newest entry always stays.  Thread-safe; an
+    entry is added only after its build succeeded, so a failed build leaves nothing."""
+
+    def __init__(self, maxsize=256, max_items=1 << 22):
+        for name, v in (("maxsize", maxsize), ("max_items", max_items)):
+            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                raise ValueError(f"TemplateCache {name} must be an int >= 0, got {v!r}")
+        self.maxsize = maxsize
+        self.max_items = max_items
+        self.items = 0                      # the items the keys hold
+        self._items = collections.OrderedDict()
+        self._lock = threading.Lock()
+        _template_caches.add(self)
+
+    def get(self, key):
+        with self._lock:
+            t = self._items.get(key)
+            if t is not None:
+                self._items.move_to_end(key)
+            return t
+
+    def add(self, key, template):
+        if self.maxsize == 0:
+            return
+        with self._lock:
+            if key not in self._items:
+                self.items += len(key)
+            self._items[key] = template
+            self._items.move_to_end(key)
+            while len(self._items) > self.maxsize or (self.items > self.max_items and len(self._items) > 1):
+                k, _ = self._items.popitem(last=False)
+                self.items -= len(k)
+
+    def clear(self):
+        with self._lock:
+            self._items.clear()
+            self.items = 0
+
+    def __len__(self):
+        return len(self._items)
+
+
+_template_caches = weakref.WeakSet()
+
+
+def _after_fork_in_child():
+    for c in list(_template_caches):      # (a thread that held a lock is not in the child)
+        c._lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 class _Compiler:
@@ -97,6 +301,7 @@ class _Compiler:
         # operand in place (batch_norm's running statistics, as LTC's kernel writes their buffers) hands the new
         # value on here, so the rest of the graph, in its order, sees it
         self.subst = {}
+        self.buffers = []   # (name, node index) of each scratch buffer _b<k>: the node whose shape it has
 
     def _var(self, node):
         i = self.index[node]
@@ -205,6 +410,7 @@ class _Compiler:
                     buf = f"_b{self.nbuf}"
                     self.nbuf += 1
                     self.ns[buf] = _np.empty(key[1], D.CODE_TO_NP[key[0]])
+                    self.buffers.append((buf, i))
                 owned[i] = (buf, key)
             if kind == "aten::cat" and i in self.cats:
                 self._emit_cat(i, node, ins, out)
@@ -247,7 +453,7 @@ class _Compiler:
         # the ones this program was compiled with, as run_cached_graph runs it)
         head = "def run(P, G=_G0):" if self.run_args else "def run(P):"
         src = f"{head}\n{body}\n    return ({', '.join(rets)}{',' if len(rets) == 1 else ''})\n"
-        code = compile(src, "<accel.lazy graph>", "exec")
+        code = self.code = compile(src, "<accel.lazy graph>", "exec")
         self.ns["_G0"] = tuple(self.run_args)
         exec(code, self.ns)
         run = self.ns.pop("run")        # no cycle through the globals: an evicted program is freed at once
@@ -258,7 +464,21 @@ class _Compiler:
         for i, k in param_of.items():
             if shapes[k] is None:
                 shapes[k] = post[i].shapes[0]
+        self.param_nodes = [None] * len(handles)
+        for i, k in param_of.items():
+            if self.param_nodes[k] is None:
+                self.param_nodes[k] = i
         return Program(run, src, len(handles), n, scratch + len(src), tuple(shapes))
+
+    def template(self, prog):
+        """The _Template of this (built) graph for other sizes of its structure, or None where its plan is
+        made for its sizes (cat parts, private view buffers) or it has run-time arguments.  (A fused softmax's
+        plan reads sizes only to compare them: the key's size pattern decides it.)"""
+        if self.npriv or self.cats or self.run_args:
+            return None
+        names = {name for name, _ in self.buffers}
+        ns = {k: v for k, v in self.ns.items() if k not in names}
+        return _Template(self.code, prog.text, ns, tuple(self.buffers), tuple(self.param_nodes), prog.graph_size)
 
     def _plan_cats(self, kinds, attrs, base, escapes, param_of):
         """A float cat no root sees gets a buffer of its own (``self.cats``: cat index -> (the buffer's name,
