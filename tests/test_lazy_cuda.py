@@ -180,6 +180,49 @@ def check_kernel_cache_bounded():
         cb.KERNELS_MAX = prev
 
 
+def check_data_device_resident():
+    """tensor() copies in on the current stream; results stay on the device between steps (no host copy until a
+    read, one copy per read handle); numpy() copies back; tensors of the numpy backend stay host arrays."""
+    import accel.cuda as cuda
+    from accel.lazy import _cuda_data as cd
+    L.set_backend("cuda")
+    a, b = floats(6, 5), floats(5)
+    s = cuda.Stream()
+    with cuda.stream(s):
+        x, y = L.tensor(a), L.tensor(b)
+    assert cd.is_device_only(x._src) and cd._DEV[x._src].stream == s and str(cd._DEV[x._src].device) == f"cuda:{cuda.current_device()}"
+    assert x._src.array.strides == (0, 0) and x._src.array.nbytes == a.nbytes    # (a zero-byte placeholder)
+    z = x * 2.0 + y
+    L.mark_step()
+    h1 = z._handle
+    assert cd.is_device_only(h1) and h1 not in cd._HOST
+    w = (z - x) * y                  # the next step reads z and x on the device
+    L.mark_step()
+    assert cd.is_device_only(w._handle) and h1 not in cd._HOST and (x._src or x._handle) not in cd._HOST
+    ref = ((a * np.float32(2.0) + b) - a) * b
+    assert w.numpy().tobytes() == ref.tobytes() and w._handle in cd._HOST
+    assert z.numpy().tobytes() == (a * np.float32(2.0) + b).tobytes()
+    n = L.tensor(np.float32(3.0))   # numbers stay host values (kernel parameters)
+    assert not cd.is_device_only(n._src)
+    L.set_backend("numpy")
+    assert not cd.is_device_only(L.tensor(a)._src)
+    # a device-only tensor read by a numpy-backend program after a backend switch: copied back
+    assert (w * 1.0).numpy().tobytes() == ref.tobytes()
+
+
+def check_run_cached_graph_on_device():
+    L.set_backend("cuda")
+    a = floats(4, 3)
+    x = L.tensor(a)
+    y = x * 3.0 - 1.0
+    h = L.get_graph_hash([y])
+    L.sync_multi([y])
+    prog = L.computation_cache().get(h)
+    assert [tuple(p.sizes) for p in prog.param_shapes] == [(), (), (), (4, 3)], prog.param_shapes
+    (r,) = L.run_cached_graph(h, [1, 1.0, 3.0, L.tensor(a + 1)])        # (post order: alpha, 1.0, 3.0, x)
+    assert r.numpy().tobytes() == ((a + 1) * np.float32(3.0) - np.float32(1.0)).tobytes()
+
+
 def check_unknown_backend_name():
     raises(ValueError, lambda: L.set_backend("tpu"), "'tpu'", "'numpy' or 'cuda'")
     L.set_backend("numpy")

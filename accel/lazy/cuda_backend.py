@@ -17,8 +17,13 @@ the integer's range (or NaN) saturates as the GPU's cvt does where numpy's resul
 Images: PTX for ``compute_XX`` on the emulator (it executes PTX), a cubin for the device's ``sm_XX`` on a real
 GPU (PTX from an NVRTC newer than the driver would not load there).  Compiled code is cached per (kernel
 source, architecture) for the process, so an equal graph compiled again (after set_backend, or evicted from
-the computation cache) skips NVRTC; there is no disk cache yet.  Tensors' data stay host arrays between
-steps: a step uploads its tensor parameters and downloads its roots (device residency is left to do).
+the computation cache) skips NVRTC; there is no disk cache yet.  A program's bytes in the computation cache
+are its image and its text.
+
+Data (accel.lazy._cuda_data): tensors' values live in DeviceArrays on accel's allocator (the current device),
+copied in by tensor() and results left there between steps; numpy() copies back.  A graph's tensor parameters
+are read where they are (a host handle, e.g. a factory's array, is uploaded once and keeps its device copy);
+its roots are new device arrays.  Numbers are kernel parameters, passed by value.
 """
 import collections
 import ctypes
@@ -32,6 +37,7 @@ import numpy as _np
 from accel import _impl
 from accel.lazy import _dtypes as D
 from accel.lazy import _nvrtc
+from accel.lazy import _cuda_data as _cd
 from accel.lazy import metrics as _metrics
 from accel.lazy.backend import NumpyBackend, Program
 from accel.lazy.tensors import node_attrs, run_arg as _run_arg, Output as _Output
@@ -123,6 +129,8 @@ def _unload(modules):
 class CudaBackend:
     """Compiles graphs to CUDA kernels (see the module docstring)."""
     name = "cuda"
+    upload = staticmethod(_cd.upload)      # tensor()'s copy-in: its values live on the device
+    device_params = True                   # its programs take device-only handles (the executor copies none back)
 
     def __init__(self):
         _nvrtc.load()                    # ImportError naming what to install
@@ -169,12 +177,45 @@ class CudaBackend:
         return gen.program(k)
 
 
+# The device arrays of launches the stream may not have run yet, with an event recorded after each launch: kept
+# alive until the event completes.  (Freeing is stream-ordered, so the memory itself would be safe; but the
+# emulator drops a freed allocation from its table at once and its engine checks every access against that
+# table, so a kernel running after its arrays' free would fault there.)
+_INFLIGHT = collections.deque()
+
+
+def _hold(arrays):
+    import accel.cuda as cuda
+    while _INFLIGHT and _INFLIGHT[0][0].query():
+        _INFLIGHT.popleft()
+    ev = cuda.Event()
+    ev.record()
+    _INFLIGHT.append((ev, arrays))
+
+
+def _result(dev):
+    """A kernel's output DeviceArray as what the program returns: a device-only handle, or a 0-dim number's host
+    array (numbers are host values: later kernels take them by value)."""
+    if dev.ndim == 0:
+        a = _np.empty((), dev.dtype)
+        dev.copy_to_host(out=a)
+        return a
+    return _cd.wrap_device(dev)
+
+
+def _same(h):
+    """A parameter handed back as a root: a new handle on the same values (device-only: the same DeviceArray)."""
+    if _cd.is_device_only(h):
+        return _cd.wrap_device(_cd.device_array(h))
+    return h.array
+
+
 def _fallback_program(prog, why):
     run = prog.run
 
-    def run_on_host(*args):
+    def run_on_host(P, *args):
         _c_fallback.add(1)
-        return run(*args)
+        return run(_cd.host_params(P), *args)
     return Program(run_on_host, f"# CUDA backend: on the host ({why})\n" + prog.text, prog.num_params,
                    prog.graph_size, prog.nbytes, prog.param_shapes)
 
@@ -366,21 +407,16 @@ class _Gen:
             rt = _impl.module("_cudart")
             for k, code in checked:
                 D.checked_int(P[k].value, code)
-            results = [_np.empty(sizes, D.CODE_TO_NP[c]) for c in outs]
             if num == 0 or not outs:
-                return tuple(results[j] if w == "out" else P[j].array for w, j in rets)
+                results = [_np.empty(sizes, D.CODE_TO_NP[c]) for c in outs]
+                return tuple(results[j] if w == "out" else _same(P[j]) for w, j in rets)
             device = cuda.current_device()
             stream = cuda.current_stream().cuda_stream
-            keep = []
-            ptrs = []
             outs_dev = [cuda.empty(sizes, D.CODE_TO_NP[c]) for c in outs]
             vals = [ctypes.c_uint64(d.ptr) for d in outs_dev]
             for k in range(nparams):
                 if k in tensors:
-                    arr = _np.ascontiguousarray(P[k].array, D.CODE_TO_NP[tensors[k]])
-                    dev = cuda.to_device(arr)
-                    keep.append(dev)
-                    vals.append(ctypes.c_uint64(dev.ptr))
+                    vals.append(ctypes.c_uint64(_cd.device_array(P[k]).ptr))
                 else:
                     vals.append(_PCTYPE[scalars[k]](_np.asarray(P[k].array).astype(D.CODE_TO_NP[scalars[k]])[()]))
             vals.append(ctypes.c_int64(num))
@@ -388,10 +424,9 @@ class _Gen:
             f = kernel.function(rt, device)
             rt.cuLaunchKernel(f, (num + _BLOCK - 1) // _BLOCK, 1, 1, _BLOCK, 1, 1, 0, stream, ctypes.addressof(ptrs))
             _c_launch.add(1)
-            for d, host in zip(outs_dev, results):
-                d.copy_to_host(out=host)         # (on the current stream, after the kernel; pageable: synchronous)
-            del keep
-            return tuple(results[j] if w == "out" else P[j].array for w, j in rets)
+            _hold([_cd.device_array(P[k]) for k in tensors] + outs_dev)
+            results = [_result(d) for d in outs_dev]
+            return tuple(results[j] if w == "out" else _same(P[j]) for w, j in rets)
 
         text = f"// CUDA backend: {kernel.name}, grid of {num} threads\n{kernel.source}"
         return Program(run, text, nparams, len(self.post), len(kernel.image) + len(text), tuple(self.param_shapes))
