@@ -1,18 +1,18 @@
-"""accel.lazy's CUDA backend (``set_backend("cuda")``): a graph's elementwise chain as ONE CUDA C kernel, compiled
-by NVRTC and launched through accel's own bindings (accel._cudart's cuModuleLoadData / cuModuleGetFunction /
-cuLaunchKernel) on accel's current stream.
+"""accel.lazy's CUDA backend (``set_backend("cuda")``): each graph compiled by NVRTC into one CUDA C source holding
+its kernels (accel.lazy._cuda_gen: fused elementwise chains and views, block reductions, softmax, tiled matmul),
+loaded and launched through accel's own bindings (accel._cudart's cuModuleLoadData / cuModuleGetFunction /
+cuLaunchKernel) on accel's current stream, in order.
 
-What it covers (this first slice): graphs whose roots all have one shape and whose every other node is one of
-add / sub (with alpha) / mul / div / neg / exp / log / sqrt / relu / tanh / eq / ne / lt / le / gt / ge /
-_to_copy over float32 / float64 / int32 / int64 / bool, each operand broadcast to the roots' shape.  Number
-parameters (0-dim device data: Python scalars, alpha) are kernel parameters, so a step with new values reuses
-the program.  Any other graph runs on the numpy backend (host copies), counted as ``CudaFallback``.
+Number parameters (0-dim device data: Python scalars, alpha) are kernel parameters, so a step with new values
+reuses the program.  A graph with a node the code generation does not cover runs on the numpy backend (host
+copies of its device parameters), counted as ``CudaFallback``; ``last_fallback`` says why.
 
 The generated code computes as the numpy backend does (torch's rule): every operand cast to the result's dtype
 (comparisons: to the compared dtype), the operation in that dtype, integers wrapping around (computed unsigned),
-no FMA contraction (``-fmad=false``): float32 / int / bool results are bit-exact with the numpy backend; exp /
-log / tanh are CUDA's (within their documented ulp bounds, not numpy's bits); a float cast to an integer out of
-the integer's range (or NaN) saturates as the GPU's cvt does where numpy's result is undefined.
+no FMA contraction (``-fmad=false``): float32 / int / bool elementwise results are bit-exact with the numpy
+backend; exp / log / tanh are CUDA's (within their documented ulp bounds, not numpy's bits); reductions and
+matmul add in another order (see accel.lazy._cuda_gen for the tolerances); a float cast to an integer out of the
+integer's range (or NaN) saturates as the GPU's cvt does where numpy's result is undefined.
 
 Images: PTX for ``compute_XX`` on the emulator (it executes PTX), a cubin for the device's ``sm_XX`` on a real
 GPU (PTX from an NVRTC newer than the driver would not load there).  Compiled code is cached per (kernel
@@ -38,9 +38,9 @@ from accel import _impl
 from accel.lazy import _dtypes as D
 from accel.lazy import _nvrtc
 from accel.lazy import _cuda_data as _cd
+from accel.lazy import _cuda_gen as _cg
 from accel.lazy import metrics as _metrics
 from accel.lazy.backend import NumpyBackend, Program
-from accel.lazy.tensors import node_attrs, run_arg as _run_arg, Output as _Output
 
 __all__ = ["CudaBackend", "CudaCompileError"]
 
@@ -51,16 +51,8 @@ _c_launch = _metrics.Counter("CudaKernelLaunch")
 _c_fallback = _metrics.Counter("CudaFallback")
 _m_compile = _metrics.Metric("NvrtcCompileTime", _metrics.metric_fn_time)
 
-_CTYPE = {D.FLOAT32: "float", D.FLOAT64: "double", D.INT32: "int", D.INT64: "long long", D.BOOL: "bool"}
-_UTYPE = {D.INT32: "unsigned int", D.INT64: "unsigned long long"}
 _PCTYPE = {D.FLOAT32: ctypes.c_float, D.FLOAT64: ctypes.c_double, D.INT32: ctypes.c_int32,
            D.INT64: ctypes.c_int64, D.BOOL: ctypes.c_bool}
-_UNARY = {"aten::exp": "exp", "aten::log": "log", "aten::sqrt": "sqrt", "aten::tanh": "tanh"}
-_CMP = {"aten::eq": "==", "aten::ne": "!=", "aten::lt": "<", "aten::le": "<=", "aten::gt": ">", "aten::ge": ">="}
-_BINARY = {"aten::mul": "*", "aten::div": "/"}
-_COVERED = frozenset(("aten::add", "aten::sub", "aten::neg", "aten::relu", "aten::_to_copy")) | set(_UNARY) | \
-    set(_CMP) | set(_BINARY)
-_BLOCK = 256
 
 
 # Compiled kernels of the process, by (source sha256, architecture): kept across set_backend and computation-cache
@@ -92,28 +84,31 @@ def _lines_cited(source, log):
 
 
 class _Kernel:
-    """A compiled kernel: its source, image and entry name; loaded lazily per device (module, function)."""
-    __slots__ = ("source", "image", "name", "loaded", "lock", "modules", "__weakref__")
+    """A compiled graph: its source and image; loaded lazily per device (module, then its functions by name)."""
+    __slots__ = ("source", "image", "loaded", "lock", "modules", "__weakref__")
 
-    def __init__(self, source, image, name):
-        self.source, self.image, self.name = source, image, name
+    def __init__(self, source, image):
+        self.source, self.image = source, image
         self.loaded = {}
         self.lock = threading.Lock()
         self.modules = []                # (bindings, module handle) loaded, unloaded when this kernel is freed
         weakref.finalize(self, _unload, self.modules)
 
-    def function(self, rt, device):
-        f = self.loaded.get(device)
+    def function(self, rt, device, name):
+        f = self.loaded.get((device, name))
         if f is None:
             with self.lock:
-                f = self.loaded.get(device)
+                f = self.loaded.get((device, name))
                 if f is None:
-                    img = ctypes.create_string_buffer(self.image, len(self.image) + 1)
-                    mod = rt.cuModuleLoadData(ctypes.addressof(img))
-                    self.modules.append((rt, mod))
-                    name = ctypes.create_string_buffer(self.name.encode())
-                    f = rt.cuModuleGetFunction(mod, ctypes.addressof(name))
-                    self.loaded[device] = f
+                    mod = self.loaded.get(device)
+                    if mod is None:
+                        img = ctypes.create_string_buffer(self.image, len(self.image) + 1)
+                        mod = rt.cuModuleLoadData(ctypes.addressof(img))
+                        self.modules.append((rt, mod))
+                        self.loaded[device] = mod
+                    cname = ctypes.create_string_buffer(name.encode())
+                    f = rt.cuModuleGetFunction(mod, ctypes.addressof(cname))
+                    self.loaded[(device, name)] = f
         return f
 
 
@@ -150,7 +145,7 @@ class CudaBackend:
         return f"sm_{major}{minor}", True
 
     def compile(self, post, roots):
-        gen = _Gen(post, roots)
+        gen = _cg.Graph(post, roots)
         why = gen.build() if not _ir.dynamic_shapes_enabled() else "dynamic shapes"
         if why is not None:
             self.last_fallback = why
@@ -171,10 +166,10 @@ class CudaBackend:
                                            f"{_lines_cited(gen.source, exc.log)}") from None
                 _m_compile.add_sample(time.perf_counter_ns() - t0)
                 _c_compile.add(1)
-                k = self._kernels[key] = _Kernel(gen.source, image, gen.entry)
+                k = self._kernels[key] = _Kernel(gen.source, image)
                 while len(self._kernels) > KERNELS_MAX:
                     self._kernels.popitem(last=False)
-        return gen.program(k)
+        return _program(gen, k)
 
 
 # The device arrays of launches the stream may not have run yet, with an event recorded after each launch: kept
@@ -220,213 +215,63 @@ def _fallback_program(prog, why):
                    prog.graph_size, prog.nbytes, prog.param_shapes)
 
 
-class _Gen:
-    """One fused elementwise kernel for a post order (``build`` returns None, or why it does not cover it)."""
+def _program(gen, kernel):
+    """The Program running ``gen``'s stages (accel.lazy._cuda_gen.Graph) with ``kernel``'s functions."""
+    post, stages, rets, param_shapes = gen.post, gen.stages, gen.rets, gen.param_shapes
+    checked = []
+    # int32 add / sub alphas: torch's checked conversion, at run time (as the numpy backend checks them)
+    for i, kind in gen.kinds.items():
+        if kind in ("aten::add", "aten::sub") and post[i].shapes[0].dtype == D.INT32:
+            k = gen.param_of.get(gen.index[post[i].operands[2].node])
+            if k is not None:
+                checked.append(k)
+    shapes = {i: (tuple(post[i].shapes[0].sizes), D.CODE_TO_NP[post[i].shapes[0].dtype]) for i in gen.mat}
+    scalar_np = {k: D.CODE_TO_NP[s.dtype] for k, s in enumerate(param_shapes) if not s.sizes}
 
-    def __init__(self, post, roots):
-        self.post, self.roots = post, roots
-        self.index = {n: i for i, n in enumerate(post)}
-
-    def build(self):
-        post, index = self.post, self.index
-        handles, param_of = {}, {}
-        for i, n in enumerate(post):
-            if n.is_device_data:
-                k = handles.get(id(n.handle))
-                if k is None:
-                    k = handles[id(n.handle)] = len(handles)
-                param_of[i] = k
-        # roots: computed by the kernel, or device data handed back as it is (the parameter's array)
-        rnodes, self.rets = [], []
-        for r in self.roots:
-            if type(r) is _Output:
-                if r.node.num_outputs > 1:
-                    return "a multi-output root"
-                r = r.node
-            if r.is_device_data:
-                self.rets.append(("param", param_of[index[r]]))
+    def run(P, G=None):
+        import accel.cuda as cuda
+        rt = _impl.module("_cudart")
+        for k in checked:
+            D.checked_int(P[k].value, D.INT32)
+        device = cuda.current_device()
+        stream = cuda.current_stream().cuda_stream
+        bufs = {i: cuda.empty(*shapes[i]) for i in shapes}
+        keep = list(bufs.values())
+        for st in stages:
+            out = bufs[st.outs[0]]
+            if st.kind == "ewise":
+                n = out.size
+                grid, block = ((n + _cg.BLOCK - 1) // _cg.BLOCK, 1, 1), (_cg.BLOCK, 1, 1)
+            elif st.kind in ("reduce", "softmax"):
+                n = st.grid[1]
+                grid, block = (n, 1, 1), (_cg.BLOCK, 1, 1)
             else:
-                self.rets.append(("out", len(rnodes)))
-                rnodes.append(r)
-        sizes = tuple(rnodes[0].shapes[0].sizes) if rnodes else ()
-        if any(tuple(r.shapes[0].sizes) != sizes for r in rnodes):
-            return "roots of different shapes"
-        self.sizes = sizes
-        self.num_params = len(handles)
-        self.param_shapes = [None] * len(handles)
-        for i, k in param_of.items():
-            self.param_shapes[k] = post[i].shapes[0]
-        for i, n in enumerate(post):
-            if n.num_outputs != 1:
-                return f"{n.op.qualified_name}: {n.num_outputs} outputs"
-            if _run_arg(n) is not None:
-                return f"{n.op.qualified_name}: a run-time argument"
-            s = n.shapes[0]
-            if s.dtype not in _CTYPE:
-                return f"{n.op.qualified_name}: dtype {D.DTYPES[s.dtype]}"
-            if len(s.sizes) > len(sizes) or any(
-                    a not in (1, b) for a, b in zip(reversed(tuple(s.sizes)), reversed(sizes))):
-                return f"{n.op.qualified_name}: shape {list(s.sizes)} does not broadcast to {list(sizes)}"
-            if i in param_of:
+                gx, gy, gz = st.grid[1]
+                n = gx * gy * gz
+                grid, block = (gx, gy, gz), (_cg.TILE, _cg.TILE, 1)
+            if n == 0 or grid[0] * grid[1] * grid[2] == 0:
+                if st.kind == "reduce" and out.size:    # (no rows to reduce cannot happen: out.size == blocks)
+                    pass
                 continue
-            a = node_attrs(n)
-            kind = a[0] if a is not None else n.op.qualified_name
-            if kind not in _COVERED:
-                return f"{kind} is not covered by the CUDA code generation yet"
-            if kind in _CMP and (a is None or a[1] not in _CTYPE):
-                return f"{kind}: compared dtype"
-            if kind == "aten::div" and s.dtype not in (D.FLOAT32, D.FLOAT64):
-                return "aten::div: an integer result"
-            if kind in _UNARY and s.dtype not in (D.FLOAT32, D.FLOAT64):
-                return f"{kind}: an integer result"
-            if kind in ("aten::neg", "aten::relu") and s.dtype == D.BOOL:
-                return f"{kind} of bool"
-        self.param_of = param_of
-        self._emit(rnodes)
-        return None
-
-    def _emit(self, rnodes):
-        post, index, param_of, sizes = self.post, self.index, self.param_of, self.sizes
-        args, body = [], []
-        self.outs = [r.shapes[0].dtype for r in rnodes]
-        for j, code in enumerate(self.outs):
-            args.append(f"{_CTYPE[code]}* __restrict__ out{j}")
-        self.scalars = {}                # param index -> dtype code (passed by value)
-        self.tensors = {}                # param index -> dtype code (a pointer)
-        for k, s in enumerate(self.param_shapes):
-            if s.sizes:
-                self.tensors[k] = s.dtype
-                args.append(f"const {_CTYPE[s.dtype]}* __restrict__ p{k}")
-            else:
-                self.scalars[k] = s.dtype
-                args.append(f"{_CTYPE[s.dtype]} s{k}")
-        args.append("long long n")
-        body.append("long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;")
-        body.append("if (i >= n) return;")
-        nd = len(sizes)
-        if nd:
-            body.append("long long r = i;")
-            for d in range(nd - 1, 0, -1):
-                body.append(f"long long c{d} = r % {sizes[d]}LL; r /= {sizes[d]}LL;")
-            body.append("long long c0 = r;")
-        names = {}
-        for i, n in enumerate(post):
-            s = n.shapes[0]
-            ct = _CTYPE[s.dtype]
-            v = f"v{i}"
-            names[i] = v
-            if i in param_of:
-                k = param_of[i]
-                if not s.sizes:
-                    body.append(f"{ct} {v} = s{k};")
+            vals = [ctypes.c_uint64(bufs[i].ptr) for i in st.outs]
+            for w, k in st.bufs:
+                if w == "node":
+                    vals.append(ctypes.c_uint64(bufs[k].ptr))
                 else:
-                    body.append(f"{ct} {v} = p{k}[{self._offset(s.sizes)}];")
-                continue
-            ins = [names[index[o.node]] for o in n.operands]
-            a = node_attrs(n)
-            kind = a[0] if a is not None else n.op.qualified_name
-            body.append(f"{ct} {v} = {self._expr(kind, s.dtype, ins, [o.node for o in n.operands], a)};")
-        for j, r in enumerate(rnodes):
-            body.append(f"out{j}[i] = {names[index[r]]};")
-        self.entry = "accel_lazy_kernel"
-        self.source = ('extern "C" __global__ void accel_lazy_kernel(' + ", ".join(args) + ")\n{\n"
-                       + "".join(f"    {b}\n" for b in body) + "}\n")
-        # int32 add / sub alphas: torch's checked conversion, at run time (as the numpy backend checks them)
-        self.checked = []
-        for i, n in enumerate(post):
-            if i not in param_of and n.op.qualified_name in ("aten::add", "aten::sub") and n.shapes[0].dtype == D.INT32:
-                k = param_of.get(index[n.operands[2].node])
-                if k is not None:
-                    self.checked.append((k, D.INT32))
-
-    def _offset(self, psizes):
-        sizes = self.sizes
-        nd, pd = len(sizes), len(psizes)
-        terms, stride = [], 1
-        for d in range(pd - 1, -1, -1):
-            if psizes[d] != 1:
-                c = f"c{d + nd - pd}"
-                terms.append(c if stride == 1 else f"{c} * {stride}LL")
-            stride *= psizes[d]
-        return " + ".join(reversed(terms)) or "0"
-
-    @staticmethod
-    def _expr(kind, code, ins, opnodes, a):
-        ct = _CTYPE[code]
-        if kind == "aten::_to_copy":
-            return f"({ct}){ins[0]}"
-        x = f"({ct}){ins[0]}"
-        if kind in ("aten::add", "aten::sub"):
-            y, alpha = f"({ct}){ins[1]}", ins[2]
-            if code == D.BOOL:
-                if kind == "aten::add":
-                    return f"({x} || ({y} && {alpha} != 0))"
-                return f"({x} != {y})"        # (never reached: torch refuses bool sub)
-            op = "+" if kind == "aten::add" else "-"
-            if code in _UTYPE:
-                u = _UTYPE[code]
-                return (f"({alpha} == 1 ? ({ct})(({u}){x} {op} ({u}){y}) : "
-                        f"({ct})(({u}){x} {op} ({u}){y} * ({u})({ct}){alpha}))")
-            # numpy: x + y if alpha == 1, else x + (y * alpha) in the result's dtype (rounded there)
-            return f"({alpha} == 1 ? ({ct})({x} {op} {y}) : ({ct})({x} {op} ({ct})({y} * ({ct}){alpha})))"
-        if kind in _BINARY:
-            op = _BINARY[kind]
-            y = f"({ct}){ins[1]}"
-            if code in _UTYPE:
-                u = _UTYPE[code]
-                return f"({ct})(({u}){x} {op} ({u}){y})"
-            if code == D.BOOL:
-                return f"({x} && {y})"
-            return f"({ct})({x} {op} {y})"
-        if kind == "aten::neg":
-            if code in _UTYPE:
-                return f"({ct})(0 - ({_UTYPE[code]}){x})"
-            return f"(-{x})"
-        if kind == "aten::relu":
-            if code in (D.FLOAT32, D.FLOAT64):
-                # numpy's maximum(x, 0): NaN stays, an equal pair gives the second (relu(-0.0) is +0.0)
-                return f"({x} != {x} ? {x} : ({x} > 0 ? {x} : ({ct})0))"
-            return f"({x} > 0 ? {x} : ({ct})0)"
-        if kind in _UNARY:
-            f = _UNARY[kind] + ("f" if code == D.FLOAT32 else "")
-            return f"{f}({x})"
-        if kind in _CMP:
-            cmp = _CTYPE[a[1]]
-            return f"(({cmp}){ins[0]} {_CMP[kind]} ({cmp}){ins[1]})"
-        raise AssertionError(kind)
-
-    def program(self, kernel):
-        sizes, outs, scalars, tensors, checked = self.sizes, self.outs, self.scalars, self.tensors, self.checked
-        num = int(_np.prod(sizes, dtype=_np.int64)) if sizes else 1
-        nparams = self.num_params
-
-        rets = self.rets
-
-        def run(P, G=None):
-            import accel.cuda as cuda
-            rt = _impl.module("_cudart")
-            for k, code in checked:
-                D.checked_int(P[k].value, code)
-            if num == 0 or not outs:
-                results = [_np.empty(sizes, D.CODE_TO_NP[c]) for c in outs]
-                return tuple(results[j] if w == "out" else _same(P[j]) for w, j in rets)
-            device = cuda.current_device()
-            stream = cuda.current_stream().cuda_stream
-            outs_dev = [cuda.empty(sizes, D.CODE_TO_NP[c]) for c in outs]
-            vals = [ctypes.c_uint64(d.ptr) for d in outs_dev]
-            for k in range(nparams):
-                if k in tensors:
-                    vals.append(ctypes.c_uint64(_cd.device_array(P[k]).ptr))
-                else:
-                    vals.append(_PCTYPE[scalars[k]](_np.asarray(P[k].array).astype(D.CODE_TO_NP[scalars[k]])[()]))
-            vals.append(ctypes.c_int64(num))
+                    d = _cd.device_array(P[k])
+                    keep.append(d)
+                    vals.append(ctypes.c_uint64(d.ptr))
+            for k in st.scalars:
+                vals.append(_PCTYPE[param_shapes[k].dtype](_np.asarray(P[k].array).astype(scalar_np[k])[()]))
+            vals.append(ctypes.c_int64(out.size))
             ptrs = (ctypes.c_void_p * len(vals))(*[ctypes.addressof(v) for v in vals])
-            f = kernel.function(rt, device)
-            rt.cuLaunchKernel(f, (num + _BLOCK - 1) // _BLOCK, 1, 1, _BLOCK, 1, 1, 0, stream, ctypes.addressof(ptrs))
+            f = kernel.function(rt, device, st.entry)
+            rt.cuLaunchKernel(f, grid[0], grid[1], grid[2], block[0], block[1], block[2], 0, stream,
+                              ctypes.addressof(ptrs))
             _c_launch.add(1)
-            _hold([_cd.device_array(P[k]) for k in tensors] + outs_dev)
-            results = [_result(d) for d in outs_dev]
-            return tuple(results[j] if w == "out" else _same(P[j]) for w, j in rets)
+        if stages:
+            _hold(keep)
+        return tuple(_result(bufs[j]) if w == "node" else _same(P[j]) for w, j in rets)
 
-        text = f"// CUDA backend: {kernel.name}, grid of {num} threads\n{kernel.source}"
-        return Program(run, text, nparams, len(self.post), len(kernel.image) + len(text), tuple(self.param_shapes))
+    text = f"// CUDA backend: {len(stages)} kernel(s)\n{kernel.source}"
+    return Program(run, text, gen.num_params, len(post), len(kernel.image) + len(text), tuple(param_shapes))

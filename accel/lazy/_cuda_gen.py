@@ -1,0 +1,575 @@
+"""CUDA C code generation of accel.lazy's CUDA backend: a graph (post order + roots) as one CUDA C source holding
+a sequence of kernels ("stages"), run in order on the stream.
+
+Which nodes get memory: the roots, the results of the kernels that are not elementwise (reductions, softmax,
+matmul) and those kernels' operands.  Every other node is computed inline, where it is read:
+
+- elementwise kinds (add / sub with alpha, mul, div, neg, relu, exp, log, sqrt, tanh, comparisons, _to_copy)
+  as an expression of their operands at the same (broadcast) index;
+- views (reshape / view, permute, t, expand, slice, select, alias) as an index mapping onto their operand: no
+  copy, the reader indexes its operand's memory (or its operand's inline value) where the view's element is.
+
+A node is generated as "its value at index (i0, i1, ...)", memoised per (node, index), so a chain of
+elementwise ops and views over several tensors becomes one pass.  Results with memory of one shape and one
+shape share one elementwise kernel unless one reads another not yet computed.
+
+Non-elementwise kernels (one thread block per output element / row / tile):
+- sum / mean (all dims or some, keepdim): a block reduction (256 threads, shared memory), accumulated in the
+  result's dtype (integers wrapping, computed unsigned: bit-exact);
+- _softmax / _log_softmax over any dim: a block per row (max, then the sum of exp, then the outputs);
+- mm / bmm / mv / addmm (linear): 16x16 tiles through shared memory, accumulated in the result's dtype,
+  addmm's alpha and beta applied as numpy's backend does (r * alpha, then + bias (* beta)).
+
+Tolerances (what the tests allow): float32 elementwise arithmetic, integers, bools, comparisons and casts are
+bit-exact with the numpy backend (-fmad=false: no contraction); exp / log / tanh are CUDA's (a few ulp, not
+numpy's bits); reductions and matmul add in another order than numpy (pairwise / BLAS): relative error of the
+order of n * eps of the values' magnitude (the tests use rtol 1e-4 / atol 1e-5 for float32 there).
+"""
+from accel.lazy import _dtypes as D
+from accel.lazy.tensors import node_attrs, run_arg as _run_arg, Output as _Output
+
+CTYPE = {D.FLOAT32: "float", D.FLOAT64: "double", D.INT32: "int", D.INT64: "long long", D.BOOL: "bool"}
+_UTYPE = {D.INT32: "unsigned int", D.INT64: "unsigned long long"}
+_UNARY = {"aten::exp": "exp", "aten::log": "log", "aten::sqrt": "sqrt", "aten::tanh": "tanh"}
+_CMP = {"aten::eq": "==", "aten::ne": "!=", "aten::lt": "<", "aten::le": "<=", "aten::gt": ">", "aten::ge": ">="}
+_BINARY = {"aten::mul": "*", "aten::div": "/"}
+EWISE = frozenset(("aten::add", "aten::sub", "aten::neg", "aten::relu", "aten::_to_copy")) | set(_UNARY) | \
+    set(_CMP) | set(_BINARY)
+VIEWS = frozenset(("reshape", "permute", "aten::t_copy", "expand", "aten::slice_copy", "aten::select_copy",
+                   "aten::alias_copy"))
+REDUCE = frozenset(("aten::sum.all", "aten::sum.dim", "aten::mean.all", "aten::mean.dim"))
+SOFTMAX = frozenset(("aten::_softmax", "aten::_log_softmax"))
+MATMUL = frozenset(("aten::mm", "aten::bmm", "aten::mv", "aten::addmm"))
+SPECIAL = REDUCE | SOFTMAX | MATMUL
+BLOCK = 256
+TILE = 16
+
+
+def kind_of(n):
+    a = node_attrs(n)
+    return (a[0] if a is not None else n.op.qualified_name), a
+
+
+def _contig(sizes):
+    st, s = [], 1
+    for n in reversed(sizes):
+        st.append(s)
+        s *= n
+    return tuple(reversed(st))
+
+
+def _numel(sizes):
+    n = 1
+    for s in sizes:
+        n *= s
+    return n
+
+
+class Stage:
+    """One kernel of a graph: ``entry`` (its name), ``kind`` ("ewise", "reduce", "softmax", "matmul"),
+    ``outs`` (node indices it writes), ``bufs`` (the node / parameter buffers it reads, in argument order:
+    ("node", i) or ("param", k)), ``scalars`` (parameter indices passed by value), ``grid`` / ``block``."""
+    __slots__ = ("entry", "kind", "outs", "bufs", "scalars", "grid", "block")
+
+
+class Graph:
+    """The code of one graph (``build()`` returns None, or why it is not covered)."""
+
+    def __init__(self, post, roots):
+        self.post, self.roots = post, roots
+        self.index = {n: i for i, n in enumerate(post)}
+
+    # ------------------------------------------------------------------ analysis
+    def build(self):
+        post, index = self.post, self.index
+        handles, param_of = {}, {}
+        for i, n in enumerate(post):
+            if n.is_device_data:
+                k = handles.get(id(n.handle))
+                if k is None:
+                    k = handles[id(n.handle)] = len(handles)
+                param_of[i] = k
+        self.param_of = param_of
+        self.num_params = len(handles)
+        self.param_shapes = [None] * len(handles)
+        for i, k in param_of.items():
+            self.param_shapes[k] = post[i].shapes[0]
+        self.kinds, self.attrs = {}, {}
+        for i, n in enumerate(post):
+            if n.num_outputs != 1:
+                return f"{n.op.qualified_name}: {n.num_outputs} outputs"
+            for o in n.operands:
+                if type(o) is _Output and o.node.num_outputs > 1:
+                    return "an operand of a multi-output node"
+            if _run_arg(n) is not None:
+                return f"{n.op.qualified_name}: a run-time argument"
+            s = n.shapes[0]
+            if s.dtype not in CTYPE:
+                return f"{n.op.qualified_name}: dtype {D.DTYPES[s.dtype]}"
+            if i in param_of:
+                continue
+            kind, a = kind_of(n)
+            self.kinds[i], self.attrs[i] = kind, a
+            why = self._covered(i, n, kind, a)
+            if why:
+                return why
+        rets, self.root_nodes = [], []
+        for r in self.roots:
+            if type(r) is _Output:
+                if r.node.num_outputs > 1:
+                    return "a multi-output root"
+                r = r.node
+            i = index[r]
+            if i in param_of:
+                rets.append(("param", param_of[i]))
+            else:
+                rets.append(("node", i))
+        self.rets = rets
+        # which nodes get memory: roots, special results, special operands
+        mat = set()
+        for w, i in rets:
+            if w == "node":
+                mat.add(i)
+        for i, kind in self.kinds.items():
+            if kind in SPECIAL:
+                mat.add(i)
+                for o in post[i].operands:
+                    j = index[o.node]
+                    if j not in param_of:
+                        mat.add(j)
+        self.mat = mat
+        self._emit()
+        return None
+
+    def _covered(self, i, n, kind, a):
+        s = n.shapes[0]
+        if kind in EWISE:
+            sizes = tuple(s.sizes)
+            for o in n.operands:
+                os_ = tuple(o.node.shapes[0].sizes)
+                if len(os_) > len(sizes) or any(x not in (1, y) for x, y in zip(reversed(os_), reversed(sizes))):
+                    return f"{kind}: operand shape {list(os_)} does not broadcast to {list(sizes)}"
+                if o.node.shapes[0].dtype not in CTYPE:
+                    return f"{kind}: operand dtype"
+            if kind in _CMP and (a is None or a[1] not in CTYPE):
+                return f"{kind}: compared dtype"
+            if kind == "aten::div" and s.dtype not in (D.FLOAT32, D.FLOAT64):
+                return "aten::div: an integer result"
+            if kind in _UNARY and s.dtype not in (D.FLOAT32, D.FLOAT64):
+                return f"{kind}: an integer result"
+            if kind in ("aten::neg", "aten::relu") and s.dtype == D.BOOL:
+                return f"{kind} of bool"
+            return None
+        if kind in VIEWS:
+            if a is None:
+                return f"{kind}: no attributes"
+            src = n.operands[0].node.shapes[0]
+            if src.dtype != s.dtype:
+                return f"{kind}: a view changing dtype"
+            if kind == "permute" and sorted(a[1]) != list(range(len(s.sizes))):
+                return "permute: axes"
+            return None
+        if kind == "prim::Constant":
+            return None if s.dtype == D.INT64 and not s.sizes and type(a[1]) is int else "prim::Constant: value"
+        if kind in REDUCE:
+            if s.dtype not in (D.FLOAT32, D.FLOAT64, D.INT64, D.INT32) or \
+                    (kind.startswith("aten::mean") and s.dtype not in (D.FLOAT32, D.FLOAT64)):
+                return f"{kind}: dtype {D.DTYPES[s.dtype]}"
+            return None
+        if kind in SOFTMAX:
+            if s.dtype not in (D.FLOAT32, D.FLOAT64) or n.operands[0].node.shapes[0].dtype != s.dtype or not s.sizes:
+                return f"{kind}: dtype or rank"
+            return None
+        if kind in MATMUL:
+            ops = n.operands[1:3] if kind == "aten::addmm" else n.operands[:2]
+            if any(o.node.shapes[0].dtype != s.dtype for o in ops) or s.dtype == D.BOOL:
+                return f"{kind}: operand dtypes"
+            if kind == "aten::addmm":
+                bs = tuple(n.operands[0].node.shapes[0].sizes)
+                if n.operands[0].node.shapes[0].dtype != s.dtype or len(bs) > 2 or \
+                        any(x not in (1, y) for x, y in zip(reversed(bs), reversed(tuple(s.sizes)))):
+                    return "aten::addmm: bias"
+                for o in n.operands[3:]:
+                    if o.node.shapes[0].sizes or self.index[o.node] not in self.param_of:
+                        return "aten::addmm: alpha / beta"
+            return None
+        return f"{kind} is not covered by the CUDA code generation yet"
+
+    # ------------------------------------------------------------------ emission
+    def _reads(self, i, memo):
+        """The nodes with memory that computing node i inline reads (not i itself)."""
+        r = memo.get(i)
+        if r is None:
+            r = set()
+            for o in self.post[i].operands:
+                j = self.index[o.node]
+                if j in self.param_of:
+                    continue
+                if j in self.mat:
+                    r.add(j)
+                else:
+                    r |= self._reads(j, memo)
+            memo[i] = r
+        return r
+
+    def _emit(self):
+        """Stages in post order: a non-elementwise kernel each; results with memory of one shape share an
+        elementwise kernel while none of them reads another pending kernel's result (else those run first)."""
+        post, mat = self.post, self.mat
+        self.kernels = []                # source text of each __global__ function
+        self.stages = []
+        pending = {}                     # shape -> [node indices], kernels not emitted yet, in creation order
+        member = {}
+        rmemo = {}
+
+        def flush():
+            for outs in pending.values():
+                self._ewise(outs)
+            pending.clear()
+            member.clear()
+
+        for i in sorted(mat):
+            if self.kinds[i] in SPECIAL:
+                flush()
+                kind = self.kinds[i]
+                if kind in REDUCE:
+                    self._reduce(i)
+                elif kind in SOFTMAX:
+                    self._softmax(i)
+                else:
+                    self._matmul(i)
+                continue
+            key = tuple(post[i].shapes[0].sizes)
+            if any(member.get(j, key) != key for j in self._reads(i, rmemo)):
+                flush()
+            pending.setdefault(key, []).append(i)
+            member[i] = key
+        flush()
+        self.source = "\n".join(self.kernels)
+
+    def _new_stage(self, kind, outs):
+        st = Stage()
+        st.entry = f"k{len(self.stages)}"
+        st.kind, st.outs, st.bufs, st.scalars = kind, outs, [], []
+        self.stages.append(st)
+        return st
+
+    # a value context: reads of buffers / scalars for one kernel
+    def _args(self, st):
+        args = []
+        for j, i in enumerate(st.outs):
+            args.append(f"{CTYPE[self.post[i].shapes[0].dtype]}* __restrict__ o{j}")
+        for w, k in st.bufs:
+            code = self.post[k].shapes[0].dtype if w == "node" else self.param_shapes[k].dtype
+            args.append(f"const {CTYPE[code]}* __restrict__ {self._bufname(w, k)}")
+        for k in st.scalars:
+            args.append(f"{CTYPE[self.param_shapes[k].dtype]} s{k}")
+        return args
+
+    @staticmethod
+    def _bufname(w, k):
+        return f"b{k}" if w == "node" else f"p{k}"
+
+    def _buf(self, st, i):
+        """The buffer expression of node i (materialised or a tensor parameter) in stage st."""
+        k = self.param_of.get(i)
+        key = ("param", k) if k is not None else ("node", i)
+        if key not in st.bufs:
+            st.bufs.append(key)
+        return self._bufname(*key)
+
+    def _scalar(self, st, k):
+        if k not in st.scalars:
+            st.scalars.append(k)
+        return f"s{k}"
+
+    def _value(self, st, i, idx, body, memo, inline_ok):
+        """A C variable holding node i's value at index ``idx`` (a tuple of C expressions, one per dim)."""
+        key = (i, idx)
+        v = memo.get(key)
+        if v is not None:
+            return v
+        n = self.post[i]
+        s = n.shapes[0]
+        ct = CTYPE[s.dtype]
+        v = f"v{len(memo)}"
+        memo[key] = v
+        if i in self.param_of and not s.sizes:
+            body.append(f"{ct} {v} = {self._scalar(st, self.param_of[i])};")
+            return v
+        if i in self.param_of or (i in self.mat and not inline_ok(i)):
+            st_ = _contig(tuple(s.sizes))
+            off = " + ".join(f"({x}) * {st_[d]}LL" for d, x in enumerate(idx) if s.sizes[d] != 1) or "0"
+            body.append(f"{ct} {v} = {self._buf(st, i)}[{off}];")
+            return v
+        kind, a = self.kinds[i], self.attrs[i]
+        if kind == "prim::Constant":
+            body.append(f"long long {v} = {a[1]}LL;")
+            return v
+        if kind in VIEWS:
+            src = self.index[n.operands[0].node]
+            sidx = self._view_index(kind, a, n, idx, body, memo)
+            w = self._value(st, src, sidx, body, memo, inline_ok)
+            memo[key] = w
+            return w
+        ins = []
+        nd = len(s.sizes)
+        for o in n.operands:
+            m = o.node
+            osz = tuple(m.shapes[0].sizes)
+            oidx = tuple("0" if osz[d] == 1 else idx[nd - len(osz) + d] for d in range(len(osz)))
+            ins.append(self._value(st, self.index[m], oidx, body, memo, inline_ok))
+        body.append(f"{ct} {v} = {_expr(kind, s.dtype, ins, a)};")
+        return v
+
+    def _view_index(self, kind, a, n, idx, body, memo):
+        out = tuple(n.shapes[0].sizes)
+        src = tuple(n.operands[0].node.shapes[0].sizes)
+        if kind == "aten::alias_copy":
+            return idx
+        if kind == "permute":
+            axes = a[1]
+            sidx = [None] * len(src)
+            for j, ax in enumerate(axes):
+                sidx[ax] = idx[j]
+            return tuple(sidx)
+        if kind == "aten::t_copy":
+            return tuple(reversed(idx)) if len(idx) == 2 else idx
+        if kind == "expand":
+            nd = len(out)
+            return tuple("0" if src[d] == 1 and out[nd - len(src) + d] != 1 else idx[nd - len(src) + d]
+                         for d in range(len(src)))
+        if kind == "aten::slice_copy":
+            d, lo, hi, step = a[1]
+            r = range(src[d])[slice(lo, hi, step)]
+            sidx = list(idx)
+            sidx[d] = f"({r.start}LL + ({idx[d]}) * {r.step}LL)"
+            return tuple(sidx)
+        if kind == "aten::select_copy":
+            d, i = a[1]
+            i = i + src[d] if i < 0 else i
+            return tuple(idx[:d]) + (f"{i}LL",) + tuple(idx[d:])
+        # reshape: the element's linear position in the output, unravelled in the source's shape
+        ost = _contig(out)
+        lin = " + ".join(f"({x}) * {ost[d]}LL" for d, x in enumerate(idx) if out[d] != 1) or "0"
+        t = f"l{len(memo)}"
+        memo[("lin", t)] = t
+        body.append(f"long long {t} = {lin};")
+        sst = _contig(src)
+        return tuple("0" if src[d] == 1 else f"(({t} / {sst[d]}LL) % {src[d]}LL)" for d in range(len(src)))
+
+    @staticmethod
+    def _unravel(var, sizes, body, prefix):
+        """C statements splitting the linear ``var`` over ``sizes``; returns the per-dim expressions."""
+        nd = len(sizes)
+        if not nd:
+            return ()
+        body.append(f"long long {prefix}r = {var};")
+        names = [None] * nd
+        for d in range(nd - 1, 0, -1):
+            body.append(f"long long {prefix}{d} = {prefix}r % {sizes[d]}LL; {prefix}r /= {sizes[d]}LL;")
+            names[d] = f"{prefix}{d}"
+        body.append(f"long long {prefix}0 = {prefix}r;")
+        names[0] = f"{prefix}0"
+        return tuple(names)
+
+    def _finish(self, st, body, prologue=""):
+        src = (f'extern "C" __global__ void {st.entry}(' + ", ".join(self._args(st) + ["long long n"]) + ")\n{\n"
+               + prologue + "".join(f"    {b}\n" for b in body) + "}\n")
+        self.kernels.append(src)
+
+    def _ewise(self, outs):
+        st = self._new_stage("ewise", outs)
+        sizes = tuple(self.post[outs[0]].shapes[0].sizes)
+        body = ["long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;", "if (i >= n) return;"]
+        idx = self._unravel("i", sizes, body, "c")
+        memo = {}
+        outset = set(outs)
+        for j, i in enumerate(outs):
+            v = self._value(st, i, idx, body, memo, lambda q: q in outset)
+            body.append(f"o{j}[i] = {v};")
+        st.grid = ("n", _numel(sizes))
+        st.block = BLOCK
+        self._finish(st, body)
+
+    def _operand_reader(self, st, o):
+        """(C buffer name) of a special kernel's operand: its memory (a parameter or a materialised node)."""
+        return self._buf(st, self.index[o.node])
+
+    def _reduce(self, i):
+        n = self.post[i]
+        kind, a = self.kinds[i], self.attrs[i]
+        st = self._new_stage("reduce", [i])
+        x = n.operands[0].node
+        src = tuple(x.shapes[0].sizes)
+        code = n.shapes[0].dtype
+        ct = CTYPE[code]
+        axes = tuple(range(len(src))) if kind.endswith(".all") else tuple(a[1][0])
+        keep = [d for d in range(len(src)) if d not in axes]
+        red = [d for d in axes]
+        sst = _contig(src)
+        inp = self._operand_reader(st, n.operands[0])
+        body = ["__shared__ " + ct + f" sh[{BLOCK}];", "long long o = blockIdx.x;"]
+        oidx = self._unravel("o", tuple(src[d] for d in keep), body, "q")
+        base = " + ".join(f"{oidx[j]} * {sst[d]}LL" for j, d in enumerate(keep)) or "0"
+        body.append(f"long long base = {base};")
+        rn = _numel([src[d] for d in red])
+        acc_u = _UTYPE.get(code)
+        at = acc_u or ct
+        body.append(f"{at} acc = 0;")
+        body.append(f"for (long long r = threadIdx.x; r < {rn}LL; r += blockDim.x) {{")
+        inner = []
+        ridx = self._unravel("r", tuple(src[d] for d in red), inner, "w")
+        off = " + ".join(f"{ridx[j]} * {sst[d]}LL" for j, d in enumerate(red)) or "0"
+        inner.append(f"acc = acc + ({at})({ct}){inp}[base + {off}];")
+        body.extend("    " + b for b in inner)
+        body.append("}")
+        body.append(f"(({at}*)sh)[threadIdx.x] = acc;")
+        body.append("__syncthreads();")
+        body.append(f"for (int s = {BLOCK // 2}; s > 0; s >>= 1) {{")
+        body.append(f"    if (threadIdx.x < s) (({at}*)sh)[threadIdx.x] = (({at}*)sh)[threadIdx.x] + (({at}*)sh)[threadIdx.x + s];")
+        body.append("    __syncthreads();")
+        body.append("}")
+        res = f"({ct})(({at}*)sh)[0]"
+        if kind.startswith("aten::mean"):
+            res = f"({res} / ({ct}){rn})"
+        body.append(f"if (threadIdx.x == 0) o0[o] = {res};")
+        st.grid = ("blocks", _numel([src[d] for d in keep]))
+        st.block = BLOCK
+        self._finish(st, body)
+
+    def _softmax(self, i):
+        n = self.post[i]
+        kind, a = self.kinds[i], self.attrs[i]
+        st = self._new_stage("softmax", [i])
+        sizes = tuple(n.shapes[0].sizes)
+        d = a[1]
+        d = d + len(sizes) if d < 0 else d
+        inner = _numel(sizes[d + 1:])
+        length = sizes[d]
+        outer = _numel(sizes[:d])
+        ct = CTYPE[n.shapes[0].dtype]
+        f = "f" if ct == "float" else ""
+        inp = self._operand_reader(st, n.operands[0])
+        body = [f"__shared__ {ct} sh[{BLOCK}];",
+                f"long long row = blockIdx.x; long long base = (row / {inner}LL) * {length * inner}LL + (row % {inner}LL);",
+                f"{ct} m = {'-__int_as_float(0x7f800000)' if ct == 'float' else '-__longlong_as_double(0x7ff0000000000000LL)'};",
+                f"for (long long j = threadIdx.x; j < {length}LL; j += blockDim.x) {{ {ct} x = {inp}[base + j * {inner}LL]; m = (x > m || x != x) ? x : m; }}",
+                "sh[threadIdx.x] = m; __syncthreads();",
+                f"for (int s = {BLOCK // 2}; s > 0; s >>= 1) {{ if (threadIdx.x < s) {{ {ct} y = sh[threadIdx.x + s]; "
+                "if (y > sh[threadIdx.x] || y != y) sh[threadIdx.x] = y; } __syncthreads(); }",
+                "m = sh[0]; __syncthreads();",
+                f"{ct} t = 0;",
+                f"for (long long j = threadIdx.x; j < {length}LL; j += blockDim.x) t = t + exp{f}({inp}[base + j * {inner}LL] - m);",
+                "sh[threadIdx.x] = t; __syncthreads();",
+                f"for (int s = {BLOCK // 2}; s > 0; s >>= 1) {{ if (threadIdx.x < s) sh[threadIdx.x] = sh[threadIdx.x] + sh[threadIdx.x + s]; __syncthreads(); }}",
+                "t = sh[0];"]
+        if kind == "aten::_softmax":
+            body.append(f"for (long long j = threadIdx.x; j < {length}LL; j += blockDim.x) "
+                        f"o0[base + j * {inner}LL] = exp{f}({inp}[base + j * {inner}LL] - m) / t;")
+        else:
+            body.append(f"{ct} lt = log{f}(t);")
+            body.append(f"for (long long j = threadIdx.x; j < {length}LL; j += blockDim.x) "
+                        f"o0[base + j * {inner}LL] = ({inp}[base + j * {inner}LL] - m) - lt;")
+        st.grid = ("blocks", outer * inner)
+        st.block = BLOCK
+        self._finish(st, body)
+
+    def _matmul(self, i):
+        n = self.post[i]
+        kind = self.kinds[i]
+        st = self._new_stage("matmul", [i])
+        code = n.shapes[0].dtype
+        ct = CTYPE[code]
+        at = _UTYPE.get(code, ct)
+        ops = n.operands[1:3] if kind == "aten::addmm" else n.operands[:2]
+        A, B = ops
+        asz, bsz = tuple(A.node.shapes[0].sizes), tuple(B.node.shapes[0].sizes)
+        if kind == "aten::bmm":
+            batch, M, K = asz
+            N = bsz[2]
+            sa = (M * K, K, 1)
+            sb = (K * N, N, 1)
+        elif kind == "aten::mv":
+            batch, (M, K), N = 1, asz, 1
+            sa, sb = (0, K, 1), (0, 0, 1)            # B(k, j) = b[k]
+            sb = (0, 1, 0)
+        else:
+            batch, (M, K), N = 1, asz, bsz[1]
+            sa, sb = (0, K, 1), (0, N, 1)
+        a_ = self._operand_reader(st, A)
+        b_ = self._operand_reader(st, B)
+        T = TILE
+        body = [f"__shared__ {at} ta[{T}][{T}]; __shared__ {at} tb[{T}][{T}];",
+                "long long z = blockIdx.z; int ty = threadIdx.y, tx = threadIdx.x;",
+                f"long long row = (long long)blockIdx.y * {T} + ty, col = (long long)blockIdx.x * {T} + tx;",
+                f"{at} acc = 0;",
+                f"for (long long k0 = 0; k0 < {K}LL; k0 += {T}) {{",
+                f"    ta[ty][tx] = (row < {M}LL && k0 + tx < {K}LL) ? ({at}){a_}[z * {sa[0]}LL + row * {sa[1]}LL + (k0 + tx) * {sa[2]}LL] : ({at})0;",
+                f"    tb[ty][tx] = (col < {N}LL && k0 + ty < {K}LL) ? ({at}){b_}[z * {sb[0]}LL + (k0 + ty) * {sb[1]}LL + col * {sb[2]}LL] : ({at})0;",
+                "    __syncthreads();",
+                f"    for (int k = 0; k < {T}; k++) acc = acc + ta[ty][k] * tb[k][tx];",
+                "    __syncthreads();",
+                "}",
+                f"if (row >= {M}LL || col >= {N}LL) return;",
+                f"{ct} r = ({ct})acc;"]
+        if kind == "aten::addmm":
+            bias, beta, alpha = n.operands[0].node, n.operands[3].node, n.operands[4].node
+            bsz_ = tuple(bias.shapes[0].sizes)
+            bb = self._buf(st, self.index[bias])
+            boff = {0: "0", 1: "col" if bsz_[0] != 1 else "0"}.get(len(bsz_))
+            if len(bsz_) == 2:
+                boff = " + ".join(([f"row * {bsz_[1]}LL"] if bsz_[0] != 1 else []) + (["col"] if bsz_[1] != 1 else [])) or "0"
+            sb_ = self._scalar(st, self.param_of[self.index[beta]])
+            sa_ = self._scalar(st, self.param_of[self.index[alpha]])
+            body.append(f"if ({sa_} != 1) r = r * ({ct}){sa_};")
+            body.append(f"{ct} bv = {bb}[{boff}]; r = r + ({sb_} == 1 ? bv : ({ct})(bv * ({ct}){sb_}));")
+        body.append(f"o0[z * {M * N}LL + row * {N}LL + col] = r;")
+        st.grid = ("tiles", ((N + T - 1) // T, (M + T - 1) // T, batch))
+        st.block = (T, T)
+        self._finish(st, body)
+
+
+def _expr(kind, code, ins, a):
+    ct = CTYPE[code]
+    if kind == "aten::_to_copy":
+        return f"({ct}){ins[0]}"
+    x = f"({ct}){ins[0]}"
+    if kind in ("aten::add", "aten::sub"):
+        y, alpha = f"({ct}){ins[1]}", ins[2]
+        if code == D.BOOL:
+            if kind == "aten::add":
+                return f"({x} || ({y} && {alpha} != 0))"
+            return f"({x} != {y})"        # (never reached: torch refuses bool sub)
+        op = "+" if kind == "aten::add" else "-"
+        if code in _UTYPE:
+            u = _UTYPE[code]
+            return (f"({alpha} == 1 ? ({ct})(({u}){x} {op} ({u}){y}) : "
+                    f"({ct})(({u}){x} {op} ({u}){y} * ({u})({ct}){alpha}))")
+        # numpy: x + y if alpha == 1, else x + (y * alpha) in the result's dtype (rounded there)
+        return f"({alpha} == 1 ? ({ct})({x} {op} {y}) : ({ct})({x} {op} ({ct})({y} * ({ct}){alpha})))"
+    if kind in _BINARY:
+        op = _BINARY[kind]
+        y = f"({ct}){ins[1]}"
+        if code in _UTYPE:
+            u = _UTYPE[code]
+            return f"({ct})(({u}){x} {op} ({u}){y})"
+        if code == D.BOOL:
+            return f"({x} && {y})"
+        return f"({ct})({x} {op} {y})"
+    if kind == "aten::neg":
+        if code in _UTYPE:
+            return f"({ct})(0 - ({_UTYPE[code]}){x})"
+        return f"(-{x})"
+    if kind == "aten::relu":
+        if code in (D.FLOAT32, D.FLOAT64):
+            # numpy's maximum(x, 0): NaN stays, an equal pair gives the second (relu(-0.0) is +0.0)
+            return f"({x} != {x} ? {x} : ({x} > 0 ? {x} : ({ct})0))"
+        return f"({x} > 0 ? {x} : ({ct})0)"
+    if kind in _UNARY:
+        f = _UNARY[kind] + ("f" if code == D.FLOAT32 else "")
+        return f"{f}({x})"
+    if kind in _CMP:
+        cmp = CTYPE[a[1]]
+        return f"(({cmp}){ins[0]} {_CMP[kind]} ({cmp}){ins[1]})"
+    raise AssertionError(kind)
