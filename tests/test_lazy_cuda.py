@@ -308,3 +308,51 @@ def test_no_nvrtc_import_error(subprocess_python):
     assert r.returncode == 0, r.stderr
     assert 'IE accel.lazy\'s CUDA backend needs NVRTC' in r.stdout and 'accel[cuda-lazy]' in r.stdout, r.stdout
     assert r.stdout.strip().endswith("NumpyBackend"), r.stdout
+
+
+def test_disk_kernel_cache(subprocess_python, tmp_path):
+    """ACCEL_LAZY_KERNEL_CACHE: a second process compiles nothing (the images come from the directory) and gets the
+    same values; the files are keyed by source, NVRTC version, architecture and options."""
+    code = ("import numpy as np, accel.lazy as L\nfrom accel.lazy import metrics as M\nL.set_backend('cuda')\n"
+            "x = L.tensor(np.arange(40, dtype=np.float32).reshape(5, 8))\n"
+            "y = (x.softmax(-1) * 3.0 + x.sum(0)) @ x.t()\nL.mark_step()\n"
+            "print(M.counter_value('NvrtcCompile'), M.counter_value('CudaKernelDiskHit'), y.numpy().tobytes().hex())\n")
+    env = {"ACCEL_LAZY_KERNEL_CACHE": str(tmp_path / "kc")}
+    first = subprocess_python(code, env=env)
+    assert first.returncode == 0, first.stderr
+    second = subprocess_python(code, env=env)
+    assert second.returncode == 0, second.stderr
+    c1, d1, v1 = first.stdout.split()
+    c2, d2, v2 = second.stdout.split()
+    assert (c1, d1) == ("1", "None") and (c2, d2) == ("None", "1") and v1 == v2, (first.stdout, second.stdout)
+    files = list((tmp_path / "kc").iterdir())
+    assert len(files) == 1 and files[0].suffix == ".ptx" and b".entry k0" in files[0].read_bytes()
+
+
+def test_kernel_fault_names_graph(subprocess_python):
+    """A kernel that faults surfaces at the mark_step that ran it, as CudaKernelFault naming the graph hash; that
+    graph's tensors keep their IR, the earlier step's tensor keeps its data."""
+    code = r'''
+import numpy as np, accel.lazy as L
+from accel.lazy import _cuda_gen as cg, cuda_backend as cb
+L.set_backend("cuda")
+x = L.tensor(np.ones((4, 4), np.float32))
+y = x * 2.0
+L.mark_step()
+h1 = y._handle
+before = y.numpy().copy()
+finish = cg.Graph._finish
+def bad(self, st, body, prologue=""):
+    finish(self, st, body + ["if (i == 0) o0[(1LL << 40)] = 0;"], prologue)
+cg.Graph._finish = bad
+z = y + 1.0
+want = L.get_graph_hash([z]).hex()
+try:
+    L.mark_step()
+except cb.CudaKernelFault as e:
+    print("FAULT", want in str(e), "illegal" in str(e).lower())
+print(z._node is not None and z._handle is None, y._handle is h1, (y.numpy() == before).all())
+'''
+    r = subprocess_python(code)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["FAULT", "True", "True", "True", "True", "True"], r.stdout + r.stderr

@@ -10,8 +10,8 @@ matmul) and those kernels' operands.  Every other node is computed inline, where
   copy, the reader indexes its operand's memory (or its operand's inline value) where the view's element is.
 
 A node is generated as "its value at index (i0, i1, ...)", memoised per (node, index), so a chain of
-elementwise ops and views over several tensors becomes one pass.  Results with memory of one shape and one
-shape share one elementwise kernel unless one reads another not yet computed.
+elementwise ops and views over several tensors becomes one pass.  Results with memory of one shape share one
+elementwise kernel, unless one of them reads another kernel's result not computed yet.
 
 Non-elementwise kernels (one thread block per output element / row / tile):
 - sum / mean (all dims or some, keepdim): a block reduction (256 threads, shared memory), accumulated in the
@@ -96,7 +96,7 @@ class Graph:
             self.param_shapes[k] = post[i].shapes[0]
         self.kinds, self.attrs = {}, {}
         for i, n in enumerate(post):
-            if n.num_outputs != 1:
+            if n.num_outputs != 1 or len(n.shapes) != 1:
                 return f"{n.op.qualified_name}: {n.num_outputs} outputs"
             for o in n.operands:
                 if type(o) is _Output and o.node.num_outputs > 1:

@@ -17,7 +17,9 @@ integer's range (or NaN) saturates as the GPU's cvt does where numpy's result is
 Images: PTX for ``compute_XX`` on the emulator (it executes PTX), a cubin for the device's ``sm_XX`` on a real
 GPU (PTX from an NVRTC newer than the driver would not load there).  Compiled code is cached per (kernel
 source, architecture) for the process, so an equal graph compiled again (after set_backend, or evicted from
-the computation cache) skips NVRTC; there is no disk cache yet.  A program's bytes in the computation cache
+the computation cache) skips NVRTC; with ACCEL_LAZY_KERNEL_CACHE=DIR images are kept on disk too (keyed by the
+source, NVRTC's version, the architecture and the options), so another process skips NVRTC (counter
+CudaKernelDiskHit).  A program's bytes in the computation cache
 are its image and its text.
 
 Data (accel.lazy._cuda_data): tensors' values live in DeviceArrays on accel's allocator (the current device),
@@ -42,13 +44,14 @@ from accel.lazy import _cuda_gen as _cg
 from accel.lazy import metrics as _metrics
 from accel.lazy.backend import NumpyBackend, Program
 
-__all__ = ["CudaBackend", "CudaCompileError"]
+__all__ = ["CudaBackend", "CudaCompileError", "CudaKernelFault"]
 
 _ir = _impl.module("_ir")
 
 _c_compile = _metrics.Counter("NvrtcCompile")
 _c_launch = _metrics.Counter("CudaKernelLaunch")
 _c_fallback = _metrics.Counter("CudaFallback")
+_c_disk = _metrics.Counter("CudaKernelDiskHit")
 _m_compile = _metrics.Metric("NvrtcCompileTime", _metrics.metric_fn_time)
 
 _PCTYPE = {D.FLOAT32: ctypes.c_float, D.FLOAT64: ctypes.c_double, D.INT32: ctypes.c_int32,
@@ -63,6 +66,12 @@ _PCTYPE = {D.FLOAT32: ctypes.c_float, D.FLOAT64: ctypes.c_double, D.INT32: ctype
 _KERNELS = collections.OrderedDict()
 _KERNELS_LOCK = threading.Lock()
 KERNELS_MAX = 1024
+
+
+class CudaKernelFault(RuntimeError):
+    """A kernel of a graph failed on the device (an illegal address, a trap): raised by the sync / mark_step /
+    read that ran the graph, naming its graph hash; the tensors of that graph keep their IR, earlier steps'
+    tensors keep their data (a fault is sticky: the device may refuse further work, as CUDA does)."""
 
 
 class CudaCompileError(RuntimeError):
@@ -157,19 +166,70 @@ class CudaBackend:
             if k is not None:
                 self._kernels.move_to_end(key)
             else:
-                t0 = time.perf_counter_ns()
-                try:
-                    image, _log = _nvrtc.compile_program(gen.source, "accel_lazy.cu",
-                                                         [f"-arch={arch}", "-fmad=false"], cubin)
-                except _nvrtc.NvrtcError as exc:
-                    raise CudaCompileError(f"NVRTC could not compile the kernel of this graph: {exc}\n"
-                                           f"{_lines_cited(gen.source, exc.log)}") from None
-                _m_compile.add_sample(time.perf_counter_ns() - t0)
-                _c_compile.add(1)
+                image = _compile(gen.source, arch, cubin)
                 k = self._kernels[key] = _Kernel(gen.source, image)
                 while len(self._kernels) > KERNELS_MAX:
                     self._kernels.popitem(last=False)
-        return _program(gen, k)
+        return _program(gen, k, _ir.graph_hash(list(roots)).hex())
+
+
+_OPTIONS = ("-fmad=false",)
+
+
+def _disk_dir():
+    """ACCEL_LAZY_KERNEL_CACHE: a directory for compiled kernels (made if missing), or None (unset / empty)."""
+    import os
+    d = os.environ.get("ACCEL_LAZY_KERNEL_CACHE", "").strip()
+    if not d:
+        return None
+    try:
+        os.makedirs(d, exist_ok=True)
+    except OSError as exc:
+        raise ValueError(f"ACCEL_LAZY_KERNEL_CACHE={d!r} is not a usable directory: {exc}") from None
+    return d
+
+
+def _compile(source, arch, cubin):
+    """The image of ``source`` for ``arch``: NVRTC's (counted NvrtcCompile, timed NvrtcCompileTime), or the
+    on-disk cache's (ACCEL_LAZY_KERNEL_CACHE; counted CudaKernelDiskHit), keyed by the source, NVRTC's version,
+    the architecture and the options; a compiled image is written there (atomically: another process reads a
+    whole file or none)."""
+    import os
+    options = [f"-arch={arch}", *_OPTIONS]
+    d = _disk_dir()
+    path = None
+    if d is not None:
+        ident = "\0".join([source, repr(_nvrtc.version()), arch, " ".join(options), "cubin" if cubin else "ptx"])
+        path = os.path.join(d, hashlib.sha256(ident.encode()).hexdigest() + (".cubin" if cubin else ".ptx"))
+        try:
+            with open(path, "rb") as f:
+                image = f.read()
+        except OSError:
+            pass
+        else:
+            if image:
+                _c_disk.add(1)
+                return image
+    t0 = time.perf_counter_ns()
+    try:
+        image, _log = _nvrtc.compile_program(source, "accel_lazy.cu", options, cubin)
+    except _nvrtc.NvrtcError as exc:
+        raise CudaCompileError(f"NVRTC could not compile the kernel of this graph: {exc}\n"
+                               f"{_lines_cited(source, exc.log)}") from None
+    _m_compile.add_sample(time.perf_counter_ns() - t0)
+    _c_compile.add(1)
+    if path is not None:
+        tmp = f"{path}.{os.getpid()}.tmp"
+        try:
+            with open(tmp, "wb") as f:
+                f.write(image)
+            os.replace(tmp, path)
+        except OSError:           # (a read-only or full cache directory: the kernel is still compiled)
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+    return image
 
 
 # The device arrays of launches the stream may not have run yet, with an event recorded after each launch: kept
@@ -215,7 +275,7 @@ def _fallback_program(prog, why):
                    prog.graph_size, prog.nbytes, prog.param_shapes)
 
 
-def _program(gen, kernel):
+def _program(gen, kernel, graph):
     """The Program running ``gen``'s stages (accel.lazy._cuda_gen.Graph) with ``kernel``'s functions."""
     post, stages, rets, param_shapes = gen.post, gen.stages, gen.rets, gen.param_shapes
     checked = []
@@ -271,6 +331,10 @@ def _program(gen, kernel):
             _c_launch.add(1)
         if stages:
             _hold(keep)
+            try:
+                cuda.current_stream().synchronize()      # a fault surfaces here, at the step that ran the graph
+            except Exception as exc:              # noqa: BLE001 (the runtime's CudaError, re-raised naming the graph)
+                raise CudaKernelFault(f"a kernel of lazy graph {graph} failed on the device: {exc}") from exc
         return tuple(_result(bufs[j]) if w == "node" else _same(P[j]) for w, j in rets)
 
     text = f"// CUDA backend: {len(stages)} kernel(s)\n{kernel.source}"
