@@ -37,6 +37,7 @@ import weakref
 import numpy as _np
 
 from accel import _impl
+from accel.errors import CudaError
 from accel.lazy import _dtypes as D
 from accel.lazy import _nvrtc
 from accel.lazy import _cuda_data as _cd
@@ -232,22 +233,6 @@ def _compile(source, arch, cubin):
     return image
 
 
-# The device arrays of launches the stream may not have run yet, with an event recorded after each launch: kept
-# alive until the event completes.  (Freeing is stream-ordered, so the memory itself would be safe; but the
-# emulator drops a freed allocation from its table at once and its engine checks every access against that
-# table, so a kernel running after its arrays' free would fault there.)
-_INFLIGHT = collections.deque()
-
-
-def _hold(arrays):
-    import accel.cuda as cuda
-    while _INFLIGHT and _INFLIGHT[0][0].query():
-        _INFLIGHT.popleft()
-    ev = cuda.Event()
-    ev.record()
-    _INFLIGHT.append((ev, arrays))
-
-
 def _result(dev):
     """A kernel's output DeviceArray as what the program returns: a device-only handle, or a 0-dim number's host
     array (numbers are host values: later kernels take them by value)."""
@@ -296,7 +281,6 @@ def _program(gen, kernel, graph):
         device = cuda.current_device()
         stream = cuda.current_stream().cuda_stream
         bufs = {i: cuda.empty(*shapes[i]) for i in shapes}
-        keep = list(bufs.values())
         for st in stages:
             out = bufs[st.outs[0]]
             if st.kind == "ewise":
@@ -318,22 +302,25 @@ def _program(gen, kernel, graph):
                 if w == "node":
                     vals.append(ctypes.c_uint64(bufs[k].ptr))
                 else:
-                    d = _cd.device_array(P[k])
-                    keep.append(d)
-                    vals.append(ctypes.c_uint64(d.ptr))
+                    vals.append(ctypes.c_uint64(_cd.device_array(P[k]).ptr))
             for k in st.scalars:
                 vals.append(_PCTYPE[param_shapes[k].dtype](_np.asarray(P[k].array).astype(scalar_np[k])[()]))
             vals.append(ctypes.c_int64(out.size))
             ptrs = (ctypes.c_void_p * len(vals))(*[ctypes.addressof(v) for v in vals])
             f = kernel.function(rt, device, st.entry)
-            rt.cuLaunchKernel(f, grid[0], grid[1], grid[2], block[0], block[1], block[2], 0, stream,
-                              ctypes.addressof(ptrs))
+            try:
+                rt.cuLaunchKernel(f, grid[0], grid[1], grid[2], block[0], block[1], block[2], 0, stream,
+                                  ctypes.addressof(ptrs))
+            except CudaError as exc:     # (an earlier kernel's sticky fault, or the launch refused)
+                raise CudaKernelFault(f"a kernel of lazy graph {graph} could not be launched: {exc}") from exc
             _c_launch.add(1)
         if stages:
-            _hold(keep)
+            # a fault surfaces here, at the step that ran the graph (and, as the stream has then run the kernels,
+            # the arrays they read may be freed as soon as this returns; the emulator checks every access against
+            # its live allocations, a GPU would read freed memory)
             try:
-                cuda.current_stream().synchronize()      # a fault surfaces here, at the step that ran the graph
-            except Exception as exc:              # noqa: BLE001 (the runtime's CudaError, re-raised naming the graph)
+                cuda.current_stream().synchronize()
+            except CudaError as exc:
                 raise CudaKernelFault(f"a kernel of lazy graph {graph} failed on the device: {exc}") from exc
         return tuple(_result(bufs[j]) if w == "node" else _same(P[j]) for w, j in rets)
 
