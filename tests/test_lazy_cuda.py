@@ -135,7 +135,7 @@ def check_transcendentals_within_ulp():
 
 def check_fallback_graph_correct():
     a = floats(4, 6)
-    got = same(lambda x: x.abs() * 2.0 + 1.0, [a])
+    got = same(lambda x: x.cumsum(0) * 2.0 + 1.0, [a])
     assert cv("CudaFallback") == 1 and cv("NvrtcCompile") == 0
     assert L.get_latest_computation_graph().startswith("# CUDA backend: on the host")
 
@@ -177,6 +177,27 @@ def check_matmul_tiled():
     close(lambda x, w, bias: (F.linear(x, w, bias), F.linear(x, w)), [a, floats(6, 33), floats(6)])
     i = rng.integers(-1000, 1000, (9, 21), dtype=np.int64)
     same(lambda x, y: x @ y, [i, i.T.copy()])                                      # integers: bit-exact
+
+
+def check_more_elementwise_bitexact():
+    a, b = floats(6, 7), floats(7)
+    a.flat[5] = np.nan
+    m = rng.integers(0, 2, (6, 1)).astype(bool)
+    same(lambda x, y: (x.abs(), x.reciprocal(), (x.abs() + 0.5).rsqrt(), L.maximum(x, y), L.minimum(y, x),
+                       x.clamp(-0.5, 0.25), x.clamp(min=0.1), x.masked_fill(L.tensor(m), -2.5)), [a, b])
+    same(lambda x, y: (L.cat([x * 2.0, y.unsqueeze(0), x[:2]], 0), L.cat([x, x.abs()], 1)), [a, b])
+    i8 = rng.integers(-128, 128, (5, 9)).astype(np.int8)
+    u8 = rng.integers(0, 256, (9,)).astype(np.uint8)
+    i16 = rng.integers(-2**15, 2**15, (5, 9)).astype(np.int16)
+    same(lambda x, y, z: (x * 3 + 100, y * 7 - 1, z * z + z, x.abs(), L.maximum(z, x.to(L.int16)), (x > 5),
+                          (z * 2.5).to(L.int8), y.to(L.float32) * 0.5), [i8, u8, i16])
+    assert cv("CudaFallback") == 0
+
+
+def check_more_unary_within_ulp():
+    a = floats(64)
+    same(lambda x: (x.sigmoid(), x.cos(), x.abs().pow(1.5), x.abs().pow(2)), [a], bitexact=False)
+    assert cv("CudaFallback") == 0
 
 
 def check_views_without_copies():

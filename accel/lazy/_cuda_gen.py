@@ -28,19 +28,26 @@ order of n * eps of the values' magnitude (the tests use rtol 1e-4 / atol 1e-5 f
 from accel.lazy import _dtypes as D
 from accel.lazy.tensors import node_attrs, run_arg as _run_arg, Output as _Output
 
-CTYPE = {D.FLOAT32: "float", D.FLOAT64: "double", D.INT32: "int", D.INT64: "long long", D.BOOL: "bool"}
-_UTYPE = {D.INT32: "unsigned int", D.INT64: "unsigned long long"}
-_UNARY = {"aten::exp": "exp", "aten::log": "log", "aten::sqrt": "sqrt", "aten::tanh": "tanh"}
+CTYPE = {D.FLOAT32: "float", D.FLOAT64: "double", D.INT32: "int", D.INT64: "long long", D.BOOL: "bool",
+         D.INT8: "signed char", D.UINT8: "unsigned char", D.INT16: "short"}
+# integer arithmetic is done unsigned (wrapping, as torch's and numpy's); the narrow types in unsigned int (C
+# would promote them to int, whose overflow is undefined), the result truncated back
+_UTYPE = {D.INT32: "unsigned int", D.INT64: "unsigned long long", D.INT8: "unsigned int", D.UINT8: "unsigned int",
+          D.INT16: "unsigned int"}
+_FLOATS = (D.FLOAT32, D.FLOAT64)
+_UNARY = {"aten::exp": "exp", "aten::log": "log", "aten::sqrt": "sqrt", "aten::tanh": "tanh", "aten::cos": "cos"}
 _CMP = {"aten::eq": "==", "aten::ne": "!=", "aten::lt": "<", "aten::le": "<=", "aten::gt": ">", "aten::ge": ">="}
 _BINARY = {"aten::mul": "*", "aten::div": "/"}
-EWISE = frozenset(("aten::add", "aten::sub", "aten::neg", "aten::relu", "aten::_to_copy")) | set(_UNARY) | \
-    set(_CMP) | set(_BINARY)
+EWISE = frozenset(("aten::add", "aten::sub", "aten::neg", "aten::relu", "aten::_to_copy", "aten::abs",
+                   "aten::reciprocal", "aten::rsqrt", "aten::sigmoid", "aten::maximum", "aten::minimum", "aten::clamp",
+                   "aten::pow", "aten::masked_fill", "aten::zero", "fill")) | set(_UNARY) | set(_CMP) | set(_BINARY)
+_FLOAT_ONLY = frozenset(("aten::div", "aten::reciprocal", "aten::rsqrt", "aten::sigmoid", "aten::pow")) | set(_UNARY)
 VIEWS = frozenset(("reshape", "permute", "aten::t_copy", "expand", "aten::slice_copy", "aten::select_copy",
                    "aten::alias_copy"))
 REDUCE = frozenset(("aten::sum.all", "aten::sum.dim", "aten::mean.all", "aten::mean.dim"))
 SOFTMAX = frozenset(("aten::_softmax", "aten::_log_softmax"))
 MATMUL = frozenset(("aten::mm", "aten::bmm", "aten::mv", "aten::addmm"))
-SPECIAL = REDUCE | SOFTMAX | MATMUL
+SPECIAL = REDUCE | SOFTMAX | MATMUL | {"aten::cat"}
 BLOCK = 256
 TILE = 16
 
@@ -96,6 +103,9 @@ class Graph:
             self.param_shapes[k] = post[i].shapes[0]
         self.kinds, self.attrs = {}, {}
         for i, n in enumerate(post):
+            if n.op.qualified_name == "lazy_tensors::tensor_list" and i not in param_of:
+                self.kinds[i], self.attrs[i] = "lazy_tensors::tensor_list", None
+                continue
             if n.num_outputs != 1 or len(n.shapes) != 1:
                 return f"{n.op.qualified_name}: {n.num_outputs} outputs"
             for o in n.operands:
@@ -131,7 +141,9 @@ class Graph:
             if w == "node":
                 mat.add(i)
         for i, kind in self.kinds.items():
-            if kind in SPECIAL:
+            if kind == "aten::cat":                  # (its parts are computed into it, where they are read)
+                mat.add(i)
+            elif kind in SPECIAL:
                 mat.add(i)
                 for o in post[i].operands:
                     j = index[o.node]
@@ -153,11 +165,12 @@ class Graph:
                     return f"{kind}: operand dtype"
             if kind in _CMP and (a is None or a[1] not in CTYPE):
                 return f"{kind}: compared dtype"
-            if kind == "aten::div" and s.dtype not in (D.FLOAT32, D.FLOAT64):
-                return "aten::div: an integer result"
-            if kind in _UNARY and s.dtype not in (D.FLOAT32, D.FLOAT64):
+            if kind in _FLOAT_ONLY and s.dtype not in _FLOATS:
                 return f"{kind}: an integer result"
-            if kind in ("aten::neg", "aten::relu") and s.dtype == D.BOOL:
+            if kind == "aten::pow" and n.operands[1].node.shapes[0].dtype not in _FLOATS + (D.INT64, D.INT32):
+                return "aten::pow: exponent dtype"
+            if kind in ("aten::neg", "aten::relu", "aten::clamp", "aten::maximum", "aten::minimum") and \
+                    s.dtype == D.BOOL:
                 return f"{kind} of bool"
             return None
         if kind in VIEWS:
@@ -168,6 +181,15 @@ class Graph:
                 return f"{kind}: a view changing dtype"
             if kind == "permute" and sorted(a[1]) != list(range(len(s.sizes))):
                 return "permute: axes"
+            return None
+        if kind == "lazy_tensors::tensor_list":
+            return None
+        if kind == "aten::cat":
+            lst = n.operands[0].node
+            if a is None or a[1][1] is not None or self.kinds.get(self.index[lst]) != "lazy_tensors::tensor_list":
+                return "aten::cat: legacy empty operands"
+            if any(o.node.num_outputs != 1 or o.node.shapes[0].dtype not in CTYPE for o in lst.operands):
+                return "aten::cat: operands"
             return None
         if kind == "prim::Constant":
             return None if s.dtype == D.INT64 and not s.sizes and type(a[1]) is int else "prim::Constant: value"
@@ -232,7 +254,9 @@ class Graph:
             if self.kinds[i] in SPECIAL:
                 flush()
                 kind = self.kinds[i]
-                if kind in REDUCE:
+                if kind == "aten::cat":
+                    self._cat(i)
+                elif kind in REDUCE:
                     self._reduce(i)
                 elif kind in SOFTMAX:
                     self._softmax(i)
@@ -392,6 +416,28 @@ class Graph:
         st.block = BLOCK
         self._finish(st, body)
 
+    def _cat(self, i):
+        """cat: one elementwise kernel per part, computing the part (inline, as any elementwise chain) into its
+        slice of the result."""
+        n = self.post[i]
+        axis = self.attrs[i][1][0]
+        out = tuple(n.shapes[0].sizes)
+        ost = _contig(out)
+        start = 0
+        for o in n.operands[0].node.operands:
+            part = tuple(o.node.shapes[0].sizes)
+            st = self._new_stage("ewise", [i])
+            body = ["long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;", "if (i >= n) return;"]
+            idx = self._unravel("i", part, body, "c")
+            v = self._value(st, self.index[o.node], idx, body, {}, lambda q: False)
+            off = " + ".join(f"({x}{f' + {start}LL' if d == axis and start else ''}) * {ost[d]}LL"
+                             for d, x in enumerate(idx)) or "0"
+            body.append(f"o0[{off}] = ({CTYPE[n.shapes[0].dtype]}){v};")
+            st.grid = ("n", _numel(part))
+            st.block = BLOCK
+            self._finish(st, body)
+            start += part[axis]
+
     def _operand_reader(self, st, o):
         """(C buffer name) of a special kernel's operand: its memory (a parameter or a materialised node)."""
         return self._buf(st, self.index[o.node])
@@ -533,6 +579,8 @@ class Graph:
 def _expr(kind, code, ins, a):
     ct = CTYPE[code]
     if kind == "aten::_to_copy":
+        if code in (D.INT8, D.UINT8, D.INT16):
+            return f"({ct})(long long){ins[0]}"   # (a float to a narrow integer: through int64, wrapping)
         return f"({ct}){ins[0]}"
     x = f"({ct}){ins[0]}"
     if kind in ("aten::add", "aten::sub"):
@@ -566,10 +614,47 @@ def _expr(kind, code, ins, a):
             # numpy's maximum(x, 0): NaN stays, an equal pair gives the second (relu(-0.0) is +0.0)
             return f"({x} != {x} ? {x} : ({x} > 0 ? {x} : ({ct})0))"
         return f"({x} > 0 ? {x} : ({ct})0)"
+    f = "f" if code == D.FLOAT32 else ""
     if kind in _UNARY:
-        f = _UNARY[kind] + ("f" if code == D.FLOAT32 else "")
-        return f"{f}({x})"
+        return f"{_UNARY[kind]}{f}({x})"
+    if kind == "aten::abs":
+        if code in _FLOATS:
+            return f"fabs{f}({x})"
+        if code == D.BOOL:
+            return x
+        return f"({x} < 0 ? ({ct})(0 - ({_UTYPE[code]}){x}) : {x})"
+    if kind == "aten::reciprocal":
+        return f"(({ct})1 / {x})"
+    if kind == "aten::rsqrt":
+        return f"(({ct})1 / sqrt{f}({x}))"
+    if kind == "aten::sigmoid":
+        return f"(({ct})1 / (({ct})1 + exp{f}(-{x})))"
+    if kind == "aten::pow":
+        return f"pow{f}({x}, ({ct}){ins[1]})"
+    if kind in ("aten::maximum", "aten::minimum"):
+        return _maxmin(kind == "aten::maximum", x, f"({ct}){ins[1]}", code)
+    if kind == "aten::clamp":
+        v, k = x, 1
+        if a[1][0]:
+            v, k = _maxmin(True, v, f"({ct}){ins[k]}", code), k + 1
+        if a[1][1]:
+            v = _maxmin(False, v, f"({ct}){ins[k]}", code)
+        return v
+    if kind == "aten::masked_fill":
+        return f"({ins[1]} ? ({ct}){ins[2]} : {x})"
+    if kind == "aten::zero":
+        return f"({ct})0"
+    if kind == "fill":
+        return x
     if kind in _CMP:
         cmp = CTYPE[a[1]]
         return f"(({cmp}){ins[0]} {_CMP[kind]} ({cmp}){ins[1]})"
     raise AssertionError(kind)
+
+
+def _maxmin(is_max, x, y, code):
+    """numpy's maximum / minimum: the first where it compares >= (<=) or is NaN, else the second."""
+    op = ">=" if is_max else "<="
+    if code in _FLOATS:
+        return f"(({x} {op} {y} || {x} != {x}) ? {x} : {y})"
+    return f"({x} {op} {y} ? {x} : {y})"

@@ -56,7 +56,8 @@ _c_disk = _metrics.Counter("CudaKernelDiskHit")
 _m_compile = _metrics.Metric("NvrtcCompileTime", _metrics.metric_fn_time)
 
 _PCTYPE = {D.FLOAT32: ctypes.c_float, D.FLOAT64: ctypes.c_double, D.INT32: ctypes.c_int32,
-           D.INT64: ctypes.c_int64, D.BOOL: ctypes.c_bool}
+           D.INT64: ctypes.c_int64, D.BOOL: ctypes.c_bool, D.INT8: ctypes.c_int8, D.UINT8: ctypes.c_uint8,
+           D.INT16: ctypes.c_int16}
 
 
 # Compiled kernels of the process, by (source sha256, architecture): kept across set_backend and computation-cache
@@ -282,9 +283,8 @@ def _program(gen, kernel, graph):
         stream = cuda.current_stream().cuda_stream
         bufs = {i: cuda.empty(*shapes[i]) for i in shapes}
         for st in stages:
-            out = bufs[st.outs[0]]
             if st.kind == "ewise":
-                n = out.size
+                n = st.grid[1]
                 grid, block = ((n + _cg.BLOCK - 1) // _cg.BLOCK, 1, 1), (_cg.BLOCK, 1, 1)
             elif st.kind in ("reduce", "softmax"):
                 n = st.grid[1]
@@ -294,8 +294,6 @@ def _program(gen, kernel, graph):
                 n = gx * gy * gz
                 grid, block = (gx, gy, gz), (_cg.TILE, _cg.TILE, 1)
             if n == 0 or grid[0] * grid[1] * grid[2] == 0:
-                if st.kind == "reduce" and out.size:    # (no rows to reduce cannot happen: out.size == blocks)
-                    pass
                 continue
             vals = [ctypes.c_uint64(bufs[i].ptr) for i in st.outs]
             for w, k in st.bufs:
@@ -305,7 +303,7 @@ def _program(gen, kernel, graph):
                     vals.append(ctypes.c_uint64(_cd.device_array(P[k]).ptr))
             for k in st.scalars:
                 vals.append(_PCTYPE[param_shapes[k].dtype](_np.asarray(P[k].array).astype(scalar_np[k])[()]))
-            vals.append(ctypes.c_int64(out.size))
+            vals.append(ctypes.c_int64(n))
             ptrs = (ctypes.c_void_p * len(vals))(*[ctypes.addressof(v) for v in vals])
             f = kernel.function(rt, device, st.entry)
             try:
