@@ -200,6 +200,39 @@ def check_more_unary_within_ulp():
     assert cv("CudaFallback") == 0
 
 
+def check_new_shape_reuses_kernel():
+    """Sizes, strides and offsets are kernel parameters: a graph of the same structure on other shapes (other
+    broadcasts, other matmul / reduction / softmax sizes, other slices) is a new program (another graph hash)
+    but compiles nothing (issue 36 item 2)."""
+    from accel.lazy import cuda_backend as cb
+
+    def f(x, w, b):
+        y = (x[1:, ::2] * 2.0 + b).relu()
+        return (y @ w).softmax(-1) + y.sum(1, keepdim=True).mean(), y.t().reshape(-1) * 0.5
+
+    L.set_backend("cuda")
+    cb._KERNELS.clear()
+    M.reset()
+    hashes = set()
+    for n, k, m, bshape in ((9, 7, 5, (4,)), (33, 12, 17, (1,)), (5, 3, 1, (2,)), (40, 40, 40, (20,))):
+        ref = None
+        arrays = floats(n, k), floats((k + 1) // 2, m), floats(*bshape)
+        for backend in ("numpy", "cuda"):
+            L.set_backend(backend)
+            x, w, b = (L.tensor(a) for a in arrays)
+            r = f(x, w, b)
+            hashes.add(L.get_graph_hash(list(r)))
+            L.mark_step()
+            vals = [t.numpy() for t in r]
+            if ref is None:
+                ref = vals
+            else:
+                for g, e in zip(vals, ref):
+                    np.testing.assert_allclose(g, e, rtol=1e-4, atol=1e-5)
+    assert len(hashes) == 4 and cv("CudaFallback") == 0
+    assert cv("NvrtcCompile") == 1 and cv("UncachedCompile") == 8, (cv("NvrtcCompile"), cv("UncachedCompile"))
+
+
 def check_views_without_copies():
     a = floats(4, 6, 5)
     got = same(lambda x: (x.permute(2, 0, 1) * 2.0, x.reshape(24, 5) + 1.0, x[1:3, ::2] - 1.0, x[:, 2] * x[:, 3],

@@ -75,8 +75,9 @@ def _numel(sizes):
 class Stage:
     """One kernel of a graph: ``entry`` (its name), ``kind`` ("ewise", "reduce", "softmax", "matmul"),
     ``outs`` (node indices it writes), ``bufs`` (the node / parameter buffers it reads, in argument order:
-    ("node", i) or ("param", k)), ``scalars`` (parameter indices passed by value), ``grid`` / ``block``."""
-    __slots__ = ("entry", "kind", "outs", "bufs", "scalars", "grid", "block")
+    ("node", i) or ("param", k)), ``scalars`` (parameter indices passed by value), ``consts`` (the sizes,
+    strides and offsets the kernel takes as parameters, in order), ``grid`` / ``block``."""
+    __slots__ = ("entry", "kind", "outs", "bufs", "scalars", "consts", "grid", "block")
 
 
 class Graph:
@@ -274,7 +275,7 @@ class Graph:
     def _new_stage(self, kind, outs):
         st = Stage()
         st.entry = f"k{len(self.stages)}"
-        st.kind, st.outs, st.bufs, st.scalars = kind, outs, [], []
+        st.kind, st.outs, st.bufs, st.scalars, st.consts = kind, outs, [], [], []
         self.stages.append(st)
         return st
 
@@ -288,7 +289,16 @@ class Graph:
             args.append(f"const {CTYPE[code]}* __restrict__ {self._bufname(w, k)}")
         for k in st.scalars:
             args.append(f"{CTYPE[self.param_shapes[k].dtype]} s{k}")
+        for j in range(len(st.consts)):
+            args.append(f"long long z{j}")
         return args
+
+    @staticmethod
+    def _z(st, value):
+        """A size / stride / offset of this kernel: a kernel parameter (one per use, never shared by value, so
+        that the source is the same for every shape and a new shape reuses the compiled kernel)."""
+        st.consts.append(int(value))
+        return f"z{len(st.consts) - 1}"
 
     @staticmethod
     def _bufname(w, k):
@@ -322,17 +332,19 @@ class Graph:
             body.append(f"{ct} {v} = {self._scalar(st, self.param_of[i])};")
             return v
         if i in self.param_of or (i in self.mat and not inline_ok(i)):
+            # (a dim of size 1 has stride 0: its index may run over a broadcast)
             st_ = _contig(tuple(s.sizes))
-            off = " + ".join(f"({x}) * {st_[d]}LL" for d, x in enumerate(idx) if s.sizes[d] != 1) or "0"
+            off = " + ".join(f"({x}) * {self._z(st, 0 if s.sizes[d] == 1 else st_[d])}"
+                             for d, x in enumerate(idx)) or "0"
             body.append(f"{ct} {v} = {self._buf(st, i)}[{off}];")
             return v
         kind, a = self.kinds[i], self.attrs[i]
         if kind == "prim::Constant":
-            body.append(f"long long {v} = {a[1]}LL;")
+            body.append(f"long long {v} = {self._z(st, a[1])};")
             return v
         if kind in VIEWS:
             src = self.index[n.operands[0].node]
-            sidx = self._view_index(kind, a, n, idx, body, memo)
+            sidx = self._view_index(st, kind, a, n, idx, body, memo)
             w = self._value(st, src, sidx, body, memo, inline_ok)
             memo[key] = w
             return w
@@ -341,12 +353,12 @@ class Graph:
         for o in n.operands:
             m = o.node
             osz = tuple(m.shapes[0].sizes)
-            oidx = tuple("0" if osz[d] == 1 else idx[nd - len(osz) + d] for d in range(len(osz)))
+            oidx = tuple(idx[nd - len(osz) + d] for d in range(len(osz)))     # (size-1 dims: see the reads)
             ins.append(self._value(st, self.index[m], oidx, body, memo, inline_ok))
         body.append(f"{ct} {v} = {_expr(kind, s.dtype, ins, a)};")
         return v
 
-    def _view_index(self, kind, a, n, idx, body, memo):
+    def _view_index(self, st, kind, a, n, idx, body, memo):
         out = tuple(n.shapes[0].sizes)
         src = tuple(n.operands[0].node.shapes[0].sizes)
         if kind == "aten::alias_copy":
@@ -361,37 +373,37 @@ class Graph:
             return tuple(reversed(idx)) if len(idx) == 2 else idx
         if kind == "expand":
             nd = len(out)
-            return tuple("0" if src[d] == 1 and out[nd - len(src) + d] != 1 else idx[nd - len(src) + d]
-                         for d in range(len(src)))
+            return tuple(idx[nd - len(src) + d] for d in range(len(src)))       # (size-1 dims: see the reads)
         if kind == "aten::slice_copy":
             d, lo, hi, step = a[1]
             r = range(src[d])[slice(lo, hi, step)]
             sidx = list(idx)
-            sidx[d] = f"({r.start}LL + ({idx[d]}) * {r.step}LL)"
+            sidx[d] = f"({self._z(st, r.start)} + ({idx[d]}) * {self._z(st, 0 if out[d] == 1 else r.step)})"
             return tuple(sidx)
         if kind == "aten::select_copy":
             d, i = a[1]
             i = i + src[d] if i < 0 else i
-            return tuple(idx[:d]) + (f"{i}LL",) + tuple(idx[d:])
+            return tuple(idx[:d]) + (self._z(st, i),) + tuple(idx[d:])
         # reshape: the element's linear position in the output, unravelled in the source's shape
         ost = _contig(out)
-        lin = " + ".join(f"({x}) * {ost[d]}LL" for d, x in enumerate(idx) if out[d] != 1) or "0"
+        lin = " + ".join(f"({x}) * {self._z(st, 0 if out[d] == 1 else ost[d])}" for d, x in enumerate(idx)) or "0"
         t = f"l{len(memo)}"
         memo[("lin", t)] = t
         body.append(f"long long {t} = {lin};")
         sst = _contig(src)
-        return tuple("0" if src[d] == 1 else f"(({t} / {sst[d]}LL) % {src[d]}LL)" for d in range(len(src)))
+        return tuple(f"(({t} / {self._z(st, sst[d])}) % {self._z(st, src[d])})" for d in range(len(src)))
 
-    @staticmethod
-    def _unravel(var, sizes, body, prefix):
-        """C statements splitting the linear ``var`` over ``sizes``; returns the per-dim expressions."""
+    def _unravel(self, st, var, sizes, body, prefix):
+        """C statements splitting the linear ``var`` over ``sizes`` (kernel parameters); returns the per-dim
+        expressions."""
         nd = len(sizes)
         if not nd:
             return ()
         body.append(f"long long {prefix}r = {var};")
         names = [None] * nd
         for d in range(nd - 1, 0, -1):
-            body.append(f"long long {prefix}{d} = {prefix}r % {sizes[d]}LL; {prefix}r /= {sizes[d]}LL;")
+            z = self._z(st, sizes[d])
+            body.append(f"long long {prefix}{d} = {prefix}r % {z}; {prefix}r /= {z};")
             names[d] = f"{prefix}{d}"
         body.append(f"long long {prefix}0 = {prefix}r;")
         names[0] = f"{prefix}0"
@@ -406,7 +418,7 @@ class Graph:
         st = self._new_stage("ewise", outs)
         sizes = tuple(self.post[outs[0]].shapes[0].sizes)
         body = ["long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;", "if (i >= n) return;"]
-        idx = self._unravel("i", sizes, body, "c")
+        idx = self._unravel(st, "i", sizes, body, "c")
         memo = {}
         outset = set(outs)
         for j, i in enumerate(outs):
@@ -428,9 +440,9 @@ class Graph:
             part = tuple(o.node.shapes[0].sizes)
             st = self._new_stage("ewise", [i])
             body = ["long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;", "if (i >= n) return;"]
-            idx = self._unravel("i", part, body, "c")
+            idx = self._unravel(st, "i", part, body, "c")
             v = self._value(st, self.index[o.node], idx, body, {}, lambda q: False)
-            off = " + ".join(f"({x}{f' + {start}LL' if d == axis and start else ''}) * {ost[d]}LL"
+            off = " + ".join(f"({x}{f' + {self._z(st, start)}' if d == axis else ''}) * {self._z(st, ost[d])}"
                              for d, x in enumerate(idx)) or "0"
             body.append(f"o0[{off}] = ({CTYPE[n.shapes[0].dtype]}){v};")
             st.grid = ("n", _numel(part))
@@ -456,17 +468,18 @@ class Graph:
         sst = _contig(src)
         inp = self._operand_reader(st, n.operands[0])
         body = ["__shared__ " + ct + f" sh[{BLOCK}];", "long long o = blockIdx.x;"]
-        oidx = self._unravel("o", tuple(src[d] for d in keep), body, "q")
-        base = " + ".join(f"{oidx[j]} * {sst[d]}LL" for j, d in enumerate(keep)) or "0"
+        oidx = self._unravel(st, "o", tuple(src[d] for d in keep), body, "q")
+        base = " + ".join(f"{oidx[j]} * {self._z(st, sst[d])}" for j, d in enumerate(keep)) or "0"
         body.append(f"long long base = {base};")
         rn = _numel([src[d] for d in red])
         acc_u = _UTYPE.get(code)
         at = acc_u or ct
         body.append(f"{at} acc = 0;")
-        body.append(f"for (long long r = threadIdx.x; r < {rn}LL; r += blockDim.x) {{")
+        body.append(f"long long rn = {self._z(st, rn)};")
+        body.append("for (long long r = threadIdx.x; r < rn; r += blockDim.x) {")
         inner = []
-        ridx = self._unravel("r", tuple(src[d] for d in red), inner, "w")
-        off = " + ".join(f"{ridx[j]} * {sst[d]}LL" for j, d in enumerate(red)) or "0"
+        ridx = self._unravel(st, "r", tuple(src[d] for d in red), inner, "w")
+        off = " + ".join(f"{ridx[j]} * {self._z(st, sst[d])}" for j, d in enumerate(red)) or "0"
         inner.append(f"acc = acc + ({at})({ct}){inp}[base + {off}];")
         body.extend("    " + b for b in inner)
         body.append("}")
@@ -478,7 +491,7 @@ class Graph:
         body.append("}")
         res = f"({ct})(({at}*)sh)[0]"
         if kind.startswith("aten::mean"):
-            res = f"({res} / ({ct}){rn})"
+            res = f"({res} / ({ct})rn)"
         body.append(f"if (threadIdx.x == 0) o0[o] = {res};")
         st.grid = ("blocks", _numel([src[d] for d in keep]))
         st.block = BLOCK
@@ -498,25 +511,26 @@ class Graph:
         f = "f" if ct == "float" else ""
         inp = self._operand_reader(st, n.operands[0])
         body = [f"__shared__ {ct} sh[{BLOCK}];",
-                f"long long row = blockIdx.x; long long base = (row / {inner}LL) * {length * inner}LL + (row % {inner}LL);",
+                f"long long len = {self._z(st, length)}, inner = {self._z(st, inner)};",
+                "long long row = blockIdx.x; long long base = (row / inner) * (len * inner) + (row % inner);",
                 f"{ct} m = {'-__int_as_float(0x7f800000)' if ct == 'float' else '-__longlong_as_double(0x7ff0000000000000LL)'};",
-                f"for (long long j = threadIdx.x; j < {length}LL; j += blockDim.x) {{ {ct} x = {inp}[base + j * {inner}LL]; m = (x > m || x != x) ? x : m; }}",
+                f"for (long long j = threadIdx.x; j < len; j += blockDim.x) {{ {ct} x = {inp}[base + j * inner]; m = (x > m || x != x) ? x : m; }}",
                 "sh[threadIdx.x] = m; __syncthreads();",
                 f"for (int s = {BLOCK // 2}; s > 0; s >>= 1) {{ if (threadIdx.x < s) {{ {ct} y = sh[threadIdx.x + s]; "
                 "if (y > sh[threadIdx.x] || y != y) sh[threadIdx.x] = y; } __syncthreads(); }",
                 "m = sh[0]; __syncthreads();",
                 f"{ct} t = 0;",
-                f"for (long long j = threadIdx.x; j < {length}LL; j += blockDim.x) t = t + exp{f}({inp}[base + j * {inner}LL] - m);",
+                f"for (long long j = threadIdx.x; j < len; j += blockDim.x) t = t + exp{f}({inp}[base + j * inner] - m);",
                 "sh[threadIdx.x] = t; __syncthreads();",
                 f"for (int s = {BLOCK // 2}; s > 0; s >>= 1) {{ if (threadIdx.x < s) sh[threadIdx.x] = sh[threadIdx.x] + sh[threadIdx.x + s]; __syncthreads(); }}",
                 "t = sh[0];"]
         if kind == "aten::_softmax":
-            body.append(f"for (long long j = threadIdx.x; j < {length}LL; j += blockDim.x) "
-                        f"o0[base + j * {inner}LL] = exp{f}({inp}[base + j * {inner}LL] - m) / t;")
+            body.append(f"for (long long j = threadIdx.x; j < len; j += blockDim.x) "
+                        f"o0[base + j * inner] = exp{f}({inp}[base + j * inner] - m) / t;")
         else:
             body.append(f"{ct} lt = log{f}(t);")
-            body.append(f"for (long long j = threadIdx.x; j < {length}LL; j += blockDim.x) "
-                        f"o0[base + j * {inner}LL] = ({inp}[base + j * {inner}LL] - m) - lt;")
+            body.append(f"for (long long j = threadIdx.x; j < len; j += blockDim.x) "
+                        f"o0[base + j * inner] = ({inp}[base + j * inner] - m) - lt;")
         st.grid = ("blocks", outer * inner)
         st.block = BLOCK
         self._finish(st, body)
@@ -547,30 +561,32 @@ class Graph:
         b_ = self._operand_reader(st, B)
         T = TILE
         body = [f"__shared__ {at} ta[{T}][{T}]; __shared__ {at} tb[{T}][{T}];",
+                f"long long M = {self._z(st, M)}, N = {self._z(st, N)}, K = {self._z(st, K)};",
+                f"long long sa0 = {self._z(st, sa[0])}, sa1 = {self._z(st, sa[1])}, sa2 = {self._z(st, sa[2])};",
+                f"long long sb0 = {self._z(st, sb[0])}, sb1 = {self._z(st, sb[1])}, sb2 = {self._z(st, sb[2])};",
                 "long long z = blockIdx.z; int ty = threadIdx.y, tx = threadIdx.x;",
                 f"long long row = (long long)blockIdx.y * {T} + ty, col = (long long)blockIdx.x * {T} + tx;",
                 f"{at} acc = 0;",
-                f"for (long long k0 = 0; k0 < {K}LL; k0 += {T}) {{",
-                f"    ta[ty][tx] = (row < {M}LL && k0 + tx < {K}LL) ? ({at}){a_}[z * {sa[0]}LL + row * {sa[1]}LL + (k0 + tx) * {sa[2]}LL] : ({at})0;",
-                f"    tb[ty][tx] = (col < {N}LL && k0 + ty < {K}LL) ? ({at}){b_}[z * {sb[0]}LL + (k0 + ty) * {sb[1]}LL + col * {sb[2]}LL] : ({at})0;",
+                f"for (long long k0 = 0; k0 < K; k0 += {T}) {{",
+                f"    ta[ty][tx] = (row < M && k0 + tx < K) ? ({at}){a_}[z * sa0 + row * sa1 + (k0 + tx) * sa2] : ({at})0;",
+                f"    tb[ty][tx] = (col < N && k0 + ty < K) ? ({at}){b_}[z * sb0 + (k0 + ty) * sb1 + col * sb2] : ({at})0;",
                 "    __syncthreads();",
                 f"    for (int k = 0; k < {T}; k++) acc = acc + ta[ty][k] * tb[k][tx];",
                 "    __syncthreads();",
                 "}",
-                f"if (row >= {M}LL || col >= {N}LL) return;",
+                "if (row >= M || col >= N) return;",
                 f"{ct} r = ({ct})acc;"]
         if kind == "aten::addmm":
             bias, beta, alpha = n.operands[0].node, n.operands[3].node, n.operands[4].node
             bsz_ = tuple(bias.shapes[0].sizes)
             bb = self._buf(st, self.index[bias])
-            boff = {0: "0", 1: "col" if bsz_[0] != 1 else "0"}.get(len(bsz_))
-            if len(bsz_) == 2:
-                boff = " + ".join(([f"row * {bsz_[1]}LL"] if bsz_[0] != 1 else []) + (["col"] if bsz_[1] != 1 else [])) or "0"
+            full = (1,) * (2 - len(bsz_)) + bsz_                  # the bias as [rows, cols], broadcast dims stride 0
+            boff = f"row * {self._z(st, 0 if full[0] == 1 else full[1])} + col * {self._z(st, 0 if full[1] == 1 else 1)}"
             sb_ = self._scalar(st, self.param_of[self.index[beta]])
             sa_ = self._scalar(st, self.param_of[self.index[alpha]])
             body.append(f"if ({sa_} != 1) r = r * ({ct}){sa_};")
             body.append(f"{ct} bv = {bb}[{boff}]; r = r + ({sb_} == 1 ? bv : ({ct})(bv * ({ct}){sb_}));")
-        body.append(f"o0[z * {M * N}LL + row * {N}LL + col] = r;")
+        body.append("o0[z * (M * N) + row * N + col] = r;")
         st.grid = ("tiles", ((N + T - 1) // T, (M + T - 1) // T, batch))
         st.block = (T, T)
         self._finish(st, body)

@@ -303,6 +303,7 @@ def _program(gen, kernel, graph):
                     vals.append(ctypes.c_uint64(_cd.device_array(P[k]).ptr))
             for k in st.scalars:
                 vals.append(_PCTYPE[param_shapes[k].dtype](_np.asarray(P[k].array).astype(scalar_np[k])[()]))
+            vals.extend(ctypes.c_int64(z) for z in st.consts)
             vals.append(ctypes.c_int64(n))
             ptrs = (ctypes.c_void_p * len(vals))(*[ctypes.addressof(v) for v in vals])
             f = kernel.function(rt, device, st.entry)
