@@ -161,6 +161,17 @@ def check_reductions_within_tolerance():
     assert cv("CudaFallback") == 0
 
 
+def check_more_reductions():
+    a = floats(6, 45)
+    a.flat[7] = np.nan
+    b = floats(3, 70)
+    close(lambda x: (x.max(), x.min(), (x * 2.0).std(), x.std(1), x.std(0, keepdim=True), x.std(1, correction=0)), [b])
+    close(lambda x: (x.max(), x.min()), [a])                                   # NaN propagates
+    i = rng.integers(-100, 100, (4, 33), dtype=np.int64)
+    same(lambda x: (x.max(), x.min(), (x > 0).all(), (x > -99).all(), (x > 98).any(), (x > 1000).any()), [i])
+    assert cv("CudaFallback") == 0
+
+
 def check_softmax_within_tolerance():
     a = floats(3, 5, 70) * 4
     close(lambda x: (x.softmax(-1), x.log_softmax(1), (x * 0.5).softmax(0) + 1.0), [a])

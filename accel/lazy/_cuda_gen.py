@@ -44,7 +44,8 @@ EWISE = frozenset(("aten::add", "aten::sub", "aten::neg", "aten::relu", "aten::_
 _FLOAT_ONLY = frozenset(("aten::div", "aten::reciprocal", "aten::rsqrt", "aten::sigmoid", "aten::pow")) | set(_UNARY)
 VIEWS = frozenset(("reshape", "permute", "aten::t_copy", "expand", "aten::slice_copy", "aten::select_copy",
                    "aten::alias_copy"))
-REDUCE = frozenset(("aten::sum.all", "aten::sum.dim", "aten::mean.all", "aten::mean.dim"))
+REDUCE = frozenset(("aten::sum.all", "aten::sum.dim", "aten::mean.all", "aten::mean.dim", "aten::max", "aten::min",
+                    "aten::all", "aten::any", "aten::std"))
 SOFTMAX = frozenset(("aten::_softmax", "aten::_log_softmax"))
 MATMUL = frozenset(("aten::mm", "aten::bmm", "aten::mv", "aten::addmm"))
 SPECIAL = REDUCE | SOFTMAX | MATMUL | {"aten::cat"}
@@ -195,6 +196,15 @@ class Graph:
         if kind == "prim::Constant":
             return None if s.dtype == D.INT64 and not s.sizes and type(a[1]) is int else "prim::Constant: value"
         if kind in REDUCE:
+            xs = n.operands[0].node.shapes[0]
+            if kind in ("aten::max", "aten::min"):
+                return None if xs.dtype == s.dtype and s.dtype != D.BOOL and xs.sizes and \
+                    0 not in xs.sizes else f"{kind}: dtype or size"
+            if kind in ("aten::all", "aten::any"):
+                return None if s.dtype in (D.BOOL, D.UINT8) else f"{kind}: dtype"
+            if kind == "aten::std":
+                return None if s.dtype in _FLOATS and xs.dtype == s.dtype and type(a[1][1]) in (int, float) \
+                    else "aten::std: dtype"
             if s.dtype not in (D.FLOAT32, D.FLOAT64, D.INT64, D.INT32) or \
                     (kind.startswith("aten::mean") and s.dtype not in (D.FLOAT32, D.FLOAT64)):
                 return f"{kind}: dtype {D.DTYPES[s.dtype]}"
@@ -455,6 +465,8 @@ class Graph:
         return self._buf(st, self.index[o.node])
 
     def _reduce(self, i):
+        """sum / mean / max / min / all / any / std over some dims: a block per output element, each thread
+        accumulating a strided share, then a tree in shared memory (std: the mean first, then the squares)."""
         n = self.post[i]
         kind, a = self.kinds[i], self.attrs[i]
         st = self._new_stage("reduce", [i])
@@ -462,36 +474,70 @@ class Graph:
         src = tuple(x.shapes[0].sizes)
         code = n.shapes[0].dtype
         ct = CTYPE[code]
-        axes = tuple(range(len(src))) if kind.endswith(".all") else tuple(a[1][0])
+        if kind in ("aten::sum.all", "aten::mean.all", "aten::max", "aten::min", "aten::all", "aten::any"):
+            axes = tuple(range(len(src)))
+        else:
+            axes = tuple(a[1][0])
         keep = [d for d in range(len(src)) if d not in axes]
-        red = [d for d in axes]
+        red = list(axes)
         sst = _contig(src)
         inp = self._operand_reader(st, n.operands[0])
-        body = ["__shared__ " + ct + f" sh[{BLOCK}];", "long long o = blockIdx.x;"]
+        op = {"aten::max": "max", "aten::min": "min", "aten::all": "all", "aten::any": "any"}.get(kind, "sum")
+        at = "bool" if op in ("all", "any") else ct if op in ("max", "min") else _UTYPE.get(code, ct)
+        body = [f"__shared__ {at} sh[{BLOCK}];", "long long o = blockIdx.x;"]
         oidx = self._unravel(st, "o", tuple(src[d] for d in keep), body, "q")
         base = " + ".join(f"{oidx[j]} * {self._z(st, sst[d])}" for j, d in enumerate(keep)) or "0"
         body.append(f"long long base = {base};")
-        rn = _numel([src[d] for d in red])
-        acc_u = _UTYPE.get(code)
-        at = acc_u or ct
-        body.append(f"{at} acc = 0;")
-        body.append(f"long long rn = {self._z(st, rn)};")
-        body.append("for (long long r = threadIdx.x; r < rn; r += blockDim.x) {")
+        body.append(f"long long rn = {self._z(st, _numel([src[d] for d in red]))};")
         inner = []
         ridx = self._unravel(st, "r", tuple(src[d] for d in red), inner, "w")
         off = " + ".join(f"{ridx[j]} * {self._z(st, sst[d])}" for j, d in enumerate(red)) or "0"
-        inner.append(f"acc = acc + ({at})({ct}){inp}[base + {off}];")
-        body.extend("    " + b for b in inner)
-        body.append("}")
-        body.append(f"(({at}*)sh)[threadIdx.x] = acc;")
-        body.append("__syncthreads();")
-        body.append(f"for (int s = {BLOCK // 2}; s > 0; s >>= 1) {{")
-        body.append(f"    if (threadIdx.x < s) (({at}*)sh)[threadIdx.x] = (({at}*)sh)[threadIdx.x] + (({at}*)sh)[threadIdx.x + s];")
-        body.append("    __syncthreads();")
-        body.append("}")
-        res = f"({ct})(({at}*)sh)[0]"
-        if kind.startswith("aten::mean"):
-            res = f"({res} / ({ct})rn)"
+
+        def combine(x_, y_):
+            if op == "all":
+                return f"({x_} && {y_})"
+            if op == "any":
+                return f"({x_} || {y_})"
+            if op in ("max", "min"):
+                return _maxmin(op == "max", x_, y_, code)
+            return f"({at})({x_} + {y_})"
+
+        def block_reduce(value, init):
+            body.append("{")
+            body.append(f"{at} acc = {init};")
+            body.append("for (long long r = threadIdx.x; r < rn; r += blockDim.x) {")
+            body.extend("    " + b for b in inner)
+            body.append(f"    {at} e = {value};")
+            body.append(f"    acc = {combine('acc', 'e')};")
+            body.append("}")
+            body.append("sh[threadIdx.x] = acc; __syncthreads();")
+            body.append(f"for (int s = {BLOCK // 2}; s > 0; s >>= 1) {{")
+            body.append(f"    if (threadIdx.x < s) sh[threadIdx.x] = {combine('sh[threadIdx.x]', 'sh[threadIdx.x + s]')};")
+            body.append("    __syncthreads();")
+            body.append("}")
+            body.append("}")
+
+        elem = f"{inp}[base + {off}]"
+        if op in ("all", "any"):
+            block_reduce(f"({elem} != 0)", "true" if op == "all" else "false")
+            res = f"({ct})sh[0]"
+        elif op in ("max", "min"):
+            # (every thread starts from the first element: max / min are idempotent)
+            block_reduce(f"({at}){elem}", f"({at}){inp}[base]")
+            res = "sh[0]"
+        else:
+            block_reduce(f"({at})({ct}){elem}", "0")
+            res = f"({ct})sh[0]"
+            if kind.startswith("aten::mean"):
+                res = f"({res} / ({ct})rn)"
+            elif kind == "aten::std":
+                corr = a[1][1]
+                body.append(f"{ct} m = ({ct})sh[0] / ({ct})rn; __syncthreads();")
+                inner_sq = f"(({ct}){elem} - m) * (({ct}){elem} - m)"
+                block_reduce(inner_sq, "0")
+                body.append(f"double den = (double)rn - (double)({corr!r}); if (den < 0) den = 0;")
+                res = f"({ct})sqrt((double)(sh[0] / ({ct})den))" if ct == "double" else \
+                    f"sqrtf(sh[0] / ({ct})den)"
         body.append(f"if (threadIdx.x == 0) o0[o] = {res};")
         st.grid = ("blocks", _numel([src[d] for d in keep]))
         st.block = BLOCK
