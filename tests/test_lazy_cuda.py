@@ -244,6 +244,22 @@ def check_new_shape_reuses_kernel():
     assert cv("NvrtcCompile") == 1 and cv("UncachedCompile") == 8, (cv("NvrtcCompile"), cv("UncachedCompile"))
 
 
+def check_index_ops_bitexact_and_errors():
+    """index_select / embedding / gather read their indices on the device; an index out of range flags the
+    kernel, and the step runs on the host, raising the numpy backend's (torch's) error."""
+    import accel.lazy.nn.functional as F
+    x = floats(7, 5)
+    ii = np.array([3, 0, 6, 6, 1], np.int64)
+    g = rng.integers(0, 5, (4, 5))
+    same(lambda a, i, gi: (a.index_select(0, i) * 2.0, a.index_select(1, i[:2] + 1), F.embedding(i.reshape(5, 1), a),
+                           a.gather(0, gi), a.gather(1, gi[:, :3]) + 1.0, a.t().index_select(0, i[4:] + 3)), [x, ii, g])
+    assert cv("CudaFallback") == 0
+    L.set_backend("cuda")
+    raises(IndexError, lambda: (L.tensor(x).index_select(0, L.tensor(np.array([1, 7]))) * 2.0).numpy(),
+           "index out of range in self")
+    raises(IndexError, lambda: F.embedding(L.tensor(np.array([[-1]])), L.tensor(x)).numpy(), "index out of range")
+
+
 def check_views_without_copies():
     a = floats(4, 6, 5)
     got = same(lambda x: (x.permute(2, 0, 1) * 2.0, x.reshape(24, 5) + 1.0, x[1:3, ::2] - 1.0, x[:, 2] * x[:, 3],

@@ -2,28 +2,37 @@
 a sequence of kernels ("stages"), run in order on the stream.
 
 Which nodes get memory: the roots, the results of the kernels that are not elementwise (reductions, softmax,
-matmul) and those kernels' operands.  Every other node is computed inline, where it is read:
+matmul, cat) and those kernels' operands.  Every other node is computed inline, where it is read:
 
-- elementwise kinds (add / sub with alpha, mul, div, neg, relu, exp, log, sqrt, tanh, comparisons, _to_copy)
-  as an expression of their operands at the same (broadcast) index;
+- elementwise kinds (add / sub with alpha, mul, div, neg, relu, abs, exp, log, sqrt, rsqrt, tanh, sigmoid, cos,
+  pow, reciprocal, maximum / minimum / clamp, masked_fill, fill / zero, comparisons, _to_copy) as an expression
+  of their operands at the same (broadcast) index;
 - views (reshape / view, permute, t, expand, slice, select, alias) as an index mapping onto their operand: no
   copy, the reader indexes its operand's memory (or its operand's inline value) where the view's element is.
+- index_select / embedding / gather: the index read where the element is, then the input read at it; an index
+  out of range sets the kernel's error flag (the program then runs the graph on the host, which raises).
 
 A node is generated as "its value at index (i0, i1, ...)", memoised per (node, index), so a chain of
 elementwise ops and views over several tensors becomes one pass.  Results with memory of one shape share one
 elementwise kernel, unless one of them reads another kernel's result not computed yet.
 
 Non-elementwise kernels (one thread block per output element / row / tile):
-- sum / mean (all dims or some, keepdim): a block reduction (256 threads, shared memory), accumulated in the
-  result's dtype (integers wrapping, computed unsigned: bit-exact);
+- sum / mean (all dims or some, keepdim), max / min / all / any (all dims), std: a block reduction (256
+  threads, shared memory), accumulated in the result's dtype (integers wrapping, computed unsigned: bit-exact);
 - _softmax / _log_softmax over any dim: a block per row (max, then the sum of exp, then the outputs);
 - mm / bmm / mv / addmm (linear): 16x16 tiles through shared memory, accumulated in the result's dtype,
-  addmm's alpha and beta applied as numpy's backend does (r * alpha, then + bias (* beta)).
+  addmm's alpha and beta applied as numpy's backend does (r * alpha, then + bias (* beta));
+- cat: one elementwise kernel per part, writing its slice.
+
+Every size, stride and offset is a kernel parameter (``Stage.consts``), never a literal, and broadcast dims read
+with stride 0: the source depends on the graph's structure, ranks and dtypes only, so a new shape reuses the
+compiled kernel.
 
 Tolerances (what the tests allow): float32 elementwise arithmetic, integers, bools, comparisons and casts are
 bit-exact with the numpy backend (-fmad=false: no contraction); exp / log / tanh are CUDA's (a few ulp, not
 numpy's bits); reductions and matmul add in another order than numpy (pairwise / BLAS): relative error of the
-order of n * eps of the values' magnitude (the tests use rtol 1e-4 / atol 1e-5 for float32 there).
+order of n * eps of the values' magnitude (the tests use rtol 1e-4 / atol 1e-5 there); exp / log / tanh / cos /
+sigmoid / pow within 4 ulp in the tests.
 """
 from accel.lazy import _dtypes as D
 from accel.lazy.tensors import node_attrs, run_arg as _run_arg, Output as _Output
@@ -49,6 +58,7 @@ REDUCE = frozenset(("aten::sum.all", "aten::sum.dim", "aten::mean.all", "aten::m
 SOFTMAX = frozenset(("aten::_softmax", "aten::_log_softmax"))
 MATMUL = frozenset(("aten::mm", "aten::bmm", "aten::mv", "aten::addmm"))
 SPECIAL = REDUCE | SOFTMAX | MATMUL | {"aten::cat"}
+INDEX = frozenset(("aten::index_select", "aten::embedding", "aten::gather"))
 BLOCK = 256
 TILE = 16
 
@@ -78,7 +88,7 @@ class Stage:
     ``outs`` (node indices it writes), ``bufs`` (the node / parameter buffers it reads, in argument order:
     ("node", i) or ("param", k)), ``scalars`` (parameter indices passed by value), ``consts`` (the sizes,
     strides and offsets the kernel takes as parameters, in order), ``grid`` / ``block``."""
-    __slots__ = ("entry", "kind", "outs", "bufs", "scalars", "consts", "grid", "block")
+    __slots__ = ("entry", "kind", "outs", "bufs", "scalars", "consts", "grid", "block", "err")
 
 
 class Graph:
@@ -87,6 +97,7 @@ class Graph:
     def __init__(self, post, roots):
         self.post, self.roots = post, roots
         self.index = {n: i for i, n in enumerate(post)}
+        self.has_err = False             # an index op: its kernels flag an index out of range
 
     # ------------------------------------------------------------------ analysis
     def build(self):
@@ -174,6 +185,18 @@ class Graph:
             if kind in ("aten::neg", "aten::relu", "aten::clamp", "aten::maximum", "aten::minimum") and \
                     s.dtype == D.BOOL:
                 return f"{kind} of bool"
+            return None
+        if kind in INDEX:
+            x, ix = n.operands[0].node.shapes[0], n.operands[1].node.shapes[0]
+            if ix.dtype not in (D.INT64, D.INT32) or x.dtype != s.dtype or not x.sizes:
+                return f"{kind}: dtypes"
+            if kind == "aten::index_select" and len(ix.sizes) > 1:
+                return f"{kind}: index rank"
+            if kind == "aten::embedding" and len(x.sizes) != 2:
+                return f"{kind}: weight rank"
+            if kind == "aten::gather" and len(ix.sizes) != len(x.sizes):
+                return f"{kind}: index rank"
+            self.has_err = True
             return None
         if kind in VIEWS:
             if a is None:
@@ -285,7 +308,7 @@ class Graph:
     def _new_stage(self, kind, outs):
         st = Stage()
         st.entry = f"k{len(self.stages)}"
-        st.kind, st.outs, st.bufs, st.scalars, st.consts = kind, outs, [], [], []
+        st.kind, st.outs, st.bufs, st.scalars, st.consts, st.err = kind, outs, [], [], [], False
         self.stages.append(st)
         return st
 
@@ -294,6 +317,8 @@ class Graph:
         args = []
         for j, i in enumerate(st.outs):
             args.append(f"{CTYPE[self.post[i].shapes[0].dtype]}* __restrict__ o{j}")
+        if st.err:
+            args.append("int* __restrict__ err")
         for w, k in st.bufs:
             code = self.post[k].shapes[0].dtype if w == "node" else self.param_shapes[k].dtype
             args.append(f"const {CTYPE[code]}* __restrict__ {self._bufname(w, k)}")
@@ -352,6 +377,10 @@ class Graph:
         if kind == "prim::Constant":
             body.append(f"long long {v} = {self._z(st, a[1])};")
             return v
+        if kind in INDEX:
+            w = self._indexed(st, i, n, kind, a, idx, body, memo, inline_ok)
+            memo[key] = w
+            return w
         if kind in VIEWS:
             src = self.index[n.operands[0].node]
             sidx = self._view_index(st, kind, a, n, idx, body, memo)
@@ -367,6 +396,31 @@ class Graph:
             ins.append(self._value(st, self.index[m], oidx, body, memo, inline_ok))
         body.append(f"{ct} {v} = {_expr(kind, s.dtype, ins, a)};")
         return v
+
+    def _indexed(self, st, i, n, kind, a, idx, body, memo, inline_ok):
+        """index_select / embedding / gather: the index read (inline) where the element is, then the input read
+        at it.  An index out of range sets the kernel's error flag (and reads element 0): the program then runs
+        the graph on the host, which raises the numpy backend's error."""
+        xn, ixn = n.operands[0].node, n.operands[1].node
+        xs = tuple(xn.shapes[0].sizes)
+        if kind == "aten::embedding":
+            iidx, axis, bound = idx[:-1], 0, xs[0]
+        elif kind == "aten::index_select":
+            axis = a[1] if a[1] >= 0 else a[1] + len(xs)
+            iidx, bound = (idx[axis],) if ixn.shapes[0].sizes else (), xs[axis]
+        else:
+            axis = a[1] if a[1] >= 0 else a[1] + len(xs)
+            iidx, bound = idx, xs[axis]
+        iv = self._value(st, self.index[ixn], tuple(iidx), body, memo, inline_ok)
+        q = f"q{len(memo)}"
+        memo[("q", q)] = q
+        st.err = True
+        body.append(f"long long {q} = (long long){iv}; if ({q} < 0 || {q} >= {self._z(st, bound)}) {{ *err = 1; {q} = 0; }}")
+        if kind == "aten::embedding":
+            xidx = (q, idx[-1])
+        else:
+            xidx = tuple(q if d == axis else x for d, x in enumerate(idx))
+        return self._value(st, self.index[xn], xidx, body, memo, inline_ok)
 
     def _view_index(self, st, kind, a, n, idx, body, memo):
         out = tuple(n.shapes[0].sizes)

@@ -172,7 +172,8 @@ class CudaBackend:
                 k = self._kernels[key] = _Kernel(gen.source, image)
                 while len(self._kernels) > KERNELS_MAX:
                     self._kernels.popitem(last=False)
-        return _program(gen, k, _ir.graph_hash(list(roots)).hex())
+        host = self._numpy.compile(post, roots) if gen.has_err else None   # (an index out of range: see _program)
+        return _program(gen, k, _ir.graph_hash(list(roots)).hex(), host)
 
 
 _OPTIONS = ("-fmad=false",)
@@ -261,7 +262,7 @@ def _fallback_program(prog, why):
                    prog.graph_size, prog.nbytes, prog.param_shapes)
 
 
-def _program(gen, kernel, graph):
+def _program(gen, kernel, graph, host=None):
     """The Program running ``gen``'s stages (accel.lazy._cuda_gen.Graph) with ``kernel``'s functions."""
     post, stages, rets, param_shapes = gen.post, gen.stages, gen.rets, gen.param_shapes
     checked = []
@@ -282,6 +283,7 @@ def _program(gen, kernel, graph):
         device = cuda.current_device()
         stream = cuda.current_stream().cuda_stream
         bufs = {i: cuda.empty(*shapes[i]) for i in shapes}
+        err = cuda.zeros((1,), _np.int32) if host is not None else None
         for st in stages:
             if st.kind == "ewise":
                 n = st.grid[1]
@@ -296,6 +298,8 @@ def _program(gen, kernel, graph):
             if n == 0 or grid[0] * grid[1] * grid[2] == 0:
                 continue
             vals = [ctypes.c_uint64(bufs[i].ptr) for i in st.outs]
+            if st.err:
+                vals.append(ctypes.c_uint64(err.ptr))
             for w, k in st.bufs:
                 if w == "node":
                     vals.append(ctypes.c_uint64(bufs[k].ptr))
@@ -321,6 +325,10 @@ def _program(gen, kernel, graph):
                 cuda.current_stream().synchronize()
             except CudaError as exc:
                 raise CudaKernelFault(f"a kernel of lazy graph {graph} failed on the device: {exc}") from exc
+            if err is not None and err.copy_to_host()[0]:
+                # an index out of range: the graph again on the host, which raises the numpy backend's error
+                # (torch's message) -- or computes it, where numpy's rule accepts what the kernel flagged
+                return host.run(_cd.host_params(P), *((G,) if G is not None else ()))
         return tuple(_result(bufs[j]) if w == "node" else _same(P[j]) for w, j in rets)
 
     text = f"// CUDA backend: {len(stages)} kernel(s)\n{kernel.source}"
