@@ -260,6 +260,17 @@ def check_index_ops_bitexact_and_errors():
     raises(IndexError, lambda: F.embedding(L.tensor(np.array([[-1]])), L.tensor(x)).numpy(), "index out of range")
 
 
+def check_flip_repeat_tri_silu():
+    a, b = floats(5, 6), floats(3, 1, 4)
+    same(lambda x, y: (x.flip(0) * 2.0, x.flip((0, 1)) + 1.0, y.repeat(2, 1, 3, 2) - 1.0, x.tril() * 3.0, x.triu(2),
+                       x.tril(-1) + x.triu(1), y.flip(1) * y.repeat(1, 5, 1)), [a, b])
+    import accel.lazy.nn.functional as F
+    same(lambda x: F.silu(x), [a], bitexact=False)
+    i = rng.integers(-9, 9, (4, 4), dtype=np.int64)
+    same(lambda x: (x.triu(), x.flip(1).tril(1) * 3, x.repeat(2, 1)), [i])
+    assert cv("CudaFallback") == 0
+
+
 def check_views_without_copies():
     a = floats(4, 6, 5)
     got = same(lambda x: (x.permute(2, 0, 1) * 2.0, x.reshape(24, 5) + 1.0, x[1:3, ::2] - 1.0, x[:, 2] * x[:, 3],

@@ -5,10 +5,11 @@ Which nodes get memory: the roots, the results of the kernels that are not eleme
 matmul, cat) and those kernels' operands.  Every other node is computed inline, where it is read:
 
 - elementwise kinds (add / sub with alpha, mul, div, neg, relu, abs, exp, log, sqrt, rsqrt, tanh, sigmoid, cos,
-  pow, reciprocal, maximum / minimum / clamp, masked_fill, fill / zero, comparisons, _to_copy) as an expression
-  of their operands at the same (broadcast) index;
-- views (reshape / view, permute, t, expand, slice, select, alias) as an index mapping onto their operand: no
-  copy, the reader indexes its operand's memory (or its operand's inline value) where the view's element is.
+  pow, reciprocal, silu, maximum / minimum / clamp, masked_fill, fill / zero, tril / triu, comparisons, _to_copy)
+  as an expression of their operands at the same (broadcast) index;
+- views (reshape / view, permute, t, expand, slice, select, alias, flip, repeat) as an index mapping onto their
+  operand: no copy, the reader indexes its operand's memory (or its operand's inline value) where the view's
+  element is.
 - index_select / embedding / gather: the index read where the element is, then the input read at it; an index
   out of range sets the kernel's error flag (the program then runs the graph on the host, which raises).
 
@@ -49,10 +50,13 @@ _CMP = {"aten::eq": "==", "aten::ne": "!=", "aten::lt": "<", "aten::le": "<=", "
 _BINARY = {"aten::mul": "*", "aten::div": "/"}
 EWISE = frozenset(("aten::add", "aten::sub", "aten::neg", "aten::relu", "aten::_to_copy", "aten::abs",
                    "aten::reciprocal", "aten::rsqrt", "aten::sigmoid", "aten::maximum", "aten::minimum", "aten::clamp",
-                   "aten::pow", "aten::masked_fill", "aten::zero", "fill")) | set(_UNARY) | set(_CMP) | set(_BINARY)
-_FLOAT_ONLY = frozenset(("aten::div", "aten::reciprocal", "aten::rsqrt", "aten::sigmoid", "aten::pow")) | set(_UNARY)
+                   "aten::pow", "aten::masked_fill", "aten::zero", "fill", "aten::silu")) | set(_UNARY) | set(_CMP) | \
+    set(_BINARY)
+_FLOAT_ONLY = frozenset(("aten::div", "aten::reciprocal", "aten::rsqrt", "aten::sigmoid", "aten::pow",
+                         "aten::silu")) | set(_UNARY)
 VIEWS = frozenset(("reshape", "permute", "aten::t_copy", "expand", "aten::slice_copy", "aten::select_copy",
-                   "aten::alias_copy"))
+                   "aten::alias_copy", "aten::flip", "aten::repeat"))
+TRI = frozenset(("aten::tril", "aten::triu"))
 REDUCE = frozenset(("aten::sum.all", "aten::sum.dim", "aten::mean.all", "aten::mean.dim", "aten::max", "aten::min",
                     "aten::all", "aten::any", "aten::std"))
 SOFTMAX = frozenset(("aten::_softmax", "aten::_log_softmax"))
@@ -186,6 +190,9 @@ class Graph:
                     s.dtype == D.BOOL:
                 return f"{kind} of bool"
             return None
+        if kind in TRI:
+            x = n.operands[0].node.shapes[0]
+            return None if x.dtype == s.dtype and len(s.sizes) >= 2 and type(a[1]) is int else f"{kind}: operand"
         if kind in INDEX:
             x, ix = n.operands[0].node.shapes[0], n.operands[1].node.shapes[0]
             if ix.dtype not in (D.INT64, D.INT32) or x.dtype != s.dtype or not x.sizes:
@@ -381,6 +388,15 @@ class Graph:
             w = self._indexed(st, i, n, kind, a, idx, body, memo, inline_ok)
             memo[key] = w
             return w
+        if kind in TRI:
+            # tril keeps col - row <= k, triu col - row >= k (a broadcast dim's index counts as 0)
+            sz = tuple(s.sizes)
+            row = f"({idx[-2]}) * {self._z(st, 0 if sz[-2] == 1 else 1)}"
+            col = f"({idx[-1]}) * {self._z(st, 0 if sz[-1] == 1 else 1)}"
+            x = self._value(st, self.index[n.operands[0].node], idx, body, memo, inline_ok)
+            op = "<=" if kind == "aten::tril" else ">="
+            body.append(f"{ct} {v} = ({col} - {row} {op} {self._z(st, a[1])}) ? {x} : ({ct})0;")
+            return v
         if kind in VIEWS:
             src = self.index[n.operands[0].node]
             sidx = self._view_index(st, kind, a, n, idx, body, memo)
@@ -427,6 +443,13 @@ class Graph:
         src = tuple(n.operands[0].node.shapes[0].sizes)
         if kind == "aten::alias_copy":
             return idx
+        if kind == "aten::flip":
+            dims = {d + len(src) if d < 0 else d for d in a[1]}
+            return tuple(f"({self._z(st, src[d] - 1)} - ({x}) * {self._z(st, 0 if src[d] == 1 else 1)})"
+                         if d in dims else x for d, x in enumerate(idx))
+        if kind == "aten::repeat":
+            nd = len(out)
+            return tuple(f"(({idx[nd - len(src) + d]}) % {self._z(st, max(src[d], 1))})" for d in range(len(src)))
         if kind == "permute":
             axes = a[1]
             sidx = [None] * len(src)
@@ -739,6 +762,8 @@ def _expr(kind, code, ins, a):
         if code == D.BOOL:
             return x
         return f"({x} < 0 ? ({ct})(0 - ({_UTYPE[code]}){x}) : {x})"
+    if kind == "aten::silu":
+        return f"({x} / (({ct})1 + exp{f}(-{x})))"
     if kind == "aten::reciprocal":
         return f"(({ct})1 / {x})"
     if kind == "aten::rsqrt":
