@@ -67,6 +67,8 @@ def same(fn, inputs, steps=1, bitexact=True):
             elif bitexact is None:
                 if g.dtype.kind == "f":
                     np.testing.assert_allclose(g, r, rtol=1e-4, atol=1e-5)
+                    if g.dtype == np.float16:            # (elementwise half: the same values, zeros' signs aside)
+                        assert np.array_equal(g, r, equal_nan=True), (g, r)
                 else:
                     assert g.tobytes() == r.tobytes(), (g, r)
             else:
@@ -268,6 +270,18 @@ def check_flip_repeat_tri_silu():
     same(lambda x: F.silu(x), [a], bitexact=False)
     i = rng.integers(-9, 9, (4, 4), dtype=np.int64)
     same(lambda x: (x.triu(), x.flip(1).tril(1) * 3, x.repeat(2, 1)), [i])
+    assert cv("CudaFallback") == 0
+
+
+def check_float16_elementwise():
+    """float16 data stored as half, each result rounded to half (as torch / numpy compute half ops in float): the
+    same values, but for the signs of zeros and NaNs (numpy's half relu(-0.0) is -0.0, 0 / 0 a NaN of another
+    sign)."""
+    h, g = (floats(6, 5) * 3).astype(np.float16), (floats(5) * 3).astype(np.float16)
+    got = same(lambda x, y: (x + y, x * y - 1.5, (x * 2.5).relu(), x / y, x > y, x.to(L.float32) * 3.0,
+                             (x * 1.0e5).abs(), L.maximum(x, y), x.t().flip(0) + 0.25), [h, g], bitexact=None)
+    assert got[0][0][0].dtype == np.float16 and np.isinf(got[0][0][6]).any()
+    same(lambda x: (x.exp(), x.tanh(), x.sigmoid()), [h], bitexact=False)
     assert cv("CudaFallback") == 0
 
 

@@ -39,12 +39,27 @@ from accel.lazy import _dtypes as D
 from accel.lazy.tensors import node_attrs, run_arg as _run_arg, Output as _Output
 
 CTYPE = {D.FLOAT32: "float", D.FLOAT64: "double", D.INT32: "int", D.INT64: "long long", D.BOOL: "bool",
-         D.INT8: "signed char", D.UINT8: "unsigned char", D.INT16: "short"}
+         D.INT8: "signed char", D.UINT8: "unsigned char", D.INT16: "short", D.FLOAT16: "float"}
+# float16: values are floats holding a half (each result rounded to half, as torch's and numpy's half ops compute
+# in float and round once), stored as their 16 bits (PTX's cvt converts: no header needed)
+STYPE = {**CTYPE, D.FLOAT16: "unsigned short"}
+PRELUDE = ("__device__ __forceinline__ float h2f(unsigned short h) "
+           "{ float f; asm(\"cvt.f32.f16 %0, %1;\" : \"=f\"(f) : \"h\"(h)); return f; }\n"
+           "__device__ __forceinline__ unsigned short f2h(float f) "
+           "{ unsigned short h; asm(\"cvt.rn.f16.f32 %0, %1;\" : \"=h\"(h) : \"f\"(f)); return h; }\n")
+
+
+def _load(code, expr):
+    return f"h2f({expr})" if code == D.FLOAT16 else expr
+
+
+def _store(code, expr):
+    return f"f2h({expr})" if code == D.FLOAT16 else expr
 # integer arithmetic is done unsigned (wrapping, as torch's and numpy's); the narrow types in unsigned int (C
 # would promote them to int, whose overflow is undefined), the result truncated back
 _UTYPE = {D.INT32: "unsigned int", D.INT64: "unsigned long long", D.INT8: "unsigned int", D.UINT8: "unsigned int",
           D.INT16: "unsigned int"}
-_FLOATS = (D.FLOAT32, D.FLOAT64)
+_FLOATS = (D.FLOAT32, D.FLOAT64, D.FLOAT16)
 _UNARY = {"aten::exp": "exp", "aten::log": "log", "aten::sqrt": "sqrt", "aten::tanh": "tanh", "aten::cos": "cos"}
 _CMP = {"aten::eq": "==", "aten::ne": "!=", "aten::lt": "<", "aten::le": "<=", "aten::gt": ">", "aten::ge": ">="}
 _BINARY = {"aten::mul": "*", "aten::div": "/"}
@@ -225,6 +240,9 @@ class Graph:
             return None
         if kind == "prim::Constant":
             return None if s.dtype == D.INT64 and not s.sizes and type(a[1]) is int else "prim::Constant: value"
+        if kind in SPECIAL and (s.dtype == D.FLOAT16 or any(
+                o.node.shapes[0].dtype == D.FLOAT16 for o in n.operands if len(o.node.shapes) == 1)):
+            return f"{kind}: float16"
         if kind in REDUCE:
             xs = n.operands[0].node.shapes[0]
             if kind in ("aten::max", "aten::min"):
@@ -310,7 +328,7 @@ class Graph:
             pending.setdefault(key, []).append(i)
             member[i] = key
         flush()
-        self.source = "\n".join(self.kernels)
+        self.source = PRELUDE + "\n".join(self.kernels)
 
     def _new_stage(self, kind, outs):
         st = Stage()
@@ -323,12 +341,12 @@ class Graph:
     def _args(self, st):
         args = []
         for j, i in enumerate(st.outs):
-            args.append(f"{CTYPE[self.post[i].shapes[0].dtype]}* __restrict__ o{j}")
+            args.append(f"{STYPE[self.post[i].shapes[0].dtype]}* __restrict__ o{j}")
         if st.err:
             args.append("int* __restrict__ err")
         for w, k in st.bufs:
             code = self.post[k].shapes[0].dtype if w == "node" else self.param_shapes[k].dtype
-            args.append(f"const {CTYPE[code]}* __restrict__ {self._bufname(w, k)}")
+            args.append(f"const {STYPE[code]}* __restrict__ {self._bufname(w, k)}")
         for k in st.scalars:
             args.append(f"{CTYPE[self.param_shapes[k].dtype]} s{k}")
         for j in range(len(st.consts)):
@@ -378,7 +396,7 @@ class Graph:
             st_ = _contig(tuple(s.sizes))
             off = " + ".join(f"({x}) * {self._z(st, 0 if s.sizes[d] == 1 else st_[d])}"
                              for d, x in enumerate(idx)) or "0"
-            body.append(f"{ct} {v} = {self._buf(st, i)}[{off}];")
+            body.append(f"{ct} {v} = {_load(s.dtype, f'{self._buf(st, i)}[{off}]')};")
             return v
         kind, a = self.kinds[i], self.attrs[i]
         if kind == "prim::Constant":
@@ -409,8 +427,15 @@ class Graph:
             m = o.node
             osz = tuple(m.shapes[0].sizes)
             oidx = tuple(idx[nd - len(osz) + d] for d in range(len(osz)))     # (size-1 dims: see the reads)
-            ins.append(self._value(st, self.index[m], oidx, body, memo, inline_ok))
-        body.append(f"{ct} {v} = {_expr(kind, s.dtype, ins, a)};")
+            w = self._value(st, self.index[m], oidx, body, memo, inline_ok)
+            if s.dtype == D.FLOAT16 and not osz and m.shapes[0].dtype != D.FLOAT16 and \
+                    kind not in ("aten::mul", "aten::div") and self.index[m] in self.param_of:
+                w = f"h2f(f2h((float){w}))"     # (a number is rounded to half first, but by mul / div: numpy's)
+            ins.append(w)
+        e = _expr(kind, s.dtype, ins, a)
+        if s.dtype == D.FLOAT16 and kind not in _CMP:
+            e = f"h2f(f2h({e}))"
+        body.append(f"{ct} {v} = {e};")
         return v
 
     def _indexed(self, st, i, n, kind, a, idx, body, memo, inline_ok):
@@ -510,7 +535,7 @@ class Graph:
         outset = set(outs)
         for j, i in enumerate(outs):
             v = self._value(st, i, idx, body, memo, lambda q: q in outset)
-            body.append(f"o{j}[i] = {v};")
+            body.append(f"o{j}[i] = {_store(self.post[i].shapes[0].dtype, v)};")
         st.grid = ("n", _numel(sizes))
         st.block = BLOCK
         self._finish(st, body)
@@ -531,7 +556,8 @@ class Graph:
             v = self._value(st, self.index[o.node], idx, body, {}, lambda q: False)
             off = " + ".join(f"({x}{f' + {self._z(st, start)}' if d == axis else ''}) * {self._z(st, ost[d])}"
                              for d, x in enumerate(idx)) or "0"
-            body.append(f"o0[{off}] = ({CTYPE[n.shapes[0].dtype]}){v};")
+            code = n.shapes[0].dtype
+            body.append(f"o0[{off}] = {_store(code, f'({CTYPE[code]}){v}')};")
             st.grid = ("n", _numel(part))
             st.block = BLOCK
             self._finish(st, body)
@@ -749,11 +775,11 @@ def _expr(kind, code, ins, a):
             return f"({ct})(0 - ({_UTYPE[code]}){x})"
         return f"(-{x})"
     if kind == "aten::relu":
-        if code in (D.FLOAT32, D.FLOAT64):
+        if code in _FLOATS:
             # numpy's maximum(x, 0): NaN stays, an equal pair gives the second (relu(-0.0) is +0.0)
             return f"({x} != {x} ? {x} : ({x} > 0 ? {x} : ({ct})0))"
         return f"({x} > 0 ? {x} : ({ct})0)"
-    f = "f" if code == D.FLOAT32 else ""
+    f = "f" if code in (D.FLOAT32, D.FLOAT16) else ""
     if kind in _UNARY:
         return f"{_UNARY[kind]}{f}({x})"
     if kind == "aten::abs":

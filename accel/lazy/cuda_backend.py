@@ -57,7 +57,7 @@ _m_compile = _metrics.Metric("NvrtcCompileTime", _metrics.metric_fn_time)
 
 _PCTYPE = {D.FLOAT32: ctypes.c_float, D.FLOAT64: ctypes.c_double, D.INT32: ctypes.c_int32,
            D.INT64: ctypes.c_int64, D.BOOL: ctypes.c_bool, D.INT8: ctypes.c_int8, D.UINT8: ctypes.c_uint8,
-           D.INT16: ctypes.c_int16}
+           D.INT16: ctypes.c_int16, D.FLOAT16: ctypes.c_float}     # (a float16 number is passed as a float)
 
 
 # Compiled kernels of the process, by (source sha256, architecture): kept across set_backend and computation-cache
@@ -273,7 +273,8 @@ def _program(gen, kernel, graph, host=None):
             if k is not None:
                 checked.append(k)
     shapes = {i: (tuple(post[i].shapes[0].sizes), D.CODE_TO_NP[post[i].shapes[0].dtype]) for i in gen.mat}
-    scalar_np = {k: D.CODE_TO_NP[s.dtype] for k, s in enumerate(param_shapes) if not s.sizes}
+    scalar_np = {k: _np.float32 if s.dtype == D.FLOAT16 else D.CODE_TO_NP[s.dtype]
+                 for k, s in enumerate(param_shapes) if not s.sizes}
 
     def run(P, G=None):
         import accel.cuda as cuda
