@@ -13,6 +13,8 @@ from accel.lazy import backend as _backend_mod
 from accel.lazy.backend import NumpyBackend
 from accel.lazy.cuda_backend import CudaBackend
 from accel.lazy.cache import ComputationCache
+from accel.lazy._cuda_data import as_handle as _as_handle, host_array as _host_array, host_value as _host_value, \
+    host_params as _host_params
 from accel.lazy.inplace import current as _current
 from accel.lazy.tensors import Data, LazyTensor
 from accel.lazy.trie import TrieCache, hold as _trie_hold, release_all as _trie_release_all
@@ -75,6 +77,7 @@ def set_backend(backend):
     with _device_lock:
         prev, _backend = _backend, backend
         _cache.clear()
+        _t.source_hook[0] = getattr(backend, "upload", None)
     return prev
 
 
@@ -188,6 +191,8 @@ def _execute(nodes, key):
     _latest[0] = prog
     _m_graph_size.add_sample(len(post))
     gens = _t.run_args(post)              # e.g. the generators random ops given generator= draw from
+    if not getattr(_backend, "device_params", False):
+        params = _host_params(params)     # (tensors left on the device by the CUDA backend: their values)
     try:
         with _np.errstate(all="ignore"):     # torch gives inf/nan silently, as numpy then does
             return prog.run(params, gens) if gens else prog.run(params)
@@ -208,7 +213,7 @@ def sync_tensors(tensors):
         for t, n, a in zip(roots, nodes, outs):
             if t._node is not n:        # an in-place op on another thread gave it a newer value meanwhile
                 continue
-            t._handle = Data(a)         # data first: a tracing thread reading _node then _handle sees one
+            t._handle = _as_handle(a)   # data first: a tracing thread reading _node then _handle sees one
             t._node = None
             t._src = None
         _t.run_after()                  # the kernels' updates of other tensors (batch_norm's running stats)
@@ -258,7 +263,7 @@ def compute_nodes(nodes):
     """Values of IR nodes without touching any tensor (LTC GetTensors with force_ltc_data=false)."""
     nodes = list(nodes)
     with _device_lock:
-        out = list(_execute(nodes, _graph_key(nodes, False)))
+        out = [_host_value(a) for a in _execute(nodes, _graph_key(nodes, False))]
         _t.run_after()
         return out
 
@@ -270,9 +275,9 @@ def compute_values(tensors):
     with _device_lock:
         for i, t in enumerate(tensors):
             if t._handle is not None:
-                out[i] = t._handle.array
+                out[i] = _host_array(t._handle)
             elif t._src is not None:
-                out[i] = t._src.array
+                out[i] = _host_array(t._src)
             else:
                 pending.append(i)
         if pending:
@@ -299,12 +304,12 @@ def tensor_value(t):
                 if src is not None:
                     if t._node is not None:
                         t._src = None
-                    return src.array
+                    return _host_array(src)
                 if t._node is None:         # a stale alias (accel.lazy.inplace): regenerate it first
                     t._ir()
                     return tensor_value(t)
                 h = t._handle = Data(compute_values([t])[0])
-    return h.array
+    return _host_array(h)
 
 
 _SCALAR_KINDS = {D.BOOL: "b", D.INT64: "bui", D.FLOAT64: "buif"}     # the kinds a number parameter takes
@@ -350,7 +355,7 @@ def run_cached_graph(hash_bytes, inputs):
             # a kernel's updates of tensors of the graph it was compiled from (batch_norm's running statistics)
             # are not made: the inputs given here are not those tensors
             _t.drop_after()
-    return [_t.tensor(a) for a in outs]
+    return [_t.tensor(_host_value(a)) for a in outs]
 
 
 def get_tensor_id(t):

@@ -681,6 +681,11 @@ def _device(device):
         raise ValueError(f"accel.lazy factories make lazy tensors: device must be None or 'lazy', got {device!r}")
 
 
+# the backend's copy-in of tensor()'s array (array -> Data handle), or None: the array is the handle's.  Set by
+# executor.set_backend (the CUDA backend copies it to the device on the current stream).
+source_hook = [None]
+
+
 def tensor(data, dtype=None, device=None):
     """A lazy tensor holding a copy of ``data`` (a numpy array or anything numpy.asarray takes, e.g. a
     Python scalar): torch.from_numpy(a).to("lazy"); ``device``: None or the lazy device, as torch.tensor's."""
@@ -705,7 +710,8 @@ def tensor(data, dtype=None, device=None):
         a = _np.array(a, dtype=D.CODE_TO_NP[code], order="C")
     a.flags.writeable = False
     t = _wrap(None, _shape(code, tuple(int(s) for s in a.shape)))
-    t._src = Data(a)
+    up = source_hook[0]
+    t._src = Data(a) if up is None else up(a)
     _c_to_copy[0] += 1             # LTC counts the copy to the lazy device as lazy::_to_copy
     return t
 
