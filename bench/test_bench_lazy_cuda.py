@@ -9,7 +9,7 @@ program, numpy() of the result) of two graphs, on the selected twin (ACCEL_BACKE
 On the emulator (the default here) a CUDA step is the PTX engine interpreting every thread of every kernel, plus
 the copies in and out: these rows measure the backend's host overhead and the engine, not a GPU (on a machine
 with one, bench/conftest.py's ACCEL_BENCH_CUDART selects the real runtime).  The CUDA rows are skipped without
-NVRTC (accel[cuda-lazy]).
+NVRTC (the cuda-lazy extra).
 """
 import numpy as np
 import pytest
@@ -50,7 +50,7 @@ def _step(fn, arrays):
 @pytest.fixture(params=["numpy", "cuda"])
 def backend(request):
     if request.param == "cuda" and _NVRTC is None:
-        pytest.skip("NVRTC (accel[cuda-lazy]) is not installed: no CUDA backend rows")
+        pytest.skip("NVRTC (the cuda-lazy extra) is not installed: no CUDA backend rows")
     prev = L.set_backend(request.param)
     yield request.param
     L.set_backend(prev)

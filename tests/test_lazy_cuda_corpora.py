@@ -24,7 +24,7 @@ try:
 except Exception:           # noqa: BLE001 (an install without the emulator's module)
     _NVRTC = None
 
-pytestmark = pytest.mark.skipif(_NVRTC is None, reason="NVRTC (nvidia-cuda-nvrtc, accel[cuda-lazy]) is not installed")
+pytestmark = pytest.mark.skipif(_NVRTC is None, reason="NVRTC (nvidia-cuda-nvrtc, the cuda-lazy extra) is not installed")
 
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parent

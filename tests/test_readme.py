@@ -206,7 +206,7 @@ CHECKS = {
     "ACCEL_BACKEND=python pytest bench/test_bench_lazy_firstseen.py --benchmark-only --benchmark-timer=time.process_time":
         check_collects,
     "pytest bench/test_bench_lazy_cuda.py --benchmark-only": check_collects,
-    'pip install "accel[cuda-lazy]"': "tests/test_lazy_cuda.py::test_no_nvrtc_import_error",
+    'pip install ".[cuda-lazy]"': "tests/test_lazy_cuda.py::test_no_nvrtc_import_error",
     "ACCEL_BENCH_SCALING=full pytest bench/test_bench_scaling.py --benchmark-only --benchmark-timer=time.process_time":
         check_collects,
     "python -m pytest": "tests/test_foundation.py::test_suite_refuses_source_tree",   # the README warns against it
