@@ -117,6 +117,28 @@ EXPORT CUresult cuGraphAddNode_v2(CUgraphNode *node, CUgraph g, const CUgraphNod
                                  (emu_add_copy_fn)emu_drv_add_memcpy_node));
 }
 
+/* Child-graph and conditional nodes (emu_graph_cond.c).  The handle's context is the current one or a live
+ * context (the emulator keeps no per-context graphs); NULL is the current context. */
+int emu_graph_cond_create(unsigned long long *, void *, unsigned, unsigned);
+int emu_graph_add_child(void **, void *, void *const *, size_t, void *, int);
+int emu_graph_child_get(void *, void **);
+
+EXPORT CUresult cuGraphConditionalHandleCreate(unsigned long long *out, CUgraph g, CUcontext ctx, unsigned int deflt,
+                                               unsigned int flags)
+{
+    DRV_ENTER_CREATE(cuGraphConditionalHandleCreate);
+    if (ctx ? ctx_device(ctx) < 0 : !current_ctx()) return CUDA_ERROR_INVALID_CONTEXT;
+    return RT(emu_graph_cond_create(out, g, deflt, flags));
+}
+
+EXPORT CUresult cuGraphAddChildGraphNode(CUgraphNode *node, CUgraph g, const CUgraphNode *deps, size_t n, CUgraph child)
+{
+    DRV_ENTER_CREATE(cuGraphAddChildGraphNode);
+    return RT(emu_graph_add_child(node, g, (void *const *)deps, n, child, 0));
+}
+
+FWD(cuGraphChildGraphNodeGetGraph, (CUgraphNode node, CUgraph *out), emu_graph_child_get(node, out))
+
 /* IPC events: the runtime's handles (emu_event.c), opened in the process that made them. */
 typedef struct { char reserved[64]; } CUipcEventHandle;
 int cudaIpcGetEventHandle(CUipcEventHandle *, void *);
@@ -169,5 +191,6 @@ const proc_t emu_graph_driver2_procs[] = {
     PROC(cuGraphEventWaitNodeSetEvent) PROC(cuGraphHostNodeGetParams) PROC(cuGraphHostNodeSetParams)
     PROC(cuGraphMemsetNodeGetParams) PROC(cuGraphRemoveDependencies)
     PROC_V("cuGraphRemoveDependencies", 12030, cuGraphRemoveDependencies_v2) PROC(cuGraphNodeGetParams)
+    PROC(cuGraphConditionalHandleCreate) PROC(cuGraphAddChildGraphNode) PROC(cuGraphChildGraphNodeGetGraph)
 };
 const size_t emu_graph_driver2_nprocs = sizeof emu_graph_driver2_procs / sizeof *emu_graph_driver2_procs;
