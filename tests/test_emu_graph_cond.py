@@ -348,3 +348,50 @@ out(r)
 """)
     assert got["while"] == [OK, [0, 0]]
     assert got["switch"] == [[OK, OK, [0, 31, 0]], [OK, OK, [0, 0, 32]], [OK, OK, [0, 0, 0]]]
+
+
+def test_conditional_nodes_made_during_capture(subprocess_python):
+    """cuda.core's GraphBuilder way: cuStreamGetCaptureInfo's graph (its dependencies with default edge data) takes
+    a conditional node, cuStreamUpdateCaptureDependencies puts the stream after it, cuStreamBeginCaptureToGraph
+    captures its body on another stream and cuStreamEndCapture hands that body back; the refusals of both."""
+    got = _json(subprocess_python, """
+cu.cuStreamGetCaptureInfo_v3.argtypes = [P, c.POINTER(c.c_int), c.POINTER(c.c_ulonglong), PP, c.POINTER(PP), c.POINTER(P), c.POINTER(S)]
+cu.cuStreamUpdateCaptureDependencies_v2.argtypes = [P, PP, P, S, c.c_uint]
+cu.cuStreamBeginCaptureToGraph.argtypes = [P, P, PP, P, S, c.c_int]
+cu.cuStreamBeginCapture_v2.argtypes = [P, c.c_int]
+cu.cuStreamEndCapture.argtypes = [P, PP]
+cu.cuMemsetD8Async.argtypes = [U64, c.c_ubyte, S, P]
+r = {}
+s2 = P(); assert cu.cuStreamCreate(R(s2), 0) == 0
+clear()
+assert cu.cuStreamBeginCapture_v2(stream, 2) == 0
+assert cu.cuMemsetD8Async(buf.value, 1, 1, stream) == 0
+st, cid, g, deps, edges, n = c.c_int(), c.c_ulonglong(), P(), PP(), P(), S()
+r["info"] = cu.cuStreamGetCaptureInfo_v3(stream, R(st), R(cid), R(g), R(deps), R(edges), R(n))
+r["edges"] = [n.value, edges.value is not None and bytes((c.c_ubyte * 8).from_address(edges.value)) == bytes(8)]
+h = handle(g, 1, 1)
+b = cond_params(h, 0, 1)
+node = P(); r["add"] = cu.cuGraphAddNode_v2(R(node), g, (P * 1)(deps[0]), None, 1, b)
+body = P(bodies(b, 1)[0])
+r["update"] = cu.cuStreamUpdateCaptureDependencies_v2(stream, (P * 1)(node), None, 1, 1)
+assert cu.cuMemsetD8Async(buf.value + 2, 3, 1, stream) == 0
+r["to_graph"] = cu.cuStreamBeginCaptureToGraph(s2, body, None, None, 0, 2)
+assert cu.cuMemsetD8Async(buf.value + 1, 2, 1, s2) == 0
+got_body = P(); r["end_body"] = [cu.cuStreamEndCapture(s2, R(got_body)), got_body.value == body.value]
+# refusals: flags, a node of another graph, a stream not capturing, capture into a graph under capture
+other = graph(); on = mark(other, 0, 0)
+r["refused"] = [cu.cuStreamUpdateCaptureDependencies_v2(stream, (P * 1)(node), None, 1, 2),
+                cu.cuStreamUpdateCaptureDependencies_v2(stream, (P * 1)(on), None, 1, 0),
+                cu.cuStreamUpdateCaptureDependencies_v2(s2, (P * 1)(node), None, 1, 0),
+                cu.cuStreamBeginCaptureToGraph(s2, g, None, None, 0, 2),
+                cu.cuStreamBeginCaptureToGraph(s2, body, None, None, 0, 7),
+                cu.cuStreamBeginCaptureToGraph(s2, P(0x4242), None, None, 0, 2)]
+whole = P(); r["end"] = [cu.cuStreamEndCapture(stream, R(whole)), whole.value == g.value]
+r["launch"] = [launch(whole), read(3)]
+assert cu.cuGraphDestroy(whole) == 0 and cu.cuGraphDestroy(other) == 0
+out(r)
+""")
+    assert got["info"] == OK and got["edges"] == [1, True]
+    assert got["add"] == OK and got["update"] == OK and got["to_graph"] == OK and got["end_body"] == [OK, True]
+    assert got["refused"] == [INVALID_VALUE, INVALID_VALUE, 401, INVALID_VALUE, INVALID_VALUE, INVALID_VALUE]
+    assert got["end"] == [OK, True] and got["launch"] == [OK, [1, 2, 3]]

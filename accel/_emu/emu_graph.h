@@ -114,6 +114,8 @@ struct gexec {
 struct capture {
     unsigned long long id;
     int mode, status;
+    int to_graph;                   /* cudaStreamBeginCaptureToGraph: the graph is the caller's (nodes from base on) */
+    size_t base;
     pthread_t thread;
     graph_t *g;
     stream_t *origin;

@@ -209,7 +209,7 @@ cudaError_t emu_graph_add_child(cudaGraphNode_t *out, cudaGraph_t gh, const cuda
     cudaError_t err = cudaSuccess;
     pthread_mutex_lock(&G);
     graph_t *g = get_graph(gh), *c = get_graph(ch), *b = NULL;
-    if (!g || !c || g->capturing || c->capturing || has_mem_or_cond(c)) err = cudaErrorInvalidValue;
+    if (!g || !c || c->capturing || has_mem_or_cond(c)) err = cudaErrorInvalidValue;
     else if (ownership == 1 && (c->owner || encloses(c, g) || c->mem->execs)) err = cudaErrorInvalidValue;
     if (!err) err = resolve_deps(g, deps, n, idx);
     if (!err) b = ownership ? c : graph_copy(c, &err);
@@ -251,7 +251,7 @@ cudaError_t emu_graph_add_cond(cudaGraphNode_t *out, cudaGraph_t gh, const cudaG
     pthread_mutex_lock(&G);
     graph_t *g = get_graph(gh);
     cond_t *c = get_cond(p->handle);
-    if (!g || g->capturing || !c || c->graph_id != g->id) err = cudaErrorInvalidValue;
+    if (!g || !c || c->graph_id != g->id) err = cudaErrorInvalidValue;
     if (!err) err = resolve_deps(g, deps, n, idx);
     gnode_t *nd = NULL;
     if (!err && (!(nd = graph_add(g, GN_COND, idx, n)) || bodies_alloc(nd, p->size))) err = cudaErrorMemoryAllocation;
