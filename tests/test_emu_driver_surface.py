@@ -32,9 +32,9 @@ SURFACE = pathlib.Path(__file__).with_name("data") / "driver_surface.txt"
 # with graph memory attributes and IPC events, 167 with cuGraphAddNode, 177 with coredump settings and
 # checkpointing, 188 with root nodes, graph ids, node parameter getters / setters and edge removal, 189 with
 # cuGraphNodeGetParams, 195 with the device / context entry points, 249 with kernels and the PTX engine, 252 with
-# child graphs and conditional handles, 254 with capture into a graph and capture dependency updates.  Raise it as
-# entry points land.
-FLOOR = 254
+# child graphs and conditional handles, 254 with capture into a graph and capture dependency updates, 255 with
+# cuGraphExecChildGraphNodeSetParams.  Raise it as entry points land.
+FLOOR = 255
 
 PRELUDE = f"""
 import ctypes as c, json, os

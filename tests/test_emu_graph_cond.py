@@ -145,20 +145,36 @@ mg = P(); cu.cuGraphChildGraphNodeGetGraph(moved, R(mg))
 r["moved"] = [mg.value == mv.value, cu.cuGraphDestroy(mv)]
 clear(); r["after_move"] = [launch(g), read(8)]
 # exec update: a child graph of the same shape with new values updates; a changed child topology is refused
-def with_child(*values):
+def kid_of(*values):
     kid = graph(); prev = []
     for i, v in enumerate(values):
         prev = [mark(kid, 32 + i, v, *prev)]
+    return kid
+def with_child(*values):
+    kid = kid_of(*values)
     pg = graph(); kn = P(); assert cu.cuGraphAddChildGraphNode(R(kn), pg, None, 0, kid) == 0
     assert cu.cuGraphDestroy(kid) == 0
-    return pg
-ga, gb, gc = with_child(1, 2), with_child(3, 4), with_child(5, 6, 7)
+    return pg, kn
+(ga, kna), (gb, _), (gc, _) = with_child(1, 2), with_child(3, 4), with_child(5, 6, 7)
 x = P(); assert cu.cuGraphInstantiateWithFlags(R(x), ga, 0) == 0
 info = (c.c_ubyte * 32)()
 r["update"] = cu.cuGraphExecUpdate_v2(x, gb, info)
 clear(); assert cu.cuGraphLaunch(x, stream) == 0 and cu.cuStreamSynchronize(stream) == 0; r["updated"] = read(36)[32:]
 r["update_topology"] = [cu.cuGraphExecUpdate_v2(x, gc, info), c.c_int.from_buffer(info, 0).value]
+# cuGraphExecChildGraphNodeSetParams: a graph of the same shape; another shape, another kind of node, a graph with
+# memory nodes refused
+cu.cuGraphExecChildGraphNodeSetParams.argtypes = [P, P, P]
+rt.cudaGraphExecChildGraphNodeSetParams.argtypes = [P, P, P]
+k89, k3 = kid_of(8, 9), kid_of(1, 2, 3)
+plain = graph(); pn = mark(plain, 0, 0)
+r["child_set"] = [cu.cuGraphExecChildGraphNodeSetParams(x, kna, k89), cu.cuGraphExecChildGraphNodeSetParams(x, kna, k3),
+                  cu.cuGraphExecChildGraphNodeSetParams(x, P(pn), k89), cu.cuGraphExecChildGraphNodeSetParams(x, kna, withmem),
+                  cu.cuGraphExecChildGraphNodeSetParams(P(0x4242), kna, k89),
+                  rt.cudaGraphExecChildGraphNodeSetParams(x, kna, k3), rt.cudaGetLastError()]
+clear(); assert cu.cuGraphLaunch(x, stream) == 0 and cu.cuStreamSynchronize(stream) == 0; r["child_set_ran"] = read(36)[32:]
 assert cu.cuGraphExecDestroy(x) == 0
+for h_ in (k89, k3, plain):
+    assert cu.cuGraphDestroy(h_) == 0
 for h_ in (ga, gb, gc):
     assert cu.cuGraphDestroy(h_) == 0
 # removing the node frees its graph
@@ -183,6 +199,7 @@ out(r)
     assert got["after_move"] == [OK, [1, 11, 12, 13, 0, 15, 16, 0]]
     assert got["update"] == OK and got["updated"] == [3, 4, 0, 0]
     assert got["update_topology"] == [EXEC_UPDATE_FAILURE, 2]
+    assert got["child_set"] == [OK] + [INVALID_VALUE] * 6 and got["child_set_ran"] == [8, 9, 0, 0]
     assert got["destroy_node"] == [OK, INVALID_VALUE, INVALID_HANDLE]
     assert got["rt"] == [OK, OK, True, INVALID_VALUE, INVALID_VALUE]
 

@@ -138,6 +138,8 @@ EXPORT CUresult cuGraphAddChildGraphNode(CUgraphNode *node, CUgraph g, const CUg
 }
 
 FWD(cuGraphChildGraphNodeGetGraph, (CUgraphNode node, CUgraph *out), emu_graph_child_get(node, out))
+int emu_graph_exec_child_set(void *, void *, void *);
+FWD(cuGraphExecChildGraphNodeSetParams, (void *x, CUgraphNode node, CUgraph child), emu_graph_exec_child_set(x, node, child))
 
 /* IPC events: the runtime's handles (emu_event.c), opened in the process that made them. */
 typedef struct { char reserved[64]; } CUipcEventHandle;
@@ -192,5 +194,6 @@ const proc_t emu_graph_driver2_procs[] = {
     PROC(cuGraphMemsetNodeGetParams) PROC(cuGraphRemoveDependencies)
     PROC_V("cuGraphRemoveDependencies", 12030, cuGraphRemoveDependencies_v2) PROC(cuGraphNodeGetParams)
     PROC(cuGraphConditionalHandleCreate) PROC(cuGraphAddChildGraphNode) PROC(cuGraphChildGraphNodeGetGraph)
+    PROC(cuGraphExecChildGraphNodeSetParams)
 };
 const size_t emu_graph_driver2_nprocs = sizeof emu_graph_driver2_procs / sizeof *emu_graph_driver2_procs;

@@ -729,6 +729,50 @@ static cudaError_t remake_subs(const graph_t *g, sub_t **subs, cset_t **defs)
     return err;
 }
 
+/* cudaGraphExecChildGraphNodeSetParams / cuGraphExecChildGraphNodeSetParams: x's copy of child-graph node nh runs
+ * child's nodes from now on; child must have the node's graph's shape (nodes, by insertion order and type), and
+ * no memory or conditional nodes.  No error recorded.  Hidden. */
+cudaError_t emu_graph_exec_child_set(cudaGraphExec_t xh, cudaGraphNode_t nh, cudaGraph_t ch)
+{
+    cudaError_t err = cudaSuccess;
+    pthread_mutex_lock(&G);
+    gexec_t *x = get_exec(xh);
+    gnode_t *nd = get_node(nh), *old = NULL;
+    graph_t *c = get_graph(ch);
+    if (!x || !nd || !c || nd->type != GN_GRAPH || nd->g->id != x->graph_id || c->capturing) err = cudaErrorInvalidValue;
+    for (size_t i = 0; !err && i < x->n && !old; i++)
+        if (x->nodes[i].idx == nd->idx && x->nodes[i].type == GN_GRAPH) old = &x->nodes[i];
+    gnode_t t = { 0 };
+    graph_t *one[1] = { c };
+    t.type = GN_GRAPH;
+    t.body = one;
+    t.nbody = 1;
+    if (!err && (!old || !same_shape(&t, old->sub))) err = cudaErrorInvalidValue;
+    for (size_t i = 0; !err && i < c->n; i++)
+        if (c->nodes[i]->type == GN_MEM_ALLOC || c->nodes[i]->type == GN_MEM_FREE || c->nodes[i]->type == GN_COND)
+            err = cudaErrorInvalidValue;
+    cset_t *defs = NULL;
+    gnode_t made = { 0 };
+    if (!err) err = exec_node_sub(&made, &t, 1, &defs);
+    if (!err) {
+        sub_unref(old->sub);
+        old->sub = made.sub;
+    } else {
+        sub_unref(made.sub);
+    }
+    cset_unref(defs);
+    pthread_mutex_unlock(&G);
+    return err;
+}
+
+EXPORT cudaError_t cudaGraphExecChildGraphNodeSetParams(cudaGraphExec_t x, cudaGraphNode_t node, cudaGraph_t child)
+{
+    RT_ENTER(cudaGraphExecChildGraphNodeSetParams, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    cudaError_t err = emu_graph_exec_child_set(x, node, child);
+    return err ? fail(err) : cudaSuccess;
+}
+
 static int same_deps(const gnode_t *nd, const uint32_t *v, size_t n)
 {
     if (nd->ndeps != n) return 0;

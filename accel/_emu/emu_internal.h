@@ -118,7 +118,7 @@ void emu_trace_unsupported(const char *name, atomic_int *seen) __attribute__((we
     X(cudaGraphHostNodeGetParams) X(cudaGraphHostNodeSetParams) X(cudaGraphMemsetNodeGetParams) \
     X(cudaGraphRemoveDependencies) X(cudaGraphNodeGetParams) X(cudaGraphConditionalHandleCreate) \
     X(cudaGraphAddChildGraphNode) X(cudaGraphChildGraphNodeGetGraph) X(cudaStreamBeginCaptureToGraph) \
-    X(cudaStreamUpdateCaptureDependencies)
+    X(cudaStreamUpdateCaptureDependencies) X(cudaGraphExecChildGraphNodeSetParams)
 #define EMU_DRVSURFACE_SYMBOLS(X) \
     X(cuGraphNodeGetDependentNodes) X(cuGraphNodeGetDependentNodes_v2) X(cuGraphGetEdges) X(cuGraphGetEdges_v2) \
     X(cuGraphDestroyNode) X(cuGraphMemAllocNodeGetParams) X(cuGraphMemFreeNodeGetParams) \
@@ -130,6 +130,7 @@ void emu_trace_unsupported(const char *name, atomic_int *seen) __attribute__((we
     X(cuGraphRemoveDependencies) X(cuGraphRemoveDependencies_v2) X(cuGraphNodeGetParams) X(cuCtxGetDevice_v2) \
     X(cuGraphConditionalHandleCreate) X(cuGraphAddChildGraphNode) X(cuGraphChildGraphNodeGetGraph) \
     X(cuStreamBeginCaptureToGraph) X(cuStreamUpdateCaptureDependencies) X(cuStreamUpdateCaptureDependencies_v2) \
+    X(cuGraphExecChildGraphNodeSetParams) \
     X(cuCtxSynchronize_v2) X(cuCtxResetPersistingL2Cache) X(cuDeviceGetByPCIBusId) X(cuDeviceGetP2PAttribute) \
     X(cuFlushGPUDirectRDMAWrites)
 #define EMU_SYMBOLS(X) \
