@@ -412,3 +412,35 @@ out(r)
     assert got["add"] == OK and got["update"] == OK and got["to_graph"] == OK and got["end_body"] == [OK, True]
     assert got["refused"] == [INVALID_VALUE, INVALID_VALUE, 401, INVALID_VALUE, INVALID_VALUE, INVALID_VALUE]
     assert got["end"] == [OK, True] and got["launch"] == [OK, [1, 2, 3]]
+
+
+def test_fault_hooks_of_the_new_entry_points(subprocess_python):
+    """Each new entry point fails by its name (ACCEL_EMU_FAIL / accelEmuSetFail) before it changes anything: the
+    ones that create something with CUDA_ERROR_OUT_OF_MEMORY, the others with CUDA_ERROR_UNKNOWN."""
+    got = _json(subprocess_python, """
+rt.accelEmuSetFail.argtypes = [c.c_char_p]
+cu.cuStreamBeginCaptureToGraph.argtypes = [P, P, PP, P, S, c.c_int]
+cu.cuStreamUpdateCaptureDependencies.argtypes = [P, PP, S, c.c_uint]
+g, kid = graph(), graph()
+h, n, kg = U64(), P(), P()
+def arm(name):
+    assert rt.accelEmuSetFail((name + ":1").encode()) == 0
+r = []
+for name, call in [
+        ("cuGraphConditionalHandleCreate", lambda: cu.cuGraphConditionalHandleCreate(R(h), g, ctx, 0, 0)),
+        ("cudaGraphConditionalHandleCreate", lambda: rt.cudaGraphConditionalHandleCreate(R(h), g, 0, 0)),
+        ("cuGraphAddChildGraphNode", lambda: cu.cuGraphAddChildGraphNode(R(n), g, None, 0, kid)),
+        ("cudaGraphAddChildGraphNode", lambda: rt.cudaGraphAddChildGraphNode(R(n), g, None, 0, kid)),
+        ("cuStreamBeginCaptureToGraph", lambda: cu.cuStreamBeginCaptureToGraph(stream, g, None, None, 0, 2)),
+        ("cuStreamUpdateCaptureDependencies", lambda: cu.cuStreamUpdateCaptureDependencies(stream, None, 0, 1))]:
+    arm(name); r.append(call())
+k = S(); cu.cuGraphGetNodes(g, None, R(k))
+st = c.c_int(); cu.cuStreamIsCapturing(stream, R(st))
+rt.accelEmuSetFail(b"")
+r += [k.value, st.value, cu.cuGraphAddChildGraphNode(R(n), g, None, 0, kid)]
+cu.cuGraphChildGraphNodeGetGraph.argtypes = [P, PP]
+arm("cuGraphChildGraphNodeGetGraph"); r.append(cu.cuGraphChildGraphNodeGetGraph(n, R(kg)))
+rt.accelEmuSetFail(b"")
+out(r)
+""")
+    assert got == [2, 2, 2, 2, 999, 999, 0, 0, OK, 999]

@@ -26,6 +26,8 @@
  *  - A body whose copy or memset touches memory freed since it was added stops running there (nothing more of that
  *    conditional node runs); CUDA would fault the launch.
  */
+#include <sched.h>
+
 #include "emu_graph.h"
 
 /* --------------------------------------------------------------- handles */
@@ -393,6 +395,11 @@ static void cond_run(void *arg)
         }
         if (items != small) free(items);
         if (!ok || sb->ctype != COND_WHILE) break;
+        if (!k) {                   /* an empty body: only another thread can end the loop; let it in */
+            pthread_mutex_unlock(&G);
+            sched_yield();
+            pthread_mutex_lock(&G);
+        }
     }
     sub_unref(sb);
     pthread_mutex_unlock(&G);
