@@ -756,9 +756,9 @@ void *emu_driver_proc(const char *name, int version, int per_thread)
     }
     const proc_t *best = NULL;
     const proc_t *tables[] = { procs, emu_drvmem_procs, emu_module_procs, emu_graph_driver2_procs,
-                               emu_drvexport_procs, emu_drvmisc_procs, emu_drvdevice_procs };
+                               emu_drvexport_procs, emu_drvmisc_procs, emu_drvdevice_procs, emu_drvarray_procs };
     size_t sizes[] = { NPROCS, emu_drvmem_nprocs, emu_module_nprocs, emu_graph_driver2_nprocs, emu_drvexport_nprocs,
-                       emu_drvmisc_nprocs, emu_drvdevice_nprocs };
+                       emu_drvmisc_nprocs, emu_drvdevice_nprocs, emu_drvarray_nprocs };
     enum { NTABLES = sizeof tables / sizeof *tables };
     for (int t = 0; t < NTABLES; t++)
         for (size_t i = 0; i < sizes[t]; i++) {
@@ -777,6 +777,8 @@ void *emu_driver_proc(const char *name, int version, int per_thread)
         if (!strcmp(emu_drvmem_ptsz[i].symbol, best->symbol)) return emu_drvmem_ptsz[i].fn;
     for (size_t i = 0; per_thread && i < emu_module_nptsz; i++)
         if (!strcmp(emu_module_ptsz[i].symbol, best->symbol)) return emu_module_ptsz[i].fn;
+    for (size_t i = 0; per_thread && i < emu_drvarray_nptsz; i++)
+        if (!strcmp(emu_drvarray_ptsz[i].symbol, best->symbol)) return emu_drvarray_ptsz[i].fn;
     return best->fn;             /* no stream argument: the same function in both variants */
 }
 

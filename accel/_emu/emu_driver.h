@@ -113,6 +113,13 @@ extern const size_t emu_drvexport_nprocs;
 /* emu_drvmisc.c: coredump settings, checkpointing (answered as without checkpoint support). */
 extern const proc_t emu_drvmisc_procs[];
 extern const size_t emu_drvmisc_nprocs;
+/* emu_drvarray.c: CUDA arrays and the copies through them; an array's memory (1: a live array; height: rows of all
+ * slices), for emu_drvmem.c's 2D copies. */
+extern const proc_t emu_drvarray_procs[];
+extern const size_t emu_drvarray_nprocs;
+extern const variant_t emu_drvarray_ptsz[];
+extern const size_t emu_drvarray_nptsz;
+int emu_drv_array(const void *h, void **mem, size_t *row, size_t *height, size_t *bytes);
 /* emu_drvdevice.c: CUDA 13's context-taking forms, PCI bus ids, peer attributes, RDMA flushes. */
 extern const proc_t emu_drvdevice_procs[];
 extern const size_t emu_drvdevice_nprocs;

@@ -234,7 +234,8 @@ EXPORT CUresult cuMemcpyPeerAsync(CUdeviceptr d, CUcontext dctx, CUdeviceptr s, 
     return peer(d, dctx, s, sctx, n, st, 0);
 }
 
-/* CUDA_MEMCPY2D.  Arrays (CU_MEMORYTYPE_ARRAY) do not exist in the emulator. */
+/* CUDA_MEMCPY2D.  An array side (CU_MEMORYTYPE_ARRAY) is its device memory, rows of the array's width
+ * (emu_drvarray.c): the copy must stay inside it. */
 typedef struct {
     size_t srcXInBytes, srcY;
     int srcMemoryType;
@@ -253,13 +254,26 @@ typedef struct {
 
 enum { MT_HOST = 1, MT_DEVICE = 2, MT_ARRAY = 3, MT_UNIFIED = 4 };
 
-/* The first byte a side of a 2D copy addresses, and whether it must be device memory; -1: invalid. */
-static int side(int type, const void *host, CUdeviceptr dev, size_t x, size_t y, size_t pitch, char **at)
+/* The first byte a side of a 2D copy addresses, and whether it must be device memory; -1: invalid.  An array's
+ * side uses the array's row pitch (*pitch set), checked against width x height bytes from (x, y). */
+static int side(int type, const void *host, CUdeviceptr dev, const void *array, size_t x, size_t y, size_t *pitchp,
+                size_t width, size_t height, char **at)
 {
     const char *base;
+    size_t pitch = *pitchp;
     switch (type) {
     case MT_HOST: base = host; break;
     case MT_DEVICE: case MT_UNIFIED: base = DP(dev); break;
+    case MT_ARRAY: {
+        void *mem;
+        size_t row, rows, bytes;
+        if (!emu_drv_array(array, &mem, &row, &rows, &bytes)) return -1;
+        if (x > row || width > row - x || y > rows || height > rows - y) return -1;
+        base = mem;
+        pitch = *pitchp = row;
+        *at = (char *)base + y * pitch + x;
+        return 1;
+    }
     default: return -1;
     }
     if (y && pitch > (SIZE_MAX - x) / y) return -1;
@@ -272,15 +286,18 @@ static CUresult copy2d(const CUDA_MEMCPY2D *c, CUstream s, int sync)
     if (!c) return CUDA_ERROR_INVALID_VALUE;
     NEED_CTX();
     char *src, *dst;
-    int sd = side(c->srcMemoryType, c->srcHost, c->srcDevice, c->srcXInBytes, c->srcY, c->srcPitch, &src);
-    int dd = side(c->dstMemoryType, c->dstHost, c->dstDevice, c->dstXInBytes, c->dstY, c->dstPitch, &dst);
+    size_t spitch = c->srcPitch, dpitch = c->dstPitch;
+    int sd = side(c->srcMemoryType, c->srcHost, c->srcDevice, c->srcArray, c->srcXInBytes, c->srcY, &spitch,
+                  c->WidthInBytes, c->Height, &src);
+    int dd = side(c->dstMemoryType, c->dstHost, c->dstDevice, c->dstArray, c->dstXInBytes, c->dstY, &dpitch,
+                  c->WidthInBytes, c->Height, &dst);
     if (sd < 0 || dd < 0) return CUDA_ERROR_INVALID_VALUE;
-    if (c->Height > 1 && (c->srcPitch < c->WidthInBytes || c->dstPitch < c->WidthInBytes))
+    if (c->Height > 1 && (spitch < c->WidthInBytes || dpitch < c->WidthInBytes))
         return CUDA_ERROR_INVALID_VALUE;
     int kind = sd && dd ? KIND_D2D : sd ? KIND_D2H : dd ? KIND_H2D : KIND_DEFAULT;
     CUresult r = c->WidthInBytes && c->Height ? copy_reaches(dst, src, s) : CUDA_SUCCESS;
     if (r) return r;
-    return RT(emu_copy(dst, c->dstPitch, src, c->srcPitch, c->WidthInBytes, c->Height, kind, s, sync));
+    return RT(emu_copy(dst, dpitch, src, spitch, c->WidthInBytes, c->Height, kind, s, sync));
 }
 
 EXPORT CUresult cuMemcpy2D_v2(const CUDA_MEMCPY2D *c)

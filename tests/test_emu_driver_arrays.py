@@ -1,0 +1,128 @@
+"""CUDA arrays in the libcuda.so.1 stand-in (issue 33), as descriptors over device memory: cuArrayCreate /
+cuArray3DCreate / cuArrayGetDescriptor / cuArray3DGetDescriptor / cuArrayDestroy, the offset copies (HtoA, AtoH,
+DtoA, AtoD, AtoA, async forms) and cuMemcpy2D with array sides: what each does, the layout the copies see (rows of
+width x element bytes), the driver's documented error returns, and that the memory is counted and given back.
+
+The stand-ins run in fresh interpreters (see test_standin.py for why).
+"""
+import importlib.util
+import pathlib
+
+from accel import emu
+
+_spec = importlib.util.spec_from_file_location("standin_fixtures", pathlib.Path(__file__).with_name("standin_fixtures.py"))
+_fx = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_fx)
+
+pytestmark = _fx.needs_standins
+
+OK, INVALID_VALUE, INVALID_CONTEXT, INVALID_HANDLE, NOT_SUPPORTED = 0, 1, 201, 400, 801
+
+PRELUDE = f"""
+import ctypes as c, json, os
+rt = c.CDLL({emu.cudart_path()!r}, mode=os.RTLD_NOW | os.RTLD_GLOBAL)
+cu = c.CDLL({emu.driver_path()!r}, mode=os.RTLD_NOW | os.RTLD_GLOBAL)
+P, S, R, U64 = c.c_void_p, c.c_size_t, c.byref, c.c_uint64
+class D2(c.Structure):
+    _fields_ = [("Width", S), ("Height", S), ("Format", c.c_int), ("NumChannels", c.c_uint)]
+class D3(c.Structure):
+    _fields_ = [("Width", S), ("Height", S), ("Depth", S), ("Format", c.c_int), ("NumChannels", c.c_uint), ("Flags", c.c_uint)]
+class M2(c.Structure):
+    _fields_ = [("srcX", S), ("srcY", S), ("srcType", c.c_int), ("srcHost", P), ("srcDevice", U64), ("srcArray", P),
+                ("srcPitch", S), ("dstX", S), ("dstY", S), ("dstType", c.c_int), ("dstHost", P), ("dstDevice", U64),
+                ("dstArray", P), ("dstPitch", S), ("width", S), ("height", S)]
+for name, args in dict(cuArrayCreate_v2=[c.POINTER(P), c.POINTER(D2)], cuArray3DCreate_v2=[c.POINTER(P), c.POINTER(D3)],
+                       cuArrayGetDescriptor_v2=[c.POINTER(D2), P], cuArray3DGetDescriptor_v2=[c.POINTER(D3), P],
+                       cuArrayDestroy=[P], cuMemcpyHtoA_v2=[P, S, P, S], cuMemcpyAtoH_v2=[P, P, S, S],
+                       cuMemcpyDtoA_v2=[P, S, U64, S], cuMemcpyAtoD_v2=[U64, P, S, S], cuMemcpyAtoA_v2=[P, S, P, S, S],
+                       cuMemcpyHtoAAsync_v2=[P, S, P, S, P], cuMemcpyAtoHAsync_v2=[P, P, S, S, P],
+                       cuMemcpy2D_v2=[c.POINTER(M2)], cuMemGetInfo_v2=[c.POINTER(S), c.POINTER(S)]).items():
+    getattr(cu, name).argtypes = args
+assert cu.cuInit(0) == 0
+def out(v):
+    print(json.dumps(v))
+"""
+_run, _json = _fx.runners(PRELUDE)
+
+
+def test_arrays_as_descriptors(subprocess_python):
+    got = _json(subprocess_python, """
+r = {}
+a = P()
+r["no_ctx"] = cu.cuArrayCreate_v2(R(a), R(D2(16, 4, 0x20, 1)))
+ctx = P(); assert cu.cuDevicePrimaryCtxRetain(R(ctx), 0) == 0 and cu.cuCtxSetCurrent(ctx) == 0
+free0, total = S(), S(); cu.cuMemGetInfo_v2(R(free0), R(total))
+r["create"] = cu.cuArrayCreate_v2(R(a), R(D2(16, 4, 0x20, 1)))       # 16 x 4 floats: rows of 64 bytes
+free1 = S(); cu.cuMemGetInfo_v2(R(free1), R(total)); r["counted"] = free0.value - free1.value >= 256
+d = D2(); r["desc"] = [cu.cuArrayGetDescriptor_v2(R(d), a), d.Width, d.Height, d.Format, d.NumChannels]
+d3 = D3(); r["desc3"] = [cu.cuArray3DGetDescriptor_v2(R(d3), a), d3.Width, d3.Height, d3.Depth, d3.Format, d3.Flags]
+src = (c.c_ubyte * 256)(*range(256))
+back = (c.c_ubyte * 256)()
+r["htoa"] = [cu.cuMemcpyHtoA_v2(a, 0, src, 256), cu.cuMemcpyAtoH_v2(back, a, 0, 256), bytes(back) == bytes(src)]
+# 2D: the middle 8 bytes of rows 1..2 out to a host buffer of pitch 8
+m = M2(); m.srcType, m.srcArray, m.srcX, m.srcY = 3, a, 4, 1
+host2 = (c.c_ubyte * 16)(); m.dstType, m.dstHost, m.dstPitch, m.width, m.height = 1, c.cast(host2, P), 8, 8, 2
+r["2d_out"] = [cu.cuMemcpy2D_v2(R(m)), list(host2) == list(range(68, 76)) + list(range(132, 140))]
+m2 = M2(); m2.srcType, m2.srcHost, m2.srcPitch = 1, c.cast((c.c_ubyte * 8)(*[255] * 8), P), 8
+m2.dstType, m2.dstArray, m2.dstX, m2.dstY, m2.width, m2.height = 3, a, 60, 3, 4, 1
+r["2d_in"] = [cu.cuMemcpy2D_v2(R(m2)), cu.cuMemcpyAtoH_v2(back, a, 0, 256), list(back[252:256]), back[251]]
+m2.dstX = 61; r["2d_past_row"] = cu.cuMemcpy2D_v2(R(m2))
+m2.dstX, m2.dstY = 0, 4; r["2d_past_end"] = cu.cuMemcpy2D_v2(R(m2))
+# device <-> array, array <-> array, async on a stream
+dev = U64(); assert cu.cuMemAlloc_v2(R(dev), S(256)) == 0
+b = P(); assert cu.cuArray3DCreate_v2(R(b), R(D3(4, 4, 2, 0x01, 4, 0))) == 0       # 4 x 4 x 2 of uchar4: 128 bytes
+s = P(); assert cu.cuStreamCreate(R(s), 0) == 0
+got = (c.c_ubyte * 128)()
+r["copies"] = [cu.cuMemcpyAtoD_v2(dev, a, 0, 256), cu.cuMemcpyDtoA_v2(b, 0, dev, 128), cu.cuMemcpyAtoA_v2(b, 64, a, 0, 64),
+               cu.cuMemcpyAtoHAsync_v2(got, b, 0, 128, s), cu.cuStreamSynchronize(s),
+               list(got[:4]) == [0, 1, 2, 3] and list(got[64:68]) == [0, 1, 2, 3] and got[127] == 63]
+r["htoa_async"] = [cu.cuMemcpyHtoAAsync_v2(b, 0, src, 128, s), cu.cuStreamSynchronize(s)]
+# refusals
+bad = P(0x4242)
+r["refused"] = [cu.cuMemcpyHtoA_v2(a, 200, src, 57), cu.cuMemcpyAtoH_v2(back, a, 257, 0), cu.cuMemcpyHtoA_v2(bad, 0, src, 1),
+                cu.cuMemcpyAtoA_v2(b, 0, a, 0, 129), cu.cuArrayGetDescriptor_v2(R(d), bad), cu.cuArrayGetDescriptor_v2(None, a),
+                cu.cuArrayDestroy(bad)]
+x = P()
+r["create_refused"] = [cu.cuArrayCreate_v2(None, R(D2(4, 4, 0x20, 1))), cu.cuArrayCreate_v2(R(x), None),
+                       cu.cuArrayCreate_v2(R(x), R(D2(0, 4, 0x20, 1))), cu.cuArrayCreate_v2(R(x), R(D2(4, 4, 0x20, 3))),
+                       cu.cuArrayCreate_v2(R(x), R(D2(4, 4, 0, 1))), cu.cuArrayCreate_v2(R(x), R(D2(4, 4, 0xb0, 1))),
+                       cu.cuArray3DCreate_v2(R(x), R(D3(4, 0, 2, 0x20, 1, 0))),
+                       cu.cuArray3DCreate_v2(R(x), R(D3(4, 4, 0, 0x20, 1, 1))),
+                       cu.cuArray3DCreate_v2(R(x), R(D3(4, 8, 6, 0x20, 1, 4))),
+                       cu.cuArray3DCreate_v2(R(x), R(D3(4, 4, 6, 0x20, 1, 0x40))),
+                       cu.cuArray3DCreate_v2(R(x), R(D3(4, 4, 6, 0x20, 1, 0x1000))),
+                       cu.cuArray3DCreate_v2(R(x), R(D3(1 << 62, 1 << 62, 0, 0x20, 1, 0))), rt.cudaGetLastError()]
+# flags kept: a layered cubemap, a 1D array (height 0)
+cube, one = P(), P()
+r["kept"] = [cu.cuArray3DCreate_v2(R(cube), R(D3(8, 8, 12, 0x10, 2, 1 | 4))), cu.cuArray3DGetDescriptor_v2(R(d3), cube),
+             d3.Depth, d3.Flags, cu.cuArrayCreate_v2(R(one), R(D2(100, 0, 0x03, 1))),
+             cu.cuMemcpyHtoA_v2(one, 396, src, 4), cu.cuMemcpyHtoA_v2(one, 397, src, 4)]
+# proc addresses, the per-thread variant of an async copy
+cu.cuGetProcAddress_v2.argtypes = [c.c_char_p, c.POINTER(P), c.c_int, c.c_ulonglong, c.POINTER(c.c_int)]
+def proc(name, flags=0):
+    fn, st = P(), c.c_int(); assert cu.cuGetProcAddress_v2(name.encode(), R(fn), 13000, flags, R(st)) == 0; return fn.value
+r["procs"] = [proc("cuArrayCreate") == c.cast(cu.cuArrayCreate_v2, P).value,
+              proc("cuMemcpyHtoAAsync", 2) == c.cast(cu.cuMemcpyHtoAAsync_v2_ptsz, P).value,
+              proc("cuMemcpyAtoA") == c.cast(cu.cuMemcpyAtoA_v2, P).value]
+for h in (a, b, cube, one):
+    assert cu.cuArrayDestroy(h) == 0
+assert cu.cuMemFree_v2(dev) == 0
+free2 = S(); cu.cuMemGetInfo_v2(R(free2), R(total)); r["given_back"] = free2.value == free0.value
+r["destroyed"] = [cu.cuArrayDestroy(a), cu.cuArrayGetDescriptor_v2(R(d), a)]
+out(r)
+""")
+    assert got["no_ctx"] == INVALID_CONTEXT
+    assert got["create"] == OK and got["counted"]
+    assert got["desc"] == [OK, 16, 4, 0x20, 1] and got["desc3"] == [OK, 16, 4, 0, 0x20, 0]
+    assert got["htoa"] == [OK, OK, True]
+    assert got["2d_out"] == [OK, True]
+    assert got["2d_in"] == [OK, OK, [255] * 4, 251]
+    assert got["2d_past_row"] == INVALID_VALUE and got["2d_past_end"] == INVALID_VALUE
+    assert got["copies"] == [OK] * 5 + [True] and got["htoa_async"] == [OK, OK]
+    assert got["refused"] == [INVALID_VALUE, INVALID_VALUE, INVALID_HANDLE, INVALID_VALUE, INVALID_HANDLE, INVALID_VALUE,
+                              INVALID_HANDLE]
+    assert got["create_refused"] == [INVALID_VALUE] * 5 + [NOT_SUPPORTED] + [INVALID_VALUE] * 3 + [NOT_SUPPORTED] + \
+        [INVALID_VALUE] * 2 + [OK]
+    assert got["kept"] == [OK, OK, 12, 5, OK, OK, INVALID_VALUE]
+    assert got["procs"] == [True, True, True]
+    assert got["given_back"] and got["destroyed"] == [INVALID_HANDLE, INVALID_HANDLE]
