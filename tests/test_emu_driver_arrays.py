@@ -126,3 +126,60 @@ out(r)
     assert got["kept"] == [OK, OK, 12, 5, OK, OK, INVALID_VALUE]
     assert got["procs"] == [True, True, True]
     assert got["given_back"] and got["destroyed"] == [INVALID_HANDLE, INVALID_HANDLE]
+
+
+def test_runtime_arrays(subprocess_python):
+    """cudaMallocArray / cudaMalloc3DArray / cudaArrayGetInfo / cudaFreeArray and the 2D copies to, from and between
+    arrays: a cudaArray_t is the driver's CUarray; channel descriptors as the driver's formats; the refusals, and
+    the last error they leave."""
+    got = _json(subprocess_python, """
+class CD(c.Structure):
+    _fields_ = [("x", c.c_int), ("y", c.c_int), ("z", c.c_int), ("w", c.c_int), ("f", c.c_int)]
+class EX(c.Structure):
+    _fields_ = [("width", S), ("height", S), ("depth", S)]
+for name, args in dict(cudaMallocArray=[c.POINTER(P), c.POINTER(CD), S, S, c.c_uint],
+                       cudaMalloc3DArray=[c.POINTER(P), c.POINTER(CD), EX, c.c_uint], cudaFreeArray=[P],
+                       cudaArrayGetInfo=[c.POINTER(CD), c.POINTER(EX), c.POINTER(c.c_uint), P],
+                       cudaMemcpy2DToArray=[P, S, S, P, S, S, S, c.c_int], cudaMemcpy2DFromArray=[P, S, P, S, S, S, S, c.c_int],
+                       cudaMemcpy2DArrayToArray=[P, S, S, P, S, S, S, S, c.c_int],
+                       cudaMemcpy2DToArrayAsync=[P, S, S, P, S, S, S, c.c_int, P],
+                       cudaMemcpy2DFromArrayAsync=[P, S, P, S, S, S, S, c.c_int, P], cudaStreamSynchronize=[P]).items():
+    getattr(rt, name).argtypes = args
+r = {}
+a, b = P(), P()
+r["malloc"] = [rt.cudaMallocArray(R(a), R(CD(32, 32, 0, 0, 2)), 8, 4, 0), rt.cudaMalloc3DArray(R(b), R(CD(8, 8, 8, 8, 1)), EX(4, 4, 2), 2)]
+cd, ex, fl = CD(), EX(), c.c_uint()
+r["info"] = [rt.cudaArrayGetInfo(R(cd), R(ex), R(fl), a), [cd.x, cd.y, cd.z, cd.w, cd.f], [ex.width, ex.height, ex.depth], fl.value]
+rt.cudaArrayGetInfo(R(cd), R(ex), R(fl), b); r["info3"] = [[cd.x, cd.y, cd.z, cd.w, cd.f], [ex.width, ex.height, ex.depth], fl.value]
+d = D3(); r["driver_view"] = [cu.cuArray3DGetDescriptor_v2(R(d), a), d.Width, d.Height, d.Format, d.NumChannels]
+src = (c.c_ubyte * 256)(*range(256))
+r["to"] = rt.cudaMemcpy2DToArray(a, 16, 1, src, 32, 32, 2, 1)          # 32 bytes of 2 rows at (16 bytes, row 1)
+out2 = (c.c_ubyte * 64)()
+r["from"] = [rt.cudaMemcpy2DFromArray(out2, 32, a, 16, 1, 32, 2, 2), list(out2[:2]) == [0, 1] and list(out2[32:34]) == [32, 33]]
+r["a2a"] = [rt.cudaMemcpy2DArrayToArray(b, 0, 0, a, 16, 1, 16, 2, 3), rt.cudaMemcpy2DFromArray(out2, 16, b, 0, 0, 16, 2, 4),
+            list(out2[:2]) == [0, 1] and list(out2[16:18]) == [32, 33]]
+s = P(); assert rt.cudaStreamCreate(R(s)) == 0
+r["async"] = [rt.cudaMemcpy2DToArrayAsync(a, 0, 0, src, 64, 64, 4, 1, s), rt.cudaMemcpy2DFromArrayAsync(out2, 64, a, 0, 3, 64, 1, 2, s),
+              rt.cudaStreamSynchronize(s), out2[0] == 192]
+x = P()
+r["refused"] = [rt.cudaMallocArray(R(x), R(CD(32, 16, 0, 0, 2)), 8, 4, 0), rt.cudaGetLastError(),
+                rt.cudaMallocArray(R(x), R(CD(8, 8, 8, 0, 1)), 8, 4, 0), rt.cudaGetLastError(),
+                rt.cudaMallocArray(R(x), R(CD(32, 0, 0, 0, 2)), 8, 4, 1), rt.cudaGetLastError(),
+                rt.cudaMemcpy2DToArray(a, 40, 0, src, 32, 32, 1, 1), rt.cudaGetLastError(),
+                rt.cudaMemcpy2DToArray(a, 0, 0, src, 16, 32, 2, 1), rt.cudaGetLastError(),
+                rt.cudaMemcpy2DToArray(P(0x4242), 0, 0, src, 32, 32, 1, 1), rt.cudaGetLastError(),
+                rt.cudaMemcpy2DToArray(a, 0, 0, src, 32, 32, 1, 7), rt.cudaGetLastError(),
+                rt.cudaMemcpy2DArrayToArray(b, 0, 0, a, 0, 0, 16, 1, 1), rt.cudaGetLastError(),
+                rt.cudaFreeArray(P(0x4242)), rt.cudaGetLastError(), rt.cudaFreeArray(None)]
+r["free"] = [rt.cudaFreeArray(a), rt.cudaFreeArray(b), cu.cuArrayDestroy(a)]
+out(r)
+""")
+    assert got["malloc"] == [OK, OK]
+    assert got["info"] == [OK, [32, 32, 0, 0, 2], [8, 4, 0], 0]
+    assert got["info3"] == [[8, 8, 8, 8, 1], [4, 4, 2], 2]
+    assert got["driver_view"] == [OK, 8, 4, 0x20, 2]
+    assert got["to"] == OK and got["from"] == [OK, True] and got["a2a"] == [OK, OK, True]
+    assert got["async"] == [OK, OK, OK, True]
+    assert got["refused"] == [20, 20, 20, 20, INVALID_VALUE, INVALID_VALUE, INVALID_VALUE, INVALID_VALUE, 12, 12,
+                              INVALID_HANDLE, INVALID_HANDLE, 21, 21, 21, 21, INVALID_HANDLE, INVALID_HANDLE, OK]
+    assert got["free"] == [OK, OK, INVALID_HANDLE]

@@ -120,6 +120,8 @@ extern const size_t emu_drvarray_nprocs;
 extern const variant_t emu_drvarray_ptsz[];
 extern const size_t emu_drvarray_nptsz;
 int emu_drv_array(const void *h, void **mem, size_t *row, size_t *height, size_t *bytes);
+int emu_array_destroy(void *h);
+int emu_array_desc(const void *h, void *out);
 /* emu_drvdevice.c: CUDA 13's context-taking forms, PCI bus ids, peer attributes, RDMA flushes. */
 extern const proc_t emu_drvdevice_procs[];
 extern const size_t emu_drvdevice_nprocs;

@@ -89,7 +89,6 @@ static CUresult array_create(void **out, const CUDA_ARRAY3D_DESCRIPTOR *d)
     if (__builtin_mul_overflow(d->Width, e, &row) || __builtin_mul_overflow(row, h, &plane) ||
         __builtin_mul_overflow(plane, z, &bytes))
         return CUDA_ERROR_INVALID_VALUE;
-    NEED_CTX();
     drv_array_t *a = calloc(1, sizeof *a);
     if (!a) return CUDA_ERROR_OUT_OF_MEMORY;
     CUresult r = RT(cudaMalloc(&a->mem, bytes));
@@ -113,6 +112,7 @@ EXPORT CUresult cuArrayCreate_v2(void **out, const CUDA_ARRAY_DESCRIPTOR *d)
 {
     DRV_ENTER_CREATE(cuArrayCreate_v2);
     if (!d) return CUDA_ERROR_INVALID_VALUE;
+    NEED_CTX();
     CUDA_ARRAY3D_DESCRIPTOR d3 = { d->Width, d->Height, 0, d->Format, d->NumChannels, 0 };
     return array_create(out, &d3);
 }
@@ -120,7 +120,16 @@ EXPORT CUresult cuArrayCreate_v2(void **out, const CUDA_ARRAY_DESCRIPTOR *d)
 EXPORT CUresult cuArray3DCreate_v2(void **out, const CUDA_ARRAY3D_DESCRIPTOR *d)
 {
     DRV_ENTER_CREATE(cuArray3DCreate_v2);
+    NEED_CTX();
     return array_create(out, d);
+}
+
+/* The runtime's cudaMallocArray / cudaMalloc3DArray (emu_array_rt.c): an array of the driver's description on the
+ * runtime's current device.  Hidden. */
+int emu_array_create(void **out, size_t w, size_t h, size_t d, int format, unsigned nch, unsigned flags)
+{
+    CUDA_ARRAY3D_DESCRIPTOR d3 = { w, h, d, format, nch, flags };
+    return array_create(out, &d3);
 }
 
 /* The array of handle h, unlinked when `take` (G of the arrays held by the caller). */
@@ -138,6 +147,11 @@ static drv_array_t *find(const void *h, int take)
 EXPORT CUresult cuArrayDestroy(void *h)
 {
     DRV_ENTER(cuArrayDestroy);
+    return emu_array_destroy(h);
+}
+
+int emu_array_destroy(void *h)
+{
     pthread_mutex_lock(&g_arrays_lock);
     drv_array_t *a = find(h, 1);
     pthread_mutex_unlock(&g_arrays_lock);
@@ -150,6 +164,13 @@ EXPORT CUresult cuArrayDestroy(void *h)
 
 static CUresult describe(const void *h, CUDA_ARRAY3D_DESCRIPTOR *out)
 {
+    return emu_array_desc(h, out);
+}
+
+/* The descriptor of array h (a CUDA_ARRAY3D_DESCRIPTOR), for cudaArrayGetInfo too.  Hidden. */
+int emu_array_desc(const void *h, void *outp)
+{
+    CUDA_ARRAY3D_DESCRIPTOR *out = outp;
     pthread_mutex_lock(&g_arrays_lock);
     drv_array_t *a = find(h, 0);
     if (a) *out = a->d;

@@ -109,6 +109,10 @@ void emu_trace_unsupported(const char *name, atomic_int *seen) __attribute__((we
  * (emu_graph_addnode.c) and their driver forms with IPC events (emu_graph_driver2.c), and the device / context
  * entry points of emu_drvdevice.c: listed
  * inside EMU_SYMBOLS and EMU_GRAPH_DRIVER_SYMBOLS below. */
+/* The runtime's CUDA arrays (emu_array_rt.c), inside EMU_SYMBOLS too. */
+#define EMU_ARRAY_SYMBOLS(X) \
+    X(cudaMallocArray) X(cudaMalloc3DArray) X(cudaFreeArray) X(cudaArrayGetInfo) X(cudaMemcpy2DToArray) \
+    X(cudaMemcpy2DToArrayAsync) X(cudaMemcpy2DFromArray) X(cudaMemcpy2DFromArrayAsync) X(cudaMemcpy2DArrayToArray)
 #define EMU_GRAPHQ_SYMBOLS(X) \
     X(cudaGraphNodeGetDependentNodes) X(cudaGraphGetEdges) X(cudaGraphDestroyNode) \
     X(cudaGraphMemAllocNodeGetParams) X(cudaGraphMemFreeNodeGetParams) X(cudaDeviceGetGraphMemAttribute) \
@@ -137,7 +141,7 @@ void emu_trace_unsupported(const char *name, atomic_int *seen) __attribute__((we
     X(cuFlushGPUDirectRDMAWrites)
 #define EMU_SYMBOLS(X) \
     X(cudaGetDeviceCount) X(cudaGetDevice) X(cudaSetDevice) X(cudaDeviceSynchronize) \
-    EMU_GRAPHQ_SYMBOLS(X) \
+    EMU_GRAPHQ_SYMBOLS(X) EMU_ARRAY_SYMBOLS(X) \
     X(cudaDriverGetVersion) X(cudaRuntimeGetVersion) X(cudaGetLastError) \
     X(cudaPeekAtLastError) X(cudaDeviceGetStreamPriorityRange) X(cudaStreamCreate) \
     X(cudaStreamCreateWithFlags) X(cudaStreamCreateWithPriority) X(cudaStreamDestroy) \
