@@ -183,3 +183,44 @@ out(r)
     assert got["refused"] == [20, 20, 20, 20, INVALID_VALUE, INVALID_VALUE, INVALID_VALUE, INVALID_VALUE, 12, 12,
                               INVALID_HANDLE, INVALID_HANDLE, 21, 21, 21, 21, INVALID_HANDLE, INVALID_HANDLE, OK]
     assert got["free"] == [OK, OK, INVALID_HANDLE]
+
+
+def test_memcpy3d(subprocess_python):
+    """cuMemcpy3D / cuMemcpy3DAsync: a box between host, device and array sides, slice by slice (a pitched side's
+    slices srcPitch x srcHeight apart, an array's its rows x height); the refusals."""
+    got = _json(subprocess_python, """
+class M3(c.Structure):
+    _fields_ = [("srcX", S), ("srcY", S), ("srcZ", S), ("srcLOD", S), ("srcType", c.c_int), ("srcHost", P), ("srcDevice", U64),
+                ("srcArray", P), ("r0", P), ("srcPitch", S), ("srcHeight", S),
+                ("dstX", S), ("dstY", S), ("dstZ", S), ("dstLOD", S), ("dstType", c.c_int), ("dstHost", P), ("dstDevice", U64),
+                ("dstArray", P), ("r1", P), ("dstPitch", S), ("dstHeight", S), ("width", S), ("height", S), ("depth", S)]
+cu.cuMemcpy3D_v2.argtypes = [c.POINTER(M3)]
+cu.cuMemcpy3DAsync_v2.argtypes = [c.POINTER(M3), P]
+ctx = P(); assert cu.cuDevicePrimaryCtxRetain(R(ctx), 0) == 0 and cu.cuCtxSetCurrent(ctx) == 0
+a = P(); assert cu.cuArray3DCreate_v2(R(a), R(D3(4, 3, 2, 0x01, 1, 0))) == 0      # 4 x 3 x 2 bytes
+host = (c.c_ubyte * 24)(*range(24))
+m = M3(srcType=1, srcHost=c.cast(host, P), srcPitch=4, srcHeight=3, dstType=3, dstArray=a, width=4, height=3, depth=2)
+r = {"in": cu.cuMemcpy3D_v2(R(m))}
+back = (c.c_ubyte * 24)(); assert cu.cuMemcpyAtoH_v2(back, a, 0, 24) == 0
+r["whole"] = list(back) == list(range(24))
+# the inner box (x 1..2, y 1..2, z 0..1) out to a pitched device buffer, then to the host
+dev = U64(); assert cu.cuMemAlloc_v2(R(dev), S(64)) == 0
+m = M3(srcType=3, srcArray=a, srcX=1, srcY=1, dstType=2, dstDevice=dev.value, dstPitch=8, dstHeight=2, width=2, height=2, depth=2)
+s = P(); assert cu.cuStreamCreate(R(s), 0) == 0
+r["box"] = [cu.cuMemcpy3DAsync_v2(R(m), s), cu.cuStreamSynchronize(s)]
+out8 = (c.c_ubyte * 32)(); assert cu.cuMemcpyDtoH_v2(out8, dev, 32) == 0
+r["box_data"] = [list(out8[0:2]), list(out8[8:10]), list(out8[16:18]), list(out8[24:26])]
+bad = [M3(srcType=3, srcArray=a, srcX=1, dstType=1, dstHost=c.cast(back, P), dstPitch=4, dstHeight=3, width=4, height=1, depth=1),
+       M3(srcType=3, srcArray=a, srcZ=1, dstType=1, dstHost=c.cast(back, P), dstPitch=4, dstHeight=3, width=4, height=3, depth=2),
+       M3(srcType=1, srcHost=c.cast(host, P), srcPitch=2, srcHeight=3, dstType=3, dstArray=a, width=4, height=3, depth=1),
+       M3(srcType=1, srcHost=c.cast(host, P), srcPitch=4, srcHeight=1, dstType=3, dstArray=a, width=4, height=3, depth=2),
+       M3(srcType=1, srcHost=c.cast(host, P), srcPitch=4, srcHeight=3, srcLOD=1, dstType=3, dstArray=a, width=4, height=3, depth=1),
+       M3(srcType=9, srcHost=c.cast(host, P), srcPitch=4, srcHeight=3, dstType=3, dstArray=a, width=4, height=3, depth=1),
+       M3(srcType=3, srcArray=P(0x4242), dstType=1, dstHost=c.cast(back, P), dstPitch=4, dstHeight=3, width=4, height=1, depth=1)]
+r["refused"] = [cu.cuMemcpy3D_v2(R(b)) for b in bad] + [cu.cuMemcpy3D_v2(None)]
+assert cu.cuArrayDestroy(a) == 0 and cu.cuMemFree_v2(dev) == 0
+out(r)
+""")
+    assert got["in"] == OK and got["whole"]
+    assert got["box"] == [OK, OK] and got["box_data"] == [[5, 6], [9, 10], [17, 18], [21, 22]]
+    assert got["refused"] == [INVALID_VALUE] * 8

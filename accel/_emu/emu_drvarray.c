@@ -3,7 +3,8 @@
  * context's device (counted like any allocation), laid out row after row, slice after slice, without padding;
  * cuArrayGetDescriptor / cuArray3DGetDescriptor give the descriptor back; copies to and from arrays
  * (cuMemcpyHtoA, AtoH, DtoA, AtoD, AtoA and their async forms; cuMemcpy2D with CU_MEMORYTYPE_ARRAY, in
- * emu_drvmem.c) are device-memory copies at the element's byte offset, in stream order.  Texture and surface
+ * emu_drvmem.c; cuMemcpy3D(Async), here, for every side kind: one 2D copy per slice) are device-memory copies at the
+ * element's byte offset, in stream order.  Texture and surface
  * objects, mipmapped arrays and sampling are not emulated.
  *
  * Documented choices:
@@ -250,6 +251,85 @@ EXPORT CUresult cuMemcpyAtoA_v2(void *dst, size_t doff, void *src, size_t soff, 
     return r ? r : copy(d, s, n, KIND_D2D, NULL, 1);
 }
 
+/* CUDA_MEMCPY3D */
+typedef struct {
+    size_t srcXInBytes, srcY, srcZ, srcLOD;
+    int srcMemoryType;
+    const void *srcHost;
+    CUdeviceptr srcDevice;
+    void *srcArray, *reserved0;
+    size_t srcPitch, srcHeight;
+    size_t dstXInBytes, dstY, dstZ, dstLOD;
+    int dstMemoryType;
+    void *dstHost;
+    CUdeviceptr dstDevice;
+    void *dstArray, *reserved1;
+    size_t dstPitch, dstHeight;
+    size_t WidthInBytes, Height, Depth;
+} CUDA_MEMCPY3D;
+enum { MT_HOST = 1, MT_DEVICE = 2, MT_ARRAY = 3, MT_UNIFIED = 4 };
+
+/* A side of a 3D copy: its first byte, row pitch and slice stride; 1 for device memory (arrays too), 0 host,
+ * -1 invalid (an array range past its extent, pitches too small, an unknown memory type). */
+static int side3d(int type, const void *host, CUdeviceptr dev, void *array, size_t x, size_t y, size_t z, size_t pitch,
+                  size_t height, const CUDA_MEMCPY3D *c, char **at, size_t *rowp, size_t *slicep)
+{
+    size_t w = c->WidthInBytes, h = c->Height, d = c->Depth;
+    if (type == MT_ARRAY) {
+        void *mem;
+        size_t row, rows, bytes;
+        if (!emu_drv_array(array, &mem, &row, &rows, &bytes)) return -1;
+        CUDA_ARRAY3D_DESCRIPTOR desc;
+        if (describe(array, &desc)) return -1;
+        size_t ah = desc.Height ? desc.Height : 1, slices = desc.Depth ? desc.Depth : 1;
+        if (x > row || w > row - x || y > ah || h > ah - y || z > slices || d > slices - z) return -1;
+        *rowp = row;
+        *slicep = row * ah;
+        *at = (char *)mem + z * *slicep + y * row + x;
+        return 1;
+    }
+    const char *base = type == MT_HOST ? host : type == MT_DEVICE || type == MT_UNIFIED ? (const char *)(uintptr_t)dev : NULL;
+    if (!base) return -1;
+    if ((h > 1 || d > 1) && pitch < w) return -1;
+    if (d > 1 && height < h) return -1;
+    size_t slice, off;
+    if (__builtin_mul_overflow(pitch, height, &slice) || __builtin_mul_overflow(z, slice, &off)) return -1;
+    *rowp = pitch;
+    *slicep = slice;
+    *at = (char *)base + off + y * pitch + x;
+    return type == MT_DEVICE;
+}
+
+static CUresult copy3d(const CUDA_MEMCPY3D *c, CUstream s, int sync)
+{
+    if (!c || c->srcLOD || c->dstLOD || c->reserved0 || c->reserved1) return CUDA_ERROR_INVALID_VALUE;
+    NEED_CTX();
+    char *src, *dst;
+    size_t sr, ss, dr, ds;
+    int sd = side3d(c->srcMemoryType, c->srcHost, c->srcDevice, c->srcArray, c->srcXInBytes, c->srcY, c->srcZ,
+                    c->srcPitch, c->srcHeight, c, &src, &sr, &ss);
+    int dd = side3d(c->dstMemoryType, c->dstHost, c->dstDevice, c->dstArray, c->dstXInBytes, c->dstY, c->dstZ,
+                    c->dstPitch, c->dstHeight, c, &dst, &dr, &ds);
+    if (sd < 0 || dd < 0) return CUDA_ERROR_INVALID_VALUE;
+    int kind = sd && dd ? KIND_D2D : sd ? KIND_D2H : dd ? KIND_H2D : 4;
+    CUresult r = CUDA_SUCCESS;
+    for (size_t z = 0; z < c->Depth && !r; z++)
+        r = RT(emu_copy(dst + z * ds, dr, src + z * ss, sr, c->WidthInBytes, c->Height, kind, s, sync));
+    return r;
+}
+
+EXPORT CUresult cuMemcpy3D_v2(const CUDA_MEMCPY3D *c)
+{
+    DRV_ENTER(cuMemcpy3D_v2);
+    return copy3d(c, NULL, 1);
+}
+
+EXPORT CUresult cuMemcpy3DAsync_v2(const CUDA_MEMCPY3D *c, CUstream s)
+{
+    DRV_ENTER(cuMemcpy3DAsync_v2);
+    return copy3d(c, s, 0);
+}
+
 static CUstream ptds(CUstream s) { return s ? s : (CUstream)(uintptr_t)2; }
 EXPORT CUresult cuMemcpyHtoAAsync_v2_ptsz(void *dst, size_t off, const void *host, size_t n, CUstream s)
 {
@@ -259,6 +339,7 @@ EXPORT CUresult cuMemcpyAtoHAsync_v2_ptsz(void *host, void *src, size_t off, siz
 {
     return cuMemcpyAtoHAsync_v2(host, src, off, n, ptds(s));
 }
+EXPORT CUresult cuMemcpy3DAsync_v2_ptsz(const CUDA_MEMCPY3D *c, CUstream s) { return cuMemcpy3DAsync_v2(c, ptds(s)); }
 /* The synchronous copies take no stream: their per-thread variants are themselves (the legacy stream's order
  * does not apply to a synchronous copy that returns once done). */
 
@@ -270,11 +351,13 @@ const proc_t emu_drvarray_procs[] = {
     PROC_V("cuMemcpyHtoA", 0, cuMemcpyHtoA_v2) PROC_V("cuMemcpyHtoAAsync", 0, cuMemcpyHtoAAsync_v2)
     PROC_V("cuMemcpyDtoA", 0, cuMemcpyDtoA_v2) PROC_V("cuMemcpyAtoH", 0, cuMemcpyAtoH_v2)
     PROC_V("cuMemcpyAtoHAsync", 0, cuMemcpyAtoHAsync_v2) PROC_V("cuMemcpyAtoD", 0, cuMemcpyAtoD_v2)
-    PROC_V("cuMemcpyAtoA", 0, cuMemcpyAtoA_v2)
+    PROC_V("cuMemcpyAtoA", 0, cuMemcpyAtoA_v2) PROC_V("cuMemcpy3D", 0, cuMemcpy3D_v2)
+    PROC_V("cuMemcpy3DAsync", 0, cuMemcpy3DAsync_v2)
 };
 const size_t emu_drvarray_nprocs = sizeof emu_drvarray_procs / sizeof *emu_drvarray_procs;
 const variant_t emu_drvarray_ptsz[] = {
     { "cuMemcpyHtoAAsync_v2", (void *)cuMemcpyHtoAAsync_v2_ptsz },
     { "cuMemcpyAtoHAsync_v2", (void *)cuMemcpyAtoHAsync_v2_ptsz },
+    { "cuMemcpy3DAsync_v2", (void *)cuMemcpy3DAsync_v2_ptsz },
 };
 const size_t emu_drvarray_nptsz = sizeof emu_drvarray_ptsz / sizeof *emu_drvarray_ptsz;

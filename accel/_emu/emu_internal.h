@@ -136,7 +136,7 @@ void emu_trace_unsupported(const char *name, atomic_int *seen) __attribute__((we
     X(cuStreamBeginCaptureToGraph) X(cuStreamUpdateCaptureDependencies) X(cuStreamUpdateCaptureDependencies_v2) \
     X(cuGraphExecChildGraphNodeSetParams) X(cuArrayCreate_v2) X(cuArray3DCreate_v2) X(cuArrayDestroy) \
     X(cuArrayGetDescriptor_v2) X(cuArray3DGetDescriptor_v2) X(cuMemcpyHtoA_v2) X(cuMemcpyHtoAAsync_v2) X(cuMemcpyDtoA_v2) \
-    X(cuMemcpyAtoH_v2) X(cuMemcpyAtoHAsync_v2) X(cuMemcpyAtoD_v2) X(cuMemcpyAtoA_v2) \
+    X(cuMemcpyAtoH_v2) X(cuMemcpyAtoHAsync_v2) X(cuMemcpyAtoD_v2) X(cuMemcpyAtoA_v2) X(cuMemcpy3D_v2) X(cuMemcpy3DAsync_v2) \
     X(cuCtxSynchronize_v2) X(cuCtxResetPersistingL2Cache) X(cuDeviceGetByPCIBusId) X(cuDeviceGetP2PAttribute) \
     X(cuFlushGPUDirectRDMAWrites)
 #define EMU_SYMBOLS(X) \
