@@ -186,6 +186,7 @@ r["rt"] = [rt.cudaGraphAddChildGraphNode(R(rn), g, None, 0, child), rt.cudaGraph
            rt.cudaGetLastError()]
 for h in (g, cl, child, withmem):
     assert cu.cuGraphDestroy(h) == 0
+r["live"] = [rt.accelEmuLiveGraphs(), rt.accelEmuLiveGraphExecs()]
 out(r)
 """)
     assert got["add"] == OK and got["type"] == 4 and got["get"] == [OK, True]
@@ -202,6 +203,7 @@ out(r)
     assert got["child_set"] == [OK] + [INVALID_VALUE] * 6 and got["child_set_ran"] == [8, 9, 0, 0]
     assert got["destroy_node"] == [OK, INVALID_VALUE, INVALID_HANDLE]
     assert got["rt"] == [OK, OK, True, INVALID_VALUE, INVALID_VALUE]
+    assert got["live"] == [0, 0]
 
 
 def test_conditional_nodes_from_the_host(subprocess_python):
@@ -301,6 +303,7 @@ r["rt_node"] = [rt.cudaGraphAddNode(R(rn), g, None, None, 0, rb), rt.cudaGraphAd
                 rt.cudaGetLastError()]
 for x_ in (g, other):
     assert cu.cuGraphDestroy(x_) == 0
+r["live"] = [rt.accelEmuLiveGraphs(), rt.accelEmuLiveGraphExecs(), rt.accelEmuLiveConditionalHandles()]
 out(r)
 """)
     assert got["if"] == [[OK, [1, 0, 3]], [OK, [0, 2, 3]], [OK, [1, 0, 3]]]
@@ -317,6 +320,7 @@ out(r)
     assert got["host_setter"] == [0, 1]
     assert got["rt"] == [OK, INVALID_VALUE, INVALID_VALUE]
     assert got["rt_node"] == [OK, INVALID_VALUE, INVALID_VALUE]
+    assert got["live"] == [0, 0, 0]
 
 
 def test_conditional_set_from_device_code(subprocess_python):
@@ -361,9 +365,10 @@ for choice in (1, 2, 9):
         mark(P(bd), i, 30 + i)
     clear(); res.append([rr, launch(g), read(3)]); cu.cuGraphDestroy(g)
 r["switch"] = res
+r["live"] = [rt.accelEmuLiveGraphs(), rt.accelEmuLiveGraphExecs(), rt.accelEmuLiveConditionalHandles()]
 out(r)
 """)
-    assert got["while"] == [OK, [0, 0]]
+    assert got["while"] == [OK, [0, 0]] and got["live"] == [0, 0, 0]
     assert got["switch"] == [[OK, OK, [0, 31, 0]], [OK, OK, [0, 0, 32]], [OK, OK, [0, 0, 0]]]
 
 

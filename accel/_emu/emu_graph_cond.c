@@ -32,6 +32,17 @@
 
 /* --------------------------------------------------------------- handles */
 
+static int g_live_conds;
+
+/* Conditional handles not yet freed, for leak tests (accelEmuLiveGraphs' companion). */
+EXPORT int accelEmuLiveConditionalHandles(void)
+{
+    pthread_mutex_lock(&G);
+    int n = g_live_conds;
+    pthread_mutex_unlock(&G);
+    return n;
+}
+
 cond_t *get_cond(uint64_t h)
 {
     return (h & TAG_MASK) == TAG_COND ? ht_get(&g_handles, h) : NULL;
@@ -42,6 +53,7 @@ static void cond_unref(cond_t *c)
     if (!c || --c->refs) return;
     ht_del(&g_handles, c->handle);
     free(c);
+    g_live_conds--;
 }
 
 void graph_conds_free(graph_t *g)
@@ -79,6 +91,7 @@ cudaError_t emu_graph_cond_create(unsigned long long *out, cudaGraph_t gh, unsig
         c->flags = flags;
         c->refs = 1;                /* the graph's */
         g->conds[g->nconds++] = c;
+        g_live_conds++;
         *out = c->handle;
     } else {
         free(c);
