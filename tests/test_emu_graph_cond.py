@@ -449,3 +449,69 @@ rt.accelEmuSetFail(b"")
 out(r)
 """)
     assert got == [2, 2, 2, 2, 999, 999, 0, 0, OK, 999]
+
+
+def test_executable_graph_setters(subprocess_python):
+    """cuGraphExecGetFlags, cuGraphNodeSetEnabled / GetEnabled (a disabled memset does nothing until enabled again),
+    cuGraphExecHostNodeSetParams, cuGraphExecEventRecordNodeSetEvent / WaitNodeSetEvent, cuGraphMemsetNodeSetParams
+    and cuGraphExecMemsetNodeSetParams (the graph keeps its own), their runtime forms, and the refusals: a node of
+    another graph or kind, bad parameters."""
+    got = _json(subprocess_python, """
+for name, args in dict(cuGraphExecGetFlags=[P, c.POINTER(c.c_ulonglong)], cuGraphNodeSetEnabled=[P, P, c.c_uint],
+                       cuGraphNodeGetEnabled=[P, P, c.POINTER(c.c_uint)], cuGraphExecHostNodeSetParams=[P, P, P],
+                       cuGraphExecEventRecordNodeSetEvent=[P, P, P], cuGraphExecEventWaitNodeSetEvent=[P, P, P],
+                       cuGraphMemsetNodeSetParams=[P, P], cuGraphExecMemsetNodeSetParams=[P, P, P, P],
+                       cuGraphAddEventRecordNode=[PP, P, PP, S, P]).items():
+    getattr(cu, name).argtypes = args
+rt.cudaGraphNodeSetEnabled.argtypes = [P, P, c.c_uint]
+rt.cudaGraphExecGetFlags.argtypes = [P, c.POINTER(c.c_ulonglong)]
+HOSTFN = c.CFUNCTYPE(None, P)
+ran = []
+f1, f2 = HOSTFN(lambda p: ran.append(1)), HOSTFN(lambda p: ran.append(2))
+r = {}
+g = graph()
+m = mark(g, 0, 7)
+hn = P(); assert cu.cuGraphAddHostNode(R(hn), g, (P * 1)(m), 1, (P * 2)(c.cast(f1, P).value, None)) == 0
+ev, ev2 = P(), P(); assert cu.cuEventCreate(R(ev), 0) == 0 and cu.cuEventCreate(R(ev2), 0) == 0
+en = P(); assert cu.cuGraphAddEventRecordNode(R(en), g, None, 0, ev) == 0
+x = P(); assert cu.cuGraphInstantiateWithFlags(R(x), g, 1) == 0
+fl = c.c_ulonglong(); r["flags"] = [cu.cuGraphExecGetFlags(x, R(fl)), fl.value]
+def run():
+    clear(); assert cu.cuGraphLaunch(x, stream) == 0 and cu.cuStreamSynchronize(stream) == 0; return read(2)
+on = c.c_uint()
+r["disable"] = [cu.cuGraphNodeSetEnabled(x, P(m), 0), cu.cuGraphNodeGetEnabled(x, P(m), R(on)), on.value, run()]
+r["enable"] = [cu.cuGraphNodeSetEnabled(x, P(m), 1), cu.cuGraphNodeGetEnabled(x, P(m), R(on)), on.value, run()]
+r["host"] = [cu.cuGraphExecHostNodeSetParams(x, hn, (P * 2)(c.cast(f2, P).value, None)), run(), ran[-2:]]
+r["event"] = [cu.cuGraphExecEventRecordNodeSetEvent(x, en, ev2), cu.cuGraphExecEventWaitNodeSetEvent(x, en, ev2)]
+ms = (U64 * 5)(buf.value + 1, 0, 9 | 1 << 32, 1, 1)
+r["memset_exec"] = [cu.cuGraphExecMemsetNodeSetParams(x, P(m), ms, ctx), run()]
+x2 = P(); assert cu.cuGraphInstantiateWithFlags(R(x2), g, 0) == 0
+clear(); assert cu.cuGraphLaunch(x2, stream) == 0 and cu.cuStreamSynchronize(stream) == 0
+r["graph_kept"] = read(2)
+r["memset_graph"] = cu.cuGraphMemsetNodeSetParams(P(m), ms)
+x3 = P(); assert cu.cuGraphInstantiateWithFlags(R(x3), g, 0) == 0
+clear(); assert cu.cuGraphLaunch(x3, stream) == 0 and cu.cuStreamSynchronize(stream) == 0
+r["graph_changed"] = read(2)
+other = graph(); om = mark(other, 0, 1)
+bad_ms = (U64 * 5)(buf.value, 0, 1 | 3 << 32, 1, 1)
+r["refused"] = [cu.cuGraphNodeSetEnabled(x, hn, 0), cu.cuGraphNodeSetEnabled(x, P(om), 0), cu.cuGraphNodeGetEnabled(x, P(m), None),
+                cu.cuGraphExecGetFlags(P(0x4242), R(fl)), cu.cuGraphExecGetFlags(x, None),
+                cu.cuGraphExecHostNodeSetParams(x, P(m), (P * 2)(c.cast(f2, P).value, None)),
+                cu.cuGraphExecHostNodeSetParams(x, hn, (P * 2)(None, None)),
+                cu.cuGraphExecEventRecordNodeSetEvent(x, en, P(0x4242)), cu.cuGraphExecMemsetNodeSetParams(x, P(m), bad_ms, ctx),
+                cu.cuGraphMemsetNodeSetParams(hn, ms), cu.cuGraphExecMemsetNodeSetParams(None, P(m), ms, ctx),
+                rt.cudaGraphNodeSetEnabled(x, hn, 0), rt.cudaGetLastError()]
+r["rt"] = [rt.cudaGraphExecGetFlags(x, R(fl)), fl.value]
+for h_ in (x, x2, x3):
+    assert cu.cuGraphExecDestroy(h_) == 0
+assert cu.cuGraphDestroy(g) == 0 and cu.cuGraphDestroy(other) == 0
+out(r)
+""")
+    assert got["flags"] == [OK, 1]
+    assert got["disable"] == [OK, OK, 0, [0, 0]] and got["enable"] == [OK, OK, 1, [7, 0]]
+    assert got["host"] == [OK, [7, 0], [1, 2]]
+    assert got["event"] == [OK, INVALID_VALUE]
+    assert got["memset_exec"] == [OK, [0, 9]] and got["graph_kept"] == [7, 0]
+    assert got["memset_graph"] == OK and got["graph_changed"] == [0, 9]
+    assert got["refused"] == [INVALID_VALUE] * 7 + [INVALID_HANDLE] + [INVALID_VALUE] * 3 + [INVALID_VALUE, INVALID_VALUE]
+    assert got["rt"] == [OK, 1]

@@ -515,6 +515,7 @@ cudaError_t exec_items(gexec_t *x, item_t **items, size_t *k)
     for (size_t i = 0; i < x->n && !err; i++) {
         gnode_t *nd = &x->nodes[i];
         item_t *it = NULL;
+        if (nd->disabled) continue;     /* an empty node while disabled */
         switch (nd->type) {
         case GN_MEMCPY:
         case GN_MEMSET:

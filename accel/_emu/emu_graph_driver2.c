@@ -141,6 +141,32 @@ FWD(cuGraphChildGraphNodeGetGraph, (CUgraphNode node, CUgraph *out), emu_graph_c
 int emu_graph_exec_child_set(void *, void *, void *);
 FWD(cuGraphExecChildGraphNodeSetParams, (void *x, CUgraphNode node, CUgraph child), emu_graph_exec_child_set(x, node, child))
 
+/* What changes in an executable graph without an update (emu_graph_exec.c); CUDA_HOST_NODE_PARAMS and
+ * CUDA_MEMSET_NODE_PARAMS have the runtime's layouts, the memset's context is the node's own (the emulator keeps
+ * one per device: any live one or NULL). */
+int cudaGraphExecGetFlags(void *, unsigned long long *);
+int cudaGraphNodeSetEnabled(void *, void *, unsigned int);
+int cudaGraphNodeGetEnabled(void *, void *, unsigned int *);
+int cudaGraphExecHostNodeSetParams(void *, void *, const void *);
+int cudaGraphExecEventRecordNodeSetEvent(void *, void *, void *);
+int cudaGraphExecEventWaitNodeSetEvent(void *, void *, void *);
+int emu_graph_memset_set(void *, void *, const void *);
+FWD(cuGraphExecGetFlags, (void *x, unsigned long long *flags), cudaGraphExecGetFlags(x, flags))
+FWD(cuGraphNodeSetEnabled, (void *x, CUgraphNode node, unsigned int on), cudaGraphNodeSetEnabled(x, node, on))
+FWD(cuGraphNodeGetEnabled, (void *x, CUgraphNode node, unsigned int *on), cudaGraphNodeGetEnabled(x, node, on))
+FWD(cuGraphExecHostNodeSetParams, (void *x, CUgraphNode node, const void *p), cudaGraphExecHostNodeSetParams(x, node, p))
+FWD(cuGraphExecEventRecordNodeSetEvent, (void *x, CUgraphNode node, CUevent e),
+    cudaGraphExecEventRecordNodeSetEvent(x, node, e))
+FWD(cuGraphExecEventWaitNodeSetEvent, (void *x, CUgraphNode node, CUevent e), cudaGraphExecEventWaitNodeSetEvent(x, node, e))
+FWD(cuGraphMemsetNodeSetParams, (CUgraphNode node, const void *p), emu_graph_memset_set(NULL, node, p))
+
+EXPORT CUresult cuGraphExecMemsetNodeSetParams(void *x, CUgraphNode node, const void *p, CUcontext ctx)
+{
+    DRV_ENTER(cuGraphExecMemsetNodeSetParams);
+    if (!x || (ctx && ctx_device(ctx) < 0)) return CUDA_ERROR_INVALID_VALUE;
+    return RT(emu_graph_memset_set(x, node, p));
+}
+
 /* IPC events: the runtime's handles (emu_event.c), opened in the process that made them. */
 typedef struct { char reserved[64]; } CUipcEventHandle;
 int cudaIpcGetEventHandle(CUipcEventHandle *, void *);
@@ -194,6 +220,8 @@ const proc_t emu_graph_driver2_procs[] = {
     PROC(cuGraphMemsetNodeGetParams) PROC(cuGraphRemoveDependencies)
     PROC_V("cuGraphRemoveDependencies", 12030, cuGraphRemoveDependencies_v2) PROC(cuGraphNodeGetParams)
     PROC(cuGraphConditionalHandleCreate) PROC(cuGraphAddChildGraphNode) PROC(cuGraphChildGraphNodeGetGraph)
-    PROC(cuGraphExecChildGraphNodeSetParams)
+    PROC(cuGraphExecChildGraphNodeSetParams) PROC(cuGraphExecGetFlags) PROC(cuGraphNodeSetEnabled)
+    PROC(cuGraphNodeGetEnabled) PROC(cuGraphExecHostNodeSetParams) PROC(cuGraphExecEventRecordNodeSetEvent)
+    PROC(cuGraphExecEventWaitNodeSetEvent) PROC(cuGraphMemsetNodeSetParams) PROC(cuGraphExecMemsetNodeSetParams)
 };
 const size_t emu_graph_driver2_nprocs = sizeof emu_graph_driver2_procs / sizeof *emu_graph_driver2_procs;

@@ -160,6 +160,13 @@ static cudaError_t fill_memset(gnode_t *t, const struct cudaMemsetParams *p)
     return cudaSuccess;
 }
 
+/* The memset node template of cudaMemsetParams p (the checks of cudaGraphAddMemsetNode), for the parameter
+ * setters of emu_graph_exec.c.  G held. */
+cudaError_t emu_graph_fill_memset(gnode_t *t, const void *p)
+{
+    return fill_memset(t, p);
+}
+
 static cudaError_t fill_event(gnode_t *t, int type, cudaEvent_t eh)
 {
     event_t *e = get_event(eh);

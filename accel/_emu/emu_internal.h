@@ -122,7 +122,10 @@ void emu_trace_unsupported(const char *name, atomic_int *seen) __attribute__((we
     X(cudaGraphHostNodeGetParams) X(cudaGraphHostNodeSetParams) X(cudaGraphMemsetNodeGetParams) \
     X(cudaGraphRemoveDependencies) X(cudaGraphNodeGetParams) X(cudaGraphConditionalHandleCreate) \
     X(cudaGraphAddChildGraphNode) X(cudaGraphChildGraphNodeGetGraph) X(cudaStreamBeginCaptureToGraph) \
-    X(cudaStreamUpdateCaptureDependencies) X(cudaGraphExecChildGraphNodeSetParams)
+    X(cudaStreamUpdateCaptureDependencies) X(cudaGraphExecChildGraphNodeSetParams) X(cudaGraphExecGetFlags) \
+    X(cudaGraphNodeSetEnabled) X(cudaGraphNodeGetEnabled) X(cudaGraphExecHostNodeSetParams) \
+    X(cudaGraphExecEventRecordNodeSetEvent) X(cudaGraphExecEventWaitNodeSetEvent) X(cudaGraphMemsetNodeSetParams) \
+    X(cudaGraphExecMemsetNodeSetParams)
 #define EMU_DRVSURFACE_SYMBOLS(X) \
     X(cuGraphNodeGetDependentNodes) X(cuGraphNodeGetDependentNodes_v2) X(cuGraphGetEdges) X(cuGraphGetEdges_v2) \
     X(cuGraphDestroyNode) X(cuGraphMemAllocNodeGetParams) X(cuGraphMemFreeNodeGetParams) \
@@ -137,6 +140,9 @@ void emu_trace_unsupported(const char *name, atomic_int *seen) __attribute__((we
     X(cuGraphExecChildGraphNodeSetParams) X(cuArrayCreate_v2) X(cuArray3DCreate_v2) X(cuArrayDestroy) \
     X(cuArrayGetDescriptor_v2) X(cuArray3DGetDescriptor_v2) X(cuMemcpyHtoA_v2) X(cuMemcpyHtoAAsync_v2) X(cuMemcpyDtoA_v2) \
     X(cuMemcpyAtoH_v2) X(cuMemcpyAtoHAsync_v2) X(cuMemcpyAtoD_v2) X(cuMemcpyAtoA_v2) X(cuMemcpy3D_v2) X(cuMemcpy3DAsync_v2) \
+    X(cuGraphExecGetFlags) X(cuGraphNodeSetEnabled) X(cuGraphNodeGetEnabled) X(cuGraphExecHostNodeSetParams) \
+    X(cuGraphExecEventRecordNodeSetEvent) X(cuGraphExecEventWaitNodeSetEvent) X(cuGraphMemsetNodeSetParams) \
+    X(cuGraphExecMemsetNodeSetParams) \
     X(cuCtxSynchronize_v2) X(cuCtxResetPersistingL2Cache) X(cuDeviceGetByPCIBusId) X(cuDeviceGetP2PAttribute) \
     X(cuFlushGPUDirectRDMAWrites)
 #define EMU_SYMBOLS(X) \

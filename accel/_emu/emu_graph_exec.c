@@ -1,0 +1,154 @@
+/* What can change in an executable graph without cudaGraphExecUpdate (issue 33): its flags, nodes enabled or
+ * disabled (kernel, memcpy and memset nodes, as CUDA documents; a disabled node runs as an empty one), and the
+ * parameters of its host, memset and event record / wait nodes; and a memset node's parameters in its graph.
+ * Launches already queued keep what they were given.  The driver's forms are in emu_graph_driver2.c.
+ *
+ * The node is named by its handle in the graph the executable graph was instantiated from (nodes of child graphs
+ * and bodies are not reachable this way); a node of another graph, or of another kind, is cudaErrorInvalidValue. */
+#include "emu_graph.h"
+
+typedef struct { cudaHostFn_t fn; void *userData; } host_params_t;     /* cudaHostNodeParams */
+
+/* x's copy of graph node nh, if nh is a node of x's graph of one of `types` (a bit per node type).  G held. */
+static gnode_t *exec_node(cudaGraphExec_t xh, cudaGraphNode_t nh, unsigned types, cudaError_t *err)
+{
+    gexec_t *x = get_exec(xh);
+    gnode_t *nd = get_node(nh);
+    *err = cudaErrorInvalidValue;
+    if (!x || !nd || nd->g->id != x->graph_id || !(types & (1u << nd->type))) return NULL;
+    for (size_t i = 0; i < x->n; i++)
+        if (x->nodes[i].idx == nd->idx && x->nodes[i].type == nd->type) {
+            *err = cudaSuccess;
+            return &x->nodes[i];
+        }
+    return NULL;
+}
+
+EXPORT cudaError_t cudaGraphExecGetFlags(cudaGraphExec_t xh, unsigned long long *flags)
+{
+    RT_ENTER(cudaGraphExecGetFlags, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    if (!flags) return fail(cudaErrorInvalidValue);
+    pthread_mutex_lock(&G);
+    gexec_t *x = get_exec(xh);
+    if (x) *flags = x->flags;
+    pthread_mutex_unlock(&G);
+    return x ? cudaSuccess : fail(cudaErrorInvalidValue);
+}
+
+#define ENABLE_TYPES ((1u << GN_KERNEL) | (1u << GN_MEMCPY) | (1u << GN_MEMSET))
+
+EXPORT cudaError_t cudaGraphNodeSetEnabled(cudaGraphExec_t xh, cudaGraphNode_t nh, unsigned int enabled)
+{
+    RT_ENTER(cudaGraphNodeSetEnabled, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    cudaError_t err;
+    pthread_mutex_lock(&G);
+    gnode_t *nd = exec_node(xh, nh, ENABLE_TYPES, &err);
+    if (nd) nd->disabled = !enabled;
+    pthread_mutex_unlock(&G);
+    return err ? fail(err) : cudaSuccess;
+}
+
+EXPORT cudaError_t cudaGraphNodeGetEnabled(cudaGraphExec_t xh, cudaGraphNode_t nh, unsigned int *enabled)
+{
+    RT_ENTER(cudaGraphNodeGetEnabled, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    if (!enabled) return fail(cudaErrorInvalidValue);
+    cudaError_t err;
+    pthread_mutex_lock(&G);
+    gnode_t *nd = exec_node(xh, nh, ENABLE_TYPES, &err);
+    if (nd) *enabled = !nd->disabled;
+    pthread_mutex_unlock(&G);
+    return err ? fail(err) : cudaSuccess;
+}
+
+EXPORT cudaError_t cudaGraphExecHostNodeSetParams(cudaGraphExec_t xh, cudaGraphNode_t nh, const host_params_t *p)
+{
+    RT_ENTER(cudaGraphExecHostNodeSetParams, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    if (!p || !p->fn) return fail(cudaErrorInvalidValue);
+    cudaError_t err;
+    pthread_mutex_lock(&G);
+    gnode_t *nd = exec_node(xh, nh, 1u << GN_HOST, &err);
+    if (nd) {
+        nd->fn = p->fn;
+        nd->arg = p->userData;
+    }
+    pthread_mutex_unlock(&G);
+    return err ? fail(err) : cudaSuccess;
+}
+
+static cudaError_t exec_event_set(cudaGraphExec_t xh, cudaGraphNode_t nh, int type, cudaEvent_t eh)
+{
+    cudaError_t err;
+    pthread_mutex_lock(&G);
+    gnode_t *nd = exec_node(xh, nh, 1u << type, &err);
+    event_t *e = nd ? get_event(eh) : NULL;
+    if (nd && !e) err = cudaErrorInvalidResourceHandle;
+    if (e) nd->event = e->handle;
+    pthread_mutex_unlock(&G);
+    return err;
+}
+
+EXPORT cudaError_t cudaGraphExecEventRecordNodeSetEvent(cudaGraphExec_t xh, cudaGraphNode_t nh, cudaEvent_t e)
+{
+    RT_ENTER(cudaGraphExecEventRecordNodeSetEvent, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    cudaError_t err = exec_event_set(xh, nh, GN_EVENT_RECORD, e);
+    return err ? fail(err) : cudaSuccess;
+}
+
+EXPORT cudaError_t cudaGraphExecEventWaitNodeSetEvent(cudaGraphExec_t xh, cudaGraphNode_t nh, cudaEvent_t e)
+{
+    RT_ENTER(cudaGraphExecEventWaitNodeSetEvent, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    cudaError_t err = exec_event_set(xh, nh, GN_WAIT_EVENT, e);
+    return err ? fail(err) : cudaSuccess;
+}
+
+/* The memset parameters of template t into node nd (its kind's fields only). */
+static void memset_into(gnode_t *nd, const gnode_t *t)
+{
+    nd->dst = t->dst;
+    nd->value = t->value;
+    nd->n = t->n;
+    nd->elem = t->elem;
+    nd->rows = t->rows;
+    nd->dpitch = t->dpitch;
+    nd->dev_dst = t->dev_dst;
+    nd->id_dst = t->id_dst;
+}
+
+/* A memset node of a graph (exec NULL) or of an executable graph takes new parameters, checked as
+ * cudaGraphAddMemsetNode checks them.  No error recorded.  Hidden: cuGraphMemsetNodeSetParams,
+ * cuGraphExecMemsetNodeSetParams. */
+cudaError_t emu_graph_memset_set(cudaGraphExec_t xh, cudaGraphNode_t nh, const void *p)
+{
+    cudaError_t err;
+    gnode_t t = { 0 };
+    pthread_mutex_lock(&G);
+    gnode_t *nd = xh ? exec_node(xh, nh, 1u << GN_MEMSET, &err) : get_node(nh);
+    if (!xh) err = nd && nd->type == GN_MEMSET && !nd->g->capturing ? cudaSuccess : cudaErrorInvalidValue;
+    if (!err) err = emu_graph_fill_memset(&t, p);
+    if (!err) memset_into(nd, &t);
+    pthread_mutex_unlock(&G);
+    return err;
+}
+
+EXPORT cudaError_t cudaGraphMemsetNodeSetParams(cudaGraphNode_t nh, const void *p)
+{
+    RT_ENTER(cudaGraphMemsetNodeSetParams, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    cudaError_t err = emu_graph_memset_set(NULL, nh, p);
+    return err ? fail(err) : cudaSuccess;
+}
+
+EXPORT cudaError_t cudaGraphExecMemsetNodeSetParams(cudaGraphExec_t xh, cudaGraphNode_t nh, const void *p)
+{
+    RT_ENTER(cudaGraphExecMemsetNodeSetParams, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    if (!xh) return fail(cudaErrorInvalidValue);
+    cudaError_t err = emu_graph_memset_set(xh, nh, p);
+    return err ? fail(err) : cudaSuccess;
+}
