@@ -502,6 +502,16 @@ r["refused"] = [cu.cuGraphNodeSetEnabled(x, hn, 0), cu.cuGraphNodeSetEnabled(x, 
                 cu.cuGraphMemsetNodeSetParams(hn, ms), cu.cuGraphExecMemsetNodeSetParams(None, P(m), ms, ctx),
                 rt.cudaGraphNodeSetEnabled(x, hn, 0), rt.cudaGetLastError()]
 r["rt"] = [rt.cudaGraphExecGetFlags(x, R(fl)), fl.value]
+# the generic forms (CUgraphNodeParams)
+cu.cuGraphNodeSetParams.argtypes = [P, P]
+cu.cuGraphExecNodeSetParams.argtypes = [P, P, P]
+cu.cuGraphAddEmptyNode.argtypes = [PP, P, PP, S]
+empty = P(); assert cu.cuGraphAddEmptyNode(R(empty), g, None, 0) == 0
+r["generic"] = [cu.cuGraphExecNodeSetParams(x, hn, params(3, c.cast(f1, P).value, 0)), run(), ran[-1],
+                cu.cuGraphNodeSetParams(P(m), params(2, buf.value, 0, 5 | 1 << 32, 1, 1)),
+                cu.cuGraphExecNodeSetParams(x, en, params(7, ev.value)),
+                cu.cuGraphNodeSetParams(P(m), params(3, c.cast(f1, P).value, 0)), cu.cuGraphNodeSetParams(empty, params(5)),
+                cu.cuGraphNodeSetParams(P(m), None), cu.cuGraphExecNodeSetParams(None, hn, params(3, c.cast(f1, P).value, 0))]
 for h_ in (x, x2, x3):
     assert cu.cuGraphExecDestroy(h_) == 0
 assert cu.cuGraphDestroy(g) == 0 and cu.cuGraphDestroy(other) == 0
@@ -515,3 +525,4 @@ out(r)
     assert got["memset_graph"] == OK and got["graph_changed"] == [0, 9]
     assert got["refused"] == [INVALID_VALUE] * 7 + [INVALID_HANDLE] + [INVALID_VALUE] * 3 + [INVALID_VALUE, INVALID_VALUE]
     assert got["rt"] == [OK, 1]
+    assert got["generic"] == [OK, [0, 9], 1, OK, OK, INVALID_VALUE, NOT_SUPPORTED, INVALID_VALUE, INVALID_VALUE]

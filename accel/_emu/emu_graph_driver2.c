@@ -159,6 +159,14 @@ FWD(cuGraphExecEventRecordNodeSetEvent, (void *x, CUgraphNode node, CUevent e),
     cudaGraphExecEventRecordNodeSetEvent(x, node, e))
 FWD(cuGraphExecEventWaitNodeSetEvent, (void *x, CUgraphNode node, CUevent e), cudaGraphExecEventWaitNodeSetEvent(x, node, e))
 FWD(cuGraphMemsetNodeSetParams, (CUgraphNode node, const void *p), emu_graph_memset_set(NULL, node, p))
+int emu_graph_node_set_params(void *, void *, const void *);
+FWD(cuGraphNodeSetParams, (CUgraphNode node, void *p), emu_graph_node_set_params(NULL, node, p))
+
+EXPORT CUresult cuGraphExecNodeSetParams(void *x, CUgraphNode node, void *p)
+{
+    DRV_ENTER(cuGraphExecNodeSetParams);
+    return x ? RT(emu_graph_node_set_params(x, node, p)) : CUDA_ERROR_INVALID_VALUE;
+}
 
 EXPORT CUresult cuGraphExecMemsetNodeSetParams(void *x, CUgraphNode node, const void *p, CUcontext ctx)
 {
@@ -223,5 +231,6 @@ const proc_t emu_graph_driver2_procs[] = {
     PROC(cuGraphExecChildGraphNodeSetParams) PROC(cuGraphExecGetFlags) PROC(cuGraphNodeSetEnabled)
     PROC(cuGraphNodeGetEnabled) PROC(cuGraphExecHostNodeSetParams) PROC(cuGraphExecEventRecordNodeSetEvent)
     PROC(cuGraphExecEventWaitNodeSetEvent) PROC(cuGraphMemsetNodeSetParams) PROC(cuGraphExecMemsetNodeSetParams)
+    PROC(cuGraphNodeSetParams) PROC(cuGraphExecNodeSetParams)
 };
 const size_t emu_graph_driver2_nprocs = sizeof emu_graph_driver2_procs / sizeof *emu_graph_driver2_procs;

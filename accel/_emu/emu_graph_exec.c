@@ -1,6 +1,7 @@
 /* What can change in an executable graph without cudaGraphExecUpdate (issue 33): its flags, nodes enabled or
  * disabled (kernel, memcpy and memset nodes, as CUDA documents; a disabled node runs as an empty one), and the
- * parameters of its host, memset and event record / wait nodes; and a memset node's parameters in its graph.
+ * parameters of its host, memset and event record / wait nodes (also through the generic cudaGraphExecNodeSetParams);
+ * and a memset node's parameters in its graph (cudaGraphMemsetNodeSetParams, cudaGraphNodeSetParams).
  * Launches already queued keep what they were given.  The driver's forms are in emu_graph_driver2.c.
  *
  * The node is named by its handle in the graph the executable graph was instantiated from (nodes of child graphs
@@ -150,5 +151,61 @@ EXPORT cudaError_t cudaGraphExecMemsetNodeSetParams(cudaGraphExec_t xh, cudaGrap
     RT_NEED_DEVICE();
     if (!xh) return fail(cudaErrorInvalidValue);
     cudaError_t err = emu_graph_memset_set(xh, nh, p);
+    return err ? fail(err) : cudaSuccess;
+}
+
+/* cudaGraphNodeSetParams / cudaGraphExecNodeSetParams (cudaGraphNodeParams, CUgraphNodeParams: the type, then the
+ * kind's parameters at byte 16): host, memset and event nodes, of a graph (exec NULL) or an executable graph;
+ * the type must be the node's (cudaErrorInvalidValue), other kinds are cudaErrorNotSupported.  No error
+ * recorded.  Hidden: the driver's forms. */
+cudaError_t emu_graph_node_set_params(cudaGraphExec_t xh, cudaGraphNode_t nh, const void *params)
+{
+    if (!params) return cudaErrorInvalidValue;
+    const unsigned char *b = params, *u = b + 16;
+    int type;
+    memcpy(&type, b, sizeof type);
+    cudaError_t err = cudaSuccess;
+    pthread_mutex_lock(&G);
+    gnode_t *nd = get_node(nh);
+    if (!nd || nd->type != type) err = cudaErrorInvalidValue;
+    else if (type != GN_MEMSET && type != GN_HOST && type != GN_EVENT_RECORD && type != GN_WAIT_EVENT)
+        err = cudaErrorNotSupported;
+    pthread_mutex_unlock(&G);
+    if (err) return err;
+    if (type == GN_MEMSET) return emu_graph_memset_set(xh, nh, u);
+    pthread_mutex_lock(&G);
+    gnode_t *target = xh ? exec_node(xh, nh, 1u << type, &err) : (nd = get_node(nh)) && !nd->g->capturing ? nd : NULL;
+    if (!target && !err) err = cudaErrorInvalidValue;
+    if (!err && type == GN_HOST) {
+        const host_params_t *h = (const host_params_t *)(const void *)u;
+        if (!h->fn) err = cudaErrorInvalidValue;
+        else {
+            target->fn = h->fn;
+            target->arg = h->userData;
+        }
+    } else if (!err) {
+        cudaEvent_t eh;
+        memcpy(&eh, u, sizeof eh);
+        event_t *e = get_event(eh);
+        if (!e) err = cudaErrorInvalidResourceHandle;
+        else target->event = e->handle;
+    }
+    pthread_mutex_unlock(&G);
+    return err;
+}
+
+EXPORT cudaError_t cudaGraphNodeSetParams(cudaGraphNode_t nh, void *params)
+{
+    RT_ENTER(cudaGraphNodeSetParams, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    cudaError_t err = emu_graph_node_set_params(NULL, nh, params);
+    return err ? fail(err) : cudaSuccess;
+}
+
+EXPORT cudaError_t cudaGraphExecNodeSetParams(cudaGraphExec_t xh, cudaGraphNode_t nh, void *params)
+{
+    RT_ENTER(cudaGraphExecNodeSetParams, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    cudaError_t err = xh ? emu_graph_node_set_params(xh, nh, params) : cudaErrorInvalidValue;
     return err ? fail(err) : cudaSuccess;
 }
