@@ -34,8 +34,9 @@ SURFACE = pathlib.Path(__file__).with_name("data") / "driver_surface.txt"
 # cuGraphNodeGetParams, 195 with the device / context entry points, 249 with kernels and the PTX engine, 252 with
 # child graphs and conditional handles, 254 with capture into a graph and capture dependency updates, 255 with
 # cuGraphExecChildGraphNodeSetParams, 267 with CUDA arrays and their copies, 269 with cuMemcpy3D(Async), 277 with
-# the executable graph's setters, 279 with the generic cuGraph(Exec)NodeSetParams.  Raise it as entry points land.
-FLOOR = 279
+# the executable graph's setters, 279 with the generic cuGraph(Exec)NodeSetParams, 282 with memcpy node parameters.
+# Raise it as entry points land.
+FLOOR = 282
 
 PRELUDE = f"""
 import ctypes as c, json, os

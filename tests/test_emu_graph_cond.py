@@ -526,3 +526,55 @@ out(r)
     assert got["refused"] == [INVALID_VALUE] * 7 + [INVALID_HANDLE] + [INVALID_VALUE] * 3 + [INVALID_VALUE, INVALID_VALUE]
     assert got["rt"] == [OK, 1]
     assert got["generic"] == [OK, [0, 9], 1, OK, OK, INVALID_VALUE, NOT_SUPPORTED, INVALID_VALUE, INVALID_VALUE]
+
+
+def test_memcpy_node_parameters(subprocess_python):
+    """cuGraphMemcpyNodeGetParams / SetParams, cuGraphExecMemcpyNodeSetParams and the generic setters' memcpy form
+    (CUDA_MEMCPY_NODE_PARAMS), their runtime forms: the copy a launch makes follows; the refusals."""
+    got = _json(subprocess_python, """
+class M3(c.Structure):
+    _fields_ = [("srcX", S), ("srcY", S), ("srcZ", S), ("srcLOD", S), ("srcType", c.c_int), ("srcHost", P), ("srcDevice", U64),
+                ("srcArray", P), ("r0", P), ("srcPitch", S), ("srcHeight", S),
+                ("dstX", S), ("dstY", S), ("dstZ", S), ("dstLOD", S), ("dstType", c.c_int), ("dstHost", P), ("dstDevice", U64),
+                ("dstArray", P), ("r1", P), ("dstPitch", S), ("dstHeight", S), ("width", S), ("height", S), ("depth", S)]
+for name, args in dict(cuGraphAddMemcpyNode=[PP, P, PP, S, c.POINTER(M3), P], cuGraphMemcpyNodeGetParams=[P, c.POINTER(M3)],
+                       cuGraphMemcpyNodeSetParams=[P, c.POINTER(M3)], cuGraphExecMemcpyNodeSetParams=[P, P, c.POINTER(M3), P],
+                       cuGraphNodeSetParams=[P, P], cuGraphExecNodeSetParams=[P, P, P]).items():
+    getattr(cu, name).argtypes = args
+rt.cudaGraphMemcpyNodeGetParams.argtypes = [P, P]
+host = (c.c_ubyte * 16)()
+src = (c.c_ubyte * 16)(*range(100, 116)); assert cu.cuMemcpyHtoD_v2(buf, src, 16) == 0
+def cp(off, n):
+    return M3(srcType=2, srcDevice=buf.value + off, dstType=1, dstHost=c.cast(host, P), width=n, height=1, depth=1)
+g = graph(); n = P(); r = {"add": cu.cuGraphAddMemcpyNode(R(n), g, None, 0, R(cp(0, 4)), ctx)}
+got = M3(); r["get"] = [cu.cuGraphMemcpyNodeGetParams(n, R(got)), got.srcType, got.srcDevice == buf.value, got.width, got.height]
+rp = (S * 20)(); r["rt_get"] = [rt.cudaGraphMemcpyNodeGetParams(n, rp), rp[16], rp[19]]
+def run(x):
+    c.memset(host, 0, 16); assert cu.cuGraphLaunch(x, stream) == 0 and cu.cuStreamSynchronize(stream) == 0; return list(host[:6])
+x = P(); assert cu.cuGraphInstantiateWithFlags(R(x), g, 0) == 0
+r["first"] = run(x)
+r["exec_set"] = [cu.cuGraphExecMemcpyNodeSetParams(x, n, R(cp(4, 2)), ctx), run(x)]
+r["graph_set"] = cu.cuGraphMemcpyNodeSetParams(n, R(cp(8, 3)))
+x2 = P(); assert cu.cuGraphInstantiateWithFlags(R(x2), g, 0) == 0
+r["graph_run"] = [run(x2), run(x)]
+one = cp(12, 1)
+gp = params(1); c.memmove(c.addressof(gp) + 32, c.addressof(one), c.sizeof(M3))
+r["generic"] = [cu.cuGraphExecNodeSetParams(x, n, gp), run(x)]
+bad = cp(0, 4); bad.srcType = 3
+big = cp(0, 1 << 20)
+r["refused"] = [cu.cuGraphMemcpyNodeSetParams(n, R(bad)), cu.cuGraphMemcpyNodeSetParams(n, None),
+                cu.cuGraphMemcpyNodeSetParams(n, R(big)), cu.cuGraphMemcpyNodeGetParams(n, None),
+                cu.cuGraphExecMemcpyNodeSetParams(x, P(mark(g, 0, 1)), R(cp(0, 1)), ctx),
+                cu.cuGraphExecMemcpyNodeSetParams(None, n, R(cp(0, 1)), ctx)]
+r["unchanged"] = run(x2)
+for h_ in (x, x2):
+    assert cu.cuGraphExecDestroy(h_) == 0
+assert cu.cuGraphDestroy(g) == 0
+out(r)
+""")
+    assert got["add"] == OK and got["get"] == [OK, 2, True, 4, 1] and got["rt_get"] == [OK, 4, 4]
+    assert got["first"] == [100, 101, 102, 103, 0, 0]
+    assert got["exec_set"] == [OK, [104, 105, 0, 0, 0, 0]]
+    assert got["graph_set"] == OK and got["graph_run"] == [[108, 109, 110, 0, 0, 0], [104, 105, 0, 0, 0, 0]]
+    assert got["generic"] == [OK, [112, 0, 0, 0, 0, 0]]
+    assert got["refused"] == [INVALID_VALUE] * 6 and got["unchanged"] == [108, 109, 110, 0, 0, 0]

@@ -177,6 +177,7 @@ void sub_unref(sub_t *sb);
 cudaError_t resolve_deps(graph_t *g, const cudaGraphNode_t *deps, size_t n, uint32_t *idx);
 graph_t *graph_copy(const graph_t *g, cudaError_t *err);
 cudaError_t emu_graph_fill_memset(gnode_t *t, const void *p);
+cudaError_t emu_graph_fill_copy3d(gnode_t *t, const void *p);
 
 /* User objects (G held unless said): dropping n references (owned: graph-held ones); the references a graph
  * owns dropped, copied into a new set (NULL when none or out of memory: *err set), a set's reference

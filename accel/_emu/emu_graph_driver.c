@@ -254,21 +254,32 @@ static void *side(int type, const void *host, unsigned long long dev)
     }
 }
 
-/* Also cuGraphAddNode's memcpy nodes (emu_graph_addnode.c).  Hidden. */
+/* A CUDA_MEMCPY3D as the runtime's cudaMemcpy3DParms (kind cudaMemcpyDefault): -1 for NULL, an array side or a
+ * level of detail.  Hidden: also the memcpy node setters (emu_graph_driver2.c, emu_graph_exec.c). */
 __attribute__((visibility("hidden")))
-CUresult emu_drv_add_memcpy_node(CUgraphNode *node, CUgraph g, const CUgraphNode *deps, size_t n, const void *params)
+int emu_drv_memcpy3d_to_rt(const void *params, void *out)
 {
     const drv_memcpy3d_t *p = params;
-    if (!p) return CUDA_ERROR_INVALID_VALUE;
+    if (!p) return -1;
     rt_memcpy3d_t r = { 0 };
     r.srcPtr = side(p->srcMemoryType, p->srcHost, p->srcDevice);
     r.dstPtr = side(p->dstMemoryType, p->dstHost, p->dstDevice);
-    if (!r.srcPtr || !r.dstPtr || p->srcLOD || p->dstLOD) return CUDA_ERROR_INVALID_VALUE;
+    if (!r.srcPtr || !r.dstPtr || p->srcLOD || p->dstLOD) return -1;
     r.srcPos[0] = p->srcXInBytes; r.srcPos[1] = p->srcY; r.srcPos[2] = p->srcZ;
     r.dstPos[0] = p->dstXInBytes; r.dstPos[1] = p->dstY; r.dstPos[2] = p->dstZ;
     r.srcPitch = p->srcPitch; r.dstPitch = p->dstPitch;
     r.extent[0] = p->WidthInBytes; r.extent[1] = p->Height; r.extent[2] = p->Depth;
     r.kind = 4;
+    memcpy(out, &r, sizeof r);
+    return 0;
+}
+
+/* Also cuGraphAddNode's memcpy nodes (emu_graph_addnode.c).  Hidden. */
+__attribute__((visibility("hidden")))
+CUresult emu_drv_add_memcpy_node(CUgraphNode *node, CUgraph g, const CUgraphNode *deps, size_t n, const void *params)
+{
+    rt_memcpy3d_t r;
+    if (emu_drv_memcpy3d_to_rt(params, &r)) return CUDA_ERROR_INVALID_VALUE;
     return RT(cudaGraphAddMemcpyNode(node, g, (void *const *)deps, n, &r));
 }
 

@@ -159,14 +159,40 @@ FWD(cuGraphExecEventRecordNodeSetEvent, (void *x, CUgraphNode node, CUevent e),
     cudaGraphExecEventRecordNodeSetEvent(x, node, e))
 FWD(cuGraphExecEventWaitNodeSetEvent, (void *x, CUgraphNode node, CUevent e), cudaGraphExecEventWaitNodeSetEvent(x, node, e))
 FWD(cuGraphMemsetNodeSetParams, (CUgraphNode node, const void *p), emu_graph_memset_set(NULL, node, p))
-int emu_graph_node_set_params(void *, void *, const void *);
-FWD(cuGraphNodeSetParams, (CUgraphNode node, void *p), emu_graph_node_set_params(NULL, node, p))
+int emu_graph_node_set_params_as(void *, void *, const void *, int (*)(const void *, void *));
+int emu_drv_memcpy3d_to_rt(const void *, void *);
+int emu_graph_memcpy_set(void *, void *, const void *);
+int emu_graph_memcpy_get(void *, void *, int);
+FWD(cuGraphNodeSetParams, (CUgraphNode node, void *p), emu_graph_node_set_params_as(NULL, node, p, emu_drv_memcpy3d_to_rt))
 
 EXPORT CUresult cuGraphExecNodeSetParams(void *x, CUgraphNode node, void *p)
 {
     DRV_ENTER(cuGraphExecNodeSetParams);
-    return x ? RT(emu_graph_node_set_params(x, node, p)) : CUDA_ERROR_INVALID_VALUE;
+    return x ? RT(emu_graph_node_set_params_as(x, node, p, emu_drv_memcpy3d_to_rt)) : CUDA_ERROR_INVALID_VALUE;
 }
+
+/* Memcpy nodes' CUDA_MEMCPY3D (host, device or unified sides; arrays are CUDA_ERROR_INVALID_VALUE here). */
+static CUresult memcpy_set(void *x, CUgraphNode node, const void *p)
+{
+    unsigned char r[20 * sizeof(size_t)];
+    if (emu_drv_memcpy3d_to_rt(p, r)) return CUDA_ERROR_INVALID_VALUE;
+    return RT(emu_graph_memcpy_set(x, node, r));
+}
+
+EXPORT CUresult cuGraphMemcpyNodeSetParams(CUgraphNode node, const void *p)
+{
+    DRV_ENTER(cuGraphMemcpyNodeSetParams);
+    return memcpy_set(NULL, node, p);
+}
+
+EXPORT CUresult cuGraphExecMemcpyNodeSetParams(void *x, CUgraphNode node, const void *p, CUcontext ctx)
+{
+    DRV_ENTER(cuGraphExecMemcpyNodeSetParams);
+    if (!x || (ctx && ctx_device(ctx) < 0)) return CUDA_ERROR_INVALID_VALUE;
+    return memcpy_set(x, node, p);
+}
+
+FWD(cuGraphMemcpyNodeGetParams, (CUgraphNode node, void *p), emu_graph_memcpy_get(node, p, 1))
 
 EXPORT CUresult cuGraphExecMemsetNodeSetParams(void *x, CUgraphNode node, const void *p, CUcontext ctx)
 {
@@ -231,6 +257,7 @@ const proc_t emu_graph_driver2_procs[] = {
     PROC(cuGraphExecChildGraphNodeSetParams) PROC(cuGraphExecGetFlags) PROC(cuGraphNodeSetEnabled)
     PROC(cuGraphNodeGetEnabled) PROC(cuGraphExecHostNodeSetParams) PROC(cuGraphExecEventRecordNodeSetEvent)
     PROC(cuGraphExecEventWaitNodeSetEvent) PROC(cuGraphMemsetNodeSetParams) PROC(cuGraphExecMemsetNodeSetParams)
-    PROC(cuGraphNodeSetParams) PROC(cuGraphExecNodeSetParams)
+    PROC(cuGraphNodeSetParams) PROC(cuGraphExecNodeSetParams) PROC(cuGraphMemcpyNodeSetParams)
+    PROC(cuGraphExecMemcpyNodeSetParams) PROC(cuGraphMemcpyNodeGetParams)
 };
 const size_t emu_graph_driver2_nprocs = sizeof emu_graph_driver2_procs / sizeof *emu_graph_driver2_procs;

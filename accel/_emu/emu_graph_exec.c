@@ -137,6 +137,73 @@ cudaError_t emu_graph_memset_set(cudaGraphExec_t xh, cudaGraphNode_t nh, const v
     return err;
 }
 
+/* A memcpy node of a graph (exec NULL) or of an executable graph takes new parameters (a cudaMemcpy3DParms),
+ * checked as cudaGraphAddMemcpyNode checks them.  No error recorded.  Hidden: the driver's forms convert their
+ * CUDA_MEMCPY3D first (emu_graph_driver.c). */
+cudaError_t emu_graph_memcpy_set(cudaGraphExec_t xh, cudaGraphNode_t nh, const void *p)
+{
+    cudaError_t err;
+    gnode_t t = { 0 };
+    pthread_mutex_lock(&G);
+    gnode_t *nd = xh ? exec_node(xh, nh, 1u << GN_MEMCPY, &err) : get_node(nh);
+    if (!xh) err = nd && nd->type == GN_MEMCPY && !nd->g->capturing ? cudaSuccess : cudaErrorInvalidValue;
+    if (!err) err = emu_graph_fill_copy3d(&t, p);
+    if (!err) {
+        nd->dst = t.dst;
+        nd->src = t.src;
+        nd->n = t.n;
+        nd->rows = t.rows;
+        nd->dpitch = t.dpitch;
+        nd->spitch = t.spitch;
+        nd->dev_dst = t.dev_dst;
+        nd->dev_src = t.dev_src;
+        nd->id_dst = t.id_dst;
+        nd->id_src = t.id_src;
+    }
+    pthread_mutex_unlock(&G);
+    return err;
+}
+
+EXPORT cudaError_t cudaGraphMemcpyNodeSetParams(cudaGraphNode_t nh, const void *p)
+{
+    RT_ENTER(cudaGraphMemcpyNodeSetParams, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    cudaError_t err = emu_graph_memcpy_set(NULL, nh, p);
+    return err ? fail(err) : cudaSuccess;
+}
+
+EXPORT cudaError_t cudaGraphExecMemcpyNodeSetParams(cudaGraphExec_t xh, cudaGraphNode_t nh, const void *p)
+{
+    RT_ENTER(cudaGraphExecMemcpyNodeSetParams, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    cudaError_t err = xh ? emu_graph_memcpy_set(xh, nh, p) : cudaErrorInvalidValue;
+    return err ? fail(err) : cudaSuccess;
+}
+
+/* A memcpy node's parameters as cudaGraphNodeGetParams gives them (a cudaMemcpy3DParms; driver: CUDA_MEMCPY3D). */
+cudaError_t emu_graph_node_params(cudaGraphNode_t nh, void *params, int driver);
+cudaError_t emu_graph_memcpy_get(cudaGraphNode_t nh, void *p, int driver)
+{
+    if (!p) return cudaErrorInvalidValue;
+    unsigned char b[256];
+    pthread_mutex_lock(&G);
+    gnode_t *nd = get_node(nh);
+    int ok = nd && nd->type == GN_MEMCPY;
+    pthread_mutex_unlock(&G);
+    if (!ok) return cudaErrorInvalidValue;
+    cudaError_t err = emu_graph_node_params(nh, b, driver);
+    if (!err) memcpy(p, b + 32, driver ? 25 * sizeof(size_t) : 20 * sizeof(size_t));
+    return err;
+}
+
+EXPORT cudaError_t cudaGraphMemcpyNodeGetParams(cudaGraphNode_t nh, void *p)
+{
+    RT_ENTER(cudaGraphMemcpyNodeGetParams, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    cudaError_t err = emu_graph_memcpy_get(nh, p, 0);
+    return err ? fail(err) : cudaSuccess;
+}
+
 EXPORT cudaError_t cudaGraphMemsetNodeSetParams(cudaGraphNode_t nh, const void *p)
 {
     RT_ENTER(cudaGraphMemsetNodeSetParams, cudaErrorUnknown);
@@ -154,11 +221,21 @@ EXPORT cudaError_t cudaGraphExecMemsetNodeSetParams(cudaGraphExec_t xh, cudaGrap
     return err ? fail(err) : cudaSuccess;
 }
 
+cudaError_t emu_graph_node_set_params_as(cudaGraphExec_t xh, cudaGraphNode_t nh, const void *params,
+                                         int (*to_rt)(const void *, void *));
+
 /* cudaGraphNodeSetParams / cudaGraphExecNodeSetParams (cudaGraphNodeParams, CUgraphNodeParams: the type, then the
- * kind's parameters at byte 16): host, memset and event nodes, of a graph (exec NULL) or an executable graph;
+ * kind's parameters at byte 16): host, memset, memcpy and event nodes, of a graph (exec NULL) or an executable graph;
  * the type must be the node's (cudaErrorInvalidValue), other kinds are cudaErrorNotSupported.  No error
  * recorded.  Hidden: the driver's forms. */
 cudaError_t emu_graph_node_set_params(cudaGraphExec_t xh, cudaGraphNode_t nh, const void *params)
+{
+    return emu_graph_node_set_params_as(xh, nh, params, NULL);
+}
+
+/* The same with the driver's memcpy parameters converted by to_rt (CUDA_MEMCPY3D -> cudaMemcpy3DParms). */
+cudaError_t emu_graph_node_set_params_as(cudaGraphExec_t xh, cudaGraphNode_t nh, const void *params,
+                                         int (*to_rt)(const void *, void *))
 {
     if (!params) return cudaErrorInvalidValue;
     const unsigned char *b = params, *u = b + 16;
@@ -168,11 +245,20 @@ cudaError_t emu_graph_node_set_params(cudaGraphExec_t xh, cudaGraphNode_t nh, co
     pthread_mutex_lock(&G);
     gnode_t *nd = get_node(nh);
     if (!nd || nd->type != type) err = cudaErrorInvalidValue;
-    else if (type != GN_MEMSET && type != GN_HOST && type != GN_EVENT_RECORD && type != GN_WAIT_EVENT)
+    else if (type != GN_MEMSET && type != GN_MEMCPY && type != GN_HOST && type != GN_EVENT_RECORD &&
+             type != GN_WAIT_EVENT)
         err = cudaErrorNotSupported;
     pthread_mutex_unlock(&G);
     if (err) return err;
     if (type == GN_MEMSET) return emu_graph_memset_set(xh, nh, u);
+    if (type == GN_MEMCPY) {        /* flags and reserved words first (0), then the copy at u + 16 */
+        int head[4];
+        memcpy(head, u, sizeof head);
+        if (head[0] || head[1] || (!to_rt && (head[2] || head[3]))) return cudaErrorInvalidValue;
+        unsigned char rtp[20 * sizeof(size_t)];
+        if (to_rt && to_rt(u + 16, rtp)) return cudaErrorInvalidValue;
+        return emu_graph_memcpy_set(xh, nh, to_rt ? rtp : u + 16);
+    }
     pthread_mutex_lock(&G);
     gnode_t *target = xh ? exec_node(xh, nh, 1u << type, &err) : (nd = get_node(nh)) && !nd->g->capturing ? nd : NULL;
     if (!target && !err) err = cudaErrorInvalidValue;

@@ -160,6 +160,12 @@ static cudaError_t fill_memset(gnode_t *t, const struct cudaMemsetParams *p)
     return cudaSuccess;
 }
 
+/* The copy node template of cudaMemcpy3DParms p (cudaGraphAddMemcpyNode's checks), likewise.  G held. */
+cudaError_t emu_graph_fill_copy3d(gnode_t *t, const void *p)
+{
+    return fill_copy3d(t, p);
+}
+
 /* The memset node template of cudaMemsetParams p (the checks of cudaGraphAddMemsetNode), for the parameter
  * setters of emu_graph_exec.c.  G held. */
 cudaError_t emu_graph_fill_memset(gnode_t *t, const void *p)

@@ -125,7 +125,8 @@ void emu_trace_unsupported(const char *name, atomic_int *seen) __attribute__((we
     X(cudaStreamUpdateCaptureDependencies) X(cudaGraphExecChildGraphNodeSetParams) X(cudaGraphExecGetFlags) \
     X(cudaGraphNodeSetEnabled) X(cudaGraphNodeGetEnabled) X(cudaGraphExecHostNodeSetParams) \
     X(cudaGraphExecEventRecordNodeSetEvent) X(cudaGraphExecEventWaitNodeSetEvent) X(cudaGraphMemsetNodeSetParams) \
-    X(cudaGraphExecMemsetNodeSetParams) X(cudaGraphNodeSetParams) X(cudaGraphExecNodeSetParams)
+    X(cudaGraphExecMemsetNodeSetParams) X(cudaGraphNodeSetParams) X(cudaGraphExecNodeSetParams) \
+    X(cudaGraphMemcpyNodeSetParams) X(cudaGraphExecMemcpyNodeSetParams) X(cudaGraphMemcpyNodeGetParams)
 #define EMU_DRVSURFACE_SYMBOLS(X) \
     X(cuGraphNodeGetDependentNodes) X(cuGraphNodeGetDependentNodes_v2) X(cuGraphGetEdges) X(cuGraphGetEdges_v2) \
     X(cuGraphDestroyNode) X(cuGraphMemAllocNodeGetParams) X(cuGraphMemFreeNodeGetParams) \
@@ -142,7 +143,8 @@ void emu_trace_unsupported(const char *name, atomic_int *seen) __attribute__((we
     X(cuMemcpyAtoH_v2) X(cuMemcpyAtoHAsync_v2) X(cuMemcpyAtoD_v2) X(cuMemcpyAtoA_v2) X(cuMemcpy3D_v2) X(cuMemcpy3DAsync_v2) \
     X(cuGraphExecGetFlags) X(cuGraphNodeSetEnabled) X(cuGraphNodeGetEnabled) X(cuGraphExecHostNodeSetParams) \
     X(cuGraphExecEventRecordNodeSetEvent) X(cuGraphExecEventWaitNodeSetEvent) X(cuGraphMemsetNodeSetParams) \
-    X(cuGraphExecMemsetNodeSetParams) X(cuGraphNodeSetParams) X(cuGraphExecNodeSetParams) \
+    X(cuGraphExecMemsetNodeSetParams) X(cuGraphNodeSetParams) X(cuGraphExecNodeSetParams) X(cuGraphMemcpyNodeSetParams) \
+    X(cuGraphExecMemcpyNodeSetParams) X(cuGraphMemcpyNodeGetParams) \
     X(cuCtxSynchronize_v2) X(cuCtxResetPersistingL2Cache) X(cuDeviceGetByPCIBusId) X(cuDeviceGetP2PAttribute) \
     X(cuFlushGPUDirectRDMAWrites)
 #define EMU_SYMBOLS(X) \
