@@ -672,8 +672,7 @@ def test_module_library_and_launch_entry_points_are_found_and_the_rest_say_not_s
     # modules, libraries, kernels, the linker, occupancy and launches are real entry points (tests/test_emu_kernels.py);
     # what the emulator still lacks says so by name
     # (cuGetExportTable refuses by table: tests/test_emu_driver_surface.py::test_export_tables_refused_by_name)
-    names = ["cuTensorMapEncodeTiled", "cuModuleGetTexRef", "cuLaunch", "cuLaunchGrid",
-             "cuLaunchGridAsync", "cuStreamBeginCaptureToGraph"]
+    names = ["cuTensorMapEncodeTiled", "cuModuleGetTexRef", "cuLaunch", "cuLaunchGrid", "cuLaunchGridAsync"]
     proc = _run(subprocess_python, f"""
 fn = VP()
 cu.cuGetProcAddress_v2.argtypes = [c.c_char_p, P(VP), I, c.c_ulonglong, VP]

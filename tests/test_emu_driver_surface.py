@@ -31,9 +31,13 @@ SURFACE = pathlib.Path(__file__).with_name("data") / "driver_surface.txt"
 # Implemented entry points of the list, measured: 156 of 513 before issue 33; 161 with the graph queries, 166
 # with graph memory attributes and IPC events, 167 with cuGraphAddNode, 177 with coredump settings and
 # checkpointing, 188 with root nodes, graph ids, node parameter getters / setters and edge removal, 189 with
-# cuGraphNodeGetParams, 195 with the device / context entry points, 274 with CUDA arrays, textures and surfaces.
+# cuGraphNodeGetParams, 195 with the device / context entry points, 249 with kernels and the PTX engine, 274 with
+# CUDA arrays, mipmapped arrays, textures and surfaces (their copies, cuMemcpy3D(Async) included), 293 with child
+# graphs and conditional handles, capture into a graph and capture dependency updates,
+# cuGraphExecChildGraphNodeSetParams, the executable graph's setters, the generic cuGraph(Exec)NodeSetParams and
+# memcpy node parameters.
 # Raise it as entry points land.
-FLOOR = 274
+FLOOR = 293
 
 PRELUDE = f"""
 import ctypes as c, json, os

@@ -349,7 +349,8 @@ def test_add_node_from_generic_params(subprocess_python):
     """cuGraphAddNode / cuGraphAddNode_v2 / cudaGraphAddNode (CUgraphNodeParams) for every node kind the emulator
     has: the nodes made are those of the explicit calls (types, the alloc node's address written back) and a
     launch runs them in order; kinds it does not have are CUDA_ERROR_NOT_SUPPORTED, malformed parameters
-    CUDA_ERROR_INVALID_VALUE, and a refused call adds no node."""
+    CUDA_ERROR_INVALID_VALUE (a child graph or conditional node without its graph / handle among them: those
+    kinds are test_emu_graph_cond.py's), and a refused call adds no node."""
     got = _json(subprocess_python, """
 cu.cuGraphAddNode.argtypes = [PP, P, PP, S, P]
 cu.cuGraphAddNode_v2.argtypes = [PP, P, PP, P, S, P]
@@ -398,7 +399,7 @@ bad_res = params(5); c.c_int.from_buffer(bad_res, 4).value = 1
 bad_tail = params(5); c.c_uint64.from_buffer(bad_tail, 248).value = 1
 bad_flags = params(1, *cp, at=32); c.c_int.from_buffer(bad_flags, 16).value = 1
 edge = (c.c_ubyte * 8)(0, 0, 1)
-r["refused"] = [cu.cuGraphAddNode_v2(R(n), g, None, None, 0, params(k_)) for k_ in (0, 4, 8, 9, 12, 13)]
+r["refused"] = [cu.cuGraphAddNode_v2(R(n), g, None, None, 0, params(k_)) for k_ in (0, 8, 9, 12, 4, 13)]
 r["invalid"] = [cu.cuGraphAddNode_v2(R(n), g, None, None, 0, params(14)), cu.cuGraphAddNode_v2(R(n), g, None, None, 0, bad_res),
                 cu.cuGraphAddNode_v2(R(n), g, None, None, 0, bad_tail), cu.cuGraphAddNode_v2(R(n), g, None, None, 0, bad_flags),
                 cu.cuGraphAddNode_v2(R(n), g, None, None, 0, None), cu.cuGraphAddNode_v2(None, g, None, None, 0, params(5)),
@@ -419,9 +420,9 @@ out(r)
 """)
     assert got["types"] == [5, 2, 1, 3, 7, 6, 10, 11]
     assert got["copied"] and got["ran"] == [42] and got["dptr"]
-    assert got["refused"] == [NOT_SUPPORTED] * 6
+    assert got["refused"] == [NOT_SUPPORTED] * 4 + [INVALID_VALUE] * 2
     assert got["invalid"] == [INVALID_VALUE] * 7 + [INVALID_HANDLE, OK] and got["unchanged"]
-    assert got["rt"] == [OK, NOT_SUPPORTED, NOT_SUPPORTED]
+    assert got["rt"] == [OK, INVALID_VALUE, INVALID_VALUE]
 
 
 def test_roots_ids_node_params_and_edge_removal(subprocess_python):

@@ -21,7 +21,7 @@ struct cudaMemcpy3DParms {
 };
 
 enum { K_SIGNED = 0, K_UNSIGNED = 1, K_FLOAT = 2, K_NORM_FIRST = 5, K_NORM_LAST = 16 };
-enum { cudaErrorInvalidResourceHandle_ = 400 };
+enum { cudaErrorInvalidPitchValue_ = 12, cudaErrorInvalidResourceHandle_ = 400 };
 
 /* A channel format descriptor as the driver's format and channel count; 0: none the emulator stores. */
 static int to_format(const struct cudaChannelFormatDesc *c, int *format, unsigned int *channels)
@@ -154,6 +154,8 @@ static cudaError_t copy(emu_side_t d, emu_side_t s, size_t w, size_t h, size_t d
 {
     if ((unsigned)kind > 4) return fail(cudaErrorInvalidMemcpyDirection);
     if ((!d.array && !d.base) || (!s.array && !s.base)) return fail(cudaErrorInvalidValue);
+    /* the documented code for rows wider than a memory side's pitch */
+    if (h > 1 && ((!d.array && d.pitch < w) || (!s.array && s.pitch < w))) return fail(cudaErrorInvalidPitchValue_);
     ensure_ctx(t_dev);
     return handle_err(emu_array_copy(&d, &s, w, h, depth, kind, st, sync));
 }

@@ -259,39 +259,95 @@ void capture_stream_free(stream_t *s)
 
 /* ------------------------------------------------------------ capture (API) */
 
+/* Starts a capture on h into g (NULL: a new graph) after g's nodes idx[0..n).  G held. */
+static cudaError_t capture_begin(cudaStream_t h, graph_t *g, const uint32_t *idx, size_t n, int mode)
+{
+    cudaError_t err = cudaSuccess;
+    stream_t *s = get_stream(h, &err);
+    if (!s) return err;
+    if (s->kind == SK_LEGACY) return cudaErrorStreamCaptureUnsupported;
+    if (s->cap) return cudaErrorIllegalState;
+    capture_t *c = calloc(1, sizeof *c);
+    graph_t *own = c && !g ? graph_new(s->device) : NULL;
+    if (!c || (!g && !own) || capture_add_stream(c, s) || deps_reserve(&s->capdeps, n)) {
+        if (c && c->nss) s->cap = NULL;
+        if (own) graph_free(own);
+        if (c) free(c->ss);
+        free(c);
+        return cudaErrorMemoryAllocation;
+    }
+    c->id = g_next_capid++;
+    c->mode = mode;
+    c->status = CAP_ACTIVE;
+    c->thread = pthread_self();
+    c->to_graph = g != NULL;
+    c->g = g ? g : own;
+    c->base = c->g->n;
+    c->origin = s;
+    c->g->capturing = c;
+    if (n) memcpy(s->capdeps.v, idx, n * sizeof *idx);
+    s->capdeps.n = n;
+    c->next = g_caps;
+    g_caps = c;
+    atomic_fetch_add(&g_ncap, 1);
+    ensure_ctx(s->device);
+    return cudaSuccess;
+}
+
 EXPORT cudaError_t cudaStreamBeginCapture(cudaStream_t h, int mode)
 {
     RT_ENTER(cudaStreamBeginCapture, cudaErrorUnknown);
     RT_NEED_DEVICE();
     if (mode < MODE_GLOBAL || mode > MODE_RELAXED) return fail(cudaErrorInvalidValue);
+    pthread_mutex_lock(&G);
+    cudaError_t err = capture_begin(h, NULL, NULL, 0, mode);
+    pthread_mutex_unlock(&G);
+    return err ? fail(err) : cudaSuccess;
+}
+
+/* CUDA 12.3's capture into an existing graph (a conditional node's body, as cuda.core's GraphBuilder fills one):
+ * the captured nodes follow deps; cudaStreamEndCapture hands back that graph.  Edge data: default edges only. */
+EXPORT cudaError_t cudaStreamBeginCaptureToGraph(cudaStream_t h, cudaGraph_t gh, const cudaGraphNode_t *deps,
+                                                 const void *edges, size_t n, int mode)
+{
+    RT_ENTER(cudaStreamBeginCaptureToGraph, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    if (mode < MODE_GLOBAL || mode > MODE_RELAXED || (n && !deps) || !edges_default(edges, n))
+        return fail(cudaErrorInvalidValue);
+    uint32_t *idx = n ? malloc(n * sizeof *idx) : NULL;
+    if (n && !idx) return fail(cudaErrorMemoryAllocation);
+    pthread_mutex_lock(&G);
+    graph_t *g = get_graph(gh);
+    cudaError_t err = !g || g->capturing ? cudaErrorInvalidValue : resolve_deps(g, deps, n, idx);
+    if (!err) err = capture_begin(h, g, idx, n, mode);
+    pthread_mutex_unlock(&G);
+    free(idx);
+    return err ? fail(err) : cudaSuccess;
+}
+
+/* The capturing stream's dependencies set to (flags 1) or joined with (0) nodes deps[0..n) of its graph. */
+EXPORT cudaError_t cudaStreamUpdateCaptureDependencies(cudaStream_t h, cudaGraphNode_t *deps, const void *edges,
+                                                       size_t n, unsigned int flags)
+{
+    RT_ENTER(cudaStreamUpdateCaptureDependencies, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    if (flags > 1 || (n && !deps) || !edges_default(edges, n)) return fail(cudaErrorInvalidValue);
+    uint32_t *idx = n ? malloc(n * sizeof *idx) : NULL;
+    if (n && !idx) return fail(cudaErrorMemoryAllocation);
     cudaError_t err = cudaSuccess;
     pthread_mutex_lock(&G);
     stream_t *s = get_stream(h, &err);
-    if (s && s->kind == SK_LEGACY) err = cudaErrorStreamCaptureUnsupported;
-    else if (s && s->cap) err = cudaErrorIllegalState;
-    if (s && !err) {
-        capture_t *c = calloc(1, sizeof *c);
-        graph_t *g = c ? graph_new(s->device) : NULL;
-        if (!g || capture_add_stream(c, s)) {
-            if (g) graph_free(g);
-            free(c);
-            err = cudaErrorMemoryAllocation;
-        } else {
-            c->id = g_next_capid++;
-            c->mode = mode;
-            c->status = CAP_ACTIVE;
-            c->thread = pthread_self();
-            c->g = g;
-            c->origin = s;
-            g->capturing = c;
-            s->capdeps.n = 0;
-            c->next = g_caps;
-            g_caps = c;
-            atomic_fetch_add(&g_ncap, 1);
-            ensure_ctx(s->device);
-        }
+    capture_t *c = s ? s->cap : NULL;
+    if (s && !c) err = cudaErrorIllegalState;
+    else if (c && c->status != CAP_ACTIVE) err = cudaErrorStreamCaptureInvalidated;
+    if (c && !err) err = resolve_deps(c->g, deps, n, idx);
+    if (c && !err) {
+        gdeps_t add = { idx, n, n };
+        if (flags == 1) s->capdeps.n = 0;
+        if (deps_union(&s->capdeps, &add)) err = cudaErrorMemoryAllocation;
     }
     pthread_mutex_unlock(&G);
+    free(idx);
     return err ? fail(err) : cudaSuccess;
 }
 
@@ -307,7 +363,7 @@ static int capture_unjoined(capture_t *c)
         if (seen[i])
             for (size_t k = 0; k < g->nodes[i]->ndeps; k++) seen[g->nodes[i]->deps[k]] = 1;
     int unjoined = 0;
-    for (size_t i = 0; i < g->n && !unjoined; i++) unjoined = !seen[i];
+    for (size_t i = c->base; i < g->n && !unjoined; i++) unjoined = !seen[i];
     free(seen);
     return unjoined;
 }
@@ -331,9 +387,10 @@ EXPORT cudaError_t cudaStreamEndCapture(cudaStream_t h, cudaGraph_t *out)
         graph_t *g = c->g;
         if (c->status != CAP_ACTIVE) err = cudaErrorStreamCaptureInvalidated;
         else if (capture_unjoined(c)) err = cudaErrorStreamCaptureUnjoined;
+        int theirs = c->to_graph;
         capture_finish(c);
         if (err) {
-            graph_free(g);
+            if (!theirs) graph_free(g);
             *out = NULL;
         } else {
             *out = (cudaGraph_t)(uintptr_t)g->handle;
@@ -357,7 +414,7 @@ EXPORT cudaError_t cudaStreamIsCapturing(cudaStream_t h, int *status)
     return err ? fail(err) : cudaSuccess;
 }
 
-/* CUDA 13's signature (CUDA 12's _v3): the dependency array stays valid until the stream's next call. */
+/* CUDA 13's signature (CUDA 12's _v3): the dependency and edge arrays stay valid until the stream's next call. */
 EXPORT cudaError_t cudaStreamGetCaptureInfo(cudaStream_t h, int *status, unsigned long long *id, cudaGraph_t *graph,
                                             const cudaGraphNode_t **deps, const void **edges, size_t *ndeps)
 {
@@ -368,13 +425,17 @@ EXPORT cudaError_t cudaStreamGetCaptureInfo(cudaStream_t h, int *status, unsigne
     pthread_mutex_lock(&G);
     stream_t *s = get_stream(h, &err);
     capture_t *c = s ? s->cap : NULL;
-    if (c && deps && s->capdeps.n) {
-        void **info = realloc(s->capinfo, s->capdeps.n * sizeof *info);
+    /* the nodes, then as many default edges (8 bytes each, as a pointer): callers read edgeData_out's entries
+     * whenever there are dependencies (cuda.bindings does) */
+    if (c && (deps || edges) && s->capdeps.n) {
+        _Static_assert(sizeof(edge_t) == sizeof(void *), "an edge per pointer slot");
+        void **info = realloc(s->capinfo, 2 * s->capdeps.n * sizeof *info);
         if (!info) err = cudaErrorMemoryAllocation;
         else {
             s->capinfo = info;
             for (size_t i = 0; i < s->capdeps.n; i++)
                 info[i] = (void *)(uintptr_t)c->g->nodes[s->capdeps.v[i]]->handle;
+            memset(info + s->capdeps.n, 0, s->capdeps.n * sizeof *info);
         }
     }
     if (s && !err) {
@@ -382,7 +443,7 @@ EXPORT cudaError_t cudaStreamGetCaptureInfo(cudaStream_t h, int *status, unsigne
         if (id) *id = c ? c->id : 0;
         if (graph) *graph = c ? (cudaGraph_t)(uintptr_t)c->g->handle : NULL;
         if (deps) *deps = c && s->capdeps.n ? (const cudaGraphNode_t *)s->capinfo : NULL;
-        if (edges) *edges = NULL;
+        if (edges) *edges = c && s->capdeps.n ? (const void *)(s->capinfo + s->capdeps.n) : NULL;
         if (ndeps) *ndeps = c ? s->capdeps.n : 0;
     }
     pthread_mutex_unlock(&G);

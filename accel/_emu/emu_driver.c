@@ -629,7 +629,7 @@ EXPORT CUresult cuEventCreate(CUevent *e, unsigned int flags)
     }
 #define DRV_UNSUPPORTED(X) \
     X(cuTensorMapEncodeTiled) X(cuModuleGetTexRef) \
-    X(cuLaunch) X(cuLaunchGrid) X(cuLaunchGridAsync) X(cuStreamBeginCaptureToGraph)
+    X(cuLaunch) X(cuLaunchGrid) X(cuLaunchGridAsync)
 /* stream capture and graphs: emu_graph_driver.c; modules, libraries, kernels, linker, occupancy and launches:
  * emu_module.c, emu_drvlaunch.c */
 DRV_UNSUPPORTED(UNSUPPORTED)

@@ -148,6 +148,7 @@ static void node_free(gnode_t *nd)
 {
     if (nd->handle) ht_del(&g_handles, nd->handle);
     emu_launch_unref_locked(nd->launch);
+    node_bodies_free(nd);
     free(nd->deps);
     free(nd);
 }
@@ -158,6 +159,7 @@ void graph_free(graph_t *g)
     free(g->nodes);
     gmem_unref(g->mem);
     graph_uo_release(g);
+    graph_conds_free(g);
     ht_del(&g_handles, g->handle);
     g_live_graphs--;
     free(g);
@@ -238,6 +240,7 @@ EXPORT cudaError_t cudaGraphDestroy(cudaGraph_t gh)
     graph_t *g = get_graph(gh);
     if (!g) err = cudaErrorInvalidResourceHandle;
     else if (g->capturing) err = cudaErrorIllegalState;
+    else if (g->owner) err = cudaErrorInvalidValue;     /* a node's body: the node owns it */
     else graph_free(g);
     pthread_mutex_unlock(&G);
     uo_run_dead();
@@ -286,6 +289,8 @@ static const char *node_name(int type)
     case GN_EVENT_RECORD: return "EVENT_RECORD";
     case GN_MEM_ALLOC: return "MEM_ALLOC";
     case GN_MEM_FREE: return "MEM_FREE";
+    case GN_GRAPH: return "CHILD_GRAPH";
+    case GN_COND: return "CONDITIONAL";
     default: return "KERNEL";
     }
 }
@@ -347,6 +352,31 @@ EXPORT cudaError_t cudaGraphDebugDotPrint(cudaGraph_t gh, const char *path, unsi
 
 /* ---------------------------------------------------- executable graphs (API) */
 
+/* x's nodes from g's in `order` (NULL: as added): copies without dependencies or handles; child-graph and
+ * conditional nodes get their executable bodies (depth: their nesting), and the conditional handles with
+ * ASSIGN_DEFAULT go to *defs.  x->n counts the copies made (exec_nodes_free releases them on error).  G held. */
+cudaError_t exec_fill(gexec_t *x, const graph_t *g, const uint32_t *order, int depth, cset_t **defs)
+{
+    cudaError_t err = cset_add_graph(defs, g);
+    for (size_t i = 0; i < g->n && !err; i++) {
+        const gnode_t *src = g->nodes[order ? order[i] : i];
+        gnode_t *nd = &x->nodes[i];
+        *nd = *src;
+        nd->deps = NULL;
+        nd->ndeps = 0;
+        nd->handle = 0;
+        nd->body = NULL;
+        nd->bodyh = NULL;
+        nd->nbody = 0;
+        nd->cond = NULL;
+        nd->sub = NULL;
+        if (nd->launch) emu_launch_ref(nd->launch);
+        x->n = i + 1;
+        if (src->type == GN_GRAPH || src->type == GN_COND) err = exec_node_sub(nd, src, depth + 1, defs);
+    }
+    return err;
+}
+
 static cudaError_t instantiate(cudaGraphExec_t *out, cudaGraph_t gh, unsigned long long flags)
 {
     if (!out || (flags & ~INSTANTIATE_FLAGS)) return fail(cudaErrorInvalidValue);
@@ -356,6 +386,7 @@ static cudaError_t instantiate(cudaGraphExec_t *out, cudaGraph_t gh, unsigned lo
     gexec_t *x = NULL;
     if (!g) err = cudaErrorInvalidResourceHandle;
     else if (g->capturing) err = cudaErrorInvalidValue;
+    else if (g->owner) err = cudaErrorInvalidValue;    /* a body runs with its node's graph only */
     else if (g->mem->n && g->mem->execs) err = cudaErrorInvalidValue;  /* graph memory: one executable graph */
     else if (!(x = calloc(1, sizeof *x)) || (g->n && !(x->nodes = malloc(g->n * sizeof *x->nodes))))
         err = cudaErrorMemoryAllocation;
@@ -373,15 +404,8 @@ static cudaError_t instantiate(cudaGraphExec_t *out, cudaGraph_t gh, unsigned lo
         x->handle = new_handle(TAG_GEXEC, &id);
         if (ht_put(&g_handles, x->handle, x)) err = cudaErrorMemoryAllocation;
     }
+    if (!err) err = exec_fill(x, g, order, 0, &x->defaults);
     if (!err) {
-        for (size_t i = 0; i < g->n; i++) {
-            x->nodes[i] = *g->nodes[order ? order[i] : i];
-            x->nodes[i].deps = NULL;
-            x->nodes[i].ndeps = 0;
-            x->nodes[i].handle = 0;
-            if (x->nodes[i].launch) emu_launch_ref(x->nodes[i].launch);
-        }
-        x->n = g->n;
         x->graph_id = g->id;
         x->device = g->device;
         x->mem = g->mem;
@@ -391,6 +415,9 @@ static cudaError_t instantiate(cudaGraphExec_t *out, cudaGraph_t gh, unsigned lo
         g_live_execs++;
         *out = (cudaGraphExec_t)(uintptr_t)x->handle;
     } else if (x) {
+        if (x->handle) ht_del(&g_handles, x->handle);
+        exec_nodes_free(x);
+        cset_unref(x->defaults);
         uset_unref(x->uo);
         free(x->dep_off);
         free(x->dep_v);
@@ -428,7 +455,8 @@ EXPORT cudaError_t cudaGraphExecDestroy(cudaGraphExec_t xh)
         gmem_unref(x->mem);     /* queued copies hold their own references to the memory they touch */
         uset_unref(x->uo);      /* and queued launches to the user objects */
         rec_unref(x->last);
-        for (size_t i = 0; i < x->n; i++) emu_launch_unref_locked(x->nodes[i].launch);
+        exec_nodes_free(x);
+        cset_unref(x->defaults);
         free(x->dep_off);
         free(x->dep_v);
         free(x->nodes);
@@ -462,14 +490,32 @@ static cudaError_t remake_freed(gexec_t *x)
     return cudaSuccess;
 }
 
-/* The items that run exec x's nodes, in order, into items[] (count in *k); nothing on error.  G held. */
-static cudaError_t launch_items(gexec_t *x, item_t **items, size_t *k)
+size_t exec_items_count(const gexec_t *x)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < x->n; i++) n += x->nodes[i].type == GN_GRAPH ? exec_items_count(x->nodes[i].sub->x[0]) : 1;
+    return n;
+}
+
+void items_drop(item_t **items, size_t k)
+{
+    for (size_t i = 0; i < k; i++) {
+        if (items[i]->kind == IT_RECORD) rec_unref(items[i]->rec);     /* the event's reference */
+        if (is_cond_item(items[i])) cond_item_drop(items[i]);
+        item_free(items[i]);
+    }
+}
+
+/* The items that run exec x's nodes, in order, appended to items[*k] (a child graph's inline, in its order);
+ * nothing appended on error.  G held. */
+cudaError_t exec_items(gexec_t *x, item_t **items, size_t *k)
 {
     cudaError_t err = cudaSuccess;
-    *k = 0;
+    size_t k0 = *k;
     for (size_t i = 0; i < x->n && !err; i++) {
         gnode_t *nd = &x->nodes[i];
         item_t *it = NULL;
+        if (nd->disabled) continue;     /* an empty node while disabled */
         switch (nd->type) {
         case GN_MEMCPY:
         case GN_MEMSET:
@@ -512,6 +558,12 @@ static cudaError_t launch_items(gexec_t *x, item_t **items, size_t *k)
         case GN_KERNEL:
             if ((it = item_new(IT_KERNEL))) it->launch = emu_launch_ref(nd->launch);
             break;
+        case GN_GRAPH:
+            err = exec_items(nd->sub->x[0], items, k);
+            continue;
+        case GN_COND:
+            it = cond_item(nd->sub);
+            break;
         default:
             continue;               /* empty and memory nodes: order only */
         }
@@ -519,11 +571,8 @@ static cudaError_t launch_items(gexec_t *x, item_t **items, size_t *k)
         if (it) items[(*k)++] = it;
     }
     if (err) {
-        for (size_t i = 0; i < *k; i++) {
-            if (items[i]->kind == IT_RECORD) rec_unref(items[i]->rec);     /* the event's reference */
-            item_free(items[i]);
-        }
-        *k = 0;
+        items_drop(items + k0, *k - k0);
+        *k = k0;
     }
     return err;
 }
@@ -541,9 +590,12 @@ EXPORT cudaError_t cudaGraphLaunch(cudaGraphExec_t xh, cudaStream_t sh)
     else if (s && s->cap) err = capture_refuse(s);
     else if (s && left_unfreed(x)) err = cudaErrorInvalidValue;
     if (!err && s) err = remake_freed(x);
-    if (!err && x->n + 1 > 16 && !(items = malloc((x->n + 1) * sizeof *items))) err = cudaErrorMemoryAllocation;
+    size_t need = err ? 0 : exec_items_count(x) + 2;  /* and the conditional defaults, the user objects' item */
+    if (!err && need > 16 && !(items = malloc(need * sizeof *items))) err = cudaErrorMemoryAllocation;
     size_t k = 0;
-    if (!err) err = launch_items(x, items, &k);
+    if (!err && x->defaults && !(items[k++] = defaults_item(x->defaults))) { k = 0; err = cudaErrorMemoryAllocation; }
+    if (!err) err = exec_items(x, items, &k);
+    if (err && k) { items_drop(items, k); k = 0; }
     if (!err && x->uo) {            /* the launch's reference to the user objects, dropped once it has run */
         item_t *it = item_new(IT_HOSTFN);
         if (it) {
@@ -551,10 +603,7 @@ EXPORT cudaError_t cudaGraphLaunch(cudaGraphExec_t xh, cudaStream_t sh)
             it->arg = x->uo;
             items[k++] = it;
         } else {
-            for (size_t i = 0; i < k; i++) {
-                if (items[i]->kind == IT_RECORD) rec_unref(items[i]->rec);
-                item_free(items[i]);
-            }
+            items_drop(items, k);
             k = 0;
             err = cudaErrorMemoryAllocation;
         }
@@ -572,10 +621,7 @@ EXPORT cudaError_t cudaGraphLaunch(cudaGraphExec_t xh, cudaStream_t sh)
     }
     if (!err && k) err = implicit_sync(s);
     if (err && k) {
-        for (size_t i = 0; i < k; i++) {
-            if (items[i]->kind == IT_RECORD) rec_unref(items[i]->rec);
-            item_free(items[i]);
-        }
+        items_drop(items, k);
         k = 0;
         if (wait) item_free(wait);
         if (done) { rec_unref(done->rec); item_free(done); }

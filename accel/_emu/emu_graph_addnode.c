@@ -3,10 +3,11 @@
  * checks the parameters as it always does.  The driver's cuGraphAddNode(_v2) is emu_graph_driver2.c.
  *
  * Documented choices:
- *  - Kinds the emulator has: memcpy, memset, host, empty, event record / wait, memory alloc / free.  Kernel
- *    nodes (no kernels yet), child graphs, external semaphores, batch memory operations and conditional nodes
- *    are cudaErrorNotSupported (logged once with ACCEL_EMU_TRACE=1); a type past the enum, or nonzero
- *    reserved fields, is cudaErrorInvalidValue.
+ *  - Kinds the emulator has: memcpy, memset, host, empty, event record / wait, memory alloc / free, child graphs
+ *    (copied, or moved in: CUDA 12.9's ownership field) and conditional nodes (emu_graph_cond.c).  Kernel nodes
+ *    (made by cudaGraphAddKernelNode / cuGraphAddKernelNode instead), external semaphores and batch memory
+ *    operations are cudaErrorNotSupported (logged once with ACCEL_EMU_TRACE=1); a type past the enum, or
+ *    nonzero reserved fields, is cudaErrorInvalidValue.
  *  - Edge data as cudaGraphAddDependencies takes it: NULL or default edges only.
  *  - The call made inside counts its own name for fault injection (ACCEL_EMU_FAIL), after this one's.
  */
@@ -23,6 +24,7 @@ typedef struct {
         struct { void *fn, *data; } host;
         struct { unsigned char props[88]; const void *access; size_t naccess, bytesize; void *dptr; } alloc;
         struct { void *dptr; } free;
+        struct { void *graph; int ownership; } child;
     } u;
     long long reserved2;
 } node_params_t;
@@ -38,6 +40,8 @@ cudaError_t cudaGraphAddEventRecordNode(cudaGraphNode_t *, cudaGraph_t, const cu
 cudaError_t cudaGraphAddEventWaitNode(cudaGraphNode_t *, cudaGraph_t, const cudaGraphNode_t *, size_t, void *);
 cudaError_t cudaGraphAddMemAllocNode(cudaGraphNode_t *, cudaGraph_t, const cudaGraphNode_t *, size_t, void *);
 cudaError_t cudaGraphAddMemFreeNode(cudaGraphNode_t *, cudaGraph_t, const cudaGraphNode_t *, size_t, void *);
+cudaError_t emu_graph_add_child(cudaGraphNode_t *, cudaGraph_t, const cudaGraphNode_t *, size_t, cudaGraph_t, int);
+cudaError_t emu_graph_add_cond(cudaGraphNode_t *, cudaGraph_t, const cudaGraphNode_t *, size_t, void *);
 
 /* Hidden: the driver's cuGraphAddNode shares the checks and the dispatch; memcpy nodes go to add_copy with the
  * copy's parameters (cudaMemcpy3DParms here, CUDA_MEMCPY3D in the driver). */
@@ -63,7 +67,9 @@ cudaError_t emu_graph_add_node(cudaGraphNode_t *out, cudaGraph_t g, const cudaGr
     case GN_EVENT_RECORD: return cudaGraphAddEventRecordNode(out, g, deps, n, p->u.event.event);
     case GN_MEM_ALLOC: return cudaGraphAddMemAllocNode(out, g, deps, n, &p->u);     /* writes u.alloc.dptr */
     case GN_MEM_FREE: return cudaGraphAddMemFreeNode(out, g, deps, n, p->u.free.dptr);
-    case GN_KERNEL: case 4: case 8: case 9: case 12: case 13: {
+    case GN_GRAPH: return emu_graph_add_child(out, g, deps, n, p->u.child.graph, p->u.child.ownership);
+    case GN_COND: return emu_graph_add_cond(out, g, deps, n, &p->u);
+    case GN_KERNEL: case 8: case 9: case 12: {
         static atomic_int seen;
         if (emu_trace_unsupported) emu_trace_unsupported("cudaGraphAddNode / cuGraphAddNode of this node type", &seen);
         return cudaErrorNotSupported;

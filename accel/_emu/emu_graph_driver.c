@@ -30,6 +30,8 @@ int cudaStreamBeginCapture(void *, int);
 int cudaStreamEndCapture(void *, void **);
 int cudaStreamGetCaptureInfo(void *, int *, unsigned long long *, void **, const void **, const void **, size_t *);
 int cudaThreadExchangeStreamCaptureMode(int *);
+int cudaStreamBeginCaptureToGraph(void *, void *, void *const *, const void *, size_t, int);
+int cudaStreamUpdateCaptureDependencies(void *, void **, const void *, size_t, unsigned int);
 int cudaGraphCreate(void **, unsigned int);
 int cudaGraphDestroy(void *);
 int cudaGraphGetNodes(void *, void **, size_t *);
@@ -252,21 +254,32 @@ static void *side(int type, const void *host, unsigned long long dev)
     }
 }
 
-/* Also cuGraphAddNode's memcpy nodes (emu_graph_addnode.c).  Hidden. */
+/* A CUDA_MEMCPY3D as the runtime's cudaMemcpy3DParms (kind cudaMemcpyDefault): -1 for NULL, an array side or a
+ * level of detail.  Hidden: also the memcpy node setters (emu_graph_driver2.c, emu_graph_exec.c). */
 __attribute__((visibility("hidden")))
-CUresult emu_drv_add_memcpy_node(CUgraphNode *node, CUgraph g, const CUgraphNode *deps, size_t n, const void *params)
+int emu_drv_memcpy3d_to_rt(const void *params, void *out)
 {
     const drv_memcpy3d_t *p = params;
-    if (!p) return CUDA_ERROR_INVALID_VALUE;
+    if (!p) return -1;
     rt_memcpy3d_t r = { 0 };
     r.srcPtr = side(p->srcMemoryType, p->srcHost, p->srcDevice);
     r.dstPtr = side(p->dstMemoryType, p->dstHost, p->dstDevice);
-    if (!r.srcPtr || !r.dstPtr || p->srcLOD || p->dstLOD) return CUDA_ERROR_INVALID_VALUE;
+    if (!r.srcPtr || !r.dstPtr || p->srcLOD || p->dstLOD) return -1;
     r.srcPos[0] = p->srcXInBytes; r.srcPos[1] = p->srcY; r.srcPos[2] = p->srcZ;
     r.dstPos[0] = p->dstXInBytes; r.dstPos[1] = p->dstY; r.dstPos[2] = p->dstZ;
     r.srcPitch = p->srcPitch; r.dstPitch = p->dstPitch;
     r.extent[0] = p->WidthInBytes; r.extent[1] = p->Height; r.extent[2] = p->Depth;
     r.kind = 4;
+    memcpy(out, &r, sizeof r);
+    return 0;
+}
+
+/* Also cuGraphAddNode's memcpy nodes (emu_graph_addnode.c).  Hidden. */
+__attribute__((visibility("hidden")))
+CUresult emu_drv_add_memcpy_node(CUgraphNode *node, CUgraph g, const CUgraphNode *deps, size_t n, const void *params)
+{
+    rt_memcpy3d_t r;
+    if (emu_drv_memcpy3d_to_rt(params, &r)) return CUDA_ERROR_INVALID_VALUE;
     return RT(cudaGraphAddMemcpyNode(node, g, (void *const *)deps, n, &r));
 }
 
@@ -363,6 +376,28 @@ EXPORT CUresult cuGraphExecUpdate_v2(CUgraphExec x, CUgraph g, void *info)
     return RT(cudaGraphExecUpdate(x, g, info));
 }
 
+/* Capture into an existing graph, and the capture's dependencies changed (CUDA 12.0's form without edge data, 12.3's
+ * with): emu_capture.c. */
+EXPORT CUresult cuStreamBeginCaptureToGraph(CUstream s, CUgraph g, const CUgraphNode *deps, const void *edges, size_t n,
+                                            int mode)
+{
+    DRV_ENTER(cuStreamBeginCaptureToGraph);
+    return RT(cudaStreamBeginCaptureToGraph(s, g, (void *const *)deps, edges, n, mode));
+}
+
+EXPORT CUresult cuStreamUpdateCaptureDependencies(CUstream s, CUgraphNode *deps, size_t n, unsigned int flags)
+{
+    DRV_ENTER(cuStreamUpdateCaptureDependencies);
+    return RT(cudaStreamUpdateCaptureDependencies(s, deps, NULL, n, flags));
+}
+
+EXPORT CUresult cuStreamUpdateCaptureDependencies_v2(CUstream s, CUgraphNode *deps, const void *edges, size_t n,
+                                                     unsigned int flags)
+{
+    DRV_ENTER(cuStreamUpdateCaptureDependencies_v2);
+    return RT(cudaStreamUpdateCaptureDependencies(s, deps, edges, n, flags));
+}
+
 /* The per-thread default stream variants of the entry points that take a stream. */
 static CUstream ptds(CUstream s) { return s ? s : (CUstream)(uintptr_t)2; }
 EXPORT CUresult cuStreamBeginCapture_v2_ptsz(CUstream s, int mode) { return cuStreamBeginCapture_v2(ptds(s), mode); }
@@ -383,6 +418,20 @@ EXPORT CUresult cuGraphInstantiateWithParams_ptsz(CUgraphExec *x, CUgraph g, gra
     return cuGraphInstantiateWithParams(x, g, p);
 }
 EXPORT CUresult cuGraphUpload_ptsz(CUgraphExec x, CUstream s) { return cuGraphUpload(x, ptds(s)); }
+EXPORT CUresult cuStreamBeginCaptureToGraph_ptsz(CUstream s, CUgraph g, const CUgraphNode *deps, const void *edges,
+                                                 size_t n, int mode)
+{
+    return cuStreamBeginCaptureToGraph(ptds(s), g, deps, edges, n, mode);
+}
+EXPORT CUresult cuStreamUpdateCaptureDependencies_ptsz(CUstream s, CUgraphNode *deps, size_t n, unsigned int flags)
+{
+    return cuStreamUpdateCaptureDependencies(ptds(s), deps, n, flags);
+}
+EXPORT CUresult cuStreamUpdateCaptureDependencies_v2_ptsz(CUstream s, CUgraphNode *deps, const void *edges, size_t n,
+                                                          unsigned int flags)
+{
+    return cuStreamUpdateCaptureDependencies_v2(ptds(s), deps, edges, n, flags);
+}
 EXPORT CUresult cuGraphLaunch_ptsz(CUgraphExec x, CUstream s) { return cuGraphLaunch(x, ptds(s)); }
 
 /* cuGetProcAddress's view: the base name, the CUDA version from which it has that ABI, the function and its
@@ -395,6 +444,9 @@ static const graph_proc_t graph_procs[] = {
     { "cuStreamEndCapture", 0, PTSZ(cuStreamEndCapture) },
     { "cuStreamGetCaptureInfo", 11030, PTSZ(cuStreamGetCaptureInfo_v2) },
     { "cuStreamGetCaptureInfo", 12030, PTSZ(cuStreamGetCaptureInfo_v3) },
+    { "cuStreamBeginCaptureToGraph", 12030, PTSZ(cuStreamBeginCaptureToGraph) },
+    { "cuStreamUpdateCaptureDependencies", 11030, PTSZ(cuStreamUpdateCaptureDependencies) },
+    { "cuStreamUpdateCaptureDependencies", 12030, PTSZ(cuStreamUpdateCaptureDependencies_v2) },
     { "cuThreadExchangeStreamCaptureMode", 0, SAME(cuThreadExchangeStreamCaptureMode) },
     { "cuGraphCreate", 0, SAME(cuGraphCreate) },
     { "cuGraphDestroy", 0, SAME(cuGraphDestroy) },

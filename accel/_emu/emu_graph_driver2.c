@@ -117,6 +117,90 @@ EXPORT CUresult cuGraphAddNode_v2(CUgraphNode *node, CUgraph g, const CUgraphNod
                                  (emu_add_copy_fn)emu_drv_add_memcpy_node));
 }
 
+/* Child-graph and conditional nodes (emu_graph_cond.c).  The handle's context is the current one or a live
+ * context (the emulator keeps no per-context graphs); NULL is the current context. */
+int emu_graph_cond_create(unsigned long long *, void *, unsigned, unsigned);
+int emu_graph_add_child(void **, void *, void *const *, size_t, void *, int);
+int emu_graph_child_get(void *, void **);
+
+EXPORT CUresult cuGraphConditionalHandleCreate(unsigned long long *out, CUgraph g, CUcontext ctx, unsigned int deflt,
+                                               unsigned int flags)
+{
+    DRV_ENTER_CREATE(cuGraphConditionalHandleCreate);
+    if (ctx ? ctx_device(ctx) < 0 : !current_ctx()) return CUDA_ERROR_INVALID_CONTEXT;
+    return RT(emu_graph_cond_create(out, g, deflt, flags));
+}
+
+EXPORT CUresult cuGraphAddChildGraphNode(CUgraphNode *node, CUgraph g, const CUgraphNode *deps, size_t n, CUgraph child)
+{
+    DRV_ENTER_CREATE(cuGraphAddChildGraphNode);
+    return RT(emu_graph_add_child(node, g, (void *const *)deps, n, child, 0));
+}
+
+FWD(cuGraphChildGraphNodeGetGraph, (CUgraphNode node, CUgraph *out), emu_graph_child_get(node, out))
+int emu_graph_exec_child_set(void *, void *, void *);
+FWD(cuGraphExecChildGraphNodeSetParams, (void *x, CUgraphNode node, CUgraph child), emu_graph_exec_child_set(x, node, child))
+
+/* What changes in an executable graph without an update (emu_graph_exec.c); CUDA_HOST_NODE_PARAMS and
+ * CUDA_MEMSET_NODE_PARAMS have the runtime's layouts, the memset's context is the node's own (the emulator keeps
+ * one per device: any live one or NULL). */
+int cudaGraphExecGetFlags(void *, unsigned long long *);
+int cudaGraphNodeSetEnabled(void *, void *, unsigned int);
+int cudaGraphNodeGetEnabled(void *, void *, unsigned int *);
+int cudaGraphExecHostNodeSetParams(void *, void *, const void *);
+int cudaGraphExecEventRecordNodeSetEvent(void *, void *, void *);
+int cudaGraphExecEventWaitNodeSetEvent(void *, void *, void *);
+int emu_graph_memset_set(void *, void *, const void *);
+FWD(cuGraphExecGetFlags, (void *x, unsigned long long *flags), cudaGraphExecGetFlags(x, flags))
+FWD(cuGraphNodeSetEnabled, (void *x, CUgraphNode node, unsigned int on), cudaGraphNodeSetEnabled(x, node, on))
+FWD(cuGraphNodeGetEnabled, (void *x, CUgraphNode node, unsigned int *on), cudaGraphNodeGetEnabled(x, node, on))
+FWD(cuGraphExecHostNodeSetParams, (void *x, CUgraphNode node, const void *p), cudaGraphExecHostNodeSetParams(x, node, p))
+FWD(cuGraphExecEventRecordNodeSetEvent, (void *x, CUgraphNode node, CUevent e),
+    cudaGraphExecEventRecordNodeSetEvent(x, node, e))
+FWD(cuGraphExecEventWaitNodeSetEvent, (void *x, CUgraphNode node, CUevent e), cudaGraphExecEventWaitNodeSetEvent(x, node, e))
+FWD(cuGraphMemsetNodeSetParams, (CUgraphNode node, const void *p), emu_graph_memset_set(NULL, node, p))
+int emu_graph_node_set_params_as(void *, void *, const void *, int (*)(const void *, void *));
+int emu_drv_memcpy3d_to_rt(const void *, void *);
+int emu_graph_memcpy_set(void *, void *, const void *);
+int emu_graph_memcpy_get(void *, void *, int);
+FWD(cuGraphNodeSetParams, (CUgraphNode node, void *p), emu_graph_node_set_params_as(NULL, node, p, emu_drv_memcpy3d_to_rt))
+
+EXPORT CUresult cuGraphExecNodeSetParams(void *x, CUgraphNode node, void *p)
+{
+    DRV_ENTER(cuGraphExecNodeSetParams);
+    return x ? RT(emu_graph_node_set_params_as(x, node, p, emu_drv_memcpy3d_to_rt)) : CUDA_ERROR_INVALID_VALUE;
+}
+
+/* Memcpy nodes' CUDA_MEMCPY3D (host, device or unified sides; arrays are CUDA_ERROR_INVALID_VALUE here). */
+static CUresult memcpy_set(void *x, CUgraphNode node, const void *p)
+{
+    unsigned char r[20 * sizeof(size_t)];
+    if (emu_drv_memcpy3d_to_rt(p, r)) return CUDA_ERROR_INVALID_VALUE;
+    return RT(emu_graph_memcpy_set(x, node, r));
+}
+
+EXPORT CUresult cuGraphMemcpyNodeSetParams(CUgraphNode node, const void *p)
+{
+    DRV_ENTER(cuGraphMemcpyNodeSetParams);
+    return memcpy_set(NULL, node, p);
+}
+
+EXPORT CUresult cuGraphExecMemcpyNodeSetParams(void *x, CUgraphNode node, const void *p, CUcontext ctx)
+{
+    DRV_ENTER(cuGraphExecMemcpyNodeSetParams);
+    if (!x || (ctx && ctx_device(ctx) < 0)) return CUDA_ERROR_INVALID_VALUE;
+    return memcpy_set(x, node, p);
+}
+
+FWD(cuGraphMemcpyNodeGetParams, (CUgraphNode node, void *p), emu_graph_memcpy_get(node, p, 1))
+
+EXPORT CUresult cuGraphExecMemsetNodeSetParams(void *x, CUgraphNode node, const void *p, CUcontext ctx)
+{
+    DRV_ENTER(cuGraphExecMemsetNodeSetParams);
+    if (!x || (ctx && ctx_device(ctx) < 0)) return CUDA_ERROR_INVALID_VALUE;
+    return RT(emu_graph_memset_set(x, node, p));
+}
+
 /* IPC events: the runtime's handles (emu_event.c), opened in the process that made them. */
 typedef struct { char reserved[64]; } CUipcEventHandle;
 int cudaIpcGetEventHandle(CUipcEventHandle *, void *);
@@ -169,5 +253,11 @@ const proc_t emu_graph_driver2_procs[] = {
     PROC(cuGraphEventWaitNodeSetEvent) PROC(cuGraphHostNodeGetParams) PROC(cuGraphHostNodeSetParams)
     PROC(cuGraphMemsetNodeGetParams) PROC(cuGraphRemoveDependencies)
     PROC_V("cuGraphRemoveDependencies", 12030, cuGraphRemoveDependencies_v2) PROC(cuGraphNodeGetParams)
+    PROC(cuGraphConditionalHandleCreate) PROC(cuGraphAddChildGraphNode) PROC(cuGraphChildGraphNodeGetGraph)
+    PROC(cuGraphExecChildGraphNodeSetParams) PROC(cuGraphExecGetFlags) PROC(cuGraphNodeSetEnabled)
+    PROC(cuGraphNodeGetEnabled) PROC(cuGraphExecHostNodeSetParams) PROC(cuGraphExecEventRecordNodeSetEvent)
+    PROC(cuGraphExecEventWaitNodeSetEvent) PROC(cuGraphMemsetNodeSetParams) PROC(cuGraphExecMemsetNodeSetParams)
+    PROC(cuGraphNodeSetParams) PROC(cuGraphExecNodeSetParams) PROC(cuGraphMemcpyNodeSetParams)
+    PROC(cuGraphExecMemcpyNodeSetParams) PROC(cuGraphMemcpyNodeGetParams)
 };
 const size_t emu_graph_driver2_nprocs = sizeof emu_graph_driver2_procs / sizeof *emu_graph_driver2_procs;

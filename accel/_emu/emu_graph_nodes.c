@@ -53,7 +53,7 @@ int edges_default(const edge_t *e, size_t n)
 
 /* deps[0..n) as indices of g's nodes into idx: cudaErrorInvalidValue for a node of another graph or one
  * named twice.  G held. */
-static cudaError_t resolve_deps(graph_t *g, const cudaGraphNode_t *deps, size_t n, uint32_t *idx)
+cudaError_t resolve_deps(graph_t *g, const cudaGraphNode_t *deps, size_t n, uint32_t *idx)
 {
     for (size_t i = 0; i < n; i++) {
         gnode_t *d = get_node(deps[i]);
@@ -158,6 +158,19 @@ static cudaError_t fill_memset(gnode_t *t, const struct cudaMemsetParams *p)
     t->rows = p->height;
     t->dpitch = p->height > 1 ? p->pitch : width;
     return cudaSuccess;
+}
+
+/* The copy node template of cudaMemcpy3DParms p (cudaGraphAddMemcpyNode's checks), likewise.  G held. */
+cudaError_t emu_graph_fill_copy3d(gnode_t *t, const void *p)
+{
+    return fill_copy3d(t, p);
+}
+
+/* The memset node template of cudaMemsetParams p (the checks of cudaGraphAddMemsetNode), for the parameter
+ * setters of emu_graph_exec.c.  G held. */
+cudaError_t emu_graph_fill_memset(gnode_t *t, const void *p)
+{
+    return fill_memset(t, p);
 }
 
 static cudaError_t fill_event(gnode_t *t, int type, cudaEvent_t eh)
@@ -312,7 +325,7 @@ _Static_assert(sizeof(struct mem_alloc_params) == 120, "cudaMemAllocNodeParams")
 static gnode_t *add_mem_node(graph_t *g, int type, const cudaGraphNode_t *deps, size_t n, uint32_t *idx,
                              cudaError_t *err)
 {
-    if (g->capturing) *err = cudaErrorInvalidValue;
+    if (g->capturing || g->owner) *err = cudaErrorInvalidValue;     /* none in a child graph or a body */
     else *err = resolve_deps(g, deps, n, idx);
     if (*err) return NULL;
     gnode_t *nd = graph_add(g, type, idx, n);
@@ -623,6 +636,35 @@ int emu_graph_exec_kernel_node_set(void *xh, void *nh, emu_launch_t *l)
 
 /* ------------------------------------------------------------------- clone (API) */
 
+/* A copy of g (NULL with *err): its nodes with their parameters, child graphs copied too, its user-object
+ * references; conditional nodes (their handles belong to g) are cudaErrorNotSupported.  G held. */
+graph_t *graph_copy(const graph_t *g, cudaError_t *err)
+{
+    graph_t *c = graph_new(g->device);
+    if (!c) *err = cudaErrorMemoryAllocation;
+    for (size_t i = 0; c && i < g->n && !*err; i++) {
+        const gnode_t *o = g->nodes[i];
+        gnode_t *nd = o->type == GN_COND ? NULL : graph_add(c, o->type, o->deps, o->ndeps);
+        if (o->type == GN_COND) *err = cudaErrorNotSupported;
+        else if (!nd) *err = cudaErrorMemoryAllocation;
+        else {
+            set_params(nd, o);
+            nd->origin = o->handle;
+            if (o->type == GN_GRAPH) *err = graph_clone_bodies(nd, o);
+        }
+    }
+    if (c && !*err && graph_uo_copy(c, g)) *err = cudaErrorMemoryAllocation;
+    if (c && *err) {
+        graph_free(c);
+        return NULL;
+    }
+    if (c) {
+        c->unordered = g->unordered;
+        c->cloned_from = g->id;
+    }
+    return c;
+}
+
 EXPORT cudaError_t cudaGraphClone(cudaGraph_t *out, cudaGraph_t gh)
 {
     RT_ENTER(cudaGraphClone, cudaErrorMemoryAllocation);
@@ -634,21 +676,8 @@ EXPORT cudaError_t cudaGraphClone(cudaGraph_t *out, cudaGraph_t gh)
     if (!g) err = cudaErrorInvalidResourceHandle;
     else if (g->capturing) err = cudaErrorInvalidValue;
     else if (g->mem->n) err = cudaErrorNotSupported;
-    else if (!(c = graph_new(g->device))) err = cudaErrorMemoryAllocation;
-    for (size_t i = 0; c && i < g->n && !err; i++) {
-        const gnode_t *o = g->nodes[i];
-        gnode_t *nd = graph_add(c, o->type, o->deps, o->ndeps);
-        if (!nd) err = cudaErrorMemoryAllocation;
-        else { set_params(nd, o); nd->origin = o->handle; }
-    }
-    if (!err && graph_uo_copy(c, g)) err = cudaErrorMemoryAllocation;
-    if (!err) {
-        c->unordered = g->unordered;
-        c->cloned_from = g->id;
-        *out = (cudaGraph_t)(uintptr_t)c->handle;
-    } else if (c) {
-        graph_free(c);
-    }
+    else c = graph_copy(g, &err);
+    if (c) *out = (cudaGraph_t)(uintptr_t)c->handle;
     pthread_mutex_unlock(&G);
     return err ? fail(err) : cudaSuccess;
 }
@@ -676,6 +705,86 @@ EXPORT cudaError_t cudaGraphNodeFindInClone(cudaGraphNode_t *out, cudaGraphNode_
 }
 
 /* ------------------------------------------------------------- exec update (API) */
+
+/* A child graph's / body's nodes are those (by index and type) of its executable copy. */
+static int same_shape(const gnode_t *nd, const sub_t *sb)
+{
+    if (nd->nbody != sb->n) return 0;
+    for (size_t b = 0; b < nd->nbody; b++) {
+        const graph_t *g = nd->body[b];
+        const gexec_t *x = sb->x[b];
+        if (g->n != x->n) return 0;
+        for (size_t i = 0; i < x->n; i++) {
+            const gnode_t *o = &x->nodes[i];
+            if (o->idx >= g->n || g->nodes[o->idx]->type != o->type) return 0;
+            if ((o->type == GN_GRAPH || o->type == GN_COND) && !same_shape(g->nodes[o->idx], o->sub)) return 0;
+        }
+    }
+    return 1;
+}
+
+/* The executable bodies of g's child-graph and conditional nodes made anew into subs[i] (the handles with
+ * ASSIGN_DEFAULT into *defs); on error none is kept.  G held. */
+static cudaError_t remake_subs(const graph_t *g, sub_t **subs, cset_t **defs)
+{
+    cudaError_t err = cset_add_graph(defs, g);
+    for (size_t i = 0; i < g->n && !err; i++) {
+        if (g->nodes[i]->type != GN_GRAPH && g->nodes[i]->type != GN_COND) continue;
+        gnode_t t = { 0 };
+        err = exec_node_sub(&t, g->nodes[i], 1, defs);
+        subs[i] = t.sub;
+    }
+    if (err) {
+        for (size_t i = 0; i < g->n; i++) sub_unref(subs[i]);
+        cset_unref(*defs);
+        *defs = NULL;
+    }
+    return err;
+}
+
+/* cudaGraphExecChildGraphNodeSetParams / cuGraphExecChildGraphNodeSetParams: x's copy of child-graph node nh runs
+ * child's nodes from now on; child must have the node's graph's shape (nodes, by insertion order and type), and
+ * no memory or conditional nodes.  No error recorded.  Hidden. */
+cudaError_t emu_graph_exec_child_set(cudaGraphExec_t xh, cudaGraphNode_t nh, cudaGraph_t ch)
+{
+    cudaError_t err = cudaSuccess;
+    pthread_mutex_lock(&G);
+    gexec_t *x = get_exec(xh);
+    gnode_t *nd = get_node(nh), *old = NULL;
+    graph_t *c = get_graph(ch);
+    if (!x || !nd || !c || nd->type != GN_GRAPH || nd->g->id != x->graph_id || c->capturing) err = cudaErrorInvalidValue;
+    for (size_t i = 0; !err && i < x->n && !old; i++)
+        if (x->nodes[i].idx == nd->idx && x->nodes[i].type == GN_GRAPH) old = &x->nodes[i];
+    gnode_t t = { 0 };
+    graph_t *one[1] = { c };
+    t.type = GN_GRAPH;
+    t.body = one;
+    t.nbody = 1;
+    if (!err && (!old || !same_shape(&t, old->sub))) err = cudaErrorInvalidValue;
+    for (size_t i = 0; !err && i < c->n; i++)
+        if (c->nodes[i]->type == GN_MEM_ALLOC || c->nodes[i]->type == GN_MEM_FREE || c->nodes[i]->type == GN_COND)
+            err = cudaErrorInvalidValue;
+    cset_t *defs = NULL;
+    gnode_t made = { 0 };
+    if (!err) err = exec_node_sub(&made, &t, 1, &defs);
+    if (!err) {
+        sub_unref(old->sub);
+        old->sub = made.sub;
+    } else {
+        sub_unref(made.sub);
+    }
+    cset_unref(defs);
+    pthread_mutex_unlock(&G);
+    return err;
+}
+
+EXPORT cudaError_t cudaGraphExecChildGraphNodeSetParams(cudaGraphExec_t x, cudaGraphNode_t node, cudaGraph_t child)
+{
+    RT_ENTER(cudaGraphExecChildGraphNodeSetParams, cudaErrorUnknown);
+    RT_NEED_DEVICE();
+    cudaError_t err = emu_graph_exec_child_set(x, node, child);
+    return err ? fail(err) : cudaSuccess;
+}
 
 static int same_deps(const gnode_t *nd, const uint32_t *v, size_t n)
 {
@@ -712,11 +821,26 @@ EXPORT cudaError_t cudaGraphExecUpdate(cudaGraphExec_t xh, cudaGraph_t gh, updat
             else if (nd->type != old->type) result = UPDATE_NODE_TYPE_CHANGED;
             else if ((nd->type == GN_MEM_ALLOC || nd->type == GN_MEM_FREE) && (nd->mem != old->mem || nd->n != old->n))
                 result = UPDATE_PARAMETERS_CHANGED;
+            else if (nd->type == GN_COND && (nd->ctype != old->sub->ctype || nd->cond != old->sub->c))
+                result = UPDATE_PARAMETERS_CHANGED;
+            else if ((nd->type == GN_GRAPH || nd->type == GN_COND) && !same_shape(nd, old->sub))
+                result = UPDATE_TOPOLOGY_CHANGED;
         }
-        if (!result) {
+        sub_t **subs = NULL;
+        cset_t *defs = NULL;
+        if (!result && g->n && !(subs = calloc(g->n, sizeof *subs))) err = cudaErrorMemoryAllocation;
+        if (!result && !err) err = remake_subs(g, subs, &defs);
+        if (!result && !err) {
             bad = NULL;
-            for (size_t i = 0; i < g->n; i++) set_params(&x->nodes[pos[i]], g->nodes[i]);
+            for (size_t i = 0; i < g->n; i++) {
+                gnode_t *nd = &x->nodes[pos[i]];
+                set_params(nd, g->nodes[i]);
+                if (subs[i]) { sub_unref(nd->sub); nd->sub = subs[i]; }
+            }
+            cset_unref(x->defaults);
+            x->defaults = defs;
         }
+        free(subs);
     }
     if (!err) {
         info->result = result;

@@ -113,6 +113,8 @@ EXPORT cudaError_t cudaGraphDestroyNode(cudaGraphNode_t nh)
             m->ndeps = w;
         }
         ht_del(&g_handles, nd->handle);
+        node_bodies_free(nd);
+        emu_launch_unref_locked(nd->launch);
         free(nd->deps);
         free(nd);
     }
@@ -507,6 +509,16 @@ cudaError_t emu_graph_node_params(cudaGraphNode_t nh, void *params, int driver)
         case GN_MEM_FREE:
             memcpy(u, &nd->dst, sizeof nd->dst);
             break;
+        case GN_GRAPH:          /* the graph, ownership CLONE (0) */
+            memcpy(u, &nd->bodyh[0], sizeof nd->bodyh[0]);
+            break;
+        case GN_COND: {         /* handle, type, size, phGraph_out (the node's array), context NULL */
+            unsigned t[2] = { (unsigned)nd->ctype, (unsigned)nd->nbody };
+            memcpy(u, &nd->cond->handle, 8);
+            memcpy(u + 8, t, sizeof t);
+            memcpy(u + 16, &nd->bodyh, sizeof nd->bodyh);
+            break;
+        }
         default:
             break;
         }

@@ -116,7 +116,13 @@ void emu_trace_unsupported(const char *name, atomic_int *seen) __attribute__((we
     X(cudaGraphNodeGetContainingGraph) X(cudaGraphGetId) X(cudaGraphEventRecordNodeGetEvent) \
     X(cudaGraphEventRecordNodeSetEvent) X(cudaGraphEventWaitNodeGetEvent) X(cudaGraphEventWaitNodeSetEvent) \
     X(cudaGraphHostNodeGetParams) X(cudaGraphHostNodeSetParams) X(cudaGraphMemsetNodeGetParams) \
-    X(cudaGraphRemoveDependencies) X(cudaGraphNodeGetParams)
+    X(cudaGraphRemoveDependencies) X(cudaGraphNodeGetParams) X(cudaGraphConditionalHandleCreate) \
+    X(cudaGraphAddChildGraphNode) X(cudaGraphChildGraphNodeGetGraph) X(cudaStreamBeginCaptureToGraph) \
+    X(cudaStreamUpdateCaptureDependencies) X(cudaGraphExecChildGraphNodeSetParams) X(cudaGraphExecGetFlags) \
+    X(cudaGraphNodeSetEnabled) X(cudaGraphNodeGetEnabled) X(cudaGraphExecHostNodeSetParams) \
+    X(cudaGraphExecEventRecordNodeSetEvent) X(cudaGraphExecEventWaitNodeSetEvent) X(cudaGraphMemsetNodeSetParams) \
+    X(cudaGraphExecMemsetNodeSetParams) X(cudaGraphNodeSetParams) X(cudaGraphExecNodeSetParams) \
+    X(cudaGraphMemcpyNodeSetParams) X(cudaGraphExecMemcpyNodeSetParams) X(cudaGraphMemcpyNodeGetParams)
 #define EMU_DRVSURFACE_SYMBOLS(X) \
     X(cuGraphNodeGetDependentNodes) X(cuGraphNodeGetDependentNodes_v2) X(cuGraphGetEdges) X(cuGraphGetEdges_v2) \
     X(cuGraphDestroyNode) X(cuGraphMemAllocNodeGetParams) X(cuGraphMemFreeNodeGetParams) \
@@ -126,6 +132,13 @@ void emu_trace_unsupported(const char *name, atomic_int *seen) __attribute__((we
     X(cuGraphEventRecordNodeSetEvent) X(cuGraphEventWaitNodeGetEvent) X(cuGraphEventWaitNodeSetEvent) \
     X(cuGraphHostNodeGetParams) X(cuGraphHostNodeSetParams) X(cuGraphMemsetNodeGetParams) \
     X(cuGraphRemoveDependencies) X(cuGraphRemoveDependencies_v2) X(cuGraphNodeGetParams) X(cuCtxGetDevice_v2) \
+    X(cuGraphConditionalHandleCreate) X(cuGraphAddChildGraphNode) X(cuGraphChildGraphNodeGetGraph) \
+    X(cuStreamBeginCaptureToGraph) X(cuStreamUpdateCaptureDependencies) X(cuStreamUpdateCaptureDependencies_v2) \
+    X(cuGraphExecChildGraphNodeSetParams) \
+    X(cuGraphExecGetFlags) X(cuGraphNodeSetEnabled) X(cuGraphNodeGetEnabled) X(cuGraphExecHostNodeSetParams) \
+    X(cuGraphExecEventRecordNodeSetEvent) X(cuGraphExecEventWaitNodeSetEvent) X(cuGraphMemsetNodeSetParams) \
+    X(cuGraphExecMemsetNodeSetParams) X(cuGraphNodeSetParams) X(cuGraphExecNodeSetParams) X(cuGraphMemcpyNodeSetParams) \
+    X(cuGraphExecMemcpyNodeSetParams) X(cuGraphMemcpyNodeGetParams) \
     X(cuCtxSynchronize_v2) X(cuCtxResetPersistingL2Cache) X(cuDeviceGetByPCIBusId) X(cuDeviceGetP2PAttribute) \
     X(cuFlushGPUDirectRDMAWrites)
 /* CUDA arrays, mipmapped arrays, texture and surface objects: the runtime's (emu_array_rt.c) and the driver's

@@ -316,6 +316,7 @@ static inline item_t *item_new(int kind)
 static inline int pending(const stream_t *s) { return s->enq != s->done; }
 
 void item_free(item_t *it);
+void emu_item_run(stream_t *s, item_t *it);   /* emu_stream.c: an item's work, G held (dropped around it) */
 void stream_maybe_free(stream_t *s);
 /* Appends `it` to s's FIFO as is (G held). */
 void enqueue_raw(stream_t *s, item_t *it);

@@ -150,9 +150,9 @@ EXPORT cudaError_t cudaStreamAddCallback(cudaStream_t s, cudaStreamCallback_t cb
     }
 
 /* graphs and stream capture */
-UNSUPPORTED(cudaStreamBeginCapture) UNSUPPORTED(cudaStreamBeginCaptureToGraph)
-UNSUPPORTED(cudaStreamEndCapture) UNSUPPORTED(cudaStreamUpdateCaptureDependencies)
-UNSUPPORTED(cudaGraphAddNode) UNSUPPORTED(cudaGraphConditionalHandleCreate) UNSUPPORTED(cudaGraphDestroy)
+UNSUPPORTED(cudaStreamBeginCapture)
+UNSUPPORTED(cudaStreamEndCapture)
+UNSUPPORTED(cudaGraphAddNode) UNSUPPORTED(cudaGraphDestroy)
 UNSUPPORTED(cudaGraphExecDestroy) UNSUPPORTED(cudaGraphGetNodes) UNSUPPORTED(cudaGraphInstantiateWithFlags)
 UNSUPPORTED(cudaGraphInstantiate) UNSUPPORTED(cudaGraphDebugDotPrint)   /* imported by torch cu12 */
 UNSUPPORTED(cudaGraphLaunch) UNSUPPORTED(cudaGraphNodeGetDependencies) UNSUPPORTED(cudaGraphRetainUserObject)

@@ -104,6 +104,48 @@ static void set_elems(const item_t *it)
     }
 }
 
+/* Runs item it's work (copies, memsets, kernels, host functions; records and waits are the caller's) for stream s,
+ * G held and dropped around the work.  Also the bodies of conditional graph nodes, run on the worker. */
+void emu_item_run(stream_t *s, item_t *it)
+{
+    switch (it->kind) {
+    case IT_HOSTFN: {
+        void *outer = t_in_hostfn;      /* a conditional node's body runs inside its item's function */
+        pthread_mutex_unlock(&G);
+        t_in_hostfn = s;
+        it->fn(it->arg);
+        t_in_hostfn = outer;
+        pthread_mutex_lock(&G);
+        break;
+    }
+    case IT_COPY:
+        pthread_mutex_unlock(&G);
+        if (it->rows > 1) copy_rows(it);
+        else memmove(it->dst, it->src, it->n);
+        pthread_mutex_lock(&G);
+        break;
+    case IT_KERNEL:
+        g_kernels_running++;
+        pthread_mutex_unlock(&G);
+        emu_launch_run(it->launch);
+        pthread_mutex_lock(&G);
+        if (--g_kernels_running == 0) emu_mem_kernels_idle();
+        break;
+    case IT_SET:
+        pthread_mutex_unlock(&G);
+        for (size_t r = 0, rows = it->rows > 1 ? it->rows : 1; r < rows; r++) {  /* 2-D: graph nodes */
+            item_t row = *it;
+            row.dst = (char *)it->dst + r * it->dpitch;
+            if (it->elem > 1) set_elems(&row);
+            else memset(row.dst, it->value, it->n);
+        }
+        pthread_mutex_lock(&G);
+        break;
+    default:
+        break;
+    }
+}
+
 /* Runs the stream's items in order with G held; G is dropped around user
  * code and memory operations. */
 static void stream_run(stream_t *s)
@@ -118,43 +160,8 @@ static void stream_run(stream_t *s)
         }
         s->head = it->next;
         if (!s->head) s->tail = NULL;
-        switch (it->kind) {
-        case IT_RECORD:
-            rec_reach(it->rec);
-            break;
-        case IT_HOSTFN:
-            pthread_mutex_unlock(&G);
-            t_in_hostfn = s;
-            it->fn(it->arg);
-            t_in_hostfn = NULL;
-            pthread_mutex_lock(&G);
-            break;
-        case IT_COPY:
-            pthread_mutex_unlock(&G);
-            if (it->rows > 1) copy_rows(it);
-            else memmove(it->dst, it->src, it->n);
-            pthread_mutex_lock(&G);
-            break;
-        case IT_KERNEL:
-            g_kernels_running++;
-            pthread_mutex_unlock(&G);
-            emu_launch_run(it->launch);
-            pthread_mutex_lock(&G);
-            if (--g_kernels_running == 0) emu_mem_kernels_idle();
-            break;
-        case IT_SET:
-            pthread_mutex_unlock(&G);
-            for (size_t r = 0, rows = it->rows > 1 ? it->rows : 1; r < rows; r++) {  /* 2-D: graph nodes */
-                item_t row = *it;
-                row.dst = (char *)it->dst + r * it->dpitch;
-                if (it->elem > 1) set_elems(&row);
-                else memset(row.dst, it->value, it->n);
-            }
-            pthread_mutex_lock(&G);
-            break;
-        default:
-            break;
-        }
+        if (it->kind == IT_RECORD) rec_reach(it->rec);
+        else emu_item_run(s, it);
         s->done++;
         item_free(it);
         if (g_waiters) pthread_cond_broadcast(&g_done_cv);

@@ -324,6 +324,9 @@ int h_brkpt(warp *w, const insn_t *in, uint32_t m)
     return ptx_fault(w, in, __builtin_ctz(m), PTX_E_ILLEGAL_INSTRUCTION, "brkpt");
 }
 
+/* The graph layer's setter of conditional handles (emu_graph_cond.c; weak: absent where the engine is linked alone). */
+void emu_graph_set_conditional(unsigned long long handle, unsigned int value) __attribute__((weak));
+
 int h_nop(warp *w, const insn_t *in, uint32_t m) { (void)w; (void)in; (void)m; return R_NEXT; }
 int h_prefetch(warp *w, const insn_t *in, uint32_t m) { (void)w; (void)in; (void)m; return R_NEXT; }
 
@@ -335,6 +338,18 @@ int h_call(warp *w, const insn_t *in, uint32_t m)
     const pfunc *g = cs->fn;
     if (!m) return R_NEXT;
     size_t lpl = M->local_per_lane;
+    if (cs->builtin == PTX_BUILTIN_SET_CONDITIONAL) {   /* each calling lane in turn (racing calls: undefined) */
+        for (uint32_t mm = m; mm; mm &= mm - 1) {
+            int l = __builtin_ctz(mm);
+            const unsigned char *base = w->local + (size_t)l * lpl + w->fp[l];
+            uint64_t handle;
+            uint32_t value;
+            memcpy(&handle, base + cs->args[0], 8);
+            memcpy(&value, base + cs->args[1], 4);
+            if (emu_graph_set_conditional) emu_graph_set_conditional(handle, value);
+        }
+        return R_NEXT;
+    }
     for (uint32_t mm = m; mm; mm &= mm - 1) {
         int l = __builtin_ctz(mm);
         if (w->depth[l] >= PTX_MAXDEPTH)

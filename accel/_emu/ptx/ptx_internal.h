@@ -112,8 +112,10 @@ typedef struct pfunc {
     uint32_t *callees; int ncallees, capcallees;
 } pfunc;
 
-/* A call site: the caller's frame offsets of its argument and return .params, and the callee. */
-typedef struct callsite { uint32_t func_sym; int nargs, nrets; uint32_t args[32], rets[8]; psym *callee; pfunc *fn; } callsite;
+/* A call site: the caller's frame offsets of its argument and return .params, and the callee; builtin: a call of
+ * a device-runtime function the emulator answers itself (PTX_BUILTIN_*; fn is then its declaration). */
+enum { PTX_BUILTIN_NONE, PTX_BUILTIN_SET_CONDITIONAL };
+typedef struct callsite { uint32_t func_sym; int nargs, nrets; uint32_t args[32], rets[8]; psym *callee; pfunc *fn; int builtin; } callsite;
 
 struct ptx_kernel {
     pfunc *f;

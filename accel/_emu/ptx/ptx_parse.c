@@ -1970,6 +1970,16 @@ static int link_program(parser *P)
             pfunc *g = decl ? resolve_func(P, decl) : NULL;
             P->tline = x->line; P->text = x->fn->text;
             if (!decl) return perr(P, PTX_E_INVALID_PTX, "call of undeclared function '%s'", x->name);
+            if (!g && !strcmp(x->name, "cudaGraphSetConditional")) {
+                /* the device runtime's setter of a conditional graph node's handle (libcudadevrt's, which the
+                 * emulator answers itself): (.param .b64 handle, .param .b32 value), no result */
+                callsite *cs = &P->calls[P->code[x->at].target];
+                if (cs->nargs != 2 || cs->nrets || decl->nparams != 2 || decl->params[0].size != 8 || decl->params[1].size != 4)
+                    return perr(P, PTX_E_INVALID_PTX, "call of '%s' with other parameters than (.b64, .b32)", x->name);
+                cs->fn = decl;
+                cs->builtin = PTX_BUILTIN_SET_CONDITIONAL;
+                continue;
+            }
             if (!g) return perr(P, PTX_E_INVALID_PTX, "unresolved external function '%s'", x->name);
             if (g->is_entry) return perr(P, PTX_E_INVALID_PTX, "call of kernel '%s'", x->name);
             callsite *cs = &P->calls[P->code[x->at].target];
