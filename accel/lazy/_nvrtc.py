@@ -14,7 +14,7 @@ import threading
 __all__ = ["load", "compile_program", "version", "NvrtcError", "INSTALL_HINT"]
 
 INSTALL_HINT = ('accel.lazy\'s CUDA backend needs NVRTC (libnvrtc.so.13): install it with '
-                '`pip install nvidia-cuda-nvrtc` (accel-runtime's cuda-lazy extra) or set CUDA_HOME to a CUDA 13 toolkit')
+                '`pip install nvidia-cuda-nvrtc` (the cuda-lazy extra of accel-runtime) or set CUDA_HOME to a CUDA 13 toolkit')
 
 _lock = threading.Lock()
 _lib = [None]
