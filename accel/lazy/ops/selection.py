@@ -161,6 +161,13 @@ def _index_select(a, dim, index):
                  axis, f"dim={d}")
 
 
+# torch's legacy tensor type names (toString of a CPU tensor's type), which its argument checks print
+# (the types without a legacy name print as their CPU type)
+_LEGACY = {D.FLOAT32: "torch.FloatTensor", D.FLOAT64: "torch.DoubleTensor", D.FLOAT16: "torch.HalfTensor",
+           D.BFLOAT16: "CPUBFloat16Type", D.INT64: "torch.LongTensor", D.INT32: "torch.IntTensor",
+           D.INT16: "torch.ShortTensor", D.INT8: "torch.CharTensor", D.UINT8: "torch.ByteTensor", D.BOOL: "CPUBoolType"}
+
+
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False,
               sparse=False):
     """torch.nn.functional.embedding: rows of ``weight`` (2-D) picked by the integer tensor ``input``."""
@@ -169,20 +176,24 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
     if max_norm is not None:
         raise NotImplementedError("embedding(max_norm=...) renormalises the weight in place: not supported by "
                                   "accel.lazy")
-    if input._shape.dtype not in (D.INT64, D.INT32):
-        raise RuntimeError("Expected tensor for argument #1 'indices' to have one of the following scalar types: "
-                           f"Long, Int; but got {D.CODE_TO_NP[input._shape.dtype]} instead")
     ws = weight._shape.sizes
-    if len(ws) != 2:
-        raise RuntimeError("'weight' must be 2-D")
     if padding_idx is None:
         pidx = -1
     else:
+        # torch.nn.functional.embedding checks padding_idx (in Python, reading weight.size(0)) before the kernel
         pidx = _index(padding_idx, "embedding(): padding_idx")
+        if pidx and not ws:         # (0 reads no size)
+            raise IndexError("Dimension specified as 0 but tensor has no dimensions")
         if not -ws[0] <= pidx < ws[0]:
             raise AssertionError("Padding_idx must be within num_embeddings")
         if pidx < 0:
             pidx += ws[0]
+    if input._shape.dtype not in (D.INT64, D.INT32):
+        raise RuntimeError("Expected tensor for argument #1 'indices' to have one of the following scalar types: "
+                           f"Long, Int; but got {_LEGACY[input._shape.dtype]} instead (while checking "
+                           "arguments for embedding)")
+    if len(ws) != 2:
+        raise RuntimeError("'weight' must be 2-D")
     _fn_counter("embedding")[0] += 1
     sc, sp = bool(scale_grad_by_freq), bool(sparse)
     return _emit("aten::embedding", _irs(weight, input), weight._shape.dtype,
