@@ -301,3 +301,31 @@ def case():
 print(json.dumps(fresh(case)))
 """
     assert on_emu(code, backend) == ["CudaDriverError", 0, [0, 0]]
+
+
+def test_torch_reads_the_device_of_accel_objects(backend):
+    """Item 18, red team: torch maps a device object it does not know to its *current* device (torch's
+    _get_device_index), so ``with torch.cuda.stream(accel_stream_of_device_1)`` from device 0 left device 1's
+    current stream set to the accel stream after the block (torch's StreamContext saves and restores device 1's
+    stream through ``stream.device``), and ``torch.cuda.current_stream(buf.device)`` named device 0.  Once
+    accel shares torch's process, the ``.device`` of accel's streams, events, buffers and arrays is a
+    torch.device."""
+    code = _PRELUDE.format(imports=_TORCH_FIRST) + """
+import numpy as np
+out = []
+for mk in (torch.cuda.Stream, ac.Stream):
+    s = mk(device=1)
+    before = torch.cuda.current_stream(1).cuda_stream
+    with torch.cuda.stream(s):
+        inside = torch.cuda.current_stream(1).cuda_stream == s.cuda_stream
+    out.append([inside, torch.cuda.current_stream(1).cuda_stream == before, torch.cuda.current_device()])
+b = ac.alloc(16, device=1)
+a = ac.zeros((2,), np.float32, device=1)
+e = ac.Event()
+e.record(ac.Stream(device=1))
+for obj in (ac.Stream(device=1), e, b, a):
+    out.append([torch.cuda.current_stream(obj.device).device.index, type(obj.device).__name__,
+                obj.device == torch.device("cuda", 1), obj.device.index])
+print(json.dumps(out))
+"""
+    assert on_emu(code, backend) == [[True, True, 0]] * 2 + [[1, "device", True, 1]] * 4

@@ -203,7 +203,7 @@ cdef class DeviceBuffer:
         """The buffer's device (``.type == "cuda"``, ``.index``)."""
         if self._dev < 0:
             raise ValueError(_mc.NOT_MADE.format("DeviceBuffer"))
-        return _sc.CudaDevice(self._dev)
+        return _sc.cuda_device(self._dev)
 
     @property
     def stream(self):
@@ -617,7 +617,7 @@ cdef class DeviceArray:
     def device(self):
         if self._buf._dev < 0:
             raise ValueError(_mc.NOT_MADE.format("DeviceArray"))
-        return _sc.CudaDevice(self._buf._dev)
+        return _sc.cuda_device(self._buf._dev)
 
     @property
     def stream(self):

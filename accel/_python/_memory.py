@@ -184,7 +184,7 @@ class DeviceBuffer:
         """The buffer's device (``.type == "cuda"``, ``.index``)."""
         if self._dev < 0:
             raise ValueError(_mc.NOT_MADE.format("DeviceBuffer"))
-        return _sc.CudaDevice(self._dev)
+        return _sc.cuda_device(self._dev)
 
     @property
     def stream(self):
@@ -597,7 +597,7 @@ class DeviceArray:
     def device(self):
         if self._buf._dev < 0:
             raise ValueError(_mc.NOT_MADE.format("DeviceArray"))
-        return _sc.CudaDevice(self._buf._dev)
+        return _sc.cuda_device(self._buf._dev)
 
     @property
     def stream(self):

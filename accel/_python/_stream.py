@@ -407,7 +407,7 @@ class Stream:
     @property
     def device(self):
         """The stream's device (``.type == "cuda"``, ``.index``)."""
-        return _sc.CudaDevice(self.device_index)
+        return _sc.cuda_device(self.device_index)
 
     @property
     def stream_id(self):
