@@ -134,6 +134,7 @@ for _v in ("np.array(5.0, np.float32)", "np.array(0.0, np.float32)", "np.array(-
         ("nonzero", f"nonzero tuple {_v}", f"out = T.nonzero(t({_v}), as_tuple=True)"),
         ("nonzero", f"nonzero {_v}", f"out = T.nonzero(t({_v}))"),
         ("nonzero", f"nonzero method tuple {_v}", f"out = t({_v}).nonzero(as_tuple=True)"),
+        ("nonzero", f"where one argument {_v}", f"out = T.where(t({_v}))"),
     ]
 _Z = "t(np.zeros(({}), np.float32))"
 CASES += [

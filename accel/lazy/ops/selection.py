@@ -5,7 +5,7 @@ import numpy as _np
 
 from accel import _impl
 from accel.lazy import _dtypes as D
-from accel.lazy._optable import Kernel, classes, declare, helpers
+from accel.lazy._optable import FUNCTIONS, Kernel, classes, declare, helpers
 from accel.lazy.executor import fallback
 from accel.lazy.ops.casts import to_copy as _to_copy
 from accel.lazy.ops.factories import full, zeros_like
@@ -49,9 +49,15 @@ def _scalar_tensor(v):
     return full((), v, dtype=D.CODE_TO_NP[D.FLOAT64 if t is float else (D.INT64 if t is int else D.BOOL)])
 
 
-def where(condition, input, other):
+def where(condition, input=None, other=None):
     """torch.where(condition, input, other): no lazy kernel in LTC (eager, counter aten::where.self);
-    Python numbers are wrapped as 0-dim tensors first, as torch does."""
+    Python numbers are wrapped as 0-dim tensors first, as torch does.  torch.where(condition) alone is
+    nonzero(condition, as_tuple=True) (torch's nonzero_numpy)."""
+    if input is None and other is None:
+        return FUNCTIONS["nonzero"](condition, as_tuple=True)     # (indexing's: it imports this module)
+    if input is None or other is None:
+        raise TypeError("where() takes (condition) or (condition, input, other): "
+                        f"missing {'input' if input is None else 'other'}")
     _check_tensor(condition, "where() condition")
     if condition._shape.dtype != D.BOOL:
         raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor with dtype "
