@@ -228,6 +228,13 @@ def decode_stream_id(stream_id, device_index, device_type, priority):
     return d, "pool", kind - 1, (sid >> 5) & (STREAMS_PER_POOL - 1)
 
 
+def torch_pool_handle(stream_id, device):
+    """The cudaStream_t of torch's pool stream ``stream_id`` of ``device`` (accel shares torch's process and
+    runtime: a pool id there is torch's, accel's own pool streams carrying their handle as id)."""
+    import torch.cuda       # (loaded: accel._torch_link linked to it)
+    return torch.cuda.Stream(stream_id=stream_id, device_index=device, device_type=DEVICE_TYPE_CUDA).cuda_stream
+
+
 def _int_arg(value, what):
     if type(value) is int:
         return value

@@ -414,12 +414,10 @@ print(json.dumps([n, bad[:5]]))
     assert on_emu(code, backend) == [3 * 3 * 12, []]
 
 
-@pytest.mark.xfail(strict=True, reason="red team (issue 31 item 18, the other direction): accel.cuda.Stream(stream_id=, "
-                   "device_index=, device_type=) of a torch pool stream's fields reads torch's pool id as one of accel's "
-                   "own pool streams, silently another stream (no ordering with torch's work); in a torch process a "
-                   "torch-style pool id can only be torch's (accel's own pool streams carry their handle as id there), "
-                   "so it should resolve through torch (torch.cuda.Stream(stream_id=...).cuda_stream) or refuse")
 def test_an_accel_stream_rebuilt_from_a_torch_streams_fields_is_that_stream(backend):
+    """Item 18, red team (the other direction): accel.cuda.Stream(stream_id=, device_index=, device_type=) of a
+    torch pool stream's fields named one of accel's own pool streams, silently another stream; in a torch
+    process a pool id is torch's (accel's own pool streams carry their handle as id there)."""
     code = _PRELUDE.format(imports=_TORCH_FIRST) + """
 out = []
 for d in (0, 1):
