@@ -171,6 +171,11 @@ RUNTIME = (
        "Make future work on ``stream`` wait for ``event``'s latest record.", blocking=True),
     fn("cudaStreamIsCapturing", "cudaStream_t stream, out int captureStatus",
        "cudaStreamCaptureStatus of ``stream`` (0 none, 1 active, 2 invalidated)."),
+    fn("cudaStreamGetCaptureInfo",
+       "cudaStream_t stream, out int captureStatus, out unsigned long long id, void* graph = 0, "
+       "void* dependencies = 0, void* edgeData = 0, void* numDependencies = 0",
+       "(cudaStreamCaptureStatus, capture id) of ``stream``: the id is unique in the process and shared by every "
+       "stream joined to that capture through an event (meaningless when not capturing)."),
     fn("cudaThreadExchangeStreamCaptureMode", "inout int mode",
        "Set this thread's capture mode to ``mode``; returns the previous mode."),
 

@@ -53,7 +53,7 @@ FREED_SINCE_CAPTURE = ("invalid argument: a DeviceBuffer that this graph's copie
                        "the capture, so a replay would write into whatever memory took its place; nothing was "
                        "queued (reset() and capture again)")
 UNKNOWN_CAPTURE_OUT = ("copy_to_host() without out= on stream {!r}, which is capturing a graph that no accel "
-                       "CUDAGraph began on it (another library's capture, or a stream forked from a capture): the "
+                       "CUDAGraph began on it (another library's capture, or a stream forked from one): the "
                        "graph's copy node would write into an array nothing keeps alive; pass out= a host array "
                        "that you keep for every replay")
 STAGED_IN_CAPTURE = ("{}: stream {!r} is capturing a graph, and a non-contiguous DeviceArray is copied through a "
@@ -64,54 +64,74 @@ HOST_FUNC = ("launch_host_func: a Python host function cannot be captured into a
 
 class Uses:
     """What one accel capture uses beside its graph: the host arrays its copy nodes read or write (kept alive
-    while the graph is), a weak reference to the CUDAGraph, ``open`` while the capture is under way and
-    ``live`` (False once the graph was reset)."""
+    while the graph is), a weak reference to the CUDAGraph, ``open`` while the capture is under way, ``live``
+    (False once the graph was reset), the capture's ``id`` (cudaStreamGetCaptureInfo's: shared by every stream
+    joined to the capture through an event), the DeviceBuffers allocated in the capture (``born``: graph
+    memory, weakly) and ``launched`` (True once a replay made that memory)."""
 
-    __slots__ = ("graph", "held", "live", "open", "__weakref__")
+    __slots__ = ("graph", "held", "live", "open", "id", "born", "launched", "__weakref__")
 
-    def __init__(self, graph):
+    def __init__(self, graph, capture_id):
         self.graph = weakref.ref(graph)
         self.held = []
         self.live = self.open = True
+        self.id = capture_id
+        self.born = weakref.WeakSet()
+        self.launched = False
 
     def __reduce__(self):
         raise refuse_copy(self)
 
 
-# The captures accel's CUDAGraphs have open: capture key (stream_key) -> Uses.  Copies and memsets on a
-# capturing stream find their graph here: their host arrays are kept with it, their buffers told of it.
+# The captures accel's CUDAGraphs have open: capture id -> Uses.  Copies, memsets and allocations on a
+# capturing stream (the capture's own or one joined to it through an event) find their graph here by the
+# stream's capture id: their host arrays are kept with it, their buffers told of it.
 _open = {}
 
 
-def stream_key(dev, handle):
-    """The key of a capturing stream: its device and handle (the per-thread default stream: with the thread)."""
-    return (dev, handle, thread_id()) if handle == PER_THREAD else (dev, handle)
-
-
-def open_capture(dev, handle, graph):
-    """A CUDAGraph began capturing stream ``handle`` of ``dev``: its Uses (to keep on the graph)."""
-    u = Uses(graph)
-    _open[stream_key(dev, handle)] = u
+def open_capture(graph, capture_id):
+    """A CUDAGraph began the capture ``capture_id`` (cudaStreamGetCaptureInfo's id): its Uses (to keep on the
+    graph)."""
+    u = Uses(graph, capture_id)
+    _open[capture_id] = u
     return u
 
 
-def close_capture(dev, handle, uses):
-    """The capture of ``uses`` ended (or was dropped): copies on the stream no longer find it."""
+def close_capture(uses):
+    """The capture of ``uses`` ended (or was dropped): copies on its streams no longer find it."""
     uses.open = False
-    key = stream_key(dev, handle)
-    if _open.get(key) is uses:
-        del _open[key]
+    if _open.get(uses.id) is uses:
+        del _open[uses.id]
 
 
-def capture_uses(dev, handle):
-    """The Uses of the accel capture open on stream ``handle`` of ``dev``, or None."""
-    return _open.get(stream_key(dev, handle)) if _open else None
+def capture_uses(status, capture_id):
+    """The Uses of the accel capture with id ``capture_id`` (when ``status``, a cudaStreamCaptureStatus, is
+    capturing), or None."""
+    return _open.get(capture_id) if status and _open else None
 
 
-def captures_open(dev):
-    """Whether an accel CUDAGraph is capturing on device ``dev`` (the out-of-memory retry must not synchronise
-    it then)."""
-    return any(key[0] == dev for key in _open)
+def captures_open():
+    """Whether an accel CUDAGraph is capturing, on any device (the out-of-memory retry must not synchronise
+    then: a device synchronisation, even of another device, invalidates a global-mode capture).  Entries
+    whose CUDAGraph is gone (dropped with its capture open) are removed."""
+    for cid, u in list(_open.items()):
+        if u.graph() is None or not u.open:
+            if _open.get(cid) is u:
+                del _open[cid]
+    return bool(_open)
+
+
+def note_alloc(status, capture_id, buf):
+    """An allocation on a stream in capture ``capture_id``: a buffer of an accel capture's graph memory."""
+    u = capture_uses(status, capture_id)
+    if u is not None:
+        u.born.add(buf)
+
+
+def launched(uses):
+    """A replay of the graph of ``uses`` was queued: the buffers it allocated are made by it from now on."""
+    if uses is not None:
+        uses.launched = True
 
 
 def drop_uses(uses):
@@ -121,12 +141,17 @@ def drop_uses(uses):
         uses.held = []
 
 
-def buffer_freed(uses_list, in_capture):
-    """A DeviceBuffer that the captures ``uses_list`` used was freed: each graph still holding its nodes is
-    marked, so that its replays raise (FREED_SINCE_CAPTURE).  ``in_capture``: the free was queued on a
-    capturing stream (a free node of the graph being captured, which the graph then owns)."""
+def buffer_freed(uses_list, capture_id, buf):
+    """DeviceBuffer ``buf``, which the captures ``uses_list`` used, was freed: each graph still holding its
+    nodes is marked, so that its replays raise (FREED_SINCE_CAPTURE).  ``capture_id``: the id of the capture
+    the free was queued in (0: none; in the graph's own capture it is a free node, and the graph owns the
+    memory).  A buffer the graph allocated itself (graph memory) freed after a replay made it is the user's
+    to free, as CUDA's: the next replay makes it again at its address (nothing else is given that address
+    while the graph lives), so its graph is not marked; freed before any replay, it is."""
     for u in uses_list:
-        if not u.live or (in_capture and u.open):
+        if not u.live or (capture_id and u.open and u.id == capture_id):
+            continue
+        if u.launched and buf in u.born:
             continue
         g = u.graph()
         if g is not None:

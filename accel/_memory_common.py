@@ -244,10 +244,10 @@ def capture_of(cudart, buf, s):
     """(cudaStreamCaptureStatus of stream ``s``, the Uses of the accel CUDAGraph capturing it or None)."""
     d = buf.device.index
     with _Guard(cudart, d, s.cuda_stream):
-        status = cudart.cudaStreamIsCapturing(s.cuda_stream)
+        status, cid = cudart.cudaStreamGetCaptureInfo(s.cuda_stream)
     if not status:
         return _NOT_CAPTURING
-    return status, _gc.capture_uses(d, s.cuda_stream)
+    return status, _gc.capture_uses(status, cid)
 
 
 def _buffer(buf):

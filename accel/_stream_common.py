@@ -8,6 +8,8 @@ argument checks and error messages.
 import sys
 import time
 
+from accel import _torch_link
+
 IPC_HANDLE_SIZE = 64
 MAX_PRIORITIES = 4      # torch's max_compile_time_stream_priorities
 STREAMS_PER_POOL = 32   # torch's kStreamsPerPool
@@ -58,6 +60,14 @@ class CudaDevice(DeviceObject):
 
     __slots__ = ()
     type = "cuda"
+
+
+def cuda_device(index):
+    """The ``.device`` of a Stream, Event, DeviceBuffer or DeviceArray of device ``index``: a CudaDevice, or
+    torch's own ``torch.device`` once accel shares torch's process and runtime (accel._torch_link), since torch
+    reads a device object it does not know as its current device."""
+    td = _torch_link.torch_device
+    return CudaDevice(index) if td is None else td("cuda", index)
 
 
 def index_of(value, what):
@@ -216,6 +226,13 @@ def decode_stream_id(stream_id, device_index, device_type, priority):
     if kind == 0 or kind > MAX_PRIORITIES:
         raise ValueError(f"invalid StreamId {sid}: not a default, pool or external stream id")
     return d, "pool", kind - 1, (sid >> 5) & (STREAMS_PER_POOL - 1)
+
+
+def torch_pool_handle(stream_id, device):
+    """The cudaStream_t of torch's pool stream ``stream_id`` of ``device`` (accel shares torch's process and
+    runtime: a pool id there is torch's, accel's own pool streams carrying their handle as id)."""
+    import torch.cuda       # (loaded: accel._torch_link linked to it)
+    return torch.cuda.Stream(stream_id=stream_id, device_index=device, device_type=DEVICE_TYPE_CUDA).cuda_stream
 
 
 def _int_arg(value, what):

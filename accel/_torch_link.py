@@ -31,6 +31,10 @@ SYMBOLS = ("_ZN3c104cuda9GetDeviceEPa",          # cudaError_t GetDevice(DeviceI
 _lock = threading.RLock()
 _linkers = []       # each twin's _link_torch(get, set, maybe_set), registered at its import
 _state = None       # None: torch not loaded yet; a tuple of the three addresses once linked; False: not shared
+# torch.device once linked: the ``.device`` of accel's objects (accel._stream_common.cuda_device).  torch reads a
+# device object it does not know (``_get_device_index``) as its *current* device: torch.cuda.stream(accel stream
+# of another device) restored the wrong device's stream, torch.cuda.current_stream(buf.device) named device 0.
+torch_device = None
 _why = ""           # why not, when _state is False
 
 
@@ -60,9 +64,11 @@ def _try_link():
         return True
     if "torch._C" not in sys.modules:
         return False
+    global torch_device
     addrs, _why = _find()
     _state = addrs or False
     if addrs:
+        torch_device = getattr(sys.modules["torch._C"], "device", None)
         for linker in _linkers:
             _call(linker, addrs)
     elif _why.startswith("!"):

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import accel.cuda as cuda
+from accel import _graph_common as _gc
 from accel.errors import CudaError
 
 _spec = importlib.util.spec_from_file_location("memory_fixtures", pathlib.Path(__file__).with_name("memory_fixtures.py"))
@@ -657,10 +658,6 @@ def test_replay_touching_a_freed_buffer_raises_and_queues_nothing(sm, mem, rt):
     assert (hout == 1).all()                        # nothing ran
 
 
-@pytest.mark.xfail(strict=True, reason="a DeviceBuffer allocated inside the capture (graph memory) and freed by the "
-                   "user after a replay marks the graph stale in accel (the freed-buffer guard of issue 31 item 1 "
-                   "should only cover buffers allocated outside the capture), so the next replay raises instead of "
-                   "making the allocation again as CUDA does (item 15)")
 def test_a_graph_buffer_freed_after_a_replay_is_made_again_by_the_next(sm, mem, rt):
     # CUDA's graph memory (issue 31): an allocation the graph leaves to the user is theirs after a launch; once
     # they free it, the next launch (accel instantiates with AutoFreeOnLaunch, as torch) makes it again at the
@@ -690,6 +687,37 @@ def test_a_graph_buffer_freed_after_a_replay_is_made_again_by_the_next(sm, mem, 
     s.synchronize()
     assert (hout == 7).all()
     g.reset()
+    assert rt.cudaFree(ptr) is None                 # the last launch's allocation is the user's to free
+
+
+def test_a_graph_buffer_freed_after_a_replay_still_stops_another_graph_using_it(sm, mem, rt):
+    # The exemption of the test above is the allocating graph's alone: a second graph whose copies use that
+    # buffer did not allocate it, so its free (after the first graph's replay) makes the second graph's
+    # replays raise, and one freed before its graph's first replay keeps that graph's replays raising too.
+    s = sm.Stream()
+    hout = np.zeros(N, np.uint8)
+    held = []
+    g1, g2 = sm.CUDAGraph(), sm.CUDAGraph()
+    _capture(sm, g1, s, lambda: held.append(mem.alloc(N, stream=s)))
+    b = held.pop()
+    with sm.stream(s):
+        g1.replay()
+
+    def body():
+        b.memset(5, stream=s)
+        b.copy_to_host(hout, stream=s)
+    _capture(sm, g2, s, body)
+    b.free()
+    s.synchronize()
+    with sm.stream(s):
+        g1.replay()                                 # its own allocation: made again
+        with pytest.raises(CudaError) as exc:
+            g2.replay()
+    s.synchronize()
+    assert (hout == 0).all() and _gc.FREED_SINCE_CAPTURE in str(exc.value)
+    ptr = b.ptr
+    g2.reset()
+    g1.reset()
     assert rt.cudaFree(ptr) is None                 # the last launch's allocation is the user's to free
 
 

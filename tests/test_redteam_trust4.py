@@ -88,10 +88,6 @@ def _capture_forked(sm, g, s, body):
 
 
 @pytest.mark.emu_only
-@pytest.mark.xfail(strict=True, reason="a copy / memset on a stream that joined an accel capture through an event "
-                   "is not tied to the CUDAGraph (_graph_common finds a capture by its origin stream only): freeing "
-                   "the buffer does not mark the graph, so a replay on a GPU writes into the allocation that took "
-                   "its address (only the emulator's own launch check refuses it, with a bare 'invalid argument')")
 def test_a_buffer_used_on_a_joined_capture_stream_then_freed_makes_the_replay_raise(sm, mem):
     s = sm.Stream()
     a = mem.alloc(N, stream=s)
@@ -115,10 +111,6 @@ def test_a_buffer_used_on_a_joined_capture_stream_then_freed_makes_the_replay_ra
 
 
 @pytest.mark.emu_only
-@pytest.mark.xfail(strict=True, reason="copy_to_host(out=pageable) on a stream that joined an accel capture through an "
-                   "event records a node writing into `out` at every replay, but `out` is not kept with the graph "
-                   "(the capture is found by its origin stream only): after the caller drops it, a replay writes into "
-                   "freed host memory (seen: another numpy array's bytes overwritten)")
 def test_a_host_array_of_a_copy_on_a_joined_capture_stream_lives_with_the_graph(sm, mem):
     s = sm.Stream()
     a = mem.alloc(N, stream=s)
@@ -135,6 +127,40 @@ def test_a_host_array_of_a_copy_on_a_joined_capture_stream_lives_with_the_graph(
     a.free()
     assert alive
 
+
+
+@pytest.mark.emu_only
+def test_copy_to_host_without_out_on_a_joined_capture_stream_is_refilled_by_each_replay(sm, mem, rt):
+    # found by its capture id, a joined stream's copy into a new array is the graph's (kept, refilled at every
+    # replay) rather than refused as another library's capture; an allocation there is the graph's memory
+    s = sm.Stream()
+    a = mem.alloc(N, stream=s)
+    a.memset(3, stream=s)
+    s.synchronize()
+    got, born = [], []
+
+    def body():
+        got.append(a.copy_to_host())
+        b = mem.alloc(N)
+        born.append(b)
+        b.memset(4)
+    g = sm.CUDAGraph()
+    _capture_forked(sm, g, s, body)
+    host = got.pop()
+    host[:] = 0
+    with sm.stream(s):
+        g.replay()
+    s.synchronize()
+    assert (host == 3).all()
+    b = born.pop()
+    ptr = b.ptr
+    b.free()                                        # after a replay: the graph's memory, made again
+    with sm.stream(s):
+        g.replay()
+    s.synchronize()
+    g.reset()
+    assert rt.cudaFree(ptr) is None                 # the last launch's allocation is the user's to free
+    a.free()
 
 # -- free() of a buffer that an as_buffer view (CUDA Array Interface) still uses -------------------------------
 
@@ -171,10 +197,6 @@ def test_free_while_an_as_buffer_view_holds_the_memory_leaves_it_to_the_view(sm,
 
 @pytest.mark.emu_only
 @pytest.mark.devices(2)
-@pytest.mark.xfail(strict=True, reason="the out-of-memory retry skips its synchronising release only for an accel capture "
-                   "on the allocation's own device (_graph_common.captures_open(dev)): an allocation that does not fit on "
-                   "device 1 synchronises device 1 and invalidates a global-mode capture on device 0 (capture_end: 901); "
-                   "'any capture open' was tried and broke test_memory's retry tests when a capture stays registered")
 def test_out_of_memory_on_another_device_during_a_capture_keeps_the_capture(sm, mem):
     # the out-of-memory retry skipped its synchronising release only for a capture on the allocation's own
     # device: one on device 1 synchronised device 1, which a global-mode capture on device 0 does not permit

@@ -301,3 +301,130 @@ def case():
 print(json.dumps(fresh(case)))
 """
     assert on_emu(code, backend) == ["CudaDriverError", 0, [0, 0]]
+
+
+def test_torch_reads_the_device_of_accel_objects(backend):
+    """Item 18, red team: torch maps a device object it does not know to its *current* device (torch's
+    _get_device_index), so ``with torch.cuda.stream(accel_stream_of_device_1)`` from device 0 left device 1's
+    current stream set to the accel stream after the block (torch's StreamContext saves and restores device 1's
+    stream through ``stream.device``), and ``torch.cuda.current_stream(buf.device)`` named device 0.  Once
+    accel shares torch's process, the ``.device`` of accel's streams, events, buffers and arrays is a
+    torch.device."""
+    code = _PRELUDE.format(imports=_TORCH_FIRST) + """
+import numpy as np
+out = []
+for mk in (torch.cuda.Stream, ac.Stream):
+    s = mk(device=1)
+    before = torch.cuda.current_stream(1).cuda_stream
+    with torch.cuda.stream(s):
+        inside = torch.cuda.current_stream(1).cuda_stream == s.cuda_stream
+    out.append([inside, torch.cuda.current_stream(1).cuda_stream == before, torch.cuda.current_device()])
+b = ac.alloc(16, device=1)
+a = ac.zeros((2,), np.float32, device=1)
+e = ac.Event()
+e.record(ac.Stream(device=1))
+for obj in (ac.Stream(device=1), e, b, a):
+    out.append([torch.cuda.current_stream(obj.device).device.index, type(obj.device).__name__,
+                obj.device == torch.device("cuda", 1), obj.device.index])
+print(json.dumps(out))
+"""
+    assert on_emu(code, backend) == [[True, True, 0]] * 2 + [[1, "device", True, 1]] * 4
+
+
+def test_accel_calls_on_another_device_leave_torchs_current_device(backend):
+    """Item 17, red team: accel's calls that work on another device (allocation, copies, events, streams,
+    graphs, DLPack both ways, foreign streams and events, statistics) each leave torch's current device, and
+    accel's, where they were, also after a guard left a pending target and inside the other library's guard;
+    ``torch.empty(device="cuda")`` lands there (as torch's own calls on another device leave it)."""
+    code = _PRELUDE.format(imports=_TORCH_FIRST) + """
+import numpy as np
+
+def ops(o):
+    def copies():
+        b = ac.alloc(64, device=o)
+        b.copy_from_host(np.zeros(64, np.uint8))
+        b.copy_to_host()
+        b.free()
+    def event():
+        s = ac.Stream(device=o)
+        e1, e2 = ac.Event(enable_timing=True), ac.Event(enable_timing=True)
+        e1.record(s)
+        e2.record(s)
+        e2.synchronize()
+        e1.elapsed_time(e2)
+    def dlpack():
+        a = ac.from_dlpack(torch.tensor([0.0, 1, 2, 3]).to(f"cuda:{o}"))
+        assert a.copy_to_host().view(np.float32).tolist() == [0, 1, 2, 3]
+        torch.from_dlpack(ac.zeros((4,), np.float32, device=o)).cpu()
+    def foreign():
+        ts = torch.cuda.Stream(device=o)
+        ac.ExternalStream(ts.cuda_stream, device=o).synchronize()
+        e = torch.cuda.Event()
+        e.record(ts)
+        ac.Stream(device=o).wait_event(e)
+    def graph():
+        s = ac.Stream(device=o)
+        g, b = ac.CUDAGraph(), ac.alloc(16, device=o, stream=s)
+        with ac.graph(g, stream=s):
+            b.memset(1)
+        g.replay()
+        s.synchronize()
+        g.reset()
+        b.free()
+    def contexts():
+        with ac.stream(ac.Stream(device=o)):
+            pass
+        with torch.cuda.stream(ac.Stream(device=o)):
+            pass
+    return [copies, event, dlpack, foreign, graph, contexts, lambda: ac.synchronize(o),
+            lambda: ac.mem_get_info(o), lambda: ac.memory_stats(o), lambda: ac.get_device_properties(o),
+            lambda: ac.default_stream(o).query(), lambda: ac.to_device(np.zeros(3), device=o)]
+
+def pending(lib):
+    g = lib(1)
+    g.__enter__()
+    g.__exit__(None, None, None)
+
+PREFIX = [lambda: None, lambda: pending(ac.device), lambda: pending(torch.cuda.device)]
+
+def case(p, wrap, i):
+    PREFIX[p]()
+    before = [torch.cuda.current_device(), ac.current_device()]
+    inner = None
+    if wrap:
+        with (torch.cuda.device if wrap == 1 else ac.device)(1):
+            ops(0)[i]()
+            inner = [torch.cuda.current_device(), ac.current_device()]
+    else:
+        ops(1 - before[0])[i]()
+    after = [torch.cuda.current_device(), ac.current_device()]
+    return [before, inner, after, torch.empty(1, device="cuda").device.index]
+
+bad, n = [], 0
+for p in range(len(PREFIX)):
+    for wrap in (0, 1, 2):
+        for i in range(len(ops(0))):
+            n += 1
+            r = fresh(case, p, wrap, i)
+            if isinstance(r, str) or not (r[0][0] == r[0][1] and r[2] == r[0] and r[3] == r[0][0]
+                                          and r[1] in (None, [1, 1])):
+                bad.append([p, wrap, i, r])
+print(json.dumps([n, bad[:5]]))
+"""
+    assert on_emu(code, backend) == [3 * 3 * 12, []]
+
+
+def test_an_accel_stream_rebuilt_from_a_torch_streams_fields_is_that_stream(backend):
+    """Item 18, red team (the other direction): accel.cuda.Stream(stream_id=, device_index=, device_type=) of a
+    torch pool stream's fields named one of accel's own pool streams, silently another stream; in a torch
+    process a pool id is torch's (accel's own pool streams carry their handle as id there)."""
+    code = _PRELUDE.format(imports=_TORCH_FIRST) + """
+out = []
+for d in (0, 1):
+    for prio in (0, -1):
+        t = torch.cuda.Stream(device=d, priority=prio)
+        a = ac.Stream(stream_id=t.stream_id, device_index=t.device_index, device_type=t.device_type)
+        out.append(a.cuda_stream == t.cuda_stream)
+print(json.dumps(out))
+"""
+    assert on_emu(code, backend) == [True] * 4

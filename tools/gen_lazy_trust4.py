@@ -81,6 +81,14 @@ CASES += [
     ("index", "embedding_empty_weight", "out = F.embedding(t(np.array([0, 4])), t(np.zeros((3, 0), np.float32)))"),
     ("index", "embedding_empty_index", f"out = F.embedding(t(np.zeros((2, 0), np.int64)), t({_X}))"),
     ("index", "getitem_neg", f"out = t({_X})[t(np.array([-1, 0]))]"),
+    # red team (issue 31): torch's legacy type names in embedding's index check, padding_idx checked first
+    ("index", "embedding int16", f"out = F.embedding(t(np.array([0], np.int16)), t({_X}))"),
+    ("index", "embedding uint8", f"out = F.embedding(t(np.array([0], np.uint8)), t({_X}))"),
+    ("index", "embedding float index", f"out = F.embedding(t(np.array([0.0])), t({_X}))"),
+    ("index", "embedding bool index", f"out = F.embedding(t(np.array([True])), t({_X}))"),
+    ("index", "embedding int16 bad padding", f"out = F.embedding(t(np.array([0], np.int16)), t({_X}), padding_idx=-4)"),
+    ("index", "embedding 0d weight padding", "out = F.embedding(t(np.array([0])), t(np.array(1.0, np.float32)), padding_idx=-1)"),
+    ("index", "embedding bfloat16 index", f"out = F.embedding(t(np.array([0])).to(T.bfloat16), t({_X}))"),
 ]
 _RANDINT = [(-5, 3, "uint8"), (0, 300, "int8"), (0, 5, "bool"), (0, 2, "bool"), (0, 1, "bool"), (1, 2, "bool"),
             (-1, 1, "bool"), (0, 256, "uint8"), (0, 257, "uint8"), (-1, 1, "uint8"), (-128, 128, "int8"),
@@ -107,7 +115,18 @@ CASES += [
     ("randint", "random_ bool ok", "x = t(np.zeros(3, bool)); x.random_(0, 2); out = x"),
     ("randint", "random_ half", "x = t(np.zeros(3, np.float16)); x.random_(0, 70000); out = x"),
     ("randint", "random_ unchanged", "x = t(np.ones(3, np.int8)); x.random_(0, 300); out = x"),
+    # red team (issue 31): bounds beyond int64 (torch's argument parser), random_() without bounds
+    ("randint", "randint high 2^63", "out = T.randint(-1, 2 ** 63, (3,), device=dev)"),
+    ("randint", "randint high only 2^63", "out = T.randint(2 ** 63, (3,), device=dev)"),
+    ("randint", "randint low below int64", "out = T.randint(-2 ** 63 - 1, 0, (3,), device=dev)"),
+    ("randint", "randint_like high 2^64", "out = T.randint_like(t(np.zeros(3, np.int64)), 2 ** 64)"),
+    ("randint", "random_ to 2^63", "x = t(np.zeros(3, np.int64)); x.random_(2 ** 63 - 1, 2 ** 63); out = x"),
+    ("randint", "random_ from below int64", "x = t(np.zeros(3, np.int64)); x.random_(-2 ** 63 - 1, 5); out = x"),
+    ("randint", "random_ one bound 2^64", "x = t(np.zeros(3, np.int64)); x.random_(2 ** 64); out = x"),
 ]
+for _dt in ("uint8", "int8", "int16", "int32", "int64", "bool", "float16", "bfloat16", "float32", "float64"):
+    CASES.append(("randint", f"random_ full {_dt}", f"x = T.zeros(5, dtype=T.{_dt}, device=dev); x.random_(); out = x"))
+CASES.append(("randint", "random_ full 2d view", "x = T.zeros(2, 3, dtype=T.int32, device=dev); x[1].random_(); out = x"))
 for _v in ("np.array(5.0, np.float32)", "np.array(0.0, np.float32)", "np.array(-3)", "np.array(0)", "np.array(True)",
            "np.array(False)", "np.array(np.nan, np.float32)", "np.array([0.0, 2.0], np.float32)",
            "np.array([[0, 1], [2, 0]])", "np.zeros(0, np.float32)", "np.zeros((2, 0), np.float32)"):
@@ -115,6 +134,7 @@ for _v in ("np.array(5.0, np.float32)", "np.array(0.0, np.float32)", "np.array(-
         ("nonzero", f"nonzero tuple {_v}", f"out = T.nonzero(t({_v}), as_tuple=True)"),
         ("nonzero", f"nonzero {_v}", f"out = T.nonzero(t({_v}))"),
         ("nonzero", f"nonzero method tuple {_v}", f"out = t({_v}).nonzero(as_tuple=True)"),
+        ("nonzero", f"where one argument {_v}", f"out = T.where(t({_v}))"),
     ]
 _Z = "t(np.zeros(({}), np.float32))"
 CASES += [
@@ -129,6 +149,11 @@ CASES += [
     ("losses", "one_hot 0d negative", "out = F.one_hot(t(np.array(-2)), 2)"),
     ("losses", "one_hot ok", "out = F.one_hot(t(np.array([0, 2])), 4)"),
     ("losses", "one_hot int32", "out = F.one_hot(t(np.array([0, 1], np.int32)))"),
+    ("losses", "one_hot negative inferred -2", "out = F.one_hot(t(np.array([0, -2])))"),
+    ("losses", "one_hot negative inferred -5 2d", "out = F.one_hot(t(np.array([[-5], [-3]])))"),
+    ("losses", "nll 0d input", "out = F.nll_loss(t(np.array(1.0, np.float32)), t(np.array(0)))"),
+    ("losses", "ce 0d input", "out = F.cross_entropy(t(np.array(1.0, np.float32)), t(np.array(0)))"),
+    ("losses", "nll 0d input bad reduction", "out = F.nll_loss(t(np.array(1.0, np.float32)), t(np.array(0)), reduction='x')"),
     ("losses", "ce target oob", f"out = F.cross_entropy({_Z.format('2, 3')}, t(np.array([0, 3])))"),
     ("losses", "ce target negative", f"out = F.cross_entropy({_Z.format('2, 3')}, t(np.array([0, -1])))"),
     ("losses", "ce ls target oob", f"out = F.cross_entropy({_Z.format('2, 3')}, t(np.array([0, 7])), label_smoothing=0.2)"),
@@ -196,6 +221,8 @@ COUNTER_SCENARIOS = [
     ("bernoulli_ float p", f"x = {_H}; x.bernoulli_(0.5); out = [x]"),
     ("bernoulli_ then exponential_", f"x = {_H}; x.bernoulli_({_H}); y = x * 3; y.exponential_(); out = [x, y]"),
     ("exponential_ then graph", f"x = {_H}; x.exponential_(); y = (x + 1).sum(); step(); out = [y]"),
+    ("random_ full data", "x = t(np.zeros(3, np.uint8)); x.random_(); out = [x]"),
+    ("random_ full then graph", "x = t(np.zeros(3, np.int64)); x.random_(); y = x * 3 + 1; step(); out = [x, y]"),
 ]
 
 _WRAP = "The following operation failed in the TorchScript interpreter.\nTraceback of TorchScript (most recent call last):\n"

@@ -126,14 +126,18 @@ cdef inline int _ready() except -1:
     return 0
 
 
-cdef int _in_capture(uintptr_t h) except -1:
-    """Whether stream handle ``h`` is capturing (for a free that a graph's buffer saw; False when unknown)."""
+cdef unsigned long long _in_capture(uintptr_t h) except? 0:
+    """The id of the capture stream handle ``h`` is in (for a free that a graph's buffer saw, an allocation
+    while an accel capture is open); 0 when it is not capturing or when unknown."""
     cdef int st = 0
+    cdef unsigned long long cid = 0
     cdef Table* t = table()
-    if t.cudaStreamIsCapturing(<cudaStream_t>h, &st):
+    if t.cudaStreamGetCaptureInfo(<cudaStream_t>h, &st, &cid, NULL, NULL, NULL, NULL):
         t.cudaGetLastError()
-        return False
-    return st != 0
+        return 0
+    if not st:
+        return 0
+    return cid if cid else 1
 
 
 cdef object _retry(int d, uintptr_t h, size_t n, uintptr_t pool, void** out):
@@ -141,7 +145,7 @@ cdef object _retry(int d, uintptr_t h, size_t n, uintptr_t pool, void** out):
     capture is under way: torch's rule, the synchronisation would invalidate it)."""
     cdef int err
     cdef Table* t = table()
-    if _in_capture(h) or _gc.captures_open(d):
+    if _in_capture(h) or _gc.captures_open():
         _c[d].ooms += 1
         return _mc.oom_error(_cudart, d, n, _c[d].bytes, _c[d].limit, pool)
     _c[d].retries += 1
@@ -199,7 +203,7 @@ cdef class DeviceBuffer:
         """The buffer's device (``.type == "cuda"``, ``.index``)."""
         if self._dev < 0:
             raise ValueError(_mc.NOT_MADE.format("DeviceBuffer"))
-        return _sc.CudaDevice(self._dev)
+        return _sc.cuda_device(self._dev)
 
     @property
     def stream(self):
@@ -246,7 +250,7 @@ cdef class DeviceBuffer:
         if self._graphs:
             graphs = self._graphs
             self._graphs = None
-            _gc.buffer_freed(graphs, _in_capture(self._h))
+            _gc.buffer_freed(graphs, _in_capture(self._h), self)
 
     cdef int _release(self) except -1:
         """free()'s release of the memory (the buffer already closed); on failure it is open again."""
@@ -383,6 +387,7 @@ def alloc(nbytes, *, device=None, stream=None):
     cdef void* p = NULL
     cdef DeviceBuffer b
     cdef Table* t
+    cdef unsigned long long cid = 0
     if c_uninitialized():
         c_ensure_init()
     if type(nbytes) is int and 0 <= nbytes < 0x8000000000000000:
@@ -428,6 +433,7 @@ def alloc(nbytes, *, device=None, stream=None):
             if exc is not None:
                 c_leave_device(orig)
                 raise exc
+        cid = _in_capture(h) if _gc._open else 0     # graph memory of an accel capture (its Uses' born)
         c_leave_device(orig)
         _c[d].bytes += n
         _c[d].bytes_alloc += n
@@ -444,6 +450,8 @@ def alloc(nbytes, *, device=None, stream=None):
     b._h = h
     b._stream = s
     b._live = True
+    if cid:
+        _gc.note_alloc(1, cid, b)
     return b
 
 
@@ -609,7 +617,7 @@ cdef class DeviceArray:
     def device(self):
         if self._buf._dev < 0:
             raise ValueError(_mc.NOT_MADE.format("DeviceArray"))
-        return _sc.CudaDevice(self._buf._dev)
+        return _sc.cuda_device(self._buf._dev)
 
     @property
     def stream(self):

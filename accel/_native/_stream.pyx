@@ -245,6 +245,9 @@ cdef Stream _from_id(stream_id, device_index, device_type, priority):
     if a >= _max_pri:
         raise ValueError(f"invalid StreamId {stream_id}: priority level {a} but device {dev} has {_max_pri} "
                          "stream priority level(s)")
+    if _torch_ids:      # in a torch process a pool id is torch's (accel's own pool streams carry their handle)
+        h = _sc.torch_pool_handle(stream_id, dev)
+        return _make(dev, <long long><uintptr_t>h, <uintptr_t>h)
     return _pool_slot(dev, a, b)
 
 
@@ -419,7 +422,7 @@ cdef class Stream:
     @property
     def device(self):
         """The stream's device (``.type == "cuda"``, ``.index``)."""
-        return _sc.CudaDevice(self.device_index)
+        return _sc.cuda_device(self.device_index)
 
     @property
     def stream_id(self):

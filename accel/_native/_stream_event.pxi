@@ -201,7 +201,7 @@ cdef class Event:
     @property
     def device(self):
         """The event's device, None until it is created."""
-        return _sc.CudaDevice(self._dev) if self._created else None
+        return _sc.cuda_device(self._dev) if self._created else None
 
     @property
     def cuda_event(self):

@@ -73,8 +73,12 @@ cdef class CUDAGraph:
         cdef int orig = c_enter_device(_t, s.device_index)
         cdef int err
         cdef cudaStream_t p = <cudaStream_t>s._ptr
+        cdef int st = 0
+        cdef unsigned long long cid = 0
         with nogil:
             err = _t.cudaStreamBeginCapture(p, mode)
+        if not err and _t.cudaStreamGetCaptureInfo(p, &st, &cid, NULL, NULL, NULL, NULL):
+            _t.cudaGetLastError()       # (no id: copies on the stream do not find the graph; never fails)
         _check_leave(err, orig)
         self._stream = s
         self._dev = s.device_index
@@ -83,7 +87,7 @@ cdef class CUDAGraph:
         self._capturing = True
         _gc.drop_uses(self._uses)
         self._stale = False
-        self._uses = _gc.open_capture(self._dev, s._ptr, self)
+        self._uses = _gc.open_capture(self, cid)
 
     def capture_end(self):
         """End the capture (on the stream it began on); without keep_graph, instantiate the graph and drop
@@ -114,7 +118,7 @@ cdef class CUDAGraph:
         else:
             self._capturing = False
         if not self._capturing:
-            _gc.close_capture(self._dev, s._ptr, self._uses)
+            _gc.close_capture(self._uses)
             if err:             # no graph: nothing of the capture is used
                 _gc.drop_uses(self._uses)
                 self._uses = None
@@ -183,6 +187,9 @@ cdef class CUDAGraph:
             err = _t.cudaGraphLaunch(x, p)
         if err or orig >= 0:
             _check_leave(err, orig)
+        u = self._uses
+        if u is not None and not u.launched:
+            u.launched = True           # the graph's own allocations are made by its replays from now on
 
     def reset(self):
         """Destroy the graph and the executable graph (ending a capture still under way) and release the
@@ -218,7 +225,7 @@ cdef class CUDAGraph:
             self._capturing = False
             c_leave_device(orig)
         if self._uses is not None:
-            _gc.close_capture(self._dev, (<Stream>self._stream)._ptr, self._uses)
+            _gc.close_capture(self._uses)
             _gc.drop_uses(self._uses)
             self._uses = None
         self._stale = False

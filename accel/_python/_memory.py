@@ -14,7 +14,7 @@ re-initialize CUDA" error (the init hook's).
 """
 import atexit
 import threading
-from ctypes import byref, c_int, c_size_t
+from ctypes import byref, c_int, c_size_t, c_ulonglong
 
 from accel import _graph_common as _gc
 from accel import _memory_array as _ma
@@ -119,18 +119,19 @@ def _ready():
 
 
 def _in_capture(h):
-    """Whether stream handle ``h`` is capturing (for a free that a graph's buffer saw; False when unknown)."""
-    st = c_int(0)
-    if _T is None or _T.cudaStreamIsCapturing(h, byref(st)):
+    """The id of the capture stream handle ``h`` is in (for a free that a graph's buffer saw, an allocation
+    while an accel capture is open); 0 when it is not capturing or when unknown."""
+    st, cid = c_int(0), c_ulonglong(0)
+    if _T is None or _T.cudaStreamGetCaptureInfo(h, byref(st), byref(cid), None, None, None, None):
         if _T is not None:
             _T.cudaGetLastError()
-        return False
-    return st.value != 0
+        return 0
+    return cid.value or 1 if st.value else 0
 
 
 def _retry(d, h, n, pool, out):
     c = _c[d]
-    if _in_capture(h) or _gc.captures_open(d):
+    if _in_capture(h) or _gc.captures_open():
         # torch's rule: no synchronising release while a capture is under way (it would invalidate it)
         with _lock:
             c.ooms += 1
@@ -183,7 +184,7 @@ class DeviceBuffer:
         """The buffer's device (``.type == "cuda"``, ``.index``)."""
         if self._dev < 0:
             raise ValueError(_mc.NOT_MADE.format("DeviceBuffer"))
-        return _sc.CudaDevice(self._dev)
+        return _sc.cuda_device(self._dev)
 
     @property
     def stream(self):
@@ -235,7 +236,7 @@ class DeviceBuffer:
         if self._graphs:
             graphs = self._graphs
             self._graphs = None
-            _gc.buffer_freed(graphs, _in_capture(self._h))
+            _gc.buffer_freed(graphs, _in_capture(self._h), self)
 
     def _release(self):
         """free()'s release of the memory (the buffer already closed); on failure it is open again."""
@@ -414,6 +415,7 @@ def alloc(nbytes, *, device=None, stream=None):
             if exc is not None:
                 _leave(orig)
                 raise exc
+        cid = _in_capture(h) if _gc._open else 0     # graph memory of an accel capture (its Uses' born)
         _leave(orig)
         with _lock:
             c.bytes += n
@@ -435,6 +437,8 @@ def alloc(nbytes, *, device=None, stream=None):
     b._foreign = b._readonly = False
     b._owner = b._graphs = None
     b._pins = 0
+    if n and cid:
+        _gc.note_alloc(1, cid, b)
     return b
 
 
@@ -593,7 +597,7 @@ class DeviceArray:
     def device(self):
         if self._buf._dev < 0:
             raise ValueError(_mc.NOT_MADE.format("DeviceArray"))
-        return _sc.CudaDevice(self._buf._dev)
+        return _sc.cuda_device(self._buf._dev)
 
     @property
     def stream(self):

@@ -209,6 +209,9 @@ def _from_id(stream_id, device_index, device_type, priority):
     if a >= _max_pri:
         raise ValueError(f"invalid StreamId {stream_id}: priority level {a} but device {d} has {_max_pri} "
                          "stream priority level(s)")
+    if _torch_ids:      # in a torch process a pool id is torch's (accel's own pool streams carry their handle)
+        h = _sc.torch_pool_handle(stream_id, d)
+        return _make(d, h - (h >> 63 << 64), h)
     s = _pool[d][a][b]
     return s if s is not None else _new_pool_stream(d, a, b)
 
@@ -407,7 +410,7 @@ class Stream:
     @property
     def device(self):
         """The stream's device (``.type == "cuda"``, ``.index``)."""
-        return _sc.CudaDevice(self.device_index)
+        return _sc.cuda_device(self.device_index)
 
     @property
     def stream_id(self):

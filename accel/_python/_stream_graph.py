@@ -1,6 +1,6 @@
 """CUDAGraph of accel._python._stream (it needs Stream, the guard helpers and the current-stream state);
 twin of accel/_native/_stream_graph.pxi.  Import it through accel._python._stream."""
-from ctypes import addressof, c_int, c_size_t, c_void_p, create_string_buffer
+from ctypes import addressof, c_int, c_size_t, c_ulonglong, c_void_p, create_string_buffer
 
 from accel import _graph_common as _gc
 from accel._python import _cudart
@@ -94,7 +94,11 @@ class CUDAGraph:
         if s._ptr in (0, 1):
             raise RuntimeError(_gc.DEFAULT_STREAM)
         orig = _enter(s.device_index)
-        _check(_s._T.cudaStreamBeginCapture(s._ptr, mode), orig)
+        err = _s._T.cudaStreamBeginCapture(s._ptr, mode)
+        st, cid = c_int(0), c_ulonglong(0)
+        if not err and _s._T.cudaStreamGetCaptureInfo(s._ptr, st, cid, None, None, None, None):
+            _s._T.cudaGetLastError()    # (no id: copies on the stream do not find the graph; never fails)
+        _check(err, orig)
         _osa(self, "_stream", s)
         _osa(self, "_dev", s.device_index)
         _osa(self, "_thread", _gc.thread_id())
@@ -102,7 +106,7 @@ class CUDAGraph:
         _osa(self, "_capturing", True)
         _gc.drop_uses(self._uses)
         _osa(self, "_stale", False)
-        _osa(self, "_uses", _gc.open_capture(self._dev, s._ptr, self))
+        _osa(self, "_uses", _gc.open_capture(self, cid.value))
 
     def capture_end(self):
         """End the capture (on the stream it began on); without keep_graph, instantiate the graph and drop
@@ -130,7 +134,7 @@ class CUDAGraph:
         else:
             _osa(self, "_capturing", False)
         if not self._capturing:
-            _gc.close_capture(self._dev, s._ptr, self._uses)
+            _gc.close_capture(self._uses)
             if err:             # no graph: nothing of the capture is used
                 _gc.drop_uses(self._uses)
                 _osa(self, "_uses", None)
@@ -193,6 +197,9 @@ class CUDAGraph:
         err = _launch(self._xp, cur[d]._pp)
         if err or orig >= 0:
             _check(err, orig)
+        u = self._uses
+        if u is not None and not u.launched:
+            u.launched = True           # the graph's own allocations are made by its replays from now on
 
     def reset(self):
         """Destroy the graph and the executable graph (ending a capture still under way) and release the
@@ -222,7 +229,7 @@ class CUDAGraph:
             _osa(self, "_capturing", False)
             _leave(orig)
         if self._uses is not None:
-            _gc.close_capture(self._dev, self._stream._ptr, self._uses)
+            _gc.close_capture(self._uses)
             _gc.drop_uses(self._uses)
             _osa(self, "_uses", None)
         _osa(self, "_stale", False)

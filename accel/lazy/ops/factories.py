@@ -49,6 +49,10 @@ def empty(*size, dtype=None, device=None):
 
 def zeros(*size, dtype=None, device=None):
     _device(device)
+    if len(size) == 1 and isinstance(size[0], (tuple, list)):
+        size = size[0]
+    if any(type(n) is int and n < 0 for n in size):
+        raise RuntimeError("zeros: Dimension size must be non-negative.")       # LTC's own zeros check
     return zero_(_empty(_sizes(size, "zeros"), _code(dtype)))
 
 

@@ -339,6 +339,8 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
         raise ValueError(f"{reduction} is not a valid value for reduction")
     nd = len(s.sizes)
     ts = target._shape.sizes
+    if nd == 0:
+        raise ValueError("Expected 1 or more dimensions (got 0)")
     # torch's checks in its order (nll_loss_nd, then nll_loss_forward / nll_loss2d_forward): the batch size, the
     # target's dims and sizes, its dtype, then the weight's class count
     if nd != 1 and (not ts or ts[0] != s.sizes[0]):

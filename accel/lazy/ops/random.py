@@ -235,6 +235,23 @@ def _np_random(sizes, lo, hi, code, g=_gen):
     return r.astype(D.CODE_TO_NP[code]).reshape(sizes)
 
 
+def _np_random_full(sizes, lo, hi, code, g=_gen):
+    """random_()'s draws (torch's uniform_int_distribution): a 64-bit draw for double and int64, 32-bit for the
+    other dtypes, modulo the dtype's largest + 1 (bool: the low bit), for a floating dtype 2^digits + 1 (the
+    integers its significand holds)."""
+    n = int(_np.prod(sizes, dtype=_np.int64))
+    with g.lock:
+        v = g.random64(n) if code in (D.FLOAT64, D.INT64) else g.random(n)
+    if code in D.FLOATS:
+        m = (1 << _DIGITS[code]) + 1
+    elif code == D.BOOL:
+        m = 2
+    else:
+        m = int(_np.iinfo(D.CODE_TO_NP[code]).max) + 1
+    r = (v % _np.uint64(m)).astype(_np.int64)
+    return r.astype(D.CODE_TO_NP[code]).reshape(sizes)
+
+
 def _normal_fill(n, code, mean, std, g):
     """torch's normal_fill: n uniforms, Box-Muller on blocks of 16 (8 pairs), the tail block recomputed
     from 16 new uniforms."""
@@ -327,7 +344,7 @@ def _np_bernoulli(x, p, code, g=_gen):
     return r.astype(D.CODE_TO_NP[code])
 
 
-helpers(_rng_uniform=_np_uniform, _rng_random=_np_random, _rng_normal=_np_normal, _rng_dropout=_np_dropout,
+helpers(_rng_uniform=_np_uniform, _rng_random=_np_random, _rng_random_full=_np_random_full, _rng_normal=_np_normal, _rng_dropout=_np_dropout,
         _rng_bernoulli=_np_bernoulli)
 
 
@@ -486,6 +503,17 @@ def randn(*size, dtype=None, device=None, generator=None):
     return _normal(_empty(_sizes(size, "randn"), _float_code(dtype, "normal_kernel_cpu")), gen=g)
 
 
+_OVERFLOW = "Overflow when unpacking long long"
+
+
+def _int64(v, what):
+    """An int argument torch's parser reads as a C++ int64_t: ValueError beyond its range, as torch's."""
+    v = _index(v, what)
+    if not -(1 << 63) <= v < 1 << 63:
+        raise ValueError(_OVERFLOW)
+    return v
+
+
 def _randint_args(args, what):
     if len(args) == 2:
         (high, size), low = args, 0
@@ -493,7 +521,7 @@ def _randint_args(args, what):
         low, high, size = args
     else:
         raise TypeError(f"{what}() takes (high, size) or (low, high, size), got {len(args)} positional arguments")
-    return _index(low, f"{what}(): low"), _index(high, f"{what}(): high"), size
+    return _int64(low, f"{what}(): low"), _int64(high, f"{what}(): high"), size
 
 
 def randint(*args, dtype=None, device=None, generator=None):
@@ -530,7 +558,7 @@ def randint_like(input, low, high=None, dtype=None, device=None):
     if high is None:
         low, high = 0, low
     e = _like(input, dtype, "randint_like")
-    return _random(e, _index(low, "randint_like(): low"), _index(high, "randint_like(): high"))
+    return _random(e, _int64(low, "randint_like(): low"), _int64(high, "randint_like(): high"))
 
 
 def bernoulli(input, p=None, generator=None):
@@ -583,9 +611,25 @@ def _normal_m(self, mean=0.0, std=1.0, *, generator=None):
     return _in_place(self, "normal", lambda t: _normal(t, m, sd, g))
 
 
-def _random_m(self, a, b=None, *, generator=None):
+def _random_full(empty, gen=None):
+    """random_() without bounds: aten::random(self) (LTC's Random node, no from / to; kernel kind
+    aten::random_full)."""
+    s = empty._shape
+    _fn_counter("random")[0] += 1
+    n = T.Node(_op("aten::random"), (empty._ir(),), (s,), 1, _seed(_gen_hash(gen)))
+    set_attrs(n, "aten::random_full", (None, None), _gen_tag(gen))
+    if gen is not None:
+        T.set_run_arg(n, gen, identity=True)
+    return T._wrap(n, s)
+
+
+def _random_m(self, a=None, b=None, *, generator=None):
     g = _generator(generator)
-    lo, hi = (0, _index(a, "random_(): to")) if b is None else (_index(a, "random_(): from"), _index(b, "random_(): to"))
+    if a is None and b is None:
+        return _in_place(self, "random", lambda t: _random_full(t, g))
+    if a is None:
+        raise TypeError("random_(): from must be an int when to is given, got None")
+    lo, hi = (0, _int64(a, "random_(): to")) if b is None else (_int64(a, "random_(): from"), _int64(b, "random_(): to"))
     return _in_place(self, "random", lambda t: _random(t, lo, hi, g))
 
 
@@ -718,7 +762,7 @@ declare("rand", {}, {"rand": rand, "rand_like": rand_like}, [Kernel("aten::unifo
 declare("randn", {}, {"randn": randn, "randn_like": randn_like},
         [Kernel("aten::normal_functional", _k_draw("_rng_normal"))])
 declare("randint", {}, {"randint": randint, "randint_like": randint_like},
-        [Kernel("aten::random", _k_draw("_rng_random"))])
+        [Kernel("aten::random", _k_draw("_rng_random")), Kernel("aten::random_full", _k_draw("_rng_random_full"))])
 declare("manual_seed", {}, {"manual_seed": manual_seed, "initial_seed": initial_seed, "seed": seed,
                             "get_rng_state": get_rng_state, "set_rng_state": set_rng_state,
                             "Generator": Generator, "default_generator": default_generator})
@@ -727,5 +771,5 @@ declare("bernoulli", {"bernoulli": _bernoulli_out_m, "bernoulli_": _bernoulli_m}
 declare("random in place", {"uniform_": _uniform_m, "normal_": _normal_m, "random_": _random_m,
                             "exponential_": _exponential_m})
 declare("native_dropout", {}, {}, [Kernel("aten::native_dropout", _k_dropout)], nn={"dropout": dropout})
-classes(**{"aten::bernoulli": "Bernoulli", "aten::uniform": "Uniform", "aten::normal_functional": "NormalFunctional", "aten::random": "RandomFrom",
+classes(**{"aten::bernoulli": "Bernoulli", "aten::uniform": "Uniform", "aten::normal_functional": "NormalFunctional", "aten::random": "RandomFrom", "aten::random_full": "Random",
            "aten::native_dropout": "NativeDropout"})

@@ -5,7 +5,7 @@ import numpy as _np
 
 from accel import _impl
 from accel.lazy import _dtypes as D
-from accel.lazy._optable import Kernel, classes, declare, helpers
+from accel.lazy._optable import FUNCTIONS, Kernel, classes, declare, helpers
 from accel.lazy.executor import fallback
 from accel.lazy.ops.casts import to_copy as _to_copy
 from accel.lazy.ops.factories import full, zeros_like
@@ -49,9 +49,15 @@ def _scalar_tensor(v):
     return full((), v, dtype=D.CODE_TO_NP[D.FLOAT64 if t is float else (D.INT64 if t is int else D.BOOL)])
 
 
-def where(condition, input, other):
+def where(condition, input=None, other=None):
     """torch.where(condition, input, other): no lazy kernel in LTC (eager, counter aten::where.self);
-    Python numbers are wrapped as 0-dim tensors first, as torch does."""
+    Python numbers are wrapped as 0-dim tensors first, as torch does.  torch.where(condition) alone is
+    nonzero(condition, as_tuple=True) (torch's nonzero_numpy)."""
+    if input is None and other is None:
+        return FUNCTIONS["nonzero"](condition, as_tuple=True)     # (indexing's: it imports this module)
+    if input is None or other is None:
+        raise TypeError("where() takes (condition) or (condition, input, other): "
+                        f"missing {'input' if input is None else 'other'}")
     _check_tensor(condition, "where() condition")
     if condition._shape.dtype != D.BOOL:
         raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor with dtype "
@@ -161,6 +167,13 @@ def _index_select(a, dim, index):
                  axis, f"dim={d}")
 
 
+# torch's legacy tensor type names (toString of a CPU tensor's type), which its argument checks print
+# (the types without a legacy name print as their CPU type)
+_LEGACY = {D.FLOAT32: "torch.FloatTensor", D.FLOAT64: "torch.DoubleTensor", D.FLOAT16: "torch.HalfTensor",
+           D.BFLOAT16: "CPUBFloat16Type", D.INT64: "torch.LongTensor", D.INT32: "torch.IntTensor",
+           D.INT16: "torch.ShortTensor", D.INT8: "torch.CharTensor", D.UINT8: "torch.ByteTensor", D.BOOL: "CPUBoolType"}
+
+
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False,
               sparse=False):
     """torch.nn.functional.embedding: rows of ``weight`` (2-D) picked by the integer tensor ``input``."""
@@ -169,20 +182,24 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
     if max_norm is not None:
         raise NotImplementedError("embedding(max_norm=...) renormalises the weight in place: not supported by "
                                   "accel.lazy")
-    if input._shape.dtype not in (D.INT64, D.INT32):
-        raise RuntimeError("Expected tensor for argument #1 'indices' to have one of the following scalar types: "
-                           f"Long, Int; but got {D.CODE_TO_NP[input._shape.dtype]} instead")
     ws = weight._shape.sizes
-    if len(ws) != 2:
-        raise RuntimeError("'weight' must be 2-D")
     if padding_idx is None:
         pidx = -1
     else:
+        # torch.nn.functional.embedding checks padding_idx (in Python, reading weight.size(0)) before the kernel
         pidx = _index(padding_idx, "embedding(): padding_idx")
+        if pidx and not ws:         # (0 reads no size)
+            raise IndexError("Dimension specified as 0 but tensor has no dimensions")
         if not -ws[0] <= pidx < ws[0]:
             raise AssertionError("Padding_idx must be within num_embeddings")
         if pidx < 0:
             pidx += ws[0]
+    if input._shape.dtype not in (D.INT64, D.INT32):
+        raise RuntimeError("Expected tensor for argument #1 'indices' to have one of the following scalar types: "
+                           f"Long, Int; but got {_LEGACY[input._shape.dtype]} instead (while checking "
+                           "arguments for embedding)")
+    if len(ws) != 2:
+        raise RuntimeError("'weight' must be 2-D")
     _fn_counter("embedding")[0] += 1
     sc, sp = bool(scale_grad_by_freq), bool(sparse)
     return _emit("aten::embedding", _irs(weight, input), weight._shape.dtype,
