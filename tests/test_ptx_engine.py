@@ -195,6 +195,33 @@ def test_numba_atomic_hist():
     np.testing.assert_array_equal(hist.get(), np.bincount(v % 16, minlength=16))
 
 
+def test_numba_dynshared_slice_reads_inside_the_last_shared_unit():
+    # numba's test_sm slice_gaps as the driver receives it: NVVM reads the 28-byte dynamic array's last 12
+    # bytes with one ld.shared.v4 at +16; a GPU allocates shared memory in 128-byte units, so that is no fault
+    text = ptx("numba_dynshared_slice")
+    x = Dev(np.zeros(7, np.int32))
+    run_ok(text, H.kernel_name(text), (1,), (1,), H.numba_array_args(x, 7, 4), smem=28)
+    np.testing.assert_array_equal(x.get(), [99, 1, 2, 99, 3, 4, 99])
+
+
+def test_shared_access_inside_the_last_unit_is_no_fault_and_past_it_is():
+    body = """.visible .entry k(.param .u64 o) {
+  .shared .align 4 .b8 s[68];
+  .reg .b32 %r<3>; .reg .b64 %rd<2>;
+  ld.param.u64 %rd1, [o];
+  mov.u32 %r1, s;
+  ld.shared.u32 %r2, [%r1+OFF];
+  st.global.u32 [%rd1], %r2;
+  ret;
+}
+"""
+    o = Dev(np.ones(1, np.int32))
+    run_ok(HEADER + body.replace("OFF", "124"), "k", (1,), (1,), [o])     # bytes 68..127: the unit's zeros
+    assert o.get()[0] == 0
+    rc, msg = run(HEADER + body.replace("OFF", "128"), "k", (1,), (1,), [o])
+    assert rc == H.ILLEGAL_ADDRESS and "shared" in msg and "the block has 128" in msg, msg
+
+
 def test_numba_math():
     text = ptx("numba_math")
     x = np.linspace(-3, 3, 101)
@@ -279,11 +306,12 @@ def test_livelock_hits_the_watchdog(monkeypatch):
 
 
 def test_shared_out_of_range_is_reported():
+    # past the block's 128-byte shared allocation unit (inside it, test_shared_access_inside_the_last_unit)
     text = HEADER + """.visible .entry k() {
   .shared .align 4 .b8 s[64];
   .reg .b32 %r<3>;
   mov.u32 %r1, s;
-  st.shared.u32 [%r1+64], %r2;
+  st.shared.u32 [%r1+128], %r2;
   ret;
 }
 """

@@ -264,8 +264,9 @@ static void alloc_table_insert(alloc_t *a)
 
 /* ------------------------------------------------------------ memory (API) */
 
-/* cudaMalloc and cudaMallocManaged (managed: 1): n > 0 bytes on device dev, counted against its memory. */
-static cudaError_t table_alloc(void **p, size_t n, int dev, int managed)
+/* cudaMalloc and cudaMallocManaged (managed: 1): n > 0 bytes on device dev, counted against its memory,
+ * aligned to 256 bytes (as cudaMalloc's) or to `align` when larger (a power of two: module variables). */
+static cudaError_t table_alloc(void **p, size_t n, int dev, int managed, size_t align)
 {
     pthread_mutex_lock(&G);
     int ok = n <= g_mem_total[dev] - g_mem_used[dev];
@@ -274,7 +275,7 @@ static cudaError_t table_alloc(void **p, size_t n, int dev, int managed)
     if (!ok) return fail(cudaErrorMemoryAllocation);
     alloc_t *a = calloc(1, sizeof *a);
     void *mem = NULL;
-    if (!a || posix_memalign(&mem, 256, n)) mem = NULL;
+    if (!a || posix_memalign(&mem, align > 256 ? align : 256, n)) mem = NULL;
     pthread_mutex_lock(&G);
     if (!mem || alloc_table_room()) {
         g_mem_used[dev] -= n;
@@ -302,11 +303,13 @@ EXPORT cudaError_t cudaMalloc(void **p, size_t n)
     if (cerr) return fail(cerr);
     ensure_ctx(t_dev);
     if (n == 0) { *p = NULL; return cudaSuccess; }
-    return table_alloc(p, n, t_dev, 0);
+    return table_alloc(p, n, t_dev, 0, 256);
 }
 
-/* Unlike real cudaFree this does not synchronise the device: queued copies
- * hold a reference, so the host memory outlives them instead. */
+/* Waits for the kernels queued before it, as a GPU's cudaFree synchronises (a kernel queued on a stream and
+ * not yet started may still use the allocation: numba frees a temporary right after launching the kernel
+ * that reads it).  Other queued work is not waited for: queued copies and sets hold a reference, so the
+ * host memory outlives them instead. */
 EXPORT cudaError_t cudaFree(void *p)
 {
     RT_ENTER(cudaFree, cudaErrorUnknown);
@@ -316,6 +319,7 @@ EXPORT cudaError_t cudaFree(void *p)
     ensure_ctx(t_dev);
     if (!p) return cudaSuccess;
     pthread_mutex_lock(&G);
+    wait_queued_kernels();
     long i = alloc_exact(p);
     alloc_t *a = i >= 0 ? g_allocs[i] : NULL;
     int managed = a && a->managed;
@@ -1095,9 +1099,9 @@ void *emu_mem_module_alloc(int dev, size_t n, size_t align)
 {
     void *p = NULL;
     if (!n) n = 1;
-    if (align > 256) return NULL;      /* table_alloc's blocks are 256-aligned; PTX asks for less */
+    if (align & (align - 1)) return NULL;      /* PTX's .align is a power of two (the parser checks) */
     int saved = t_last;
-    cudaError_t e = table_alloc(&p, n, dev, 0);
+    cudaError_t e = table_alloc(&p, n, dev, 0, align);
     t_last = saved;
     if (e) return NULL;
     memset(p, 0, n);
@@ -1574,7 +1578,7 @@ EXPORT cudaError_t cudaMallocManaged(void **p, size_t n, unsigned int flags)
     RT_NEED_DEVICE();
     if (!p || !n || (flags != MEM_ATTACH_GLOBAL && flags != MEM_ATTACH_HOST)) return fail(cudaErrorInvalidValue);
     ensure_ctx(t_dev);
-    return table_alloc(p, n, t_dev, 1);
+    return table_alloc(p, n, t_dev, 1, 256);
 }
 
 /* ------------------------------------------------------------------- copies */

@@ -4,16 +4,19 @@
  * The driver layer (module / launch APIs) has its own ptx_env over the same table. */
 #include "../emu_runtime.h"
 #include "ptx_internal.h"
+#include "../emu_launch.h"
 
 cudaError_t cudaMalloc(void **p, size_t n);
 cudaError_t cudaFree(void *p);
+cudaError_t cudaGetDevice(int *d);
 
 static void *env_alloc(void *ctx, size_t n, size_t align)
 {
     (void)ctx;
     void *p = NULL;
-    if (align > 256) return NULL;     /* cudaMalloc's alignment */
-    return cudaMalloc(&p, n) ? NULL : p;
+    if (align <= 256) return cudaMalloc(&p, n) ? NULL : p;    /* cudaMalloc's alignment */
+    int dev = 0;
+    return cudaGetDevice(&dev) ? NULL : emu_mem_module_alloc(dev, n, align);   /* what the driver's loads use */
 }
 
 static void env_free(void *ctx, void *p)

@@ -845,6 +845,11 @@ static int worker_init(worker *wk, launch *L)
     wk->regs = malloc(rows * 32 * sizeof(uint64_t) * (size_t)nw);
     wk->smem_size = M->smem_static ? ((M->smem_static + 15) & ~(size_t)15) + L->cfg->dyn_smem : L->cfg->dyn_smem;
     if (!M->smem_static) wk->smem_size = L->cfg->dyn_smem;
+    /* a GPU gives a block its shared memory in 128-byte allocation units (the occupancy calculator's
+     * "shared memory allocation unit size"), and an access inside the last unit does not fault: NVVM relies
+     * on it, widening loads of an `.extern .shared .align 16` array up to its alignment (numba's test_sm
+     * reads 16 bytes at offset 16 of a 28-byte dynamic array) */
+    wk->smem_size = (wk->smem_size + 127) & ~(size_t)127;
     wk->smem = calloc(wk->smem_size ? wk->smem_size : 1, 1);
     wk->local = calloc((size_t)nw * 32, M->local_per_lane);
     if (!wk->warps || !wk->regs || !wk->smem || !wk->local) return PTX_E_OUT_OF_MEMORY;

@@ -1190,6 +1190,7 @@ static int decl_attrs(parser *P, int *t, size_t *align, int *vec)
             next(P);
             if (P->tk != TK_NUM) return perr(P, PTX_E_INVALID_PTX, ".align needs a number");
             *align = strtoull(P->tbuf, NULL, 0);
+            if (!*align || (*align & (*align - 1))) return perr(P, PTX_E_INVALID_PTX, ".align %s is not a power of two", P->tbuf);
             next(P);
             continue;
         }
@@ -1823,6 +1824,10 @@ static int link_program(parser *P)
         }
         f->smem = off;
         if (off > top) top = off;
+        /* ptxas: "uses too much shared data (0x10000 bytes, 0xc000 max)"; only dynamic shared memory may pass
+         * 48 KiB, with the opt-in (counted as the engine lays it out: the module's .shared and the kernel's) */
+        if (off > 0xc000)
+            return perr(P, PTX_E_INVALID_PTX, "kernel '%s' uses too much shared data (0x%zx bytes, 0xc000 max)", f->name, off);
     }
     for (int i = 0; i < P->nfx; i++)   /* addresses of kernel-owned shared variables */
         if (P->fx[i].kind == FX_CONST_SYM && P->fx[i].sym && P->fx[i].sym->owner)
