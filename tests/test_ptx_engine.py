@@ -706,6 +706,25 @@ def kernel_info(texts, name):
     return info
 
 
+def test_register_count_is_what_is_live_not_what_is_declared():
+    # defect: NUM_REGS was the declared registers (NVVM declares one per value): numba's transpose kernel
+    # declared 131 words, so its 32 x 32 blocks were refused with LAUNCH_OUT_OF_RESOURCES (65536 per block)
+    text = ptx("numba_transpose")
+    name = H.kernel_name(text)
+    assert 16 <= kernel_info(text, name)["num_regs"] <= 64
+    a = np.arange(100 * 70, dtype=np.float64).reshape(100, 70)
+    da, db = Dev(a), Dev(np.zeros((70, 100)))
+    run_ok(text, name, (4, 5), (32, 32), H.numba_nd_args(da, a) + H.numba_nd_args(db, db.arr))
+    np.testing.assert_array_equal(db.get(), a.T)
+    # a kernel with many values live at once keeps a count above what numba's tests cap it to (57), and
+    # .maxnreg (what -maxrregcount becomes, tests/test_ptx_producers.py) caps it as ptxas does
+    lots = ptx("numba_lots_of_registers")
+    name = H.kernel_name(lots)
+    assert kernel_info(lots, name)["num_regs"] > 57
+    capped = lots.replace("\n{", "\n.maxnreg 38\n{", 1)
+    assert kernel_info(capped, name)["num_regs"] == 38
+
+
 TRITON_STYLE = """//
 // Triton-like text: debug sections, .loc / .file, pragmas, .ptr qualifiers, extern shared, perf directives
 //

@@ -104,6 +104,8 @@ typedef struct pfunc {
     size_t frame;                      /* bytes of its frame: params, returns, .local, call-site params */
     size_t maxchain;                   /* frame + the deepest callee chain (non-recursive) */
     unsigned maxntid[3], reqntid[3], minnctapersm;
+    unsigned maxnreg;                  /* .maxnreg, or 0 */
+    uint32_t est_regs;                 /* registers a register allocator might give it (ptx_parse.c) */
     size_t smem;                       /* an entry's static shared memory (common + its own) */
     int line;
     struct pfunc *resolved;            /* an .extern .func's definition */

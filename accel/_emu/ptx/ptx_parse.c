@@ -142,6 +142,7 @@ typedef struct parser {
     int *scopemarks; int nscopes, capscopes;
     psym **fscope; int nfscope, capfscope; int *fscopemarks;
     uint32_t nregs;
+    uint8_t *regw; uint32_t capregw;           /* each register's 32-bit words (predicates 0) */
     size_t frame;
     /* labels of the function */
     struct { char *name; uint32_t pc; } *labels; int nlabels, caplabels;
@@ -331,8 +332,16 @@ static psym *new_sym(parser *P, const char *name, size_t n)
 
 /* ---------------------------------------------------------------------------------------- registers */
 
-static int reg_add(parser *P, const char *name, size_t len, uint32_t count, int ranged)
+static int reg_add(parser *P, const char *name, size_t len, uint32_t count, int ranged, int words)
 {
+    if (P->nregs + count > P->capregw) {
+        uint32_t nc = P->capregw ? P->capregw : 64;
+        while (nc < P->nregs + count) nc *= 2;
+        uint8_t *nw = realloc(P->regw, nc);
+        if (!nw) return perr(P, PTX_E_OUT_OF_MEMORY, "out of memory");
+        P->regw = nw; P->capregw = nc;
+    }
+    memset(P->regw + P->nregs, words, count);
     regent *r = calloc(1, sizeof *r);
     if (!r) return perr(P, PTX_E_OUT_OF_MEMORY, "out of memory");
     r->name = sdup(P, name, len);
@@ -1276,6 +1285,7 @@ static int parse_var(parser *P, int sp, int linkage, int infunc)
     if (decl_attrs(P, &t, &align, &vec)) return P->err;
     if (t == T_NONE) return perr(P, PTX_E_INVALID_PTX, "declaration without a type");
     size_t es = (size_t)ptx_type_size(t) * (size_t)vec;
+    int words = t == T_PRED ? 0 : es > 4 ? (int)((es + 3) / 4) : 1;   /* a .reg's 32-bit registers */
     if (!align) align = es;
     for (;;) {
         if (P->tk != TK_ID) return perr(P, PTX_E_INVALID_PTX, "expected a name, found '%s'", P->tbuf);
@@ -1291,8 +1301,8 @@ static int parse_var(parser *P, int sp, int linkage, int infunc)
                 next(P);
                 if (expect(P, '>')) return P->err;
                 if (n > 1u << 20) return perr(P, PTX_E_INVALID_PTX, "too many registers");
-                if (reg_add(P, name, strlen(name), n, 1)) return P->err;
-            } else if (reg_add(P, name, strlen(name), vec > 1 ? 1 : 1, 0)) return P->err;
+                if (reg_add(P, name, strlen(name), n, 1, words)) return P->err;
+            } else if (reg_add(P, name, strlen(name), vec > 1 ? 1 : 1, 0, words)) return P->err;
         } else {
             size_t count; int unsized;
             if (decl_dims(P, &count, &unsized)) return P->err;
@@ -1430,7 +1440,15 @@ static int parse_function(parser *P, int entry, int linkage)
         if (is(P, ".maxntid")) dst = f->maxntid;
         else if (is(P, ".reqntid")) dst = f->reqntid;
         else if (is(P, ".minnctapersm")) { dst = &f->minnctapersm; nv = 1; }
-        else if (is(P, ".noreturn") || is(P, ".maxnreg") || is(P, ".maxclusterrank") || is(P, ".reqnctapercluster") ||
+        else if (is(P, ".maxnreg")) {
+            next(P);
+            if (P->tk != TK_NUM) return perr(P, PTX_E_INVALID_PTX, ".maxnreg needs a number");
+            unsigned v = (unsigned)strtoul(P->tbuf, NULL, 0);
+            if (v && (!f->maxnreg || v < f->maxnreg)) f->maxnreg = v;
+            next(P);
+            continue;
+        }
+        else if (is(P, ".noreturn") || is(P, ".maxclusterrank") || is(P, ".reqnctapercluster") ||
                  is(P, ".explicitcluster") || is(P, ".blocksareclusters") || is(P, ".pragma") || is(P, ".abi_preserve") ||
                  is(P, ".abi_preserve_control")) {
             int prag = is(P, ".pragma");
@@ -1452,6 +1470,58 @@ static int parse_function(parser *P, int entry, int linkage)
     if (prev) prev->resolved = f;
     f->defined = 1;
     return parse_body(P, f);
+}
+
+/* The registers ptxas might give f (cuFuncGetAttribute's NUM_REGS, the occupancy API, the launch's register
+ * check).  NVVM and NVRTC declare one virtual register per value, hundreds where ptxas allocates tens (a
+ * numba transpose kernel declares over 64, so 1024-thread blocks were refused with
+ * LAUNCH_OUT_OF_RESOURCES), so this is the most 32-bit registers live at once: a register lives from its
+ * first to its last mention in code order, and one live into a loop (a backward branch) stays live to the
+ * branch; 64-bit values count two, predicates none; plus 2 (ptxas keeps a few for itself). */
+static uint32_t estimate_regs(parser *P, const pfunc *f)
+{
+    uint32_t n = P->nregs, len = f->pc1 - f->pc0;
+    if (!n || !len) return 2;
+    uint32_t *first = malloc((size_t)n * sizeof *first), *last = malloc((size_t)n * sizeof *last);
+    int64_t *delta = calloc((size_t)len + 1, sizeof *delta);
+    uint32_t est = 0;
+    if (!first || !last || !delta) {     /* no memory for the estimate: every declared register */
+        for (uint32_t r = 0; r < n; r++) est += P->regw[r];
+        goto out;
+    }
+    for (uint32_t r = 0; r < n; r++) first[r] = UINT32_MAX, last[r] = 0;
+    for (uint32_t pc = f->pc0; pc < f->pc1; pc++) {
+        const insn_t *in = &P->code[pc];
+        uint32_t rs[9] = {in->d[0], in->d[1], in->d[2], in->d[3], in->s[0], in->s[1], in->s[2], in->s[3], in->s[4]};
+        for (int k = 0; k < 9; k++) {
+            uint32_t v = rs[k];
+            if (v == UINT32_MAX || (v & CONSTBIT) || v >= n) continue;
+            if (pc < first[v]) first[v] = pc;
+            if (pc > last[v]) last[v] = pc;
+        }
+    }
+    int bra = key_lookup("bra");
+    for (int pass = 0; pass < 2; pass++)   /* twice: a loop inside a loop */
+        for (uint32_t pc = f->pc0; pc < f->pc1; pc++) {
+            const insn_t *in = &P->code[pc];
+            if (in->h != bra || in->target > pc) continue;
+            for (uint32_t r = 0; r < n; r++)
+                if (first[r] < in->target && last[r] >= in->target && last[r] < pc) last[r] = pc;
+        }
+    for (uint32_t r = 0; r < n; r++) {
+        if (first[r] == UINT32_MAX || !P->regw[r]) continue;
+        delta[first[r] - f->pc0] += P->regw[r];
+        delta[last[r] - f->pc0 + 1] -= P->regw[r];
+    }
+    int64_t live = 0, most = 0;
+    for (uint32_t i = 0; i < len; i++) {
+        live += delta[i];
+        if (live > most) most = live;
+    }
+    est = (uint32_t)most;
+out:
+    free(first); free(last); free(delta);
+    return est + 2;
 }
 
 /* The body of f: `{ ... }`. */
@@ -1611,6 +1681,7 @@ static int parse_body(parser *P, pfunc *f)
         if (!found) { P->tline = x->line; return perr(P, PTX_E_INVALID_PTX, "undefined label '%s'", x->name); }
         x->name = NULL;
     }
+    f->est_regs = estimate_regs(P, f);
     P->fn = NULL;
     return 0;
 }
@@ -1922,9 +1993,11 @@ static void set_kernel_info(struct ptx_module *M, struct ptx_kernel *k)
     size_t cb = 0;
     for (int i = 0; i < M->nglobals; i++) if (M->globals[i]->space == SP_CONST) cb += M->globals[i]->size;
     in->const_bytes = cb;
-    uint32_t regs = f->nregs;
-    for (int i = 0; i < f->ncallees; i++) regs += M->funcs[f->callees[i]]->nregs;
-    in->num_regs = regs < 16 ? 16 : regs > 255 ? 255 : (int)regs;
+    uint32_t regs = f->est_regs;   /* a callee has its own registers (the ABI saves the caller's) */
+    for (int i = 0; i < f->ncallees; i++) if (M->funcs[f->callees[i]]->est_regs > regs) regs = M->funcs[f->callees[i]]->est_regs;
+    regs = regs < 16 ? 16 : regs > 255 ? 255 : regs;
+    if (f->maxnreg && regs > f->maxnreg) regs = f->maxnreg;   /* ptxas spills to stay within it */
+    in->num_regs = (int)regs;
     memcpy(in->maxntid, f->maxntid, sizeof in->maxntid);
     memcpy(in->reqntid, f->reqntid, sizeof in->reqntid);
     in->minnctapersm = f->minnctapersm;
@@ -1994,7 +2067,7 @@ int ptx_program_build(const char *const *texts, const size_t *len, int n, const 
         while (r) { regent *nx = r->next; free(r); r = nx; }
     }
     free(P->constsym);
-    free(P->rstack); free(P->scopemarks); free(P->fscope); free(P->labels); free(P->fx);
+    free(P->rstack); free(P->regw); free(P->scopemarks); free(P->fscope); free(P->labels); free(P->fx);
     /* the psyms: keep for globals (names); free the table */
     extern void ptx_module_keep_syms(struct ptx_module *, psym **, int);
     ptx_module_keep_syms(M, P->tsyms, P->ntsyms);
