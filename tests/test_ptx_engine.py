@@ -319,6 +319,75 @@ def test_shared_out_of_range_is_reported():
     assert rc == H.ILLEGAL_ADDRESS and "shared" in msg
 
 
+ASSERT_KERNEL = HEADER + """.extern .func __assertfail(.param .b64 p0, .param .b64 p1, .param .b32 p2, .param .b64 p3, .param .b64 p4);
+.global .align 1 .b8 msg[6] = {120, 32, 62, 32, 50, 0};
+.global .align 1 .b8 file[5] = {107, 46, 99, 117, 0};
+.global .align 1 .b8 fn[2] = {107, 0};
+.visible .entry k(.param .u32 bad) {
+  .reg .pred %p<2>; .reg .b32 %r<3>; .reg .b64 %rd<4>;
+  ld.param.u32 %r2, [bad];
+  mov.u32 %r1, %tid.x;
+  setp.ne.u32 %p1, %r1, %r2;
+  @%p1 bra DONE;
+  mov.u64 %rd1, msg; mov.u64 %rd2, file; mov.u64 %rd3, fn;
+  { .param .b64 a0; .param .b64 a1; .param .b32 a2; .param .b64 a3; .param .b64 a4;
+    st.param.b64 [a0], %rd1; st.param.b64 [a1], %rd2; st.param.b32 [a2], 17; st.param.b64 [a3], %rd3;
+    st.param.b64 [a4], 1;
+    call.uni __assertfail, (a0, a1, a2, a3, a4); }
+DONE:
+  ret;
+}
+"""
+
+
+def test_assertfail_is_linked_in_and_fails_the_launch_with_cuda_error_assert(capfd):
+    # defect: CUDA C's assert() calls __assertfail, which the driver links in: the load failed with
+    # "unresolved external function '__assertfail'" (numba's runtime, NVRTC-compiled: test_array_reductions)
+    run_ok(ASSERT_KERNEL, "k", (1,), (32,), [ctypes.c_uint32(99)])       # no thread asserts
+    rc, msg = run(ASSERT_KERNEL, "k", (1,), (32,), [ctypes.c_uint32(3)])
+    assert rc == 710 and "assertion `x > 2` failed (k.cu:17)" in msg, msg
+    assert "k.cu:17: k: block: [0,0,0], thread: [3,0,0] Assertion `x > 2` failed." in capfd.readouterr().err
+
+
+PRINTF_KERNEL = HEADER + """.extern .func (.param .b32 r) vprintf(.param .b64 f, .param .b64 a);
+.global .align 1 .b8 fmt[29] = {116, 37, 100, 32, 37, 115, 32, 37, 53, 46, 50, 102, 124, 37, 108, 108, 100, 32, 37, 99,
+                                32, 37, 120, 32, 37, 37, 33, 10, 0};
+.global .align 1 .b8 word[3] = {104, 105, 0};
+.visible .entry k(.param .u64 out) {
+  .local .align 8 .b8 buf[48];
+  .reg .b32 %r<4>; .reg .b64 %rd<8>; .reg .f64 %fd<2>;
+  mov.u32 %r1, %tid.x;
+  mov.u64 %rd1, buf;
+  cvta.local.u64 %rd2, %rd1;
+  st.local.u32 [buf], %r1;
+  mov.u64 %rd3, word; st.local.u64 [buf+8], %rd3;
+  cvt.rn.f64.u32 %fd1, %r1; st.local.f64 [buf+16], %fd1;
+  mov.u64 %rd4, -5; st.local.u64 [buf+24], %rd4;
+  st.local.u32 [buf+32], 65; st.local.u32 [buf+36], 255;
+  mov.u64 %rd5, fmt;
+  { .param .b64 a0; .param .b64 a1; .param .b32 rv;
+    st.param.b64 [a0], %rd5; st.param.b64 [a1], %rd2;
+    call.uni (rv), vprintf, (a0, a1);
+    ld.param.b32 %r2, [rv]; }
+  ld.param.u64 %rd6, [out];
+  mul.wide.u32 %rd7, %r1, 4;
+  add.s64 %rd6, %rd6, %rd7;
+  st.global.u32 [%rd6], %r2;
+  ret;
+}
+"""
+
+
+def test_vprintf_is_linked_in_and_prints_each_threads_line(capfd):
+    # defect: device printf (numba's print(), CUDA C's printf) calls vprintf, which the driver links in: the
+    # load failed with "unresolved external function 'vprintf'" (numba's test_array_reductions, test_print)
+    out = Dev(np.zeros(3, np.int32))
+    run_ok(PRINTF_KERNEL, "k", (1,), (3,), [out])
+    lines = [f"t{i} hi {i:5.2f}|-5 A ff %!" for i in range(3)]
+    assert capfd.readouterr().out.splitlines() == lines
+    assert out.get().tolist() == [len(x) + 1 for x in lines]
+
+
 def test_missing_kernel_is_not_found():
     rc, msg = run(ptx("add"), "nope", (1,), (1,), [])
     assert rc == H.NOT_FOUND

@@ -312,10 +312,104 @@ int h_exit(warp *w, const insn_t *in, uint32_t m)
     return R_RESCHED;
 }
 
+/* A NUL-terminated string at a lane's generic address (at most cap - 1 bytes; "?" where unreadable). */
+static void lane_string(warp *w, const insn_t *in, int lane, uint64_t addr, char *out, size_t cap)
+{
+    size_t i = 0;
+    worker *wk = w->wk;
+    int err = wk->err;
+    for (; i + 1 < cap; i++) {
+        const char *p = ptx_mem(w, in, lane, SP_GENERIC, addr + i, 1);
+        if (!p) { wk->err = err; if (!i) out[i++] = '?'; break; }   /* not a fault of its own */
+        if (!*p) break;
+        out[i] = *p;
+    }
+    out[i] = 0;
+}
+
+#define PTX_E_ASSERT 710    /* CUDA_ERROR_ASSERT: sticky, as the other execution faults */
+
+/* Device printf for one lane: `fmt` at a generic address, its arguments packed at `args`, each at its own
+ * size's alignment (integers 4 bytes, 8 with l / ll / j / z / t; floating point as double; %s / %p a
+ * pointer), as CUDA's vprintf reads them.  Writes the text to stdout at once (CUDA buffers it until a
+ * synchronisation); returns the characters printed, or -1 when the format or an argument is unreadable. */
+static int lane_printf(warp *w, const insn_t *in, int lane, uint64_t fmt_addr, uint64_t args)
+{
+    char fmt[1024], out[4096], spec[32], str[512];
+    worker *wk = w->wk;
+    int err = wk->err;
+    lane_string(w, in, lane, fmt_addr, fmt, sizeof fmt);
+    size_t n = 0, off = 0;
+    for (const char *f = fmt; *f && n < sizeof out - 1; ) {
+        if (*f != '%') { out[n++] = *f++; continue; }
+        if (f[1] == '%') { out[n++] = '%'; f += 2; continue; }
+        const char *st = f++;
+        while (*f && strchr("-+ #0", *f)) f++;
+        while (*f >= '0' && *f <= '9') f++;
+        if (*f == '.') { f++; while (*f >= '0' && *f <= '9') f++; }
+        int longs = 0;
+        while (*f && strchr("hlLjzt", *f)) { if (*f != 'h') longs = 1; f++; }
+        char conv = *f;
+        if (!conv) break;
+        f++;
+        /* the spec without its length modifiers, then the C type's */
+        size_t sl = 0;
+        for (const char *q = st; q < f - 1 && sl < sizeof spec - 4; q++) if (!strchr("hlLjzt", *q)) spec[sl++] = *q;
+        size_t size = strchr("diouxXc", conv) ? (longs ? 8 : 4) : 8;
+        off = (off + size - 1) / size * size;
+        const unsigned char *a = ptx_mem(w, in, lane, SP_GENERIC, args + off, size);
+        if (!a) { wk->err = err; return -1; }
+        off += size;
+        uint64_t v = 0;
+        memcpy(&v, a, size);
+        int k;
+        size_t room = sizeof out - n;
+        if (strchr("di", conv)) { spec[sl++] = 'l'; spec[sl++] = 'l'; spec[sl++] = conv; spec[sl] = 0;
+            k = snprintf(out + n, room, spec, size == 8 ? (long long)v : (long long)(int32_t)v); }
+        else if (strchr("ouxX", conv)) { spec[sl++] = 'l'; spec[sl++] = 'l'; spec[sl++] = conv; spec[sl] = 0;
+            k = snprintf(out + n, room, spec, size == 8 ? (unsigned long long)v : (unsigned long long)(uint32_t)v); }
+        else if (conv == 'c') { spec[sl++] = 'c'; spec[sl] = 0; k = snprintf(out + n, room, spec, (int)(unsigned char)v); }
+        else if (strchr("fFeEgGaA", conv)) { double d; memcpy(&d, &v, 8); spec[sl++] = conv; spec[sl] = 0;
+            k = snprintf(out + n, room, spec, d); }
+        else if (conv == 's') { lane_string(w, in, lane, v, str, sizeof str); spec[sl++] = 's'; spec[sl] = 0;
+            k = snprintf(out + n, room, spec, v ? str : "(null)"); }
+        else if (conv == 'p') { k = snprintf(out + n, room, "0x%llx", (unsigned long long)v); }
+        else { k = snprintf(out + n, room, "%%%c", conv); }
+        if (k > 0) n += (size_t)k < room ? (size_t)k : room - 1;
+    }
+    wk->err = err;
+    fwrite(out, 1, n, stdout);
+    return (int)n;
+}
+
 int h_trap(warp *w, const insn_t *in, uint32_t m)
 {
     if (!m) return R_NEXT;
-    return ptx_fault(w, in, __builtin_ctz(m), PTX_E_ILLEGAL_INSTRUCTION, "trap");
+    int lane = __builtin_ctz(m);
+    if (in->aop == 2) {     /* the built-in vprintf: each lane's line, in lane order */
+        uint64_t *D = ROW(in->d[0]);
+        flockfile(stdout);
+        for (uint32_t mm = m; mm; mm &= mm - 1) {
+            int l = __builtin_ctz(mm);
+            D[l] = (uint32_t)lane_printf(w, in, l, ROW(in->s[0])[l], ROW(in->s[1])[l]);
+        }
+        fflush(stdout);
+        funlockfile(stdout);
+        return R_NEXT;
+    }
+    if (in->aop == 1) {     /* the built-in __assertfail (ptx_parse.c): CUDA's assertion line, then 710 */
+        char msg[256], file[256], fn[256];
+        lane_string(w, in, lane, ROW(in->s[0])[lane], msg, sizeof msg);
+        lane_string(w, in, lane, ROW(in->s[1])[lane], file, sizeof file);
+        lane_string(w, in, lane, ROW(in->s[3])[lane], fn, sizeof fn);
+        unsigned x, y, z;
+        lane_tid(w, lane, &x, &y, &z);
+        fprintf(stderr, "%s:%u: %s: block: [%u,%u,%u], thread: [%u,%u,%u] Assertion `%s` failed.\n", file,
+                (unsigned)ROW(in->s[2])[lane], fn, w->wk->ctaid[0], w->wk->ctaid[1], w->wk->ctaid[2], x, y, z, msg);
+        return ptx_fault(w, in, lane, PTX_E_ASSERT, "device-side assertion `%s` failed (%s:%u)", msg, file,
+                         (unsigned)ROW(in->s[2])[lane]);
+    }
+    return ptx_fault(w, in, lane, PTX_E_ILLEGAL_INSTRUCTION, "trap");
 }
 
 int h_brkpt(warp *w, const insn_t *in, uint32_t m)

@@ -2009,6 +2009,61 @@ static void set_kernel_info(struct ptx_module *M, struct ptx_kernel *k)
     in->target_sm = M->target_sm;
 }
 
+/* What the driver's JIT links in without being asked: __assertfail, which CUDA C's assert() calls (NVRTC
+ * code numba links for its runtime calls it), and vprintf, device printf (numba's print()).  Each is a
+ * small PTX function whose `trap` carries the arguments' registers and says which built-in it is (aop 1:
+ * h_trap prints CUDA's assertion line and fails the launch with CUDA_ERROR_ASSERT; aop 2: h_trap formats
+ * and prints, returning the count in the destination row). */
+static const struct builtin {
+    const char *name, *text;
+    int aop;
+    uint32_t s[4], d;   /* the trap's operand rows (function-relative) */
+} BUILTINS[] = {
+    {"__assertfail",
+     ".version 6.0\n.target sm_50\n.address_size 64\n"
+     ".weak .func __assertfail(.param .b64 message, .param .b64 file, .param .b32 line, .param .b64 function, "
+     ".param .b64 char_size)\n{\n.reg .b64 %rd<4>;\n.reg .b32 %r<2>;\n"
+     "ld.param.b64 %rd1, [message];\nld.param.b64 %rd2, [file];\nld.param.b32 %r1, [line];\n"
+     "ld.param.b64 %rd3, [function];\ntrap;\nret;\n}\n",
+     1, {1, 2, 5, 3}, UINT32_MAX},                          /* %rd1 %rd2 %r1 %rd3: rows 1, 2, 4 + 1, 3 */
+    {"vprintf",
+     ".version 6.0\n.target sm_50\n.address_size 64\n"
+     ".weak .func (.param .b32 status) vprintf(.param .b64 format, .param .b64 args)\n{\n"
+     ".reg .b64 %rd<3>;\n.reg .b32 %r<2>;\n"
+     "ld.param.b64 %rd1, [format];\nld.param.b64 %rd2, [args];\ntrap;\nst.param.b32 [status], %r1;\nret;\n}\n",
+     2, {1, 2, 0, 0}, 4},                                   /* %rd1 %rd2 -> %r1: rows 1, 2 -> 3 + 1 */
+};
+
+static void add_builtins(parser *P, int ntexts)
+{
+    for (size_t b = 0; b < sizeof BUILTINS / sizeof *BUILTINS && !P->err; b++) {
+        int declared = 0, defined = 0;
+        for (int i = 0; i < P->nfuncs; i++)
+            if (!strcmp(P->funcs[i]->name, BUILTINS[b].name)) {
+                if (P->funcs[i]->defined) defined = 1;
+                declared = 1;
+            }
+        if (!declared || defined) continue;
+        int version = P->version, target = P->target;
+        P->text = ntexts;
+        P->src = P->p = BUILTINS[b].text;
+        P->end = BUILTINS[b].text + strlen(BUILTINS[b].text);
+        P->line = 1;
+        P->tline = 0;
+        if (parse_text(P)) return;
+        P->version = version; P->target = target;   /* the program's, not the built-in's */
+        pfunc *f = P->funcs[P->nfuncs - 1];
+        int trap = key_lookup("trap");
+        for (uint32_t pc = f->pc0; pc < f->pc1; pc++)
+            if (P->code[pc].h == trap) {
+                insn_t *in = &P->code[pc];
+                in->aop = (uint8_t)BUILTINS[b].aop;
+                memcpy(in->s, BUILTINS[b].s, sizeof BUILTINS[b].s);
+                in->d[0] = BUILTINS[b].d;
+            }
+    }
+}
+
 int ptx_program_build(const char *const *texts, const size_t *len, int n, const ptx_env *env,
                       ptx_module **out, char *err, size_t errlen)
 {
@@ -2035,6 +2090,7 @@ int ptx_program_build(const char *const *texts, const size_t *len, int n, const 
         if (!len || !len[i]) P->end = texts[i] + strlen(texts[i]);
         parse_text(P);
     }
+    if (!P->err) add_builtins(P, n);
     if (!P->err) link_program(P);
     M->code = P->code; M->ncode = P->ncode;
     M->funcs = P->funcs; M->nfuncs = P->nfuncs;
