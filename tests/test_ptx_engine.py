@@ -388,6 +388,100 @@ def test_vprintf_is_linked_in_and_prints_each_threads_line(capfd):
     assert out.get().tolist() == [len(x) + 1 for x in lines]
 
 
+INDIRECT = HEADER + """.func (.param .b32 r) twice(.param .b32 x)
+{
+  .reg .b32 %r<3>;
+  ld.param.b32 %r1, [x];
+  add.s32 %r2, %r1, %r1;
+  st.param.b32 [r], %r2;
+  ret;
+}
+.func (.param .b32 r) square(.param .b32 x)
+{
+  .reg .b32 %r<3>;
+  ld.param.b32 %r1, [x];
+  mul.lo.s32 %r2, %r1, %r1;
+  st.param.b32 [r], %r2;
+  ret;
+}
+.visible .entry k(.param .u64 out, .param .u64 bogus)
+{
+  .reg .pred %p<2>; .reg .b32 %r<5>; .reg .b64 %rd<8>;
+  mov.u32 %r1, %tid.x;
+  and.b32 %r2, %r1, 1;
+  setp.eq.u32 %p1, %r2, 0;
+  mov.u64 %rd1, twice;
+  mov.u64 %rd2, square;
+  selp.b64 %rd3, %rd1, %rd2, %p1;
+  ld.param.u64 %rd4, [bogus];
+  add.s64 %rd3, %rd3, %rd4;
+  proto: .callprototype (.param .b32 _) _ (.param .b32 _);
+  { .param .b32 a; .param .b32 rv;
+    st.param.b32 [a], %r1;
+    call (rv), %rd3, (a), proto;
+    ld.param.b32 %r3, [rv]; }
+  ld.param.u64 %rd5, [out];
+  mul.wide.u32 %rd6, %r1, 4;
+  add.s64 %rd7, %rd5, %rd6;
+  st.global.u32 [%rd7], %r3;
+  ret;
+}
+"""
+
+
+def test_indirect_calls_through_function_pointers():
+    # defect: `call (r), %rd, (a), proto;` and `.callprototype` were not supported: numba's runtime calls its
+    # destructors through pointers (test_array_reductions, test_array_methods: every load failed)
+    out = Dev(np.zeros(40, np.int32))
+    run_ok(INDIRECT, "k", (1,), (40,), [out, ctypes.c_uint64(0)])     # even lanes twice, odd lanes square
+    t = np.arange(40)
+    np.testing.assert_array_equal(out.get(), np.where(t % 2 == 0, 2 * t, t * t))
+    rc, msg = run(INDIRECT, "k", (1,), (32,), [out, ctypes.c_uint64(8)])
+    assert rc == H.ILLEGAL_ADDRESS and "indirect call of address" in msg and "no function" in msg, msg
+
+
+HEAP = HEADER + """.extern .func (.param .b64 r) malloc(.param .b64 n);
+.extern .func free(.param .b64 p);
+.visible .entry k(.param .u64 out, .param .u64 size, .param .u64 extra)
+{
+  .reg .b64 %rd<8>; .reg .b32 %r<2>;
+  ld.param.u64 %rd1, [size];
+  { .param .b64 a; .param .b64 rv;
+    st.param.b64 [a], %rd1;
+    call (rv), malloc, (a);
+    ld.param.b64 %rd2, [rv]; }
+  ld.param.u64 %rd3, [out];
+  mov.u32 %r1, %tid.x;
+  mul.wide.u32 %rd4, %r1, 8;
+  add.s64 %rd5, %rd3, %rd4;
+  st.global.u64 [%rd5], %rd2;
+  setp.eq.u64 %p1, %rd2, 0;
+  @%p1 bra DONE;
+  st.u32 [%rd2], %r1;
+  ld.param.u64 %rd6, [extra];
+  add.s64 %rd2, %rd2, %rd6;
+  { .param .b64 a;
+    st.param.b64 [a], %rd2;
+    call free, (a); }
+DONE:
+  ret;
+}
+""".replace(".reg .b32 %r<2>;", ".reg .b32 %r<2>; .reg .pred %p<2>;")
+
+
+def test_device_malloc_and_free():
+    # defect: numba's runtime allocates arrays made in a kernel with the device heap's malloc / free, which the
+    # driver links in: the loads failed with "unresolved external function 'malloc'" (test_array_methods)
+    out = Dev(np.zeros(40, np.uint64))
+    run_ok(HEAP, "k", (1,), (40,), [out, ctypes.c_uint64(64), ctypes.c_uint64(0)])
+    ptrs = out.get()
+    assert len(set(ptrs.tolist())) == 40 and all(p % 16 == 0 and p for p in ptrs)
+    run_ok(HEAP, "k", (1,), (1,), [out, ctypes.c_uint64(9 << 20), ctypes.c_uint64(0)])   # over the 8 MiB heap
+    assert out.get()[0] == 0
+    rc, msg = run(HEAP, "k", (1,), (1,), [out, ctypes.c_uint64(64), ctypes.c_uint64(16)])
+    assert rc == H.ILLEGAL_ADDRESS and "malloc did not return" in msg, msg
+
+
 def test_missing_kernel_is_not_found():
     rc, msg = run(ptx("add"), "nope", (1,), (1,), [])
     assert rc == H.NOT_FOUND

@@ -382,10 +382,60 @@ static int lane_printf(warp *w, const insn_t *in, int lane, uint64_t fmt_addr, u
     return (int)n;
 }
 
+/* The device heap (malloc / free in kernels): blocks from env->alloc (device memory of the launch's device,
+ * so copies and bounds checks see them), at most the 8 MiB of CUDA's default cudaLimitMallocHeapSize in all;
+ * free takes only what malloc returned. */
+static pthread_mutex_t g_heap_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct { uint64_t p; size_t n; } *g_heap;
+static size_t g_nheap, g_capheap, g_heap_bytes;
+#define PTX_HEAP_LIMIT ((size_t)8 << 20)
+
+static uint64_t heap_malloc(const ptx_env *env, uint64_t n)
+{
+    if (!n || n > PTX_HEAP_LIMIT || !env || !env->alloc) return 0;
+    pthread_mutex_lock(&g_heap_mu);
+    uint64_t p = 0;
+    if (g_nheap == g_capheap) {
+        size_t nc = g_capheap ? 2 * g_capheap : 64;
+        void *nh = realloc(g_heap, nc * sizeof *g_heap);
+        if (nh) { g_heap = nh; g_capheap = nc; }
+    }
+    if (g_heap_bytes + n <= PTX_HEAP_LIMIT && g_nheap < g_capheap) {
+        p = (uint64_t)(uintptr_t)env->alloc(env->ctx, (size_t)n, 16);
+        if (p) { g_heap[g_nheap].p = p; g_heap[g_nheap++].n = (size_t)n; g_heap_bytes += (size_t)n; }
+    }
+    pthread_mutex_unlock(&g_heap_mu);
+    return p;
+}
+
+static int heap_free(const ptx_env *env, uint64_t p)
+{
+    if (!p) return 0;
+    pthread_mutex_lock(&g_heap_mu);
+    size_t i = 0;
+    while (i < g_nheap && g_heap[i].p != p) i++;
+    int found = i < g_nheap;
+    if (found) { g_heap_bytes -= g_heap[i].n; g_heap[i] = g_heap[--g_nheap]; }
+    pthread_mutex_unlock(&g_heap_mu);
+    if (found && env && env->free) env->free(env->ctx, (void *)(uintptr_t)p);
+    return found ? 0 : -1;
+}
+
 int h_trap(warp *w, const insn_t *in, uint32_t m)
 {
     if (!m) return R_NEXT;
     int lane = __builtin_ctz(m);
+    if (in->aop == 3 || in->aop == 4) {     /* the built-in malloc / free */
+        for (uint32_t mm = m; mm; mm &= mm - 1) {
+            int l = __builtin_ctz(mm);
+            uint64_t v = ROW(in->s[0])[l];
+            if (in->aop == 3) ROW(in->d[0])[l] = heap_malloc(w->wk->env, v);
+            else if (heap_free(w->wk->env, v))
+                return ptx_fault(w, in, l, PTX_E_ILLEGAL_ADDRESS, "free of 0x%llx, which the device's malloc did not "
+                                 "return (or was freed already)", (unsigned long long)v);
+        }
+        return R_NEXT;
+    }
     if (in->aop == 2) {     /* the built-in vprintf: each lane's line, in lane order */
         uint64_t *D = ROW(in->d[0]);
         flockfile(stdout);
@@ -422,6 +472,28 @@ int h_nop(warp *w, const insn_t *in, uint32_t m) { (void)w; (void)in; (void)m; r
 int h_prefetch(warp *w, const insn_t *in, uint32_t m) { (void)w; (void)in; (void)m; return R_NEXT; }
 
 /* call: each calling lane pushes a frame; arguments are copied from the caller's frame to the callee's. */
+/* The callee of an indirect call for lane l: the function whose address (a pfunc, ptx_parse.c) the lane holds,
+ * or NULL after a fault. */
+static const pfunc *indirect_callee(warp *w, const insn_t *in, const callsite *cs, int l)
+{
+    const struct ptx_module *M = w->wk->m;
+    uint64_t v = ROW(in->s[0])[l];
+    for (int i = 0; i < M->nfuncs; i++) {
+        const pfunc *g = M->funcs[i];
+        if ((uint64_t)(uintptr_t)g != v) continue;
+        if (!g->defined || g->is_entry)
+            return ptx_fault(w, in, l, PTX_E_ILLEGAL_INSTRUCTION, "indirect call of %s '%s'",
+                             g->is_entry ? "kernel" : "undefined function", g->name), NULL;
+        if (cs->nargs != g->nparams || cs->nrets > g->nrets)
+            return ptx_fault(w, in, l, PTX_E_ILLEGAL_INSTRUCTION, "indirect call of '%s' with %d arguments and %d "
+                             "results (it takes %d and gives %d)", g->name, cs->nargs, cs->nrets, g->nparams, g->nrets), NULL;
+        return g;
+    }
+    ptx_fault(w, in, l, PTX_E_ILLEGAL_ADDRESS, "indirect call of address 0x%llx, which is no function",
+              (unsigned long long)v);
+    return NULL;
+}
+
 int h_call(warp *w, const insn_t *in, uint32_t m)
 {
     const struct ptx_module *M = w->wk->m;
@@ -429,8 +501,15 @@ int h_call(warp *w, const insn_t *in, uint32_t m)
     const pfunc *g = cs->fn;
     if (!m) return R_NEXT;
     size_t lpl = M->local_per_lane;
+    int same = 1;   /* every lane calls the same function */
     for (uint32_t mm = m; mm; mm &= mm - 1) {
         int l = __builtin_ctz(mm);
+        if (cs->indirect) {
+            const pfunc *gl = indirect_callee(w, in, cs, l);
+            if (!gl) return R_FAULT;
+            if (g && gl != g) same = 0;
+            g = gl;
+        }
         if (w->depth[l] >= PTX_MAXDEPTH)
             return ptx_fault(w, in, l, PTX_E_LAUNCH_FAILED, "call stack overflow (depth %d) calling '%s'", PTX_MAXDEPTH, g->name);
         /* the caller's frame size: the function containing this call */
@@ -442,11 +521,17 @@ int h_call(warp *w, const insn_t *in, uint32_t m)
         if (nfp + g->frame > lpl)
             return ptx_fault(w, in, l, PTX_E_LAUNCH_FAILED, "stack overflow: %zu bytes of local memory per thread exhausted calling '%s'", lpl, g->name);
         unsigned char *base = w->local + (size_t)l * lpl;
-        for (int a = 0; a < cs->nargs; a++)
+        for (int a = 0; a < cs->nargs; a++) {
+            if (w->fp[l] + cs->args[a] + g->params[a].size > lpl)   /* an indirect callee's larger parameter */
+                return ptx_fault(w, in, l, PTX_E_LAUNCH_FAILED, "argument %d of the call of '%s' is smaller than "
+                                 "its parameter", a + 1, g->name);
             memcpy(base + nfp + g->params[a].off, base + w->fp[l] + cs->args[a], g->params[a].size);
+        }
         cframe *cf = &w->cs[(size_t)l * PTX_MAXDEPTH + (size_t)w->depth[l]++];
         cf->retpc = pc + 1; cf->callpc = pc; cf->fp = w->fp[l];
         cf->savepos = 0;
+        cf->fn = g;
+        w->lpc[l] = g->pc0;
         if (g->recursive) {
             /* save the callee's rows of this lane (a recursive activation overwrites them) */
             size_t need = (size_t)w->savetop[l] + g->nregs;
@@ -459,9 +544,8 @@ int h_call(warp *w, const insn_t *in, uint32_t m)
         }
         w->fp[l] = nfp;
     }
-    if (m == w->active) { w->pc = g->pc0; return R_JUMPED; }
-    for (uint32_t mm = m; mm; mm &= mm - 1) w->lpc[__builtin_ctz(mm)] = g->pc0;
-    w->active &= ~m;
+    if (m == w->active && same) { w->pc = g->pc0; return R_JUMPED; }
+    w->active &= ~m;    /* each lane's lpc is its callee's first instruction */
     w->pc++;
     return R_RESCHED;
 }
@@ -477,10 +561,11 @@ int h_ret(warp *w, const insn_t *in, uint32_t m)
         if (w->depth[l] == 0) { exited |= 1u << l; continue; }
         cframe *cf = &w->cs[(size_t)l * PTX_MAXDEPTH + (size_t)--w->depth[l]];
         const callsite *cs = &M->calls[M->code[cf->callpc].target];
-        const pfunc *g = cs->fn;
+        const pfunc *g = cf->fn;
         unsigned char *base = w->local + (size_t)l * lpl;
         for (int a = 0; a < cs->nrets; a++)
-            memcpy(base + cf->fp + cs->rets[a], base + w->fp[l] + g->rets[a].off, g->rets[a].size);
+            if (cf->fp + cs->rets[a] + g->rets[a].size <= lpl)   /* an indirect caller's smaller result: past its frame */
+                memcpy(base + cf->fp + cs->rets[a], base + w->fp[l] + g->rets[a].off, g->rets[a].size);
         if (cf->savepos) {
             w->savetop[l] -= g->nregs;
             const uint64_t *sv = w->save + (size_t)l * w->savecap + w->savetop[l];

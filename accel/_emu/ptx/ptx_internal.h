@@ -115,7 +115,9 @@ typedef struct pfunc {
 } pfunc;
 
 /* A call site: the caller's frame offsets of its argument and return .params, and the callee. */
-typedef struct callsite { uint32_t func_sym; int nargs, nrets; uint32_t args[32], rets[8]; psym *callee; pfunc *fn; } callsite;
+/* An indirect call (`call (r), %rd, (a), proto;`) has no fn: the callee is the pfunc whose address is in the
+ * insn's s[0] row, checked per lane against the module's functions. */
+typedef struct callsite { uint32_t func_sym; int nargs, nrets; uint32_t args[32], rets[8]; psym *callee; pfunc *fn; int indirect; } callsite;
 
 struct ptx_kernel {
     pfunc *f;
@@ -146,7 +148,7 @@ struct ptx_module {
 };
 
 /* One lane's call frame record. */
-typedef struct cframe { uint32_t retpc, callpc; uint64_t fp; uint32_t savepos; } cframe;
+typedef struct cframe { uint32_t retpc, callpc; uint64_t fp; uint32_t savepos; const pfunc *fn; } cframe;
 
 typedef struct worker worker;
 

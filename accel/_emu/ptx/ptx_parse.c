@@ -1080,13 +1080,21 @@ static int decode(parser *P, const char *op, uint32_t guard, int gneg, opnd *ops
         memset(&cs, 0, sizeof cs);
         const opnd *retl = NULL, *argl = NULL;
         if (i < nops && ops[i].kind == OK_LIST) retl = &ops[i++];
-        if (i >= nops || ops[i].kind != OK_SYM) {
-            if (i < nops && ops[i].kind == OK_REG) return perr(P, PTX_E_NOT_SUPPORTED, "indirect call");
+        const char *fname = NULL;
+        if (i < nops && ops[i].kind == OK_REG) {      /* indirect: the callee's address in a register */
+            if (val_row(P, &ops[i++], T_U64, &in.s[0])) return P->err;
+            cs.indirect = 1;
+        } else if (i < nops && ops[i].kind == OK_SYM) {
+            fname = ops[i++].name;
+        } else {
             return perr(P, PTX_E_INVALID_PTX, "call needs a function name");
         }
-        const char *fname = ops[i++].name;
         if (i < nops && ops[i].kind == OK_LIST) argl = &ops[i++];
-        if (i < nops) return perr(P, PTX_E_NOT_SUPPORTED, "call with a prototype (indirect call)");
+        if (cs.indirect) {
+            if (i >= nops || ops[i].kind != OK_SYM) return perr(P, PTX_E_NOT_SUPPORTED, "indirect call without a prototype label");
+            i++;    /* the .callprototype label: the callee's parameters are checked when the call runs */
+        }
+        if (i < nops) return perr(P, PTX_E_INVALID_PTX, "call with %d operands", nops);
         if (retl && !argl && 0) argl = retl;
         for (int k = 0; retl && k < retl->ln; k++) {
             psym *s = find_sym(P, retl->list[k]);
@@ -1103,7 +1111,7 @@ static int decode(parser *P, const char *op, uint32_t guard, int gneg, opnd *ops
         GROW(P->calls, P->ncalls, P->capcalls);
         in.target = (uint32_t)P->ncalls;
         P->calls[P->ncalls++] = cs;
-        if (add_fixup(P, FX_CALL, P->ncode, fname)) return P->err;
+        if (fname && add_fixup(P, FX_CALL, P->ncode, fname)) return P->err;
         break;
     }
     case C_BAR:
@@ -1590,6 +1598,11 @@ static int parse_body(parser *P, pfunc *f)
                 next(P); if (parse_var(P, sp, LK_NONE, 1)) break; continue;
             }
             if (is(P, ".loc") || is(P, ".file")) { skip_line(P); continue; }
+            if (is(P, ".callprototype")) {   /* `proto: .callprototype (...) _ (...);`: an indirect call's type */
+                while (P->tk != TK_EOF && !ispunct_(P, ';')) next(P);
+                next(P);
+                continue;
+            }
             if (is(P, ".pragma")) { next(P); while (P->tk == TK_STR || ispunct_(P, ',')) next(P); if (expect(P, ';')) break; continue; }
             if (is(P, ".maxntid") || is(P, ".reqntid") || is(P, ".minnctapersm") || is(P, ".maxnreg")) {
                 next(P); while (P->tk == TK_NUM || ispunct_(P, ',')) next(P); continue;
@@ -1868,7 +1881,12 @@ static int link_program(parser *P)
                 pfunc *g = NULL;
                 for (int k = 0; k < P->nfuncs; k++) if (!strcmp(P->funcs[k]->name, x->name)) g = P->funcs[k];
                 if (!g) return perr(P, PTX_E_INVALID_PTX, "undefined symbol '%s'", x->name);
-                P->consts[x->at] = (uint64_t)(uintptr_t)g;   /* only ever compared / passed through */
+                pfunc *def = resolve_func(P, g);
+                if (def) g = def;
+                /* compared, passed through, or called (h_call checks it is one of the module's functions); a
+                 * function called through a pointer may be on the stack already: its registers are saved */
+                g->recursive = 1;
+                P->consts[x->at] = (uint64_t)(uintptr_t)g;
                 continue;
             }
             psym *r = resolve_var(P, s);
@@ -1962,6 +1980,10 @@ static int link_program(parser *P)
             }
         }
     free(stack);
+    for (int i = 0; i < P->ncalls; i++)
+        if (P->calls[i].indirect) rec = 1;   /* callees unknown: the recursion allowance of local memory */
+    for (int i = 0; i < P->nfuncs; i++)
+        if (P->funcs[i]->recursive) rec = 1;
     M->has_recursion = rec;
     M->local_per_lane = align_up(maxl + (rec ? 16384 : 0), 16);
     if (!M->local_per_lane) M->local_per_lane = 16;
@@ -2010,10 +2032,11 @@ static void set_kernel_info(struct ptx_module *M, struct ptx_kernel *k)
 }
 
 /* What the driver's JIT links in without being asked: __assertfail, which CUDA C's assert() calls (NVRTC
- * code numba links for its runtime calls it), and vprintf, device printf (numba's print()).  Each is a
+ * code numba links for its runtime calls it), vprintf, device printf (numba's print()), and the device
+ * heap's malloc / free (numba's runtime allocates arrays made in a kernel with them).  Each is a
  * small PTX function whose `trap` carries the arguments' registers and says which built-in it is (aop 1:
  * h_trap prints CUDA's assertion line and fails the launch with CUDA_ERROR_ASSERT; aop 2: h_trap formats
- * and prints, returning the count in the destination row). */
+ * and prints, returning the count in the destination row; aop 3 / 4: malloc / free). */
 static const struct builtin {
     const char *name, *text;
     int aop;
@@ -2032,6 +2055,15 @@ static const struct builtin {
      ".reg .b64 %rd<3>;\n.reg .b32 %r<2>;\n"
      "ld.param.b64 %rd1, [format];\nld.param.b64 %rd2, [args];\ntrap;\nst.param.b32 [status], %r1;\nret;\n}\n",
      2, {1, 2, 0, 0}, 4},                                   /* %rd1 %rd2 -> %r1: rows 1, 2 -> 3 + 1 */
+    {"malloc",
+     ".version 6.0\n.target sm_50\n.address_size 64\n"
+     ".weak .func (.param .b64 ptr) malloc(.param .b64 size)\n{\n.reg .b64 %rd<3>;\n"
+     "ld.param.b64 %rd1, [size];\ntrap;\nst.param.b64 [ptr], %rd2;\nret;\n}\n",
+     3, {1, 0, 0, 0}, 2},                                   /* %rd1 -> %rd2 */
+    {"free",
+     ".version 6.0\n.target sm_50\n.address_size 64\n"
+     ".weak .func free(.param .b64 ptr)\n{\n.reg .b64 %rd<2>;\nld.param.b64 %rd1, [ptr];\ntrap;\nret;\n}\n",
+     4, {1, 0, 0, 0}, UINT32_MAX},                          /* %rd1 */
 };
 
 static void add_builtins(parser *P, int ntexts)
