@@ -237,12 +237,16 @@ HEADER = ".version 9.0\n.target sm_90\n.address_size 64\n"
 
 
 def test_out_of_bounds_global_is_illegal_address():
+    # 40 floats: the buffers' 256-byte granules (cudaMalloc's) hold 64, and an access inside the granule is no
+    # fault, as on a GPU (numba's test_dispatcher runs 16 threads over 10-element arrays); past it, a fault
     n = 40
-    da, db, dc = Dev(np.zeros(n, np.float32)), Dev(np.zeros(n, np.float32)), Dev(np.zeros(n, np.float32))
-    rc, msg = run(ptx("add"), "add", (1,), (64,), [da, db, dc, ctypes.c_int(64)])   # n larger than the buffers
+    da, db, dc = Dev(np.ones(n, np.float32)), Dev(np.ones(n, np.float32)), Dev(np.zeros(n, np.float32))
+    run_ok(ptx("add"), "add", (1,), (64,), [da, db, dc, ctypes.c_int(64)])
+    np.testing.assert_array_equal(dc.get(), 2)
+    rc, msg = run(ptx("add"), "add", (1,), (128,), [da, db, dc, ctypes.c_int(128)])   # n past the granules
     assert rc == H.ILLEGAL_ADDRESS
-    assert "kernel 'add'" in msg and "block (0,0,0)" in msg and "thread (40,0,0)" in msg
-    assert hex(da.ptr.value + 160) in msg or hex(db.ptr.value + 160) in msg
+    assert "kernel 'add'" in msg and "block (0,0,0)" in msg and "thread (64,0,0)" in msg
+    assert hex(da.ptr.value + 256) in msg or hex(db.ptr.value + 256) in msg
 
 
 def test_unknown_instruction_fails_the_build():
@@ -475,7 +479,8 @@ def test_device_malloc_and_free():
     out = Dev(np.zeros(40, np.uint64))
     run_ok(HEAP, "k", (1,), (40,), [out, ctypes.c_uint64(64), ctypes.c_uint64(0)])
     ptrs = out.get()
-    assert len(set(ptrs.tolist())) == 40 and all(p % 16 == 0 and p for p in ptrs)
+    # a warp's lanes hold their blocks at once (later warps may get the freed ones again)
+    assert len(set(ptrs[:32].tolist())) == 32 and all(p % 16 == 0 and p for p in ptrs)
     run_ok(HEAP, "k", (1,), (1,), [out, ctypes.c_uint64(9 << 20), ctypes.c_uint64(0)])   # over the 8 MiB heap
     assert out.get()[0] == 0
     rc, msg = run(HEAP, "k", (1,), (1,), [out, ctypes.c_uint64(64), ctypes.c_uint64(16)])

@@ -275,7 +275,8 @@ static cudaError_t table_alloc(void **p, size_t n, int dev, int managed, size_t 
     if (!ok) return fail(cudaErrorMemoryAllocation);
     alloc_t *a = calloc(1, sizeof *a);
     void *mem = NULL;
-    if (!a || posix_memalign(&mem, align > 256 ? align : 256, n)) mem = NULL;
+    /* the bytes up to the next 256 too: a kernel may touch them (emu_mem_bounds) */
+    if (!a || n > SIZE_MAX - 255 || posix_memalign(&mem, align > 256 ? align : 256, (n + 255) & ~(size_t)255)) mem = NULL;
     pthread_mutex_lock(&G);
     if (!mem || alloc_table_room()) {
         g_mem_used[dev] -= n;
@@ -1122,17 +1123,24 @@ void emu_mem_module_free(void *p)
 }
 
 /* 1 when [addr, addr + n) lies inside one live allocation (device, managed, pool, module variable) or
- * pinned host range, whose bounds go to *lo / *hi; else 0.  G not held. */
+ * pinned host range, whose bounds go to *lo / *hi; else 0.  G not held.  What a kernel may touch: an
+ * allocation's bytes up to its next 256-byte boundary (cudaMalloc's granule: on a GPU an access just past
+ * a buffer's end is no fault, and numba's own tests make such accesses, e.g. test_dispatcher's axpy of 16
+ * threads over 10-element arrays, test_localmem's writes of 10 elements into a 1-element array; the
+ * emulator allocates those bytes), while copies and sets keep to the allocation's size. */
 int emu_mem_bounds(uint64_t addr, size_t n, uint64_t *lo, uint64_t *hi)
 {
     const void *p = (const void *)(uintptr_t)addr;
     int ok = 0;
     pthread_mutex_lock(&G);
-    alloc_t *a = alloc_containing(p);
-    if (a) {
-        ok = n <= a->size - (addr - (uintptr_t)a->base);
+    long i = alloc_floor(p);
+    alloc_t *a = i >= 0 ? g_allocs[i] : NULL;
+    size_t span = a ? (a->size + 255) & ~(size_t)255 : 0;
+    if (a && a->pool && a->cap < span) span = a->cap;
+    if (a && addr - (uintptr_t)a->base < span) {
+        ok = n <= span - (addr - (uintptr_t)a->base);
         *lo = (uintptr_t)a->base;
-        *hi = (uintptr_t)a->base + a->size;
+        *hi = (uintptr_t)a->base + span;
     } else {
         long i = host_floor(p);
         if (i >= 0 && addr - (uintptr_t)g_host[i].base < g_host[i].size) {

@@ -28,20 +28,7 @@ static void env_free(void *ctx, void *p)
 static int env_check(void *ctx, uint64_t addr, size_t n, uint64_t *lo, uint64_t *hi)
 {
     (void)ctx;
-    alloc_t *a = NULL;
-    int ok = 0;
-    pthread_mutex_lock(&G);
-    if (emu_mem_range((const void *)(uintptr_t)addr, n, &a) == 1) {
-        *lo = (uint64_t)(uintptr_t)a->base;
-        *hi = *lo + a->size;
-        ok = 1;
-        alloc_unref(a);
-    } else if (emu_mem_host_mapped((const void *)(uintptr_t)addr, n)) {
-        *lo = addr; *hi = addr + n;
-        ok = 1;
-    }
-    pthread_mutex_unlock(&G);
-    return ok;
+    return emu_mem_bounds(addr, n, lo, hi);    /* what the driver's launches check (emu_launch.c) */
 }
 
 static const ptx_env ENV = {NULL, env_alloc, env_free, env_check};
