@@ -487,6 +487,25 @@ def test_device_malloc_and_free():
     assert rc == H.ILLEGAL_ADDRESS and "malloc did not return" in msg, msg
 
 
+def test_inline_asm_spellings_numba_emits():
+    # defect: numba's fp16 intrinsics write `.reg.b16 %rs;` (no space) in inline asm, and its warpsize reads
+    # PTX's predefined constant WARP_SZ: both failed the load (test_intrinsics, test_math)
+    text = HEADER + """.visible .entry k(.param .u64 o) {
+  .reg .b64 %rd<2>;
+  ld.param.u64 %rd1, [o];
+  { .reg.b16 %h; .reg.b32 %w;
+    mov.b16 %h, 7;
+    cvt.u32.u16 %w, %h;
+    add.u32 %w, %w, WARP_SZ;
+    st.global.u32 [%rd1], %w; }
+  ret;
+}
+"""
+    o = Dev(np.zeros(1, np.uint32))
+    run_ok(text, "k", (1,), (1,), [o])
+    assert o.get()[0] == 39
+
+
 def test_missing_kernel_is_not_found():
     rc, msg = run(ptx("add"), "nope", (1,), (1,), [])
     assert rc == H.NOT_FOUND

@@ -527,6 +527,7 @@ static int parse_simple(parser *P, opnd *o)
         if (id < 0) return perr(P, PTX_E_INVALID_PTX, "undeclared register '%s'", P->tbuf);
         o->kind = OK_SREG; o->sreg = id; next(P); return 0;
     }
+    if (is(P, "WARP_SZ")) { o->kind = OK_IMM; o->iv = 32; next(P); return 0; }   /* PTX's predefined constant */
     if (P->tl >= sizeof o->name) return perr(P, PTX_E_INVALID_PTX, "name too long");
     o->kind = OK_SYM;
     strcpy(o->name, P->tbuf);
@@ -1590,6 +1591,12 @@ static int parse_body(parser *P, pfunc *f)
         if (ispunct_(P, ';')) { next(P); continue; }
         if (P->tk == TK_ID && P->tbuf[0] == '.') {
             if (is(P, ".reg")) { next(P); if (parse_var(P, -1, LK_NONE, 1)) break; continue; }
+            if (P->tl > 5 && !strncmp(P->ts, ".reg.", 5)) {   /* `.reg.b16 %rs;` (inline asm writes it so) */
+                P->ts += 4; P->tl -= 4;
+                memmove(P->tbuf, P->tbuf + 4, strlen(P->tbuf + 4) + 1);
+                if (parse_var(P, -1, LK_NONE, 1)) break;
+                continue;
+            }
             if (is(P, ".local")) { next(P); if (parse_var(P, SP_LOCAL, LK_NONE, 1)) break; continue; }
             if (is(P, ".param")) { next(P); if (parse_var(P, SP_PARAM, LK_NONE, 1)) break; continue; }
             if (is(P, ".shared")) { next(P); if (parse_var(P, SP_SHARED, LK_NONE, 1)) break; continue; }
