@@ -382,6 +382,20 @@ def float_variants():
                          lambda a, b, sref=sref: 0x3f800000 if sref(a, b) else 0))
         out.append(V(f"setp.nan.{fmt}", f"setp.nan.{fmt} %p1, %a, %b; selp.u32 %d, 1, 0, %p1;", fmt, "u32", pairs(edge),
                      lambda a, b, fmt=fmt: int(decode(a, fmt)[0] == "nan" or decode(b, fmt)[0] == "nan")))
+    # set with a half destination (1.0 / 0.0 in that format) and half operands: numba's fp16 comparisons
+    for fmt, edge, one in (("f16", F16_EDGE, 0x3c00), ("bf16", BF16_EDGE, 0x3f80)):
+        for c in ("eq", "ne", "lt", "ge", "neu", "gtu"):
+            fn = {"eq": lambda x, y: x == y, "ne": lambda x, y: x != y, "lt": lambda x, y: x < y,
+                  "ge": lambda x, y: x >= y, "neu": lambda x, y: x != y, "gtu": lambda x, y: x > y}[c]
+
+            def href(a, b, fn=fn, c=c, fmt=fmt, one=one):
+                x, y = decode(a, fmt), decode(b, fmt)
+                if x[0] == "nan" or y[0] == "nan":
+                    return one if c.endswith("u") else 0
+                return one if fn(_key(x), _key(y)) else 0
+            out.append(V(f"set.{c}.{fmt}.{fmt}", f"set.{c}.{fmt}.{fmt} %d, %a, %b;", fmt, fmt, pairs(edge), href))
+            out.append(V(f"set.{c}.u32.{fmt}", f"set.{c}.u32.{fmt} %d, %a, %b;", fmt, "u32", pairs(edge),
+                         lambda a, b, href=href: 0xffffffff if href(a, b) else 0))
     return out
 
 

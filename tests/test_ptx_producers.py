@@ -247,11 +247,29 @@ def test_a_sass_only_fatbin_is_refused():
     (("-arch=sm_90", "-bogus"), UNRECOGNIZED_OPTION, "ERROR: unrecognized option '-bogus'"),
     (("-arch=compute_90",), UNRECOGNIZED_OPTION, "ERROR: -arch expects sm_XX (e.g. sm_90), got 'compute_90'"),
     (("-arch=sm_9",), UNRECOGNIZED_OPTION, "got 'sm_9'"),
+    (("-arch=sm_90", "-maxrregcount=0"), UNRECOGNIZED_OPTION, "-maxrregcount expects a number of registers"),
+    (("-arch=sm_90", "-maxrregcount=12x"), UNRECOGNIZED_OPTION, "got '12x'"),
 ])
 def test_bad_options_are_refused_with_a_log(options, rc, message):
     link = Linker(*options)
     assert link.create_rc == rc
     assert message in link.error_log()
+
+
+def test_maxrregcount_reaches_each_kernel_as_maxnreg():
+    # defect: -maxrregcount is ptxas's and the PTX the emulator receives lost it: numba's max_registers=57
+    # kernels reported more (test_linker's test_set_registers_*)
+    entry2 = PTX90.replace(b"{\n    ret;", b"\n{\n    ret;").replace(b".target sm_90", b".target sm_90\n.visible .entry d(.param .u64 q);")
+    link = Linker("-arch=sm_90", "-maxrregcount=40")
+    assert link.create_rc == SUCCESS
+    assert link.add(PTX_INPUT, PTX) == SUCCESS and link.add(PTX_INPUT, PTX_FUNC) == SUCCESS
+    assert link.add(PTX_INPUT, entry2) == SUCCESS
+    assert link.complete() == SUCCESS
+    texts = image_texts(link.cubin()[1])
+    assert texts[0] == PTX.replace(b"(.param .u64 p)", b"(.param .u64 p)\n.maxnreg 40\n")
+    assert texts[1] == PTX_FUNC                       # no kernel in it
+    assert texts[2].count(b".maxnreg 40") == 1        # the declaration d(...); gets none
+    assert b"k90(.param .u64 p)\n.maxnreg 40\n" in texts[2]
 
 
 def test_suffixed_archs_and_nvjitlink_h_names():

@@ -264,8 +264,9 @@ static void alloc_table_insert(alloc_t *a)
 
 /* ------------------------------------------------------------ memory (API) */
 
-/* cudaMalloc and cudaMallocManaged (managed: 1): n > 0 bytes on device dev, counted against its memory. */
-static cudaError_t table_alloc(void **p, size_t n, int dev, int managed)
+/* cudaMalloc and cudaMallocManaged (managed: 1): n > 0 bytes on device dev, counted against its memory,
+ * aligned to 256 bytes (as cudaMalloc's) or to `align` when larger (a power of two: module variables). */
+static cudaError_t table_alloc(void **p, size_t n, int dev, int managed, size_t align)
 {
     pthread_mutex_lock(&G);
     int ok = n <= g_mem_total[dev] - g_mem_used[dev];
@@ -274,9 +275,10 @@ static cudaError_t table_alloc(void **p, size_t n, int dev, int managed)
     if (!ok) return fail(cudaErrorMemoryAllocation);
     alloc_t *a = calloc(1, sizeof *a);
     void *mem = NULL;
-    /* 512-aligned: the device's texture alignment, so an allocation can back a linear or pitched texture
-     * object as a real one can (the driver documents 256 at least) */
-    if (!a || posix_memalign(&mem, 512, n)) mem = NULL;
+    /* 512-aligned (or `align` when larger): the device's texture alignment, so an allocation can back a linear
+     * or pitched texture object as a real one can (the driver documents 256 at least); the bytes up to the
+     * next 256 too: a kernel may touch them (emu_mem_bounds) */
+    if (!a || n > SIZE_MAX - 255 || posix_memalign(&mem, align > 512 ? align : 512, (n + 255) & ~(size_t)255)) mem = NULL;
     pthread_mutex_lock(&G);
     if (!mem || alloc_table_room()) {
         g_mem_used[dev] -= n;
@@ -304,11 +306,13 @@ EXPORT cudaError_t cudaMalloc(void **p, size_t n)
     if (cerr) return fail(cerr);
     ensure_ctx(t_dev);
     if (n == 0) { *p = NULL; return cudaSuccess; }
-    return table_alloc(p, n, t_dev, 0);
+    return table_alloc(p, n, t_dev, 0, 256);
 }
 
-/* Unlike real cudaFree this does not synchronise the device: queued copies
- * hold a reference, so the host memory outlives them instead. */
+/* Waits for the kernels queued before it, as a GPU's cudaFree synchronises (a kernel queued on a stream and
+ * not yet started may still use the allocation: numba frees a temporary right after launching the kernel
+ * that reads it).  Other queued work is not waited for: queued copies and sets hold a reference, so the
+ * host memory outlives them instead. */
 EXPORT cudaError_t cudaFree(void *p)
 {
     RT_ENTER(cudaFree, cudaErrorUnknown);
@@ -318,6 +322,7 @@ EXPORT cudaError_t cudaFree(void *p)
     ensure_ctx(t_dev);
     if (!p) return cudaSuccess;
     pthread_mutex_lock(&G);
+    wait_queued_kernels();
     long i = alloc_exact(p);
     alloc_t *a = i >= 0 ? g_allocs[i] : NULL;
     int managed = a && a->managed;
@@ -1099,9 +1104,9 @@ void *emu_mem_module_alloc(int dev, size_t n, size_t align)
 {
     void *p = NULL;
     if (!n) n = 1;
-    if (align > 256) return NULL;      /* table_alloc's blocks are 256-aligned; PTX asks for less */
+    if (align & (align - 1)) return NULL;      /* PTX's .align is a power of two (the parser checks) */
     int saved = t_last;
-    cudaError_t e = table_alloc(&p, n, dev, 0);
+    cudaError_t e = table_alloc(&p, n, dev, 0, align);
     t_last = saved;
     if (e) return NULL;
     memset(p, 0, n);
@@ -1122,17 +1127,24 @@ void emu_mem_module_free(void *p)
 }
 
 /* 1 when [addr, addr + n) lies inside one live allocation (device, managed, pool, module variable) or
- * pinned host range, whose bounds go to *lo / *hi; else 0.  G not held. */
+ * pinned host range, whose bounds go to *lo / *hi; else 0.  G not held.  What a kernel may touch: an
+ * allocation's bytes up to its next 256-byte boundary (cudaMalloc's granule: on a GPU an access just past
+ * a buffer's end is no fault, and numba's own tests make such accesses, e.g. test_dispatcher's axpy of 16
+ * threads over 10-element arrays, test_localmem's writes of 10 elements into a 1-element array; the
+ * emulator allocates those bytes), while copies and sets keep to the allocation's size. */
 int emu_mem_bounds(uint64_t addr, size_t n, uint64_t *lo, uint64_t *hi)
 {
     const void *p = (const void *)(uintptr_t)addr;
     int ok = 0;
     pthread_mutex_lock(&G);
-    alloc_t *a = alloc_containing(p);
-    if (a) {
-        ok = n <= a->size - (addr - (uintptr_t)a->base);
+    long i = alloc_floor(p);
+    alloc_t *a = i >= 0 ? g_allocs[i] : NULL;
+    size_t span = a ? (a->size + 255) & ~(size_t)255 : 0;
+    if (a && a->pool && a->cap < span) span = a->cap;
+    if (a && addr - (uintptr_t)a->base < span) {
+        ok = n <= span - (addr - (uintptr_t)a->base);
         *lo = (uintptr_t)a->base;
-        *hi = (uintptr_t)a->base + a->size;
+        *hi = (uintptr_t)a->base + span;
     } else {
         long i = host_floor(p);
         if (i >= 0 && addr - (uintptr_t)g_host[i].base < g_host[i].size) {
@@ -1578,7 +1590,7 @@ EXPORT cudaError_t cudaMallocManaged(void **p, size_t n, unsigned int flags)
     RT_NEED_DEVICE();
     if (!p || !n || (flags != MEM_ATTACH_GLOBAL && flags != MEM_ATTACH_HOST)) return fail(cudaErrorInvalidValue);
     ensure_ctx(t_dev);
-    return table_alloc(p, n, t_dev, 1);
+    return table_alloc(p, n, t_dev, 1, 256);
 }
 
 /* ------------------------------------------------------------------- copies */

@@ -67,6 +67,7 @@ typedef struct link {
     size_t *lto_size;
     char **lto_name;
     int want_ptx;           /* -ptx: the linked PTX is the result */
+    unsigned maxreg;        /* -maxrregcount=N, or 0 */
     int complete;
     unsigned char *image;   /* after nvJitLinkComplete */
     size_t image_size;
@@ -205,6 +206,16 @@ EXPORT nvJitLinkResult nvJitLinkCreate(nvJitLinkHandle *handle, uint32_t numOpti
                             o + 6);
         } else if (strcmp(o, "-ptx") == 0) {
             l->want_ptx = 1;
+        } else if (strncmp(o, "-maxrregcount=", 14) == 0) {
+            char *end;
+            unsigned long v = strtoul(o + 14, &end, 10);
+            if (!o[14] || *end || v == 0 || v > 255) {
+                snprintf(line, sizeof line, "ERROR: -maxrregcount expects a number of registers from 1 to 255, got "
+                         "'%.100s'", o + 14);
+                log_append(&l->error_log, line);
+                rc = NVJITLINK_ERROR_UNRECOGNIZED_OPTION;
+            }
+            l->maxreg = (unsigned)v;
         }
         if (rc == NVJITLINK_SUCCESS && strcmp(o, "-ptx") && strcmp(o, "-lto")) {
             if (!(l->opts[l->nopts++] = strdup(o))) rc = NVJITLINK_ERROR_INTERNAL;
@@ -352,6 +363,48 @@ EXPORT nvJitLinkResult nvJitLinkAddFile(nvJitLinkHandle handle, nvJitLinkInputTy
     return rc;
 }
 
+/* -maxrregcount=N is ptxas's, so the PTX the emulator receives would lose it (NVVM's PTX carries no
+ * .maxnreg): each kernel of the pack's texts gets `.maxnreg N` after its parameter list, which the engine
+ * honours as ptxas does (cuFuncGetAttribute's NUM_REGS stays within it).  0, or -1 out of memory. */
+static int add_maxnreg(ptxpack *p, unsigned maxreg)
+{
+    char dir[32];
+    int dl = snprintf(dir, sizeof dir, "\n.maxnreg %u\n", maxreg);
+    for (int i = 0; i < p->count; i++) {
+        const char *t = p->text[i], *end = t + p->len[i];
+        size_t entries = 0;
+        for (const char *q = t; (q = strstr(q, ".entry")); q += 6) entries++;
+        if (!entries) continue;
+        char *out = malloc(p->len[i] + entries * (size_t)dl + 1), *o = out;
+        if (!out) return -1;
+        const char *q = t;
+        for (const char *e; (e = strstr(q, ".entry")); ) {
+            const char *c = e + 6;
+            while (c < end && *c != '(' && *c != '{' && *c != ';') c++;    /* past the name */
+            if (c < end && *c == '(') {
+                while (c < end && *c != ')') c++;
+                if (c < end) c++;
+            }
+            const char *after = c;
+            while (after < end && (*after == ' ' || *after == '\t' || *after == '\n' || *after == '\r')) after++;
+            memcpy(o, q, (size_t)(c - q));
+            o += c - q;
+            if (after < end && *after != ';') {     /* a definition, not a declaration */
+                memcpy(o, dir, (size_t)dl);
+                o += dl;
+            }
+            q = c;
+        }
+        memcpy(o, q, (size_t)(end - q));
+        o += end - q;
+        *o = 0;
+        free(p->text[i]);
+        p->text[i] = out;
+        p->len[i] = (size_t)(o - out);
+    }
+    return 0;
+}
+
 EXPORT nvJitLinkResult nvJitLinkComplete(nvJitLinkHandle handle)
 {
     if (!handle) return NVJITLINK_ERROR_INVALID_INPUT;
@@ -362,6 +415,7 @@ EXPORT nvJitLinkResult nvJitLinkComplete(nvJitLinkHandle handle)
     }
     if (!handle->pack.count)
         return refuse(handle, NVJITLINK_ERROR_INVALID_INPUT, "ERROR: nothing to link (no PTX was added)");
+    if (handle->maxreg && add_maxnreg(&handle->pack, handle->maxreg)) return NVJITLINK_ERROR_INTERNAL;
     size_t n = ptxpack_image_size(&handle->pack);
     unsigned char *image = malloc(n);
     if (!image) return NVJITLINK_ERROR_INTERNAL;

@@ -294,6 +294,7 @@ struct stream {
     unsigned flags;
     item_t *head, *tail;
     uint64_t enq, done;
+    uint64_t last_kernel;           /* enq's value when the last kernel item was queued (cudaFree waits for it) */
     /* The record of the tail item if the tail is a record, else NULL: lets
      * implicit synchronisation reuse it instead of adding a marker. */
     rec_t *last_rec;
@@ -337,6 +338,10 @@ void wait_rec(rec_t *r);
 /* Waits (G held) for all work queued so far on every stream of devices first .. last-1;
  * cudaErrorMemoryAllocation, having waited for nothing, when out of memory. */
 cudaError_t wait_device_streams(int first, int last);
+/* Waits (G held) until every kernel queued on any stream of any device before the call has run: what
+ * cudaFree / cuMemFree do before freeing, as a GPU's synchronise (a queued kernel may use the memory).
+ * Nothing from a host function (CUDA forbids CUDA calls there). */
+cudaError_t wait_queued_kernels(void);
 void stream_tls_destroy(void *p);
 void atfork_prepare(void);
 void atfork_parent(void);

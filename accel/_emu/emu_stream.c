@@ -207,6 +207,7 @@ void enqueue_raw(stream_t *s, item_t *it)
     else s->head = it;
     s->tail = it;
     s->enq++;
+    if (it->kind == IT_KERNEL) s->last_kernel = s->enq;
     s->last_rec = NULL;
     if (s->state == ST_IDLE) runq_push(s);
 }
@@ -376,11 +377,13 @@ void wait_stream(stream_t *s, uint64_t target)
     wait_stream_release(s, target);
 }
 
-cudaError_t wait_device_streams(int first, int last)
+/* Waits for the streams of devices [first, last) up to what they have queued now (kernels: 1, only those
+ * with a kernel queued, up to that kernel).  G held. */
+static cudaError_t wait_streams(int first, int last, int kernels)
 {
     size_t n = 0;
     for (int d = first; d < last; d++)
-        for (stream_t *s = g_devstreams[d]; s; s = s->dnext) n += pending(s);
+        for (stream_t *s = g_devstreams[d]; s; s = s->dnext) n += kernels ? s->done < s->last_kernel : pending(s);
     if (!n) return cudaSuccess;
     stream_t **ss = malloc(n * sizeof *ss);
     uint64_t *tg = malloc(n * sizeof *tg);
@@ -392,9 +395,9 @@ cudaError_t wait_device_streams(int first, int last)
     size_t k = 0;
     for (int d = first; d < last; d++)
         for (stream_t *s = g_devstreams[d]; s; s = s->dnext) {
-            if (!pending(s)) continue;
+            if (kernels ? s->done >= s->last_kernel : !pending(s)) continue;
             ss[k] = s;
-            tg[k] = s->enq;
+            tg[k] = kernels ? s->last_kernel : s->enq;
             s->refs++;
             k++;
         }
@@ -402,6 +405,16 @@ cudaError_t wait_device_streams(int first, int last)
     free(ss);
     free(tg);
     return cudaSuccess;
+}
+
+cudaError_t wait_device_streams(int first, int last)
+{
+    return wait_streams(first, last, 0);
+}
+
+cudaError_t wait_queued_kernels(void)
+{
+    return t_in_hostfn ? cudaSuccess : wait_streams(0, g_ndev, 1);
 }
 
 void wait_rec(rec_t *r)

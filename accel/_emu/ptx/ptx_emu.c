@@ -4,16 +4,19 @@
  * The driver layer (module / launch APIs) has its own ptx_env over the same table. */
 #include "../emu_runtime.h"
 #include "ptx_internal.h"
+#include "../emu_launch.h"
 
 cudaError_t cudaMalloc(void **p, size_t n);
 cudaError_t cudaFree(void *p);
+cudaError_t cudaGetDevice(int *d);
 
 static void *env_alloc(void *ctx, size_t n, size_t align)
 {
     (void)ctx;
     void *p = NULL;
-    if (align > 256) return NULL;     /* cudaMalloc's alignment */
-    return cudaMalloc(&p, n) ? NULL : p;
+    if (align <= 256) return cudaMalloc(&p, n) ? NULL : p;    /* cudaMalloc's alignment */
+    int dev = 0;
+    return cudaGetDevice(&dev) ? NULL : emu_mem_module_alloc(dev, n, align);   /* what the driver's loads use */
 }
 
 static void env_free(void *ctx, void *p)
@@ -25,20 +28,7 @@ static void env_free(void *ctx, void *p)
 static int env_check(void *ctx, uint64_t addr, size_t n, uint64_t *lo, uint64_t *hi)
 {
     (void)ctx;
-    alloc_t *a = NULL;
-    int ok = 0;
-    pthread_mutex_lock(&G);
-    if (emu_mem_range((const void *)(uintptr_t)addr, n, &a) == 1) {
-        *lo = (uint64_t)(uintptr_t)a->base;
-        *hi = *lo + a->size;
-        ok = 1;
-        alloc_unref(a);
-    } else if (emu_mem_host_mapped((const void *)(uintptr_t)addr, n)) {
-        *lo = addr; *hi = addr + n;
-        ok = 1;
-    }
-    pthread_mutex_unlock(&G);
-    return ok;
+    return emu_mem_bounds(addr, n, lo, hi);    /* what the driver's launches check (emu_launch.c) */
 }
 
 static const ptx_env ENV = {NULL, env_alloc, env_free, env_check};

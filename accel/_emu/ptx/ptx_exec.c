@@ -312,10 +312,154 @@ int h_exit(warp *w, const insn_t *in, uint32_t m)
     return R_RESCHED;
 }
 
+/* A NUL-terminated string at a lane's generic address (at most cap - 1 bytes; "?" where unreadable). */
+static void lane_string(warp *w, const insn_t *in, int lane, uint64_t addr, char *out, size_t cap)
+{
+    size_t i = 0;
+    worker *wk = w->wk;
+    int err = wk->err;
+    for (; i + 1 < cap; i++) {
+        const char *p = ptx_mem(w, in, lane, SP_GENERIC, addr + i, 1);
+        if (!p) { wk->err = err; if (!i) out[i++] = '?'; break; }   /* not a fault of its own */
+        if (!*p) break;
+        out[i] = *p;
+    }
+    out[i] = 0;
+}
+
+#define PTX_E_ASSERT 710    /* CUDA_ERROR_ASSERT: sticky, as the other execution faults */
+
+/* Device printf for one lane: `fmt` at a generic address, its arguments packed at `args`, each at its own
+ * size's alignment (integers 4 bytes, 8 with l / ll / j / z / t; floating point as double; %s / %p a
+ * pointer), as CUDA's vprintf reads them.  Writes the text to stdout at once (CUDA buffers it until a
+ * synchronisation); returns the characters printed, or -1 when the format or an argument is unreadable. */
+static int lane_printf(warp *w, const insn_t *in, int lane, uint64_t fmt_addr, uint64_t args)
+{
+    char fmt[1024], out[4096], spec[32], str[512];
+    worker *wk = w->wk;
+    int err = wk->err;
+    lane_string(w, in, lane, fmt_addr, fmt, sizeof fmt);
+    size_t n = 0, off = 0;
+    for (const char *f = fmt; *f && n < sizeof out - 1; ) {
+        if (*f != '%') { out[n++] = *f++; continue; }
+        if (f[1] == '%') { out[n++] = '%'; f += 2; continue; }
+        const char *st = f++;
+        while (*f && strchr("-+ #0", *f)) f++;
+        while (*f >= '0' && *f <= '9') f++;
+        if (*f == '.') { f++; while (*f >= '0' && *f <= '9') f++; }
+        int longs = 0;
+        while (*f && strchr("hlLjzt", *f)) { if (*f != 'h') longs = 1; f++; }
+        char conv = *f;
+        if (!conv) break;
+        f++;
+        /* the spec without its length modifiers, then the C type's */
+        size_t sl = 0;
+        for (const char *q = st; q < f - 1 && sl < sizeof spec - 4; q++) if (!strchr("hlLjzt", *q)) spec[sl++] = *q;
+        size_t size = strchr("diouxXc", conv) ? (longs ? 8 : 4) : 8;
+        off = (off + size - 1) / size * size;
+        const unsigned char *a = ptx_mem(w, in, lane, SP_GENERIC, args + off, size);
+        if (!a) { wk->err = err; return -1; }
+        off += size;
+        uint64_t v = 0;
+        memcpy(&v, a, size);
+        int k;
+        size_t room = sizeof out - n;
+        if (strchr("di", conv)) { spec[sl++] = 'l'; spec[sl++] = 'l'; spec[sl++] = conv; spec[sl] = 0;
+            k = snprintf(out + n, room, spec, size == 8 ? (long long)v : (long long)(int32_t)v); }
+        else if (strchr("ouxX", conv)) { spec[sl++] = 'l'; spec[sl++] = 'l'; spec[sl++] = conv; spec[sl] = 0;
+            k = snprintf(out + n, room, spec, size == 8 ? (unsigned long long)v : (unsigned long long)(uint32_t)v); }
+        else if (conv == 'c') { spec[sl++] = 'c'; spec[sl] = 0; k = snprintf(out + n, room, spec, (int)(unsigned char)v); }
+        else if (strchr("fFeEgGaA", conv)) { double d; memcpy(&d, &v, 8); spec[sl++] = conv; spec[sl] = 0;
+            k = snprintf(out + n, room, spec, d); }
+        else if (conv == 's') { lane_string(w, in, lane, v, str, sizeof str); spec[sl++] = 's'; spec[sl] = 0;
+            k = snprintf(out + n, room, spec, v ? str : "(null)"); }
+        else if (conv == 'p') { k = snprintf(out + n, room, "0x%llx", (unsigned long long)v); }
+        else { k = snprintf(out + n, room, "%%%c", conv); }
+        if (k > 0) n += (size_t)k < room ? (size_t)k : room - 1;
+    }
+    wk->err = err;
+    fwrite(out, 1, n, stdout);
+    return (int)n;
+}
+
+/* The device heap (malloc / free in kernels): blocks from env->alloc (device memory of the launch's device,
+ * so copies and bounds checks see them), at most the 8 MiB of CUDA's default cudaLimitMallocHeapSize in all;
+ * free takes only what malloc returned. */
+static pthread_mutex_t g_heap_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct { uint64_t p; size_t n; } *g_heap;
+static size_t g_nheap, g_capheap, g_heap_bytes;
+#define PTX_HEAP_LIMIT ((size_t)8 << 20)
+
+static uint64_t heap_malloc(const ptx_env *env, uint64_t n)
+{
+    if (!n || n > PTX_HEAP_LIMIT || !env || !env->alloc) return 0;
+    pthread_mutex_lock(&g_heap_mu);
+    uint64_t p = 0;
+    if (g_nheap == g_capheap) {
+        size_t nc = g_capheap ? 2 * g_capheap : 64;
+        void *nh = realloc(g_heap, nc * sizeof *g_heap);
+        if (nh) { g_heap = nh; g_capheap = nc; }
+    }
+    if (g_heap_bytes + n <= PTX_HEAP_LIMIT && g_nheap < g_capheap) {
+        p = (uint64_t)(uintptr_t)env->alloc(env->ctx, (size_t)n, 16);
+        if (p) { g_heap[g_nheap].p = p; g_heap[g_nheap++].n = (size_t)n; g_heap_bytes += (size_t)n; }
+    }
+    pthread_mutex_unlock(&g_heap_mu);
+    return p;
+}
+
+static int heap_free(const ptx_env *env, uint64_t p)
+{
+    if (!p) return 0;
+    pthread_mutex_lock(&g_heap_mu);
+    size_t i = 0;
+    while (i < g_nheap && g_heap[i].p != p) i++;
+    int found = i < g_nheap;
+    if (found) { g_heap_bytes -= g_heap[i].n; g_heap[i] = g_heap[--g_nheap]; }
+    pthread_mutex_unlock(&g_heap_mu);
+    if (found && env && env->free) env->free(env->ctx, (void *)(uintptr_t)p);
+    return found ? 0 : -1;
+}
+
 int h_trap(warp *w, const insn_t *in, uint32_t m)
 {
     if (!m) return R_NEXT;
-    return ptx_fault(w, in, __builtin_ctz(m), PTX_E_ILLEGAL_INSTRUCTION, "trap");
+    int lane = __builtin_ctz(m);
+    if (in->aop == 3 || in->aop == 4) {     /* the built-in malloc / free */
+        for (uint32_t mm = m; mm; mm &= mm - 1) {
+            int l = __builtin_ctz(mm);
+            uint64_t v = ROW(in->s[0])[l];
+            if (in->aop == 3) ROW(in->d[0])[l] = heap_malloc(w->wk->env, v);
+            else if (heap_free(w->wk->env, v))
+                return ptx_fault(w, in, l, PTX_E_ILLEGAL_ADDRESS, "free of 0x%llx, which the device's malloc did not "
+                                 "return (or was freed already)", (unsigned long long)v);
+        }
+        return R_NEXT;
+    }
+    if (in->aop == 2) {     /* the built-in vprintf: each lane's line, in lane order */
+        uint64_t *D = ROW(in->d[0]);
+        flockfile(stdout);
+        for (uint32_t mm = m; mm; mm &= mm - 1) {
+            int l = __builtin_ctz(mm);
+            D[l] = (uint32_t)lane_printf(w, in, l, ROW(in->s[0])[l], ROW(in->s[1])[l]);
+        }
+        fflush(stdout);
+        funlockfile(stdout);
+        return R_NEXT;
+    }
+    if (in->aop == 1) {     /* the built-in __assertfail (ptx_parse.c): CUDA's assertion line, then 710 */
+        char msg[256], file[256], fn[256];
+        lane_string(w, in, lane, ROW(in->s[0])[lane], msg, sizeof msg);
+        lane_string(w, in, lane, ROW(in->s[1])[lane], file, sizeof file);
+        lane_string(w, in, lane, ROW(in->s[3])[lane], fn, sizeof fn);
+        unsigned x, y, z;
+        lane_tid(w, lane, &x, &y, &z);
+        fprintf(stderr, "%s:%u: %s: block: [%u,%u,%u], thread: [%u,%u,%u] Assertion `%s` failed.\n", file,
+                (unsigned)ROW(in->s[2])[lane], fn, w->wk->ctaid[0], w->wk->ctaid[1], w->wk->ctaid[2], x, y, z, msg);
+        return ptx_fault(w, in, lane, PTX_E_ASSERT, "device-side assertion `%s` failed (%s:%u)", msg, file,
+                         (unsigned)ROW(in->s[2])[lane]);
+    }
+    return ptx_fault(w, in, lane, PTX_E_ILLEGAL_INSTRUCTION, "trap");
 }
 
 int h_brkpt(warp *w, const insn_t *in, uint32_t m)
@@ -331,6 +475,28 @@ int h_nop(warp *w, const insn_t *in, uint32_t m) { (void)w; (void)in; (void)m; r
 int h_prefetch(warp *w, const insn_t *in, uint32_t m) { (void)w; (void)in; (void)m; return R_NEXT; }
 
 /* call: each calling lane pushes a frame; arguments are copied from the caller's frame to the callee's. */
+/* The callee of an indirect call for lane l: the function whose address (a pfunc, ptx_parse.c) the lane holds,
+ * or NULL after a fault. */
+static const pfunc *indirect_callee(warp *w, const insn_t *in, const callsite *cs, int l)
+{
+    const struct ptx_module *M = w->wk->m;
+    uint64_t v = ROW(in->s[0])[l];
+    for (int i = 0; i < M->nfuncs; i++) {
+        const pfunc *g = M->funcs[i];
+        if ((uint64_t)(uintptr_t)g != v) continue;
+        if (!g->defined || g->is_entry)
+            return ptx_fault(w, in, l, PTX_E_ILLEGAL_INSTRUCTION, "indirect call of %s '%s'",
+                             g->is_entry ? "kernel" : "undefined function", g->name), NULL;
+        if (cs->nargs != g->nparams || cs->nrets > g->nrets)
+            return ptx_fault(w, in, l, PTX_E_ILLEGAL_INSTRUCTION, "indirect call of '%s' with %d arguments and %d "
+                             "results (it takes %d and gives %d)", g->name, cs->nargs, cs->nrets, g->nparams, g->nrets), NULL;
+        return g;
+    }
+    ptx_fault(w, in, l, PTX_E_ILLEGAL_ADDRESS, "indirect call of address 0x%llx, which is no function",
+              (unsigned long long)v);
+    return NULL;
+}
+
 int h_call(warp *w, const insn_t *in, uint32_t m)
 {
     const struct ptx_module *M = w->wk->m;
@@ -350,8 +516,15 @@ int h_call(warp *w, const insn_t *in, uint32_t m)
         }
         return R_NEXT;
     }
+    int same = 1;   /* every lane calls the same function */
     for (uint32_t mm = m; mm; mm &= mm - 1) {
         int l = __builtin_ctz(mm);
+        if (cs->indirect) {
+            const pfunc *gl = indirect_callee(w, in, cs, l);
+            if (!gl) return R_FAULT;
+            if (g && gl != g) same = 0;
+            g = gl;
+        }
         if (w->depth[l] >= PTX_MAXDEPTH)
             return ptx_fault(w, in, l, PTX_E_LAUNCH_FAILED, "call stack overflow (depth %d) calling '%s'", PTX_MAXDEPTH, g->name);
         /* the caller's frame size: the function containing this call */
@@ -363,11 +536,17 @@ int h_call(warp *w, const insn_t *in, uint32_t m)
         if (nfp + g->frame > lpl)
             return ptx_fault(w, in, l, PTX_E_LAUNCH_FAILED, "stack overflow: %zu bytes of local memory per thread exhausted calling '%s'", lpl, g->name);
         unsigned char *base = w->local + (size_t)l * lpl;
-        for (int a = 0; a < cs->nargs; a++)
+        for (int a = 0; a < cs->nargs; a++) {
+            if (w->fp[l] + cs->args[a] + g->params[a].size > lpl)   /* an indirect callee's larger parameter */
+                return ptx_fault(w, in, l, PTX_E_LAUNCH_FAILED, "argument %d of the call of '%s' is smaller than "
+                                 "its parameter", a + 1, g->name);
             memcpy(base + nfp + g->params[a].off, base + w->fp[l] + cs->args[a], g->params[a].size);
+        }
         cframe *cf = &w->cs[(size_t)l * PTX_MAXDEPTH + (size_t)w->depth[l]++];
         cf->retpc = pc + 1; cf->callpc = pc; cf->fp = w->fp[l];
         cf->savepos = 0;
+        cf->fn = g;
+        w->lpc[l] = g->pc0;
         if (g->recursive) {
             /* save the callee's rows of this lane (a recursive activation overwrites them) */
             size_t need = (size_t)w->savetop[l] + g->nregs;
@@ -380,9 +559,8 @@ int h_call(warp *w, const insn_t *in, uint32_t m)
         }
         w->fp[l] = nfp;
     }
-    if (m == w->active) { w->pc = g->pc0; return R_JUMPED; }
-    for (uint32_t mm = m; mm; mm &= mm - 1) w->lpc[__builtin_ctz(mm)] = g->pc0;
-    w->active &= ~m;
+    if (m == w->active && same) { w->pc = g->pc0; return R_JUMPED; }
+    w->active &= ~m;    /* each lane's lpc is its callee's first instruction */
     w->pc++;
     return R_RESCHED;
 }
@@ -398,10 +576,11 @@ int h_ret(warp *w, const insn_t *in, uint32_t m)
         if (w->depth[l] == 0) { exited |= 1u << l; continue; }
         cframe *cf = &w->cs[(size_t)l * PTX_MAXDEPTH + (size_t)--w->depth[l]];
         const callsite *cs = &M->calls[M->code[cf->callpc].target];
-        const pfunc *g = cs->fn;
+        const pfunc *g = cf->fn;
         unsigned char *base = w->local + (size_t)l * lpl;
         for (int a = 0; a < cs->nrets; a++)
-            memcpy(base + cf->fp + cs->rets[a], base + w->fp[l] + g->rets[a].off, g->rets[a].size);
+            if (cf->fp + cs->rets[a] + g->rets[a].size <= lpl)   /* an indirect caller's smaller result: past its frame */
+                memcpy(base + cf->fp + cs->rets[a], base + w->fp[l] + g->rets[a].off, g->rets[a].size);
         if (cf->savepos) {
             w->savetop[l] -= g->nregs;
             const uint64_t *sv = w->save + (size_t)l * w->savecap + w->savetop[l];
@@ -862,6 +1041,11 @@ static int worker_init(worker *wk, launch *L)
     wk->regs = malloc(rows * 32 * sizeof(uint64_t) * (size_t)nw);
     wk->smem_size = M->smem_static ? ((M->smem_static + 15) & ~(size_t)15) + L->cfg->dyn_smem : L->cfg->dyn_smem;
     if (!M->smem_static) wk->smem_size = L->cfg->dyn_smem;
+    /* a GPU gives a block its shared memory in 128-byte allocation units (the occupancy calculator's
+     * "shared memory allocation unit size"), and an access inside the last unit does not fault: NVVM relies
+     * on it, widening loads of an `.extern .shared .align 16` array up to its alignment (numba's test_sm
+     * reads 16 bytes at offset 16 of a 28-byte dynamic array) */
+    wk->smem_size = (wk->smem_size + 127) & ~(size_t)127;
     wk->smem = calloc(wk->smem_size ? wk->smem_size : 1, 1);
     wk->local = calloc((size_t)nw * 32, M->local_per_lane);
     if (!wk->warps || !wk->regs || !wk->smem || !wk->local) return PTX_E_OUT_OF_MEMORY;

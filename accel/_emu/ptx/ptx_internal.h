@@ -104,6 +104,8 @@ typedef struct pfunc {
     size_t frame;                      /* bytes of its frame: params, returns, .local, call-site params */
     size_t maxchain;                   /* frame + the deepest callee chain (non-recursive) */
     unsigned maxntid[3], reqntid[3], minnctapersm;
+    unsigned maxnreg;                  /* .maxnreg, or 0 */
+    uint32_t est_regs;                 /* registers a register allocator might give it (ptx_parse.c) */
     size_t smem;                       /* an entry's static shared memory (common + its own) */
     int line;
     struct pfunc *resolved;            /* an .extern .func's definition */
@@ -113,9 +115,13 @@ typedef struct pfunc {
 } pfunc;
 
 /* A call site: the caller's frame offsets of its argument and return .params, and the callee; builtin: a call of
- * a device-runtime function the emulator answers itself (PTX_BUILTIN_*; fn is then its declaration). */
+ * a device-runtime function the emulator answers itself (PTX_BUILTIN_*; fn is then its declaration).
+ * An indirect call (`call (r), %rd, (a), proto;`) has no fn: the callee is the pfunc whose address is in the
+ * insn's s[0] row, checked per lane against the module's functions. */
 enum { PTX_BUILTIN_NONE, PTX_BUILTIN_SET_CONDITIONAL };
-typedef struct callsite { uint32_t func_sym; int nargs, nrets; uint32_t args[32], rets[8]; psym *callee; pfunc *fn; int builtin; } callsite;
+typedef struct callsite {
+    uint32_t func_sym; int nargs, nrets; uint32_t args[32], rets[8]; psym *callee; pfunc *fn; int builtin, indirect;
+} callsite;
 
 struct ptx_kernel {
     pfunc *f;
@@ -146,7 +152,7 @@ struct ptx_module {
 };
 
 /* One lane's call frame record. */
-typedef struct cframe { uint32_t retpc, callpc; uint64_t fp; uint32_t savepos; } cframe;
+typedef struct cframe { uint32_t retpc, callpc; uint64_t fp; uint32_t savepos; const pfunc *fn; } cframe;
 
 typedef struct worker worker;
 

@@ -615,6 +615,8 @@ static inline int read_cmp_operand(int t, uint64_t x, double *d, int64_t *i, uin
     switch (t) {
     case T_F32: *d = ptx_f32(x); return 2;
     case T_F64: *d = ptx_f64(x); return 2;
+    case T_F16: *d = ptx_h2f((uint16_t)x); return 2;
+    case T_BF16: *d = ptx_bf2f((uint16_t)x); return 2;
     case T_S16: *i = (int16_t)x; return 1;
     case T_S32: *i = (int32_t)x; return 1;
     case T_S64: *i = (int64_t)x; return 1;
@@ -636,7 +638,8 @@ int h_set(warp *w, const insn_t *in, uint32_t m)
         if ((in->flags & F_FTZ) && in->t2 == T_F32) { da = ftz32((float)da); db = ftz32((float)db); }
         int r = k == 2 ? CMPF(in->cmp, da, db, isnan(da) || isnan(db)) : k == 1 ? CMPF(in->cmp, ia, ib, 0) : CMPF(in->cmp, ua, ub, 0);
         uint64_t v = combine(in->bop, r, C ? (C[l] & 1) ^ neg : 0);
-        D[l] = in->t == T_F32 ? (v ? ptx_bf32(1.0f) : 0) : (v ? 0xffffffffu : 0);
+        D[l] = in->t == T_F32 ? (v ? ptx_bf32(1.0f) : 0) : in->t == T_F16 ? (v ? 0x3c00u : 0)
+             : in->t == T_BF16 ? (v ? 0x3f80u : 0) : (v ? 0xffffffffu : 0);
     });
     return R_NEXT;
 }

@@ -143,6 +143,7 @@ typedef struct parser {
     psym **fscope; int nfscope, capfscope; int *fscopemarks;
     uint32_t nregs;
     uint8_t *regpred; uint32_t capregpred;     /* 1 for the function's rows declared .pred */
+    uint8_t *regw; uint32_t capregw;           /* each register's 32-bit words (predicates 0) */
     size_t frame;
     /* labels of the function */
     struct { char *name; uint32_t pc; } *labels; int nlabels, caplabels;
@@ -332,8 +333,16 @@ static psym *new_sym(parser *P, const char *name, size_t n)
 
 /* ---------------------------------------------------------------------------------------- registers */
 
-static int reg_add(parser *P, const char *name, size_t len, uint32_t count, int ranged)
+static int reg_add(parser *P, const char *name, size_t len, uint32_t count, int ranged, int words)
 {
+    if (P->nregs + count > P->capregw) {
+        uint32_t nc = P->capregw ? P->capregw : 64;
+        while (nc < P->nregs + count) nc *= 2;
+        uint8_t *nw = realloc(P->regw, nc);
+        if (!nw) return perr(P, PTX_E_OUT_OF_MEMORY, "out of memory");
+        P->regw = nw; P->capregw = nc;
+    }
+    memset(P->regw + P->nregs, words, count);
     regent *r = calloc(1, sizeof *r);
     if (!r) return perr(P, PTX_E_OUT_OF_MEMORY, "out of memory");
     r->name = sdup(P, name, len);
@@ -534,6 +543,7 @@ static int parse_simple(parser *P, opnd *o)
         if (id < 0) return perr(P, PTX_E_INVALID_PTX, "undeclared register '%s'", P->tbuf);
         o->kind = OK_SREG; o->sreg = id; next(P); return 0;
     }
+    if (is(P, "WARP_SZ")) { o->kind = OK_IMM; o->iv = 32; next(P); return 0; }   /* PTX's predefined constant */
     if (P->tl >= sizeof o->name) return perr(P, PTX_E_INVALID_PTX, "name too long");
     o->kind = OK_SYM;
     strcpy(o->name, P->tbuf);
@@ -1268,13 +1278,21 @@ static int decode(parser *P, const char *op, uint32_t guard, int gneg, opnd *ops
         memset(&cs, 0, sizeof cs);
         const opnd *retl = NULL, *argl = NULL;
         if (i < nops && ops[i].kind == OK_LIST) retl = &ops[i++];
-        if (i >= nops || ops[i].kind != OK_SYM) {
-            if (i < nops && ops[i].kind == OK_REG) return perr(P, PTX_E_NOT_SUPPORTED, "indirect call");
+        const char *fname = NULL;
+        if (i < nops && ops[i].kind == OK_REG) {      /* indirect: the callee's address in a register */
+            if (val_row(P, &ops[i++], T_U64, &in.s[0])) return P->err;
+            cs.indirect = 1;
+        } else if (i < nops && ops[i].kind == OK_SYM) {
+            fname = ops[i++].name;
+        } else {
             return perr(P, PTX_E_INVALID_PTX, "call needs a function name");
         }
-        const char *fname = ops[i++].name;
         if (i < nops && ops[i].kind == OK_LIST) argl = &ops[i++];
-        if (i < nops) return perr(P, PTX_E_NOT_SUPPORTED, "call with a prototype (indirect call)");
+        if (cs.indirect) {
+            if (i >= nops || ops[i].kind != OK_SYM) return perr(P, PTX_E_NOT_SUPPORTED, "indirect call without a prototype label");
+            i++;    /* the .callprototype label: the callee's parameters are checked when the call runs */
+        }
+        if (i < nops) return perr(P, PTX_E_INVALID_PTX, "call with %d operands", nops);
         if (retl && !argl && 0) argl = retl;
         for (int k = 0; retl && k < retl->ln; k++) {
             psym *s = find_sym(P, retl->list[k]);
@@ -1291,7 +1309,7 @@ static int decode(parser *P, const char *op, uint32_t guard, int gneg, opnd *ops
         GROW(P->calls, P->ncalls, P->capcalls);
         in.target = (uint32_t)P->ncalls;
         P->calls[P->ncalls++] = cs;
-        if (add_fixup(P, FX_CALL, P->ncode, fname)) return P->err;
+        if (fname && add_fixup(P, FX_CALL, P->ncode, fname)) return P->err;
         break;
     }
     case C_BAR:
@@ -1389,6 +1407,7 @@ static int decl_attrs(parser *P, int *t, size_t *align, int *vec)
             next(P);
             if (P->tk != TK_NUM) return perr(P, PTX_E_INVALID_PTX, ".align needs a number");
             *align = strtoull(P->tbuf, NULL, 0);
+            if (!*align || (*align & (*align - 1))) return perr(P, PTX_E_INVALID_PTX, ".align %s is not a power of two", P->tbuf);
             next(P);
             continue;
         }
@@ -1474,6 +1493,7 @@ static int parse_var(parser *P, int sp, int linkage, int infunc)
     if (decl_attrs(P, &t, &align, &vec)) return P->err;
     if (t == T_NONE) return perr(P, PTX_E_INVALID_PTX, "declaration without a type");
     size_t es = (size_t)ptx_type_size(t) * (size_t)vec;
+    int words = t == T_PRED ? 0 : es > 4 ? (int)((es + 3) / 4) : 1;   /* a .reg's 32-bit registers */
     if (!align) align = es;
     for (;;) {
         if (P->tk != TK_ID) return perr(P, PTX_E_INVALID_PTX, "expected a name, found '%s'", P->tbuf);
@@ -1489,8 +1509,8 @@ static int parse_var(parser *P, int sp, int linkage, int infunc)
                 next(P);
                 if (expect(P, '>')) return P->err;
                 if (n > 1u << 20) return perr(P, PTX_E_INVALID_PTX, "too many registers");
-                if (reg_add(P, name, strlen(name), n, 1) || reg_mark(P, P->nregs - n, n, t == T_PRED)) return P->err;
-            } else if (reg_add(P, name, strlen(name), vec > 1 ? 1 : 1, 0) || reg_mark(P, P->nregs - 1, 1, t == T_PRED)) return P->err;
+                if (reg_add(P, name, strlen(name), n, 1, words) || reg_mark(P, P->nregs - n, n, t == T_PRED)) return P->err;
+            } else if (reg_add(P, name, strlen(name), 1, 0, words) || reg_mark(P, P->nregs - 1, 1, t == T_PRED)) return P->err;
         } else {
             size_t count; int unsized;
             if (decl_dims(P, &count, &unsized)) return P->err;
@@ -1628,7 +1648,15 @@ static int parse_function(parser *P, int entry, int linkage)
         if (is(P, ".maxntid")) dst = f->maxntid;
         else if (is(P, ".reqntid")) dst = f->reqntid;
         else if (is(P, ".minnctapersm")) { dst = &f->minnctapersm; nv = 1; }
-        else if (is(P, ".noreturn") || is(P, ".maxnreg") || is(P, ".maxclusterrank") || is(P, ".reqnctapercluster") ||
+        else if (is(P, ".maxnreg")) {
+            next(P);
+            if (P->tk != TK_NUM) return perr(P, PTX_E_INVALID_PTX, ".maxnreg needs a number");
+            unsigned v = (unsigned)strtoul(P->tbuf, NULL, 0);
+            if (v && (!f->maxnreg || v < f->maxnreg)) f->maxnreg = v;
+            next(P);
+            continue;
+        }
+        else if (is(P, ".noreturn") || is(P, ".maxclusterrank") || is(P, ".reqnctapercluster") ||
                  is(P, ".explicitcluster") || is(P, ".blocksareclusters") || is(P, ".pragma") || is(P, ".abi_preserve") ||
                  is(P, ".abi_preserve_control")) {
             int prag = is(P, ".pragma");
@@ -1650,6 +1678,58 @@ static int parse_function(parser *P, int entry, int linkage)
     if (prev) prev->resolved = f;
     f->defined = 1;
     return parse_body(P, f);
+}
+
+/* The registers ptxas might give f (cuFuncGetAttribute's NUM_REGS, the occupancy API, the launch's register
+ * check).  NVVM and NVRTC declare one virtual register per value, hundreds where ptxas allocates tens (a
+ * numba transpose kernel declares over 64, so 1024-thread blocks were refused with
+ * LAUNCH_OUT_OF_RESOURCES), so this is the most 32-bit registers live at once: a register lives from its
+ * first to its last mention in code order, and one live into a loop (a backward branch) stays live to the
+ * branch; 64-bit values count two, predicates none; plus 2 (ptxas keeps a few for itself). */
+static uint32_t estimate_regs(parser *P, const pfunc *f)
+{
+    uint32_t n = P->nregs, len = f->pc1 - f->pc0;
+    if (!n || !len) return 2;
+    uint32_t *first = malloc((size_t)n * sizeof *first), *last = malloc((size_t)n * sizeof *last);
+    int64_t *delta = calloc((size_t)len + 1, sizeof *delta);
+    uint32_t est = 0;
+    if (!first || !last || !delta) {     /* no memory for the estimate: every declared register */
+        for (uint32_t r = 0; r < n; r++) est += P->regw[r];
+        goto out;
+    }
+    for (uint32_t r = 0; r < n; r++) first[r] = UINT32_MAX, last[r] = 0;
+    for (uint32_t pc = f->pc0; pc < f->pc1; pc++) {
+        const insn_t *in = &P->code[pc];
+        uint32_t rs[9] = {in->d[0], in->d[1], in->d[2], in->d[3], in->s[0], in->s[1], in->s[2], in->s[3], in->s[4]};
+        for (int k = 0; k < 9; k++) {
+            uint32_t v = rs[k];
+            if (v == UINT32_MAX || (v & CONSTBIT) || v >= n) continue;
+            if (pc < first[v]) first[v] = pc;
+            if (pc > last[v]) last[v] = pc;
+        }
+    }
+    int bra = key_lookup("bra");
+    for (int pass = 0; pass < 2; pass++)   /* twice: a loop inside a loop */
+        for (uint32_t pc = f->pc0; pc < f->pc1; pc++) {
+            const insn_t *in = &P->code[pc];
+            if (in->h != bra || in->target > pc) continue;
+            for (uint32_t r = 0; r < n; r++)
+                if (first[r] < in->target && last[r] >= in->target && last[r] < pc) last[r] = pc;
+        }
+    for (uint32_t r = 0; r < n; r++) {
+        if (first[r] == UINT32_MAX || !P->regw[r]) continue;
+        delta[first[r] - f->pc0] += P->regw[r];
+        delta[last[r] - f->pc0 + 1] -= P->regw[r];
+    }
+    int64_t live = 0, most = 0;
+    for (uint32_t i = 0; i < len; i++) {
+        live += delta[i];
+        if (live > most) most = live;
+    }
+    est = (uint32_t)most;
+out:
+    free(first); free(last); free(delta);
+    return est + 2;
 }
 
 /* The body of f: `{ ... }`. */
@@ -1710,6 +1790,12 @@ static int parse_body(parser *P, pfunc *f)
         if (ispunct_(P, ';')) { next(P); continue; }
         if (P->tk == TK_ID && P->tbuf[0] == '.') {
             if (is(P, ".reg")) { next(P); if (parse_var(P, -1, LK_NONE, 1)) break; continue; }
+            if (P->tl > 5 && !strncmp(P->ts, ".reg.", 5)) {   /* `.reg.b16 %rs;` (inline asm writes it so) */
+                P->ts += 4; P->tl -= 4;
+                memmove(P->tbuf, P->tbuf + 4, strlen(P->tbuf + 4) + 1);
+                if (parse_var(P, -1, LK_NONE, 1)) break;
+                continue;
+            }
             if (is(P, ".local")) { next(P); if (parse_var(P, SP_LOCAL, LK_NONE, 1)) break; continue; }
             if (is(P, ".param")) { next(P); if (parse_var(P, SP_PARAM, LK_NONE, 1)) break; continue; }
             if (is(P, ".shared")) { next(P); if (parse_var(P, SP_SHARED, LK_NONE, 1)) break; continue; }
@@ -1718,6 +1804,11 @@ static int parse_body(parser *P, pfunc *f)
                 next(P); if (parse_var(P, sp, LK_NONE, 1)) break; continue;
             }
             if (is(P, ".loc") || is(P, ".file")) { skip_line(P); continue; }
+            if (is(P, ".callprototype")) {   /* `proto: .callprototype (...) _ (...);`: an indirect call's type */
+                while (P->tk != TK_EOF && !ispunct_(P, ';')) next(P);
+                next(P);
+                continue;
+            }
             if (is(P, ".pragma")) { next(P); while (P->tk == TK_STR || ispunct_(P, ',')) next(P); if (expect(P, ';')) break; continue; }
             if (is(P, ".maxntid") || is(P, ".reqntid") || is(P, ".minnctapersm") || is(P, ".maxnreg")) {
                 next(P); while (P->tk == TK_NUM || ispunct_(P, ',')) next(P); continue;
@@ -1809,6 +1900,7 @@ static int parse_body(parser *P, pfunc *f)
         if (!found) { P->tline = x->line; return perr(P, PTX_E_INVALID_PTX, "undefined label '%s'", x->name); }
         x->name = NULL;
     }
+    f->est_regs = estimate_regs(P, f);
     P->fn = NULL;
     return 0;
 }
@@ -2005,7 +2097,12 @@ static int link_program(parser *P)
                 pfunc *g = NULL;
                 for (int k = 0; k < P->nfuncs; k++) if (!strcmp(P->funcs[k]->name, x->name)) g = P->funcs[k];
                 if (!g) return perr(P, PTX_E_INVALID_PTX, "undefined symbol '%s'", x->name);
-                P->consts[x->at] = (uint64_t)(uintptr_t)g;   /* only ever compared / passed through */
+                pfunc *def = resolve_func(P, g);
+                if (def) g = def;
+                /* compared, passed through, or called (h_call checks it is one of the module's functions); a
+                 * function called through a pointer may be on the stack already: its registers are saved */
+                g->recursive = 1;
+                P->consts[x->at] = (uint64_t)(uintptr_t)g;
                 continue;
             }
             psym *r = resolve_var(P, s);
@@ -2032,6 +2129,10 @@ static int link_program(parser *P)
         }
         f->smem = off;
         if (off > top) top = off;
+        /* ptxas: "uses too much shared data (0x10000 bytes, 0xc000 max)"; only dynamic shared memory may pass
+         * 48 KiB, with the opt-in (counted as the engine lays it out: the module's .shared and the kernel's) */
+        if (off > 0xc000)
+            return perr(P, PTX_E_INVALID_PTX, "kernel '%s' uses too much shared data (0x%zx bytes, 0xc000 max)", f->name, off);
     }
     for (int i = 0; i < P->nfx; i++)   /* addresses of kernel-owned shared variables */
         if (P->fx[i].kind == FX_CONST_SYM && P->fx[i].sym && P->fx[i].sym->owner)
@@ -2095,6 +2196,10 @@ static int link_program(parser *P)
             }
         }
     free(stack);
+    for (int i = 0; i < P->ncalls; i++)
+        if (P->calls[i].indirect) rec = 1;   /* callees unknown: the recursion allowance of local memory */
+    for (int i = 0; i < P->nfuncs; i++)
+        if (P->funcs[i]->recursive) rec = 1;
     M->has_recursion = rec;
     M->local_per_lane = align_up(maxl + (rec ? 16384 : 0), 16);
     if (!M->local_per_lane) M->local_per_lane = 16;
@@ -2126,9 +2231,11 @@ static void set_kernel_info(struct ptx_module *M, struct ptx_kernel *k)
     size_t cb = 0;
     for (int i = 0; i < M->nglobals; i++) if (M->globals[i]->space == SP_CONST) cb += M->globals[i]->size;
     in->const_bytes = cb;
-    uint32_t regs = f->nregs;
-    for (int i = 0; i < f->ncallees; i++) regs += M->funcs[f->callees[i]]->nregs;
-    in->num_regs = regs < 16 ? 16 : regs > 255 ? 255 : (int)regs;
+    uint32_t regs = f->est_regs;   /* a callee has its own registers (the ABI saves the caller's) */
+    for (int i = 0; i < f->ncallees; i++) if (M->funcs[f->callees[i]]->est_regs > regs) regs = M->funcs[f->callees[i]]->est_regs;
+    regs = regs < 16 ? 16 : regs > 255 ? 255 : regs;
+    if (f->maxnreg && regs > f->maxnreg) regs = f->maxnreg;   /* ptxas spills to stay within it */
+    in->num_regs = (int)regs;
     memcpy(in->maxntid, f->maxntid, sizeof in->maxntid);
     memcpy(in->reqntid, f->reqntid, sizeof in->reqntid);
     in->minnctapersm = f->minnctapersm;
@@ -2138,6 +2245,71 @@ static void set_kernel_info(struct ptx_module *M, struct ptx_kernel *k)
     if (in->max_threads_per_block > 1024) in->max_threads_per_block = 1024;
     in->ptx_version = M->ptx_version;
     in->target_sm = M->target_sm;
+}
+
+/* What the driver's JIT links in without being asked: __assertfail, which CUDA C's assert() calls (NVRTC
+ * code numba links for its runtime calls it), vprintf, device printf (numba's print()), and the device
+ * heap's malloc / free (numba's runtime allocates arrays made in a kernel with them).  Each is a
+ * small PTX function whose `trap` carries the arguments' registers and says which built-in it is (aop 1:
+ * h_trap prints CUDA's assertion line and fails the launch with CUDA_ERROR_ASSERT; aop 2: h_trap formats
+ * and prints, returning the count in the destination row; aop 3 / 4: malloc / free). */
+static const struct builtin {
+    const char *name, *text;
+    int aop;
+    uint32_t s[4], d;   /* the trap's operand rows (function-relative) */
+} BUILTINS[] = {
+    {"__assertfail",
+     ".version 6.0\n.target sm_50\n.address_size 64\n"
+     ".weak .func __assertfail(.param .b64 message, .param .b64 file, .param .b32 line, .param .b64 function, "
+     ".param .b64 char_size)\n{\n.reg .b64 %rd<4>;\n.reg .b32 %r<2>;\n"
+     "ld.param.b64 %rd1, [message];\nld.param.b64 %rd2, [file];\nld.param.b32 %r1, [line];\n"
+     "ld.param.b64 %rd3, [function];\ntrap;\nret;\n}\n",
+     1, {1, 2, 5, 3}, UINT32_MAX},                          /* %rd1 %rd2 %r1 %rd3: rows 1, 2, 4 + 1, 3 */
+    {"vprintf",
+     ".version 6.0\n.target sm_50\n.address_size 64\n"
+     ".weak .func (.param .b32 status) vprintf(.param .b64 format, .param .b64 args)\n{\n"
+     ".reg .b64 %rd<3>;\n.reg .b32 %r<2>;\n"
+     "ld.param.b64 %rd1, [format];\nld.param.b64 %rd2, [args];\ntrap;\nst.param.b32 [status], %r1;\nret;\n}\n",
+     2, {1, 2, 0, 0}, 4},                                   /* %rd1 %rd2 -> %r1: rows 1, 2 -> 3 + 1 */
+    {"malloc",
+     ".version 6.0\n.target sm_50\n.address_size 64\n"
+     ".weak .func (.param .b64 ptr) malloc(.param .b64 size)\n{\n.reg .b64 %rd<3>;\n"
+     "ld.param.b64 %rd1, [size];\ntrap;\nst.param.b64 [ptr], %rd2;\nret;\n}\n",
+     3, {1, 0, 0, 0}, 2},                                   /* %rd1 -> %rd2 */
+    {"free",
+     ".version 6.0\n.target sm_50\n.address_size 64\n"
+     ".weak .func free(.param .b64 ptr)\n{\n.reg .b64 %rd<2>;\nld.param.b64 %rd1, [ptr];\ntrap;\nret;\n}\n",
+     4, {1, 0, 0, 0}, UINT32_MAX},                          /* %rd1 */
+};
+
+static void add_builtins(parser *P, int ntexts)
+{
+    for (size_t b = 0; b < sizeof BUILTINS / sizeof *BUILTINS && !P->err; b++) {
+        int declared = 0, defined = 0;
+        for (int i = 0; i < P->nfuncs; i++)
+            if (!strcmp(P->funcs[i]->name, BUILTINS[b].name)) {
+                if (P->funcs[i]->defined) defined = 1;
+                declared = 1;
+            }
+        if (!declared || defined) continue;
+        int version = P->version, target = P->target;
+        P->text = ntexts;
+        P->src = P->p = BUILTINS[b].text;
+        P->end = BUILTINS[b].text + strlen(BUILTINS[b].text);
+        P->line = 1;
+        P->tline = 0;
+        if (parse_text(P)) return;
+        P->version = version; P->target = target;   /* the program's, not the built-in's */
+        pfunc *f = P->funcs[P->nfuncs - 1];
+        int trap = key_lookup("trap");
+        for (uint32_t pc = f->pc0; pc < f->pc1; pc++)
+            if (P->code[pc].h == trap) {
+                insn_t *in = &P->code[pc];
+                in->aop = (uint8_t)BUILTINS[b].aop;
+                memcpy(in->s, BUILTINS[b].s, sizeof BUILTINS[b].s);
+                in->d[0] = BUILTINS[b].d;
+            }
+    }
 }
 
 int ptx_program_build(const char *const *texts, const size_t *len, int n, const ptx_env *env,
@@ -2166,6 +2338,7 @@ int ptx_program_build(const char *const *texts, const size_t *len, int n, const 
         if (!len || !len[i]) P->end = texts[i] + strlen(texts[i]);
         parse_text(P);
     }
+    if (!P->err) add_builtins(P, n);
     if (!P->err) link_program(P);
     M->code = P->code; M->ncode = P->ncode;
     M->funcs = P->funcs; M->nfuncs = P->nfuncs;
@@ -2199,7 +2372,7 @@ int ptx_program_build(const char *const *texts, const size_t *len, int n, const 
     }
     free(P->constsym);
     free(P->regpred);
-    free(P->rstack); free(P->scopemarks); free(P->fscope); free(P->labels); free(P->fx);
+    free(P->rstack); free(P->regw); free(P->scopemarks); free(P->fscope); free(P->labels); free(P->fx);
     /* the psyms: keep for globals (names); free the table */
     extern void ptx_module_keep_syms(struct ptx_module *, psym **, int);
     ptx_module_keep_syms(M, P->tsyms, P->ntsyms);
