@@ -220,6 +220,19 @@ def test_cli_report_missing_library(subprocess_python):
     assert "CUDA runtime: not found" in r.stdout and "/nope.so" in r.stdout
 
 
+def test_cli_report_nvml_line_says_what_it_searched(subprocess_python):
+    """Without a loadable NVML library the report's NVML line lists the places searched (it ended in a bare
+    "searched:")."""
+    pytest.importorskip("pynvml")
+    r = subprocess_python("import sys, runpy; sys.argv=['accel']; runpy.run_module('accel', run_name='__main__')",
+                          env={"ACCEL_CUDART": "emu", "ACCEL_NVML": "/nope/libnvidia-ml.so.1"})
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    at = next(i for i, ln in enumerate(lines) if ln.startswith("NVML:"))
+    assert lines[at].endswith("searched:"), r.stdout
+    assert lines[at + 1].startswith("    - /nope/libnvidia-ml.so.1"), r.stdout
+
+
 # -- the guard against testing the source tree -------------------------------------------------------
 
 @pytest.mark.skipif(not (REPO / "accel" / "_impl.py").exists(), reason="no checkout next to the tests")
