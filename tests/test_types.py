@@ -66,3 +66,71 @@ def test_mypy_infers_accel_types(tmp_path):
     revealed = [ln.split("Revealed type is ")[1].strip('"').replace("builtins.", "")
                 for ln in out.splitlines() if "Revealed type is" in ln]
     assert revealed == ["accel.cuda.DeviceBuffer", "accel.cuda.Stream", "tuple[int, ...]", "float"], out + err
+
+
+# -- accel.lazy: stubs generated from the op table (tools/gen_lazy_stub.py) ------------------------------------
+
+REPO = pathlib.Path(__file__).resolve().parent.parent
+LAZY_STUBS = ("__init__.pyi", "linalg.pyi", "nn/__init__.pyi", "nn/functional.pyi")
+
+
+def test_lazy_stubs_are_installed_and_declare_every_public_name():
+    import accel.lazy
+    from accel.lazy import _optable
+    for rel in LAZY_STUBS:
+        assert (PKG / "lazy" / rel).is_file(), f"accel/lazy/{rel} is not installed"
+    stub = PKG / "lazy" / "__init__.pyi"
+    missing = sorted(set(accel.lazy.__all__) - _stub_names(stub))
+    assert not missing, f"accel.lazy names the stub does not declare: {missing}"
+    cls = next(n for n in ast.parse(stub.read_text()).body if isinstance(n, ast.ClassDef) and n.name == "LazyTensor")
+    methods = {n.name for n in cls.body if isinstance(n, ast.FunctionDef)}
+    assert not sorted(set(_optable.METHODS) - methods), "LazyTensor methods the stub does not declare"
+
+
+@pytest.mark.skipif(not (REPO / "tools" / "gen_lazy_stub.py").exists(), reason="no checkout next to the tests")
+def test_lazy_stubs_are_current(tmp_path):
+    """The committed stubs are what tools/gen_lazy_stub.py makes of the installed op table."""
+    proc = subprocess.run([sys.executable, str(REPO / "tools" / "gen_lazy_stub.py"), str(tmp_path)], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    stale = [rel for rel in LAZY_STUBS
+             if (tmp_path / rel).read_text() != (REPO / "accel" / "lazy" / rel).read_text()]
+    assert not stale, f"accel/lazy stubs out of date: {stale}: run `python tools/gen_lazy_stub.py` from the checkout"
+
+
+def test_lazy_typed_example_passes_mypy_strict(tmp_path):
+    out, err, status = _mypy(tmp_path, "--strict", str(DATA / "lazy_example.py"))
+    assert status == 0, out + err
+
+
+def test_lazy_typed_example_runs_and_its_types_hold():
+    """The example mypy checks also runs: the stub's types are what the ops return."""
+    import numpy as np
+    import accel.lazy as lazy
+    spec = importlib.util.spec_from_file_location("lazy_example", DATA / "lazy_example.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    out, graph, text = mod.step(lazy.tensor(np.eye(4, dtype=np.float32)), np.ones((2, 4), np.float32))
+    assert out.shape == (3, 4) and isinstance(graph, bytes) and len(graph) == 16 and text.startswith("IR {")
+    x = lazy.tensor([[3.0, 1.0], [2.0, 5.0]])
+    for r in (x.sort(), x.topk(1), x.max(1), x.min(0), lazy.sort(x), lazy.max(x, 1)):
+        assert isinstance(r, tuple) and len(r) == 2 and r.values is r[0] and r.indices is r[1]
+        assert all(type(t) is lazy.LazyTensor for t in r)
+    for r in (x.split(1), x.chunk(2), x.unbind(), lazy.split(x, 1)):
+        assert type(r) is tuple and all(type(t) is lazy.LazyTensor for t in r)
+    assert type(x.max()) is lazy.LazyTensor and type(x.min()) is lazy.LazyTensor
+    assert isinstance(lazy.manual_seed(1), lazy.Generator) and type(lazy.initial_seed()) is int
+
+
+def test_mypy_infers_lazy_types(tmp_path):
+    probe = tmp_path / "probe.py"
+    probe.write_text("import accel.lazy as lazy\n"
+                     "x = lazy.tensor([1.0])\n"
+                     "reveal_type((x * 2).relu().sum())\n"
+                     "reveal_type(lazy.get_graph_hash([x]))\n"
+                     "reveal_type(x.sort().values)\n"
+                     "reveal_type(x.shape)\n")
+    out, err, status = _mypy(tmp_path, "--strict", str(probe))
+    revealed = [ln.split("Revealed type is ")[1].strip('"').replace("builtins.", "")
+                for ln in out.splitlines() if "Revealed type is" in ln]
+    assert revealed == ["accel.lazy.LazyTensor", "bytes", "accel.lazy.LazyTensor", "tuple[int, ...]"], out + err
