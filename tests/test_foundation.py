@@ -1,5 +1,4 @@
 """Selection, library discovery, twin surfaces, the driver-less system runtime and the CLI."""
-import importlib.util
 import inspect
 import json
 import os
@@ -248,10 +247,8 @@ def test_cli_report_nvml_line_says_what_it_searched(subprocess_python):
 # -- the guard against testing the source tree -------------------------------------------------------
 
 @pytest.mark.skipif(not (REPO / "accel" / "_impl.py").exists(), reason="no checkout next to the tests")
+@pytest.mark.not_editable("the checkout's accel/ is the installed package: no source-tree import to refuse")
 def test_suite_refuses_source_tree(tmp_path):
-    if importlib.util.find_spec("accel").loader.__class__.__module__.endswith("_editable_loader"):
-        pytest.skip("an editable install: the checkout's accel/ is the installed package (its loader maps the "
-                    "compiled files to the build directory), so there is no source-tree import to refuse")
     """`python -m pytest` from the checkout would import the uncompiled source: the guard must stop it."""
     r = subprocess.run([sys.executable, "-m", "pytest", "-q", "tests/test_foundation.py::test_backend_is_reported"],
                        cwd=REPO, capture_output=True, text=True, timeout=120)

@@ -136,7 +136,9 @@ def check_pure_python_install(command, tmp_path):
     proc = shell(f"pip install --quiet --no-deps --no-build-isolation --target {target} "
                  f"--config-settings=build-dir={tmp_path / 'build'} {command[len('pip install '):]}", timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    probe = subprocess.run([sys.executable, "-c", "import accel; print(accel.backend, accel.__file__)"],
+    # -S: the target's accel alone (an editable install's loader, which a .pth of site-packages sets up, would
+    # take precedence over PYTHONPATH)
+    probe = subprocess.run([sys.executable, "-S", "-c", "import accel; print(accel.backend, accel.__file__)"],
                            cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(target)}, capture_output=True,
                            text=True, timeout=60)
     assert probe.stdout.split() == ["python", str(target / "accel" / "__init__.py")], probe.stderr
@@ -187,6 +189,8 @@ CHECKS = {
     "pip install --config-settings=build-dir=/tmp/accel-build .":
         "tests/test_build_routes.py::test_build_dir_outside_a_read_only_checkout_writes_nothing_into_it",
     "accel --version": check_version,
+    "pip install --no-build-isolation -e .":
+        "tests/test_build_routes.py::test_editable_install_runs_the_suite_and_rebuilds_on_import",
     "pip install --no-build-isolation --no-deps --config-settings=build-dir=build .": check_quick_rebuild,
     "ACCEL_EMU_MEMORY=2G accel emu --devices 4 -- python -m numba.runtests numba.cuda.tests.cudadrv":
         "tests/test_peer_suites.py::test_numba_cuda_suite_on_the_emulator",
@@ -269,6 +273,7 @@ def test_python_m_accel_in_the_checkout_runs_the_installed_build():
     assert "No module named accel.emu_probe_x" in proc.stderr and "unbuilt" not in proc.stderr
 
 
+@pytest.mark.not_editable("the checkout's accel/ is the installed package, so importing it there works")
 def test_import_in_the_checkout_says_what_to_type():
     proc = shell("python -c 'import accel'")
     assert proc.returncode == 1
