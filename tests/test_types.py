@@ -2,6 +2,7 @@
 passes mypy --strict and mypy infers accel's own types (not Any) for what accel returns.  The stubs declare
 exactly the public names (both twins have one surface: tests/test_foundation.py checks their signatures)."""
 import ast
+import importlib
 import importlib.util
 import pathlib
 import subprocess
@@ -134,3 +135,30 @@ def test_mypy_infers_lazy_types(tmp_path):
     revealed = [ln.split("Revealed type is ")[1].strip('"').replace("builtins.", "")
                 for ln in out.splitlines() if "Revealed type is" in ln]
     assert revealed == ["accel.lazy.LazyTensor", "bytes", "accel.lazy.LazyTensor", "tuple[int, ...]"], out + err
+
+
+# -- accel.accelerator, accel.device_interface, accel.mtia: hand-written stubs ----------------------------------
+
+@pytest.mark.parametrize("module", ["accelerator", "device_interface", "mtia"])
+def test_interface_stubs_declare_every_public_name(module):
+    mod = importlib.import_module(f"accel.{module}")
+    stub = PKG / (f"{module}/__init__.pyi" if module == "mtia" else f"{module}.pyi")
+    assert stub.is_file(), f"{stub} is not installed"
+    missing = sorted(set(mod.__all__) - _stub_names(stub))
+    assert not missing, f"accel.{module} names its stub does not declare: {missing}"
+
+
+def test_interfaces_typed_example_passes_mypy_strict(tmp_path):
+    out, err, status = _mypy(tmp_path, "--strict", str(DATA / "interfaces_example.py"))
+    assert status == 0, out + err
+
+
+@pytest.mark.devices(1)
+def test_interfaces_typed_example_runs_and_its_types_hold():
+    import accel.cuda
+    spec = importlib.util.spec_from_file_location("interfaces_example", DATA / "interfaces_example.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    name, n, cc = mod.where()
+    assert name == "cuda" and type(n) is int and cc == 10 * accel.cuda.get_device_capability(0)[0] + \
+        accel.cuda.get_device_capability(0)[1]
