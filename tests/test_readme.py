@@ -155,6 +155,17 @@ def check_quick_rebuild(command, tmp_path):
     assert list((target / "accel" / "_native").glob("_device*.so")), "the quick rebuild built no native twin"
 
 
+def check_example_on_emulator(command, tmp_path):
+    """The README's words on its examples: each ```python block, saved as example.py, runs with that command
+    (from the directory holding it, in a newcomer's shell)."""
+    blocks = [text for _, info, text in fenced_blocks() if info == "python"]
+    assert len(blocks) >= 4
+    for code in blocks:
+        (tmp_path / "example.py").write_text(code + "\n")
+        proc = shell(f"cd {tmp_path} && {command}", timeout=300)
+        assert proc.returncode == 0, code + proc.stdout + proc.stderr
+
+
 def check_version(command):
     """One line: accel's version, the distribution's name, the backend."""
     proc = shell(command)
@@ -189,6 +200,7 @@ CHECKS = {
     "pip install --config-settings=build-dir=/tmp/accel-build .":
         "tests/test_build_routes.py::test_build_dir_outside_a_read_only_checkout_writes_nothing_into_it",
     "accel --version": check_version,
+    "ACCEL_CUDART=emu python example.py": check_example_on_emulator,
     "pip install --no-build-isolation -e .":
         "tests/test_build_routes.py::test_editable_install_runs_the_suite_and_rebuilds_on_import",
     "pip install --no-build-isolation --no-deps --config-settings=build-dir=build .": check_quick_rebuild,
