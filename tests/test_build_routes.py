@@ -165,3 +165,25 @@ def test_editable_install_runs_the_suite_and_rebuilds_on_import(source, no_compi
     finally:
         meson_build.write_text(text)
     assert v.returncode == 0 and v.stdout.startswith(f"accel {version}.post1"), v.stdout + v.stderr
+
+
+@pytest.mark.skipif(not (REPO / ".ci" / "run").exists() or shutil.which("bash") is None, reason="no CI script")
+def test_ci_finds_the_other_cpythons_of_requires_python():
+    """.ci/run builds and imports on every other CPython of requires-python it finds (uv's, pyenv's, python3.X
+    on PATH): each it lists runs and is the version it is listed as; pyenv's shims of unselected versions
+    (which fail) are not listed."""
+    proc = subprocess.run(["bash", str(REPO / ".ci" / "run"), "--list-cpythons"], capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    oldest = int(re.search(r'requires-python = ">=3\.(\d+)"', (REPO / "pyproject.toml").read_text()).group(1))
+    this = subprocess.run(["python3", "-c", "import sys; print(sys.version_info[1])"], capture_output=True,
+                          text=True).stdout.strip()
+    seen = []
+    for line in proc.stdout.splitlines():
+        version, python = line.split(" ", 1)
+        minor = int(version.split(".")[1])
+        assert minor >= oldest and str(minor) != this and version not in seen, line
+        got = subprocess.run([python, "-c", "import sys; print(sys.implementation.name, *sys.version_info[:2])"],
+                             capture_output=True, text=True, timeout=60).stdout.split()
+        assert got == ["cpython", "3", str(minor)], (line, got)
+        seen.append(version)
