@@ -201,6 +201,7 @@ CHECKS = {
         "tests/test_build_routes.py::test_build_dir_outside_a_read_only_checkout_writes_nothing_into_it",
     "accel --version": check_version,
     "ACCEL_CUDART=emu python example.py": check_example_on_emulator,
+    "python tools/gen_lazy_stub.py": "tests/test_types.py::test_lazy_stubs_are_current",
     "pip install --no-build-isolation -e .":
         "tests/test_build_routes.py::test_editable_install_runs_the_suite_and_rebuilds_on_import",
     "pip install --no-build-isolation --no-deps --config-settings=build-dir=build .": check_quick_rebuild,
