@@ -54,7 +54,7 @@ def package_file(*parts):
         return here
     spec = getattr(sys.modules.get("accel"), "__spec__", None)
     reader = getattr(getattr(spec, "loader", None), "get_resource_reader", None)
-    if reader is None or type(spec.loader).__module__.partition("_editable_loader")[1] == "":
+    if reader is None or not type(spec.loader).__module__.endswith("_editable_loader"):
         return here
     try:
         found = reader("accel").files().joinpath(*parts)
