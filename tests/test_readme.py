@@ -31,7 +31,7 @@ needs_checkout = pytest.mark.skipif(not (README.exists() and (REPO / "accel" / "
                                     reason="no checkout next to the tests")
 pytestmark = needs_checkout
 
-_COMMAND = re.compile(r"^(?:[A-Z_]+=\S+ )*(?:pip|pytest|python|accel)(?: |$)")
+_COMMAND = re.compile(r"^(?:[A-Z_]+=\S+ )*(?:pip|pytest|python|accel|mkdocs|\.ci/run)(?: |$)")
 
 
 def fenced_blocks(docs=(README,)):
@@ -202,6 +202,8 @@ CHECKS = {
     "accel --version": check_version,
     "ACCEL_CUDART=emu python example.py": check_example_on_emulator,
     "python tools/gen_lazy_stub.py": "tests/test_types.py::test_lazy_stubs_are_current",
+    "mkdocs build": "tests/test_docs.py::test_docs_site_builds_strict",
+    ".ci/run --list-cpythons": "tests/test_build_routes.py::test_ci_finds_the_other_cpythons_of_requires_python",
     "pip install --no-build-isolation -e .":
         "tests/test_build_routes.py::test_editable_install_runs_the_suite_and_rebuilds_on_import",
     "pip install --no-build-isolation --no-deps --config-settings=build-dir=build .": check_quick_rebuild,
@@ -227,7 +229,7 @@ CHECKS = {
 }
 CI_SECTIONS = ("Install and run", "Tests")
 # code spans that look like commands but are words in a sentence
-MENTIONS = {"pytest", "python", "python -m", "accel / peer",
+MENTIONS = {"pytest", "python", "python -m", "accel / peer", ".ci/run",
             "pip install accel"}    # what not to type: installs the unrelated project of that name
 
 
