@@ -31,7 +31,7 @@ needs_checkout = pytest.mark.skipif(not (README.exists() and (REPO / "accel" / "
                                     reason="no checkout next to the tests")
 pytestmark = needs_checkout
 
-_COMMAND = re.compile(r"^(?:[A-Z_]+=\S+ )*(?:pip|pytest|python|accel|mkdocs|\.ci/run)(?: |$)")
+_COMMAND = re.compile(r"^(?:[A-Z_]+=\S+ )*(?:pip|pytest|python|accel|mkdocs|mypy|\.ci/run)(?: |$)")
 
 
 def fenced_blocks(docs=(README,)):
@@ -203,6 +203,9 @@ CHECKS = {
     "ACCEL_CUDART=emu python example.py": check_example_on_emulator,
     "python tools/gen_lazy_stub.py": "tests/test_types.py::test_lazy_stubs_are_current",
     "mkdocs build": "tests/test_docs.py::test_docs_site_builds_strict",
+    # (an editable install's form of the typed examples' mypy run: tests/test_types.py's _mypy)
+    "MYPYPATH=/path/to/accel-checkout mypy --follow-imports=silent your_code.py":
+        "tests/test_types.py::test_typed_example_passes_mypy_strict",
     ".ci/run --list-cpythons": "tests/test_build_routes.py::test_ci_finds_the_other_cpythons_of_requires_python",
     "pip install --no-build-isolation -e .":
         "tests/test_build_routes.py::test_editable_install_runs_the_suite_and_rebuilds_on_import",
