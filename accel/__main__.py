@@ -55,7 +55,8 @@ def _nvml_line():
     try:
         lib = _lib.nvml()
     except LibraryNotFoundError as exc:
-        return f"NVML: nvidia-ml-py installed, but {str(exc).splitlines()[0]}"
+        # the error's message is a heading and one line per place searched: all of it, indented as the report is
+        return "NVML: nvidia-ml-py installed, but " + "\n  ".join(str(exc).splitlines())
     return f"NVML: nvidia-ml-py installed, library {lib.path}"
 
 

@@ -13,7 +13,7 @@ import threading
 
 from accel.errors import LibraryNotFoundError
 
-__all__ = ["Library", "cudart", "driver", "nvml", "emu_path", "search_cudart", "CUDART_SONAMES"]
+__all__ = ["Library", "cudart", "driver", "nvml", "emu_path", "package_file", "search_cudart", "CUDART_SONAMES"]
 
 CUDART_SONAMES = ("libcudart.so.13", "libcudart.so.12")
 DRIVER_SONAMES = ("libcuda.so.1",)
@@ -44,9 +44,28 @@ def _debug(msg):
         print(f"accel loading: {msg}", file=sys.stderr, flush=True)
 
 
+def package_file(*parts):
+    """Path of the file ``accel/<parts...>`` of this install: in the package's directory; in a meson-python
+    editable install (``pip install --no-build-isolation -e .``: the package is the checkout's accel/ and what
+    the build makes stays in the build directory, rebuilt on import) where the editable loader's install plan
+    puts it.  The package-directory path when neither has it."""
+    here = os.path.join(os.path.dirname(os.path.abspath(__file__)), *parts)
+    if os.path.exists(here):
+        return here
+    spec = getattr(sys.modules.get("accel"), "__spec__", None)
+    reader = getattr(getattr(spec, "loader", None), "get_resource_reader", None)
+    if reader is None or not type(spec.loader).__module__.endswith("_editable_loader"):
+        return here
+    try:
+        found = reader("accel").files().joinpath(*parts)
+    except (OSError, TypeError, ValueError):
+        return here
+    return os.fspath(found) if isinstance(found, os.PathLike) and os.path.exists(found) else here
+
+
 def emu_path():
     """Path of the bundled emulated runtime (it may be absent in a -Dnative=false install)."""
-    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "_emu", _EMU_NAME)
+    return package_file("_emu", _EMU_NAME)
 
 
 def _loaded_in_process(stem):

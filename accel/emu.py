@@ -99,8 +99,9 @@ _handles = []       # the stand-ins' ctypes handles, kept open for the life of t
 
 
 def standin_dir():
-    """Directory holding the stand-in libraries (absent in a -Dnative=false install)."""
-    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "_emu", "standin")
+    """Directory holding the stand-in libraries (absent in a -Dnative=false install; in an editable install,
+    the build directory's, where meson links them)."""
+    return os.path.dirname(_lib.package_file("_emu", "standin", _CUDART))
 
 
 def cudart_path():

@@ -4,7 +4,8 @@ Every hot-path test takes ``twin`` (or a fixture built on it) and so runs once a
 ``accel._native`` modules and once against the ``accel._python`` twins, ids ``native`` / ``python``.
 
 The guard below makes it impossible to test the source tree by accident: ``accel`` must come from an
-installed build, and when that build says it compiled the native modules they must all import.
+installed build (a regular install, or meson-python's editable install of this checkout), and when that build
+says it compiled the native modules they must all import.
 """
 import importlib
 import json
@@ -23,6 +24,19 @@ def _fail(msg):
     pytest.exit(f"accel test guard: {msg}", returncode=3)
 
 
+def _editable():
+    """An editable install of this checkout (``pip install --no-build-isolation -e .``): meson-python's loader maps
+    ``accel`` to the checkout's accel/ and what the build makes (the compiled twins, the emulator, the generated
+    modules) to its build directory, rebuilding on import.  That is an installed build, not the source tree."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("accel")
+    return spec is not None and type(spec.loader).__module__.endswith("_editable_loader")
+
+
+EDITABLE = _editable()
+
+
 def _guard():
     """Refuse a source-tree import; when the build compiled the twins, they must all import."""
     import importlib.util
@@ -31,7 +45,7 @@ def _guard():
     if spec is None or spec.origin is None:
         _fail("'accel' is not installed: run `pip install .[test]` first")
     where = pathlib.Path(spec.origin).resolve()
-    if REPO == where.parent.parent:
+    if REPO == where.parent.parent and not EDITABLE:
         _fail(f"'accel' was imported from the source tree ({where}) instead of the installed build. "
               "Install it (pip install .) and run `pytest` (not `python -m pytest`) from the checkout.")
     from accel import _build_config, _impl
@@ -71,6 +85,8 @@ def pytest_configure(config):
                                        "where the runtime has fewer; the emulator has 4 unless ACCEL_EMU_DEVICES says)")
     config.addinivalue_line("markers", "emu_only(why): needs the emulated runtime (its fault injection, its "
                                        "ACCEL_EMU_* controls or its accelEmu* test symbols); skipped on a real one")
+    config.addinivalue_line("markers", "not_editable(why): checks what an editable install changes by design (the "
+                                       "checkout's accel/ is the installed package); skipped on one")
 
 
 def pytest_report_header(config):
@@ -92,6 +108,10 @@ def _runtime_name():
 def pytest_collection_modifyitems(config, items):
     """``devices(n)`` / ``emu_only``: a skip naming the need where the runtime cannot meet it."""
     for item in items:
+        mark = item.get_closest_marker("not_editable")
+        if EDITABLE and mark is not None:
+            item.add_marker(pytest.mark.skip(reason=f"an editable install: {mark.args[0]}"))
+            continue
         if not USING_EMU:
             mark = item.get_closest_marker("emu_only")
             if mark is not None:

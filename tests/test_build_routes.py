@@ -3,7 +3,9 @@
 - a pure-Python install (``-Dnative=false``) on a machine without a C compiler: it builds, imports the python
   twin, and ``accel --version`` / ``accel bench`` work;
 - a native build without a C compiler: it stops with a message that names ``-Dnative=false``;
-- a checkout that must stay untouched (read-only): ``build-dir`` outside it, and nothing is written into it.
+- a checkout that must stay untouched (read-only): ``build-dir`` outside it, and nothing is written into it;
+- an editable install (``pip install --no-build-isolation -e .``): the suite runs on it, and an edit of the
+  checkout is what the next import sees, rebuilt by meson-python's loader.
 
 The builds use the build tools of this environment (``--no-build-isolation``: meson-python, meson, ninja,
 Cython, numpy — the ``test`` extra lists them) and install into a scratch directory (``--target``), never into
@@ -11,6 +13,7 @@ the environment under test.  They run the ``--config-settings=`` spelling, which
 """
 import os
 import pathlib
+import re
 import shutil
 import subprocess
 import sys
@@ -69,9 +72,12 @@ def _pip_install(src, target, env, *settings):
 
 
 def _run_accel(target, env, *args):
-    env = dict(env, PYTHONPATH=str(target))
+    """``python -m accel ARGS`` on the build in ``target``, with this environment's packages after it (numpy);
+    -S: no .pth of site-packages runs (an editable install's loader would take precedence over PYTHONPATH)."""
+    import numpy
+    env = dict(env, PYTHONPATH=os.pathsep.join([str(target), os.path.dirname(os.path.dirname(numpy.__file__))]))
     env.pop("ACCEL_CUDART", None)
-    return subprocess.run([sys.executable, "-m", "accel", *args], capture_output=True, text=True, env=env,
+    return subprocess.run([sys.executable, "-S", "-m", "accel", *args], capture_output=True, text=True, env=env,
                           cwd=target, timeout=600)
 
 
@@ -115,3 +121,69 @@ def test_build_dir_outside_a_read_only_checkout_writes_nothing_into_it(source, n
             p.chmod(mode)
     assert r.returncode == 0, r.stdout + r.stderr
     assert sorted(p.relative_to(source) for p in source.rglob("*")) == before
+
+
+def test_editable_install_runs_the_suite_and_rebuilds_on_import(source, no_compiler_env, tmp_path):
+    """``pip install --no-build-isolation -e .`` in a venv of its own (this environment's packages reachable
+    through a .pth: pip, pytest, numpy and the build tools), pure-Python so that it is quick: the suite's
+    guard takes it for the installed build it is (it refused it as "imported from the source tree"), its
+    tests run, and a change to meson.build (the version) is rebuilt on the next import."""
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=300)
+    python = venv / "bin" / "python"
+    site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    # what this process imports from (not the checkout): pip, pytest, numpy, the build tools
+    outer = [p for p in sys.path if p and os.path.isdir(p) and pathlib.Path(p).resolve() != REPO.resolve()]
+    pathlib.Path(site, "zz_outer_environment.pth").write_text("\n".join(outer) + "\n")
+    env = dict(no_compiler_env, PATH=f"{venv / 'bin'}{os.pathsep}{no_compiler_env['PATH']}")
+    build = tmp_path / "build"
+    r = subprocess.run([str(python), "-m", "pip", "install", "--no-build-isolation", "--no-deps", "--no-index",
+                        "--disable-pip-version-check", "-e", str(source), "--config-settings=setup-args=-Dnative=false",
+                        f"--config-settings=build-dir={build}"], capture_output=True, text=True, env=env, timeout=900)
+    assert r.returncode == 0, r.stdout + r.stderr
+    # pytest as the README runs it, from the checkout's root (a runner outside it: nothing puts the root on sys.path)
+    runner = tmp_path / "run_pytest.py"
+    runner.write_text("import sys, pytest\nsys.exit(pytest.main())\n")
+    tests = ["tests/test_foundation.py::test_backend_is_reported", "tests/test_foundation.py::test_version_is_declared_once",
+             "tests/test_types.py::test_package_is_typed", "tests/test_lazy_ir.py"]
+    t = subprocess.run([str(python), str(runner), "-q", "-p", "no:randomly", *tests], cwd=source, env=env,
+                       capture_output=True, text=True, timeout=900)
+    assert t.returncode == 0, t.stdout + t.stderr
+    assert re.search(r"\d+ passed", t.stdout) and "accel test guard" not in t.stdout + t.stderr, t.stdout
+    where = subprocess.run([str(python), "-c", "import accel; print(accel.__file__)"], cwd=tmp_path, env=env,
+                           capture_output=True, text=True, timeout=300)
+    assert where.stdout.strip() == str(source / "accel" / "__init__.py"), where.stdout + where.stderr
+    # an edit of the checkout: the editable loader rebuilds (meson reconfigures) on the next import
+    meson_build = source / "meson.build"
+    text = meson_build.read_text()
+    version = re.search(r"version: '([^']+)'", text).group(1)
+    meson_build.write_text(text.replace(f"version: '{version}'", f"version: '{version}.post1'", 1))
+    try:
+        v = subprocess.run([str(venv / "bin" / "accel"), "--version"], cwd=tmp_path, env=env, capture_output=True,
+                           text=True, timeout=600)
+    finally:
+        meson_build.write_text(text)
+    assert v.returncode == 0 and v.stdout.startswith(f"accel {version}.post1"), v.stdout + v.stderr
+
+
+@pytest.mark.skipif(not (REPO / ".ci" / "run").exists() or shutil.which("bash") is None, reason="no CI script")
+def test_ci_finds_the_other_cpythons_of_requires_python():
+    """.ci/run builds and imports on every other CPython of requires-python it finds (uv's, pyenv's, python3.X
+    on PATH): each it lists runs and is the version it is listed as; pyenv's shims of unselected versions
+    (which fail) are not listed."""
+    proc = subprocess.run(["bash", str(REPO / ".ci" / "run"), "--list-cpythons"], capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    oldest = int(re.search(r'requires-python = ">=3\.(\d+)"', (REPO / "pyproject.toml").read_text()).group(1))
+    this = subprocess.run(["python3", "-c", "import sys; print(sys.version_info[1])"], capture_output=True,
+                          text=True).stdout.strip()
+    seen = []
+    for line in proc.stdout.splitlines():
+        version, python = line.split(" ", 1)
+        minor = int(version.split(".")[1])
+        assert minor >= oldest and str(minor) != this and version not in seen, line
+        got = subprocess.run([python, "-c", "import sys; print(sys.implementation.name, *sys.version_info[:2])"],
+                             capture_output=True, text=True, timeout=60).stdout.split()
+        assert got == ["cpython", "3", str(minor)], (line, got)
+        seen.append(version)

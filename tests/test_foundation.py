@@ -42,6 +42,17 @@ def test_twins_have_identical_public_surfaces(name, both_twins):
             for meth, fn in vars(b).items():
                 if callable(fn) and (not meth.startswith("_") or meth in ("__enter__", "__exit__", "__call__")):
                     assert str(inspect.signature(getattr(a, meth))) == str(inspect.signature(fn)), f"{attr}.{meth}"
+            # every method the python twin's class defines has the same docstring on the compiled class (help()
+            # and docs/api read it; Cython's clinic embedsignature makes a method without one read "None")
+            for meth, fn in vars(b).items():
+                dunder = meth.startswith("__") and meth.endswith("__")
+                if not (callable(fn) or isinstance(fn, property)) or meth.startswith("_") and not dunder or \
+                        dunder and type(vars(a).get(meth)).__name__ not in ("method_descriptor",
+                                                                            "cython_function_or_method"):
+                    continue          # private helpers; slot wrappers (__init__, __repr__) carry CPython's text
+                doc_a = (getattr(vars(a).get(meth, getattr(a, meth, None)), "__doc__", None) or "").strip()
+                assert doc_a == (fn.__doc__ or "").strip(), f"{name}.{attr}.{meth} docstrings differ"
+                assert doc_a != "None" and not doc_a.startswith("None\n"), f"{name}.{attr}.{meth} reads 'None'"
 
 
 def test_backend_is_reported():
@@ -220,9 +231,23 @@ def test_cli_report_missing_library(subprocess_python):
     assert "CUDA runtime: not found" in r.stdout and "/nope.so" in r.stdout
 
 
+def test_cli_report_nvml_line_says_what_it_searched(subprocess_python):
+    """Without a loadable NVML library the report's NVML line lists the places searched (it ended in a bare
+    "searched:")."""
+    pytest.importorskip("pynvml")
+    r = subprocess_python("import sys, runpy; sys.argv=['accel']; runpy.run_module('accel', run_name='__main__')",
+                          env={"ACCEL_CUDART": "emu", "ACCEL_NVML": "/nope/libnvidia-ml.so.1"})
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    at = next(i for i, ln in enumerate(lines) if ln.startswith("NVML:"))
+    assert lines[at].endswith("searched:"), r.stdout
+    assert lines[at + 1].startswith("    - /nope/libnvidia-ml.so.1"), r.stdout
+
+
 # -- the guard against testing the source tree -------------------------------------------------------
 
 @pytest.mark.skipif(not (REPO / "accel" / "_impl.py").exists(), reason="no checkout next to the tests")
+@pytest.mark.not_editable("the checkout's accel/ is the installed package: no source-tree import to refuse")
 def test_suite_refuses_source_tree(tmp_path):
     """`python -m pytest` from the checkout would import the uncompiled source: the guard must stop it."""
     r = subprocess.run([sys.executable, "-m", "pytest", "-q", "tests/test_foundation.py::test_backend_is_reported"],

@@ -31,7 +31,7 @@ needs_checkout = pytest.mark.skipif(not (README.exists() and (REPO / "accel" / "
                                     reason="no checkout next to the tests")
 pytestmark = needs_checkout
 
-_COMMAND = re.compile(r"^(?:[A-Z_]+=\S+ )*(?:pip|pytest|python|accel)(?: |$)")
+_COMMAND = re.compile(r"^(?:[A-Z_]+=\S+ )*(?:pip|pytest|python|accel|mkdocs|mypy|\.ci/run)(?: |$)")
 
 
 def fenced_blocks(docs=(README,)):
@@ -136,7 +136,9 @@ def check_pure_python_install(command, tmp_path):
     proc = shell(f"pip install --quiet --no-deps --no-build-isolation --target {target} "
                  f"--config-settings=build-dir={tmp_path / 'build'} {command[len('pip install '):]}", timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    probe = subprocess.run([sys.executable, "-c", "import accel; print(accel.backend, accel.__file__)"],
+    # -S: the target's accel alone (an editable install's loader, which a .pth of site-packages sets up, would
+    # take precedence over PYTHONPATH)
+    probe = subprocess.run([sys.executable, "-S", "-c", "import accel; print(accel.backend, accel.__file__)"],
                            cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(target)}, capture_output=True,
                            text=True, timeout=60)
     assert probe.stdout.split() == ["python", str(target / "accel" / "__init__.py")], probe.stderr
@@ -151,6 +153,17 @@ def check_quick_rebuild(command, tmp_path):
         "pip install ", f"pip install --quiet --target {target} "), timeout=900)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert list((target / "accel" / "_native").glob("_device*.so")), "the quick rebuild built no native twin"
+
+
+def check_example_on_emulator(command, tmp_path):
+    """The README's words on its examples: each ```python block, saved as example.py, runs with that command
+    (from the directory holding it, in a newcomer's shell)."""
+    blocks = [text for _, info, text in fenced_blocks() if info == "python"]
+    assert len(blocks) >= 4
+    for code in blocks:
+        (tmp_path / "example.py").write_text(code + "\n")
+        proc = shell(f"cd {tmp_path} && {command}", timeout=300)
+        assert proc.returncode == 0, code + proc.stdout + proc.stderr
 
 
 def check_version(command):
@@ -187,6 +200,15 @@ CHECKS = {
     "pip install --config-settings=build-dir=/tmp/accel-build .":
         "tests/test_build_routes.py::test_build_dir_outside_a_read_only_checkout_writes_nothing_into_it",
     "accel --version": check_version,
+    "ACCEL_CUDART=emu python example.py": check_example_on_emulator,
+    "python tools/gen_lazy_stub.py": "tests/test_types.py::test_lazy_stubs_are_current",
+    "mkdocs build": "tests/test_docs.py::test_docs_site_builds_strict",
+    # (an editable install's form of the typed examples' mypy run: tests/test_types.py's _mypy)
+    "MYPYPATH=/path/to/accel-checkout mypy --follow-imports=silent your_code.py":
+        "tests/test_types.py::test_typed_example_passes_mypy_strict",
+    ".ci/run --list-cpythons": "tests/test_build_routes.py::test_ci_finds_the_other_cpythons_of_requires_python",
+    "pip install --no-build-isolation -e .":
+        "tests/test_build_routes.py::test_editable_install_runs_the_suite_and_rebuilds_on_import",
     "pip install --no-build-isolation --no-deps --config-settings=build-dir=build .": check_quick_rebuild,
     "ACCEL_EMU_MEMORY=2G accel emu --devices 4 -- python -m numba.runtests numba.cuda.tests.cudadrv":
         "tests/test_peer_suites.py::test_numba_cuda_suite_on_the_emulator",
@@ -215,7 +237,7 @@ CHECKS = {
 }
 CI_SECTIONS = ("Install and run", "Tests")
 # code spans that look like commands but are words in a sentence
-MENTIONS = {"pytest", "python", "python -m", "accel / peer",
+MENTIONS = {"pytest", "python", "python -m", "accel / peer", ".ci/run",
             "pip install accel"}    # what not to type: installs the unrelated project of that name
 
 
@@ -274,6 +296,7 @@ def test_python_m_accel_in_the_checkout_runs_the_installed_build():
     assert "No module named accel.emu_probe_x" in proc.stderr and "unbuilt" not in proc.stderr
 
 
+@pytest.mark.not_editable("the checkout's accel/ is the installed package, so importing it there works")
 def test_import_in_the_checkout_says_what_to_type():
     proc = shell("python -c 'import accel'")
     assert proc.returncode == 1

@@ -654,6 +654,7 @@ cdef class device:
         self._prev1 = _unpack_index(value, "exchangeDevice") + 1
 
     def __enter__(self):
+        """Make ``idx`` the current device (nothing for -1 / None), remembering the one it replaces; returns the guard."""
         cdef object idx = self.idx
         cdef int d, prev, overflow = 0
         cdef long v
@@ -677,6 +678,7 @@ cdef class device:
         return self
 
     def __exit__(self, exc_type, exc_value, traceback):
+        """Make the device that was current at ``__enter__`` current again; exceptions propagate."""
         cdef int p = self._prev1 - 1
         if self._depth > 1:
             self._prev1 = self._stack.pop()

@@ -141,6 +141,7 @@ cdef class OpKind:
         return f"OpKind({self.qualified_name!r})"
 
     def __reduce__(self):
+        """Pickles by name: ``OpKind(qualified_name)``."""
         return (OpKind, (self.qualified_name,))
 
 
@@ -276,6 +277,7 @@ cdef class Shape:
         return f"Shape({self._dtype}, {list(self._sizes)})"
 
     def __reduce__(self):
+        """Pickles by value: ``Shape(dtype, sizes)``."""
         return (Shape, (self._dtype, self._sizes))
 
 

@@ -46,6 +46,7 @@ cdef class TensorBase:
         _unlink(self)
 
     def __reduce_ex__(self, protocol):
+        """Refused (TypeError): a copy of a lazy tensor would share its tensor id."""
         raise TypeError("lazy tensors cannot be copied or pickled (a copy would share the tensor id); use .numpy() or build a new tensor")
 
     def __dealloc__(self):
@@ -130,6 +131,7 @@ cdef class Data:
         raise AttributeError(f"lazy Data is read-only: cannot delete {name!r}")
 
     def __reduce_ex__(self, protocol):
+        """Pickles by value: ``Data(array)``."""
         return (Data, (self.array,))
 
     def __repr__(self):

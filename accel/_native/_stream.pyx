@@ -341,6 +341,7 @@ cdef class StreamContext:
         self.stream = stream
 
     def __enter__(self):
+        """Make the stream's device and the stream current (nothing for None); returns the stream."""
         cdef Stream s
         cdef int cur, d
         if self.stream is None:
@@ -364,6 +365,7 @@ cdef class StreamContext:
         return s
 
     def __exit__(self, exc_type, exc_value, traceback):
+        """Make the device and the streams that were current at ``__enter__`` current again."""
         cdef Stream src = self._src, dst = self._dst
         if src is None:
             return False
@@ -600,6 +602,7 @@ cdef class Stream:
         c_leave_device(orig)
 
     def __enter__(self):
+        """Make the stream's device and the stream current; returns the stream."""
         if self._ctx is not None:
             raise RuntimeError("Stream's context should not be initialized.")
         c_ensure_init()
@@ -612,6 +615,7 @@ cdef class Stream:
         return self
 
     def __exit__(self, exc_type, exc_value, traceback):
+        """Make the device and the stream that were current at ``__enter__`` current again."""
         if self._ctx is None:
             return False
         cur, prev = self._ctx
@@ -634,6 +638,7 @@ cdef class Stream:
         return f"<accel.cuda.{type(self).__name__} device=cuda:{self.device_index} cuda_stream={self._ptr:#x}>"
 
     def __reduce__(self):
+        """Refused (TypeError): a stream is only valid in its own process."""
         raise TypeError(f"cannot pickle {self!r}: a stream is only valid in its own process")
 
 

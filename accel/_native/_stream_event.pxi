@@ -223,6 +223,7 @@ cdef class Event:
         return "<accel.cuda.Event uninitialized>"
 
     def __reduce__(self):
+        """Refused (TypeError): share an event with ipc_handle() / Event.from_ipc_handle()."""
         raise TypeError(f"cannot pickle {self!r}: share it with ipc_handle() / Event.from_ipc_handle()")
 
     def __dealloc__(self):

@@ -511,6 +511,7 @@ class device:
         self._prev = _unpack_index(value, "exchangeDevice")
 
     def __enter__(self):
+        """Make ``idx`` the current device (nothing for -1 / None), remembering the one it replaces; returns the guard."""
         try:
             d = self._idx
         except AttributeError:  # a bare device.__new__(device)
@@ -547,6 +548,7 @@ class device:
         return self
 
     def __exit__(self, exc_type, exc_value, traceback):
+        """Make the device that was current at ``__enter__`` current again; exceptions propagate."""
         try:
             p = self._prev
             outer = self._outer

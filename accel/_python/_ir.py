@@ -89,6 +89,7 @@ class OpKind:
         return f"OpKind({self._name!r})"
 
     def __reduce__(self):
+        """Pickles by name: ``OpKind(qualified_name)``."""
         return (OpKind, (self._name,))
 
 
@@ -147,6 +148,7 @@ class Shape:
         return f"Shape({self._dtype}, {list(self._sizes)})"
 
     def __reduce__(self):
+        """Pickles by value: ``Shape(dtype, sizes)``."""
         return (Shape, (self._dtype, self._sizes))
 
 

@@ -21,6 +21,7 @@ class TensorBase:
     __slots__ = ("_node", "_handle", "_src", "_shape", "_id", "_base", "__weakref__")
 
     def __reduce_ex__(self, protocol):
+        """Refused (TypeError): a copy of a lazy tensor would share its tensor id."""
         raise TypeError("lazy tensors cannot be copied or pickled (a copy would share the tensor id); use .numpy() or build a new tensor")
 
     def __del__(self):
@@ -82,6 +83,7 @@ class Data:
         raise AttributeError(f"lazy Data is read-only: cannot delete {name!r}")
 
     def __reduce_ex__(self, protocol):
+        """Pickles by value: ``Data(array)``."""
         return (Data, (self.array,))
 
     def __repr__(self):

@@ -298,9 +298,11 @@ class DeviceBuffer:
             self._graphs = tuple(u for u in g if u.live) + (uses,)
 
     def __enter__(self):
+        """Returns the buffer; the ``with`` block frees it on exit."""
         return self
 
     def __exit__(self, exc_type, exc_value, traceback):
+        """free() the buffer; exceptions propagate."""
         self.free()
 
     def __del__(self):
@@ -320,6 +322,7 @@ class DeviceBuffer:
                     pass
 
     def __reduce__(self):
+        """Refused (TypeError): a copy would release the device memory twice."""
         raise _mc.copy_refused(self)
 
     def copy_from_host(self, array, stream=None):
@@ -695,12 +698,15 @@ class DeviceArray:
         return self._buf.free()
 
     def __enter__(self):
+        """Returns the array; the ``with`` block frees its buffer on exit."""
         return self
 
     def __exit__(self, exc_type, exc_value, traceback):
+        """free() the array's buffer; exceptions propagate."""
         self._buf.free()
 
     def __reduce__(self):
+        """Refused (TypeError): a copy would release the device memory twice."""
         raise _mc.copy_refused(self)
 
     def copy_to_host(self, out=None, stream=None):

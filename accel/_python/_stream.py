@@ -309,6 +309,7 @@ class StreamContext:
         self._src = self._dst = self._stack = None
 
     def __enter__(self):
+        """Make the stream's device and the stream current (nothing for None); returns the stream."""
         s = self.stream
         if s is None:
             return None
@@ -332,6 +333,7 @@ class StreamContext:
         return s
 
     def __exit__(self, exc_type, exc_value, traceback):
+        """Make the device and the streams that were current at ``__enter__`` current again."""
         src, dst = self._src, self._dst
         if src is None:
             return False
@@ -559,6 +561,7 @@ class Stream:
         _check(err, orig)
 
     def __enter__(self):
+        """Make the stream's device and the stream current; returns the stream."""
         if self._ctx is not None:
             raise RuntimeError("Stream's context should not be initialized.")
         _c_ensure_init()
@@ -573,6 +576,7 @@ class Stream:
         return self
 
     def __exit__(self, exc_type, exc_value, traceback):
+        """Make the device and the stream that were current at ``__enter__`` current again."""
         if self._ctx is None:
             return False
         cur_dev, prev = self._ctx
@@ -597,6 +601,7 @@ class Stream:
         return f"<accel.cuda.{type(self).__name__} device=cuda:{self.device_index} cuda_stream={self._ptr:#x}>"
 
     def __reduce__(self):
+        """Refused (TypeError): a stream is only valid in its own process."""
         raise TypeError(f"cannot pickle {self!r}: a stream is only valid in its own process")
 
 

@@ -300,12 +300,15 @@ class CUDAGraph:
         return f"<accel.cuda.CUDAGraph {state}>"
 
     def __reduce__(self):
+        """Refused (TypeError): a CUDA graph is owned by one CUDAGraph in one process."""
         raise _gc.refuse_copy(self)
 
     def __copy__(self):
+        """Refused (TypeError): a CUDA graph is owned by one CUDAGraph in one process."""
         raise _gc.refuse_copy(self)
 
     def __deepcopy__(self, memo):
+        """Refused (TypeError): a CUDA graph is owned by one CUDAGraph in one process."""
         raise _gc.refuse_copy(self)
 
     def __del__(self):
