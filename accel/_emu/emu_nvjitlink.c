@@ -210,10 +210,8 @@ EXPORT nvJitLinkResult nvJitLinkCreate(nvJitLinkHandle *handle, uint32_t numOpti
             char *end;
             unsigned long v = strtoul(o + 14, &end, 10);
             if (!o[14] || *end || v == 0 || v > 255) {
-                snprintf(line, sizeof line, "ERROR: -maxrregcount expects a number of registers from 1 to 255, got "
-                         "'%.100s'", o + 14);
-                log_append(&l->error_log, line);
-                rc = NVJITLINK_ERROR_UNRECOGNIZED_OPTION;
+                rc = refuse(l, NVJITLINK_ERROR_UNRECOGNIZED_OPTION, "ERROR: -maxrregcount expects a number of "
+                            "registers from 1 to 255, got '%.100s'", o + 14);
             }
             l->maxreg = (unsigned)v;
         }
