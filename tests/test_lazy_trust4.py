@@ -90,6 +90,27 @@ def check_random_from_without_to():
     assert all(0 <= v < 5 for v in x.random_(5).numpy().tolist())         # random_(to) unchanged
     assert all(2 <= v < 5 for v in x.random_(2, 5).numpy().tolist())
 
+def check_nll_loss_spatial_byte_target():
+    # (red team of issue 31) torch 2.13 refuses a Byte target of an [N, C, d...] input (nll_loss2d's kernel reads
+    # int64 targets) after its shape and weight checks and before any target value; accel computed a loss
+    for shape, tshape in (((2, 3, 2), (2, 2)), ((2, 3, 2, 2), (2, 2, 2)), ((1, 4, 2, 1), (1, 2, 1))):
+        for tv in (0, 7):
+            x = t(np.zeros(shape, np.float32))
+            y = t(np.full(tshape, tv, np.uint8))
+            for kw in ({}, {"reduction": "none"}, {"ignore_index": tv}):
+                try:
+                    F.nll_loss(x, y, **kw)
+                except RuntimeError as e:
+                    assert str(e) == "expected scalar type Long but found Byte", str(e)
+                else:
+                    raise AssertionError(f"nll_loss of {shape} with a Byte target {tshape} gave a loss")
+    x = t(np.zeros((2, 3, 2), np.float32))
+    try:
+        F.nll_loss(x, t(np.zeros((2, 2), np.uint8)), weight=t(np.ones(4, np.float32)))
+    except RuntimeError as e:       # the weight check comes first, as torch's
+        assert str(e) == "weight tensor should be defined either for all or no classes", str(e)
+    assert F.nll_loss(t(np.zeros((2, 3), np.float32)), t(np.zeros(2, np.uint8))).numpy().tolist() == 0.0
+
 for _i, _c in enumerate(CASES):
     globals()[f"check_case_{_i}"] = (lambda c=_c: compare(c))
 '''
