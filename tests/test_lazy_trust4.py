@@ -111,6 +111,20 @@ def check_nll_loss_spatial_byte_target():
         assert str(e) == "weight tensor should be defined either for all or no classes", str(e)
     assert F.nll_loss(t(np.zeros((2, 3), np.float32)), t(np.zeros(2, np.uint8))).numpy().tolist() == 0.0
 
+def check_where_condition_dtype_message():
+    # (red team of issue 31) torch 2.13 names the condition's dtype as a scalar type (Long, Double, Byte), accel
+    # named numpy's (int64, float64).  (A uint8 condition, which torch takes with a deprecation warning, is left out.)
+    for v, name in (([1, 0], "Long"), ([1.0, 0.0], "Double"), (np.array([1, 0], np.float16), "Half"),
+                    (np.array([1, 0], np.int8), "Char")):
+        for form in (lambda c: T.where(c, 1, 2), lambda c: t([1, 2]).where(c, 0)):
+            try:
+                form(t(v))
+            except RuntimeError as e:
+                assert str(e) == ("where expected condition to be a boolean tensor, but got a tensor with dtype "
+                                  + name), str(e)
+            else:
+                raise AssertionError(f"where of a {name} condition gave a result")
+
 for _i, _c in enumerate(CASES):
     globals()[f"check_case_{_i}"] = (lambda c=_c: compare(c))
 '''
