@@ -67,9 +67,11 @@ class Uses:
     while the graph is), a weak reference to the CUDAGraph, ``open`` while the capture is under way, ``live``
     (False once the graph was reset), the capture's ``id`` (cudaStreamGetCaptureInfo's: shared by every stream
     joined to the capture through an event), the DeviceBuffers allocated in the capture (``born``: graph
-    memory, weakly) and ``launched`` (True once a replay made that memory)."""
+    memory, weakly), ``launched`` (True once a replay made that memory) and ``remade`` (``[device, address,
+    made]`` of each such buffer the user freed after a replay: ``made`` once a later replay made it again, which
+    nothing else owns then: reset() frees it)."""
 
-    __slots__ = ("graph", "held", "live", "open", "id", "born", "launched", "__weakref__")
+    __slots__ = ("graph", "held", "live", "open", "id", "born", "used", "launched", "remade", "__weakref__")
 
     def __init__(self, graph, capture_id):
         self.graph = weakref.ref(graph)
@@ -77,7 +79,9 @@ class Uses:
         self.live = self.open = True
         self.id = capture_id
         self.born = weakref.WeakSet()
+        self.used = weakref.WeakSet()       # the born buffers a copy or memset of the capture used
         self.launched = False
+        self.remade = []
 
     def __reduce__(self):
         raise refuse_copy(self)
@@ -126,12 +130,26 @@ def note_alloc(status, capture_id, buf):
     u = capture_uses(status, capture_id)
     if u is not None:
         u.born.add(buf)
+        buf._graph_use(u)               # (its free() after a replay: the memory a later replay makes again)
 
 
 def launched(uses):
-    """A replay of the graph of ``uses`` was queued: the buffers it allocated are made by it from now on."""
+    """A replay of the graph of ``uses`` was queued: the buffers it allocated are made by it from now on (those
+    the user freed are made again)."""
     if uses is not None:
         uses.launched = True
+        for r in uses.remade:
+            r[2] = True
+
+
+def take_remade(uses):
+    """reset(): the (device, address) of the graph allocations a replay made again after the user freed their
+    DeviceBuffer (nobody else owns them: the caller frees them), forgotten by ``uses``."""
+    if uses is None or not uses.remade:
+        return []
+    out = [(d, p) for d, p, made in uses.remade if made]
+    uses.remade = []
+    return out
 
 
 def drop_uses(uses):
@@ -151,8 +169,12 @@ def buffer_freed(uses_list, capture_id, buf):
     for u in uses_list:
         if not u.live or (capture_id and u.open and u.id == capture_id):
             continue
-        if u.launched and buf in u.born:
-            continue
+        if buf in u.born:
+            if u.launched:
+                u.remade.append([buf.device.index, buf.ptr, False])
+                continue
+            if buf not in u.used:       # no node of the graph reads or writes it
+                continue
         g = u.graph()
         if g is not None:
             g._buffer_freed()

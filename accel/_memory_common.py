@@ -261,7 +261,10 @@ def _use(buf, s, cap=_NOT_CAPTURING):
     for the buffer's own stream)."""
     if cap[0]:
         if cap[1] is not None:
-            _buffer(buf)._graph_use(cap[1])
+            b = _buffer(buf)
+            b._graph_use(cap[1])
+            if b in cap[1].born:
+                cap[1].used.add(b)
     elif s is not buf.stream:
         buf.record_stream(s)
 

@@ -687,7 +687,33 @@ def test_a_graph_buffer_freed_after_a_replay_is_made_again_by_the_next(sm, mem, 
     s.synchronize()
     assert (hout == 7).all()
     g.reset()
-    assert rt.cudaFree(ptr) is None                 # the last launch's allocation is the user's to free
+    with pytest.raises(CudaError):                  # the last launch's allocation: released by reset()
+        rt.cudaFree(ptr)
+
+
+def test_a_graph_buffer_remade_by_a_replay_is_released_by_reset(sm, mem, live):
+    # Red team of issue 31: after free() of a buffer the graph allocated (after a replay), the next replay makes
+    # the allocation again; nothing in accel owns it then (the DeviceBuffer is closed, memory_allocated() no
+    # longer counts it) and reset() / dropping the graph left it allocated: every such cycle leaked the buffer's
+    # size of device memory, which only a raw cudaFree of the old address could release.
+    s = sm.Stream()
+    s.synchronize()
+    before = live()[3]
+    for _ in range(3):
+        held = []
+        g = sm.CUDAGraph()
+        _capture(sm, g, s, lambda: held.append(mem.alloc(N, stream=s)))
+        b = held.pop()
+        with sm.stream(s):
+            g.replay()
+        s.synchronize()
+        b.free()
+        with sm.stream(s):
+            g.replay()                              # made again
+        s.synchronize()
+        g.reset()
+        del g, b
+    assert live()[3] == before
 
 
 def test_a_graph_buffer_freed_after_a_replay_still_stops_another_graph_using_it(sm, mem, rt):
@@ -718,7 +744,8 @@ def test_a_graph_buffer_freed_after_a_replay_still_stops_another_graph_using_it(
     ptr = b.ptr
     g2.reset()
     g1.reset()
-    assert rt.cudaFree(ptr) is None                 # the last launch's allocation is the user's to free
+    with pytest.raises(CudaError):                  # the last launch's allocation: released by reset()
+        rt.cudaFree(ptr)
 
 
 def test_buffer_freed_inside_the_capture_belongs_to_the_graph(sm, mem, rt, live):

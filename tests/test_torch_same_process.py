@@ -428,3 +428,27 @@ for d in (0, 1):
 print(json.dumps(out))
 """
     assert on_emu(code, backend) == [True] * 4
+
+
+@pytest.mark.xfail(strict=True, reason="red team of issue 31: the .device an accel object gave before torch was "
+                                       "imported (accel's CudaDevice) is read by torch as its current device")
+def test_a_device_taken_before_torch_was_imported_names_its_device_to_torch(backend):
+    """Red team of issue 31 item 18: ``.device`` is a torch.device only once accel shares torch's process; one
+    read before torch was imported (accel's CudaDevice, kept in a variable or a config) and handed to torch
+    later is a device object torch does not know, so torch.cuda.current_stream(d) silently names torch's
+    current device (0) instead of d's (1)."""
+    code = """
+import json
+import accel.cuda as ac
+s = ac.Stream(device=1)
+d = s.device                  # before torch is imported
+import torch
+torch.cuda.init()
+torch.cuda.set_device(0)
+try:
+    got = torch.cuda.current_stream(d).device.index
+except (TypeError, ValueError) as e:      # refused: loud, acceptable
+    got = "refused"
+print(json.dumps([got, d == torch.device("cuda", 1)]))
+"""
+    assert on_emu(code, backend) in ([1, True], ["refused", True])

@@ -24,6 +24,22 @@ cdef int _relaxed_destroy(bint exec_, uintptr_t h) noexcept:
     return err
 
 
+cdef int _relaxed_free(uintptr_t p) noexcept:
+    # cudaFree of a graph allocation in relaxed capture mode (as _relaxed_destroy); the error code, cleared.
+    cdef int mode = 2    # cudaStreamCaptureModeRelaxed
+    cdef int err
+    cdef bint swapped = not _t.cudaThreadExchangeStreamCaptureMode(&mode)
+    if not swapped:
+        _t.cudaGetLastError()
+    with nogil:
+        err = _t.cudaFree(<void*>p)
+    if err:
+        _t.cudaGetLastError()
+    if swapped:
+        _t.cudaThreadExchangeStreamCaptureMode(&mode)
+    return err
+
+
 cdef inline int _check_leave(int err, int orig) except -1:
     if err:
         ex = error(err)
@@ -188,8 +204,8 @@ cdef class CUDAGraph:
         if err or orig >= 0:
             _check_leave(err, orig)
         u = self._uses
-        if u is not None and not u.launched:
-            u.launched = True           # the graph's own allocations are made by its replays from now on
+        if u is not None and (not u.launched or u.remade):
+            _gc.launched(u)             # the graph's own allocations are made by its replays from now on
 
     def reset(self):
         """Destroy the graph and the executable graph (ending a capture still under way) and release the
@@ -226,6 +242,11 @@ cdef class CUDAGraph:
             c_leave_device(orig)
         if self._uses is not None:
             _gc.close_capture(self._uses)
+            for d, addr in _gc.take_remade(self._uses):    # (made again by a replay after the user's free)
+                orig = c_enter_device(_t, d)
+                if _relaxed_free(<uintptr_t>addr):
+                    _gc.warn("CUDA warning: cudaFree of a graph allocation failed in CUDAGraph.reset()")
+                c_leave_device(orig)
             _gc.drop_uses(self._uses)
             self._uses = None
         self._stale = False

@@ -198,8 +198,8 @@ class CUDAGraph:
         if err or orig >= 0:
             _check(err, orig)
         u = self._uses
-        if u is not None and not u.launched:
-            u.launched = True           # the graph's own allocations are made by its replays from now on
+        if u is not None and (not u.launched or u.remade):
+            _gc.launched(u)             # the graph's own allocations are made by its replays from now on
 
     def reset(self):
         """Destroy the graph and the executable graph (ending a capture still under way) and release the
@@ -230,6 +230,11 @@ class CUDAGraph:
             _leave(orig)
         if self._uses is not None:
             _gc.close_capture(self._uses)
+            for d, p in _gc.take_remade(self._uses):    # (made again by a replay after the user's free)
+                orig = _s._enter(d) if _dm._initialized else -1
+                if _relaxed_destroy("cudaFree", p):
+                    _gc.warn("CUDA warning: cudaFree of a graph allocation failed in CUDAGraph.reset()")
+                _leave(orig)
             _gc.drop_uses(self._uses)
             _osa(self, "_uses", None)
         _osa(self, "_stale", False)

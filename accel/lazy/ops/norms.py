@@ -388,6 +388,8 @@ def _nll_loss_nd(input, target, weight, ignore_index, reduction):
     weight = _opt(weight, "nll_loss() weight")
     if weight is not None and _numel(weight._shape.sizes) != c:
         raise RuntimeError("weight tensor should be defined either for all or no classes")
+    if target._shape.dtype != D.INT64:      # nll_loss2d's kernel reads int64 targets (its check passes Byte)
+        raise RuntimeError("expected scalar type Long but found Byte")
     x, t = input, target
     if len(s.sizes) != 4:
         empty = 0 in s.sizes                       # torch views an empty input as [N, C, 0, 0], its target [N, 0, 0]

@@ -623,13 +623,29 @@ def _random_full(empty, gen=None):
     return T._wrap(n, s)
 
 
-def _random_m(self, a=None, b=None, *, generator=None):
+class _Omitted:
+    """random_'s ``to`` when not given: random_(to) (one argument) and random_(from, None) (an open upper bound)
+    differ."""
+
+    def __repr__(self):
+        return "<omitted>"
+
+
+_NO_TO = _Omitted()
+
+
+def _random_m(self, a=None, b=_NO_TO, *, generator=None):
     g = _generator(generator)
-    if a is None and b is None:
+    if a is None and b is _NO_TO:
         return _in_place(self, "random", lambda t: _random_full(t, g))
     if a is None:
         raise TypeError("random_(): from must be an int when to is given, got None")
-    lo, hi = (0, _int64(a, "random_(): to")) if b is None else (_int64(a, "random_(): from"), _int64(b, "random_(): to"))
+    if b is None:
+        # torch's random_(from, None): [from, the dtype's largest value] (LTC's RandomFrom node, drawn by its
+        # backend); read as random_(to=from) it drew from [0, from) without a word
+        raise NotImplementedError(f"random_(from={a!r}, to=None) (an open upper bound: up to the dtype's largest "
+                                  f"value, LTC's RandomFrom node) is not supported by accel.lazy; pass to=")
+    lo, hi = (0, _int64(a, "random_(): to")) if b is _NO_TO else (_int64(a, "random_(): from"), _int64(b, "random_(): to"))
     return _in_place(self, "random", lambda t: _random(t, lo, hi, g))
 
 

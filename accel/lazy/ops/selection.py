@@ -10,8 +10,8 @@ from accel.lazy.executor import fallback
 from accel.lazy.ops.casts import to_copy as _to_copy
 from accel.lazy.ops.factories import full, zeros_like
 from accel.lazy.tensors import (
-    LazyTensor, _as_number, _broadcast, _check_tensor, _emit, _fn_counter, _index, _norm_dim, _prio, _scalar_code,
-    _irs, _scalar_node, _seed, is_number_operand)
+    LazyTensor, _as_number, _broadcast, _check_tensor, _dtype_name, _emit, _fn_counter, _index, _norm_dim, _prio,
+    _scalar_code, _irs, _scalar_node, _seed, is_number_operand)
 
 _kernels = _impl.module("_kernels")
 
@@ -61,7 +61,7 @@ def where(condition, input=None, other=None):
     _check_tensor(condition, "where() condition")
     if condition._shape.dtype != D.BOOL:
         raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor with dtype "
-                           f"{D.CODE_TO_NP[condition._shape.dtype]}")
+                           f"{_dtype_name(condition._shape.dtype)}")
     ops = []
     for name, x in (("input", input), ("other", other)):
         if type(x) is LazyTensor:
