@@ -602,26 +602,10 @@ static CUresult drv_side(emu_side_t *s, int type, const void *host, CUdeviceptr 
     return CUDA_SUCCESS;
 }
 
-/* CUDA_MEMCPY2D with an array on a side (emu_drvmem.c's copy2d hands those here). */
-typedef struct {
-    size_t srcXInBytes, srcY;
-    int srcMemoryType;
-    const void *srcHost;
-    CUdeviceptr srcDevice;
-    void *srcArray;
-    size_t srcPitch;
-    size_t dstXInBytes, dstY;
-    int dstMemoryType;
-    void *dstHost;
-    CUdeviceptr dstDevice;
-    void *dstArray;
-    size_t dstPitch;
-    size_t WidthInBytes, Height;
-} memcpy2d_t;
 
 CUresult emu_array_copy2d(const void *p, void *st, int sync)
 {
-    const memcpy2d_t *c = p;
+    const CUDA_MEMCPY2D *c = p;
     emu_side_t d, s;
     CUresult r = drv_side(&s, c->srcMemoryType, c->srcHost, c->srcDevice, c->srcArray, c->srcXInBytes, c->srcY,
                           0, c->srcPitch, 0);

@@ -6,19 +6,6 @@
 #include "emu_array.h"
 
 struct cudaChannelFormatDesc { int x, y, z, w, f; };
-struct cudaExtent { size_t width, height, depth; };
-struct cudaPos { size_t x, y, z; };
-struct cudaPitchedPtr { void *ptr; size_t pitch, xsize, ysize; };
-struct cudaMemcpy3DParms {
-    void *srcArray;
-    struct cudaPos srcPos;
-    struct cudaPitchedPtr srcPtr;
-    void *dstArray;
-    struct cudaPos dstPos;
-    struct cudaPitchedPtr dstPtr;
-    struct cudaExtent extent;
-    int kind;
-};
 
 enum { K_SIGNED = 0, K_UNSIGNED = 1, K_FLOAT = 2, K_NORM_FIRST = 5, K_NORM_LAST = 16 };
 enum { cudaErrorInvalidPitchValue_ = 12, cudaErrorInvalidResourceHandle_ = 400 };

@@ -126,4 +126,21 @@ extern const size_t emu_drvdevice_nprocs;
 
 #pragma GCC visibility pop
 
+/* CUDA_MEMCPY2D, emu_drvmem.c's copy2d; a copy with an array (CU_MEMORYTYPE_ARRAY) on a side is emu_array.c's. */
+typedef struct {
+    size_t srcXInBytes, srcY;
+    int srcMemoryType;
+    const void *srcHost;
+    CUdeviceptr srcDevice;
+    void *srcArray;
+    size_t srcPitch;
+    size_t dstXInBytes, dstY;
+    int dstMemoryType;
+    void *dstHost;
+    CUdeviceptr dstDevice;
+    void *dstArray;
+    size_t dstPitch;
+    size_t WidthInBytes, Height;
+} CUDA_MEMCPY2D;
+
 #endif

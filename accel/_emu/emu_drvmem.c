@@ -234,22 +234,6 @@ EXPORT CUresult cuMemcpyPeerAsync(CUdeviceptr d, CUcontext dctx, CUdeviceptr s, 
     return peer(d, dctx, s, sctx, n, st, 0);
 }
 
-/* CUDA_MEMCPY2D.  A copy with an array (CU_MEMORYTYPE_ARRAY) on a side is emu_array.c's. */
-typedef struct {
-    size_t srcXInBytes, srcY;
-    int srcMemoryType;
-    const void *srcHost;
-    CUdeviceptr srcDevice;
-    void *srcArray;
-    size_t srcPitch;
-    size_t dstXInBytes, dstY;
-    int dstMemoryType;
-    void *dstHost;
-    CUdeviceptr dstDevice;
-    void *dstArray;
-    size_t dstPitch;
-    size_t WidthInBytes, Height;
-} CUDA_MEMCPY2D;
 
 enum { MT_HOST = 1, MT_DEVICE = 2, MT_ARRAY = 3, MT_UNIFIED = 4 };
 

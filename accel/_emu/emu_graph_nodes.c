@@ -21,19 +21,6 @@
  */
 #include "emu_graph.h"
 
-struct cudaPos { size_t x, y, z; };
-struct cudaPitchedPtr { void *ptr; size_t pitch, xsize, ysize; };
-struct cudaExtent { size_t width, height, depth; };
-struct cudaMemcpy3DParms {
-    void *srcArray;
-    struct cudaPos srcPos;
-    struct cudaPitchedPtr srcPtr;
-    void *dstArray;
-    struct cudaPos dstPos;
-    struct cudaPitchedPtr dstPtr;
-    struct cudaExtent extent;
-    int kind;
-};
 struct cudaMemsetParams { void *dst; size_t pitch; unsigned int value, elementSize; size_t width, height; };
 struct cudaHostNodeParams { cudaHostFn_t fn; void *userData; };
 typedef struct { int result; cudaGraphNode_t errorNode, errorFromNode; } update_info_t;

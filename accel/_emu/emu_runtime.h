@@ -422,4 +422,19 @@ int emu_mem_revive(alloc_t *a);
 
 #pragma GCC visibility pop
 
+/* The runtime's 3D copy parameters (cudaMemcpy3D*, memcpy graph nodes), in CUDA 13's layout. */
+struct cudaExtent { size_t width, height, depth; };
+struct cudaPos { size_t x, y, z; };
+struct cudaPitchedPtr { void *ptr; size_t pitch, xsize, ysize; };
+struct cudaMemcpy3DParms {
+    void *srcArray;
+    struct cudaPos srcPos;
+    struct cudaPitchedPtr srcPtr;
+    void *dstArray;
+    struct cudaPos dstPos;
+    struct cudaPitchedPtr dstPtr;
+    struct cudaExtent extent;
+    int kind;
+};
+
 #endif
